@@ -1,0 +1,1 @@
+"""Drivers between the estimators and the kernels: schedules and certificates."""

@@ -1,0 +1,1 @@
+"""numba kernels: they see only NumPy arrays and scalars (house style, rule 1)."""

@@ -1,0 +1,162 @@
+"""Dual coordinate descent for the binary L1- and L2-loss linear SVM.
+
+Problem (Hsieh, Chang, Lin, Keerthi & Sundararajan, ICML 2008, eq. 4;
+LIBLINEAR ``solve_l2r_l1l2_svc``)::
+
+    min_alpha  1/2 alpha' (Q + D) alpha - e' alpha
+    s.t.       0 <= alpha_i <= U_i,        Q_ij = y_i y_j [x_i, b] . [x_j, b]
+
+    hinge (L1 loss):          U_i = C_i,   D_ii = 0
+    squared hinge (L2 loss):  U_i = inf,   D_ii = 1 / (2 C_i)
+
+with ``w = sum_i alpha_i y_i [x_i, b]`` kept up to date.  One coordinate
+step on row i (Hsieh et al., Algorithm 1)::
+
+    G  = y_i w . [x_i, b] - 1 + D_ii alpha_i
+    PG = projected gradient (G clipped at the active bound)
+    alpha_i <- min(max(alpha_i - G / Qbar_ii, 0), U_i),   Qbar_ii = Q_ii + D_ii
+    w       <- w + (alpha_i_new - alpha_i_old) y_i [x_i, b]
+
+Shrinking follows LIBLINEAR 2.4x exactly (see ``shared/notes/solvers.md``
+section 1): a bound variable whose gradient points outside the box by more
+than last pass's extreme projected gradient leaves the active set; each pass
+draws a fresh permutation of the active set; when the active set looks
+optimal (``M - m <= eps`` and ``|M|, |m| <= eps``) it is restored to all rows
+and the pass repeats before convergence is declared.
+
+The kernel works on any subset of rows (``index``) with persistent
+``alpha`` and ``w``, so the out-of-core schedules call it on cached rows.
+"""
+
+import numpy as np
+from numba import njit
+
+from .rng import shuffle_prefix
+from .rows import n_rows, row_axpy, row_dot, row_sqnorm
+
+# LIBLINEAR skips coordinates whose projected gradient is below this.
+PG_SKIP = 1e-12
+
+
+@njit(cache=True, nogil=True)
+def dcd_passes(
+    X,
+    y,
+    upper,
+    diag,
+    qd,
+    index,
+    active_size,
+    alpha,
+    w,
+    bias,
+    max_passes,
+    eps,
+    pg_max_old,
+    pg_min_old,
+    rng_state,
+):
+    """Run up to ``max_passes`` DCD passes over the rows ``index``.
+
+    Parameters
+    ----------
+    X : 2-D float32/float64 array or CSR tuple ``(indptr, indices, data)``
+    y : float64 array of +1/-1, indexed by row id
+    upper, diag, qd : float64 arrays indexed by row id
+        ``U_i``, ``D_ii`` and ``Qbar_ii = ||[x_i, b]||^2 + D_ii``.
+    index : int64 array of row ids, permuted and shrunk in place
+        Its first ``active_size`` entries are the active set.
+    alpha : float64 array indexed by row id, updated in place
+    w : float64 array of length n_features + 1, updated in place
+    bias : float
+        Value of the constant bias feature (0.0 for no intercept).
+    max_passes : int
+    eps : float
+        Projected-gradient tolerance of the active-set stopping test.
+    pg_max_old, pg_min_old : float
+        Shrinking thresholds carried over from the previous call
+        (``+inf``/``-inf`` to start afresh).
+    rng_state : uint64 array of length 1, advanced in place
+
+    Returns
+    -------
+    passes, active_size, pg_max, pg_min, pg_max_old, pg_min_old, converged
+        ``pg_max``/``pg_min`` are the extreme projected gradients of the
+        last pass; ``converged`` is true when that pass covered every row
+        of ``index`` and met the projected-gradient test.
+    """
+    n = index.shape[0]
+    passes = 0
+    converged = False
+    pg_max = -np.inf
+    pg_min = np.inf
+    while passes < max_passes:
+        shuffle_prefix(index, active_size, rng_state)
+        pg_max = -np.inf
+        pg_min = np.inf
+        s = 0
+        while s < active_size:
+            i = index[s]
+            yi = y[i]
+            a = alpha[i]
+            u = upper[i]
+            g = yi * row_dot(X, i, w, bias) - 1.0 + diag[i] * a
+            pg = 0.0
+            if a == 0.0:
+                if g > pg_max_old:
+                    active_size -= 1
+                    index[s] = index[active_size]
+                    index[active_size] = i
+                    continue
+                if g < 0.0:
+                    pg = g
+            elif a == u:
+                if g < pg_min_old:
+                    active_size -= 1
+                    index[s] = index[active_size]
+                    index[active_size] = i
+                    continue
+                if g > 0.0:
+                    pg = g
+            else:
+                pg = g
+            if pg > pg_max:
+                pg_max = pg
+            if pg < pg_min:
+                pg_min = pg
+            if abs(pg) > PG_SKIP:
+                q = qd[i]
+                if q > 0.0:
+                    new = min(max(a - g / q, 0.0), u)
+                else:
+                    # Q_ii = 0: an empty row without bias under L1 loss.  The
+                    # dual is linear in alpha_i with slope g = -1, so the
+                    # optimum is the upper bound (LIBLINEAR gets there by
+                    # dividing by zero).
+                    new = u if g < 0.0 else 0.0
+                alpha[i] = new
+                row_axpy(X, i, (new - a) * yi, w, bias)
+            s += 1
+        passes += 1
+        if pg_max - pg_min <= eps and abs(pg_max) <= eps and abs(pg_min) <= eps:
+            if active_size == n:
+                converged = True
+                break
+            active_size = n
+            pg_max_old = np.inf
+            pg_min_old = -np.inf
+            continue
+        pg_max_old = pg_max
+        pg_min_old = pg_min
+        if pg_max_old <= 0.0:
+            pg_max_old = np.inf
+        if pg_min_old >= 0.0:
+            pg_min_old = -np.inf
+    return passes, active_size, pg_max, pg_min, pg_max_old, pg_min_old, converged
+
+
+@njit(cache=True, nogil=True)
+def row_sqnorms(X, bias, out):
+    """``out[i] = ||[x_i, bias]||^2`` for every row."""
+    for i in range(n_rows(X)):
+        out[i] = row_sqnorm(X, i, bias)

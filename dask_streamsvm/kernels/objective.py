@@ -1,0 +1,47 @@
+"""Exact primal and dual pieces of the binary SVM (notes section 10).
+
+::
+
+    P(w)       = 1/2 ||w||^2 + sum_i C_i max(0, 1 - y_i w . [x_i, b])^p
+                 (p = 1 hinge, p = 2 squared hinge; the bias inside w)
+    D_min(a)   = 1/2 ||w(a)||^2 + 1/2 sum_i D_ii a_i^2 - sum_i a_i
+                 (LIBLINEAR's printed "Objective value"; D(a) = -D_min(a))
+    gap        = P(w) + D_min(a) >= 0
+
+The kernels return sums over rows so that a streamed pass can add up
+partitions; the driver assembles the certificate.
+"""
+
+from numba import njit
+
+from .rows import n_rows, row_axpy, row_dot
+
+
+@njit(cache=True, nogil=True)
+def weighted_loss_sum(X, y, cost, w, bias, squared):
+    """``sum_i C_i loss(y_i w . [x_i, b])`` over every row of ``X``."""
+    total = 0.0
+    for i in range(n_rows(X)):
+        xi = 1.0 - y[i] * row_dot(X, i, w, bias)
+        if xi > 0.0:
+            if squared:
+                total += cost[i] * xi * xi
+            else:
+                total += cost[i] * xi
+    return total
+
+
+@njit(cache=True, nogil=True)
+def add_weighted_rows(X, y, alpha, w, bias):
+    """``w += sum_i alpha_i y_i [x_i, b]`` (rebuilds ``w(alpha)`` from zero)."""
+    for i in range(n_rows(X)):
+        a = alpha[i]
+        if a != 0.0:
+            row_axpy(X, i, a * y[i], w, bias)
+
+
+@njit(cache=True, nogil=True)
+def decision_values(X, w, bias, out):
+    """``out[i] = w . [x_i, b]`` for every row."""
+    for i in range(n_rows(X)):
+        out[i] = row_dot(X, i, w, bias)

@@ -1,0 +1,158 @@
+"""Row primitives shared by every kernel: DOT, ADD and the squared norm.
+
+A kernel sees one training set ``X`` in one of two layouts and never asks
+which: the primitives below dispatch on the numba type of ``X``.
+
+* dense rows: a C-contiguous 2-D array ``(n_rows, n_features)``;
+* CSR rows: a tuple ``(indptr, indices, data)``.
+
+Every row carries an implicit last feature of constant value ``bias``
+(LIBLINEAR's ``-B``), stored as the last entry of ``w``: ``len(w)`` is
+``n_features + 1`` and ``bias = 0.0`` switches the intercept off.  These are
+the two operations of COFFIN (Sonnenburg & Franc, section 2): a solver
+touches examples only through ``row_dot`` (DOT) and ``row_axpy`` (ADD), so a
+later feature map only has to provide these two and ``row_sqnorm``.
+
+The plain-Python bodies are the reference semantics (used by the slow NumPy
+reference solver in the tests); inside ``@njit`` code the ``overload``
+implementations are compiled instead.  Accumulators are float64 whatever
+the dtype of ``X``.
+"""
+
+import numpy as np
+from numba import types
+from numba.extending import overload
+
+# fastmath only on arithmetic leaves (house style, rule 3): it lets LLVM
+# vectorise the reductions; no clipping or NaN test lives here.
+_LEAF_OPTIONS = {"fastmath": True, "nogil": True}
+
+
+def row_dot(X, i, w, bias):
+    """Return ``w . [x_i, bias]``."""
+    if isinstance(X, tuple):
+        indptr, indices, data = X
+        lo, hi = indptr[i], indptr[i + 1]
+        s = float(np.dot(data[lo:hi].astype(np.float64), w[indices[lo:hi]]))
+    else:
+        s = float(np.dot(X[i].astype(np.float64), w[:-1]))
+    return s + bias * w[-1]
+
+
+def row_axpy(X, i, a, w, bias):
+    """``w += a * [x_i, bias]`` in place."""
+    if isinstance(X, tuple):
+        indptr, indices, data = X
+        lo, hi = indptr[i], indptr[i + 1]
+        np.add.at(w, indices[lo:hi], a * data[lo:hi].astype(np.float64))
+    else:
+        w[:-1] += a * X[i].astype(np.float64)
+    w[-1] += a * bias
+
+
+def row_sqnorm(X, i, bias):
+    """Return ``||[x_i, bias]||^2``."""
+    if isinstance(X, tuple):
+        indptr, indices, data = X
+        v = data[indptr[i] : indptr[i + 1]].astype(np.float64)
+    else:
+        v = X[i].astype(np.float64)
+    return float(np.dot(v, v)) + bias * bias
+
+
+def n_rows(X):
+    """Number of rows of either layout."""
+    if isinstance(X, tuple):
+        return X[0].shape[0] - 1
+    return X.shape[0]
+
+
+def _is_dense(X):
+    return isinstance(X, types.Array) and X.ndim == 2
+
+
+def _is_csr(X):
+    return isinstance(X, types.BaseTuple) and len(X) == 3
+
+
+@overload(row_dot, jit_options=_LEAF_OPTIONS)
+def _row_dot(X, i, w, bias):
+    if _is_dense(X):
+
+        def dense_dot(X, i, w, bias):
+            d = X.shape[1]
+            s = 0.0
+            for j in range(d):
+                s += X[i, j] * w[j]
+            return s + bias * w[d]
+
+        return dense_dot
+    if _is_csr(X):
+
+        def csr_dot(X, i, w, bias):
+            indptr, indices, data = X
+            s = 0.0
+            for k in range(indptr[i], indptr[i + 1]):
+                s += data[k] * w[indices[k]]
+            return s + bias * w[w.shape[0] - 1]
+
+        return csr_dot
+    return None
+
+
+@overload(row_axpy, jit_options=_LEAF_OPTIONS)
+def _row_axpy(X, i, a, w, bias):
+    if _is_dense(X):
+
+        def dense_axpy(X, i, a, w, bias):
+            d = X.shape[1]
+            for j in range(d):
+                w[j] += a * X[i, j]
+            w[d] += a * bias
+
+        return dense_axpy
+    if _is_csr(X):
+
+        def csr_axpy(X, i, a, w, bias):
+            indptr, indices, data = X
+            for k in range(indptr[i], indptr[i + 1]):
+                w[indices[k]] += a * data[k]
+            w[w.shape[0] - 1] += a * bias
+
+        return csr_axpy
+    return None
+
+
+@overload(row_sqnorm, jit_options=_LEAF_OPTIONS)
+def _row_sqnorm(X, i, bias):
+    if _is_dense(X):
+
+        def dense_sqnorm(X, i, bias):
+            s = 0.0
+            for j in range(X.shape[1]):
+                v = X[i, j] * 1.0
+                s += v * v
+            return s + bias * bias
+
+        return dense_sqnorm
+    if _is_csr(X):
+
+        def csr_sqnorm(X, i, bias):
+            indptr, indices, data = X
+            s = 0.0
+            for k in range(indptr[i], indptr[i + 1]):
+                v = data[k] * 1.0
+                s += v * v
+            return s + bias * bias
+
+        return csr_sqnorm
+    return None
+
+
+@overload(n_rows)
+def _n_rows(X):
+    if _is_dense(X):
+        return lambda X: X.shape[0]
+    if _is_csr(X):
+        return lambda X: X[0].shape[0] - 1
+    return None

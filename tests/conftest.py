@@ -1,0 +1,45 @@
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dask_streamsvm.datasets import compact_csr
+
+# LIBLINEAR optima from shared/DESIGN.md: fit_intercept=False, primal P*.
+LIBLINEAR_OPTIMA = {
+    ("a9a", "squared_hinge", 1.0): 13742.3973,
+    ("a9a", "hinge", 0.1): 1149.9041,
+    ("a9a", "hinge", 1.0): 11433.8077,
+    ("w8a", "squared_hinge", 1.0): 7816.1697,
+    ("w8a", "hinge", 0.1): 755.1134,
+    ("w8a", "hinge", 1.0): 6604.8866,
+    ("ijcnn1", "squared_hinge", 1.0): 11023.1900,
+    ("ijcnn1", "hinge", 0.1): 897.1785,
+    ("ijcnn1", "hinge", 1.0): 8596.0042,
+}
+N_FEATURES = {"a9a": 123, "w8a": 300, "ijcnn1": 22}
+
+
+def shared_data_dir():
+    """``$DASK_STREAMSVM_DATA`` or the ``shared/data`` folder beside the checkout."""
+    env = os.environ.get("DASK_STREAMSVM_DATA")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+_CACHE = {}
+
+
+def load_libsvm_dataset(name):
+    """(X as float64 CSR, y as float64) of a LIBSVM file in the shared data."""
+    if name not in _CACHE:
+        from sklearn.datasets import load_svmlight_file
+
+        path = shared_data_dir() / f"{name}.bz2"
+        if not path.exists():
+            pytest.skip(f"{path} not found: set DASK_STREAMSVM_DATA to the folder with the LIBSVM datasets")
+        X, y = load_svmlight_file(str(path), n_features=N_FEATURES[name])
+        _CACHE[name] = (compact_csr(X), y.astype(np.float64))
+    return _CACHE[name]

@@ -1,0 +1,246 @@
+"""numba kernels against the slow NumPy references, update for update."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from dask_streamsvm._validation import as_kernel_rows
+from dask_streamsvm.engine.certificate import binary_certificate
+from dask_streamsvm.engine.memory import BinaryProblem
+from dask_streamsvm.kernels.dcd import dcd_passes
+from dask_streamsvm.kernels.objective import add_weighted_rows, decision_values
+from dask_streamsvm.kernels.rng import make_state, shuffle_prefix
+
+from ._reference import reference_dcd_pass, reference_dual, reference_primal
+
+
+def random_problem(seed, n=60, d=7, density=0.5, dtype=np.float64):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d) * (rng.rand(n, d) < density)
+    X[3] = 0.0  # an all-zero row
+    X[5] = X[4]  # a duplicated row
+    # Labels from a noisy linear rule: some rows sit far from the margin (and
+    # get shrunk), some inside it.
+    y = np.where(X @ rng.randn(d) + 0.5 * rng.randn(n) > 0.3, 1.0, -1.0)
+    cost = rng.uniform(0.1, 2.0, size=n)
+    return X.astype(dtype), y, cost
+
+
+def layouts(X):
+    return {"dense": as_kernel_rows(X), "csr": as_kernel_rows(sp.csr_matrix(X))}
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+@pytest.mark.parametrize("bias", [0.0, 1.0, 2.5])
+def test_dcd_matches_reference_pass_by_pass(layout, dtype, loss, bias):
+    X, y, cost = random_problem(0, dtype=dtype)
+    rows = layouts(X)[layout]
+    prob = BinaryProblem(rows, y, cost, loss, bias, X.shape[1])
+    n = len(y)
+    alpha_k, w_k = np.zeros(n), np.zeros(X.shape[1] + 1)
+    alpha_r, w_r = np.zeros(n), np.zeros(X.shape[1] + 1)
+    index_k = np.arange(n, dtype=np.int64)
+    index_r = index_k.copy()
+    state_k, state_r = make_state(7), make_state(7)
+    active_k = active_r = n
+    old_k = (np.inf, -np.inf)
+    old_r = (np.inf, -np.inf)
+    eps = 1e-3
+    shrunk_seen = False
+    for _ in range(40):
+        passes, active_k, pmax, pmin, omax, omin, conv = dcd_passes(
+            rows,
+            y,
+            prob.upper,
+            prob.diag,
+            prob.qd,
+            index_k,
+            active_k,
+            alpha_k,
+            w_k,
+            bias,
+            1,
+            eps,
+            old_k[0],
+            old_k[1],
+            state_k,
+        )
+        old_k = (omax, omin)
+        active_r, rmax, rmin, old_r, conv_r = reference_dcd_pass(
+            X, y, prob.upper, prob.diag, bias, index_r, active_r, alpha_r, w_r, eps, old_r, state_r
+        )
+        assert passes == 1
+        np.testing.assert_array_equal(index_k, index_r)
+        assert active_k == active_r
+        np.testing.assert_allclose(alpha_k, alpha_r, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(w_k, w_r, rtol=1e-10, atol=1e-12)
+        assert (pmax, pmin) == pytest.approx((rmax, rmin), rel=1e-9, abs=1e-12)
+        assert conv == conv_r
+        shrunk_seen |= active_k < n
+        if conv:
+            break
+    assert shrunk_seen, "the problem should exercise shrinking"
+    # Box constraints hold exactly.
+    assert (alpha_k >= 0).all() and (alpha_k <= prob.upper).all()
+
+
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_dcd_on_a_subset_of_rows_leaves_the_rest_untouched(loss):
+    X, y, cost = random_problem(1)
+    rows = as_kernel_rows(sp.csr_matrix(X))
+    prob = BinaryProblem(rows, y, cost, loss, 1.0, X.shape[1])
+    alpha, w = np.zeros(len(y)), np.zeros(X.shape[1] + 1)
+    subset = np.arange(0, len(y), 3, dtype=np.int64)
+    dcd_passes(
+        rows,
+        y,
+        prob.upper,
+        prob.diag,
+        prob.qd,
+        subset.copy(),
+        len(subset),
+        alpha,
+        w,
+        1.0,
+        50,
+        1e-8,
+        np.inf,
+        -np.inf,
+        make_state(0),
+    )
+    outside = np.setdiff1d(np.arange(len(y)), subset)
+    assert (alpha[outside] == 0).all()
+    assert (alpha[subset] > 0).any()
+    # w stays equal to w(alpha): the persistent state is consistent.
+    np.testing.assert_allclose(w, prob.exact_w(alpha), atol=1e-10)
+    # A second call continues from the persistent state (warm start).
+    before = prob.certificate(alpha, w).relative_gap
+    dcd_passes(
+        rows,
+        y,
+        prob.upper,
+        prob.diag,
+        prob.qd,
+        np.arange(len(y), dtype=np.int64),
+        len(y),
+        alpha,
+        w,
+        1.0,
+        200,
+        1e-10,
+        np.inf,
+        -np.inf,
+        make_state(1),
+    )
+    assert prob.certificate(alpha, w).relative_gap < before
+
+
+def test_empty_row_without_bias_goes_to_the_upper_bound_under_hinge():
+    X = np.array([[0.0, 0.0], [1.0, 2.0], [-1.0, -1.0]])
+    y = np.array([1.0, 1.0, -1.0])
+    cost = np.array([0.7, 1.0, 1.0])
+    prob = BinaryProblem(as_kernel_rows(X), y, cost, "hinge", 0.0, 2)
+    assert prob.qd[0] == 0.0
+    alpha, w = np.zeros(3), np.zeros(3)
+    out = dcd_passes(
+        prob.X,
+        y,
+        prob.upper,
+        prob.diag,
+        prob.qd,
+        np.arange(3, dtype=np.int64),
+        3,
+        alpha,
+        w,
+        0.0,
+        100,
+        1e-10,
+        np.inf,
+        -np.inf,
+        make_state(3),
+    )
+    assert out[-1]  # converged
+    assert alpha[0] == 0.7
+    assert np.isfinite(w).all()
+    assert prob.certificate(alpha, w).relative_gap < 1e-9
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 17])
+def test_shuffle_prefix_is_a_permutation_of_the_prefix_only(size):
+    index = np.arange(20, dtype=np.int64)
+    state = make_state(123)
+    shuffle_prefix(index, size, state)
+    assert sorted(index[:size]) == list(range(size))
+    np.testing.assert_array_equal(index[size:], np.arange(size, 20))
+
+
+def test_shuffle_prefix_is_reproducible_and_seed_dependent():
+    a, b, c = (np.arange(50, dtype=np.int64) for _ in range(3))
+    shuffle_prefix(a, 50, make_state(1))
+    shuffle_prefix(b, 50, make_state(1))
+    shuffle_prefix(c, 50, make_state(2))
+    np.testing.assert_array_equal(a, b)
+    assert (a != c).any()
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_certificate_matches_numpy(layout, dtype, loss):
+    X, y, cost = random_problem(4, dtype=dtype)
+    rows = layouts(X)[layout]
+    prob = BinaryProblem(rows, y, cost, loss, 1.5, X.shape[1])
+    rng = np.random.RandomState(0)
+    alpha = np.minimum(rng.rand(len(y)), prob.upper)
+    w = prob.exact_w(alpha)
+    cert = binary_certificate(rows, y, cost, prob.diag, alpha, w, 1.5, loss == "squared_hinge")
+    assert cert.primal == pytest.approx(
+        reference_primal(X, y, cost, w, 1.5, loss == "squared_hinge"), rel=1e-12
+    )
+    assert cert.dual == pytest.approx(reference_dual(X, y, prob.diag, alpha, 1.5), rel=1e-10, abs=1e-10)
+    assert cert.gap >= 0
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+def test_decision_values_and_weighted_rows(layout):
+    X, y, _ = random_problem(5)
+    rows = layouts(X)[layout]
+    w = np.random.RandomState(1).randn(X.shape[1] + 1)
+    out = np.empty(len(y))
+    decision_values(rows, w, 2.0, out)
+    np.testing.assert_allclose(out, X @ w[:-1] + 2.0 * w[-1], rtol=1e-12)
+    alpha = np.abs(np.random.RandomState(2).randn(len(y)))
+    acc = np.zeros(X.shape[1] + 1)
+    add_weighted_rows(rows, y, alpha, acc, 2.0)
+    np.testing.assert_allclose(acc[:-1], X.T @ (alpha * y), rtol=1e-12, atol=1e-12)
+    assert acc[-1] == pytest.approx(2.0 * (alpha * y).sum())
+
+
+def test_kernels_do_not_write_to_read_only_input():
+    X, y, cost = random_problem(6)
+    Xs = sp.csr_matrix(X)
+    for arr in (X, y, cost, Xs.data, Xs.indices, Xs.indptr):
+        arr.setflags(write=False)
+    for rows in (as_kernel_rows(X), as_kernel_rows(Xs)):
+        prob = BinaryProblem(rows, y, cost, "hinge", 1.0, X.shape[1])
+        alpha, w = np.zeros(len(y)), np.zeros(X.shape[1] + 1)
+        dcd_passes(
+            rows,
+            y,
+            prob.upper,
+            prob.diag,
+            prob.qd,
+            np.arange(len(y), dtype=np.int64),
+            len(y),
+            alpha,
+            w,
+            1.0,
+            5,
+            0.1,
+            np.inf,
+            -np.inf,
+            make_state(0),
+        )
+        assert np.isfinite(w).all()
