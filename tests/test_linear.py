@@ -184,11 +184,31 @@ def test_history_records_every_pass_with_a_valid_certificate(binary_data):
     h = clf.history_
     assert [r["pass"] for r in h] == list(range(1, clf.n_iter_ + 1))
     assert set(h[0]) == {"class", "pass", "seconds", "primal", "dual", "gap", "active"}
-    assert all(r["primal"] >= r["dual"] - 1e-9 for r in h)
+    certified = [r for r in h if not np.isnan(r["primal"])]
+    # The first and the last pass always carry a certificate.
+    assert certified[0] is h[0] and certified[-1] is h[-1]
+    assert all(r["primal"] >= r["dual"] - 1e-9 for r in certified)
+    assert all(np.isnan(r["gap"]) == np.isnan(r["primal"]) for r in h)
+    # The dual is recorded on every pass and never decreases (coordinate descent).
+    duals = np.array([r["dual"] for r in h])
+    assert np.all(np.isfinite(duals)) and np.all(np.diff(duals) >= -1e-9 * abs(duals[-1]))
     assert all(0 < r["active"] <= len(y) for r in h)
     assert np.all(np.diff([r["seconds"] for r in h]) >= 0)
     assert h[-1]["gap"] <= 1e-6 < h[0]["gap"]
     assert clf.duality_gap_ == h[-1]["gap"]
+
+
+def test_primal_reported_in_history_is_that_of_the_iterate(binary_data):
+    # Every certified record is a true upper bound on the optimum and the
+    # dual a true lower bound.
+    X, y = binary_data
+    opt = LinearSVC(tol=1e-10, max_iter=100000, random_state=0).fit(X, y).objective_
+    clf = LinearSVC(tol=1e-5, random_state=1).fit(X, y)
+    for r in clf.history_:
+        assert r["dual"] <= opt * (1 + 1e-9)
+        if not np.isnan(r["primal"]):
+            assert r["primal"] >= opt * (1 - 1e-9)
+            assert (r["primal"] - opt) / r["primal"] <= r["gap"] + 1e-9
 
 
 def test_convergence_warning_says_what_to_change(binary_data):

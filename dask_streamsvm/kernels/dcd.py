@@ -97,10 +97,11 @@ def dcd_passes(
         s = 0
         while s < active_size:
             i = index[s]
-            yi = y[i]
-            a = alpha[i]
-            u = upper[i]
-            g = yi * row_dot(X, i, w, bias) - 1.0 + diag[i] * a
+            r = np.uint64(i)  # unsigned: no wraparound code on the accesses below
+            yi = y[r]
+            a = alpha[r]
+            u = upper[r]
+            g = yi * row_dot(X, i, w, bias) - 1.0 + diag[r] * a
             pg = 0.0
             if a == 0.0:
                 if g > pg_max_old:
@@ -125,7 +126,7 @@ def dcd_passes(
             if pg < pg_min:
                 pg_min = pg
             if abs(pg) > PG_SKIP:
-                q = qd[i]
+                q = qd[r]
                 if q > 0.0:
                     new = min(max(a - g / q, 0.0), u)
                 else:
@@ -134,7 +135,7 @@ def dcd_passes(
                     # optimum is the upper bound (LIBLINEAR gets there by
                     # dividing by zero).
                     new = u if g < 0.0 else 0.0
-                alpha[i] = new
+                alpha[r] = new
                 row_axpy(X, i, (new - a) * yi, w, bias)
             s += 1
         passes += 1
