@@ -27,7 +27,12 @@ bench: $(VENV)/.installed-bench
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache
+	find dask_streamsvm -name "*.nbi" -delete -o -name "*.nbc" -delete
 
 .PHONY: demo
 demo: $(VENV)/.installed-test
 	$(PY) examples/a9a_vs_liblinear.py
+
+.PHONY: clean-cache
+clean-cache:
+	find dask_streamsvm -name '*.nbi' -delete -o -name '*.nbc' -delete
