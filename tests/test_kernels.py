@@ -7,7 +7,6 @@ import scipy.sparse as sp
 from dask_streamsvm._validation import as_kernel_rows
 from dask_streamsvm.engine.certificate import binary_certificate
 from dask_streamsvm.engine.memory import BinaryProblem
-from dask_streamsvm.kernels.dcd import dcd_passes
 from dask_streamsvm.kernels.objective import add_weighted_rows, decision_values
 from dask_streamsvm.kernels.rng import make_state, shuffle_prefix
 
@@ -50,22 +49,8 @@ def test_dcd_matches_reference_pass_by_pass(layout, dtype, loss, bias):
     eps = 1e-3
     shrunk_seen = False
     for _ in range(40):
-        passes, active_k, pmax, pmin, omax, omin, conv = dcd_passes(
-            rows,
-            y,
-            prob.upper,
-            prob.diag,
-            prob.qd,
-            index_k,
-            active_k,
-            alpha_k,
-            w_k,
-            bias,
-            1,
-            eps,
-            old_k[0],
-            old_k[1],
-            state_k,
+        passes, active_k, pmax, pmin, omax, omin, conv = prob.dcd(
+            index_k, active_k, alpha_k, w_k, 1, eps, old_k[0], old_k[1], state_k
         )
         old_k = (omax, omin)
         active_r, rmax, rmin, old_r, conv_r = reference_dcd_pass(
@@ -93,23 +78,7 @@ def test_dcd_on_a_subset_of_rows_leaves_the_rest_untouched(loss):
     prob = BinaryProblem(rows, y, cost, loss, 1.0, X.shape[1])
     alpha, w = np.zeros(len(y)), np.zeros(X.shape[1] + 1)
     subset = np.arange(0, len(y), 3, dtype=np.int64)
-    dcd_passes(
-        rows,
-        y,
-        prob.upper,
-        prob.diag,
-        prob.qd,
-        subset.copy(),
-        len(subset),
-        alpha,
-        w,
-        1.0,
-        50,
-        1e-8,
-        np.inf,
-        -np.inf,
-        make_state(0),
-    )
+    prob.dcd(subset.copy(), len(subset), alpha, w, 50, 1e-8, np.inf, -np.inf, make_state(0))
     outside = np.setdiff1d(np.arange(len(y)), subset)
     assert (alpha[outside] == 0).all()
     assert (alpha[subset] > 0).any()
@@ -117,23 +86,7 @@ def test_dcd_on_a_subset_of_rows_leaves_the_rest_untouched(loss):
     np.testing.assert_allclose(w, prob.exact_w(alpha), atol=1e-10)
     # A second call continues from the persistent state (warm start).
     before = prob.certificate(alpha, w).relative_gap
-    dcd_passes(
-        rows,
-        y,
-        prob.upper,
-        prob.diag,
-        prob.qd,
-        np.arange(len(y), dtype=np.int64),
-        len(y),
-        alpha,
-        w,
-        1.0,
-        200,
-        1e-10,
-        np.inf,
-        -np.inf,
-        make_state(1),
-    )
+    prob.dcd(np.arange(len(y), dtype=np.int64), len(y), alpha, w, 200, 1e-10, np.inf, -np.inf, make_state(1))
     assert prob.certificate(alpha, w).relative_gap < before
 
 
@@ -144,23 +97,7 @@ def test_empty_row_without_bias_goes_to_the_upper_bound_under_hinge():
     prob = BinaryProblem(as_kernel_rows(X), y, cost, "hinge", 0.0, 2)
     assert prob.qd[0] == 0.0
     alpha, w = np.zeros(3), np.zeros(3)
-    out = dcd_passes(
-        prob.X,
-        y,
-        prob.upper,
-        prob.diag,
-        prob.qd,
-        np.arange(3, dtype=np.int64),
-        3,
-        alpha,
-        w,
-        0.0,
-        100,
-        1e-10,
-        np.inf,
-        -np.inf,
-        make_state(3),
-    )
+    out = prob.dcd(np.arange(3, dtype=np.int64), 3, alpha, w, 100, 1e-10, np.inf, -np.inf, make_state(3))
     assert out[-1]  # converged
     assert alpha[0] == 0.7
     assert np.isfinite(w).all()
@@ -226,21 +163,5 @@ def test_kernels_do_not_write_to_read_only_input():
     for rows in (as_kernel_rows(X), as_kernel_rows(Xs)):
         prob = BinaryProblem(rows, y, cost, "hinge", 1.0, X.shape[1])
         alpha, w = np.zeros(len(y)), np.zeros(X.shape[1] + 1)
-        dcd_passes(
-            rows,
-            y,
-            prob.upper,
-            prob.diag,
-            prob.qd,
-            np.arange(len(y), dtype=np.int64),
-            len(y),
-            alpha,
-            w,
-            1.0,
-            5,
-            0.1,
-            np.inf,
-            -np.inf,
-            make_state(0),
-        )
+        prob.dcd(np.arange(len(y), dtype=np.int64), len(y), alpha, w, 5, 0.1, np.inf, -np.inf, make_state(0))
         assert np.isfinite(w).all()

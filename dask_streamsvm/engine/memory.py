@@ -70,6 +70,26 @@ class BinaryProblem:
         """Row ids with ``C_i > 0``; rows of zero cost keep ``alpha_i = 0``."""
         return np.flatnonzero(self.cost > 0.0).astype(np.int64)
 
+    def dcd(self, index, active_size, alpha, w, n_passes, eps, pg_max_old, pg_min_old, rng_state):
+        """Run :func:`~dask_streamsvm.kernels.dcd.dcd_passes` on this problem's rows."""
+        return dcd_passes(
+            self.X,
+            self.y,
+            self.upper,
+            self.diag,
+            self.qd,
+            index,
+            active_size,
+            alpha,
+            w,
+            self.bias,
+            n_passes,
+            eps,
+            pg_max_old,
+            pg_min_old,
+            rng_state,
+        )
+
     def certificate(self, alpha, w):
         return binary_certificate(self.X, self.y, self.cost, self.diag, alpha, w, self.bias, self.squared)
 
@@ -127,22 +147,8 @@ def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, log=None,
     visited = 0  # rows visited by DCD since the last certificate
     while passes < max_iter and not converged:
         visited += active
-        _, active, pg_max, pg_min, pg_max_old, pg_min_old, pg_converged = dcd_passes(
-            problem.X,
-            problem.y,
-            problem.upper,
-            problem.diag,
-            problem.qd,
-            index,
-            active,
-            alpha,
-            w,
-            problem.bias,
-            1,
-            pg_eps,
-            pg_max_old,
-            pg_min_old,
-            rng_state,
+        _, active, pg_max, pg_min, pg_max_old, pg_min_old, pg_converged = problem.dcd(
+            index, active, alpha, w, 1, pg_eps, pg_max_old, pg_min_old, rng_state
         )
         passes += 1
         due = passes == 1 or pg_converged or passes == max_iter or visited >= n_trainable
