@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from .rng import shuffle_prefix
-from .rows import n_rows, row_axpy, row_dot, row_sqnorm
+from .rows import n_rows, prefetch, row_axpy, row_dot, row_prefetch, row_prefetch_start, row_sqnorm
 
 # LIBLINEAR skips coordinates whose projected gradient is below this.
 PG_SKIP = 1e-12
@@ -96,6 +96,14 @@ def dcd_passes(
         pg_min = np.inf
         s = 0
         while s < active_size:
+            if s + 2 < active_size:
+                row_prefetch_start(X, index[s + 2])
+            if s + 1 < active_size:
+                nxt = index[s + 1]
+                row_prefetch(X, nxt)
+                prefetch(alpha, nxt)
+                prefetch(y, nxt)
+                prefetch(qd, nxt)
             i = index[s]
             r = np.uint64(i)  # unsigned: no wraparound code on the accesses below
             yi = y[r]
