@@ -1,0 +1,119 @@
+"""The reader thread: partitions computed ahead of the trainer.
+
+StreamSVM's reader (Matsushima et al. 2012, Algorithm 1) keeps the RAM
+filled from disk while the trainer works.  Here the "disk" is Dask: the
+reader computes partitions in each pass's order, converts and checks them
+(:meth:`DaskSource.load`), shuffles their rows, stamps global row ids and
+puts finished blocks in a bounded queue of ``prefetch`` blocks.  It never
+touches the cache, alpha or w: the trainer is the single writer.
+
+Items on the queue: ``("block", pass, Block)``, ``("end", pass)`` after the
+last partition of a pass, ``("done", None)`` after ``max_passes`` passes, and
+``("error", exception)`` if anything failed; the trainer re-raises the
+original exception.
+"""
+
+import queue
+import threading
+import time
+
+import numpy as np
+
+from .source import RowIds
+
+
+class Reader:
+    """Background thread reading ``source`` pass after pass.
+
+    Use as a context manager: leaving the block stops and joins the thread,
+    whatever happened inside.
+    """
+
+    def __init__(self, source, *, prefetch, max_passes, shuffle, seed):
+        self.source = source
+        self.max_passes = max_passes
+        self.shuffle = shuffle
+        self.row_ids = RowIds()
+        self._seed = seed
+        self._queue = queue.Queue(maxsize=prefetch)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="dask-streamsvm-reader", daemon=True)
+        # Statistics, written by the reader thread only.
+        self.wait_for_room = 0.0
+        self.rows_read = 0
+        self.bytes_read = 0
+
+    # -- trainer side ---------------------------------------------------------
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def close(self, timeout=30.0):
+        """Stop the thread and wait for it (it finishes the partition it is computing)."""
+        self._stop.set()
+        while self._thread.is_alive():
+            try:
+                while True:
+                    self._queue.get_nowait()
+            except queue.Empty:
+                pass
+            self._thread.join(0.05)
+            timeout -= 0.05
+            if timeout <= 0:
+                break
+
+    def get(self, block=True, timeout=None):
+        """Next item, or None when ``block`` is false and nothing is ready."""
+        try:
+            item = self._queue.get(block=block, timeout=timeout)
+        except queue.Empty:
+            return None
+        if item[0] == "error":
+            raise item[1]
+        return item
+
+    def partition_order(self, pass_index):
+        """Partitions in the order of pass ``pass_index`` (reproducible from the seed)."""
+        n = self.source.n_partitions
+        if not self.shuffle:
+            return np.arange(n)
+        return np.random.default_rng([self._seed, pass_index]).permutation(n)
+
+    # -- reader thread --------------------------------------------------------
+
+    def _put(self, item):
+        start = time.perf_counter()
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.05)
+                break
+            except queue.Full:
+                continue
+        self.wait_for_room += time.perf_counter() - start
+
+    def _run(self):
+        try:
+            for k in range(self.max_passes):
+                for p in self.partition_order(k):
+                    if self._stop.is_set():
+                        return
+                    block = self.source.load(int(p))
+                    block.row_ids = self.row_ids.ids(block.partition, block.n_rows)
+                    if self.shuffle and block.n_rows > 1:
+                        perm = np.random.default_rng([self._seed, k, int(p), 1]).permutation(block.n_rows)
+                        block.X = block.X[perm]
+                        block.y = block.y[perm]
+                        block.sample_weight = block.sample_weight[perm]
+                        block.row_ids = block.row_ids[perm]
+                    self.rows_read += block.n_rows
+                    self.bytes_read += block.nbytes
+                    self._put(("block", k, block))
+                self._put(("end", k))
+            self._put(("done", None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the trainer, which re-raises it
+            self._put(("error", exc))

@@ -1,0 +1,258 @@
+"""Dask collections -> blocks of rows, one partition at a time.
+
+A :class:`DaskSource` checks the collection's layout up front (row chunks
+only, X and y partitioned alike, numeric columns) and hands out one
+delayed task per partition.  :meth:`DaskSource.load` computes a partition
+and turns it into a :class:`Block`: the rows in the layout the kernels read,
+the raw labels and the sample weights, with every check that needs the
+values (NaN, inf, lengths, columns) done there, naming the partition.  It
+runs on the reader thread, off the trainer's path.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+
+@dataclass
+class Block:
+    """The rows of one partition, ready for the cache."""
+
+    partition: int
+    X: object  # C-contiguous 2-D ndarray or scipy.sparse.csr_matrix
+    y: np.ndarray  # raw labels
+    sample_weight: np.ndarray  # float64, >= 0
+    row_ids: np.ndarray = None  # global ids, stamped by the reader
+
+    @property
+    def n_rows(self):
+        return self.X.shape[0]
+
+    @property
+    def nbytes(self):
+        if sp.issparse(self.X):
+            x_bytes = self.X.data.nbytes + self.X.indices.nbytes + self.X.indptr.nbytes
+        else:
+            x_bytes = self.X.nbytes
+        return x_bytes + self.y.nbytes + self.sample_weight.nbytes
+
+
+def is_dask_collection(obj):
+    return hasattr(obj, "__dask_graph__")
+
+
+def _is_dask_dataframe(obj):
+    return is_dask_collection(obj) and hasattr(obj, "columns") and hasattr(obj, "npartitions")
+
+
+def _is_dask_series(obj):
+    return is_dask_collection(obj) and hasattr(obj, "npartitions") and not hasattr(obj, "columns")
+
+
+class DaskSource:
+    """Partitions of a Dask Array or DataFrame (and its labels) as blocks.
+
+    Parameters
+    ----------
+    X : dask.array.Array (2-D, dense or SciPy sparse chunks, chunked along
+        rows only) or dask.dataframe.DataFrame
+    y : dask.array.Array, dask Series, or (with a DataFrame X) the name of
+        the label column
+    sample_weight : same kind as y, or None
+    """
+
+    def __init__(self, X, y, sample_weight=None):
+        if _is_dask_dataframe(X):
+            if isinstance(y, str):
+                if y not in X.columns:
+                    raise ValueError(f"y={y!r} names no column of X; its columns are {list(X.columns)}.")
+                X, y = X.drop(columns=[y]), X[y]
+            self._init_frame(X, y, sample_weight)
+        elif is_dask_collection(X) and getattr(X, "ndim", None) == 2:
+            self._init_array(X, y, sample_weight)
+        else:
+            raise TypeError(f"DaskSource needs a Dask Array or DataFrame for X, got {type(X).__name__}.")
+
+    # -- layout checks, done once ----------------------------------------------
+
+    def _init_array(self, X, y, sample_weight):
+        if len(X.chunks[1]) != 1:
+            raise ValueError(
+                f"X is split into {len(X.chunks[1])} column chunks; rows must be whole. "
+                "Rechunk along rows only: X = X.rechunk({1: -1})."
+            )
+        self.n_features = int(X.shape[1])
+        self.feature_names = None
+        self.dtype = np.dtype(X.dtype)
+        self.is_sparse = isinstance(getattr(X, "_meta", None), sp.spmatrix | sp.sparray)
+        parts_x = list(X.to_delayed().ravel())
+        parts_y = self._label_parts(y, len(parts_x), X.chunks[0], "y")
+        parts_w = self._label_parts(sample_weight, len(parts_x), X.chunks[0], "sample_weight")
+        self._parts = list(zip(parts_x, parts_y, parts_w, strict=True))
+        self._frame = False
+
+    def _init_frame(self, X, y, sample_weight):
+        dtypes = X.dtypes
+        bad = [
+            str(c)
+            for c, t in dtypes.items()
+            if not (pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t))
+        ]
+        if bad:
+            raise ValueError(
+                f"X has non-numeric columns {bad}; LinearSVC needs numbers. Encode them "
+                "(one-hot, codes, or a hashing feature map) or drop them."
+            )
+        self.n_features = len(X.columns)
+        self.feature_names = np.asarray([str(c) for c in X.columns], dtype=object)
+        self._columns = list(X.columns)
+        all32 = all(t == np.float32 for t in dtypes)
+        self.dtype = np.dtype(np.float32 if all32 else np.float64)
+        self.is_sparse = False
+        parts_x = list(X.to_delayed())
+        parts_y = self._label_parts(y, len(parts_x), None, "y")
+        parts_w = self._label_parts(sample_weight, len(parts_x), None, "sample_weight")
+        self._parts = list(zip(parts_x, parts_y, parts_w, strict=True))
+        self._frame = True
+
+    @staticmethod
+    def _label_parts(v, n_parts, row_chunks, name):
+        if v is None:
+            return [None] * n_parts
+        if not is_dask_collection(v):
+            raise TypeError(
+                f"{name} must be a Dask Array or Series like X, got {type(v).__name__}; "
+                f"wrap it with dask.array.from_array({name}, chunks=X.chunks[0])."
+            )
+        if getattr(v, "ndim", 1) != 1:
+            raise ValueError(f"{name} must be 1-D, got {v.ndim} dimensions.")
+        parts = list(np.ravel(v.to_delayed()))
+        if len(parts) != n_parts:
+            raise ValueError(
+                f"{name} has {len(parts)} partitions but X has {n_parts}; partition them alike "
+                f"(for arrays: {name}.rechunk(X.chunks[0]); for frames: take X and {name} from "
+                "one DataFrame)."
+            )
+        chunks = getattr(v, "chunks", None)
+        if row_chunks is not None and chunks is not None:
+            known = not (any(np.isnan(row_chunks)) or any(np.isnan(chunks[0])))
+            if known and tuple(chunks[0]) != tuple(row_chunks):
+                raise ValueError(
+                    f"{name}'s chunks {chunks[0]} do not match X's row chunks {row_chunks}; "
+                    f"rechunk with {name} = {name}.rechunk((X.chunks[0],))."
+                )
+        return parts
+
+    @property
+    def n_partitions(self):
+        return len(self._parts)
+
+    # -- per partition, on the reader thread -------------------------------------
+
+    def load(self, p):
+        """Compute partition ``p`` and return it as a checked :class:`Block`."""
+        import dask
+
+        try:
+            x, y, w = dask.compute(*self._parts[p])
+        except Exception as exc:
+            exc.add_note(f"(raised while computing partition {p} of the training data)")
+            raise
+        X = self._rows(x, p)
+        n = X.shape[0]
+        y = np.asarray(y).ravel() if y is not None else None
+        if y is None or y.shape[0] != n:
+            got = "no labels" if y is None else f"{y.shape[0]} labels"
+            raise ValueError(f"partition {p}: X has {n} rows but y has {got}; partition X and y alike.")
+        if w is None:
+            w = np.ones(n)
+        else:
+            w = np.asarray(w, dtype=np.float64).ravel()
+            if w.shape[0] != n:
+                raise ValueError(f"partition {p}: X has {n} rows but sample_weight has {w.shape[0]}.")
+            bad = ~np.isfinite(w) | (w < 0)
+            if bad.any():
+                r = int(np.flatnonzero(bad)[0])
+                raise ValueError(
+                    f"partition {p}, row {r}: sample_weight is {float(w[r])!r}; "
+                    "weights must be finite and >= 0."
+                )
+        return Block(partition=p, X=X, y=y, sample_weight=w)
+
+    def _rows(self, x, p):
+        if self._frame:
+            if list(x.columns) != self._columns:
+                missing = [c for c in self._columns if c not in x.columns]
+                extra = [c for c in x.columns if c not in self._columns]
+                raise ValueError(
+                    f"partition {p} has columns {list(x.columns)}, expected {self._columns} "
+                    f"(missing {missing}, unexpected {extra})."
+                )
+            values = x.to_numpy(dtype=self.dtype)
+            self._check_finite(values, p, list(x.columns))
+            return np.ascontiguousarray(values)
+        if sp.issparse(x):
+            X = sp.csr_matrix(x, dtype=x.dtype if x.dtype in (np.float32, np.float64) else np.float64)
+            if not X.has_canonical_format:
+                X = X.copy()
+                X.sum_duplicates()
+            self._check_finite(X.data, p, None, X)
+            return X
+        values = np.asarray(x)
+        if values.dtype not in (np.float32, np.float64):
+            if not (np.issubdtype(values.dtype, np.number) or values.dtype == bool):
+                raise ValueError(f"partition {p}: X has dtype {values.dtype}; it must be numeric.")
+            values = values.astype(np.float64)
+        if values.ndim != 2 or values.shape[1] != self.n_features:
+            raise ValueError(f"partition {p} has shape {values.shape}, expected (rows, {self.n_features}).")
+        self._check_finite(values, p, None)
+        return np.ascontiguousarray(values)
+
+    @staticmethod
+    def _check_finite(values, p, columns, csr=None):
+        bad = ~np.isfinite(values)
+        if not bad.any():
+            return
+        what = "NaN" if np.isnan(values[bad]).any() else "infinity"
+        if csr is not None:
+            k = int(np.flatnonzero(bad)[0])
+            row = int(np.searchsorted(csr.indptr, k, side="right") - 1)
+            col = f"feature {int(csr.indices[k])}"
+        else:
+            row, c = (int(v[0]) for v in np.nonzero(bad))
+            col = f"column {columns[c]!r}" if columns is not None else f"feature {c}"
+        raise ValueError(
+            f"partition {p} contains {what} at row {row} ({col}); {int(bad.sum())} values are not "
+            "finite. Drop or impute them before fitting."
+        )
+
+
+class RowIds:
+    """Global row ids, learned partition by partition on the first pass.
+
+    Partition lengths may be unknown up front (``nan`` chunks); the first
+    read of a partition assigns it the next free range of ids, and later
+    reads must return as many rows.
+    """
+
+    def __init__(self):
+        self._offsets = {}
+        self.n_rows = 0
+
+    def ids(self, partition, n_rows):
+        if partition not in self._offsets:
+            self._offsets[partition] = (self.n_rows, n_rows)
+            self.n_rows += n_rows
+        offset, known = self._offsets[partition]
+        if known != n_rows:
+            raise ValueError(
+                f"partition {partition} had {known} rows on the first pass and {n_rows} now; the "
+                "collection must give the same rows on every read (persist it or write it to "
+                "Parquet first)."
+            )
+        return np.arange(offset, offset + n_rows, dtype=np.int64)
+
+    def seen(self, partition):
+        return partition in self._offsets

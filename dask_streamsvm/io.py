@@ -1,0 +1,100 @@
+"""Readers that turn files into lazy Dask collections."""
+
+import io as _io
+import math
+from glob import glob
+
+import numpy as np
+import scipy.sparse as sp
+
+_COMPRESSED = (".bz2", ".gz", ".xz", ".zst", ".lz4")
+
+
+def _expand(path_or_glob):
+    if isinstance(path_or_glob, (list, tuple)):
+        paths = [str(p) for p in path_or_glob]
+    else:
+        text = str(path_or_glob)
+        paths = sorted(glob(text)) if any(c in text for c in "*?[") else [text]
+    if not paths:
+        raise FileNotFoundError(f"no file matches {path_or_glob!r}")
+    return paths
+
+
+def _parse_block(data, n_features, dtype, zero_based, where):
+    """LIBSVM text -> (CSR rows, labels); exact float parsing by scikit-learn's reader."""
+    from sklearn.datasets import load_svmlight_file
+
+    if not data.strip():
+        return sp.csr_matrix((0, n_features), dtype=dtype), np.empty(0, dtype=np.float64)
+    try:
+        X, y = load_svmlight_file(
+            _io.BytesIO(data), n_features=n_features, dtype=dtype, zero_based=zero_based
+        )
+    except ValueError as exc:
+        raise ValueError(f"{where}: malformed LIBSVM data: {exc}") from None
+    X = X.tocsr()
+    X.indices = X.indices.astype(np.int32, copy=False)
+    return X, y.astype(np.float64)
+
+
+def _max_index(data, zero_based, where):
+    X, _ = _parse_block(data, None, np.float64, zero_based, where)
+    return X.shape[1]
+
+
+def read_libsvm(path_or_glob, n_features=None, *, blocksize="64MB", dtype=np.float64, zero_based=False):
+    """Lazy ``(X, y)`` from LIBSVM/svmlight text files.
+
+    Parameters
+    ----------
+    path_or_glob : str, path, or list of them
+        Files in LIBSVM format (``label idx:val ...``); ``.bz2``, ``.gz`` and
+        ``.xz`` are decompressed on the fly (one partition per compressed
+        file, since they cannot be split).
+    n_features : int, optional
+        Number of features. When omitted the files are read once, now, to
+        find the largest feature index.
+    blocksize : int or str, default "64MB"
+        Bytes per partition of uncompressed files; each partition ends at a
+        line end.
+    dtype : float32 or float64, default float64
+    zero_based : bool, default False
+        Whether feature indices start at 0 (LIBSVM files start at 1).
+
+    Returns
+    -------
+    X : dask.array.Array of shape (nan, n_features) with SciPy CSR chunks
+    y : dask.array.Array of shape (nan,), float64
+        Row counts are unknown until the partitions are read.
+    """
+    import dask
+    import dask.array as da
+    from dask.bytes import read_bytes
+
+    paths = _expand(path_or_glob)
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got dtype={dtype}.")
+    blocks = []
+    for path in paths:
+        size = None if path.endswith(_COMPRESSED) else blocksize
+        _, parts = read_bytes(path, delimiter=b"\n", blocksize=size, sample=False, compression="infer")
+        for k, part in enumerate(parts[0]):
+            blocks.append((part, f"{path} (block {k})"))
+    if n_features is None:
+        widths = dask.compute(*[dask.delayed(_max_index)(b, zero_based, w) for b, w in blocks])
+        n_features = max(widths) if widths else 0
+    elif not (isinstance(n_features, (int, np.integer)) and n_features > 0):
+        raise ValueError(f"n_features must be a positive integer, got n_features={n_features!r}.")
+    parsed = [dask.delayed(_parse_block, nout=2)(b, int(n_features), dtype, zero_based, w) for b, w in blocks]
+    meta = sp.csr_matrix((0, n_features), dtype=dtype)
+    X = da.concatenate(
+        [da.from_delayed(p[0], shape=(math.nan, n_features), dtype=dtype, meta=meta) for p in parsed],
+        axis=0,
+    )
+    y = da.concatenate(
+        [da.from_delayed(p[1], shape=(math.nan,), dtype=np.float64) for p in parsed],
+        axis=0,
+    )
+    return X, y

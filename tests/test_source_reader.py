@@ -1,0 +1,206 @@
+"""Dask collections to blocks, and the reader thread."""
+
+import threading
+import time
+
+import dask
+import dask.array as da
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+from dask_streamsvm.engine.reader import Reader
+from dask_streamsvm.engine.source import DaskSource, RowIds
+from dask_streamsvm.io import read_libsvm
+
+from .conftest import load_libsvm_dataset, shared_data_dir
+
+
+@pytest.fixture
+def small():
+    rng = np.random.RandomState(0)
+    X = rng.randn(40, 3)
+    y = np.where(rng.rand(40) > 0.5, 1, 0)
+    return X, y
+
+
+def test_dense_array_source_yields_checked_blocks(small):
+    X, y = small
+    src = DaskSource(da.from_array(X, chunks=(10, 3)), da.from_array(y, chunks=10))
+    assert src.n_partitions == 4 and src.n_features == 3 and not src.is_sparse
+    blocks = [src.load(p) for p in range(4)]
+    np.testing.assert_array_equal(np.vstack([b.X for b in blocks]), X)
+    np.testing.assert_array_equal(np.concatenate([b.y for b in blocks]), y)
+    assert all((b.sample_weight == 1).all() for b in blocks)
+
+
+def test_sparse_chunks_stay_csr(small):
+    X, y = small
+    Xs = da.from_array(X, chunks=(10, 3)).map_blocks(sp.csr_matrix)
+    src = DaskSource(Xs, da.from_array(y, chunks=10))
+    assert src.is_sparse
+    b = src.load(2)
+    assert sp.isspmatrix_csr(b.X)
+    np.testing.assert_array_equal(b.X.toarray(), X[20:30])
+
+
+def test_dataframe_with_label_column_and_weights(small):
+    X, y = small
+    df = pd.DataFrame(X, columns=["a", "b", "c"]).assign(label=y, w=np.arange(40.0))
+    ddf = dd.from_pandas(df, npartitions=3)
+    src = DaskSource(ddf.drop(columns="w"), "label", ddf["w"])
+    assert list(src.feature_names) == ["a", "b", "c"]
+    blocks = [src.load(p) for p in range(src.n_partitions)]
+    np.testing.assert_array_equal(np.vstack([b.X for b in blocks]), X)
+    np.testing.assert_array_equal(np.concatenate([b.sample_weight for b in blocks]), np.arange(40.0))
+
+
+def test_layout_errors_say_how_to_fix(small):
+    X, y = small
+    with pytest.raises(ValueError, match=r"column chunks.*X.rechunk\(\{1: -1\}\)"):
+        DaskSource(da.from_array(X, chunks=(10, 2)), da.from_array(y, chunks=10))
+    with pytest.raises(ValueError, match=r"y has 2 partitions but X has 4"):
+        DaskSource(da.from_array(X, chunks=(10, 3)), da.from_array(y, chunks=20))
+    with pytest.raises(ValueError, match=r"y's chunks \(5, 15, 10, 10\) do not match"):
+        DaskSource(da.from_array(X, chunks=(10, 3)), da.from_array(y, chunks=((5, 15, 10, 10),)))
+    with pytest.raises(TypeError, match="wrap it with dask.array.from_array"):
+        DaskSource(da.from_array(X, chunks=(10, 3)), y)
+    df = dd.from_pandas(pd.DataFrame({"a": [1.0, 2.0], "s": ["x", "y"], "t": [0, 1]}), npartitions=1)
+    with pytest.raises(ValueError, match=r"non-numeric columns \['s'\]"):
+        DaskSource(df, "t")
+    with pytest.raises(ValueError, match="y='nope' names no column"):
+        DaskSource(df, "nope")
+
+
+def test_value_errors_name_partition_row_and_column(small):
+    X, y = small
+    X = X.copy()
+    X[27, 1] = np.nan
+    src = DaskSource(da.from_array(X, chunks=(10, 3)), da.from_array(y, chunks=10))
+    src.load(0)
+    with pytest.raises(ValueError, match=r"partition 2 contains NaN at row 7 \(feature 1\)"):
+        src.load(2)
+    df = pd.DataFrame(X, columns=["a", "b", "c"]).assign(t=y)
+    src = DaskSource(dd.from_pandas(df, npartitions=4), "t")
+    with pytest.raises(ValueError, match=r"partition 2 contains NaN at row 7 \(column 'b'\)"):
+        src.load(2)
+    w = np.ones(40)
+    w[12] = -1
+    src = DaskSource(
+        da.from_array(X[:10].repeat(4, axis=0), chunks=(10, 3)),
+        da.from_array(y, chunks=10),
+        da.from_array(w, chunks=10),
+    )
+    with pytest.raises(ValueError, match=r"partition 1, row 2: sample_weight is -1.0"):
+        src.load(1)
+
+
+def test_partition_with_other_columns_is_named():
+    parts = [pd.DataFrame({"a": [1.0], "b": [2.0]}), pd.DataFrame({"a": [1.0], "c": [2.0]})]
+    ddf = dd.from_delayed([dask.delayed(p) for p in parts], meta=parts[0], verify_meta=False)
+    labels = dd.from_delayed([dask.delayed(pd.Series([k])) for k in (0, 1)], meta=pd.Series([0]))
+    src = DaskSource(ddf, labels)
+    src.load(0)
+    with pytest.raises(
+        ValueError, match=r"partition 1 has columns \['a', 'c'\].*missing \['b'\], unexpected \['c'\]"
+    ):
+        src.load(1)
+
+
+def test_row_ids_are_learned_on_first_read_and_checked_after():
+    ids = RowIds()
+    np.testing.assert_array_equal(ids.ids(3, 2), [0, 1])
+    np.testing.assert_array_equal(ids.ids(0, 3), [2, 3, 4])
+    np.testing.assert_array_equal(ids.ids(3, 2), [0, 1])
+    assert ids.n_rows == 5
+    with pytest.raises(ValueError, match="partition 0 had 3 rows on the first pass and 4 now"):
+        ids.ids(0, 4)
+
+
+def test_read_libsvm_matches_scikit_learn(tmp_path):
+    X_ref, y_ref = load_libsvm_dataset("a9a")
+    X, y = read_libsvm(shared_data_dir() / "a9a.bz2", n_features=123)
+    assert X.shape[1] == 123 and np.isnan(X.shape[0])
+    Xc, yc = dask.compute(X, y)
+    assert (Xc != X_ref).nnz == 0
+    np.testing.assert_array_equal(yc, y_ref)
+    # Uncompressed files split into several partitions on line ends.
+    import bz2
+
+    plain = tmp_path / "a9a.txt"
+    plain.write_bytes(bz2.open(shared_data_dir() / "a9a.bz2").read())
+    X2, y2 = read_libsvm(str(plain), blocksize="300kB")
+    assert X2.numblocks[0] > 3 and X2.shape[1] == 123
+    parts = dask.compute(*X2.to_delayed().ravel())
+    assert sum(p.shape[0] for p in parts) == X_ref.shape[0]
+    assert (sp.vstack(parts) != X_ref).nnz == 0
+
+
+def test_read_libsvm_errors(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1 1:0.5 2:x\n")
+    X, y = read_libsvm(str(bad), n_features=2)
+    with pytest.raises(ValueError, match="bad.txt.*malformed LIBSVM data"):
+        dask.compute(X)
+    with pytest.raises(FileNotFoundError, match="no file matches"):
+        read_libsvm(str(tmp_path / "*.none"))
+    with pytest.raises(ValueError, match="n_features must be a positive integer"):
+        read_libsvm(str(bad), n_features=0)
+
+
+def test_reader_reads_every_partition_each_pass_in_seeded_order(small):
+    X, y = small
+    src = DaskSource(da.from_array(X, chunks=(10, 3)), da.from_array(y, chunks=10))
+    seen = []
+    with Reader(src, prefetch=2, max_passes=2, shuffle=True, seed=3) as reader:
+        while (item := reader.get(timeout=10))[0] != "done":
+            seen.append(item)
+    kinds = [it[0] for it in seen]
+    assert kinds == ["block"] * 4 + ["end"] + ["block"] * 4 + ["end"]
+    for k in (0, 1):
+        blocks = [it[2] for it in seen if it[0] == "block" and it[1] == k]
+        assert [b.partition for b in blocks] == list(reader.partition_order(k))
+        ids = np.concatenate([b.row_ids for b in blocks])
+        assert sorted(ids) == list(range(40))
+        assert all(b.X.shape[0] == len(b.row_ids) == len(b.y) for b in blocks)
+    # The same row id maps to the same row in both passes.
+    by_id = {}
+    for it in seen:
+        if it[0] == "block":
+            for i, row, lab in zip(it[2].row_ids, it[2].X, it[2].y, strict=True):
+                if i in by_id:
+                    np.testing.assert_array_equal(by_id[i][0], row)
+                    assert by_id[i][1] == lab
+                by_id[i] = (row, lab)
+    assert reader.rows_read == 80
+
+
+def test_reader_error_reaches_the_trainer_and_thread_ends(small):
+    X, y = small
+
+    def boom(block):
+        raise OSError("disk on fire")
+
+    def fail_from_third(b, block_info=None):
+        return b if block_info[0]["chunk-location"][0] < 2 else boom(b)
+
+    Xd = da.from_array(X, chunks=(10, 3)).map_blocks(fail_from_third, dtype=X.dtype)
+    src = DaskSource(Xd, da.from_array(y, chunks=10))
+    with pytest.raises(OSError, match="disk on fire") as info:
+        with Reader(src, prefetch=1, max_passes=1, shuffle=False, seed=0) as reader:
+            while reader.get(timeout=10)[0] != "done":
+                pass
+    assert "while computing partition 2" in "".join(getattr(info.value, "__notes__", []))
+    # Dask's own worker pool may live on; no reader thread does.
+    assert not [t for t in threading.enumerate() if t.name == "dask-streamsvm-reader"]
+
+
+def test_reader_stops_promptly_when_closed_with_a_full_queue(small):
+    X, y = small
+    src = DaskSource(da.from_array(X, chunks=(5, 3)), da.from_array(y, chunks=5))
+    reader = Reader(src, prefetch=1, max_passes=100, shuffle=False, seed=0)
+    with reader:
+        time.sleep(0.2)  # the queue fills and the reader waits for room
+    assert not reader._thread.is_alive()
