@@ -232,3 +232,80 @@ def _row_prefetch(X, i):
 
         return csr_prefetch
     return None
+
+
+# -- slotted CSR: the layout of the row cache -------------------------------
+# A 4-tuple (starts, ends, indices, data): row i occupies
+# indices/data[starts[i]:ends[i]].  Rows live anywhere in the arena, so the
+# cache can insert and evict rows without moving the others.
+
+
+def _is_slotted(X):
+    return isinstance(X, types.BaseTuple) and len(X) == 4
+
+
+@overload(row_dot, jit_options=_LEAF_OPTIONS, inline="always")
+def _slotted_dot(X, i, w, bias):
+    if _is_slotted(X):
+
+        def slotted_dot(X, i, w, bias):
+            starts, ends, indices, data = X
+            s = 0.0
+            for k in range(_u(starts[i]), _u(ends[i])):
+                s += data[k] * w[_u(indices[k])]
+            return s + bias * w[w.shape[0] - 1]
+
+        return slotted_dot
+    return None
+
+
+@overload(row_axpy, jit_options=_LEAF_OPTIONS, inline="always")
+def _slotted_axpy(X, i, a, w, bias):
+    if _is_slotted(X):
+
+        def slotted_axpy(X, i, a, w, bias):
+            starts, ends, indices, data = X
+            for k in range(_u(starts[i]), _u(ends[i])):
+                w[_u(indices[k])] += a * data[k]
+            w[w.shape[0] - 1] += a * bias
+
+        return slotted_axpy
+    return None
+
+
+@overload(row_sqnorm, jit_options=_LEAF_OPTIONS)
+def _slotted_sqnorm(X, i, bias):
+    if _is_slotted(X):
+
+        def slotted_sqnorm(X, i, bias):
+            starts, ends, indices, data = X
+            s = 0.0
+            for k in range(_u(starts[i]), _u(ends[i])):
+                v = data[k] * 1.0
+                s += v * v
+            return s + bias * bias
+
+        return slotted_sqnorm
+    return None
+
+
+@overload(row_prefetch_start, inline="always")
+def _slotted_prefetch_start(X, i):
+    if _is_slotted(X):
+        return lambda X, i: prefetch(X[0], i)
+    return None
+
+
+@overload(row_prefetch, inline="always")
+def _slotted_prefetch(X, i):
+    if _is_slotted(X):
+
+        def slotted_prefetch(X, i):
+            starts, ends, indices, data = X
+            start = starts[i]
+            if start < data.shape[0]:
+                prefetch(data, start)
+                prefetch(indices, start)
+
+        return slotted_prefetch
+    return None

@@ -1,0 +1,229 @@
+"""The bounded row cache and the dual state of every row seen.
+
+``RowCache`` allocates, once, arrays whose sizes add up to at most
+``cache_bytes``: the rows themselves (a dense slot matrix, or a sparse
+arena) and, per slot, the global row id and each problem's ``y``, ``U``,
+``D``, ``Qbar`` and ``alpha``.  It never grows, so the budget holds by
+construction; ``nbytes`` is its own accounting of what it allocated and
+``used_bytes`` of what live rows occupy.
+
+``AlphaStore`` keeps alpha for every row seen, by global row id, with the
+running sums the dual needs (``sum alpha`` and ``sum D alpha^2``); it grows
+as the first pass discovers rows.  It lives outside the cache budget: its
+size is fixed by the number of rows, not by the user's choice.
+"""
+
+import re
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..kernels import cache as kc
+
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}  # fmt: skip
+
+
+def parse_bytes(value, name="cache_bytes"):
+    """``512MB``, ``"2 GiB"``, ``10**9`` -> int bytes, or a ValueError naming ``name``."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        nbytes = int(value)
+    elif isinstance(value, str):
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", value)
+        unit = m.group(2).upper() if m else None
+        if not m or unit not in _UNITS:
+            raise ValueError(
+                f"{name} must be a number of bytes or a string such as '512MB' or '2GiB', got {value!r}."
+            )
+        nbytes = int(float(m.group(1)) * _UNITS[unit])
+    else:
+        raise TypeError(f"{name} must be an int or a string such as '512MB', got {type(value).__name__}.")
+    if nbytes <= 0:
+        raise ValueError(f"{name} must be positive, got {value!r}.")
+    return nbytes
+
+
+class AlphaStore:
+    """alpha of every row seen, ``(n_problems, n_rows)``, with the dual's running sums."""
+
+    def __init__(self, n_problems):
+        self.alpha = np.zeros((n_problems, 1024))
+        self.slot_of = np.full(1024, -1, dtype=np.int64)
+        self.sums = np.zeros((n_problems, 2))  # sum alpha, sum D alpha^2
+
+    @property
+    def nbytes(self):
+        return self.alpha.nbytes + self.slot_of.nbytes
+
+    def reserve(self, n_rows):
+        """Make room for global row ids below ``n_rows``."""
+        cap = self.alpha.shape[1]
+        if n_rows <= cap:
+            return
+        new_cap = max(n_rows, 2 * cap)
+        alpha = np.zeros((self.alpha.shape[0], new_cap))
+        alpha[:, :cap] = self.alpha
+        slot_of = np.full(new_cap, -1, dtype=np.int64)
+        slot_of[:cap] = self.slot_of
+        self.alpha, self.slot_of = alpha, slot_of
+
+
+class RowCache:
+    """At most ``cache_bytes`` of rows, in slots the DCD kernel reads directly.
+
+    Parameters
+    ----------
+    cache_bytes : int
+    n_features : int
+    dtype : float32 or float64, the dtype of cached values
+    sparse : bool
+    n_problems : int, 1 for binary, k for one-vs-rest
+    nnz_per_row : float, sparse only: expected nonzeros per row, to split
+        the budget between row slots and the arena
+    """
+
+    def __init__(self, cache_bytes, n_features, dtype, sparse, n_problems, nnz_per_row=None):
+        self.cache_bytes = int(cache_bytes)
+        self.sparse = bool(sparse)
+        self.dtype = np.dtype(dtype)
+        self.n_features = int(n_features)
+        k = int(n_problems)
+        budget = self.cache_bytes - 6 * 8  # the small `meta` array
+        # Per slot: gid, live, pos, free (int64) and five float64 arrays per problem.
+        meta_per_slot = 4 * 8 + 5 * 8 * k
+        if self.sparse:
+            meta_per_slot += 2 * 8  # starts, ends
+            per_nnz = 4 + self.dtype.itemsize
+            guess = max(float(nnz_per_row or 1.0), 1.0)
+            n_slots = int(budget // (meta_per_slot + guess * per_nnz))
+            n_nnz = (budget - n_slots * meta_per_slot) // per_nnz
+            row_bytes = 0
+        else:
+            row_bytes = self.n_features * self.dtype.itemsize
+            n_slots = budget // (meta_per_slot + row_bytes)
+            n_nnz = 0
+        if n_slots < 1:
+            raise ValueError(
+                f"cache_bytes={self.cache_bytes} cannot hold a single row of {self.n_features} "
+                f"features; give at least {meta_per_slot + max(row_bytes, 1)} bytes."
+            )
+        self.n_slots = int(n_slots)
+        self.meta = np.zeros(6, dtype=np.int64)
+        self.gid = np.full(n_slots, -1, dtype=np.int64)
+        self.live = np.zeros(n_slots, dtype=np.int64)
+        self.pos = np.zeros(n_slots, dtype=np.int64)
+        self.free = np.arange(n_slots, dtype=np.int64)[::-1].copy()
+        self.meta[kc.N_FREE] = n_slots
+        self.Y, self.U, self.D, self.QD, self.A = (np.zeros((k, n_slots)) for _ in range(5))
+        if self.sparse:
+            self.starts = np.zeros(n_slots, dtype=np.int64)
+            self.ends = np.zeros(n_slots, dtype=np.int64)
+            self.indices = np.zeros(int(n_nnz), dtype=np.int32)
+            self.data = np.zeros(int(n_nnz), dtype=self.dtype)
+            self.rows = None
+        else:
+            self.starts = self.ends = np.empty(0, dtype=np.int64)
+            self.rows = np.zeros((n_slots, self.n_features), dtype=self.dtype)
+        self._meta_per_slot = meta_per_slot
+        assert self.nbytes <= self.cache_bytes, (self.nbytes, self.cache_bytes)
+
+    # -- accounting ---------------------------------------------------------------
+
+    @property
+    def nbytes(self):
+        """Bytes allocated by the cache (never more than ``cache_bytes``)."""
+        arrays = [
+            self.meta,
+            self.gid,
+            self.live,
+            self.pos,
+            self.free,
+            self.Y,
+            self.U,
+            self.D,
+            self.QD,
+            self.A,
+        ]
+        if self.sparse:
+            arrays += [self.starts, self.ends, self.indices, self.data]
+        else:
+            arrays.append(self.rows)
+        return sum(a.nbytes for a in arrays)
+
+    @property
+    def n_live(self):
+        return int(self.meta[kc.N_LIVE])
+
+    @property
+    def used_bytes(self):
+        """Bytes occupied by the live rows and their per-slot values."""
+        n = self.n_live
+        if self.sparse:
+            live = self.live[:n]
+            nnz = int((self.ends[live] - self.starts[live]).sum())
+            return n * self._meta_per_slot + nnz * (4 + self.dtype.itemsize)
+        return n * (self._meta_per_slot + self.n_features * self.dtype.itemsize)
+
+    @property
+    def insertions(self):
+        return int(self.meta[kc.INSERTED])
+
+    @property
+    def evictions(self):
+        return int(self.meta[kc.EVICTED])
+
+    def is_nearly_full(self, fraction=0.9):
+        if self.n_live > fraction * self.n_slots:
+            return True
+        if self.sparse:
+            return self.meta[kc.TOP] - self.meta[kc.GARBAGE] > fraction * self.data.shape[0]
+        return False
+
+    # -- what the kernel reads --------------------------------------------------------
+
+    @property
+    def layout(self):
+        """The cached rows in a layout of ``kernels.rows``."""
+        if self.sparse:
+            return (self.starts, self.ends, self.indices, self.data)
+        return self.rows
+
+    def live_slots(self):
+        return self.live[: self.n_live].copy()
+
+    # -- changes ----------------------------------------------------------------
+
+    def insert(self, X, row_ids, block_y, block_cost, squared, bias, store, rng_state):
+        """Insert a block's rows (random eviction when full); returns rows inserted."""
+        store.reserve(int(row_ids.max()) + 1 if row_ids.size else 0)
+        common = (self.meta, self.gid, self.live, self.pos, self.free, store.slot_of,
+                  self.Y, self.U, self.D, self.QD, self.A, store.alpha, store.sums)  # fmt: skip
+        if self.sparse:
+            X = sp.csr_matrix(X)
+            widest = int(np.diff(X.indptr).max()) if X.shape[0] else 0
+            if widest > self.data.shape[0]:
+                raise ValueError(
+                    f"a row has {widest} nonzeros but the cache arena holds {self.data.shape[0]}; "
+                    "raise cache_bytes."
+                )
+            return kc.insert_sparse(
+                X.indptr.astype(np.int64), X.indices, X.data.astype(self.dtype, copy=False), row_ids,
+                block_y, block_cost, squared, bias, *common,
+                self.starts, self.ends, self.indices, self.data, rng_state,
+            )  # fmt: skip
+        if sp.issparse(X):
+            X = X.toarray()
+        return kc.insert_dense(
+            np.ascontiguousarray(X, dtype=self.dtype), row_ids, block_y, block_cost, squared, bias,
+            *common, self.rows, rng_state,
+        )  # fmt: skip
+
+    def evict(self, slots, store):
+        """Evict ``slots`` (their alphas go back to the store)."""
+        kc.evict_many(np.asarray(slots, dtype=np.int64), self.meta, self.gid, self.live, self.pos,
+                      self.free, store.slot_of, self.A, self.D, store.alpha, store.sums,
+                      self.starts, self.ends)  # fmt: skip
+
+    def write_back(self, store):
+        """Copy every cached alpha to the store (for a snapshot); rows stay cached."""
+        kc.write_back_all(self.meta, self.live, self.gid, self.A, self.D, store.alpha, store.sums)

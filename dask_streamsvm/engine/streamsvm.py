@@ -1,0 +1,254 @@
+"""StreamSVM's dual cached loops (Matsushima, Vishwanathan & Smola, KDD 2012).
+
+The reader thread (:class:`~.reader.Reader`) computes partitions ahead; this
+module is the trainer, and the only writer of the cache, alpha and w.  Its
+loop alternates
+
+1. intake: take the next block and insert its rows in the cache, evicting a
+   random cached row whenever the cache is full (Algorithm 1's reader);
+2. sweeps: one DCD pass in random order over the cached rows of each
+   problem (Algorithm 2's trainer), evicting the rows the paper calls
+   uninformative: ``alpha = 0`` and ``G > eps``, or ``alpha = C`` and
+   ``G < -eps``.  ``eps`` is the largest projected gradient of the previous
+   sweep (``+inf`` at the start: Algorithm 2 prints it as "9"), multiplied
+   by ``beta = 0.9`` after a sweep that found the cache over 90% full.
+   The paper shrinks eps by beta at every step while the cache is over 90%
+   full; once per sweep is our reading, which keeps eps from collapsing to
+   zero within one sweep.  The shrink test is LIBLINEAR's, with
+   ``(eps, -eps)`` as thresholds, so the kernel does the selection.
+
+The trainer makes at least ``INNER_SWEEPS`` sweeps per block (SBM's 10
+inner iterations; with a reader faster than the trainer one sweep per block
+would let every row through the cache almost untrained), and keeps sweeping
+while the reader has no block ready, which is how StreamSVM uses the time
+the disk takes.  When a sweep changes nothing, it waits for the reader.
+
+Certificate (issue 3): when the trainer takes the first block of reader pass
+k, it writes the cached alphas back to the store, copies ``w`` and computes
+the dual ``D(alpha)`` from the store's running sums; as that pass's blocks
+arrive it adds each row's loss under the copied ``w``.  At the end of the
+pass ``P(w_copy) - D(alpha)`` is the exact gap of the state the pass began
+with, at no extra I/O.  The fit stops at the first pass whose gap is below
+``tol`` and returns that certified state.  After ``max_iter`` training
+passes one more read certifies the final state.
+"""
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import as_kernel_rows
+from ..kernels.dcd import PG_SKIP, dcd_passes
+from ..kernels.objective import weighted_loss_sum
+from ..kernels.rng import make_state
+from .cache import AlphaStore, RowCache
+from .certificate import Certificate
+from .reader import Reader
+
+BETA = 0.9  # eps <- beta * eps after a sweep over a nearly full cache
+NEARLY_FULL = 0.9
+INNER_SWEEPS = 10
+
+
+@dataclass
+class StreamResult:
+    W: np.ndarray  # (k, n_features + 1), the certified state
+    passes: int
+    converged: bool
+    certificates: list
+    history: list
+    n_rows: int
+    cache_bytes: int
+
+
+def solve_streamsvm(
+    source,
+    encode,
+    *,
+    n_problems,
+    loss,
+    bias,
+    tol,
+    max_iter,
+    cache_bytes,
+    prefetch,
+    shuffle,
+    seed,
+    labels=None,
+    clock_start=None,
+    log=None,
+):
+    """Train ``n_problems`` binary SVMs on ``source`` through a bounded cache.
+
+    ``encode(block)`` returns ``(y, cost)``, two ``(n_problems, n_rows)``
+    float64 arrays: the +1/-1 labels and ``C_i`` of each problem.
+    """
+    trainer = _Trainer(
+        source, encode, n_problems, loss, bias, tol, max_iter, cache_bytes, seed, labels, clock_start, log
+    )
+    with Reader(source, prefetch=prefetch, max_passes=max_iter + 1, shuffle=shuffle, seed=seed) as reader:
+        trainer.run(reader)
+    return StreamResult(
+        W=trainer.W_snap if trainer.W_snap is not None else trainer.W,
+        passes=trainer.certified_pass,
+        converged=trainer.converged,
+        certificates=trainer.certificates,
+        history=trainer.history,
+        n_rows=reader.row_ids.n_rows,
+        cache_bytes=trainer.cache.nbytes if trainer.cache is not None else 0,
+    )
+
+
+class _Trainer:
+    """The single writer of cache, alpha and w (see the module docstring)."""
+
+    def __init__(
+        self, source, encode, k, loss, bias, tol, max_iter, cache_bytes, seed, labels, clock_start, log
+    ):
+        self.source, self.encode, self.k = source, encode, k
+        self.squared = loss == "squared_hinge"
+        self.bias, self.tol, self.max_iter, self.cache_bytes = bias, tol, max_iter, cache_bytes
+        self.labels = list(range(k)) if labels is None else list(labels)
+        self.clock_start = time.perf_counter() if clock_start is None else clock_start
+        self.log = log
+        self.store = AlphaStore(k)
+        self.W = np.zeros((k, source.n_features + 1))
+        self.rng_state = make_state(seed)
+        self.eps = np.full(k, np.inf)
+        self.cache = None
+        self.history = []
+        self.certificates = None
+        self.W_snap = self.dual = self.loss_sum = None
+        self.converged = False
+        self.certified_pass = 0
+        self.current = -1
+        self.done = False
+        self.stats = dict.fromkeys(("wait_data", "visits", "rows", "bytes"), 0)
+
+    def run(self, reader):
+        self.reader = reader
+        idle = True
+        sweeps = INNER_SWEEPS  # since the last block
+        while not self.done:
+            if idle or sweeps >= INNER_SWEEPS:
+                if self._intake(wait=idle):
+                    sweeps = 0
+                if self.done:
+                    break
+            if self.cache is None or self.cache.n_live == 0 or self.current >= self.max_iter:
+                idle = True
+                continue
+            idle = not self._sweep()
+            sweeps += 1
+
+    # -- intake: blocks, pass ends ---------------------------------------------------
+
+    def _intake(self, wait):
+        """Handle reader items up to and including one block; True if a block came."""
+        start = time.perf_counter()
+        item = self.reader.get(block=wait)
+        if wait:
+            self.stats["wait_data"] += time.perf_counter() - start
+        while item is not None:
+            kind = item[0]
+            if kind == "block":
+                self._take_block(item[1], item[2])
+                return True
+            if kind == "end":
+                self._certify()
+            else:  # "done"
+                self.done = True
+            if self.done:
+                return False
+            item = self.reader.get(block=False)
+        return False
+
+    def _take_block(self, pass_k, block):
+        if pass_k != self.current:
+            # First block of a pass: snapshot the state the pass certifies.
+            self.current = pass_k
+            if self.cache is not None:
+                self.cache.write_back(self.store)
+            self.W_snap = self.W.copy()
+            half_sq = 0.5 * np.einsum("ij,ij->i", self.W_snap, self.W_snap)
+            self.dual = self.store.sums[:, 0] - half_sq - 0.5 * self.store.sums[:, 1]
+            self.loss_sum = np.zeros(self.k)
+        y_pm, cost = self.encode(block)
+        rows = as_kernel_rows(block.X)
+        for c in range(self.k):
+            self.loss_sum[c] += weighted_loss_sum(
+                rows, y_pm[c], cost[c], self.W_snap[c], self.bias, self.squared
+            )
+        self.stats["rows"] += block.n_rows
+        self.stats["bytes"] += block.nbytes
+        if self.current < self.max_iter:
+            if self.cache is None:
+                self.cache = _new_cache(block, self.cache_bytes, self.source, self.k)
+            self.cache.insert(
+                block.X, block.row_ids, y_pm, cost, self.squared, self.bias, self.store, self.rng_state
+            )
+
+    def _certify(self):
+        primal = 0.5 * np.einsum("ij,ij->i", self.W_snap, self.W_snap) + self.loss_sum
+        self.certificates = [Certificate(float(p), float(d)) for p, d in zip(primal, self.dual, strict=True)]
+        self.certified_pass = self.current
+        cache = self.cache
+        base = {
+            "pass": self.current,
+            "seconds": time.perf_counter() - self.clock_start,
+            "rows_read": self.stats["rows"],
+            "bytes_read": self.stats["bytes"],
+            "cache_rows": cache.n_live if cache is not None else 0,
+            "cache_bytes": cache.used_bytes if cache is not None else 0,
+            "insertions": cache.insertions if cache is not None else 0,
+            "evictions": cache.evictions if cache is not None else 0,
+            "row_visits": self.stats["visits"],
+            "trainer_wait_s": self.stats["wait_data"],
+            "reader_wait_s": self.reader.wait_for_room,
+        }
+        for c, cert in enumerate(self.certificates):
+            record = {"class": self.labels[c], **base, "primal": cert.primal, "dual": cert.dual,
+                      "gap": cert.relative_gap}  # fmt: skip
+            self.history.append(record)
+            if self.log is not None:
+                self.log(record)
+        if self.current > 0 and max(c.relative_gap for c in self.certificates) <= self.tol:
+            self.converged = self.done = True
+        elif self.current >= self.max_iter:
+            self.done = True
+
+    # -- training ------------------------------------------------------------------
+
+    def _sweep(self):
+        """One DCD pass over the cached rows of every problem; False if it changed nothing."""
+        cache = self.cache
+        slots = cache.live_slots()
+        shrunk_in = np.zeros(cache.n_slots, dtype=np.int64)
+        busy = False
+        for c in range(self.k):
+            index = slots.copy()
+            out = dcd_passes(
+                cache.layout, cache.Y[c], cache.U[c], cache.D[c], cache.QD[c], index, index.shape[0],
+                cache.A[c], self.W[c], self.bias, 1, -1.0, self.eps[c], -self.eps[c], self.rng_state,
+            )  # fmt: skip
+            active, pg_max, pg_min = out[1], out[2], out[3]
+            self.stats["visits"] += index.shape[0]
+            shrunk_in[index[active:]] += 1
+            if active > 0:
+                self.eps[c] = max(abs(pg_max), abs(pg_min))
+                busy |= self.eps[c] > PG_SKIP
+        if cache.is_nearly_full(NEARLY_FULL):
+            self.eps *= BETA
+        uninformative = np.flatnonzero(shrunk_in == self.k)
+        if uninformative.size:
+            cache.evict(uninformative, self.store)
+            busy = True
+        return busy
+
+
+def _new_cache(block, cache_bytes, source, k):
+    sparse = sp.issparse(block.X)
+    nnz_per_row = block.X.nnz / max(block.n_rows, 1) if sparse else None
+    return RowCache(cache_bytes, source.n_features, block.X.dtype, sparse, k, nnz_per_row)
