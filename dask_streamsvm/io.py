@@ -98,3 +98,82 @@ def read_libsvm(path_or_glob, n_features=None, *, blocksize="64MB", dtype=np.flo
         axis=0,
     )
     return X, y
+
+
+_LIBSVM_SUFFIXES = (".svm", ".libsvm", ".svmlight", ".txt", ".t", ".bz2", ".gz", ".xz")
+
+
+def open_path(path, y=None):
+    """Lazy ``(X, y)`` from a Parquet, CSV or LIBSVM path (or glob).
+
+    Parquet and CSV give a Dask DataFrame; ``y`` must then name the label
+    column.  LIBSVM files carry their labels, so ``y`` must be None.
+    """
+    import os
+
+    import dask.dataframe as dd
+
+    text = os.fspath(path)
+    lower = text.lower()
+    is_table = lower.endswith((".parquet", ".pq", ".csv", ".csv.gz", ".csv.bz2")) or os.path.isdir(text)
+    if is_table and not isinstance(y, str):
+        raise ValueError(f"{text!r} is a table: pass the label column's name as y, got y={y!r}.")
+    if lower.endswith((".parquet", ".pq")) or os.path.isdir(text):
+        frame = dd.read_parquet(text)
+    elif lower.endswith((".csv", ".csv.gz", ".csv.bz2")):
+        frame = dd.read_csv(text)
+    elif lower.endswith(_LIBSVM_SUFFIXES) or any(c in text for c in "*?["):
+        if y is not None:
+            raise ValueError(
+                f"{text!r} is read as LIBSVM, whose files carry their labels: pass y=None, not y={y!r}."
+            )
+        return read_libsvm(text)
+    else:
+        raise ValueError(
+            f"cannot tell the format of {text!r}: use a .parquet, .csv or LIBSVM (.svm, .txt, .bz2) "
+            "path, or open it with dask.dataframe / dask_streamsvm.read_libsvm yourself."
+        )
+    return frame, y
+
+
+def as_dask(X, y, sample_weight=None, n_partitions=16):
+    """In-memory data as Dask collections of about ``n_partitions`` row blocks."""
+    import dask
+    import dask.array as da
+    import dask.dataframe as dd
+    import pandas as pd
+
+    n = X.shape[0]
+    step = max(1, -(-n // n_partitions))
+    if isinstance(X, pd.DataFrame):
+        label = "__dask_streamsvm_label__"
+        frame = X.assign(**{label: np.asarray(y)})
+        if sample_weight is not None:
+            frame["__dask_streamsvm_weight__"] = np.asarray(sample_weight, dtype=np.float64)
+        ddf = dd.from_pandas(frame, chunksize=step, sort=False)
+        weights = None
+        if sample_weight is not None:
+            weights = ddf["__dask_streamsvm_weight__"]
+            ddf = ddf.drop(columns="__dask_streamsvm_weight__")
+        return ddf.drop(columns=label), ddf[label], weights
+    y = np.asarray(y)
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        meta = sp.csr_matrix((0, X.shape[1]), dtype=X.dtype)
+        parts = [
+            da.from_delayed(
+                dask.delayed(X[i : i + step]), shape=(min(step, n - i), X.shape[1]), dtype=X.dtype, meta=meta
+            )
+            for i in range(0, n, step)
+        ]
+        Xd = da.concatenate(parts, axis=0)
+    else:
+        X = np.asarray(X)
+        Xd = da.from_array(X, chunks=(step, X.shape[1]))
+    yd = da.from_array(y, chunks=step)
+    wd = (
+        None
+        if sample_weight is None
+        else da.from_array(np.asarray(sample_weight, dtype=np.float64), chunks=step)
+    )
+    return Xd, yd, wd

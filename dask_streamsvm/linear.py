@@ -1,5 +1,6 @@
 """``LinearSVC``: LIBLINEAR's L1/L2-loss linear SVM with an exact certificate."""
 
+import os
 import time
 import warnings
 
@@ -20,9 +21,13 @@ from ._validation import (
     check_positive_int,
     check_sample_weight,
 )
+from .engine.cache import parse_bytes
 from .engine.memory import LOSSES, BinaryProblem, solve_in_memory
+from .engine.source import DaskSource, is_dask_collection
+from .engine.streamsvm import solve_streamsvm
+from .io import as_dask, open_path
 
-SOLVERS = ("auto", "memory")
+SOLVERS = ("auto", "memory", "streamsvm")
 
 
 def _compute_if_dask(*arrays):
@@ -66,10 +71,22 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     tol : float, default=1e-3
         Stop when the relative duality gap ``(P - D) / P`` is at most this.
     max_iter : int, default=1000
-        Maximum number of passes over the data, per binary problem.
-    solver : {"auto", "memory"}, default="auto"
+        Maximum number of passes over the data (per binary problem in
+        memory; reads of the collection when streaming, plus one read to
+        certify the final model if they did not converge).
+    solver : {"auto", "memory", "streamsvm"}, default="auto"
         ``"memory"`` holds all rows in RAM (Dask input is computed first).
-        ``"auto"`` picks ``"memory"``.
+        ``"streamsvm"`` streams partitions through a cache of at most
+        ``cache_bytes`` (Matsushima et al. 2012). ``"auto"`` streams Dask
+        collections and file paths and solves in-memory data in memory.
+    cache_bytes : int or str, default="1GB"
+        Memory budget of the row cache for ``solver="streamsvm"``: an
+        int or a string such as ``"512MB"`` or ``"2GiB"``.
+    prefetch : int, default=2
+        Partitions the reader thread computes ahead of the trainer.
+    shuffle : bool, default=True
+        Shuffle the partition order and the rows of each partition on every
+        pass (from ``random_state``).
     random_state : int, RandomState or None, default=None
         Seeds the row permutations; the same seed gives the same model.
     verbose : int, default=0
@@ -117,6 +134,9 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         tol=1e-3,
         max_iter=1000,
         solver="auto",
+        cache_bytes="1GB",
+        prefetch=2,
+        shuffle=True,
         random_state=None,
         verbose=0,
     ):
@@ -128,6 +148,9 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         self.tol = tol
         self.max_iter = max_iter
         self.solver = solver
+        self.cache_bytes = cache_bytes
+        self.prefetch = prefetch
+        self.shuffle = shuffle
         self.random_state = random_state
         self.verbose = verbose
 
@@ -153,12 +176,16 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            NumPy, SciPy sparse, pandas, or a Dask Array/DataFrame small
-            enough to compute into memory.
-        y : array-like of shape (n_samples,)
+        X : {array-like, sparse matrix, DataFrame, Dask Array, Dask DataFrame}
+            In-memory data (NumPy, SciPy sparse, pandas) is solved in memory.
+            Dask collections are streamed through the row cache
+            (``solver="streamsvm"``) unless ``solver="memory"`` asks to
+            compute them into memory.
+        y : array-like, Dask Array or Series, or the label column's name
+            when ``X`` is a Dask DataFrame.
         sample_weight : array-like of shape (n_samples,), default=None
-            Per-sample multiplier of ``C``; rows of weight 0 are ignored.
+            Per-sample multiplier of ``C``; rows of weight 0 are ignored. For
+            Dask input, a Dask Array or Series partitioned like ``X``.
 
         Returns
         -------
@@ -166,6 +193,10 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         """
         clock_start = time.perf_counter()
         C, tol, max_iter, bias = self._check_params()
+        out_of_core = is_dask_collection(X) or isinstance(X, str | os.PathLike)
+        streaming = self.solver == "streamsvm" or (self.solver == "auto" and out_of_core)
+        if streaming:
+            return self._fit_stream(X, y, sample_weight, C, tol, max_iter, bias, clock_start)
         X, y, sample_weight = _compute_if_dask(X, y, sample_weight)
         X, y = validate_data(
             self,
@@ -178,80 +209,150 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         )
         check_classification_targets(y)
         sample_weight = check_sample_weight(sample_weight, X.shape[0])
-        self.classes_ = classes = np.unique(y)
+        classes, counts = np.unique(y, return_counts=True)
+        weighted_classes = np.unique(y[sample_weight > 0]) if (sample_weight > 0).any() else classes[:0]
+        signs, costs = self._problem_tables(classes, counts, weighted_classes, C)
+        y_index = np.searchsorted(classes, y)
+        rows = as_kernel_rows(X)
+        seeds = check_random_state(self.random_state).randint(
+            np.iinfo(np.int64).max, size=signs.shape[0], dtype=np.int64
+        )
+        log = self._print_record if self.verbose else None
+        results = [
+            solve_in_memory(
+                BinaryProblem(
+                    rows, signs[c, y_index], costs[c, y_index] * sample_weight, self.loss, bias, X.shape[1]
+                ),
+                tol=tol,
+                max_iter=max_iter,
+                seed=int(seeds[c]),
+                clock_start=clock_start,
+                log=log,
+                label=self._problem_label(c),
+            )
+            for c in range(signs.shape[0])
+        ]
+        self._set_model(
+            np.vstack([r.w for r in results]),
+            bias,
+            [r.certificate for r in results],
+            max(r.passes for r in results),
+            [record for r in results for record in r.history],
+            [r.converged for r in results],
+        )
+        return self
+
+    def _problem_tables(self, classes, counts, weighted_classes, C):
+        """Labels and costs of each binary problem, by class index.
+
+        Returns ``signs`` and ``costs`` of shape (n_problems, n_classes): a
+        row of class j in problem c has label ``signs[c, j]`` and
+        ``C_i = costs[c, j] * sample_weight_i``.  Binary: one problem with
+        ``classes_[1]`` positive and ``C * class_weight[y]``.  One-vs-rest:
+        LIBLINEAR weights only the positive class of each problem.
+        """
+        self.classes_ = classes
         if classes.shape[0] < 2:
             raise ValueError(
                 "LinearSVC needs samples of at least 2 classes, but the data contains "
                 f"only one class: {classes.tolist()[0]!r}. Pass y with two or more distinct labels."
             )
-        if not (sample_weight > 0).any():
+        if weighted_classes.shape[0] == 0:
             raise ValueError(
                 "sample_weight is zero for every row, so there is nothing to train on. "
                 "Give some rows a positive weight."
             )
-        weighted_classes = np.unique(y[sample_weight > 0])
         if weighted_classes.shape[0] < 2:
             raise ValueError(
                 "LinearSVC needs samples of at least 2 classes with positive sample_weight, "
                 f"but only class {weighted_classes.tolist()} has any. Give rows of another class "
                 "a positive weight."
             )
-        class_weight = compute_class_weight(self.class_weight, classes=classes, y=y)
-        y_index = np.searchsorted(classes, y)
-        rows = as_kernel_rows(X)
-        n_features = X.shape[1]
-        rng = check_random_state(self.random_state)
+        y_for_weights = np.repeat(classes, counts)
+        class_weight = compute_class_weight(self.class_weight, classes=classes, y=y_for_weights)
+        k = classes.shape[0]
+        if k == 2:
+            return np.array([[-1.0, 1.0]]), (C * class_weight)[None, :]
+        same = np.eye(k, dtype=bool)
+        signs = np.where(same, 1.0, -1.0)
+        costs = np.where(same, C * class_weight[None, :], C)
+        return signs, costs
 
-        if classes.shape[0] == 2:
-            # classes_[1] is the positive class, as in scikit-learn.
-            targets = [(1, (y_index == 1).astype(np.float64) * 2.0 - 1.0, C * class_weight[y_index])]
-        else:
-            # One-vs-rest: LIBLINEAR weights only the positive side.
-            targets = []
-            for k in range(classes.shape[0]):
-                is_k = y_index == k
-                cost = np.where(is_k, C * class_weight[k], C)
-                targets.append((k, is_k.astype(np.float64) * 2.0 - 1.0, cost))
-        seeds = rng.randint(np.iinfo(np.int64).max, size=len(targets), dtype=np.int64)
+    def _problem_label(self, c):
+        labels = self.classes_.tolist()
+        return labels[1] if len(labels) == 2 else labels[c]
 
-        log = self._print_record if self.verbose else None
-        results = []
-        for (k, y_pm, cost), seed in zip(targets, seeds, strict=True):
-            problem = BinaryProblem(rows, y_pm, cost * sample_weight, self.loss, bias, n_features)
-            results.append(
-                solve_in_memory(
-                    problem,
-                    tol=tol,
-                    max_iter=max_iter,
-                    seed=int(seed),
-                    clock_start=clock_start,
-                    log=log,
-                    label=classes.tolist()[k],
-                )
-            )
-
-        W = np.vstack([r.w for r in results])
+    def _set_model(self, W, bias, certificates, n_iter, history, converged):
         self.coef_ = W[:, :-1].copy()
         self.intercept_ = W[:, -1] * bias
-        self.n_iter_ = max(r.passes for r in results)
-        objective = np.array([r.certificate.primal for r in results])
-        gap = np.array([r.certificate.relative_gap for r in results])
-        single = len(results) == 1
+        self.n_iter_ = int(n_iter)
+        objective = np.array([c.primal for c in certificates])
+        gap = np.array([c.relative_gap for c in certificates])
+        single = len(certificates) == 1
         self.objective_ = float(objective[0]) if single else objective
         self.duality_gap_ = float(gap[0]) if single else gap
-        self.history_ = [record for r in results for record in r.history]
-        unconverged = [
-            classes.tolist()[k] for (k, _, _), r in zip(targets, results, strict=True) if not r.converged
-        ]
+        self.history_ = history
+        unconverged = [self._problem_label(c) for c, ok in enumerate(converged) if not ok]
         if unconverged:
             which = "" if single else f" for classes {unconverged}"
             warnings.warn(
                 f"LinearSVC did not reach tol={self.tol:g} (relative duality gap) within "
-                f"max_iter={max_iter} passes{which}; the final gap is {np.max(gap):.3g}. "
+                f"max_iter={self.max_iter} passes{which}; the final gap is {np.max(gap):.3g}. "
                 "Increase max_iter, loosen tol, or (for loss='hinge') use a smaller C.",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
+
+    def _fit_stream(self, X, y, sample_weight, C, tol, max_iter, bias, clock_start):
+        cache_bytes = parse_bytes(self.cache_bytes)
+        prefetch = check_positive_int("prefetch", self.prefetch)
+        if isinstance(X, str | os.PathLike):
+            X, y = open_path(X, y)
+        if not is_dask_collection(X):
+            X, y, sample_weight = as_dask(X, y, sample_weight)
+        source = DaskSource(X, y, sample_weight)
+        classes, counts, weighted_classes = source.label_counts()
+        signs, costs = self._problem_tables(classes, counts, weighted_classes, C)
+        self.n_features_in_ = source.n_features
+        names = source.feature_names
+        if names is not None and all(isinstance(c, str) for c in source.column_labels):
+            self.feature_names_in_ = names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+
+        def encode(block):
+            y_index = np.searchsorted(classes, block.y)
+            y_index = np.minimum(y_index, classes.shape[0] - 1)
+            unknown = classes[y_index] != block.y
+            if unknown.any():
+                label = block.y[np.flatnonzero(unknown)[0]]
+                raise ValueError(
+                    f"partition {block.partition} has label {label!r}, which is not among the classes "
+                    f"{classes.tolist()} found in y; the collection changed between reads."
+                )
+            return signs[:, y_index], costs[:, y_index] * block.sample_weight
+
+        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int64).max, dtype=np.int64))
+        result = solve_streamsvm(
+            source,
+            encode,
+            n_problems=signs.shape[0],
+            loss=self.loss,
+            bias=bias,
+            tol=tol,
+            max_iter=max_iter,
+            cache_bytes=cache_bytes,
+            prefetch=prefetch,
+            shuffle=bool(self.shuffle),
+            seed=seed,
+            labels=[self._problem_label(c) for c in range(signs.shape[0])],
+            clock_start=clock_start,
+            log=self._print_record if self.verbose else None,
+        )
+        self._set_model(
+            result.W, bias, result.certificates, result.passes, result.history,
+            [result.converged] * signs.shape[0],
+        )  # fmt: skip
         return self
 
     def _print_record(self, r):

@@ -233,10 +233,11 @@ def test_small_dask_collections_are_computed_for_the_memory_solver(binary_data):
     dd = pytest.importorskip("dask.dataframe")
     X, y = binary_data
     ref = LinearSVC(random_state=0, tol=1e-6).fit(X, y)
-    arr = LinearSVC(random_state=0, tol=1e-6).fit(da.from_array(X, chunks=100), da.from_array(y, chunks=100))
+    mem = {"solver": "memory", "random_state": 0, "tol": 1e-6}
+    arr = LinearSVC(**mem).fit(da.from_array(X, chunks=100), da.from_array(y, chunks=100))
     np.testing.assert_array_equal(arr.coef_, ref.coef_)
     ddf = dd.from_pandas(pd.DataFrame(X, columns=list("abcdefgh")), npartitions=3)
-    frame = LinearSVC(random_state=0, tol=1e-6).fit(ddf, dd.from_pandas(pd.Series(y), npartitions=3))
+    frame = LinearSVC(**mem).fit(ddf, dd.from_pandas(pd.Series(y), npartitions=3))
     np.testing.assert_allclose(frame.coef_, ref.coef_)
     np.testing.assert_array_equal(arr.predict(da.from_array(X, chunks=50)), ref.predict(X))
 
@@ -285,6 +286,9 @@ def test_verbose_prints_one_line_per_pass(binary_data, capsys):
         ({"max_iter": 0}, ValueError, "max_iter must be an integer >= 1, got max_iter=0"),
         ({"max_iter": 2.5}, TypeError, "max_iter must be an integer"),
         ({"solver": "sgd"}, ValueError, "solver must be one of"),
+        ({"solver": "streamsvm", "cache_bytes": "lots"}, ValueError, "cache_bytes must be a number of bytes"),
+        ({"solver": "streamsvm", "cache_bytes": -5}, ValueError, "cache_bytes must be positive"),
+        ({"solver": "streamsvm", "prefetch": 0}, ValueError, "prefetch must be an integer >= 1"),
         ({"intercept_scaling": -2.0}, ValueError, "intercept_scaling must be a finite number > 0"),
         ({"class_weight": "auto"}, ValueError, "class_weight must be None, 'balanced' or a dict"),
     ],

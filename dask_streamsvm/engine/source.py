@@ -64,12 +64,17 @@ class DaskSource:
     """
 
     def __init__(self, X, y, sample_weight=None):
+        self._label_column = None
         if _is_dask_dataframe(X):
             if isinstance(y, str):
                 if y not in X.columns:
                     raise ValueError(f"y={y!r} names no column of X; its columns are {list(X.columns)}.")
-                X, y = X.drop(columns=[y]), X[y]
-            self._init_frame(X, y, sample_weight)
+                # Keep one frame: its partitions hold features and labels
+                # alike, however the reader splits or fuses files.
+                self._label_column = y
+                self._init_frame(X.drop(columns=[y]), X[y], sample_weight, whole=X)
+            else:
+                self._init_frame(X, y, sample_weight)
         elif is_dask_collection(X) and getattr(X, "ndim", None) == 2:
             self._init_array(X, y, sample_weight)
         else:
@@ -85,6 +90,7 @@ class DaskSource:
             )
         self.n_features = int(X.shape[1])
         self.feature_names = None
+        self.column_labels = None
         self.dtype = np.dtype(X.dtype)
         self.is_sparse = isinstance(getattr(X, "_meta", None), sp.spmatrix | sp.sparray)
         parts_x = list(X.to_delayed().ravel())
@@ -93,7 +99,7 @@ class DaskSource:
         self._parts = list(zip(parts_x, parts_y, parts_w, strict=True))
         self._frame = False
 
-    def _init_frame(self, X, y, sample_weight):
+    def _init_frame(self, X, y, sample_weight, whole=None):
         dtypes = X.dtypes
         bad = [
             str(c)
@@ -107,15 +113,24 @@ class DaskSource:
             )
         self.n_features = len(X.columns)
         self.feature_names = np.asarray([str(c) for c in X.columns], dtype=object)
+        self.column_labels = list(X.columns)
         self._columns = list(X.columns)
         all32 = all(t == np.float32 for t in dtypes)
         self.dtype = np.dtype(np.float32 if all32 else np.float64)
         self.is_sparse = False
+        self._frame = True
+        if whole is not None:
+            parts_x = list(whole.to_delayed())
+            parts_w = self._label_parts(sample_weight, len(parts_x), None, "sample_weight")
+            self._parts = [(x, None, w) for x, w in zip(parts_x, parts_w, strict=True)]
+            # Counting labels reads the label column alone (unless weights count too).
+            if sample_weight is None:
+                self._count_parts = [(None, yp, None) for yp in y.to_delayed()]
+            return
         parts_x = list(X.to_delayed())
         parts_y = self._label_parts(y, len(parts_x), None, "y")
         parts_w = self._label_parts(sample_weight, len(parts_x), None, "sample_weight")
         self._parts = list(zip(parts_x, parts_y, parts_w, strict=True))
-        self._frame = True
 
     @staticmethod
     def _label_parts(v, n_parts, row_chunks, name):
@@ -145,6 +160,33 @@ class DaskSource:
                 )
         return parts
 
+    def label_counts(self):
+        """Classes, their row counts, and the classes with positive weight.
+
+        Reads the labels (and weights) of every partition once; for a
+        Parquet column this reads that column only.
+        """
+        import dask
+
+        parts = getattr(self, "_count_parts", self._parts)
+        label = self._label_column
+        results = dask.compute(
+            *[
+                dask.delayed(_count_labels)(p, y if y is not None else x[label], w)
+                for p, (x, y, w) in enumerate(parts)
+            ]
+        )
+        counts = {}
+        weighted = set()
+        for labels, n, positive in results:
+            for label, c in zip(labels.tolist(), n.tolist(), strict=True):
+                counts[label] = counts.get(label, 0) + c
+            weighted.update(positive.tolist())
+        if not counts:
+            raise ValueError("the collection has no rows: every partition is empty.")
+        classes = np.array(sorted(counts))
+        return classes, np.array([counts[c] for c in classes.tolist()]), np.array(sorted(weighted))
+
     @property
     def n_partitions(self):
         return len(self._parts)
@@ -160,6 +202,8 @@ class DaskSource:
         except Exception as exc:
             exc.add_note(f"(raised while computing partition {p} of the training data)")
             raise
+        if self._label_column is not None:
+            x, y = x.drop(columns=[self._label_column]), x[self._label_column]
         X = self._rows(x, p)
         n = X.shape[0]
         y = np.asarray(y).ravel() if y is not None else None
@@ -227,6 +271,15 @@ class DaskSource:
             f"partition {p} contains {what} at row {row} ({col}); {int(bad.sum())} values are not "
             "finite. Drop or impute them before fitting."
         )
+
+
+def _count_labels(p, y, w):
+    y = np.asarray(y).ravel()
+    if y.dtype.kind == "f" and np.isnan(y).any():
+        raise ValueError(f"partition {p}: y contains NaN at row {int(np.flatnonzero(np.isnan(y))[0])}.")
+    labels, counts = np.unique(y, return_counts=True)
+    positive = labels if w is None else np.unique(y[np.asarray(w, dtype=np.float64).ravel() > 0])
+    return labels, counts, positive
 
 
 class RowIds:

@@ -124,6 +124,7 @@ class _Trainer:
         self.converged = False
         self.certified_pass = 0
         self.current = -1
+        self.pending = None  # (block, y, cost, next row) being inserted piecewise
         self.done = False
         self.stats = dict.fromkeys(("wait_data", "visits", "rows", "bytes"), 0)
 
@@ -146,7 +147,15 @@ class _Trainer:
     # -- intake: blocks, pass ends ---------------------------------------------------
 
     def _intake(self, wait):
-        """Handle reader items up to and including one block; True if a block came."""
+        """Insert the next piece of a block; True if rows came in.
+
+        A partition larger than a quarter of the cache is inserted a piece
+        at a time, with sweeps in between, so that its rows get trained
+        before the next pieces evict them.
+        """
+        if self.pending is not None:
+            self._insert_next_piece()
+            return True
         start = time.perf_counter()
         item = self.reader.get(block=wait)
         if wait:
@@ -155,6 +164,8 @@ class _Trainer:
             kind = item[0]
             if kind == "block":
                 self._take_block(item[1], item[2])
+                if self.pending is not None:
+                    self._insert_next_piece()
                 return True
             if kind == "end":
                 self._certify()
@@ -183,12 +194,20 @@ class _Trainer:
             )
         self.stats["rows"] += block.n_rows
         self.stats["bytes"] += block.nbytes
-        if self.current < self.max_iter:
+        if self.current < self.max_iter and block.n_rows > 0:
             if self.cache is None:
                 self.cache = _new_cache(block, self.cache_bytes, self.source, self.k)
-            self.cache.insert(
-                block.X, block.row_ids, y_pm, cost, self.squared, self.bias, self.store, self.rng_state
-            )
+            self.pending = (block, y_pm, cost, 0)
+
+    def _insert_next_piece(self):
+        block, y_pm, cost, start = self.pending
+        piece = max(1, self.cache.n_slots // 4)
+        stop = min(start + piece, block.n_rows)
+        self.cache.insert(
+            block.X[start:stop], block.row_ids[start:stop], y_pm[:, start:stop], cost[:, start:stop],
+            self.squared, self.bias, self.store, self.rng_state,
+        )  # fmt: skip
+        self.pending = None if stop == block.n_rows else (block, y_pm, cost, stop)
 
     def _certify(self):
         primal = 0.5 * np.einsum("ij,ij->i", self.W_snap, self.W_snap) + self.loss_sum
