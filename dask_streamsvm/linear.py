@@ -87,6 +87,11 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     shuffle : bool, default=True
         Shuffle the partition order and the rows of each partition on every
         pass (from ``random_state``).
+    alpha_store : {"memory", "disk"}, default="memory"
+        Where streaming keeps the dual variable of every row (8 bytes per
+        row and class, plus 4 for its cache slot): in RAM, or in
+        memory-mapped files in a temporary directory, for row counts whose
+        dual state does not fit.
     random_state : int, RandomState or None, default=None
         Seeds the row permutations; the same seed gives the same model.
     verbose : int, default=0
@@ -137,6 +142,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         cache_bytes="1GB",
         prefetch=2,
         shuffle=True,
+        alpha_store="memory",
         random_state=None,
         verbose=0,
     ):
@@ -151,6 +157,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         self.cache_bytes = cache_bytes
         self.prefetch = prefetch
         self.shuffle = shuffle
+        self.alpha_store = alpha_store
         self.random_state = random_state
         self.verbose = verbose
 
@@ -306,6 +313,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     def _fit_stream(self, X, y, sample_weight, C, tol, max_iter, bias, clock_start):
         cache_bytes = parse_bytes(self.cache_bytes)
         prefetch = check_positive_int("prefetch", self.prefetch)
+        check_choice("alpha_store", self.alpha_store, ("memory", "disk"))
         if isinstance(X, str | os.PathLike):
             X, y = open_path(X, y)
         if not is_dask_collection(X):
@@ -325,7 +333,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             y_index = np.minimum(y_index, classes.shape[0] - 1)
             unknown = classes[y_index] != block.y
             if unknown.any():
-                label = block.y[np.flatnonzero(unknown)[0]]
+                label = block.y[np.flatnonzero(unknown)[0]].item()
                 raise ValueError(
                     f"partition {block.partition} has label {label!r}, which is not among the classes "
                     f"{classes.tolist()} found in y; the collection changed between reads."
@@ -346,6 +354,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             shuffle=bool(self.shuffle),
             seed=seed,
             labels=[self._problem_label(c) for c in range(signs.shape[0])],
+            alpha_store=self.alpha_store,
             clock_start=clock_start,
             log=self._print_record if self.verbose else None,
         )

@@ -61,6 +61,19 @@ def test_a9a_dask_array_reaches_the_optimum_with_a_tenth_in_cache(layout, dtype)
 
 
 @pytest.mark.slow
+def test_alpha_store_on_disk_gives_the_same_optimum(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    X, y, nbytes = a9a_dask("csr", np.float64)
+    clf = fit_stream(X, y, nbytes, alpha_store="disk")
+    assert_certified_optimum(clf, int(0.1 * nbytes))
+    ram = fit_stream(X, y, nbytes)
+    np.testing.assert_array_equal(clf.coef_, ram.coef_)  # same arithmetic, other storage
+    assert list(tmp_path.iterdir()) == []  # the spill files are gone
+
+
+@pytest.mark.slow
 def test_a9a_dask_dataframe_with_label_column():
     X, y = load_libsvm_dataset("a9a")
     frame = pd.DataFrame(X.toarray(), columns=[f"f{j}" for j in range(123)]).assign(label=y)
@@ -215,3 +228,36 @@ def test_eviction_writes_alpha_back_and_keeps_dual_sums_exact():
 )
 def test_parse_bytes(text, expected):
     assert parse_bytes(text) == expected
+
+
+def test_a_failing_partition_stops_the_fit_with_the_original_error():
+    import threading
+
+    X = np.random.RandomState(0).randn(200, 3)
+    y = (X[:, 0] > 0).astype(int)
+
+    def flaky(block, block_info=None):
+        if block_info[0]["chunk-location"][0] == 7:
+            raise OSError("partition 7 is unreadable")
+        return block
+
+    Xd = da.from_array(X, chunks=(20, 3)).map_blocks(flaky, dtype=X.dtype)
+    with pytest.raises(OSError, match="partition 7 is unreadable"):
+        LinearSVC(cache_bytes=5_000, max_iter=5, shuffle=False).fit(Xd, da.from_array(y, chunks=20))
+    assert not [t for t in threading.enumerate() if t.name == "dask-streamsvm-reader"]
+
+
+def test_labels_that_appear_only_on_a_later_read_are_named():
+    import dask
+
+    calls = {"n": 0}
+
+    def labels(k):
+        calls["n"] += 1
+        # First read (class counting) sees 0/1; a later read sees a 7.
+        return np.array([0, 1] * 5) if calls["n"] <= 2 else np.array([0, 7] * 5)
+
+    X = np.random.RandomState(0).randn(20, 2)
+    yd = da.concatenate([da.from_delayed(dask.delayed(labels)(k), shape=(10,), dtype=int) for k in range(2)])
+    with pytest.raises(ValueError, match=r"has label 7, which is not among the classes \[0, 1\]"):
+        LinearSVC(cache_bytes=5_000, max_iter=3, shuffle=False).fit(da.from_array(X, chunks=10), yd)

@@ -13,6 +13,7 @@ as the first pass discovers rows.  It lives outside the cache budget: its
 size is fixed by the number of rows, not by the user's choice.
 """
 
+import os
 import re
 
 import numpy as np
@@ -44,28 +45,69 @@ def parse_bytes(value, name="cache_bytes"):
 
 
 class AlphaStore:
-    """alpha of every row seen, ``(n_problems, n_rows)``, with the dual's running sums."""
+    """alpha of every row seen, ``(n_problems, n_rows)``, with the dual's running sums.
 
-    def __init__(self, n_problems):
-        self.alpha = np.zeros((n_problems, 1024))
-        self.slot_of = np.full(1024, -1, dtype=np.int64)
-        self.sums = np.zeros((n_problems, 2))  # sum alpha, sum D alpha^2
+    ``alpha[c, g]`` is the dual variable of row ``g`` in problem ``c``;
+    ``slot_of[g]`` is the cache slot of row ``g`` or -1.  With
+    ``directory`` both live in memory-mapped files there (SBM, Chang & Roth
+    2011, section 5.2: dual variables beyond RAM), row-major so that a row's
+    alphas sit together and the files grow at the end; the operating system
+    keeps the pages in use in memory and writes the rest out.  Close the
+    store to release the files.
+    """
+
+    def __init__(self, n_problems, directory=None, capacity=1024):
+        self.k = int(n_problems)
+        self.directory = directory
+        self.sums = np.zeros((self.k, 2))  # sum alpha, sum D alpha^2
+        self._capacity = 0
+        self._alpha_rows = None  # (capacity, k)
+        self.slot_of = None
+        self._allocate(capacity)
+
+    @property
+    def capacity(self):
+        return self._capacity
+
+    @property
+    def alpha(self):
+        """``(k, capacity)`` view (a transposed view of the row-major storage)."""
+        return np.asarray(self._alpha_rows).T
 
     @property
     def nbytes(self):
-        return self.alpha.nbytes + self.slot_of.nbytes
+        return self._alpha_rows.nbytes + self.slot_of.nbytes
 
     def reserve(self, n_rows):
         """Make room for global row ids below ``n_rows``."""
-        cap = self.alpha.shape[1]
-        if n_rows <= cap:
-            return
-        new_cap = max(n_rows, 2 * cap)
-        alpha = np.zeros((self.alpha.shape[0], new_cap))
-        alpha[:, :cap] = self.alpha
-        slot_of = np.full(new_cap, -1, dtype=np.int64)
-        slot_of[:cap] = self.slot_of
-        self.alpha, self.slot_of = alpha, slot_of
+        if n_rows > self._capacity:
+            self._allocate(max(n_rows, 2 * self._capacity))
+
+    def _allocate(self, capacity):
+        old_cap = self._capacity
+        if self.directory is None:
+            alpha = np.zeros((capacity, self.k))
+            slot_of = np.full(capacity, -1, dtype=np.int32)
+            if old_cap:
+                alpha[:old_cap] = self._alpha_rows
+                slot_of[:old_cap] = self.slot_of
+        else:
+            alpha = self._grow_file("alpha.f64", np.float64, (capacity, self.k))
+            slot_of = self._grow_file("slot_of.i32", np.int32, (capacity,))
+            slot_of[old_cap:] = -1
+        # Kernels get plain ndarray views (numba does not type np.memmap).
+        self._alpha_rows, self.slot_of, self._capacity = alpha, np.asarray(slot_of), capacity
+
+    def _grow_file(self, name, dtype, shape):
+        path = os.path.join(self.directory, name)
+        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        with open(path, "ab") as f:
+            f.truncate(nbytes)  # extends with zeros, keeps what is there
+        return np.memmap(path, dtype=dtype, mode="r+", shape=shape)
+
+    def close(self):
+        """Drop the memory maps (their files can then be deleted)."""
+        self._alpha_rows = self.slot_of = None
 
 
 class RowCache:

@@ -33,6 +33,8 @@ with, at no extra I/O.  The fit stops at the first pass whose gap is below
 passes one more read certifies the final state.
 """
 
+import contextlib
+import tempfile
 import time
 from dataclasses import dataclass
 
@@ -77,6 +79,7 @@ def solve_streamsvm(
     shuffle,
     seed,
     labels=None,
+    alpha_store="memory",
     clock_start=None,
     log=None,
 ):
@@ -85,10 +88,30 @@ def solve_streamsvm(
     ``encode(block)`` returns ``(y, cost)``, two ``(n_problems, n_rows)``
     float64 arrays: the +1/-1 labels and ``C_i`` of each problem.
     """
-    trainer = _Trainer(
-        source, encode, n_problems, loss, bias, tol, max_iter, cache_bytes, seed, labels, clock_start, log
-    )
-    with Reader(source, prefetch=prefetch, max_passes=max_iter + 1, shuffle=shuffle, seed=seed) as reader:
+    with contextlib.ExitStack() as stack:
+        directory = None
+        if alpha_store == "disk":
+            directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="dask-streamsvm-alpha-"))
+        store = AlphaStore(n_problems, directory)
+        stack.callback(store.close)
+        trainer = _Trainer(
+            source,
+            encode,
+            store,
+            n_problems,
+            loss,
+            bias,
+            tol,
+            max_iter,
+            cache_bytes,
+            seed,
+            labels,
+            clock_start,
+            log,
+        )
+        reader = stack.enter_context(
+            Reader(source, prefetch=prefetch, max_passes=max_iter + 1, shuffle=shuffle, seed=seed)
+        )
         trainer.run(reader)
     return StreamResult(
         W=trainer.W_snap if trainer.W_snap is not None else trainer.W,
@@ -105,7 +128,7 @@ class _Trainer:
     """The single writer of cache, alpha and w (see the module docstring)."""
 
     def __init__(
-        self, source, encode, k, loss, bias, tol, max_iter, cache_bytes, seed, labels, clock_start, log
+        self, source, encode, store, k, loss, bias, tol, max_iter, cache_bytes, seed, labels, clock_start, log
     ):
         self.source, self.encode, self.k = source, encode, k
         self.squared = loss == "squared_hinge"
@@ -113,7 +136,7 @@ class _Trainer:
         self.labels = list(range(k)) if labels is None else list(labels)
         self.clock_start = time.perf_counter() if clock_start is None else clock_start
         self.log = log
-        self.store = AlphaStore(k)
+        self.store = store
         self.W = np.zeros((k, source.n_features + 1))
         self.rng_state = make_state(seed)
         self.eps = np.full(k, np.inf)
