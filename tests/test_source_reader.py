@@ -165,6 +165,9 @@ def test_reader_reads_every_partition_each_pass_in_seeded_order(small):
         ids = np.concatenate([b.row_ids for b in blocks])
         assert sorted(ids) == list(range(40))
         assert all(b.X.shape[0] == len(b.row_ids) == len(b.y) for b in blocks)
+        assert all(sorted(b.order) == list(range(b.n_rows)) for b in blocks)
+    orders = [tuple(it[2].order) for it in seen if it[0] == "block" and it[2].partition == 0]
+    assert orders[0] != orders[1]  # each pass visits rows in a fresh order
     # The same row id maps to the same row in both passes.
     by_id = {}
     for it in seen:

@@ -3,7 +3,7 @@
 StreamSVM's reader (Matsushima et al. 2012, Algorithm 1) keeps the RAM
 filled from disk while the trainer works.  Here the "disk" is Dask: the
 reader computes partitions in each pass's order, converts and checks them
-(:meth:`DaskSource.load`), shuffles their rows, stamps global row ids and
+(:meth:`DaskSource.load`), draws their row order, stamps global row ids and
 puts finished blocks in a bounded queue of ``prefetch`` blocks.  It never
 touches the cache, alpha or w: the trainer is the single writer.
 
@@ -40,6 +40,7 @@ class Reader:
         self._thread = threading.Thread(target=self._run, name="dask-streamsvm-reader", daemon=True)
         # Statistics, written by the reader thread only.
         self.wait_for_room = 0.0
+        self._started = self._finished = None
         self.rows_read = 0
         self.bytes_read = 0
 
@@ -96,7 +97,16 @@ class Reader:
                 continue
         self.wait_for_room += time.perf_counter() - start
 
+    @property
+    def busy_seconds(self):
+        """Seconds the reader spent reading (its lifetime less its waits for room)."""
+        if self._started is None:
+            return 0.0
+        end = self._finished if self._finished is not None else time.perf_counter()
+        return end - self._started - self.wait_for_room
+
     def _run(self):
+        self._started = time.perf_counter()
         try:
             for k in range(self.max_passes):
                 for p in self.partition_order(k):
@@ -104,12 +114,13 @@ class Reader:
                         return
                     block = self.source.load(int(p))
                     block.row_ids = self.row_ids.ids(block.partition, block.n_rows)
-                    if self.shuffle and block.n_rows > 1:
-                        perm = np.random.default_rng([self._seed, k, int(p), 1]).permutation(block.n_rows)
-                        block.X = block.X[perm]
-                        block.y = block.y[perm]
-                        block.sample_weight = block.sample_weight[perm]
-                        block.row_ids = block.row_ids[perm]
+                    if self.shuffle:
+                        # The order to visit rows in; moving the rows would copy the block.
+                        block.order = np.random.default_rng([self._seed, k, int(p), 1]).permutation(
+                            block.n_rows
+                        )
+                    else:
+                        block.order = np.arange(block.n_rows)
                     self.rows_read += block.n_rows
                     self.bytes_read += block.nbytes
                     self._put(("block", k, block))
@@ -117,3 +128,5 @@ class Reader:
             self._put(("done", None))
         except BaseException as exc:  # noqa: BLE001 - handed to the trainer, which re-raises it
             self._put(("error", exc))
+        finally:
+            self._finished = time.perf_counter()

@@ -25,6 +25,7 @@ class Block:
     y: np.ndarray  # raw labels
     sample_weight: np.ndarray  # float64, >= 0
     row_ids: np.ndarray = None  # global ids, stamped by the reader
+    order: np.ndarray = None  # the pass's row order (rows are not moved)
 
     @property
     def n_rows(self):
@@ -205,6 +206,7 @@ class DaskSource:
         if self._label_column is not None:
             x, y = x.drop(columns=[self._label_column]), x[self._label_column]
         X = self._rows(x, p)
+        _release_arrow_memory()
         n = X.shape[0]
         y = np.asarray(y).ravel() if y is not None else None
         if y is None or y.shape[0] != n:
@@ -234,9 +236,13 @@ class DaskSource:
                     f"partition {p} has columns {list(x.columns)}, expected {self._columns} "
                     f"(missing {missing}, unexpected {extra})."
                 )
-            values = x.to_numpy(dtype=self.dtype)
+            # Fill a C-ordered array column by column: one copy of the data
+            # (DataFrame.to_numpy builds an F-ordered array first).
+            values = np.empty((len(x), len(self._columns)), dtype=self.dtype)
+            for j, column in enumerate(x.columns):
+                values[:, j] = x[column].to_numpy(dtype=self.dtype)
             self._check_finite(values, p, list(x.columns))
-            return np.ascontiguousarray(values)
+            return values
         if sp.issparse(x):
             X = sp.csr_matrix(x, dtype=x.dtype if x.dtype in (np.float32, np.float64) else np.float64)
             if not X.has_canonical_format:
@@ -271,6 +277,20 @@ class DaskSource:
             f"partition {p} contains {what} at row {row} ({col}); {int(bad.sum())} values are not "
             "finite. Drop or impute them before fitting."
         )
+
+
+def _release_arrow_memory():
+    """Hand Arrow's freed buffers back to the system.
+
+    Parquet partitions pass through Arrow, whose allocator keeps freed
+    memory for reuse: without this, RSS grows by several partitions' worth
+    that the cache budget does not account for.
+    """
+    try:
+        import pyarrow as pa
+    except ImportError:  # pragma: no cover - pyarrow is a core dependency
+        return
+    pa.default_memory_pool().release_unused()
 
 
 def _count_labels(p, y, w):

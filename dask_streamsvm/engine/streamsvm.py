@@ -17,20 +17,13 @@ loop alternates
    zero within one sweep.  The shrink test is LIBLINEAR's, with
    ``(eps, -eps)`` as thresholds, so the kernel does the selection.
 
-The trainer makes at least ``INNER_SWEEPS`` sweeps per block (SBM's 10
-inner iterations; with a reader faster than the trainer one sweep per block
-would let every row through the cache almost untrained), and keeps sweeping
-while the reader has no block ready, which is how StreamSVM uses the time
-the disk takes.  When a sweep changes nothing, it waits for the reader.
-
-Certificate (issue 3): when the trainer takes the first block of reader pass
-k, it writes the cached alphas back to the store, copies ``w`` and computes
-the dual ``D(alpha)`` from the store's running sums; as that pass's blocks
-arrive it adds each row's loss under the copied ``w``.  At the end of the
-pass ``P(w_copy) - D(alpha)`` is the exact gap of the state the pass began
-with, at no extra I/O.  The fit stops at the first pass whose gap is below
-``tol`` and returns that certified state.  After ``max_iter`` training
-passes one more read certifies the final state.
+Between two intakes the trainer visits ``INNER_VISITS`` cached rows for
+every row it inserted (SBM's 10 inner iterations over the block: with a
+reader faster than the trainer, fewer would let rows through the cache
+almost untrained), then waits for the next block; the reader meanwhile
+computes the next ``prefetch`` partitions.  The paper's trainer also sweeps
+while it waits; that makes the model depend on timing, and a seed must fix
+the model, so the schedule here depends on row counts only.
 """
 
 import contextlib
@@ -51,7 +44,7 @@ from .reader import Reader
 
 BETA = 0.9  # eps <- beta * eps after a sweep over a nearly full cache
 NEARLY_FULL = 0.9
-INNER_SWEEPS = 10
+INNER_VISITS = 50  # cached-row visits owed per inserted row
 
 
 @dataclass
@@ -148,28 +141,26 @@ class _Trainer:
         self.certified_pass = 0
         self.current = -1
         self.pending = None  # (block, y, cost, next row) being inserted piecewise
+        self.visits_owed = 0
         self.done = False
         self.stats = dict.fromkeys(("wait_data", "visits", "rows", "bytes"), 0)
 
     def run(self, reader):
         self.reader = reader
         idle = True
-        sweeps = INNER_SWEEPS  # since the last block
         while not self.done:
-            if idle or sweeps >= INNER_SWEEPS:
-                if self._intake(wait=idle):
-                    sweeps = 0
+            if idle or self.visits_owed <= 0:
+                self._intake()
                 if self.done:
                     break
             if self.cache is None or self.cache.n_live == 0 or self.current >= self.max_iter:
                 idle = True
                 continue
             idle = not self._sweep()
-            sweeps += 1
 
     # -- intake: blocks, pass ends ---------------------------------------------------
 
-    def _intake(self, wait):
+    def _intake(self):
         """Insert the next piece of a block; True if rows came in.
 
         A partition larger than a quarter of the cache is inserted a piece
@@ -180,9 +171,8 @@ class _Trainer:
             self._insert_next_piece()
             return True
         start = time.perf_counter()
-        item = self.reader.get(block=wait)
-        if wait:
-            self.stats["wait_data"] += time.perf_counter() - start
+        item = self.reader.get()
+        self.stats["wait_data"] += time.perf_counter() - start
         while item is not None:
             kind = item[0]
             if kind == "block":
@@ -196,7 +186,7 @@ class _Trainer:
                 self.done = True
             if self.done:
                 return False
-            item = self.reader.get(block=False)
+            item = self.reader.get()
         return False
 
     def _take_block(self, pass_k, block):
@@ -226,8 +216,10 @@ class _Trainer:
         block, y_pm, cost, start = self.pending
         piece = max(1, self.cache.n_slots // 4)
         stop = min(start + piece, block.n_rows)
+        rows = block.order[start:stop]  # this pass's row order
+        self.visits_owed += INNER_VISITS * (stop - start)
         self.cache.insert(
-            block.X[start:stop], block.row_ids[start:stop], y_pm[:, start:stop], cost[:, start:stop],
+            block.X[rows], block.row_ids[rows], y_pm[:, rows], cost[:, rows],
             self.squared, self.bias, self.store, self.rng_state,
         )  # fmt: skip
         self.pending = None if stop == block.n_rows else (block, y_pm, cost, stop)
@@ -249,6 +241,7 @@ class _Trainer:
             "row_visits": self.stats["visits"],
             "trainer_wait_s": self.stats["wait_data"],
             "reader_wait_s": self.reader.wait_for_room,
+            "reader_busy_s": self.reader.busy_seconds,
         }
         for c, cert in enumerate(self.certificates):
             record = {"class": self.labels[c], **base, "primal": cert.primal, "dual": cert.dual,
@@ -277,6 +270,7 @@ class _Trainer:
             )  # fmt: skip
             active, pg_max, pg_min = out[1], out[2], out[3]
             self.stats["visits"] += index.shape[0]
+            self.visits_owed -= index.shape[0]
             shrunk_in[index[active:]] += 1
             if active > 0:
                 self.eps[c] = max(abs(pg_max), abs(pg_min))

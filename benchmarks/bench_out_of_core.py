@@ -1,0 +1,259 @@
+"""Out-of-core training against the time to read the data once, and memory.
+
+For each dataset, in separate processes so that peak RSS is the fit's own:
+
+(a) floor: seconds for one plain pass that computes every partition
+    through Dask and converts it to NumPy/SciPy (what any out-of-core
+    learner pays per pass), and the process's peak RSS;
+(b) our ``LinearSVC(cache_bytes=10% of the data, tol=1e-3)`` fit: seconds
+    (class counting included), reader passes, certified relative gap, and
+    the ratio (b) / (a);
+(c) peak RSS of the fit next to its budget: cache_bytes + prefetch
+    partitions + model and dual state + 300 MB;
+(d) overlap: the fraction of the fit during which reader and trainer both
+    worked, at least ``busy_reader + busy_trainer - wall`` over ``wall``.
+
+Datasets: a synthetic Parquet directory (dense float32 features, labels
+from a noisy linear rule, written here, size set by ``--size-gb``), and
+a9a, w8a, ijcnn1 read from their LIBSVM ``.bz2`` files.
+
+Run ``python -m benchmarks.bench_out_of_core [--size-gb 2]``; results go to
+``benchmarks/results/bench_out_of_core.json`` and ``docs/benchmarks.md``.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "bench_out_of_core.json"
+REPORT = ROOT / "docs" / "benchmarks.md"
+MARKER = "## Out of core: StreamSVM against one plain read"
+N_FEATURES = {"a9a": 123, "w8a": 300, "ijcnn1": 22}
+
+
+def data_dir():
+    env = os.environ.get("DASK_STREAMSVM_DATA")
+    return Path(env) if env else ROOT.parent / "shared" / "data"
+
+
+def write_synthetic(path, size_gb, n_features, rows_per_file=250_000, seed=0):
+    """Parquet files of float32 features ``f0..`` and an int8 ``label``; returns feature bytes."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n_rows = int(size_gb * 1e9 / (4 * n_features))
+    path.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    w_true = rng.standard_normal(n_features)
+    for k, start in enumerate(range(0, n_rows, rows_per_file)):
+        m = min(rows_per_file, n_rows - start)
+        X = rng.standard_normal((m, n_features), dtype=np.float32)
+        margin = X @ w_true + 0.5 * rng.standard_normal(m)
+        y = np.where(margin > 0, 1, -1).astype(np.int8)
+        flip = rng.random(m) < 0.05
+        y[flip] = -y[flip]
+        columns = {f"f{j}": X[:, j] for j in range(n_features)}
+        columns["label"] = y
+        pq.write_table(pa.table(columns), path / f"part-{k:05d}.parquet", compression="none")
+    return n_rows * n_features * 4, n_rows
+
+
+# -- the child processes ------------------------------------------------------------
+
+
+def _open(spec):
+    from dask_streamsvm.io import open_path, read_libsvm
+
+    if spec["kind"] == "parquet":
+        return open_path(spec["path"], "label")
+    return read_libsvm(spec["path"], n_features=spec["n_features"])
+
+
+def child_floor(spec):
+    from dask_streamsvm.engine.source import DaskSource
+
+    t = time.perf_counter()
+    X, y = _open(spec)
+    source = DaskSource(X, y)
+    rows = sum(source.load(p).n_rows for p in range(source.n_partitions))
+    return {"seconds": time.perf_counter() - t, "rows": rows, "partitions": source.n_partitions}
+
+
+def child_fit(spec):
+    from dask_streamsvm import LinearSVC
+
+    X, y = _open(spec)
+    clf = LinearSVC(
+        C=1.0, fit_intercept=False, tol=spec["tol"], max_iter=spec["max_iter"],
+        cache_bytes=spec["cache_bytes"], prefetch=spec["prefetch"], random_state=0,
+    )  # fmt: skip
+    t = time.perf_counter()
+    clf.fit(X, y)
+    wall = time.perf_counter() - t
+    last = clf.history_[-1]
+    return {
+        "seconds": wall,
+        "passes": clf.n_iter_,
+        "reads": last["pass"] + 1,
+        "gap": float(np.max(clf.duality_gap_)),
+        "objective": float(np.max(clf.objective_)),
+        "max_cache_bytes": max(r["cache_bytes"] for r in clf.history_),
+        "trainer_wait_s": last["trainer_wait_s"],
+        "reader_wait_s": last["reader_wait_s"],
+        "reader_busy_s": last.get("reader_busy_s"),
+        "rows_read": last["rows_read"],
+        "evictions": last["evictions"],
+    }
+
+
+def run_child(task, spec):
+    """Run ``task`` in a fresh interpreter; returns its result and peak RSS."""
+    code = (
+        "import json, resource, sys\n"
+        "from benchmarks.bench_out_of_core import child_floor, child_fit\n"
+        f"spec = json.loads({json.dumps(json.dumps(spec))})\n"
+        f"out = child_{task}(spec)\n"
+        "out['peak_rss_bytes'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
+        "print('RESULT ' + json.dumps(out))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"child {task} failed:\n{proc.stdout}\n{proc.stderr}")
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+def baseline_rss():
+    code = (
+        "import resource, dask_streamsvm, dask.dataframe, dask.array, sklearn.svm\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+def measure(name, spec, data_bytes, partition_bytes, args):
+    spec = dict(spec, tol=args.tol, max_iter=args.max_iter, prefetch=args.prefetch)
+    spec["cache_bytes"] = int(0.1 * data_bytes)
+    floor = run_child("floor", spec)
+    fit = run_child("fit", spec)
+    busy_trainer = fit["seconds"] - fit["trainer_wait_s"]
+    busy_reader = (
+        fit["reader_busy_s"] if fit["reader_busy_s"] is not None else fit["seconds"] - fit["reader_wait_s"]
+    )
+    overlap = max(0.0, busy_reader + busy_trainer - fit["seconds"]) / fit["seconds"]
+    budget = spec["cache_bytes"] + args.prefetch * partition_bytes + 300e6
+    row = {
+        "data": name,
+        "data_bytes": data_bytes,
+        "partition_bytes": partition_bytes,
+        "cache_bytes": spec["cache_bytes"],
+        "floor": floor,
+        "fit": fit,
+        "ratio": fit["seconds"] / floor["seconds"],
+        "rss_budget_bytes": budget,
+        "overlap_fraction": overlap,
+    }
+    print(
+        f"{name:10s} read {floor['seconds']:.2f}s, fit {fit['seconds']:.2f}s ({fit['reads']} reads, "
+        f"gap {fit['gap']:.1e}), ratio {row['ratio']:.1f}; peak RSS {fit['peak_rss_bytes'] / 1e6:.0f} MB "
+        f"vs budget {budget / 1e6:.0f} MB (+ dual state); overlap {overlap:.0%}",
+        flush=True,
+    )
+    return row
+
+
+def write_report(payload):
+    lines = [
+        MARKER,
+        "",
+        f"Command: `{payload['command']}`  ",
+        f"Date: {payload['date']}; {payload['cores']} cores; an interpreter with the imports alone peaks at "
+        f"{payload['baseline_rss_bytes'] / 1e6:.0f} MB RSS.",
+        "",
+        "Floor = one plain pass computing every partition through Dask into NumPy/SciPy. Fit = "
+        f"`LinearSVC(tol={payload['tol']:g}, cache_bytes=10% of the data)` until the certified relative "
+        "duality gap is below tol (one read certifies the state the previous read left, so two reads "
+        "is the least a certified fit can take). RSS budget = cache_bytes + prefetch partitions + "
+        "300 MB; the dual state (12 bytes per row) and the model come on top. Overlap = the share of "
+        "the fit during which reader and trainer both worked (a lower bound).",
+        "",
+        "| data | data in memory | partitions | floor s | fit s | reads | gap | fit / floor | peak RSS MB | "
+        "RSS budget MB | overlap |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in payload["results"]:
+        f = r["fit"]
+        lines.append(
+            f"| {r['data']} | {r['data_bytes'] / 1e6:.0f} MB | {r['floor']['partitions']} | "
+            f"{r['floor']['seconds']:.2f} | {f['seconds']:.2f} | {f['reads']} | {f['gap']:.1e} | "
+            f"{r['ratio']:.1f} | {f['peak_rss_bytes'] / 1e6:.0f} | {r['rss_budget_bytes'] / 1e6:.0f} | "
+            f"{r['overlap_fraction']:.0%} |"
+        )
+    lines += ["", "Raw results: `benchmarks/results/bench_out_of_core.json`.", ""]
+    text = REPORT.read_text() if REPORT.exists() else "# Benchmarks\n"
+    if MARKER in text:
+        before, after = text.split(MARKER, 1)
+        rest = after.split("\n## ", 1)
+        text = before + "\n".join(lines) + ("\n## " + rest[1] if len(rest) > 1 else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + "\n".join(lines)
+    REPORT.write_text(text)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--size-gb", type=float, default=2.0, help="synthetic features in memory, GB")
+    parser.add_argument("--features", type=int, default=50)
+    parser.add_argument("--real", nargs="*", default=["a9a", "w8a", "ijcnn1"])
+    parser.add_argument("--tol", type=float, default=1e-3)
+    parser.add_argument("--max-iter", type=int, default=50)
+    parser.add_argument("--prefetch", type=int, default=2)
+    parser.add_argument("--workdir", default=None, help="where to write the synthetic Parquet files")
+    args = parser.parse_args(argv)
+
+    results = []
+    with tempfile.TemporaryDirectory(dir=args.workdir, prefix="streamsvm-bench-") as work:
+        if args.size_gb > 0:
+            path = Path(work) / "synthetic.parquet"
+            t = time.perf_counter()
+            data_bytes, n_rows = write_synthetic(path, args.size_gb, args.features)
+            print(
+                f"wrote {n_rows:,} rows ({data_bytes / 1e9:.1f} GB of features) "
+                f"in {time.perf_counter() - t:.0f}s"
+            )
+            spec = {"kind": "parquet", "path": str(path)}
+            results.append(
+                measure(f"synthetic {args.size_gb:g} GB", spec, data_bytes, 250_000 * args.features * 4, args)
+            )
+        for name in args.real:
+            from sklearn.datasets import load_svmlight_file
+
+            X, _ = load_svmlight_file(str(data_dir() / f"{name}.bz2"), n_features=N_FEATURES[name])
+            data_bytes = X.data.nbytes + X.nnz * 4 + (X.shape[0] + 1) * 8
+            spec = {"kind": "libsvm", "path": str(data_dir() / f"{name}.bz2"), "n_features": N_FEATURES[name]}
+            results.append(measure(name, spec, data_bytes, data_bytes, args))
+    payload = {
+        "command": "python -m benchmarks.bench_out_of_core "
+        + " ".join(argv if argv is not None else sys.argv[1:]),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "cores": os.cpu_count(),
+        "tol": args.tol,
+        "baseline_rss_bytes": baseline_rss(),
+        "results": results,
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(payload, indent=2))
+    write_report(payload)
+
+
+if __name__ == "__main__":
+    main()
