@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import as_kernel_rows
-from ..kernels.dcd import PG_SKIP, dcd_passes
+from ..kernels.cache import train_on_cache
 from ..kernels.objective import weighted_loss_sum
 from ..kernels.rng import make_state
 from .cache import AlphaStore, RowCache
@@ -156,7 +156,7 @@ class _Trainer:
             if self.cache is None or self.cache.n_live == 0 or self.current >= self.max_iter:
                 idle = True
                 continue
-            idle = not self._sweep()
+            idle = not self._train()
 
     # -- intake: blocks, pass ends ---------------------------------------------------
 
@@ -256,31 +256,18 @@ class _Trainer:
 
     # -- training ------------------------------------------------------------------
 
-    def _sweep(self):
-        """One DCD pass over the cached rows of every problem; False if it changed nothing."""
+    def _train(self):
+        """Sweep the cache until the visits owed are paid; False if nothing changed."""
         cache = self.cache
-        slots = cache.live_slots()
-        shrunk_in = np.zeros(cache.n_slots, dtype=np.int64)
-        busy = False
-        for c in range(self.k):
-            index = slots.copy()
-            out = dcd_passes(
-                cache.layout, cache.Y[c], cache.U[c], cache.D[c], cache.QD[c], index, index.shape[0],
-                cache.A[c], self.W[c], self.bias, 1, -1.0, self.eps[c], -self.eps[c], self.rng_state,
-            )  # fmt: skip
-            active, pg_max, pg_min = out[1], out[2], out[3]
-            self.stats["visits"] += index.shape[0]
-            self.visits_owed -= index.shape[0]
-            shrunk_in[index[active:]] += 1
-            if active > 0:
-                self.eps[c] = max(abs(pg_max), abs(pg_min))
-                busy |= self.eps[c] > PG_SKIP
-        if cache.is_nearly_full(NEARLY_FULL):
-            self.eps *= BETA
-        uninformative = np.flatnonzero(shrunk_in == self.k)
-        if uninformative.size:
-            cache.evict(uninformative, self.store)
-            busy = True
+        budget = max(self.visits_owed, 1)
+        visits, busy = train_on_cache(
+            cache.layout, cache.Y, cache.U, cache.D, cache.QD, cache.A, self.W, self.bias, self.eps, BETA,
+            NEARLY_FULL, budget, cache.meta, cache.gid, cache.live, cache.pos, cache.free, self.store.slot_of,
+            self.store.alpha, self.store.sums, cache.starts, cache.ends,
+            cache.data.shape[0] if cache.sparse else 0, self.rng_state,
+        )  # fmt: skip
+        self.stats["visits"] += visits
+        self.visits_owed -= visits
         return busy
 
 

@@ -22,6 +22,7 @@ to ``store`` and keeps ``sums`` exact for the dual.
 import numpy as np
 from numba import njit
 
+from .dcd import PG_SKIP, dcd_passes
 from .rng import next_uint64
 from .rows import row_sqnorm
 
@@ -211,3 +212,76 @@ def write_back_all(meta, live, gid, A, D, store, sums):
     """Write back the alphas of every cached row; the rows stay cached."""
     for t in range(meta[N_LIVE]):
         write_back(live[t], gid, A, D, store, sums)
+
+
+@njit(cache=True, nogil=True)
+def _nearly_full(meta, n_slots, cap_nnz, fraction):
+    if meta[N_LIVE] > fraction * n_slots:
+        return True
+    return cap_nnz > 0 and meta[TOP] - meta[GARBAGE] > fraction * cap_nnz
+
+
+@njit(cache=True, nogil=True)
+def train_on_cache(
+    X, Y, U, D, QD, A, W, bias, eps, beta, nearly_full, visit_budget,
+    meta, gid, live, pos, free, slot_of, store, sums, starts, ends, cap_nnz, rng_state,
+):  # fmt: skip
+    """StreamSVM's trainer (Algorithm 2) on the cached rows, for ``visit_budget`` row visits.
+
+    Each sweep runs one DCD pass in random order over the cached rows of
+    every problem ``c``, with ``(eps[c], -eps[c])`` as the shrink thresholds:
+    a row with ``alpha = 0`` and ``G > eps`` or ``alpha = U`` and ``G < -eps``
+    is uninformative for that problem.  Rows uninformative for every problem
+    are evicted after the sweep.  ``eps[c]`` becomes the sweep's largest
+    projected gradient, times ``beta`` when the cache is ``nearly_full``.
+
+    Returns ``(visits, busy)``; ``busy`` is false when a sweep found nothing
+    to change (the cached subproblem is solved), which also ends the call.
+    """
+    k = Y.shape[0]
+    n_slots = gid.shape[0]
+    shrunk = np.zeros(n_slots, dtype=np.int64)
+    index = np.empty(n_slots, dtype=np.int64)
+    visits = 0
+    busy = True
+    while visits < visit_budget and meta[N_LIVE] > 0 and busy:
+        n = meta[N_LIVE]
+        busy = False
+        for c in range(k):
+            index[:n] = live[:n]
+            out = dcd_passes(
+                X,
+                Y[c],
+                U[c],
+                D[c],
+                QD[c],
+                index[:n],
+                n,
+                A[c],
+                W[c],
+                bias,
+                1,
+                -1.0,
+                eps[c],
+                -eps[c],
+                rng_state,
+            )
+            active = out[1]
+            for t in range(active, n):
+                shrunk[index[t]] += 1
+            visits += n
+            if active > 0:
+                eps[c] = max(abs(out[2]), abs(out[3]))
+                if eps[c] > PG_SKIP:
+                    busy = True
+        if _nearly_full(meta, n_slots, cap_nnz, nearly_full):
+            for c in range(k):
+                eps[c] *= beta
+        for t in range(n - 1, -1, -1):  # live changes under eviction: walk it backwards
+            s = live[t]
+            if shrunk[s] == k:
+                evict(s, meta, gid, live, pos, free, slot_of, A, D, store, sums, starts, ends)
+                busy = True
+        for t in range(n):
+            shrunk[index[t]] = 0
+    return visits, busy
