@@ -365,10 +365,10 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         return self
 
     def _print_record(self, r):
+        where = f"active={r['active']}" if "active" in r else f"cache_rows={r['cache_rows']}"
         print(
             f"[LinearSVC] class={r['class']!r} pass {r['pass']}: primal={r['primal']:.6f} "
-            f"dual={r['dual']:.6f} gap={r['gap']:.3e} active={r['active']} "
-            f"t={r['seconds']:.3f}s",
+            f"dual={r['dual']:.6f} gap={r['gap']:.3e} {where} t={r['seconds']:.3f}s",
             flush=True,
         )
 

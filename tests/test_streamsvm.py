@@ -261,3 +261,25 @@ def test_labels_that_appear_only_on_a_later_read_are_named():
     yd = da.concatenate([da.from_delayed(dask.delayed(labels)(k), shape=(10,), dtype=int) for k in range(2)])
     with pytest.raises(ValueError, match=r"has label 7, which is not among the classes \[0, 1\]"):
         LinearSVC(cache_bytes=5_000, max_iter=3, shuffle=False).fit(da.from_array(X, chunks=10), yd)
+
+
+def test_streaming_weights_intercept_and_verbose_match_the_memory_solver(capsys):
+    rng = np.random.RandomState(3)
+    X = rng.randn(1500, 6)
+    y = np.where(X @ rng.randn(6) + 0.3 * rng.randn(1500) > 0.4, "yes", "no")
+    sw = rng.uniform(0.0, 2.0, size=1500)
+    sw[::10] = 0.0
+    params = {"C": 0.5, "class_weight": {"yes": 2.0, "no": 0.7}, "intercept_scaling": 2.0, "random_state": 0}
+    ref = LinearSVC(tol=1e-9, max_iter=100000, **params).fit(X, y, sample_weight=sw)
+    clf = LinearSVC(cache_bytes=30_000, tol=1e-4, max_iter=300, verbose=1, **params)
+    clf.fit(
+        da.from_array(X, chunks=(150, 6)),
+        da.from_array(y, chunks=150),
+        sample_weight=da.from_array(sw, chunks=150),
+    )
+    assert clf.duality_gap_ <= 1e-4
+    rel = (clf.objective_ - ref.objective_) / ref.objective_
+    assert -1e-9 <= rel <= clf.duality_gap_ + 1e-9
+    assert (clf.predict(X) == ref.predict(X)).mean() > 0.99
+    out = capsys.readouterr().out
+    assert out.count("[LinearSVC]") == len(clf.history_) and "cache_rows=" in out
