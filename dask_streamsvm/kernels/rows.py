@@ -1,10 +1,15 @@
 """Row primitives shared by every kernel: DOT, ADD and the squared norm.
 
-A kernel sees one training set ``X`` in one of two layouts and never asks
+A kernel sees one training set ``X`` in one of three layouts and never asks
 which: the primitives below dispatch on the numba type of ``X``.
 
 * dense rows: a C-contiguous 2-D array ``(n_rows, n_features)``;
-* CSR rows: a tuple ``(indptr, indices, data)``.
+* CSR rows: a tuple ``(indptr, indices, data)``;
+* slotted CSR, the row cache's layout: ``(starts, ends, indices, data)``,
+  row i at ``indices/data[starts[i]:ends[i]]``, so that the cache inserts
+  and evicts rows without moving the others.
+
+The two sparse layouts share every body through ``row_span``.
 
 Every row carries an implicit last feature of constant value ``bias``
 (LIBLINEAR's ``-B``), stored as the last entry of ``w``: ``len(w)`` is
@@ -83,6 +88,28 @@ def _is_csr(X):
     return isinstance(X, types.BaseTuple) and len(X) == 3
 
 
+def _is_slotted(X):
+    return isinstance(X, types.BaseTuple) and len(X) == 4
+
+
+def _is_sparse(X):
+    """CSR ``(indptr, indices, data)`` or the cache's ``(starts, ends, indices, data)``."""
+    return _is_csr(X) or _is_slotted(X)
+
+
+def row_span(X, i):
+    """``(lo, hi)``: row ``i`` is ``indices[lo:hi]``, ``data[lo:hi]`` (sparse layouts)."""
+
+
+@overload(row_span, inline="always")
+def _row_span(X, i):
+    if _is_csr(X):
+        return lambda X, i: (X[0][i], X[0][i + 1])
+    if _is_slotted(X):
+        return lambda X, i: (X[0][i], X[1][i])
+    return None
+
+
 @overload(row_dot, jit_options=_LEAF_OPTIONS, inline="always")
 def _row_dot(X, i, w, bias):
     if _is_dense(X):
@@ -96,16 +123,17 @@ def _row_dot(X, i, w, bias):
             return s + bias * w[d]
 
         return dense_dot
-    if _is_csr(X):
+    if _is_sparse(X):
 
-        def csr_dot(X, i, w, bias):
-            indptr, indices, data = X
+        def sparse_dot(X, i, w, bias):
+            lo, hi = row_span(X, i)
+            indices, data = X[-2], X[-1]
             s = 0.0
-            for k in range(_u(indptr[i]), _u(indptr[i + 1])):
+            for k in range(_u(lo), _u(hi)):
                 s += data[k] * w[_u(indices[k])]
             return s + bias * w[w.shape[0] - 1]
 
-        return csr_dot
+        return sparse_dot
     return None
 
 
@@ -121,15 +149,16 @@ def _row_axpy(X, i, a, w, bias):
             w[d] += a * bias
 
         return dense_axpy
-    if _is_csr(X):
+    if _is_sparse(X):
 
-        def csr_axpy(X, i, a, w, bias):
-            indptr, indices, data = X
-            for k in range(_u(indptr[i]), _u(indptr[i + 1])):
+        def sparse_axpy(X, i, a, w, bias):
+            lo, hi = row_span(X, i)
+            indices, data = X[-2], X[-1]
+            for k in range(_u(lo), _u(hi)):
                 w[_u(indices[k])] += a * data[k]
             w[w.shape[0] - 1] += a * bias
 
-        return csr_axpy
+        return sparse_axpy
     return None
 
 
@@ -146,17 +175,18 @@ def _row_sqnorm(X, i, bias):
             return s + bias * bias
 
         return dense_sqnorm
-    if _is_csr(X):
+    if _is_sparse(X):
 
-        def csr_sqnorm(X, i, bias):
-            indptr, indices, data = X
+        def sparse_sqnorm(X, i, bias):
+            lo, hi = row_span(X, i)
+            data = X[-1]
             s = 0.0
-            for k in range(_u(indptr[i]), _u(indptr[i + 1])):
+            for k in range(_u(lo), _u(hi)):
                 v = data[k] * 1.0
                 s += v * v
             return s + bias * bias
 
-        return csr_sqnorm
+        return sparse_sqnorm
     return None
 
 
@@ -208,7 +238,7 @@ def row_prefetch(X, i):
 def _row_prefetch_start(X, i):
     if _is_dense(X):
         return lambda X, i: None
-    if _is_csr(X):
+    if _is_sparse(X):
         return lambda X, i: prefetch(X[0], i)
     return None
 
@@ -221,91 +251,14 @@ def _row_prefetch(X, i):
             prefetch(X.reshape(-1), i * X.shape[1])
 
         return dense_prefetch
-    if _is_csr(X):
+    if _is_sparse(X):
 
-        def csr_prefetch(X, i):
-            indptr, indices, data = X
-            start = indptr[i]
+        def sparse_prefetch(X, i):
+            indices, data = X[-2], X[-1]
+            start = X[0][i]
             if start < data.shape[0]:
                 prefetch(data, start)
                 prefetch(indices, start)
 
-        return csr_prefetch
-    return None
-
-
-# -- slotted CSR: the layout of the row cache -------------------------------
-# A 4-tuple (starts, ends, indices, data): row i occupies
-# indices/data[starts[i]:ends[i]].  Rows live anywhere in the arena, so the
-# cache can insert and evict rows without moving the others.
-
-
-def _is_slotted(X):
-    return isinstance(X, types.BaseTuple) and len(X) == 4
-
-
-@overload(row_dot, jit_options=_LEAF_OPTIONS, inline="always")
-def _slotted_dot(X, i, w, bias):
-    if _is_slotted(X):
-
-        def slotted_dot(X, i, w, bias):
-            starts, ends, indices, data = X
-            s = 0.0
-            for k in range(_u(starts[i]), _u(ends[i])):
-                s += data[k] * w[_u(indices[k])]
-            return s + bias * w[w.shape[0] - 1]
-
-        return slotted_dot
-    return None
-
-
-@overload(row_axpy, jit_options=_LEAF_OPTIONS, inline="always")
-def _slotted_axpy(X, i, a, w, bias):
-    if _is_slotted(X):
-
-        def slotted_axpy(X, i, a, w, bias):
-            starts, ends, indices, data = X
-            for k in range(_u(starts[i]), _u(ends[i])):
-                w[_u(indices[k])] += a * data[k]
-            w[w.shape[0] - 1] += a * bias
-
-        return slotted_axpy
-    return None
-
-
-@overload(row_sqnorm, jit_options=_LEAF_OPTIONS)
-def _slotted_sqnorm(X, i, bias):
-    if _is_slotted(X):
-
-        def slotted_sqnorm(X, i, bias):
-            starts, ends, indices, data = X
-            s = 0.0
-            for k in range(_u(starts[i]), _u(ends[i])):
-                v = data[k] * 1.0
-                s += v * v
-            return s + bias * bias
-
-        return slotted_sqnorm
-    return None
-
-
-@overload(row_prefetch_start, inline="always")
-def _slotted_prefetch_start(X, i):
-    if _is_slotted(X):
-        return lambda X, i: prefetch(X[0], i)
-    return None
-
-
-@overload(row_prefetch, inline="always")
-def _slotted_prefetch(X, i):
-    if _is_slotted(X):
-
-        def slotted_prefetch(X, i):
-            starts, ends, indices, data = X
-            start = starts[i]
-            if start < data.shape[0]:
-                prefetch(data, start)
-                prefetch(indices, start)
-
-        return slotted_prefetch
+        return sparse_prefetch
     return None
