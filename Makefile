@@ -19,7 +19,7 @@ $(VENV)/.installed-bench: pyproject.toml
 	touch $@
 
 test: $(VENV)/.installed-test
-	$(PY) -m ruff check dask_streamsvm tests benchmarks
+	$(PY) -m ruff check dask_streamsvm tests benchmarks examples
 	$(PY) -m pytest
 
 bench: $(VENV)/.installed-bench
