@@ -66,10 +66,6 @@ class AlphaStore:
         self._allocate(capacity)
 
     @property
-    def capacity(self):
-        return self._capacity
-
-    @property
     def alpha(self):
         """``(k, capacity)`` view (a transposed view of the row-major storage)."""
         return np.asarray(self._alpha_rows).T
@@ -214,13 +210,6 @@ class RowCache:
     def evictions(self):
         return int(self.meta[kc.EVICTED])
 
-    def is_nearly_full(self, fraction=0.9):
-        if self.n_live > fraction * self.n_slots:
-            return True
-        if self.sparse:
-            return self.meta[kc.TOP] - self.meta[kc.GARBAGE] > fraction * self.data.shape[0]
-        return False
-
     # -- what the kernel reads --------------------------------------------------------
 
     @property
@@ -229,9 +218,6 @@ class RowCache:
         if self.sparse:
             return (self.starts, self.ends, self.indices, self.data)
         return self.rows
-
-    def live_slots(self):
-        return self.live[: self.n_live].copy()
 
     # -- changes ----------------------------------------------------------------
 

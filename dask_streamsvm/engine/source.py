@@ -48,10 +48,6 @@ def _is_dask_dataframe(obj):
     return is_dask_collection(obj) and hasattr(obj, "columns") and hasattr(obj, "npartitions")
 
 
-def _is_dask_series(obj):
-    return is_dask_collection(obj) and hasattr(obj, "npartitions") and not hasattr(obj, "columns")
-
-
 class DaskSource:
     """Partitions of a Dask Array or DataFrame (and its labels) as blocks.
 
@@ -326,6 +322,3 @@ class RowIds:
                 "Parquet first)."
             )
         return np.arange(offset, offset + n_rows, dtype=np.int64)
-
-    def seen(self, partition):
-        return partition in self._offsets
