@@ -19,13 +19,11 @@ to ``benchmarks/results/bench_kernel.json`` and ``docs/benchmarks.md``.
 """
 
 import argparse
-import json
 import os
 import platform
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -35,6 +33,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC as LiblinearSVC
 
 import dask_streamsvm
+from benchmarks._common import N_FEATURES, REPORT, ROOT, data_dir, payload_header, save_json
 from dask_streamsvm import LinearSVC
 from dask_streamsvm._validation import as_kernel_rows
 from dask_streamsvm.datasets import compact_csr
@@ -42,16 +41,8 @@ from dask_streamsvm.engine.memory import BinaryProblem
 from dask_streamsvm.kernels.dcd import dcd_passes
 from dask_streamsvm.kernels.rng import make_state
 
-ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "bench_kernel.json"
-REPORT = ROOT / "docs" / "benchmarks.md"
-N_FEATURES = {"a9a": 123, "w8a": 300, "ijcnn1": 22}
 SETTINGS = [("squared_hinge", 1.0), ("hinge", 0.1)]
-
-
-def data_dir():
-    env = os.environ.get("DASK_STREAMSVM_DATA")
-    return Path(env) if env else ROOT.parent / "shared" / "data"
 
 
 def load(name, n_synthetic_nnz):
@@ -286,15 +277,12 @@ def main(argv=None):
                 flush=True,
             )
     payload = {
-        "command": "python -m benchmarks.bench_kernel "
-        + " ".join(argv if argv is not None else sys.argv[1:]),
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        **payload_header("bench_kernel", argv),
         "machine": machine(),
         "repeats": args.repeats,
         "results": results,
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(payload, indent=2))
+    save_json(RESULTS, payload)
     write_report(payload)
 
 

@@ -32,16 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks._common import N_FEATURES, REPORT, ROOT, data_dir, payload_header, save_json
+
 RESULTS = ROOT / "benchmarks" / "results" / "bench_out_of_core.json"
-REPORT = ROOT / "docs" / "benchmarks.md"
 MARKER = "## Out of core: StreamSVM against one plain read"
-N_FEATURES = {"a9a": 123, "w8a": 300, "ijcnn1": 22}
-
-
-def data_dir():
-    env = os.environ.get("DASK_STREAMSVM_DATA")
-    return Path(env) if env else ROOT.parent / "shared" / "data"
 
 
 def write_synthetic(path, size_gb, n_features, rows_per_file=250_000, seed=0):
@@ -242,16 +236,13 @@ def main(argv=None):
             spec = {"kind": "libsvm", "path": str(data_dir() / f"{name}.bz2"), "n_features": N_FEATURES[name]}
             results.append(measure(name, spec, data_bytes, data_bytes, args))
     payload = {
-        "command": "python -m benchmarks.bench_out_of_core "
-        + " ".join(argv if argv is not None else sys.argv[1:]),
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        **payload_header("bench_out_of_core", argv),
         "cores": os.cpu_count(),
         "tol": args.tol,
         "baseline_rss_bytes": baseline_rss(),
         "results": results,
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(payload, indent=2))
+    save_json(RESULTS, payload)
     write_report(payload)
 
 

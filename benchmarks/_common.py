@@ -1,0 +1,31 @@
+"""What every benchmark shares: paths, the real datasets, the results file."""
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORT = ROOT / "docs" / "benchmarks.md"
+N_FEATURES = {"a9a": 123, "w8a": 300, "ijcnn1": 22}
+
+
+def data_dir():
+    """``$DASK_STREAMSVM_DATA`` or the ``shared/data`` folder beside the checkout."""
+    env = os.environ.get("DASK_STREAMSVM_DATA")
+    return Path(env) if env else ROOT.parent / "shared" / "data"
+
+
+def payload_header(module, argv):
+    """The command that produced a result and when."""
+    args = argv if argv is not None else sys.argv[1:]
+    return {
+        "command": f"python -m benchmarks.{module} " + " ".join(args),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+
+
+def save_json(path, payload):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2))
