@@ -32,7 +32,7 @@ SOLVERS = ("auto", "memory", "streamsvm")
 
 def _compute_if_dask(*arrays):
     """Bring small Dask collections into memory (for ``solver='memory'``)."""
-    if not any(hasattr(a, "__dask_graph__") for a in arrays):
+    if not any(is_dask_collection(a) for a in arrays):
         return arrays
     import dask
 

@@ -142,7 +142,7 @@ def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, log=None,
     history = []
     converged = False
     passes = 0
-    cert = problem.certificate(alpha, w)
+    cert = None  # the first pass always certifies (max_iter >= 1)
     n_trainable = index.shape[0]
     visited = 0  # rows visited by DCD since the last certificate
     while passes < max_iter and not converged:

@@ -56,8 +56,6 @@ class StreamResult:
     converged: bool
     certificates: list
     history: list
-    n_rows: int
-    cache_bytes: int
 
 
 def solve_streamsvm(
@@ -90,20 +88,9 @@ def solve_streamsvm(
         store = AlphaStore(n_problems, directory)
         stack.callback(store.close)
         trainer = _Trainer(
-            source,
-            encode,
-            store,
-            n_problems,
-            loss,
-            bias,
-            tol,
-            max_iter,
-            cache_bytes,
-            seed,
-            labels,
-            clock_start,
-            log,
-        )
+            source, encode, store, k=n_problems, loss=loss, bias=bias, tol=tol, max_iter=max_iter,
+            cache_bytes=cache_bytes, seed=seed, labels=labels, clock_start=clock_start, log=log,
+        )  # fmt: skip
         reader = stack.enter_context(
             Reader(source, prefetch=prefetch, max_passes=max_iter + 1, shuffle=shuffle, seed=seed)
         )
@@ -114,8 +101,6 @@ def solve_streamsvm(
         converged=trainer.converged,
         certificates=trainer.certificates,
         history=trainer.history,
-        n_rows=reader.row_ids.n_rows,
-        cache_bytes=trainer.cache.nbytes if trainer.cache is not None else 0,
     )
 
 
@@ -123,7 +108,21 @@ class _Trainer:
     """The single writer of cache, alpha and w (see the module docstring)."""
 
     def __init__(
-        self, source, encode, store, k, loss, bias, tol, max_iter, cache_bytes, seed, labels, clock_start, log
+        self,
+        source,
+        encode,
+        store,
+        *,
+        k,
+        loss,
+        bias,
+        tol,
+        max_iter,
+        cache_bytes,
+        seed,
+        labels,
+        clock_start,
+        log,
     ):
         self.source, self.encode, self.k = source, encode, k
         self.squared = loss == "squared_hinge"
