@@ -6,16 +6,17 @@ PY := $(VENV)/bin/python
 
 .PHONY: test lint bench clean
 
-$(VENV)/.installed-test: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
-	touch $@
+# One install stamp per set of extras: .installed-test, -bench, -demo, -docs.
+EXTRAS_test := test
+EXTRAS_bench := test,bench
+EXTRAS_demo := plot
+EXTRAS_docs := docs
 
-$(VENV)/.installed-bench: pyproject.toml
+.PRECIOUS: $(VENV)/.installed-%
+$(VENV)/.installed-%: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,bench]"
+	$(PY) -m pip install --quiet -e ".[$(EXTRAS_$*)]"
 	touch $@
 
 test: $(VENV)/.installed-test
@@ -29,9 +30,13 @@ clean:
 	rm -rf $(VENV) build dist .pytest_cache
 	find dask_streamsvm -name "*.nbi" -delete -o -name "*.nbc" -delete
 
-.PHONY: demo
-demo: $(VENV)/.installed-test
-	$(PY) examples/a9a_vs_liblinear.py
+.PHONY: demo docs
+demo: $(VENV)/.installed-demo
+	$(VENV)/bin/dask-streamsvm demo --plot demo_convergence.png
+
+# Sphinx, warnings are errors; the HTML lands in docs/_build/html.
+docs: $(VENV)/.installed-docs
+	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
 
 .PHONY: clean-cache
 clean-cache:

@@ -3,5 +3,18 @@
 from .io import read_libsvm
 from .linear import LinearSVC
 
-__all__ = ["LinearSVC", "read_libsvm"]
+
+def load(path):
+    """Read a model written by ``estimator.save(path)``.
+
+    The file holds NumPy arrays and JSON only and is read without pickle,
+    so loading never runs code from the file.  A damaged, edited or foreign
+    file raises ``ValueError`` saying what is wrong.
+    """
+    from ._persist import load_model
+
+    return load_model(path)
+
+
+__all__ = ["LinearSVC", "load", "read_libsvm"]
 __version__ = "0.1.0.dev0"

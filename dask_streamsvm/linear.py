@@ -10,9 +10,14 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._calibration import N_FOLDS, fit_sigmoid, folds, held_out, probabilities
+from ._lazy import feature_frame, map_rows
+from ._persist import save_model
+from ._progress import PassProgress, pass_line
 from ._validation import (
     as_kernel_rows,
     check_choice,
@@ -23,7 +28,7 @@ from ._validation import (
 )
 from .engine.cache import parse_bytes
 from .engine.memory import LOSSES, BinaryProblem, solve_in_memory
-from .engine.source import DaskSource, is_dask_collection
+from .engine.source import DaskSource, _is_dask_dataframe, is_dask_collection
 from .engine.streamsvm import solve_streamsvm
 from .io import as_dask, open_path
 
@@ -92,10 +97,28 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         row and class, plus 4 for its cache slot): in RAM, or in
         memory-mapped files in a temporary directory, for row counts whose
         dual state does not fit.
+    probability : bool, default=False
+        Also fit Platt's sigmoid (one per one-vs-rest problem, normalised)
+        so that ``predict_proba`` works.  In memory, as libsvm does: the
+        sigmoid is fitted on 5-fold cross-fitted decision values (folds from
+        a hash of the row number and ``random_state``), and the model on all
+        rows; six solves in all.  Streaming holds a tenth of the rows (by
+        the same hash) out of training and fits the sigmoid on their
+        decision values, collected during the read that certifies the final
+        model, at no extra I/O.
+    callbacks : list of callables, default=None
+        Called after every pass with its history record; a true return
+        value stops the fit (see :mod:`dask_streamsvm.callbacks`).
+    validation_data : tuple (X_val, y_val), default=None
+        Held-out data (in memory, or a small Dask collection computed once)
+        scored after every pass; the accuracy goes into the history record
+        as ``validation_score``, for callbacks such as
+        :class:`~dask_streamsvm.callbacks.EarlyStopping`.
     random_state : int, RandomState or None, default=None
         Seeds the row permutations; the same seed gives the same model.
     verbose : int, default=0
-        Print one line per pass when > 0.
+        1: a progress bar per read when streaming (rows read, cache fill,
+        gap), a line per pass in memory; 2: a line per pass and class.
 
     Attributes
     ----------
@@ -113,7 +136,11 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     history_ : list of dict
         One record per pass: ``class``, ``pass``, ``seconds`` (since the start
         of ``fit``), ``primal``, ``dual``, ``gap`` (relative) and ``active``
-        (rows left in the active set after shrinking).
+        (rows left in the active set after shrinking), and
+        ``validation_score`` with ``validation_data``.
+    probA_, probB_ : ndarray of shape (n_problems,)
+        Platt's sigmoid ``1 / (1 + exp(A f + B))`` per problem, when
+        ``probability=True``.
 
     Examples
     --------
@@ -143,6 +170,9 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         prefetch=2,
         shuffle=True,
         alpha_store="memory",
+        probability=False,
+        callbacks=None,
+        validation_data=None,
         random_state=None,
         verbose=0,
     ):
@@ -158,6 +188,9 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         self.prefetch = prefetch
         self.shuffle = shuffle
         self.alpha_store = alpha_store
+        self.probability = probability
+        self.callbacks = callbacks
+        self.validation_data = validation_data
         self.random_state = random_state
         self.verbose = verbose
 
@@ -188,8 +221,8 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             Dask collections are streamed through the row cache
             (``solver="streamsvm"``) unless ``solver="memory"`` asks to
             compute them into memory.
-        y : array-like, Dask Array or Series, or the label column's name
-            when ``X`` is a Dask DataFrame.
+        y : array-like, Dask Array or Series, or str
+            Labels; with a Dask DataFrame ``X``, the name of its label column.
         sample_weight : array-like of shape (n_samples,), default=None
             Per-sample multiplier of ``C``; rows of weight 0 are ignored. For
             Dask input, a Dask Array or Series partitioned like ``X``.
@@ -217,28 +250,42 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         check_classification_targets(y)
         sample_weight = check_sample_weight(sample_weight, X.shape[0])
         classes, counts = np.unique(y, return_counts=True)
-        weighted_classes = np.unique(y[sample_weight > 0]) if (sample_weight > 0).any() else classes[:0]
+        rng = check_random_state(self.random_state)
+        seeds = rng.randint(np.iinfo(np.int64).max, size=max(classes.shape[0], 1), dtype=np.int64)
+        trained = sample_weight > 0
+        weighted_classes = np.unique(y[trained]) if trained.any() else classes[:0]
         signs, costs = self._problem_tables(classes, counts, weighted_classes, C)
         y_index = np.searchsorted(classes, y)
         rows = as_kernel_rows(X)
-        seeds = check_random_state(self.random_state).randint(
-            np.iinfo(np.int64).max, size=signs.shape[0], dtype=np.int64
-        )
-        log = self._print_record if self.verbose else None
-        results = [
-            solve_in_memory(
-                BinaryProblem(
-                    rows, signs[c, y_index], costs[c, y_index] * sample_weight, self.loss, bias, X.shape[1]
-                ),
-                tol=tol,
-                max_iter=max_iter,
-                seed=int(seeds[c]),
-                clock_start=clock_start,
-                log=log,
-                label=self._problem_label(c),
-            )
-            for c in range(signs.shape[0])
-        ]
+
+        def solve(weights, hooks=None):
+            return [
+                solve_in_memory(
+                    BinaryProblem(
+                        rows, signs[c, y_index], costs[c, y_index] * weights, self.loss, bias, X.shape[1]
+                    ),
+                    tol=tol,
+                    max_iter=max_iter,
+                    seed=int(seeds[c]),
+                    clock_start=clock_start,
+                    on_pass=None if hooks is None else hooks.memory(c),
+                    label=self._problem_label(c),
+                )
+                for c in range(signs.shape[0])
+            ]
+
+        scores = None
+        if self.probability:
+            # libsvm's recipe: cross-fitted decision values for the sigmoid,
+            # then the model on all rows.
+            fold = folds(X.shape[0], int(rng.randint(np.iinfo(np.int64).max)))
+            scores = np.empty((X.shape[0], signs.shape[0]))
+            for f in range(N_FOLDS):
+                W = np.vstack([r.w for r in solve(sample_weight * (fold != f))])
+                mask = fold == f
+                scores[mask] = safe_sparse_dot(X[mask], W[:, :-1].T, dense_output=True) + W[:, -1] * bias
+        hooks = _PassHooks(self, bias)
+        results = solve(sample_weight, hooks)
         self._set_model(
             np.vstack([r.w for r in results]),
             bias,
@@ -246,7 +293,10 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             max(r.passes for r in results),
             [record for r in results for record in r.history],
             [r.converged for r in results],
+            hooks.stopped,
         )
+        if scores is not None:
+            self._fit_platt(scores[trained], y[trained])
         return self
 
     def _problem_tables(self, classes, counts, weighted_classes, C):
@@ -289,7 +339,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         labels = self.classes_.tolist()
         return labels[1] if len(labels) == 2 else labels[c]
 
-    def _set_model(self, W, bias, certificates, n_iter, history, converged):
+    def _set_model(self, W, bias, certificates, n_iter, history, converged, stopped=False):
         self.coef_ = W[:, :-1].copy()
         self.intercept_ = W[:, -1] * bias
         self.n_iter_ = int(n_iter)
@@ -299,8 +349,11 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         self.objective_ = float(objective[0]) if single else objective
         self.duality_gap_ = float(gap[0]) if single else gap
         self.history_ = history
+        for name in ("probA_", "probB_"):
+            if hasattr(self, name):
+                delattr(self, name)
         unconverged = [self._problem_label(c) for c, ok in enumerate(converged) if not ok]
-        if unconverged:
+        if unconverged and not stopped:
             which = "" if single else f" for classes {unconverged}"
             warnings.warn(
                 f"LinearSVC did not reach tol={self.tol:g} (relative duality gap) within "
@@ -340,10 +393,34 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
                 )
             return signs[:, y_index], costs[:, y_index] * block.sample_weight
 
-        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int64).max, dtype=np.int64))
+        rng = check_random_state(self.random_state)
+        seed = int(rng.randint(np.iinfo(np.int64).max, dtype=np.int64))
+        calibration_seed = int(rng.randint(np.iinfo(np.int64).max)) if self.probability else None
+        held = {"pass": None, "scores": [], "y": []}  # this read's held-out rows, for Platt
+
+        def encode_for_training(block):
+            y_pm, cost = encode(block)
+            if calibration_seed is not None:
+                cost = cost * ~held_out(block.row_ids, calibration_seed)
+            return y_pm, cost
+
+        hooks = _PassHooks(self, bias, n_partitions=source.n_partitions, cache_bytes=cache_bytes)
+
+        def on_block(pass_k, block, W, fill):
+            hooks.block(pass_k, block, fill)
+            if calibration_seed is None:
+                return
+            if pass_k != held["pass"]:
+                held.update({"pass": pass_k, "scores": [], "y": []})
+            mask = held_out(block.row_ids, calibration_seed) & (block.sample_weight > 0)
+            if mask.any():
+                scores = safe_sparse_dot(block.X[mask], W[:, :-1].T, dense_output=True) + W[:, -1] * bias
+                held["scores"].append(scores)
+                held["y"].append(block.y[mask])
+
         result = solve_streamsvm(
             source,
-            encode,
+            encode_for_training,
             n_problems=signs.shape[0],
             loss=self.loss,
             bias=bias,
@@ -356,32 +433,46 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             labels=[self._problem_label(c) for c in range(signs.shape[0])],
             alpha_store=self.alpha_store,
             clock_start=clock_start,
-            log=self._print_record if self.verbose else None,
+            on_pass=hooks.stream,
+            on_block=on_block,
         )
         self._set_model(
             result.W, bias, result.certificates, result.passes, result.history,
-            [result.converged] * signs.shape[0],
+            [result.converged] * signs.shape[0], hooks.stopped,
         )  # fmt: skip
+        if calibration_seed is not None:
+            # The last read certified the returned model: its held-out scores are the model's.
+            scores = np.vstack(held["scores"]) if held["scores"] else np.zeros((0, signs.shape[0]))
+            labels = np.concatenate(held["y"]) if held["y"] else np.zeros(0)
+            self._fit_platt(scores, labels)
         return self
 
-    def _print_record(self, r):
-        where = f"active={r['active']}" if "active" in r else f"cache_rows={r['cache_rows']}"
-        print(
-            f"[LinearSVC] class={r['class']!r} pass {r['pass']}: primal={r['primal']:.6f} "
-            f"dual={r['dual']:.6f} gap={r['gap']:.3e} {where} t={r['seconds']:.3f}s",
-            flush=True,
-        )
+    def _fit_platt(self, scores, y):
+        """Platt's sigmoid per problem on held-out decision values ``scores`` (n, n_problems)."""
+        scores = np.asarray(scores).reshape(y.shape[0], -1)
+        k = scores.shape[1]
+        positives = [y == self.classes_[1]] if k == 1 else [y == label for label in self.classes_]
+        fitted = [fit_sigmoid(scores[:, c], positives[c]) for c in range(k)]
+        self.probA_ = np.array([a for a, _ in fitted])
+        self.probB_ = np.array([b for _, b in fitted])
 
-    def decision_function(self, X):
-        """Signed distance to the hyperplane(s).
+    # -- prediction ----------------------------------------------------------------------
 
-        Returns
-        -------
-        ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
-        """
-        check_is_fitted(self)
-        (X,) = _compute_if_dask(X)
-        X = validate_data(
+    def _scores(self, rows):
+        scores = safe_sparse_dot(rows, self.coef_.T, dense_output=True) + self.intercept_
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def _labels(self, rows):
+        scores = self._scores(rows)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(np.intp)]
+        return self.classes_[scores.argmax(axis=1)]
+
+    def _proba(self, rows):
+        return probabilities(self._scores(rows), self.probA_, self.probB_)
+
+    def _check_in_memory(self, X):
+        return validate_data(
             self,
             X,
             accept_sparse="csr",
@@ -389,12 +480,248 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             reset=False,
             accept_large_sparse=True,
         )
-        scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
-        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def decision_function(self, X):
+        """Signed distance to the hyperplane(s).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame, Dask Array, Dask DataFrame}
+            Dask input gives a lazy result with the same partitions: a Dask
+            Array for a Dask Array, a Dask Series (two classes) or DataFrame
+            (a column per class) for a Dask DataFrame, whose columns other
+            than the model's features (a label column, say) are ignored.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
+        """
+        check_is_fitted(self)
+        if is_dask_collection(X):
+            columns = None if self.coef_.shape[0] == 1 else self.classes_
+            return map_rows(self, X, self._scores, columns=columns, name="decision")
+        return self._scores(self._check_in_memory(X))
 
     def predict(self, X):
-        """Class labels: positive score for the second class, else argmax."""
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(np.intp)]
-        return self.classes_[scores.argmax(axis=1)]
+        """Class labels: positive score for the second class, else argmax.
+
+        Dask input gives a lazy Dask Array or Series with its partitions.
+        """
+        check_is_fitted(self)
+        if is_dask_collection(X):
+            return map_rows(self, X, self._labels, name="prediction")
+        return self._labels(self._check_in_memory(X))
+
+    def _has_probability(self):
+        if not self.probability:
+            raise AttributeError("predict_proba needs probability=True at fit time.")
+        return True
+
+    @available_if(_has_probability)
+    def predict_proba(self, X):
+        """Class probabilities by Platt scaling (``probability=True``).
+
+        Returns an array of shape (n_samples, n_classes), columns in the
+        order of ``classes_`` (a lazy Dask Array or DataFrame for Dask input).
+        """
+        check_is_fitted(self, "probA_")
+        if is_dask_collection(X):
+            return map_rows(self, X, self._proba, columns=self.classes_, name="proba")
+        return self._proba(self._check_in_memory(X))
+
+    @available_if(_has_probability)
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        return np.log(self.predict_proba(X))  # lazy for Dask results too
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy on ``(X, y)``; for a Dask DataFrame ``y`` may name its label column."""
+        if not is_dask_collection(X):
+            return super().score(X, y, sample_weight=sample_weight)
+        import dask
+        from sklearn.metrics import accuracy_score
+
+        if isinstance(y, str) and _is_dask_dataframe(X):
+            y = X[y]
+        predicted, y, sample_weight = dask.compute(self.predict(X), y, sample_weight)
+        return float(accuracy_score(np.asarray(y), np.asarray(predicted), sample_weight=sample_weight))
+
+    # -- model files ---------------------------------------------------------------------
+
+    def save(self, path):
+        """Write the fitted model to ``path`` without pickle; read it with :func:`dask_streamsvm.load`.
+
+        The file is a zip archive of ``.npy`` arrays and JSON metadata with a
+        format version and checksums.  ``callbacks`` and ``validation_data``
+        are not saved, and a ``random_state`` that is not an int is saved
+        as None.
+        """
+        check_is_fitted(self)
+        save_model(self, path)
+
+    def _model_params(self):
+        params = self.get_params(deep=False)
+        params["callbacks"] = params["validation_data"] = None
+        if not isinstance(params["random_state"], int | np.integer | None):
+            params["random_state"] = None
+        return params
+
+    def _model_state(self):
+        arrays = {"coef_": self.coef_, "intercept_": self.intercept_, "classes_": self.classes_}
+        if hasattr(self, "probA_"):
+            arrays.update(probA_=self.probA_, probB_=self.probB_)
+        attributes = {
+            "n_features_in_": self.n_features_in_,
+            "n_iter_": self.n_iter_,
+            "objective_": np.atleast_1d(self.objective_).tolist(),
+            "duality_gap_": np.atleast_1d(self.duality_gap_).tolist(),
+            "history_": [{k: _plain(v) for k, v in r.items()} for r in self.history_],
+        }
+        if hasattr(self, "feature_names_in_"):
+            attributes["feature_names_in_"] = [str(c) for c in self.feature_names_in_]
+        return arrays, attributes
+
+    def _set_model_state(self, arrays, attributes):
+        self._check_params()
+        classes = arrays["classes_"]
+        coef = np.asarray(arrays["coef_"], dtype=np.float64)
+        intercept = np.asarray(arrays["intercept_"], dtype=np.float64)
+        n_features = int(attributes["n_features_in_"])
+        k = classes.shape[0]
+        rows = 1 if k == 2 else k
+        if classes.ndim != 1 or k < 2 or np.unique(classes).shape[0] != k:
+            raise ValueError(f"classes_ must hold at least 2 distinct labels, got {classes!r}")
+        if coef.shape != (rows, n_features) or intercept.shape != (rows,):
+            raise ValueError(
+                f"coef_ {coef.shape} and intercept_ {intercept.shape} do not fit {k} classes "
+                f"and {n_features} features"
+            )
+        if not (np.isfinite(coef).all() and np.isfinite(intercept).all()):
+            raise ValueError("coef_ or intercept_ holds NaN or infinity")
+        objective = np.asarray(attributes["objective_"], dtype=np.float64)
+        gap = np.asarray(attributes["duality_gap_"], dtype=np.float64)
+        if objective.shape != (rows,) or gap.shape != (rows,):
+            raise ValueError("objective_ and duality_gap_ need one value per problem")
+        self.classes_, self.coef_, self.intercept_ = classes, coef, intercept
+        self.n_features_in_ = n_features
+        self.n_iter_ = int(attributes["n_iter_"])
+        self.objective_ = float(objective[0]) if rows == 1 else objective
+        self.duality_gap_ = float(gap[0]) if rows == 1 else gap
+        history = attributes.get("history_", [])
+        if not isinstance(history, list) or not all(isinstance(r, dict) for r in history):
+            raise ValueError("history_ must be a list of records")
+        self.history_ = history
+        if "feature_names_in_" in attributes:
+            names = np.asarray(attributes["feature_names_in_"], dtype=object)
+            if names.shape != (n_features,):
+                raise ValueError("feature_names_in_ must name every feature")
+            self.feature_names_in_ = names
+        if "probA_" in arrays:
+            probA = np.asarray(arrays["probA_"], dtype=np.float64)
+            probB = np.asarray(arrays["probB_"], dtype=np.float64)
+            if probA.shape != (rows,) or probB.shape != (rows,):
+                raise ValueError("probA_ and probB_ need one value per problem")
+            self.probA_, self.probB_ = probA, probB
+
+
+def _plain(value):
+    """A history value as plain JSON: NumPy scalars become Python numbers."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+class _PassHooks:
+    """What ``fit`` does after every pass: validation score, progress, callbacks."""
+
+    def __init__(self, estimator, bias, n_partitions=None, cache_bytes=None):
+        self.estimator = estimator
+        self.bias = bias
+        self.callbacks = list(estimator.callbacks or [])
+        if not all(callable(cb) for cb in self.callbacks):
+            raise TypeError(f"callbacks must be a list of callables, got {estimator.callbacks!r}.")
+        self.verbose = estimator.verbose
+        self.validation = _validation_set(estimator)
+        self.cache_bytes = cache_bytes
+        self.progress = PassProgress(n_partitions) if n_partitions is not None and self.verbose == 1 else None
+        self.stopped = False
+
+    def _call(self, record):
+        stop = False
+        for callback in self.callbacks:
+            stop = bool(callback(record)) or stop
+        self.stopped = self.stopped or stop
+        return stop
+
+    def _score(self, W, c=None):
+        X_val, y_val = self.validation
+        scores = safe_sparse_dot(X_val, W[:, :-1].T, dense_output=True) + W[:, -1] * self.bias
+        classes = self.estimator.classes_
+        if c is not None:  # one one-vs-rest problem: its own binary accuracy
+            return float(np.mean((scores[:, 0] > 0) == (y_val == classes[c])))
+        if W.shape[0] == 1:
+            return float(np.mean(classes[(scores[:, 0] > 0).astype(np.intp)] == y_val))
+        return float(np.mean(classes[scores.argmax(axis=1)] == y_val))
+
+    def memory(self, c):
+        multi = self.estimator.classes_.shape[0] > 2
+
+        def on_pass(record, w):
+            if self.validation is not None:
+                record["validation_score"] = self._score(w[None, :], c if multi else None)
+            if self.verbose:
+                print(pass_line(record), flush=True)
+            return self._call(record)
+
+        return on_pass
+
+    def block(self, pass_k, block, fill):
+        if self.progress is not None:
+            self.progress.block(pass_k, block.n_rows, fill)
+
+    def stream(self, records, W):
+        if self.validation is not None:
+            score = self._score(W)
+            for record in records:
+                record["validation_score"] = score
+        if self.progress is not None:
+            self.progress.end_pass(records, records[0]["cache_bytes"] / self.cache_bytes)
+        elif self.verbose:
+            for record in records:
+                print(pass_line(record), flush=True)
+        summary = dict(records[0])
+        if len(records) > 1:
+            summary.update(
+                {
+                    "class": None,
+                    "primal": sum(r["primal"] for r in records),
+                    "dual": sum(r["dual"] for r in records),
+                    "gap": max(r["gap"] for r in records),
+                }
+            )
+        return self._call(summary)
+
+
+def _validation_set(estimator):
+    """``validation_data`` as checked in-memory rows and labels, or None."""
+    data = estimator.validation_data
+    if data is None:
+        return None
+    if not isinstance(data, tuple | list) or len(data) != 2:
+        raise ValueError("validation_data must be a pair (X_val, y_val).")
+    X_val, y_val = data
+    if _is_dask_dataframe(X_val):
+        if isinstance(y_val, str):
+            y_val = X_val[y_val]
+        X_val = feature_frame(estimator, X_val)
+    elif hasattr(X_val, "columns") and hasattr(estimator, "feature_names_in_"):
+        X_val = X_val[list(estimator.feature_names_in_)]
+    X_val, y_val = _compute_if_dask(X_val, y_val)
+    from sklearn.utils import check_array
+
+    X_val = check_array(X_val, accept_sparse="csr", dtype=[np.float64, np.float32], accept_large_sparse=True)
+    y_val = np.asarray(y_val).ravel()
+    if X_val.shape[1] != estimator.n_features_in_ or y_val.shape[0] != X_val.shape[0]:
+        raise ValueError(
+            f"validation_data has {X_val.shape[0]} rows x {X_val.shape[1]} features and {y_val.shape[0]} "
+            f"labels; the training data has {estimator.n_features_in_} features."
+        )
+    return X_val, y_val

@@ -271,7 +271,7 @@ def test_streaming_weights_intercept_and_verbose_match_the_memory_solver(capsys)
     sw[::10] = 0.0
     params = {"C": 0.5, "class_weight": {"yes": 2.0, "no": 0.7}, "intercept_scaling": 2.0, "random_state": 0}
     ref = LinearSVC(tol=1e-9, max_iter=100000, **params).fit(X, y, sample_weight=sw)
-    clf = LinearSVC(cache_bytes=30_000, tol=1e-4, max_iter=300, verbose=1, **params)
+    clf = LinearSVC(cache_bytes=30_000, tol=1e-4, max_iter=300, verbose=2, **params)
     clf.fit(
         da.from_array(X, chunks=(150, 6)),
         da.from_array(y, chunks=150),

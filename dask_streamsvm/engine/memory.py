@@ -110,11 +110,13 @@ class SolveResult:
     history: list
 
 
-def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, log=None, label=None):
+def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, on_pass=None, label=None):
     """Minimise the dual of ``problem`` until the relative gap is <= ``tol``.
 
     Returns a :class:`SolveResult`; ``history`` has one record per pass.
-    ``log``, when given, is called with each record.
+    ``on_pass(record, w)``, when given, is called after each pass with its
+    record and the current weights (bias last; do not modify them); a true
+    return value stops the solve, which then certifies the current state.
 
     The dual value costs O(n) and is recorded after every pass.  The primal
     needs a pass over all rows (shrunk ones too), which late in a solve
@@ -145,7 +147,8 @@ def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, log=None,
     cert = None  # the first pass always certifies (max_iter >= 1)
     n_trainable = index.shape[0]
     visited = 0  # rows visited by DCD since the last certificate
-    while passes < max_iter and not converged:
+    stopped = False
+    while passes < max_iter and not converged and not stopped:
         visited += active
         _, active, pg_max, pg_min, pg_max_old, pg_min_old, pg_converged = problem.dcd(
             index, active, alpha, w, 1, pg_eps, pg_max_old, pg_min_old, rng_state
@@ -170,8 +173,8 @@ def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, log=None,
             "active": int(active),
         }
         history.append(record)
-        if log is not None:
-            log(record)
+        if on_pass is not None:
+            stopped = bool(on_pass(record, w))
         if pg_converged and not converged:
             # The full set is optimal to pg_eps but the gap is not small
             # enough yet: tighten and restart shrinking from all rows.

@@ -74,12 +74,21 @@ def solve_streamsvm(
     labels=None,
     alpha_store="memory",
     clock_start=None,
-    log=None,
+    on_pass=None,
+    on_block=None,
 ):
     """Train ``n_problems`` binary SVMs on ``source`` through a bounded cache.
 
     ``encode(block)`` returns ``(y, cost)``, two ``(n_problems, n_rows)``
     float64 arrays: the +1/-1 labels and ``C_i`` of each problem.
+
+    ``on_pass(records, W)``, when given, is called after every reader pass
+    with that pass's history records (one per problem) and the certified
+    weights ``W`` (``(n_problems, n_features + 1)``, bias last; do not
+    modify them); a true return value stops the fit at that certified
+    state.  ``on_block(pass_k, block, W, fill)`` is called on the trainer
+    thread for every block read, with the weights the pass certifies and the
+    fraction of ``cache_bytes`` in use.
     """
     with contextlib.ExitStack() as stack:
         directory = None
@@ -89,7 +98,8 @@ def solve_streamsvm(
         stack.callback(store.close)
         trainer = _Trainer(
             source, encode, store, k=n_problems, loss=loss, bias=bias, tol=tol, max_iter=max_iter,
-            cache_bytes=cache_bytes, seed=seed, labels=labels, clock_start=clock_start, log=log,
+            cache_bytes=cache_bytes, seed=seed, labels=labels, clock_start=clock_start,
+            on_pass=on_pass, on_block=on_block,
         )  # fmt: skip
         reader = stack.enter_context(
             Reader(source, prefetch=prefetch, max_passes=max_iter + 1, shuffle=shuffle, seed=seed)
@@ -122,14 +132,15 @@ class _Trainer:
         seed,
         labels,
         clock_start,
-        log,
+        on_pass,
+        on_block,
     ):
         self.source, self.encode, self.k = source, encode, k
         self.squared = loss == "squared_hinge"
         self.bias, self.tol, self.max_iter, self.cache_bytes = bias, tol, max_iter, cache_bytes
         self.labels = list(range(k)) if labels is None else list(labels)
         self.clock_start = time.perf_counter() if clock_start is None else clock_start
-        self.log = log
+        self.on_pass, self.on_block = on_pass, on_block
         self.store = store
         self.W = np.zeros((k, source.n_features + 1))
         self.rng_state = make_state(seed)
@@ -206,6 +217,9 @@ class _Trainer:
             self.loss_sum[c] += weighted_loss_sum(
                 rows, y_pm[c], cost[c], self.W_snap[c], self.bias, self.squared
             )
+        if self.on_block is not None:
+            fill = 0.0 if self.cache is None else self.cache.used_bytes / self.cache_bytes
+            self.on_block(pass_k, block, self.W_snap, fill)
         self.stats["rows"] += block.n_rows
         self.stats["bytes"] += block.nbytes
         if self.current < self.max_iter and block.n_rows > 0:
@@ -244,15 +258,16 @@ class _Trainer:
             "reader_wait_s": self.reader.wait_for_room,
             "reader_busy_s": self.reader.busy_seconds,
         }
-        for c, cert in enumerate(self.certificates):
-            record = {"class": self.labels[c], **base, "primal": cert.primal, "dual": cert.dual,
-                      "gap": cert.relative_gap}  # fmt: skip
-            self.history.append(record)
-            if self.log is not None:
-                self.log(record)
+        records = [
+            {**base, "class": self.labels[c], "primal": cert.primal, "dual": cert.dual,
+             "gap": cert.relative_gap}  # fmt: skip
+            for c, cert in enumerate(self.certificates)
+        ]
+        self.history.extend(records)
+        stop = self.on_pass is not None and bool(self.on_pass(records, self.W_snap))
         if self.current > 0 and max(c.relative_gap for c in self.certificates) <= self.tol:
             self.converged = self.done = True
-        elif self.current >= self.max_iter:
+        elif self.current >= self.max_iter or stop:
             self.done = True
 
     # -- training ------------------------------------------------------------------

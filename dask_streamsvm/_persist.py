@@ -1,0 +1,188 @@
+"""Model files without pickle: NumPy arrays and JSON metadata in a zip file.
+
+Layout of a model file (a zip archive)::
+
+    model.json          format name and version, library version, estimator
+                        class, parameters, scalar attributes, history, and
+                        for each array its dtype, shape and SHA-256
+    arrays/<name>.npy   one array per fitted attribute, NumPy's .npy format
+
+Loading reads the JSON with :mod:`json` and the arrays with
+``numpy.load(allow_pickle=False)``, so a file can carry data but never code.
+Every array is checked against its recorded checksum, dtype and shape, the
+estimator class against a list of known ones, and the parameters and
+attributes against the estimator's own checks: a truncated, edited or
+foreign file raises :class:`ValueError` naming what is wrong.
+"""
+
+import hashlib
+import io
+import json
+import os
+import zipfile
+
+import numpy as np
+
+FORMAT = "dask-streamsvm-model"
+VERSION = 1
+_META = "model.json"
+
+
+def _estimators():
+    from .linear import LinearSVC
+
+    return {"LinearSVC": LinearSVC}
+
+
+def _jsonable(value, what):
+    """Plain JSON value of a parameter or attribute (tuples become lists)."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        return float(value)
+    if isinstance(value, dict):
+        # Keys may be class labels of any type: keep them as pairs.
+        return {"__pairs__": [[_jsonable(k, what), _jsonable(v, what)] for k, v in value.items()]}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v, what) for v in value]
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biufU":
+        return value.tolist()
+    raise TypeError(
+        f"cannot save {what}={value!r} in a model file (only numbers, strings, lists and dicts of them); "
+        "set it to a plain value, or use pickle."
+    )
+
+
+def _from_json(value):
+    if isinstance(value, dict):
+        if set(value) != {"__pairs__"}:
+            raise ValueError(f"unexpected JSON object {value!r}")
+        return {_from_json(k): _from_json(v) for k, v in value["__pairs__"]}
+    if isinstance(value, list):
+        return [_from_json(v) for v in value]
+    return value
+
+
+def _plain_array(name, array):
+    array = np.asarray(array)
+    if array.dtype.kind == "O":
+        values = array.ravel().tolist()
+        if all(isinstance(v, str) for v in values):
+            array = array.astype(str)
+        elif all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in values):
+            array = array.astype(np.int64)
+        else:
+            raise TypeError(
+                f"cannot save {name}: its values {values[:3]!r}... are Python objects; model files "
+                "hold numbers and strings only. Use pickle for this model."
+            )
+    return np.ascontiguousarray(array)
+
+
+def save_model(estimator, path):
+    """Write ``estimator`` (fitted) to ``path``; see the module docstring."""
+    from . import __version__
+
+    name = type(estimator).__name__
+    if name not in _estimators():
+        raise TypeError(f"model files support {sorted(_estimators())}, not {name}.")
+    arrays, attributes = estimator._model_state()
+    params = {key: _jsonable(value, key) for key, value in estimator._model_params().items()}
+    meta = {
+        "format": FORMAT,
+        "version": VERSION,
+        "library_version": __version__,
+        "estimator": name,
+        "params": params,
+        "attributes": {key: _jsonable(value, key) for key, value in attributes.items()},
+        "arrays": {},
+    }
+    blobs = {}
+    for key, array in arrays.items():
+        array = _plain_array(key, array)
+        buffer = io.BytesIO()
+        np.lib.format.write_array(buffer, array, allow_pickle=False)
+        blob = buffer.getvalue()
+        blobs[key] = blob
+        meta["arrays"][key] = {
+            "dtype": array.dtype.str,
+            "shape": list(array.shape),
+            "sha256": hashlib.sha256(blob).hexdigest(),
+        }
+    text = json.dumps(meta, indent=1, allow_nan=True)
+    tmp = f"{os.fspath(path)}.tmp-{os.getpid()}"
+    try:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr(_META, text)
+            for key, blob in blobs.items():
+                archive.writestr(f"arrays/{key}.npy", blob)
+        os.replace(tmp, path)  # a crash mid-write never leaves a half file at ``path``
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def load_model(path):
+    """Read a model written by ``save``; raises ValueError for anything else."""
+    where = os.fspath(path)
+    try:
+        archive = zipfile.ZipFile(where)
+    except FileNotFoundError:
+        raise
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ValueError(f"{where} is not a dask_streamsvm model file (not a zip archive: {exc}).") from None
+    with archive:
+        names = set(archive.namelist())
+        if _META not in names:
+            raise ValueError(f"{where} is not a dask_streamsvm model file (no {_META} inside).")
+        try:
+            meta = json.loads(archive.read(_META).decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, zipfile.BadZipFile) as exc:
+            raise ValueError(f"{where}: {_META} is not valid JSON ({exc}); the file is damaged.") from None
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            raise ValueError(f"{where} is not a dask_streamsvm model file (format is not {FORMAT!r}).")
+        version = meta.get("version")
+        if version != VERSION:
+            raise ValueError(
+                f"{where} has model format version {version!r}; this dask_streamsvm "
+                f"reads version {VERSION}. Load it with the library version that wrote it "
+                f"({meta.get('library_version')!r}) or refit."
+            )
+        estimators = _estimators()
+        name = meta.get("estimator")
+        if name not in estimators:
+            raise ValueError(f"{where}: unknown estimator {name!r}; expected one of {sorted(estimators)}.")
+        expected = meta.get("arrays")
+        if not isinstance(expected, dict) or not isinstance(meta.get("attributes"), dict):
+            raise ValueError(f"{where}: {_META} lacks its 'arrays' or 'attributes' table.")
+        arrays = {}
+        for key, info in expected.items():
+            member = f"arrays/{key}.npy"
+            if member not in names:
+                raise ValueError(f"{where}: array {key!r} is missing from the file.")
+            blob = archive.read(member)
+            if hashlib.sha256(blob).hexdigest() != info.get("sha256"):
+                raise ValueError(
+                    f"{where}: array {key!r} does not match its checksum; the file was modified or damaged."
+                )
+            try:
+                array = np.load(io.BytesIO(blob), allow_pickle=False)
+            except ValueError as exc:
+                raise ValueError(f"{where}: array {key!r} cannot be read without pickle ({exc}).") from None
+            if array.dtype.str != info.get("dtype") or list(array.shape) != info.get("shape"):
+                raise ValueError(f"{where}: array {key!r} has dtype/shape other than recorded.")
+            arrays[key] = array
+        extra = {n for n in names if n.startswith("arrays/")} - {f"arrays/{k}.npy" for k in expected}
+        if extra:
+            raise ValueError(f"{where}: unexpected members {sorted(extra)}; the file was modified.")
+        try:
+            params = {k: _from_json(v) for k, v in meta.get("params", {}).items()}
+            attributes = {k: _from_json(v) for k, v in meta["attributes"].items()}
+            estimator = estimators[name]()
+            estimator.set_params(**params)
+            estimator._set_model_state(arrays, attributes)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise ValueError(f"{where}: inconsistent model file: {exc}") from None
+    return estimator

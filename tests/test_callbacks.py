@@ -1,0 +1,123 @@
+"""Callbacks, validation scores, early stopping and the progress display."""
+
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+
+from dask_streamsvm import LinearSVC
+from dask_streamsvm.callbacks import EarlyStopping, TimeLimit
+
+
+def primal_objective(X, y, clf, C):
+    """Squared-hinge primal of a binary model, intercept regularised (intercept_scaling=1)."""
+    w = np.r_[clf.coef_.ravel(), clf.intercept_]
+    margin = np.where(y == clf.classes_[1], 1.0, -1.0) * (X @ clf.coef_.ravel() + clf.intercept_[0])
+    return 0.5 * w @ w + C * np.sum(np.maximum(0.0, 1.0 - margin) ** 2)
+
+
+def _data(n=2000, seed=0, noise=1.0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, 8)
+    y = (X @ rng.randn(8) + noise * rng.randn(n) > 0).astype(int)
+    return X, y
+
+
+def test_a_callback_sees_every_pass_and_can_stop_the_fit():
+    X, y = _data()
+    seen = []
+
+    def stop_at_three(record):
+        seen.append(record["pass"])
+        return record["pass"] == 3
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a requested stop is not a convergence failure
+        clf = LinearSVC(tol=1e-12, max_iter=500, callbacks=[stop_at_three], random_state=0).fit(X, y)
+    assert seen == [1, 2, 3] and clf.n_iter_ == 3
+    # The state returned after a stop is certified: objective_ is the model's primal.
+    P = primal_objective(X, y, clf, C=1.0)
+    assert clf.objective_ == pytest.approx(P, rel=1e-10)
+    assert clf.duality_gap_ > 1e-12
+
+
+def test_streaming_callback_stops_after_the_read_it_returns_true_on():
+    X, y = _data()
+    records = []
+
+    def stop(record):
+        records.append(record)
+        return record["pass"] == 2
+
+    clf = LinearSVC(tol=1e-12, cache_bytes=20_000, callbacks=[stop], random_state=0)
+    clf.fit(da.from_array(X, chunks=(250, 8)), da.from_array(y, chunks=250))
+    assert [r["pass"] for r in records] == [0, 1, 2]
+    assert clf.n_iter_ == 2 and clf.history_[-1]["pass"] == 2
+    assert clf.objective_ == pytest.approx(primal_objective(X, y, clf, C=1.0), rel=1e-10)
+
+
+def test_validation_score_is_recorded_per_pass_in_memory_and_streaming():
+    X, y = _data(seed=1)
+    X_val, y_val = _data(n=500, seed=2)
+    clf = LinearSVC(tol=1e-5, validation_data=(X_val, y_val), random_state=0).fit(X, y)
+    scores = [r["validation_score"] for r in clf.history_]
+    assert len(scores) == clf.n_iter_
+    assert scores[-1] == pytest.approx(clf.score(X_val, y_val))
+    Xd, yd = da.from_array(X, chunks=(250, 8)), da.from_array(y, chunks=250)
+    val = (da.from_array(X_val, chunks=100), da.from_array(y_val, chunks=100))  # computed once
+    streamed = LinearSVC(tol=1e-4, cache_bytes=20_000, validation_data=val, random_state=0).fit(Xd, yd)
+    assert streamed.history_[-1]["validation_score"] == pytest.approx(streamed.score(X_val, y_val))
+
+
+def test_one_vs_rest_in_memory_scores_each_problem_and_streaming_the_model():
+    rng = np.random.RandomState(0)
+    X = rng.randn(900, 4)
+    y = np.argmax(X[:, :3], axis=1)
+    clf = LinearSVC(tol=1e-4, validation_data=(X, y), random_state=0).fit(X, y)
+    last = {r["class"]: r["validation_score"] for r in clf.history_}
+    for c in range(3):
+        binary = (clf.decision_function(X)[:, c] > 0) == (y == c)
+        assert last[c] == pytest.approx(binary.mean())
+    seen = []
+    streamed = LinearSVC(tol=1e-3, cache_bytes=50_000, validation_data=(X, y), callbacks=[seen.append])
+    streamed.fit(da.from_array(X, chunks=(300, 4)), da.from_array(y, chunks=300))
+    assert all(r["class"] is None for r in seen)  # one summary record per read
+    assert seen[-1]["gap"] == pytest.approx(max(streamed.duality_gap_))
+    assert seen[-1]["validation_score"] == pytest.approx(streamed.score(X, y))
+
+
+def test_early_stopping_on_a_validation_plateau():
+    X, y = _data(noise=3.0)
+    stopper = EarlyStopping(patience=2)
+    clf = LinearSVC(tol=1e-14, max_iter=2000, validation_data=_data(500, seed=5, noise=3.0),
+                    callbacks=[stopper], random_state=0)  # fmt: skip
+    clf.fit(X, y)
+    scores = [r["validation_score"] for r in clf.history_]
+    best = int(np.argmax(scores))
+    # Stopped exactly `patience` passes after the last improvement.
+    assert clf.n_iter_ == best + 1 + 2
+    with pytest.raises(ValueError, match="validation_data"):
+        LinearSVC(callbacks=[EarlyStopping()]).fit(X, y)
+
+
+def test_early_stopping_on_the_gap_and_time_limit():
+    stop = EarlyStopping(patience=1, monitor="gap", mode="min", min_delta=1.0)
+    record = {"class": 1, "pass": 1, "gap": 0.5}
+    assert stop(record) is False
+    assert stop({**record, "pass": 2, "gap": 0.4}) is True  # improved by less than min_delta
+    assert stop({**record, "pass": 1}) is False  # a new fit starts over
+    assert TimeLimit(1.0)({"seconds": 1.5}) and not TimeLimit(1.0)({"seconds": 0.5})
+    with pytest.raises(TypeError, match="callables"):
+        LinearSVC(callbacks=[3]).fit(*_data(100))
+
+
+def test_verbose_one_draws_a_bar_per_read(capsys):
+    X, y = _data()
+    LinearSVC(tol=1e-3, cache_bytes=20_000, verbose=1, random_state=0).fit(
+        da.from_array(X, chunks=(250, 8)), da.from_array(y, chunks=250)
+    )
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("pass 0 [####################] 8/8 partitions 2.0k rows cache")
+    assert all(" gap " in line for line in lines)
