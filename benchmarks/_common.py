@@ -29,3 +29,16 @@ def payload_header(module, argv):
 def save_json(path, payload):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=2))
+
+
+def write_section(marker, lines):
+    """Replace the ``marker`` section of docs/benchmarks.md (up to the next ``## ``) with ``lines``."""
+    text = REPORT.read_text() if REPORT.exists() else "# Benchmarks\n"
+    body = "\n".join([marker, *lines])
+    if marker in text:
+        before, after = text.split(marker, 1)
+        rest = after.split("\n## ", 1)
+        text = before + body + ("\n## " + rest[1] if len(rest) > 1 else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + body
+    REPORT.write_text(text)

@@ -33,7 +33,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC as LiblinearSVC
 
 import dask_streamsvm
-from benchmarks._common import N_FEATURES, REPORT, ROOT, data_dir, payload_header, save_json
+from benchmarks._common import N_FEATURES, ROOT, data_dir, payload_header, save_json, write_section
 from dask_streamsvm import LinearSVC
 from dask_streamsvm._validation import as_kernel_rows
 from dask_streamsvm.datasets import compact_csr
@@ -194,9 +194,6 @@ def machine():
 
 def write_report(payload):
     lines = [
-        "# Benchmarks",
-        "",
-        "## Kernel: dual coordinate descent against LIBLINEAR",
         "",
         f"Command: `{payload['command']}`  ",
         f"Machine: {payload['machine']['platform']}, {payload['machine']['cores']} cores, "
@@ -238,11 +235,7 @@ def write_report(payload):
             f"{tg.get('ratio', float('nan')):.2f} |"
         )
     lines += ["", "Raw results: `benchmarks/results/bench_kernel.json`.", ""]
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    text = REPORT.read_text() if REPORT.exists() else ""
-    marker = "## Kernel: dual coordinate descent against LIBLINEAR"
-    other = text.split(marker)[0].replace("# Benchmarks\n", "").strip() if marker in text else ""
-    REPORT.write_text("\n".join(lines) + ("\n" + other + "\n" if other else ""))
+    write_section("## Kernel: dual coordinate descent against LIBLINEAR", lines)
 
 
 def main(argv=None):

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._common import N_FEATURES, REPORT, ROOT, data_dir, payload_header, save_json
+from benchmarks._common import N_FEATURES, ROOT, data_dir, payload_header, save_json, write_section
 
 RESULTS = ROOT / "benchmarks" / "results" / "bench_out_of_core.json"
 MARKER = "## Out of core: StreamSVM against one plain read"
@@ -167,7 +167,6 @@ def measure(name, spec, data_bytes, partition_bytes, args):
 
 def write_report(payload):
     lines = [
-        MARKER,
         "",
         f"Command: `{payload['command']}`  ",
         f"Date: {payload['date']}; {payload['cores']} cores; an interpreter with the imports alone peaks at "
@@ -193,14 +192,7 @@ def write_report(payload):
             f"{r['overlap_fraction']:.0%} |"
         )
     lines += ["", "Raw results: `benchmarks/results/bench_out_of_core.json`.", ""]
-    text = REPORT.read_text() if REPORT.exists() else "# Benchmarks\n"
-    if MARKER in text:
-        before, after = text.split(MARKER, 1)
-        rest = after.split("\n## ", 1)
-        text = before + "\n".join(lines) + ("\n## " + rest[1] if len(rest) > 1 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + "\n".join(lines)
-    REPORT.write_text(text)
+    write_section(MARKER, lines)
 
 
 def main(argv=None):

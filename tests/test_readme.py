@@ -1,0 +1,31 @@
+"""The README's Python code runs, block after block, as a user would paste it."""
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def python_blocks():
+    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::pandas.errors.Pandas4Warning")
+def test_readme_code_runs(tmp_path, capsys):
+    blocks = python_blocks()
+    assert len(blocks) >= 3
+    namespace = {"__name__": "__readme__"}
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        for block in blocks:
+            exec(compile(block, str(README), "exec"), namespace)
+    finally:
+        os.chdir(cwd)
+    assert (tmp_path / "a9a.model").exists() and (tmp_path / "predictions").is_dir()
+    assert namespace["clf"].duality_gap_ <= 1e-3
+    assert 0.84 < namespace["clf"].score(namespace["X_test"], namespace["y_test"]) < 0.86
