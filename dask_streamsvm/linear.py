@@ -32,7 +32,8 @@ from .engine.source import DaskSource, _is_dask_dataframe, is_dask_collection
 from .engine.streamsvm import solve_streamsvm
 from .io import as_dask, open_path
 
-SOLVERS = ("auto", "memory", "streamsvm")
+SOLVERS = ("auto", "memory", "streamsvm", "sbm", "bm")
+CACHE_POLICIES = ("informative", "random")
 
 
 def _compute_if_dask(*arrays):
@@ -79,14 +80,28 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         Maximum number of passes over the data (per binary problem in
         memory; reads of the collection when streaming, plus one read to
         certify the final model if they did not converge).
-    solver : {"auto", "memory", "streamsvm"}, default="auto"
+    solver : {"auto", "memory", "streamsvm", "sbm", "bm"}, default="auto"
         ``"memory"`` holds all rows in RAM (Dask input is computed first).
         ``"streamsvm"`` streams partitions through a cache of at most
-        ``cache_bytes`` (Matsushima et al. 2012). ``"auto"`` streams Dask
-        collections and file paths and solves in-memory data in memory.
+        ``cache_bytes`` (Matsushima et al. 2012). ``"sbm"`` (selective
+        block minimization, Chang & Roth 2011) loads blocks of partitions
+        of up to ``block_bytes``, solves the dual on block plus cache for
+        ``inner_iter`` passes and keeps the most informative rows in a
+        cache of ``cache_bytes``; ``"bm"`` is the same without a cache
+        (Yu et al. 2010). ``"auto"`` streams Dask collections and file
+        paths with ``"streamsvm"`` and solves in-memory data in memory.
     cache_bytes : int or str, default="1GB"
-        Memory budget of the row cache for ``solver="streamsvm"``: an
-        int or a string such as ``"512MB"`` or ``"2GiB"``.
+        Memory budget of the row cache of the streaming solvers: an int or a
+        string such as ``"512MB"`` or ``"2GiB"``.
+    block_bytes : int, str or None, default=None
+        ``solver="sbm"`` and ``"bm"``: bytes of partitions loaded per block
+        (None: as ``cache_bytes``, the paper's SBM-1/2).
+    inner_iter : int, default=10
+        ``solver="sbm"`` and ``"bm"``: DCD passes over block plus cache per
+        block, as in the paper.
+    cache_policy : {"informative", "random"}, default="informative"
+        ``solver="sbm"``: keep the rows the paper's score ranks highest
+        (unbounded rows first), or a random subset (the paper's SBM-rand).
     prefetch : int, default=2
         Partitions the reader thread computes ahead of the trainer.
     shuffle : bool, default=True
@@ -167,6 +182,9 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         max_iter=1000,
         solver="auto",
         cache_bytes="1GB",
+        block_bytes=None,
+        inner_iter=10,
+        cache_policy="informative",
         prefetch=2,
         shuffle=True,
         alpha_store="memory",
@@ -185,6 +203,9 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.solver = solver
         self.cache_bytes = cache_bytes
+        self.block_bytes = block_bytes
+        self.inner_iter = inner_iter
+        self.cache_policy = cache_policy
         self.prefetch = prefetch
         self.shuffle = shuffle
         self.alpha_store = alpha_store
@@ -234,7 +255,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         clock_start = time.perf_counter()
         C, tol, max_iter, bias = self._check_params()
         out_of_core = is_dask_collection(X) or isinstance(X, str | os.PathLike)
-        streaming = self.solver == "streamsvm" or (self.solver == "auto" and out_of_core)
+        streaming = self.solver in ("streamsvm", "sbm", "bm") or (self.solver == "auto" and out_of_core)
         if streaming:
             return self._fit_stream(X, y, sample_weight, C, tol, max_iter, bias, clock_start)
         X, y, sample_weight = _compute_if_dask(X, y, sample_weight)
@@ -418,7 +439,22 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
                 held["scores"].append(scores)
                 held["y"].append(block.y[mask])
 
-        result = solve_streamsvm(
+        solve, options = solve_streamsvm, {}
+        if self.solver in ("sbm", "bm"):
+            from .engine.sbm import solve_sbm
+
+            block_bytes = cache_bytes
+            if self.block_bytes is not None:
+                block_bytes = parse_bytes(self.block_bytes, "block_bytes")
+            check_choice("cache_policy", self.cache_policy, CACHE_POLICIES)
+            solve = solve_sbm
+            options = {
+                "cache_bytes": 0 if self.solver == "bm" else cache_bytes,
+                "block_bytes": block_bytes,
+                "inner_iter": check_positive_int("inner_iter", self.inner_iter),
+                "cache_policy": self.cache_policy,
+            }
+        result = solve(
             source,
             encode_for_training,
             n_problems=signs.shape[0],
@@ -426,7 +462,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             bias=bias,
             tol=tol,
             max_iter=max_iter,
-            cache_bytes=cache_bytes,
+            **{"cache_bytes": cache_bytes, **options},
             prefetch=prefetch,
             shuffle=bool(self.shuffle),
             seed=seed,

@@ -1,0 +1,638 @@
+"""The ``dask-streamsvm`` command: train, predict, evaluate and inspect models from the shell.
+
+::
+
+    dask-streamsvm train data/*.parquet --label income --model adult.model --cache 2GB
+    dask-streamsvm train train.svm.bz2 --model a9a.model --passes 20 --tol 1e-4
+    dask-streamsvm predict adult.model new/*.parquet --out predictions.parquet
+    dask-streamsvm evaluate adult.model test/*.parquet --label income --json
+    dask-streamsvm info adult.model
+    dask-streamsvm demo --plot demo_convergence.png
+
+Input paths are Parquet files or directories, CSV files or LIBSVM text
+files (compressed or not), or globs of them; several paths of one format
+make one collection, read lazily by Dask.  ``--scheduler ADDRESS`` runs the
+work on a ``distributed`` cluster.
+
+Exit status: 0 on success, 2 for a usage error or an error in the input
+(printed as one line, ``dask-streamsvm: error: ...``; add ``--traceback``
+for the full trace), 130 when interrupted.
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+import warnings
+from glob import glob
+
+import numpy as np
+
+PROG = "dask-streamsvm"
+_TABLE_SUFFIXES = {
+    "parquet": (".parquet", ".pq"),
+    "csv": (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".tsv"),
+}
+# Expected problems with the user's input: one line and exit status 2.
+# (pyarrow's errors derive from ValueError and OSError.)
+_USER_ERRORS = (ValueError, TypeError, OSError)
+
+
+class UserError(Exception):
+    """A problem with the command line or its input, said in one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors raised so that ``main`` prints them as one line."""
+
+    def error(self, message):
+        raise UserError(f"{message} (see '{self.prog} --help')")
+
+
+# -- input -----------------------------------------------------------------------------
+
+
+def _expand(paths):
+    """Paths and globs -> existing paths (remote URLs are passed through unchecked)."""
+    found = []
+    for path in paths:
+        if "://" in path:
+            found.append(path)
+        elif any(c in path for c in "*?["):
+            matches = sorted(glob(path))
+            if not matches:
+                raise UserError(f"no file matches {path!r}")
+            found.extend(matches)
+        elif os.path.exists(path):
+            found.append(path)
+        else:
+            raise UserError(f"no such file or directory: {path!r}")
+    return found
+
+
+def _format_of(path):
+    from .io import _LIBSVM_SUFFIXES
+
+    lower = path.lower().rstrip("/")
+    if lower.endswith(_TABLE_SUFFIXES["parquet"]) or os.path.isdir(path):
+        return "parquet"
+    if lower.endswith(_TABLE_SUFFIXES["csv"]):
+        return "csv"
+    if lower.endswith(_LIBSVM_SUFFIXES):
+        return "libsvm"
+    raise UserError(f"cannot tell the format of {path!r} from its name: pass --format parquet, csv or libsvm")
+
+
+class Data:
+    """The input of a command as lazy Dask collections.
+
+    ``X`` holds the features (a Dask Array with CSR chunks for LIBSVM, a
+    Dask DataFrame for tables), ``y`` the labels (None when a table has no
+    label column), ``frame`` the whole table (None for LIBSVM), and
+    ``label`` the label column's name.
+    """
+
+    def __init__(self, fmt, X, y, frame=None, label=None):
+        self.format, self.X, self.y, self.frame, self.label = fmt, X, y, frame, label
+
+    @property
+    def is_table(self):
+        return self.frame is not None
+
+
+def _open(args, *, label_needed, n_features=None):
+    """Open ``args.paths`` as :class:`Data`.
+
+    ``label_needed``: a table must name an existing label column
+    (``--label``); otherwise ``--label`` is optional and only dropped when
+    the table has that column.  ``n_features`` (LIBSVM only) fixes the width.
+    """
+    paths = _expand(args.paths)
+    fmt = args.format
+    if fmt == "auto":
+        formats = {p: _format_of(p) for p in paths}
+        fmt = formats[paths[0]]
+        mixed = sorted({f"{p} ({f})" for p, f in formats.items() if f != fmt})
+        if mixed:
+            raise UserError(
+                f"the inputs mix formats: {paths[0]!r} is {fmt} but {', '.join(mixed[:3])} is not; "
+                "give files of one format"
+            )
+    if fmt == "libsvm":
+        from .io import read_libsvm
+
+        if args.label is not None:
+            raise UserError(
+                f"--label {args.label} names a column of a table, but {paths[0]!r} is read as LIBSVM, "
+                "whose lines start with their label: drop --label"
+            )
+        X, y = read_libsvm(paths, n_features=n_features)
+        return Data(fmt, X, y)
+
+    import dask.dataframe as dd
+
+    if getattr(args, "n_features", None) is not None:
+        raise UserError("--n-features applies to LIBSVM files; a table's width is its number of columns")
+    source = paths[0] if len(paths) == 1 else paths
+    frame = dd.read_parquet(source) if fmt == "parquet" else dd.read_csv(source)
+    columns = [str(c) for c in frame.columns]
+    label = args.label
+    if label is None:
+        if label_needed:
+            raise UserError(
+                f"{paths[0]!r} is a {fmt} table: name its label column with --label "
+                f"(its columns are {_short_list(columns)})"
+            )
+        return Data(fmt, frame, None, frame)
+    if label not in frame.columns:
+        if label_needed:
+            raise UserError(
+                f"--label {label!r} is not a column of the input; its columns are {_short_list(columns)}"
+            )
+        return Data(fmt, frame, None, frame)
+    return Data(fmt, frame.drop(columns=[label]), frame[label], frame, label)
+
+
+def _short_list(items, n=12):
+    items = list(items)
+    shown = ", ".join(repr(i) for i in items[:n])
+    return f"[{shown}{', ...' if len(items) > n else ''}] ({len(items)} in all)"
+
+
+@contextlib.contextmanager
+def _scheduler(address):
+    """Run the block inside ``distributed.Client(address)``, or on the local scheduler."""
+    if address is None:
+        yield None
+        return
+    try:
+        from distributed import Client
+    except ImportError as exc:  # pragma: no cover - distributed is a dependency
+        raise UserError(f"--scheduler needs the 'distributed' package ({exc})") from None
+    try:
+        client = Client(address)
+    except OSError as exc:
+        raise UserError(f"cannot connect to the scheduler at {address!r}: {exc}") from None
+    with client:
+        yield client
+
+
+def _load_model(path):
+    from . import load
+
+    if not os.path.exists(path):
+        raise UserError(f"no such model file: {path!r}")
+    if os.path.isdir(path):
+        raise UserError(f"{path!r} is a directory, not a model file")
+    return load(path)
+
+
+def _model_file_header(path):
+    """Format name, version and writing library version from a model file's ``model.json``."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        meta = json.loads(archive.read("model.json").decode("utf-8"))
+    return meta.get("format"), meta.get("version"), meta.get("library_version")
+
+
+# -- feature maps ------------------------------------------------------------------------
+
+
+def _add_feature_map_options(parser):
+    """Options of the feature map applied to the rows before the linear model.
+
+    None yet: ``LinearSVC`` has no ``feature_map`` parameter.  When it gains
+    one, its options are added here (one argument group) and
+    :func:`_feature_map_params` turns them into ``LinearSVC`` keyword
+    arguments; ``train`` passes those on and the saved model carries the
+    map, so ``predict`` and ``evaluate`` need no options of their own.
+    """
+
+
+def _feature_map_params(args):
+    """``LinearSVC`` keyword arguments of the feature-map options (none yet)."""
+    return {}
+
+
+# -- commands ----------------------------------------------------------------------------
+
+
+def _fit_with_warnings(model, *fit_args):
+    """``model.fit`` with warnings printed as one line each (the model is kept)."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        model.fit(*fit_args)
+    for w in caught:
+        print(f"{PROG}: warning: {_one_line(str(w.message))}", file=sys.stderr)
+
+
+def _rows_streamed(model):
+    """Rows of the training data, from the streaming history (every read counts them), or None."""
+    records = [r for r in model.history_ if "rows_read" in r and "pass" in r]
+    if not records:
+        return None
+    first = min(records, key=lambda r: r["pass"])
+    return int(first["rows_read"]) // (int(first["pass"]) + 1)
+
+
+def _in_memory(data):
+    """Compute the collections (``--solver memory``): pandas/SciPy ``X`` and NumPy ``y``."""
+    import dask
+
+    if data.is_table:
+        frame = data.frame.compute()
+        return frame.drop(columns=[data.label]), frame[data.label].to_numpy()
+    X, y = dask.compute(data.X, data.y)
+    return X, y
+
+
+def _check_output_path(path, what):
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise UserError(f"cannot write {what} {path!r}: the directory {parent!r} does not exist")
+
+
+def cmd_train(args):
+    from . import LinearSVC
+
+    _check_output_path(args.model, "the model to")
+    if os.path.isdir(args.model):
+        raise UserError(f"--model {args.model!r} is a directory; give a file name")
+    data = _open(args, label_needed=True, n_features=args.n_features)
+    model = LinearSVC(
+        C=args.C,
+        loss=args.loss,
+        fit_intercept=not args.no_intercept,
+        tol=args.tol,
+        max_iter=args.passes,
+        solver=args.solver,
+        cache_bytes=args.cache,
+        random_state=args.seed,
+        verbose=int(args.verbose),
+        **_feature_map_params(args),
+    )
+    with _scheduler(args.scheduler):
+        start = time.perf_counter()
+        if args.solver == "memory":
+            X, y = _in_memory(data)
+            n_rows = X.shape[0]
+            _fit_with_warnings(model, X, y)
+        elif data.is_table:
+            _fit_with_warnings(model, data.frame, data.label)
+        else:
+            _fit_with_warnings(model, data.X, data.y)
+        if args.solver != "memory":
+            n_rows = _rows_streamed(model)
+        seconds = time.perf_counter() - start
+    model.save(args.model)
+    gap = float(np.max(model.duality_gap_))
+    objective = float(np.sum(model.objective_))
+    problems = np.size(model.objective_)
+    summed = "" if problems == 1 else f" (sum over {problems} one-vs-rest problems)"
+    rows = "" if n_rows is None else f"{n_rows:,} rows x "
+    classes = ", ".join(repr(c) for c in model.classes_.tolist()[:10])
+    more = ", ..." if len(model.classes_) > 10 else ""
+    status = "converged" if gap <= args.tol else "not converged: raise --passes or loosen --tol"
+    solver = "in memory" if args.solver == "memory" else "streamed"
+    passes = f"{model.n_iter_} pass{'' if model.n_iter_ == 1 else 'es'}"
+    print(
+        f"Trained LinearSVC (loss={args.loss}, C={args.C:g}) {solver} on {rows}"
+        f"{model.n_features_in_:,} features, {len(model.classes_)} classes ({classes}{more}): "
+        f"{passes}, relative duality gap {gap:.2e} (tol {args.tol:g}, {status}), "
+        f"primal objective {objective:.6g}{summed}, {seconds:.2f} s. Model saved to {args.model}."
+    )
+    return 0
+
+
+def _prediction_frame(model, data):
+    """A lazy Dask DataFrame with ``prediction`` and ``decision`` column(s)."""
+    import dask.dataframe as dd
+
+    multi = len(model.classes_) > 2
+    prediction = model.predict(data.X)
+    decision = model.decision_function(data.X)
+    if data.is_table:
+        if multi:
+            decision = decision.rename(columns={c: f"decision_{c}" for c in decision.columns})
+            return decision.assign(prediction=prediction)[["prediction", *decision.columns]]
+        return prediction.to_frame(name="prediction").assign(decision=decision)
+
+    import dask
+    import pandas as pd
+
+    columns = [f"decision_{c}" for c in model.classes_] if multi else ["decision"]
+
+    def to_frame(labels, scores):
+        frame = pd.DataFrame(np.reshape(scores, (len(labels), len(columns))), columns=columns)
+        frame.insert(0, "prediction", labels)
+        return frame
+
+    meta = to_frame(model.classes_[:0], np.zeros((0, len(columns))))
+    parts = [
+        dask.delayed(to_frame)(p, d)
+        for p, d in zip(prediction.to_delayed().ravel(), decision.to_delayed().ravel(), strict=True)
+    ]
+    return dd.from_delayed(parts, meta=meta, verify_meta=False)
+
+
+def cmd_predict(args):
+    out = args.out
+    lower = out.lower().rstrip("/")
+    if lower.endswith(_TABLE_SUFFIXES["parquet"]):
+        kind = "parquet"
+    elif lower.endswith((".csv", ".csv.gz", ".csv.bz2")):
+        kind = "csv"
+    else:
+        raise UserError(f"--out {out!r}: name a .parquet (a directory of parts) or a .csv file")
+    _check_output_path(out, "predictions to")
+    if os.path.exists(out) and not args.overwrite:
+        raise UserError(f"--out {out!r} exists: remove it or pass --overwrite")
+    model = _load_model(args.model)
+    data = _open(args, label_needed=False, n_features=model.n_features_in_)
+    with _scheduler(args.scheduler):
+        frame = _prediction_frame(model, data)
+        start = time.perf_counter()
+        if kind == "parquet":
+            frame.to_parquet(out, write_index=False, overwrite=bool(args.overwrite))
+        else:
+            frame.to_csv(out, single_file=True, index=False)
+        seconds = time.perf_counter() - start
+    print(f"Predictions ({', '.join(frame.columns)}) written to {out} in {seconds:.2f} s.")
+    return 0
+
+
+def _roc_auc(y, scores, classes):
+    """Binary ROC AUC on the decision values, or one-vs-rest macro over classes."""
+    from sklearn.metrics import roc_auc_score
+
+    if scores.ndim == 1:
+        positive = y == classes[1]
+        if positive.all() or not positive.any():
+            return None
+        return float(roc_auc_score(positive, scores))
+    aucs = []
+    for c, label in enumerate(classes):
+        positive = y == label
+        if positive.any() and not positive.all():
+            aucs.append(roc_auc_score(positive, scores[:, c]))
+    return float(np.mean(aucs)) if aucs else None
+
+
+def evaluation(model, data):
+    """Accuracy, ROC AUC and the training certificate of ``model`` on ``data`` (a dict)."""
+    import dask
+
+    predicted, scores, y = dask.compute(model.predict(data.X), model.decision_function(data.X), data.y)
+    y = np.asarray(y)
+    predicted, scores = np.asarray(predicted), np.asarray(scores)
+    gap, objective = model.duality_gap_, model.objective_
+    return {
+        "rows": int(y.shape[0]),
+        "accuracy": float(np.mean(predicted == y)) if y.shape[0] else None,
+        "roc_auc": _roc_auc(y, scores, model.classes_),
+        "training_duality_gap": gap if np.isscalar(gap) else np.asarray(gap).tolist(),
+        "training_objective": objective if np.isscalar(objective) else np.asarray(objective).tolist(),
+    }
+
+
+def cmd_evaluate(args):
+    model = _load_model(args.model)
+    data = _open(args, label_needed=True, n_features=model.n_features_in_)
+    with _scheduler(args.scheduler):
+        result = evaluation(model, data)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    auc = "undefined (one class only)" if result["roc_auc"] is None else f"{result['roc_auc']:.4f}"
+    accuracy = "undefined (no rows)" if result["accuracy"] is None else f"{result['accuracy']:.4f}"
+    kind = "" if len(model.classes_) == 2 else " (one-vs-rest, macro)"
+    print(f"{'rows':32}{result['rows']:,}")
+    print(f"{'accuracy':32}{accuracy}")
+    print(f"{'ROC AUC' + kind:32}{auc}")
+    print(f"{'training duality gap':32}{_numbers(result['training_duality_gap'], '.2e')}")
+    print(f"{'training objective':32}{_numbers(result['training_objective'], '.6g')}")
+    return 0
+
+
+def _numbers(value, spec):
+    if isinstance(value, list):
+        return "[" + ", ".join(format(v, spec) for v in value) + "]"
+    return format(value, spec)
+
+
+def cmd_info(args):
+    model = _load_model(args.model)
+    fmt, version, written_by = _model_file_header(args.model)
+    params = model.get_params(deep=False)
+    gap, objective = model.duality_gap_, model.objective_
+    info = {
+        "file": args.model,
+        "format": fmt,
+        "format_version": version,
+        "written_by": written_by,
+        "estimator": type(model).__name__,
+        "classes": model.classes_.tolist(),
+        "n_features": int(model.n_features_in_),
+        "feature_names": None
+        if getattr(model, "feature_names_in_", None) is None
+        else [str(c) for c in model.feature_names_in_],
+        "passes": int(model.n_iter_),
+        "duality_gap": gap if np.isscalar(gap) else np.asarray(gap).tolist(),
+        "objective": objective if np.isscalar(objective) else np.asarray(objective).tolist(),
+        "params": {k: v for k, v in params.items() if k not in ("callbacks", "validation_data")},
+    }
+    if args.json:
+        print(json.dumps(info, default=str))
+        return 0
+    print(f"{'model file':16}{args.model} ({fmt} version {version}, written by dask_streamsvm {written_by})")
+    print(f"{'estimator':16}{info['estimator']}")
+    print(f"{'classes':16}{_short_list(info['classes'])}")
+    print(f"{'n_features':16}{info['n_features']:,}")
+    if info["feature_names"] is not None:
+        print(f"{'feature names':16}{_short_list(info['feature_names'], 8)}")
+    print(f"{'passes':16}{info['passes']}")
+    gap = _numbers(info["duality_gap"], ".2e")
+    print(f"{'duality gap':16}{gap} (relative, certified at the end of training)")
+    print(f"{'objective':16}{_numbers(info['objective'], '.8g')}")
+    shown = ", ".join(f"{k}={v!r}" for k, v in info["params"].items())
+    print(f"{'parameters':16}{shown}")
+    return 0
+
+
+def cmd_demo(args):
+    from ._demo import run_demo
+
+    if not args.cache_fraction > 0:
+        raise UserError(f"--cache-fraction must be > 0, got {args.cache_fraction}")
+    if args.plot is not None:
+        _check_output_path(args.plot, "the plot to")
+    run_demo(plot=args.plot, cache_fraction=args.cache_fraction, quick=args.quick)
+    return 0
+
+
+# -- parser ------------------------------------------------------------------------------
+
+
+def _add_input_options(parser, label_help):
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="Parquet, CSV or LIBSVM files, or globs")
+    parser.add_argument("--label", metavar="COL", help=label_help)
+    parser.add_argument(
+        "--format",
+        choices=("auto", "parquet", "csv", "libsvm"),
+        default="auto",
+        help="input format (default: from the file names; directories are Parquet)",
+    )
+    parser.add_argument(
+        "--scheduler", metavar="ADDRESS", help="run on the distributed scheduler at ADDRESS (tcp://host:8786)"
+    )
+
+
+def build_parser():
+    traceback = argparse.ArgumentParser(add_help=False)
+    traceback.add_argument(
+        "--traceback", action="store_true", default=argparse.SUPPRESS, help="show the full trace on errors"
+    )
+    parser = _Parser(
+        prog=PROG,
+        description="Linear SVMs on data larger than memory, with Dask, and a certificate of optimality.",
+        epilog="Run 'dask-streamsvm COMMAND --help' for a command's options.",
+    )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--traceback", action="store_true", default=False, help="show the full trace on errors"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    train = commands.add_parser(
+        "train",
+        parents=[traceback],
+        help="fit a LinearSVC and save it",
+        description="Fit a LinearSVC and save it.",
+    )
+    _add_input_options(
+        train, "label column of Parquet/CSV input (required there; LIBSVM lines carry their label)"
+    )
+    train.add_argument("--model", required=True, metavar="OUT", help="model file to write")
+    train.add_argument(
+        "--loss",
+        choices=("squared_hinge", "hinge"),
+        default="squared_hinge",
+        help="squared_hinge (LIBLINEAR -s 1, the default) or hinge (-s 3)",
+    )
+    train.add_argument("--C", type=float, default=1.0, help="cost of a unit of loss (default: 1.0)")
+    train.add_argument(
+        "--cache", default="1GB", metavar="BYTES", help="row cache budget when streaming (default: 1GB)"
+    )
+    train.add_argument(
+        "--passes", type=int, default=1000, metavar="N", help="most passes over the data (default: 1000)"
+    )
+    train.add_argument(
+        "--tol", type=float, default=1e-3, help="relative duality gap to reach (default: 1e-3)"
+    )
+    train.add_argument(
+        "--solver",
+        choices=("auto", "memory", "streamsvm"),
+        default="auto",
+        help="streamsvm streams files through the cache (auto); memory loads them",
+    )
+    train.add_argument("--no-intercept", action="store_true", help="fit no intercept")
+    train.add_argument("--seed", type=int, default=None, metavar="N", help="random seed of the row order")
+    train.add_argument(
+        "--n-features", type=int, default=None, metavar="N", help="LIBSVM: number of features (default: read)"
+    )
+    train.add_argument("--verbose", action="store_true", help="show progress per pass")
+    _add_feature_map_options(train)
+    train.set_defaults(handler=cmd_train)
+
+    predict = commands.add_parser(
+        "predict",
+        parents=[traceback],
+        help="write predictions of a saved model",
+        description="Predict with a saved model; writes 'prediction' and 'decision' column(s).",
+    )
+    predict.add_argument("model", metavar="MODEL", help="model file")
+    _add_input_options(predict, "label column to leave out, if the input has it")
+    predict.add_argument(
+        "--out", required=True, metavar="OUT", help="OUT.parquet (a directory of parts) or OUT.csv (one file)"
+    )
+    predict.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    predict.set_defaults(handler=cmd_predict)
+
+    evaluate = commands.add_parser(
+        "evaluate",
+        parents=[traceback],
+        help="accuracy and ROC AUC of a saved model",
+        description="Accuracy, ROC AUC and the training certificate of a saved model on labelled data.",
+    )
+    evaluate.add_argument("model", metavar="MODEL", help="model file")
+    _add_input_options(evaluate, "label column of Parquet/CSV input")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON object")
+    evaluate.set_defaults(handler=cmd_evaluate)
+
+    info = commands.add_parser(
+        "info", parents=[traceback], help="describe a saved model", description="Describe a saved model."
+    )
+    info.add_argument("model", metavar="MODEL", help="model file")
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+    info.set_defaults(handler=cmd_info)
+
+    demo = commands.add_parser(
+        "demo",
+        parents=[traceback],
+        help="a9a streamed out of core next to LIBLINEAR",
+        description="Train on UCI Adult (a9a) streamed through a small cache, in memory, and with LIBLINEAR.",
+    )
+    demo.add_argument("--plot", metavar="PNG", help="write the convergence plot here (needs matplotlib)")
+    demo.add_argument(
+        "--cache-fraction",
+        type=float,
+        default=0.1,
+        metavar="F",
+        help="row cache as a fraction of the data's bytes (default: 0.1)",
+    )
+    demo.add_argument("--quick", action="store_true", help="a looser tolerance, for a run of a few seconds")
+    demo.set_defaults(handler=cmd_demo)
+    return parser
+
+
+# -- entry point -------------------------------------------------------------------------
+
+
+def _one_line(text):
+    return " ".join(str(text).split())
+
+
+def _message(exc):
+    text = str(exc)
+    notes = getattr(exc, "__notes__", ())
+    text = " ".join([text or type(exc).__name__, *notes])
+    if isinstance(exc, FileNotFoundError) and exc.filename and str(exc.filename) not in text:
+        text = f"{text}: {exc.filename}"
+    return _one_line(text)
+
+
+def main(argv=None):
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    traceback = "--traceback" in (sys.argv[1:] if argv is None else argv)
+    try:
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as exit_:  # --help and --version
+            return exit_.code if isinstance(exit_.code, int) else 0
+        traceback = args.traceback
+        return args.handler(args)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except (UserError, *_USER_ERRORS) as exc:
+        if traceback:
+            raise
+        print(f"{PROG}: error: {_message(exc)}", file=sys.stderr)
+        return 2

@@ -1,0 +1,323 @@
+"""The ``dask-streamsvm`` command line, run in-process through ``main(argv)``."""
+
+import contextlib
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dask_streamsvm
+from dask_streamsvm import cli
+from dask_streamsvm.cli import main
+from dask_streamsvm.datasets import load_a9a
+
+DATA = Path(dask_streamsvm.__file__).parent / "data"
+A9A_TRAIN = str(DATA / "a9a.bz2")
+A9A_TEST = str(DATA / "a9a.t.bz2")
+FAST = ["--tol", "1e-2", "--passes", "20", "--seed", "0"]
+
+
+def run(argv):
+    """``main(argv)`` -> (exit status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def assert_one_line_error(code, out, err, *fragments):
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("dask-streamsvm: error: ")
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+@pytest.fixture(scope="module")
+def a9a_model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("a9a") / "a9a.model"
+    code, out, err = run(["train", A9A_TRAIN, "--model", path, *FAST])
+    assert code == 0, err
+    return path, out
+
+
+@pytest.fixture(scope="module")
+def three_classes(tmp_path_factory):
+    """A 3-class table as two Parquet files and one CSV file, with a string ``label`` column."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((1200, 4))
+    y = np.array(["x", "y", "z"])[np.argmax(X[:, :3] + 0.3 * rng.standard_normal((1200, 3)), axis=1)]
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"]).assign(label=y)
+    folder = tmp_path_factory.mktemp("table")
+    (folder / "parts").mkdir()
+    frame.iloc[:700].to_parquet(folder / "parts" / "p0.parquet")
+    frame.iloc[700:].to_parquet(folder / "parts" / "p1.parquet")
+    frame.to_csv(folder / "all.csv", index=False)
+    return folder, frame
+
+
+# -- LIBSVM ------------------------------------------------------------------------------
+
+
+def test_train_libsvm_prints_summary_and_saves(a9a_model):
+    path, out = a9a_model
+    assert path.exists()
+    assert "32,561 rows x 123 features" in out
+    assert "2 classes" in out and "passes" in out and "relative duality gap" in out
+    assert len(out.strip().splitlines()) == 1
+    model = dask_streamsvm.load(path)
+    assert model.duality_gap_ <= 1e-2
+    assert f"{model.duality_gap_:.2e}" in out
+
+
+def test_evaluate_libsvm(a9a_model):
+    path, _ = a9a_model
+    code, out, err = run(["evaluate", path, A9A_TEST, "--json"])
+    assert code == 0, err
+    result = json.loads(out)
+    model = dask_streamsvm.load(path)
+    X_test, y_test = load_a9a("test")
+    assert result["rows"] == 16281
+    assert result["accuracy"] > 0.8
+    assert result["accuracy"] == pytest.approx(model.score(X_test, y_test))
+    assert 0.85 < result["roc_auc"] <= 1.0
+    assert result["training_duality_gap"] == model.duality_gap_
+    assert result["training_objective"] == model.objective_
+
+    code, out, _ = run(["evaluate", path, A9A_TEST])
+    assert code == 0
+    assert "accuracy" in out and "ROC AUC" in out and "training duality gap" in out
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_predict_libsvm(a9a_model, tmp_path, suffix):
+    path, _ = a9a_model
+    target = tmp_path / f"predictions{suffix}"
+    code, out, err = run(["predict", path, A9A_TEST, "--out", target])
+    assert code == 0, err
+    assert str(target) in out
+    result = pd.read_csv(target) if suffix == ".csv" else pd.read_parquet(target)
+    assert list(result.columns) == ["prediction", "decision"]
+    X_test, _ = load_a9a("test")
+    model = dask_streamsvm.load(path)
+    assert len(result) == X_test.shape[0]
+    np.testing.assert_array_equal(result["prediction"].to_numpy(), model.predict(X_test))
+    np.testing.assert_allclose(result["decision"].to_numpy(), model.decision_function(X_test))
+
+    # An existing output is kept unless --overwrite.
+    assert_one_line_error(*run(["predict", path, A9A_TEST, "--out", target]), "exists", "--overwrite")
+    assert run(["predict", path, A9A_TEST, "--out", target, "--overwrite"])[0] == 0
+
+
+def test_info(a9a_model):
+    path, _ = a9a_model
+    code, out, err = run(["info", path])
+    assert code == 0, err
+    words = ("LinearSVC", "classes", "n_features", "123", "passes", "duality gap", "objective", "version 1")
+    assert all(word in out for word in words), out
+    info = json.loads(run(["info", path, "--json"])[1])
+    model = dask_streamsvm.load(path)
+    assert info["estimator"] == "LinearSVC"
+    assert info["format_version"] == 1
+    assert info["classes"] == [-1.0, 1.0]
+    assert info["n_features"] == 123
+    assert info["passes"] == model.n_iter_
+    assert info["duality_gap"] == model.duality_gap_
+    assert info["params"]["tol"] == 1e-2 and info["params"]["random_state"] == 0
+
+
+# -- tables ------------------------------------------------------------------------------
+
+
+def test_train_evaluate_predict_parquet(three_classes, tmp_path):
+    folder, frame = three_classes
+    model_path = tmp_path / "m.model"
+    code, out, err = run(["train", folder / "parts" / "*.parquet", "--label", "label", "--model", model_path])
+    assert code == 0, err
+    assert "1,200 rows x 4 features, 3 classes ('x', 'y', 'z')" in out
+    model = dask_streamsvm.load(model_path)
+    assert list(model.feature_names_in_) == ["a", "b", "c", "d"]
+
+    code, out, err = run(["evaluate", model_path, folder / "parts", "--label", "label", "--json"])
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["rows"] == 1200 and result["accuracy"] > 0.8 and result["roc_auc"] > 0.9
+    assert len(result["training_duality_gap"]) == 3
+
+    target = tmp_path / "predictions.parquet"
+    code, out, err = run(["predict", model_path, folder / "parts", "--label", "label", "--out", target])
+    assert code == 0, err
+    result = pd.read_parquet(target)
+    assert list(result.columns) == ["prediction", "decision_x", "decision_y", "decision_z"]
+    assert len(result) == len(frame)
+    np.testing.assert_array_equal(result["prediction"].to_numpy(), model.predict(frame[["a", "b", "c", "d"]]))
+
+
+def test_csv_input_and_memory_solver(three_classes, tmp_path):
+    folder, frame = three_classes
+    model_path = tmp_path / "m.model"
+    argv = ["train", folder / "all.csv", "--label", "label", "--model", model_path, "--solver", "memory"]
+    code, out, err = run([*argv, "--loss", "hinge", "--C", "0.5", "--no-intercept"])
+    assert code == 0, err
+    assert "in memory on 1,200 rows" in out
+    model = dask_streamsvm.load(model_path)
+    assert model.loss == "hinge" and model.C == 0.5 and not model.fit_intercept
+    assert np.all(model.intercept_ == 0)
+
+    target = tmp_path / "predictions.csv"
+    # Without --label the model ignores the label column (not one of its features).
+    code, _, err = run(["predict", model_path, folder / "all.csv", "--out", target])
+    assert code == 0, err
+    assert len(pd.read_csv(target)) == len(frame)
+
+
+def test_memory_solver_on_libsvm_and_a_wider_file(tmp_path):
+    model_path = tmp_path / "test.model"
+    code, out, err = run(["train", A9A_TEST, "--model", model_path, "--solver", "memory", *FAST])
+    assert code == 0, err
+    # a9a.t uses features 1..122 only; its model has 122 features.
+    assert "in memory on 16,281 rows x 122 features" in out
+    code, out, err = run(["evaluate", model_path, A9A_TRAIN])
+    assert_one_line_error(code, out, err, "a9a.bz2", "122", "123 features")
+
+
+def test_scheduler_address(three_classes, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    folder, _ = three_classes
+    model_path = tmp_path / "m.model"
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    ) as cluster:
+        argv = ["train", folder / "parts", "--label", "label", "--model", model_path]
+        code, out, err = run([*argv, "--scheduler", cluster.scheduler_address])
+        assert code == 0, err
+        argv = ["evaluate", model_path, folder / "parts", "--label", "label", "--json"]
+        code, out, err = run([*argv, "--scheduler", cluster.scheduler_address])
+        assert code == 0, err
+    assert json.loads(out)["accuracy"] > 0.8
+
+
+# -- errors ------------------------------------------------------------------------------
+
+
+def test_missing_file_is_one_line_exit_2(tmp_path):
+    missing = tmp_path / "nothere.svm"
+    code, out, err = run(["train", missing, "--model", tmp_path / "m.model"])
+    assert_one_line_error(code, out, err, "no such file", "nothere.svm")
+    assert_one_line_error(*run(["train", tmp_path / "*.parquet", "--model", "m"]), "no file matches")
+    assert_one_line_error(*run(["info", missing]), "no such model file")
+
+
+def test_table_needs_an_existing_label(three_classes, tmp_path):
+    folder, _ = three_classes
+    model = tmp_path / "m.model"
+    assert_one_line_error(*run(["train", folder / "parts", "--model", model]), "--label", "'label'")
+    assert_one_line_error(
+        *run(["train", folder / "parts", "--label", "income", "--model", model]), "'income' is not a column"
+    )
+    assert not model.exists()
+
+
+def test_libsvm_refuses_label_and_tables_refuse_n_features(three_classes, tmp_path):
+    folder, _ = three_classes
+    model = tmp_path / "m.model"
+    assert_one_line_error(*run(["train", A9A_TEST, "--label", "y", "--model", model]), "LIBSVM")
+    argv = ["train", folder / "all.csv", "--label", "label", "--n-features", "4", "--model", model]
+    assert_one_line_error(*run(argv), "--n-features")
+    argv = ["train", folder / "all.csv", folder / "parts", "--label", "label", "--model", model]
+    assert_one_line_error(*run(argv), "mix formats")
+    assert_one_line_error(*run(["train", folder / "all.csv", "--format", "libsvm", "--label", "label",
+                                "--model", model]), "LIBSVM")  # fmt: skip
+
+
+def test_bad_model_files(a9a_model, tmp_path):
+    garbage = tmp_path / "garbage.model"
+    garbage.write_bytes(b"not a model\n")
+    assert_one_line_error(*run(["info", garbage]), "garbage.model")
+    assert_one_line_error(*run(["evaluate", garbage, A9A_TEST]), "garbage.model")
+    assert_one_line_error(*run(["info", tmp_path]), "directory")
+
+
+def test_library_errors_and_usage_errors(a9a_model, tmp_path):
+    model = tmp_path / "m.model"
+    assert_one_line_error(*run(["train", A9A_TEST, "--model", model, "--C", "-1"]), "C must be")
+    assert_one_line_error(*run(["train", A9A_TEST, "--model", model, "--cache", "12XB"]), "cache_bytes")
+    assert_one_line_error(*run(["train", A9A_TEST, "--model", tmp_path / "no" / "m"]), "does not exist")
+    assert_one_line_error(*run(["train", A9A_TEST]), "--model", "--help")
+    assert_one_line_error(*run(["train", A9A_TEST, "--model", model, "--loss", "log"]), "--loss")
+    assert_one_line_error(*run(["frobnicate"]), "frobnicate")
+    assert_one_line_error(*run([]), "COMMAND")
+    path, _ = a9a_model
+    assert_one_line_error(*run(["predict", path, A9A_TEST, "--out", tmp_path / "p.json"]), ".parquet")
+    # Training on the test file gives 122 features; the a9a model has 123.
+    assert not model.exists()
+
+
+def test_traceback_flag_shows_the_exception(tmp_path):
+    garbage = tmp_path / "garbage.model"
+    garbage.write_bytes(b"junk")
+    with pytest.raises(ValueError, match="not a dask_streamsvm model file"):
+        main(["--traceback", "info", str(garbage)])
+    with pytest.raises(ValueError, match="not a dask_streamsvm model file"):
+        main(["info", str(garbage), "--traceback"])
+
+
+def test_keyboard_interrupt_exits_130(monkeypatch, a9a_model):
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_info", interrupted)
+    code, out, err = run(["info", a9a_model[0]])
+    assert code == 130
+    assert err.strip() == "dask-streamsvm: interrupted"
+
+
+def test_help_and_version():
+    code, out, _ = run(["--version"])
+    assert code == 0 and dask_streamsvm.__version__ in out
+    code, out, _ = run(["train", "--help"])
+    assert code == 0 and "--cache" in out and "--scheduler" in out
+
+
+def test_python_m_dask_streamsvm_help():
+    done = subprocess.run(
+        [sys.executable, "-m", "dask_streamsvm", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    for command in ("train", "predict", "evaluate", "info", "demo"):
+        assert command in done.stdout
+
+
+# -- demo --------------------------------------------------------------------------------
+
+
+def test_demo_quick_writes_table_and_png(tmp_path):
+    png = tmp_path / "convergence.png"
+    code, out, err = run(["demo", "--quick", "--plot", png])
+    assert code == 0, err
+    for row in ("test accuracy", "primal objective", "relative duality gap", "passes", "seconds"):
+        assert row in out
+    assert "LIBLINEAR" in out and "10% cache" in out
+    assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_demo_plot_without_matplotlib(monkeypatch, tmp_path):
+    from dask_streamsvm import _demo
+
+    for name in ("matplotlib", "matplotlib.figure"):
+        monkeypatch.setitem(sys.modules, name, None)
+    png = tmp_path / "convergence.png"
+    assert _demo._plot({}, png, 0.1, 1e-4) is False
+    assert not png.exists()
+
+
+def test_demo_rejects_bad_cache_fraction():
+    assert_one_line_error(*run(["demo", "--cache-fraction", "0"]), "--cache-fraction")
