@@ -32,14 +32,21 @@ def shared_data_dir():
 _CACHE = {}
 
 
+def dataset_path(name):
+    """Path of ``name.bz2``: the shared data, or for a9a the copy shipped in the package; else skip."""
+    path = shared_data_dir() / f"{name}.bz2"
+    if not path.exists() and name == "a9a":
+        path = Path(__file__).resolve().parents[1] / "dask_streamsvm" / "data" / "a9a.bz2"
+    if not path.exists():
+        pytest.skip(f"{path} not found: set DASK_STREAMSVM_DATA to the folder with the LIBSVM datasets")
+    return path
+
+
 def load_libsvm_dataset(name):
     """(X as float64 CSR, y as float64) of a LIBSVM file in the shared data."""
     if name not in _CACHE:
         from sklearn.datasets import load_svmlight_file
 
-        path = shared_data_dir() / f"{name}.bz2"
-        if not path.exists():
-            pytest.skip(f"{path} not found: set DASK_STREAMSVM_DATA to the folder with the LIBSVM datasets")
-        X, y = load_svmlight_file(str(path), n_features=N_FEATURES[name])
+        X, y = load_svmlight_file(str(dataset_path(name)), n_features=N_FEATURES[name])
         _CACHE[name] = (compact_csr(X), y.astype(np.float64))
     return _CACHE[name]

@@ -15,7 +15,7 @@ from dask_streamsvm.engine.reader import Reader
 from dask_streamsvm.engine.source import DaskSource, RowIds
 from dask_streamsvm.io import read_libsvm
 
-from .conftest import load_libsvm_dataset, shared_data_dir
+from .conftest import dataset_path, load_libsvm_dataset
 
 
 @pytest.fixture
@@ -121,7 +121,7 @@ def test_row_ids_are_learned_on_first_read_and_checked_after():
 
 def test_read_libsvm_matches_scikit_learn(tmp_path):
     X_ref, y_ref = load_libsvm_dataset("a9a")
-    X, y = read_libsvm(shared_data_dir() / "a9a.bz2", n_features=123)
+    X, y = read_libsvm(dataset_path("a9a"), n_features=123)
     assert X.shape[1] == 123 and np.isnan(X.shape[0])
     Xc, yc = dask.compute(X, y)
     assert (Xc != X_ref).nnz == 0
@@ -130,7 +130,7 @@ def test_read_libsvm_matches_scikit_learn(tmp_path):
     import bz2
 
     plain = tmp_path / "a9a.txt"
-    plain.write_bytes(bz2.open(shared_data_dir() / "a9a.bz2").read())
+    plain.write_bytes(bz2.open(dataset_path("a9a")).read())
     X2, y2 = read_libsvm(str(plain), blocksize="300kB")
     assert X2.numblocks[0] > 3 and X2.shape[1] == 123
     parts = dask.compute(*X2.to_delayed().ravel())

@@ -11,7 +11,7 @@ from dask_streamsvm import LinearSVC, read_libsvm
 from dask_streamsvm.engine.cache import AlphaStore, RowCache, parse_bytes
 from dask_streamsvm.kernels.rng import make_state
 
-from .conftest import LIBLINEAR_OPTIMA, load_libsvm_dataset, shared_data_dir
+from .conftest import LIBLINEAR_OPTIMA, dataset_path, load_libsvm_dataset
 
 P_STAR = LIBLINEAR_OPTIMA[("a9a", "squared_hinge", 1.0)]
 SLACK = 0.5e-4 / P_STAR  # the reference is rounded to 4 decimals
@@ -88,7 +88,7 @@ def test_a9a_dask_dataframe_with_label_column():
 # dask's Parquet writer calls a pandas method pandas 3.1 deprecates; not ours.
 @pytest.mark.filterwarnings("ignore::pandas.errors.Pandas4Warning")
 def test_read_libsvm_and_parquet_paths(tmp_path):
-    X, y = read_libsvm(shared_data_dir() / "a9a.bz2", n_features=123)
+    X, y = read_libsvm(dataset_path("a9a"), n_features=123)
     Xm, ym = load_libsvm_dataset("a9a")
     nbytes = Xm.data.nbytes + Xm.indices.nbytes + Xm.indptr.nbytes
     clf = fit_stream(X, y, nbytes)
