@@ -538,9 +538,9 @@ def build_parser():
     )
     train.add_argument(
         "--solver",
-        choices=("auto", "memory", "streamsvm"),
+        choices=("auto", "memory", "streamsvm", "sbm", "bm"),
         default="auto",
-        help="streamsvm streams files through the cache (auto); memory loads them",
+        help="streamsvm (auto), sbm or bm stream files through the cache; memory loads them",
     )
     train.add_argument("--no-intercept", action="store_true", help="fit no intercept")
     train.add_argument("--seed", type=int, default=None, metavar="N", help="random seed of the row order")

@@ -94,8 +94,9 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         Memory budget of the row cache of the streaming solvers: an int or a
         string such as ``"512MB"`` or ``"2GiB"``.
     block_bytes : int, str or None, default=None
-        ``solver="sbm"`` and ``"bm"``: bytes of partitions loaded per block
-        (None: as ``cache_bytes``, the paper's SBM-1/2).
+        ``solver="sbm"`` and ``"bm"``: bytes of rows loaded per block (None:
+        ``cache_bytes`` for SBM, the paper's SBM-1/2, and ``2 * cache_bytes``
+        for BM, which then uses the same memory as SBM).
     inner_iter : int, default=10
         ``solver="sbm"`` and ``"bm"``: DCD passes over block plus cache per
         block, as in the paper.
@@ -443,7 +444,8 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         if self.solver in ("sbm", "bm"):
             from .engine.sbm import solve_sbm
 
-            block_bytes = cache_bytes
+            # Default: SBM-1/2 (block = cache); BM gets the same memory in its block.
+            block_bytes = cache_bytes if self.solver == "sbm" else 2 * cache_bytes
             if self.block_bytes is not None:
                 block_bytes = parse_bytes(self.block_bytes, "block_bytes")
             check_choice("cache_policy", self.cache_policy, CACHE_POLICIES)

@@ -90,17 +90,32 @@ def solve_streamsvm(
     thread for every block read, with the weights the pass certifies and the
     fraction of ``cache_bytes`` in use.
     """
+    return run_trainer(
+        source,
+        lambda store: _Trainer(
+            source, encode, store, k=n_problems, loss=loss, bias=bias, tol=tol, max_iter=max_iter,
+            cache_bytes=cache_bytes, seed=seed, labels=labels, clock_start=clock_start,
+            on_pass=on_pass, on_block=on_block,
+        ),
+        n_problems=n_problems, alpha_store=alpha_store, prefetch=prefetch, max_iter=max_iter,
+        shuffle=shuffle, seed=seed,
+    )  # fmt: skip
+
+
+def run_trainer(source, make_trainer, *, n_problems, alpha_store, prefetch, max_iter, shuffle, seed):
+    """Run ``make_trainer(store)`` against a reader of ``max_iter + 1`` passes; its StreamResult.
+
+    The dual store lives in RAM, or with ``alpha_store="disk"`` in a
+    temporary directory removed on exit; reader thread and store are closed
+    however the trainer ends.
+    """
     with contextlib.ExitStack() as stack:
         directory = None
         if alpha_store == "disk":
             directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="dask-streamsvm-alpha-"))
         store = AlphaStore(n_problems, directory)
         stack.callback(store.close)
-        trainer = _Trainer(
-            source, encode, store, k=n_problems, loss=loss, bias=bias, tol=tol, max_iter=max_iter,
-            cache_bytes=cache_bytes, seed=seed, labels=labels, clock_start=clock_start,
-            on_pass=on_pass, on_block=on_block,
-        )  # fmt: skip
+        trainer = make_trainer(store)
         reader = stack.enter_context(
             Reader(source, prefetch=prefetch, max_passes=max_iter + 1, shuffle=shuffle, seed=seed)
         )
@@ -114,7 +129,67 @@ def solve_streamsvm(
     )
 
 
-class _Trainer:
+class _PassCertifier:
+    """The certificate every reader pass carries, for the trainers of this package.
+
+    At a pass's first block the trainer snapshots ``W`` and the dual of the
+    matching alpha (from the store's running sums); every block read adds
+    its loss under the snapshot; at the pass end the exact primal and dual
+    of the snapshot are known.  Expects ``k, W, store, encode, bias,
+    squared, stats, labels, clock_start, reader, on_pass, tol, max_iter,
+    history`` on the instance.
+    """
+
+    def _snapshot(self, pass_k, memory):
+        self.current = pass_k
+        if memory is not None:
+            memory.write_back(self.store)
+        self.W_snap = self.W.copy()
+        half_sq = 0.5 * np.einsum("ij,ij->i", self.W_snap, self.W_snap)
+        self.dual = self.store.sums[:, 0] - half_sq - 0.5 * self.store.sums[:, 1]
+        self.loss_sum = np.zeros(self.k)
+
+    def _encode_and_score(self, block):
+        """Labels and costs of ``block``; adds its loss under the snapshot to the pass's sum."""
+        y_pm, cost = self.encode(block)
+        rows = as_kernel_rows(block.X)
+        for c in range(self.k):
+            self.loss_sum[c] += weighted_loss_sum(
+                rows, y_pm[c], cost[c], self.W_snap[c], self.bias, self.squared
+            )
+        self.stats["rows"] += block.n_rows
+        self.stats["bytes"] += block.nbytes
+        return y_pm, cost
+
+    def _certify_pass(self, fields):
+        """Certificates and history records of the pass; decides whether the fit is done."""
+        primal = 0.5 * np.einsum("ij,ij->i", self.W_snap, self.W_snap) + self.loss_sum
+        self.certificates = [Certificate(float(p), float(d)) for p, d in zip(primal, self.dual, strict=True)]
+        self.certified_pass = self.current
+        base = {
+            "pass": self.current,
+            "seconds": time.perf_counter() - self.clock_start,
+            "rows_read": self.stats["rows"],
+            "bytes_read": self.stats["bytes"],
+            **fields,
+            "row_visits": self.stats["visits"],
+            "trainer_wait_s": self.stats["wait_data"],
+            "reader_wait_s": self.reader.wait_for_room,
+            "reader_busy_s": self.reader.busy_seconds,
+        }
+        records = [
+            {**base, "class": label, "primal": cert.primal, "dual": cert.dual, "gap": cert.relative_gap}
+            for label, cert in zip(self.labels, self.certificates, strict=True)
+        ]
+        self.history.extend(records)
+        stop = self.on_pass is not None and bool(self.on_pass(records, self.W_snap))
+        if self.current > 0 and max(c.relative_gap for c in self.certificates) <= self.tol:
+            self.converged = self.done = True
+        elif self.current >= self.max_iter or stop:
+            self.done = True
+
+
+class _Trainer(_PassCertifier):
     """The single writer of cache, alpha and w (see the module docstring)."""
 
     def __init__(
@@ -202,26 +277,12 @@ class _Trainer:
         return False
 
     def _take_block(self, pass_k, block):
-        if pass_k != self.current:
-            # First block of a pass: snapshot the state the pass certifies.
-            self.current = pass_k
-            if self.cache is not None:
-                self.cache.write_back(self.store)
-            self.W_snap = self.W.copy()
-            half_sq = 0.5 * np.einsum("ij,ij->i", self.W_snap, self.W_snap)
-            self.dual = self.store.sums[:, 0] - half_sq - 0.5 * self.store.sums[:, 1]
-            self.loss_sum = np.zeros(self.k)
-        y_pm, cost = self.encode(block)
-        rows = as_kernel_rows(block.X)
-        for c in range(self.k):
-            self.loss_sum[c] += weighted_loss_sum(
-                rows, y_pm[c], cost[c], self.W_snap[c], self.bias, self.squared
-            )
+        if pass_k != self.current:  # first block of a pass: snapshot the state it certifies
+            self._snapshot(pass_k, self.cache)
+        y_pm, cost = self._encode_and_score(block)
         if self.on_block is not None:
             fill = 0.0 if self.cache is None else self.cache.used_bytes / self.cache_bytes
             self.on_block(pass_k, block, self.W_snap, fill)
-        self.stats["rows"] += block.n_rows
-        self.stats["bytes"] += block.nbytes
         if self.current < self.max_iter and block.n_rows > 0:
             if self.cache is None:
                 self.cache = _new_cache(block, self.cache_bytes, self.source, self.k)
@@ -240,35 +301,15 @@ class _Trainer:
         self.pending = None if stop == block.n_rows else (block, y_pm, cost, stop)
 
     def _certify(self):
-        primal = 0.5 * np.einsum("ij,ij->i", self.W_snap, self.W_snap) + self.loss_sum
-        self.certificates = [Certificate(float(p), float(d)) for p, d in zip(primal, self.dual, strict=True)]
-        self.certified_pass = self.current
         cache = self.cache
-        base = {
-            "pass": self.current,
-            "seconds": time.perf_counter() - self.clock_start,
-            "rows_read": self.stats["rows"],
-            "bytes_read": self.stats["bytes"],
-            "cache_rows": cache.n_live if cache is not None else 0,
-            "cache_bytes": cache.used_bytes if cache is not None else 0,
-            "insertions": cache.insertions if cache is not None else 0,
-            "evictions": cache.evictions if cache is not None else 0,
-            "row_visits": self.stats["visits"],
-            "trainer_wait_s": self.stats["wait_data"],
-            "reader_wait_s": self.reader.wait_for_room,
-            "reader_busy_s": self.reader.busy_seconds,
-        }
-        records = [
-            {**base, "class": self.labels[c], "primal": cert.primal, "dual": cert.dual,
-             "gap": cert.relative_gap}  # fmt: skip
-            for c, cert in enumerate(self.certificates)
-        ]
-        self.history.extend(records)
-        stop = self.on_pass is not None and bool(self.on_pass(records, self.W_snap))
-        if self.current > 0 and max(c.relative_gap for c in self.certificates) <= self.tol:
-            self.converged = self.done = True
-        elif self.current >= self.max_iter or stop:
-            self.done = True
+        self._certify_pass(
+            {
+                "cache_rows": cache.n_live if cache is not None else 0,
+                "cache_bytes": cache.used_bytes if cache is not None else 0,
+                "insertions": cache.insertions if cache is not None else 0,
+                "evictions": cache.evictions if cache is not None else 0,
+            }
+        )
 
     # -- training ------------------------------------------------------------------
 

@@ -1,0 +1,420 @@
+"""Selective block minimization (Chang & Roth, KDD 2011) and block minimization.
+
+SBM's Algorithm 1, on partitions that a reader thread streams in::
+
+    alpha = 0, cache = {}
+    for each reader pass t:
+        for each block B_j (partitions gathered up to ``block_bytes``):
+            W = B_j + cache
+            solve the dual on W, alpha outside W fixed: ``inner_iter`` DCD passes
+            cache <- the rows of W to keep, within ``cache_bytes`` (section 2.2)
+
+Block minimization (Yu, Hsieh, Chang & Lin, KDD 2010) is the same loop with
+no cache (``cache_bytes=0``).
+
+Blocks.  Partitions arrive in each pass's (shuffled) order and are inserted
+in the row memory as they come; when the next one would take the block past
+``block_bytes``, the block is trained first.  A partition larger than
+``block_bytes`` is a block of its own, inserted whole: the row memory is then
+that partition plus the cache.  The last block of a pass is trained when the
+pass ends, so every pass trains every row it reads (the condition of the
+paper's Theorem 1).  Bytes are counted as the row cache counts them
+(:class:`~.cache.RowCache`: the row values and the per-row solver state).
+
+Row memory.  ``W`` lives in one :class:`~.cache.RowCache` of ``cache_bytes +
+block_bytes`` (the DCD kernel reads its slots directly); after each block the
+rows not selected are evicted, which writes their alphas back to the
+:class:`~.cache.AlphaStore` and keeps the dual's sums exact.  A sparse row
+memory splits its bytes between row slots and a value arena from a guess of
+the nonzeros per row; a partition that does not fit that split (its rows
+denser or sparser than the guess) has the row memory rebuilt with a split
+that fits, as does a partition larger than ``block_bytes`` (it grows the
+memory, which then keeps its size).  A rebuild releases the old arrays before allocating the new ones,
+so for a moment the rows in memory exist twice, in a compact copy.
+
+Selection.  ``cache_policy="informative"`` ranks rows by the paper's
+gradient score (unbounded rows first; :mod:`dask_streamsvm.kernels.sbm`);
+``"random"`` keeps a random subset (the paper's SBM-rand).  Every decision
+depends on the data and the seed only, never on timing: one seed, one model.
+
+Certificate, history and hooks are StreamSVM's (:mod:`.streamsvm`): each
+reader pass certifies the state at its start.
+"""
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..kernels import cache as kc
+from ..kernels.dcd import dcd_passes
+from ..kernels.rng import make_state
+from ..kernels.sbm import gradients, select_informative, select_random
+from .cache import RowCache
+from .streamsvm import _PassCertifier, run_trainer
+
+CACHE_POLICIES = ("informative", "random")
+# Projected-gradient tolerance of a block's subproblem.  The paper runs a
+# fixed number of passes (``inner_iter``); this only ends the passes early
+# once the subproblem is solved to well below what the certificate needs.
+INNER_EPS = 1e-6
+_HEADER = 6 * 8  # RowCache.meta (kernels.cache: N_LIVE ... EVICTED), its bytes besides the rows
+
+
+def solve_sbm(
+    source,
+    encode,
+    *,
+    n_problems,
+    loss,
+    bias,
+    tol,
+    max_iter,
+    cache_bytes,
+    block_bytes,
+    inner_iter,
+    cache_policy,
+    prefetch,
+    shuffle,
+    seed,
+    labels=None,
+    alpha_store="memory",
+    clock_start=None,
+    on_pass=None,
+    on_block=None,
+):
+    """Train ``n_problems`` binary SVMs on ``source`` block by block (SBM; BM with no cache).
+
+    ``encode``, ``on_pass`` and ``on_block`` are those of
+    :func:`~.streamsvm.solve_streamsvm`; ``on_block``'s ``fill`` is the
+    fraction of the row memory (cache plus block) in use when the partition
+    arrives.
+
+    Parameters
+    ----------
+    cache_bytes : int >= 0
+        Bytes of rows kept from one block to the next; 0 is block
+        minimization.
+    block_bytes : int > 0
+        Bytes of partitions gathered into a block.  Both count rows as the
+        row cache stores them: values and column indices, plus per row
+        ``32 + 40 k`` bytes of solver state (``+ 16`` when sparse), and the
+        row memory's fixed 48 bytes count against the block.
+    inner_iter : int >= 1
+        DCD passes over block plus cache per block (10 in the paper).
+    cache_policy : {"informative", "random"}
+
+    Each history record holds StreamSVM's fields (``cache_rows`` and
+    ``cache_bytes`` describe the cache kept after the pass's last block)
+    and ``blocks`` (blocks trained so far), ``memory_bytes`` (the most the
+    row memory allocated during the pass), ``peak_used_bytes`` (the most
+    its rows occupied), both in the row cache's own accounting, and
+    ``rebuilds`` (times the row memory was reallocated so far).
+    """
+    if isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int | np.integer) or cache_bytes < 0:
+        raise ValueError(f"cache_bytes must be an integer >= 0, got cache_bytes={cache_bytes!r}.")
+    if isinstance(block_bytes, bool) or not isinstance(block_bytes, int | np.integer) or block_bytes <= 0:
+        raise ValueError(f"block_bytes must be an integer > 0, got block_bytes={block_bytes!r}.")
+    if isinstance(inner_iter, bool) or not isinstance(inner_iter, int | np.integer) or inner_iter < 1:
+        raise ValueError(f"inner_iter must be an integer >= 1, got inner_iter={inner_iter!r}.")
+    if cache_policy not in CACHE_POLICIES:
+        raise ValueError(
+            f"cache_policy must be one of {', '.join(map(repr, CACHE_POLICIES))}; "
+            f"got cache_policy={cache_policy!r}."
+        )
+    return run_trainer(
+        source,
+        lambda store: _BlockTrainer(
+            source, encode, store, k=n_problems, loss=loss, bias=bias, tol=tol, max_iter=max_iter,
+            cache_bytes=int(cache_bytes), block_bytes=int(block_bytes), inner_iter=int(inner_iter),
+            cache_policy=cache_policy, seed=seed, labels=labels, clock_start=clock_start,
+            on_pass=on_pass, on_block=on_block,
+        ),
+        n_problems=n_problems, alpha_store=alpha_store, prefetch=prefetch, max_iter=max_iter,
+        shuffle=shuffle, seed=seed,
+    )  # fmt: skip
+
+
+def _meta_per_slot(k, sparse):
+    """Per-row solver state of a RowCache slot (as ``RowCache.__init__`` counts it)."""
+    return 4 * 8 + 5 * 8 * k + (2 * 8 if sparse else 0)
+
+
+class _BlockTrainer(_PassCertifier):
+    """The single writer of the row memory, alpha and w (see the module docstring)."""
+
+    def __init__(
+        self,
+        source,
+        encode,
+        store,
+        *,
+        k,
+        loss,
+        bias,
+        tol,
+        max_iter,
+        cache_bytes,
+        block_bytes,
+        inner_iter,
+        cache_policy,
+        seed,
+        labels,
+        clock_start,
+        on_pass,
+        on_block,
+    ):
+        self.source, self.encode, self.k = source, encode, k
+        self.squared = loss == "squared_hinge"
+        self.bias, self.tol, self.max_iter = bias, tol, max_iter
+        self.cache_bytes, self.block_bytes, self.inner_iter = cache_bytes, block_bytes, inner_iter
+        self.informative = cache_policy == "informative"
+        self.labels = list(range(k)) if labels is None else list(labels)
+        self.clock_start = time.perf_counter() if clock_start is None else clock_start
+        self.on_pass, self.on_block = on_pass, on_block
+        self.store = store
+        self.W = np.zeros((k, source.n_features + 1))
+        self.rng_state = make_state(seed)
+        self.memory = None  # RowCache holding W = block + cache
+        self.kept = np.empty(0, dtype=np.int64)  # global ids of the cached rows, best first
+        self.block_used = 0  # bytes of the rows the current block added
+        self.block_rows = 0  # rows of the current block in memory (some may have been cached)
+        self.history = []
+        self.certificates = None
+        self.W_snap = self.dual = self.loss_sum = None
+        self.converged = self.done = False
+        self.certified_pass = 0
+        self.current = -1
+        self.stats = dict.fromkeys(("wait_data", "visits", "rows", "bytes", "blocks"), 0)
+        self.stats.update(insertions=0, evictions=0, rebuilds=0, memory_bytes=0, peak_used_bytes=0)
+
+    def run(self, reader):
+        self.reader = reader
+        while not self.done:
+            start = time.perf_counter()
+            item = reader.get()
+            self.stats["wait_data"] += time.perf_counter() - start
+            kind = item[0]
+            if kind == "block":
+                self._take_block(item[1], item[2])
+            elif kind == "end":
+                if self.block_rows > 0:
+                    self._train_block()
+                self._certify()
+            else:  # "done"
+                self.done = True
+
+    # -- a partition arrives -------------------------------------------------------
+
+    def _take_block(self, pass_k, block):
+        if pass_k != self.current:  # first partition of a pass: snapshot the state it certifies
+            self._snapshot(pass_k, self.memory)
+            self.stats["memory_bytes"] = self.memory.nbytes if self.memory is not None else 0
+            self.stats["peak_used_bytes"] = self.memory.used_bytes if self.memory is not None else 0
+        y_pm, cost = self._encode_and_score(block)
+        if self.on_block is not None:
+            memory = self.memory
+            fill = 0.0 if memory is None else memory.used_bytes / memory.cache_bytes
+            self.on_block(pass_k, block, self.W_snap, fill)
+        if self.current < self.max_iter and block.n_rows > 0:
+            self._add_to_block(block, y_pm, cost)
+
+    def _incoming(self, block, cost):
+        """Rows, nonzeros and bytes that inserting ``block`` adds (weightless and cached rows skip)."""
+        new = (cost > 0.0).any(axis=0) & (self.store.slot_of[block.row_ids] < 0)
+        n_rows = int(new.sum())
+        sparse = sp.issparse(block.X)
+        per_row = _meta_per_slot(self.k, sparse)
+        if sparse:
+            nnz = int(np.diff(block.X.indptr)[new].sum())
+            return n_rows, nnz, n_rows * per_row + nnz * (4 + block.X.dtype.itemsize)
+        row = block.X.shape[1] * block.X.dtype.itemsize
+        return n_rows, 0, n_rows * (per_row + row)
+
+    def _add_to_block(self, block, y_pm, cost):
+        self.store.reserve(int(block.row_ids.max()) + 1)
+        n_rows, nnz, nbytes = self._incoming(block, cost)
+        if self.block_used > 0 and self.block_used + nbytes > self.block_bytes - _HEADER:
+            self._train_block()  # the block is full: this partition starts the next one
+            n_rows, nnz, nbytes = self._incoming(block, cost)  # its cached rows may have left
+        # Rows of this partition that are cached belong to the block now: they
+        # are trained with it, so making room must not evict them.
+        self.kept = self.kept[~np.isin(self.kept, block.row_ids)]
+        if n_rows > 0:
+            self._make_room(block, n_rows, nnz, nbytes)
+            memory = self.memory
+            before = memory.evictions
+            inserted = memory.insert(
+                block.X, block.row_ids, y_pm, cost, self.squared, self.bias, self.store, self.rng_state
+            )
+            if inserted != n_rows or memory.evictions != before:
+                raise RuntimeError(
+                    f"SBM inserted {inserted} of {n_rows} rows of partition {block.partition} with "
+                    f"{memory.evictions - before} evictions; the row memory was miscounted."
+                )
+            self.stats["insertions"] += inserted
+            self.block_used += nbytes
+            self._note_memory()
+        self.block_rows += int((self.store.slot_of[block.row_ids] >= 0).sum())
+
+    def _note_memory(self):
+        memory = self.memory
+        self.stats["memory_bytes"] = max(self.stats["memory_bytes"], memory.nbytes)
+        self.stats["peak_used_bytes"] = max(self.stats["peak_used_bytes"], memory.used_bytes)
+
+    # -- row memory ---------------------------------------------------------------
+
+    def _make_room(self, block, n_rows, nnz, nbytes):
+        """Make the row memory ready to take ``n_rows`` new rows (``nnz`` nonzeros) whole."""
+        need = self.cache_bytes + max(self.block_bytes, nbytes + _HEADER)
+        if self.memory is None:
+            sparse = sp.issparse(block.X)
+            self.memory = RowCache(
+                need, self.source.n_features, block.X.dtype, sparse, self.k, nnz / max(n_rows, 1)
+            )
+            assert self.memory._meta_per_slot == _meta_per_slot(self.k, sparse)
+            assert self.memory.meta.nbytes == _HEADER
+        elif self.memory.cache_bytes < need:
+            self._rebuild(need, n_rows, nnz)  # a partition larger than block_bytes
+        self._compact()
+        if not self._fits(n_rows, nnz):
+            # The bytes fit (cache <= cache_bytes, block <= block_bytes), but a sparse
+            # memory's split between slots and arena does not: split it anew.
+            self._rebuild(self.memory.cache_bytes, n_rows, nnz)
+        while not self._fits(n_rows, nnz) and self.kept.size:
+            # Rounding in the split: the lowest-ranked cached rows make room.
+            worst, self.kept = self.kept[-1:], self.kept[:-1]
+            self.memory.evict(self.store.slot_of[worst], self.store)
+            self.stats["evictions"] += 1
+            self._compact()
+        if not self._fits(n_rows, nnz):
+            raise RuntimeError(
+                f"partition {block.partition}: {n_rows} rows with {nnz} nonzeros do not fit "
+                f"the row memory of {self.memory.cache_bytes} bytes."
+            )
+
+    def _compact(self):
+        memory = self.memory
+        if memory.sparse and memory.meta[kc.GARBAGE] > 0:
+            kc._compact(memory.meta, memory.live, memory.starts, memory.ends, memory.indices, memory.data)
+
+    def _fits(self, n_rows, nnz):
+        memory = self.memory
+        if memory.meta[kc.N_FREE] < n_rows:
+            return False
+        if memory.sparse:
+            return memory.data.shape[0] - (memory.meta[kc.TOP] - memory.meta[kc.GARBAGE]) >= nnz
+        return True
+
+    def _rebuild(self, capacity, n_rows, nnz):
+        """Move the rows in memory to a new RowCache of ``capacity`` bytes.
+
+        Its slot/arena split fits the rows in memory plus ``n_rows`` rows of
+        ``nnz`` nonzeros.  The old memory is released before the new one is
+        allocated; meanwhile its rows live in a compact copy.  Alphas go
+        through the store; each row's ``y``, ``U``, ``D`` and ``Qbar`` are
+        copied as they are.
+        """
+        old = self.memory
+        n = old.n_live
+        live = old.live[:n].copy()
+        gids = old.gid[live].copy()
+        X = _rows_of(old, live)
+        values = [a[:, live].copy() for a in (old.Y, old.U, old.D, old.QD)]
+        old.evict(live, self.store)  # alphas to the store
+        layout = (old.n_features, old.dtype, old.sparse)
+        self.memory = old = None  # release it before allocating the new one
+        nnz_per_row = (nnz + (X.nnz if layout[2] else 0)) / max(n + n_rows, 1)
+        new = RowCache(capacity, *layout, self.k, nnz_per_row)
+        if n:
+            ones = np.ones((self.k, n))  # any positive cost inserts the row; U, D, Qbar follow
+            new.insert(X, gids, values[0], ones, self.squared, self.bias, self.store, self.rng_state)
+            if new.n_live != n or new.evictions:
+                raise RuntimeError(f"rebuilding the row memory kept {new.n_live} of {n} rows.")
+            slots = self.store.slot_of[gids]
+            for dst, src in zip((new.Y, new.U, new.D, new.QD), values, strict=True):
+                dst[:, slots] = src
+        self.memory = new
+        self.stats["rebuilds"] += 1
+        self._note_memory()
+
+    # -- a block is complete -----------------------------------------------------
+
+    def _train_block(self):
+        """Algorithm 1, steps (b)-(d): DCD on block + cache, then select the next cache."""
+        memory = self.memory
+        n = memory.n_live
+        index = np.empty(n, dtype=np.int64)
+        for c in range(self.k):
+            index[:] = memory.live[:n]
+            out = dcd_passes(
+                memory.layout, memory.Y[c], memory.U[c], memory.D[c], memory.QD[c], index, n,
+                memory.A[c], self.W[c], self.bias, self.inner_iter, INNER_EPS, np.inf, -np.inf,
+                self.rng_state,
+            )  # fmt: skip
+            self.stats["visits"] += int(out[0]) * n
+        self.stats["blocks"] += 1
+        self._select_cache()
+        self.block_used = self.block_rows = 0
+
+    def _select_cache(self):
+        memory = self.memory
+        n = memory.n_live
+        slots = memory.live[:n].copy()
+        keep = np.empty(n, dtype=np.int64)
+        n_keep = 0
+        if self.cache_bytes > 0 and n > 0:
+            sizes = self._slot_bytes(slots)
+            if self.informative:
+                grad = np.empty((self.k, n))
+                gradients(memory.layout, memory.Y, memory.D, memory.A, self.W, self.bias, slots, grad)
+                n_keep = select_informative(
+                    memory.A[:, slots], grad, memory.U[:, slots], sizes, self.cache_bytes, keep
+                )
+            else:
+                n_keep = select_random(sizes, self.cache_bytes, self.rng_state, keep)
+        kept_slots = slots[keep[:n_keep]]
+        dropped = np.ones(n, dtype=bool)
+        dropped[keep[:n_keep]] = False
+        memory.evict(slots[dropped], self.store)
+        self.stats["evictions"] += n - n_keep
+        self.kept = memory.gid[kept_slots].copy()
+
+    def _slot_bytes(self, slots):
+        memory = self.memory
+        if memory.sparse:
+            nnz = memory.ends[slots] - memory.starts[slots]
+            return memory._meta_per_slot + nnz * (4 + memory.dtype.itemsize)
+        row = memory._meta_per_slot + memory.n_features * memory.dtype.itemsize
+        return np.full(slots.shape[0], row, dtype=np.int64)
+
+    # -- pass end ----------------------------------------------------------------
+
+    def _certify(self):
+        memory, stats = self.memory, self.stats
+        self._certify_pass(
+            {
+                "cache_rows": memory.n_live if memory is not None else 0,
+                "cache_bytes": memory.used_bytes if memory is not None else 0,
+                "insertions": stats["insertions"],
+                "evictions": stats["evictions"],
+                "blocks": stats["blocks"],
+                "memory_bytes": stats["memory_bytes"],
+                "peak_used_bytes": stats["peak_used_bytes"],
+                "rebuilds": stats["rebuilds"],
+            }
+        )
+
+
+def _rows_of(memory, slots):
+    """The rows in ``slots`` of a RowCache, as a CSR matrix or a dense array."""
+    if not memory.sparse:
+        return memory.rows[slots]
+    starts = memory.starts[slots]
+    lengths = memory.ends[slots] - starts
+    indptr = np.zeros(slots.shape[0] + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    at = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])
+    return sp.csr_matrix(
+        (memory.data[at], memory.indices[at], indptr), shape=(slots.shape[0], memory.n_features)
+    )

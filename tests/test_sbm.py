@@ -1,0 +1,344 @@
+"""Selective block minimization (solver="sbm") and block minimization (solver="bm")."""
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from dask_streamsvm import LinearSVC
+from dask_streamsvm.engine.cache import AlphaStore, RowCache
+from dask_streamsvm.engine.sbm import solve_sbm
+from dask_streamsvm.engine.source import DaskSource
+from dask_streamsvm.kernels.rng import make_state
+from dask_streamsvm.kernels.sbm import gradients, select_informative, select_random
+
+from .conftest import LIBLINEAR_OPTIMA, load_libsvm_dataset
+from .test_streamsvm import a9a_dask
+
+# -- the selection kernel against a NumPy reference ------------------------------------
+
+
+def reference_selection(alpha, grad, upper, row_bytes, budget):
+    """Chang & Roth 2011, section 2.2, row by row: the kept rows, best first."""
+    keys = []
+    for i in range(row_bytes.shape[0]):
+        best = (0, -np.inf)
+        for c in range(alpha.shape[0]):
+            a, g, u = alpha[c, i], grad[c, i], upper[c, i]
+            if u <= 0:
+                continue  # no weight in this problem
+            if 0 < a < u:
+                key = (1, abs(g))
+            elif a == 0 and g > 0:
+                key = (0, -g)
+            elif a == u and g < 0:
+                key = (0, g)
+            else:
+                key = (0, 0.0)  # a bound violator
+            best = max(best, key)
+        keys.append((-best[0], -best[1], i))
+    kept, used = [], 0
+    for _, _, i in sorted(keys):
+        if used + row_bytes[i] > budget:
+            break
+        used += row_bytes[i]
+        kept.append(i)
+    return kept
+
+
+def random_dual_state(rng, k, n, squared):
+    """alphas at 0, at U (hinge) and inside the box; some rows weightless in some problems."""
+    upper = np.full((k, n), np.inf) if squared else rng.choice([0.5, 1.0, 2.0], size=(k, n))
+    upper[rng.rand(k, n) < 0.1] = 0.0
+    kind = rng.randint(0, 3, size=(k, n))
+    inside = 0.4 * rng.rand(k, n)
+    at_upper = np.where(np.isinf(upper), inside, upper)
+    alpha = np.select([kind == 0, kind == 1], [0.0, at_upper], inside)
+    alpha = np.minimum(alpha, upper)
+    grad = rng.randn(k, n).round(1)  # rounding makes ties
+    return alpha, grad, upper
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("squared", [True, False])
+def test_informative_selection_matches_the_reference(k, squared):
+    rng = np.random.RandomState(k + 10 * squared)
+    for trial in range(20):
+        n = rng.randint(1, 60)
+        alpha, grad, upper = random_dual_state(rng, k, n, squared)
+        row_bytes = rng.randint(50, 200, size=n).astype(np.int64)
+        budget = int(rng.randint(0, row_bytes.sum() + 100))
+        keep = np.empty(n, dtype=np.int64)
+        m = select_informative(alpha, grad, upper, row_bytes, budget, keep)
+        assert keep[:m].tolist() == reference_selection(alpha, grad, upper, row_bytes, budget), trial
+        assert row_bytes[keep[:m]].sum() <= budget
+
+
+def test_informative_selection_keeps_the_unbounded_rows():
+    alpha = np.array([[0.0, 0.5, 1.0, 0.2, 0.0, 1.0, 0.7]])
+    upper = np.ones_like(alpha)
+    grad = np.array([[2.0, -0.1, 3.0, 0.0, -0.5, -0.4, 0.9]])
+    row_bytes = np.full(7, 100, dtype=np.int64)
+    keep = np.empty(7, dtype=np.int64)
+    # Room for four rows: the unbounded ones by |G| (6, 1, 3), then the first violator.
+    m = select_informative(alpha, grad, upper, row_bytes, 400, keep)
+    assert keep[:m].tolist() == [6, 1, 3, 2]
+    # Bound rows by g: the violators 2 (alpha = U, G > 0) and 4 (alpha = 0, G < 0)
+    # score 0, then 5 (alpha = U, G = -0.4) and 0 (alpha = 0, G = 2).
+    m = select_informative(alpha, grad, upper, row_bytes, 700, keep)
+    assert keep[:m].tolist() == [6, 1, 3, 2, 4, 5, 0]
+
+
+def test_random_selection_is_a_seeded_prefix_within_the_budget():
+    row_bytes = np.arange(1, 41, dtype=np.int64) * 10
+    keep_a, keep_b = np.empty(40, dtype=np.int64), np.empty(40, dtype=np.int64)
+    m_a = select_random(row_bytes, 2000, make_state(5), keep_a)
+    m_b = select_random(row_bytes, 2000, make_state(5), keep_b)
+    assert keep_a[:m_a].tolist() == keep_b[:m_b].tolist()
+    assert len(set(keep_a[:m_a].tolist())) == m_a and row_bytes[keep_a[:m_a]].sum() <= 2000
+    m_c = select_random(row_bytes, 2000, make_state(6), keep_b)
+    assert keep_a[:m_a].tolist() != keep_b[:m_c].tolist()
+    # Uniform: over many draws every row is kept about equally often.
+    counts = np.zeros(40)
+    state = make_state(0)
+    for _ in range(2000):
+        m = select_random(np.full(40, 1, dtype=np.int64), 10, state, keep_a)
+        counts[keep_a[:m]] += 1
+    assert m == 10 and np.abs(counts / 2000 - 0.25).max() < 0.05
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_gradients_on_cached_rows(sparse):
+    rng = np.random.RandomState(0)
+    data = rng.randn(30, 8) * (rng.rand(30, 8) < 0.5)
+    store = AlphaStore(2)
+    cache = RowCache(100_000, 8, np.float64, sparse, 2, nnz_per_row=4)
+    y = np.where(rng.rand(2, 30) < 0.5, 1.0, -1.0)
+    cost = rng.uniform(0.5, 2.0, size=(2, 30))
+    cache.insert(
+        sp.csr_matrix(data) if sparse else data, np.arange(30), y, cost, True, 0.5, store, make_state(0)
+    )
+    slots = cache.live[: cache.n_live].copy()
+    cache.A[:, slots] = rng.rand(2, slots.size)
+    W = rng.randn(2, 9)
+    G = np.empty((2, slots.size))
+    gradients(cache.layout, cache.Y, cache.D, cache.A, W, 0.5, slots, G)
+    rows = cache.gid[slots]
+    dots = (data[rows] @ W[:, :-1].T + 0.5 * W[:, -1]).T
+    expected = y[:, rows] * dots - 1 + 0.5 / cost[:, rows] * cache.A[:, slots]  # D = 1 / (2 C)
+    np.testing.assert_allclose(G, expected, rtol=1e-12, atol=1e-12)
+
+
+# -- a9a: BM, SBM and SBM-rand reach LIBLINEAR's optimum ------------------------------
+
+P_STAR = LIBLINEAR_OPTIMA[("a9a", "squared_hinge", 1.0)]
+SLACK = 0.5e-4 / P_STAR  # the reference is rounded to 4 decimals
+
+
+def primal_of(coef, name, loss="squared_hinge", C=1.0):
+    X, y = load_libsvm_dataset(name)
+    w = coef.ravel()
+    xi = np.maximum(0, 1 - y * (X @ w))
+    return 0.5 * w @ w + C * (xi**2 if loss == "squared_hinge" else xi).sum()
+
+
+def assert_sbm_fit(clf, p_star, cache_bytes, block_bytes, name):
+    rel = (clf.objective_ - p_star) / p_star
+    assert clf.duality_gap_ <= 1e-4
+    assert -SLACK <= rel <= clf.duality_gap_ + SLACK  # the certificate bounds the suboptimality
+    # Row memory per pass, in the row cache's own accounting.
+    for r in clf.history_:
+        assert r["peak_used_bytes"] <= r["memory_bytes"] <= cache_bytes + block_bytes
+        assert r["cache_bytes"] <= cache_bytes
+    assert clf.history_[-1]["cache_rows"] == 0 or cache_bytes > 0
+    blocks = [r["blocks"] for r in clf.history_]
+    assert blocks == sorted(blocks) and blocks[-1] > 0
+    # The returned coefficients are the certified state: recompute its primal.
+    assert primal_of(clf.coef_, name) == pytest.approx(clf.objective_, rel=1e-9)
+
+
+# BM gets the paper's equal memory (section 7.1: |B_BM| = |B| + |cache| of SBM): with
+# one 6%-partition per block and no cache it stalls on a9a (relative gap ~1e-2 after
+# 270 reads; in memory too, so it is the method, not the engine).
+A9A_SETTINGS = {
+    "bm": dict(solver="bm", cache=0.2, block=0.2),
+    "sbm": dict(solver="sbm", cache=0.1, block=0.1, cache_policy="informative"),
+    "sbm-rand": dict(solver="sbm", cache=0.1, block=0.1, cache_policy="random"),
+}
+
+
+def fit_a9a(setting, X, y, nbytes, **kw):
+    s = dict(A9A_SETTINGS[setting])
+    cache, block = int(s.pop("cache") * nbytes), int(s.pop("block") * nbytes)
+    params = {"fit_intercept": False, "tol": 1e-4, "max_iter": 100, "random_state": 0, **s, **kw}
+    clf = LinearSVC(cache_bytes=cache, block_bytes=block, **params).fit(X, y)
+    return clf, (0 if s["solver"] == "bm" else cache), block
+
+
+@pytest.mark.parametrize("setting", list(A9A_SETTINGS))
+def test_a9a_reaches_the_certified_optimum_with_a_tenth_in_cache(setting):
+    X, y, nbytes = a9a_dask("csr", np.float64)
+    clf, cache, block = fit_a9a(setting, X, y, nbytes)
+    assert_sbm_fit(clf, P_STAR, cache, block, "a9a")
+    assert clf.history_[-1]["rows_read"] >= 2 * 32561
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("setting", ["sbm", "sbm-rand"])
+def test_a9a_dense_float32(setting):
+    X, y, nbytes = a9a_dask("dense", np.float32)
+    clf, cache, block = fit_a9a(setting, X, y, nbytes)
+    assert clf.duality_gap_ <= 1e-4
+    assert -SLACK <= (clf.objective_ - P_STAR) / P_STAR <= clf.duality_gap_ + SLACK
+    assert max(r["memory_bytes"] for r in clf.history_) <= cache + block
+
+
+def test_a9a_hinge_loss():
+    p_star = LIBLINEAR_OPTIMA[("a9a", "hinge", 0.1)]
+    X, y, nbytes = a9a_dask("csr", np.float64)
+    clf, cache, block = fit_a9a("sbm", X, y, nbytes, C=0.1, loss="hinge")
+    assert clf.duality_gap_ <= 1e-4
+    assert -0.5e-4 / p_star <= (clf.objective_ - p_star) / p_star <= clf.duality_gap_ + 0.5e-4 / p_star
+    assert primal_of(clf.coef_, "a9a", "hinge", 0.1) == pytest.approx(clf.objective_, rel=1e-9)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("setting", list(A9A_SETTINGS))
+def test_ijcnn1(setting):
+    p_star = LIBLINEAR_OPTIMA[("ijcnn1", "squared_hinge", 1.0)]
+    X, y = load_libsvm_dataset("ijcnn1")
+    step = -(-X.shape[0] // 16)
+    Xd = da.from_array(X.toarray(), chunks=(step, X.shape[1]))
+    nbytes = X.shape[0] * X.shape[1] * 8
+    clf, cache, block = fit_a9a(setting, Xd, da.from_array(y, chunks=step), nbytes)
+    rel = (clf.objective_ - p_star) / p_star
+    assert clf.duality_gap_ <= 1e-4
+    assert -0.5e-4 / p_star <= rel <= clf.duality_gap_ + 0.5e-4 / p_star
+    assert max(r["memory_bytes"] for r in clf.history_) <= cache + block
+
+
+# -- the engine: determinism, hooks, odd partitions ---------------------------------------
+
+
+def small_a9a(n_rows=4000, n_parts=8):
+    X, y = load_libsvm_dataset("a9a")
+    X, y = X[:n_rows], y[:n_rows]
+    step = n_rows // n_parts
+    return da.from_array(X.toarray(), chunks=(step, 123)), da.from_array(y, chunks=step)
+
+
+@pytest.mark.parametrize("policy", ["informative", "random"])
+def test_same_seed_same_model(policy):
+    X, y = small_a9a()
+    kw = {"solver": "sbm", "cache_bytes": 400_000, "block_bytes": 600_000, "cache_policy": policy}
+    kw["tol"] = 1e-3
+    a = LinearSVC(random_state=3, **kw).fit(X, y)
+    b = LinearSVC(random_state=3, **kw).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.intercept_, b.intercept_)
+    timing = ("seconds", "trainer_wait_s", "reader_wait_s", "reader_busy_s")
+    strip = [[{k: v for k, v in r.items() if k not in timing} for r in m.history_] for m in (a, b)]
+    assert strip[0] == strip[1]
+    c = LinearSVC(random_state=4, **kw).fit(X, y)
+    assert not np.array_equal(a.coef_, c.coef_)
+
+
+def solve(source, C=1.0, **kw):
+    def encode(block):
+        return np.where(block.y > 0, 1.0, -1.0)[None, :], np.full((1, block.n_rows), C)
+
+    params = dict(n_problems=1, loss="squared_hinge", bias=1.0, tol=1e-4, max_iter=50, cache_bytes=30_000)
+    params.update(
+        block_bytes=30_000, inner_iter=10, cache_policy="informative", prefetch=2, shuffle=True, seed=0
+    )
+    params.update(kw)
+    return solve_sbm(source, encode, **params)
+
+
+def test_hooks_every_partition_and_a_final_certifying_read():
+    rng = np.random.RandomState(0)
+    X = rng.randn(600, 5)
+    y = np.where(X @ rng.randn(5) + 0.5 * rng.randn(600) > 0, 1, -1)
+    source = DaskSource(da.from_array(X, chunks=(60, 5)), da.from_array(y, chunks=60))
+    seen = []
+    result = solve(
+        source,
+        max_iter=3,
+        tol=1e-12,
+        on_block=lambda k, block, W, fill: seen.append((k, block.partition, fill)),
+    )
+    assert not result.converged and result.passes == 3
+    assert [r["pass"] for r in result.history] == [0, 1, 2, 3]
+    assert len(seen) == 4 * 10
+    assert {p for k, p, _ in seen if k == 3} == set(range(10)) and all(0 <= f <= 1 for *_, f in seen)
+    assert result.history[-1]["rows_read"] == 4 * 600
+    blocks = [r["blocks"] for r in result.history]
+    assert blocks[-1] == blocks[-2] > blocks[0] > 0  # the certifying read trains nothing
+    stopped = solve(source, tol=1e-12, on_pass=lambda records, W: records[0]["pass"] == 1)
+    assert stopped.passes == 1 and not stopped.converged
+
+
+def test_uneven_partitions_and_row_densities():
+    """A partition above block_bytes is a block of its own (the row memory grows to
+    hold it with the cache), and sparse rows of changing density re-split the memory."""
+    rng = np.random.RandomState(1)
+    chunks = (100, 100, 900, 100, 50, 300, 100)
+    n = sum(chunks)
+    density = np.repeat([0.05, 0.1, 0.3, 0.8, 0.05, 0.5, 0.2], chunks)
+    dense = rng.randn(n, 40) * (rng.rand(n, 40) < density[:, None])
+    y = np.where(dense @ rng.randn(40) + rng.randn(n) > 0, 1, -1)
+    Xd = da.from_array(dense, chunks=(chunks, 40)).map_blocks(sp.csr_matrix, meta=sp.csr_matrix((0, 40)))
+    source = DaskSource(Xd, da.from_array(y, chunks=(chunks,)))
+    p_star = LinearSVC(C=0.01, tol=1e-10, max_iter=100000, random_state=0).fit(dense, y).objective_
+    settings = ((20_000, "informative", True), (20_000, "informative", False), (20_000, "random", False),
+                (0, "informative", False))  # fmt: skip
+    for cache_bytes, policy, shuffle in settings:
+        result = solve(
+            source, C=0.01, cache_bytes=cache_bytes, block_bytes=25_000, cache_policy=policy, shuffle=shuffle
+        )
+        assert result.converged
+        # In file order the 900 rows come third: the memory grows for them, and re-splits.
+        assert result.history[-1]["rebuilds"] >= (0 if shuffle else 2)
+        cert = result.certificates[0]
+        assert -1e-9 <= (cert.primal - p_star) / p_star <= cert.relative_gap + 1e-9
+        for r in result.history:
+            assert r["peak_used_bytes"] <= r["memory_bytes"]
+            assert r["cache_bytes"] <= cache_bytes
+        # 900 rows of ~12 nonzeros (88 + 12 * 12 bytes each) are far above block_bytes.
+        most = max(r["memory_bytes"] for r in result.history)
+        assert 25_000 < most <= cache_bytes + 900 * (88 + 40 * 12) + 48
+
+
+def test_one_vs_rest_and_disk_alpha_store(tmp_path, monkeypatch):
+    import tempfile
+
+    rng = np.random.RandomState(0)
+    centers = rng.randn(3, 5) * 3
+    labels = rng.randint(0, 3, 900)
+    X = centers[labels] + rng.randn(900, 5)
+    names = np.array(["a", "b", "c"])[labels]
+    kw = {"solver": "sbm", "cache_bytes": 20_000, "block_bytes": 20_000, "tol": 1e-4, "max_iter": 300}
+    clf = LinearSVC(random_state=0, **kw).fit(da.from_array(X, chunks=100), da.from_array(names, chunks=100))
+    ref = LinearSVC(tol=1e-9, max_iter=100000, random_state=0).fit(X, names)
+    assert (clf.duality_gap_ <= 1e-4).all()
+    assert np.all((clf.objective_ - ref.objective_) / ref.objective_ <= clf.duality_gap_ + 1e-9)
+    assert len(clf.history_) == 3 * len({r["pass"] for r in clf.history_})
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    disk = LinearSVC(random_state=0, alpha_store="disk", **kw)
+    disk.fit(da.from_array(X, chunks=100), da.from_array(names, chunks=100))
+    np.testing.assert_array_equal(disk.coef_, clf.coef_)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"cache_bytes": -1}, "cache_bytes must be an integer >= 0"),
+        ({"block_bytes": 0}, "block_bytes must be an integer > 0"),
+        ({"inner_iter": 0}, "inner_iter must be an integer >= 1"),
+        ({"cache_policy": "best"}, "cache_policy must be one of 'informative', 'random'"),
+    ],
+)
+def test_bad_parameters_are_named(kw, match):
+    with pytest.raises(ValueError, match=match):
+        solve(None, **kw)
