@@ -4,6 +4,8 @@ from importlib import resources
 
 import numpy as np
 
+from .io import csr_to_dask
+
 A9A_N_FEATURES = 123
 _A9A_FILES = {"train": "a9a.bz2", "test": "a9a.t.bz2"}
 
@@ -77,33 +79,6 @@ def load_a9a_dask(subset="train", n_partitions=16):
         raise ValueError(f"n_partitions must be a positive integer, got n_partitions={n_partitions!r}.")
     X, y = load_a9a(subset)
     return csr_to_dask(X, y, n_partitions)
-
-
-def csr_to_dask(X, y, n_partitions):
-    """An in-memory CSR matrix and its labels as Dask Arrays of ``n_partitions`` row blocks.
-
-    Every block is its own task holding a CSR slice, so computing one block
-    copies only its rows; chunk sizes are known.
-    """
-    import dask
-    import dask.array as da
-    import scipy.sparse as sp
-
-    n = X.shape[0]
-    step = max(1, -(-n // max(int(n_partitions), 1)))
-    meta = sp.csr_matrix((0, X.shape[1]), dtype=X.dtype)
-    starts = range(0, n, step)
-    blocks = [
-        da.from_delayed(
-            dask.delayed(X[i : i + step], pure=True),
-            shape=(min(step, n - i), X.shape[1]),
-            dtype=X.dtype,
-            meta=meta,
-        )
-        for i in starts
-    ]
-    labels = da.from_array(np.asarray(y), chunks=(tuple(min(step, n - i) for i in starts),))
-    return da.concatenate(blocks, axis=0), labels
 
 
 def compact_csr(X):

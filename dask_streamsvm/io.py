@@ -138,7 +138,6 @@ def open_path(path, y=None):
 
 def as_dask(X, y, sample_weight=None, n_partitions=16):
     """In-memory data as Dask collections of about ``n_partitions`` row blocks."""
-    import dask
     import dask.array as da
     import dask.dataframe as dd
     import pandas as pd
@@ -158,22 +157,41 @@ def as_dask(X, y, sample_weight=None, n_partitions=16):
         return ddf.drop(columns=label), ddf[label], weights
     y = np.asarray(y)
     if sp.issparse(X):
-        X = sp.csr_matrix(X)
-        meta = sp.csr_matrix((0, X.shape[1]), dtype=X.dtype)
-        parts = [
-            da.from_delayed(
-                dask.delayed(X[i : i + step]), shape=(min(step, n - i), X.shape[1]), dtype=X.dtype, meta=meta
-            )
-            for i in range(0, n, step)
-        ]
-        Xd = da.concatenate(parts, axis=0)
+        Xd, yd = csr_to_dask(sp.csr_matrix(X), y, n_partitions)
     else:
         X = np.asarray(X)
         Xd = da.from_array(X, chunks=(step, X.shape[1]))
-    yd = da.from_array(y, chunks=step)
+        yd = da.from_array(y, chunks=step)
     wd = (
         None
         if sample_weight is None
         else da.from_array(np.asarray(sample_weight, dtype=np.float64), chunks=step)
     )
     return Xd, yd, wd
+
+
+def csr_to_dask(X, y, n_partitions):
+    """An in-memory CSR matrix and its labels as Dask Arrays of ``n_partitions`` row blocks.
+
+    Every block is its own task holding a CSR slice, so computing one block
+    copies only its rows; chunk sizes are known.
+    """
+    import dask
+    import dask.array as da
+    import scipy.sparse as sp
+
+    n = X.shape[0]
+    step = max(1, -(-n // max(int(n_partitions), 1)))
+    meta = sp.csr_matrix((0, X.shape[1]), dtype=X.dtype)
+    starts = range(0, n, step)
+    blocks = [
+        da.from_delayed(
+            dask.delayed(X[i : i + step], pure=True),
+            shape=(min(step, n - i), X.shape[1]),
+            dtype=X.dtype,
+            meta=meta,
+        )
+        for i in starts
+    ]
+    labels = da.from_array(np.asarray(y), chunks=(tuple(min(step, n - i) for i in starts),))
+    return da.concatenate(blocks, axis=0), labels
