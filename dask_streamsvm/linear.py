@@ -27,13 +27,17 @@ from ._validation import (
     check_sample_weight,
 )
 from .engine.cache import parse_bytes
+from .engine.crammer_singer import solve_crammer_singer
 from .engine.memory import LOSSES, BinaryProblem, solve_in_memory
+from .engine.partial import OnePassSBM
+from .engine.reader import Reader
 from .engine.source import DaskSource, _is_dask_dataframe, is_dask_collection
 from .engine.streamsvm import solve_streamsvm
 from .io import as_dask, open_path
 
 SOLVERS = ("auto", "memory", "streamsvm", "sbm", "bm")
 CACHE_POLICIES = ("informative", "random")
+MULTI_CLASS = ("ovr", "crammer_singer")
 
 
 def _compute_if_dask(*arrays):
@@ -52,6 +56,11 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
 
         1/2 ||w||^2 + sum_i C_i loss(y_i (w . x_i + b))
 
+    or, with ``multi_class="crammer_singer"``, the joint multi-class
+    problem of Crammer and Singer (LIBLINEAR ``-s 4``)::
+
+        1/2 sum_m ||w_m||^2 + sum_i C_i max_m ([m != y_i] + w_m . x_i - w_{y_i} . x_i)
+
     with ``loss`` the hinge (L1 loss) or the squared hinge (L2 loss), the
     bias ``b`` learned as the weight of a constant feature of value
     ``intercept_scaling`` (and therefore regularised, as in LIBLINEAR), and
@@ -65,7 +74,14 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     C : float, default=1.0
         Regularisation parameter: cost of a unit of loss. Must be > 0.
     loss : {"squared_hinge", "hinge"}, default="squared_hinge"
-        Squared hinge (LIBLINEAR ``-s 1``) or hinge (``-s 3``).
+        Squared hinge (LIBLINEAR ``-s 1``) or hinge (``-s 3``).  Ignored
+        by ``multi_class="crammer_singer"``, whose loss is its own.
+    multi_class : {"ovr", "crammer_singer"}, default="ovr"
+        ``"ovr"`` trains one binary problem per class (one for two classes);
+        ``"crammer_singer"`` solves the joint problem above by the
+        sequential dual method (Keerthi et al. 2008), with every solver.
+        Its ``objective_`` and ``duality_gap_`` are single numbers; with two
+        classes ``coef_`` is ``w_1 - w_0``, as in scikit-learn.
     fit_intercept : bool, default=True
         Learn an intercept, as the weight of a constant feature.
     intercept_scaling : float, default=1.0
@@ -176,6 +192,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         C=1.0,
         *,
         loss="squared_hinge",
+        multi_class="ovr",
         fit_intercept=True,
         intercept_scaling=1.0,
         class_weight=None,
@@ -197,6 +214,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     ):
         self.C = C
         self.loss = loss
+        self.multi_class = multi_class
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.class_weight = class_weight
@@ -227,6 +245,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         tol = check_positive_float("tol", self.tol)
         max_iter = check_positive_int("max_iter", self.max_iter)
         check_choice("solver", self.solver, SOLVERS)
+        check_choice("multi_class", self.multi_class, MULTI_CLASS)
         check_class_weight(self.class_weight)
         bias = 0.0
         if self.fit_intercept:
@@ -255,6 +274,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         """
         clock_start = time.perf_counter()
         C, tol, max_iter, bias = self._check_params()
+        self.__dict__.pop("_stream", None)  # a fit ends any partial_fit stream
         out_of_core = is_dask_collection(X) or isinstance(X, str | os.PathLike)
         streaming = self.solver in ("streamsvm", "sbm", "bm") or (self.solver == "auto" and out_of_core)
         if streaming:
@@ -281,7 +301,18 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         rows = as_kernel_rows(X)
 
         def solve(weights, hooks=None):
-            return [
+            """``(W, certificates, passes, history, converged)`` of the model trained with ``weights``."""
+            if self._crammer_singer:
+                result = solve_crammer_singer(
+                    rows, y_index, costs[0, y_index] * weights, k=classes.shape[0],
+                    n_features=X.shape[1], bias=bias, tol=tol, max_iter=max_iter, seed=int(seeds[0]),
+                    clock_start=clock_start, on_pass=None if hooks is None else hooks.joint,
+                )  # fmt: skip
+                return (
+                    _cs_model(result.W), [result.certificate], result.passes, result.history,
+                    [result.converged],
+                )  # fmt: skip
+            results = [
                 solve_in_memory(
                     BinaryProblem(
                         rows, signs[c, y_index], costs[c, y_index] * weights, self.loss, bias, X.shape[1]
@@ -295,31 +326,171 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
                 )
                 for c in range(signs.shape[0])
             ]
+            return (
+                np.vstack([r.w for r in results]),
+                [r.certificate for r in results],
+                max(r.passes for r in results),
+                [record for r in results for record in r.history],
+                [r.converged for r in results],
+            )
 
         scores = None
         if self.probability:
             # libsvm's recipe: cross-fitted decision values for the sigmoid,
             # then the model on all rows.
             fold = folds(X.shape[0], int(rng.randint(np.iinfo(np.int64).max)))
-            scores = np.empty((X.shape[0], signs.shape[0]))
+            scores = None
             for f in range(N_FOLDS):
-                W = np.vstack([r.w for r in solve(sample_weight * (fold != f))])
+                W = solve(sample_weight * (fold != f))[0]
                 mask = fold == f
+                if scores is None:
+                    scores = np.empty((X.shape[0], W.shape[0]))
                 scores[mask] = safe_sparse_dot(X[mask], W[:, :-1].T, dense_output=True) + W[:, -1] * bias
         hooks = _PassHooks(self, bias)
-        results = solve(sample_weight, hooks)
-        self._set_model(
-            np.vstack([r.w for r in results]),
-            bias,
-            [r.certificate for r in results],
-            max(r.passes for r in results),
-            [record for r in results for record in r.history],
-            [r.converged for r in results],
-            hooks.stopped,
-        )
+        self._set_model(*solve(sample_weight, hooks), bias=bias, stopped=hooks.stopped)
         if scores is not None:
             self._fit_platt(scores[trained], y[trained])
         return self
+
+    def partial_fit(self, X, y=None, classes=None, sample_weight=None):
+        """One pass of selective block minimization over a block of a stream.
+
+        SBM for streaming data (Chang & Roth 2011, section 4): the new rows
+        start with ``alpha = 0``; the dual is solved on them plus a cache of
+        the most informative rows kept from earlier blocks
+        (``inner_iter`` passes); then the cache is chosen anew within
+        ``cache_bytes`` (``cache_policy``).  Rows that leave memory are
+        forgotten, dual variable included, so memory stays at the cache plus
+        one block however long the stream.  ``solver`` and ``block_bytes``
+        play no part: each call is one block (each partition of a Dask
+        collection, read ahead by the reader thread, one pass).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame, Dask Array, Dask DataFrame, path}
+        y : array-like, Dask Array or Series, or str (a Dask DataFrame's label column)
+        classes : array-like, default=None
+            Every class of the stream: required on the first call (unless the
+            model was fitted by :meth:`fit`, whose classes it keeps), and, if
+            given later, the same.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+
+        Notes
+        -----
+        ``objective_`` and ``duality_gap_`` are NaN after ``partial_fit``:
+        rows that left memory keep no dual variable, so there is no
+        certificate.  ``history_`` holds a record per block (``rows``,
+        ``rows_seen``, ``memory_bytes``, the bytes of cache plus block held
+        while training, ``cache_rows`` and ``cache_bytes``).  After
+        :meth:`fit`, ``partial_fit`` continues from the fitted model with an
+        empty cache.  ``class_weight="balanced"`` and ``probability=True``
+        need the whole data and are refused.
+        """
+        C, _, _, bias = self._check_params()
+        inner_iter = check_positive_int("inner_iter", self.inner_iter)
+        check_choice("cache_policy", self.cache_policy, CACHE_POLICIES)
+        if isinstance(self.class_weight, str):
+            raise ValueError(
+                "class_weight='balanced' needs the class counts of the whole stream, which partial_fit "
+                "does not see; pass a dict of weights or compute them first."
+            )
+        if self.probability:
+            raise ValueError("probability=True is not supported by partial_fit; use fit.")
+        stream = getattr(self, "_stream", None)
+        fitted = hasattr(self, "coef_")
+        if classes is None and stream is None and not fitted:
+            raise ValueError("classes must be passed on the first call to partial_fit.")
+        if classes is not None:
+            classes = np.unique(np.asarray(classes))
+            if (stream is not None or fitted) and not np.array_equal(classes, self.classes_):
+                raise ValueError(
+                    f"`classes={classes.tolist()!r}` is not the same as on the last call to partial_fit, "
+                    f"was: {self.classes_.tolist()!r}."
+                )
+        else:
+            classes = self.classes_
+        clock_start = time.perf_counter()
+        out_of_core = is_dask_collection(X) or isinstance(X, str | os.PathLike)
+        first = stream is None and not fitted
+        if out_of_core:
+            blocks, n_features = self._stream_blocks(X, y, sample_weight, first)
+        else:
+            X, y = validate_data(
+                self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], order="C",
+                accept_large_sparse=True, reset=first,
+            )  # fmt: skip
+            check_classification_targets(y)
+            n_features = X.shape[1]
+            blocks = [(X, y, check_sample_weight(sample_weight, X.shape[0]))]
+        signs, costs = self._problem_tables(classes, np.ones(classes.shape[0], dtype=np.int64), classes, C)
+        if stream is None:
+            rng = check_random_state(self.random_state)
+            stream = OnePassSBM(
+                k=signs.shape[0], n_features=n_features, loss="hinge" if self._crammer_singer else self.loss,
+                bias=bias, cache_bytes=parse_bytes(self.cache_bytes), inner_iter=inner_iter,
+                cache_policy=self.cache_policy, crammer_singer=self._crammer_singer,
+                seed=int(rng.randint(np.iinfo(np.int64).max, dtype=np.int64)),
+            )  # fmt: skip
+            if fitted:
+                stream.W[:] = self._warm_start_weights(bias)
+            self.history_ = []
+            self._stream = stream
+        for X_block, y_block, weight in blocks:
+            y_index = _class_index(classes, y_block)
+            record = stream.add_block(X_block, signs[:, y_index], costs[:, y_index] * weight)
+            record["seconds"] = time.perf_counter() - clock_start
+            self.history_.append(record)
+        W = _cs_model(stream.W) if self._crammer_singer else stream.W
+        self.coef_ = W[:, :-1].copy()
+        self.intercept_ = W[:, -1] * bias
+        self.n_iter_ = stream.blocks
+        problems = 1 if self._crammer_singer else self.coef_.shape[0]
+        self.objective_ = np.nan if problems == 1 else np.full(problems, np.nan)
+        self.duality_gap_ = np.nan if problems == 1 else np.full(problems, np.nan)
+        return self
+
+    def _warm_start_weights(self, bias):
+        """The stream's starting ``W`` from a model fitted by :meth:`fit`."""
+        W = np.hstack([self.coef_, (self.intercept_ / bias if bias > 0 else 0.0 * self.intercept_)[:, None]])
+        if self._crammer_singer and W.shape[0] == 1:
+            return np.vstack([np.zeros_like(W), W])  # w_1 - w_0 = coef_
+        return W
+
+    def _stream_blocks(self, X, y, sample_weight, first):
+        """Blocks ``(X, y, sample_weight)`` of a Dask collection or path, read ahead, one pass."""
+        if isinstance(X, str | os.PathLike):
+            X, y = open_path(X, y)
+        source = DaskSource(X, y, sample_weight)
+        if first:
+            self.n_features_in_ = source.n_features
+            names = source.feature_names
+            if names is not None and all(isinstance(c, str) for c in source.column_labels):
+                self.feature_names_in_ = names
+        elif source.n_features != self.n_features_in_:
+            raise ValueError(
+                f"X has {source.n_features} features, but LinearSVC is expecting {self.n_features_in_} "
+                "features as input."
+            )
+        rng = check_random_state(self.random_state)
+        seed = int(rng.randint(np.iinfo(np.int64).max, dtype=np.int64))
+        prefetch = check_positive_int("prefetch", self.prefetch)
+
+        def blocks():
+            shuffle = bool(self.shuffle)
+            with Reader(source, prefetch=prefetch, max_passes=1, shuffle=shuffle, seed=seed) as reader:
+                while True:
+                    item = reader.get()
+                    if item[0] == "done":
+                        return
+                    if item[0] == "block" and item[2].n_rows > 0:
+                        block = item[2]
+                        yield block.X, block.y, block.sample_weight
+
+        return blocks(), source.n_features
 
     def _problem_tables(self, classes, counts, weighted_classes, C):
         """Labels and costs of each binary problem, by class index.
@@ -350,6 +521,10 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         y_for_weights = np.repeat(classes, counts)
         class_weight = compute_class_weight(self.class_weight, classes=classes, y=y_for_weights)
         k = classes.shape[0]
+        if self._crammer_singer:
+            # One joint problem over k classes: row j's variables share C * class_weight[y].
+            signs = np.where(np.eye(k, dtype=bool), 1.0, -1.0)
+            return signs, np.repeat((C * class_weight)[None, :], k, axis=0)
         if k == 2:
             return np.array([[-1.0, 1.0]]), (C * class_weight)[None, :]
         same = np.eye(k, dtype=bool)
@@ -357,11 +532,17 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         costs = np.where(same, C * class_weight[None, :], C)
         return signs, costs
 
+    @property
+    def _crammer_singer(self):
+        return self.multi_class == "crammer_singer"
+
     def _problem_label(self, c):
+        if self._crammer_singer:
+            return None
         labels = self.classes_.tolist()
         return labels[1] if len(labels) == 2 else labels[c]
 
-    def _set_model(self, W, bias, certificates, n_iter, history, converged, stopped=False):
+    def _set_model(self, W, certificates, n_iter, history, converged, *, bias, stopped=False):
         self.coef_ = W[:, :-1].copy()
         self.intercept_ = W[:, -1] * bias
         self.n_iter_ = int(n_iter)
@@ -436,6 +617,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
                 held.update({"pass": pass_k, "scores": [], "y": []})
             mask = held_out(block.row_ids, calibration_seed) & (block.sample_weight > 0)
             if mask.any():
+                W = _cs_model(W) if self._crammer_singer else W
                 scores = safe_sparse_dot(block.X[mask], W[:, :-1].T, dense_output=True) + W[:, -1] * bias
                 held["scores"].append(scores)
                 held["y"].append(block.y[mask])
@@ -460,7 +642,8 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             source,
             encode_for_training,
             n_problems=signs.shape[0],
-            loss=self.loss,
+            loss="hinge" if self._crammer_singer else self.loss,
+            crammer_singer=self._crammer_singer,
             bias=bias,
             tol=tol,
             max_iter=max_iter,
@@ -468,15 +651,16 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             prefetch=prefetch,
             shuffle=bool(self.shuffle),
             seed=seed,
-            labels=[self._problem_label(c) for c in range(signs.shape[0])],
+            labels=[self._problem_label(c) for c in range(1 if self._crammer_singer else signs.shape[0])],
             alpha_store=self.alpha_store,
             clock_start=clock_start,
             on_pass=hooks.stream,
             on_block=on_block,
         )
+        W = _cs_model(result.W) if self._crammer_singer else result.W
         self._set_model(
-            result.W, bias, result.certificates, result.passes, result.history,
-            [result.converged] * signs.shape[0], hooks.stopped,
+            W, result.certificates, result.passes, result.history,
+            [result.converged] * len(result.certificates), bias=bias, stopped=hooks.stopped,
         )  # fmt: skip
         if calibration_seed is not None:
             # The last read certified the returned model: its held-out scores are the model's.
@@ -638,13 +822,14 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             raise ValueError("coef_ or intercept_ holds NaN or infinity")
         objective = np.asarray(attributes["objective_"], dtype=np.float64)
         gap = np.asarray(attributes["duality_gap_"], dtype=np.float64)
-        if objective.shape != (rows,) or gap.shape != (rows,):
+        problems = 1 if self._crammer_singer else rows
+        if objective.shape != (problems,) or gap.shape != (problems,):
             raise ValueError("objective_ and duality_gap_ need one value per problem")
         self.classes_, self.coef_, self.intercept_ = classes, coef, intercept
         self.n_features_in_ = n_features
         self.n_iter_ = int(attributes["n_iter_"])
-        self.objective_ = float(objective[0]) if rows == 1 else objective
-        self.duality_gap_ = float(gap[0]) if rows == 1 else gap
+        self.objective_ = float(objective[0]) if problems == 1 else objective
+        self.duality_gap_ = float(gap[0]) if problems == 1 else gap
         history = attributes.get("history_", [])
         if not isinstance(history, list) or not all(isinstance(r, dict) for r in history):
             raise ValueError("history_ must be a list of records")
@@ -660,6 +845,24 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             if probA.shape != (rows,) or probB.shape != (rows,):
                 raise ValueError("probA_ and probB_ need one value per problem")
             self.probA_, self.probB_ = probA, probB
+
+
+def _class_index(classes, y):
+    """Index of each label in ``classes``, or a ValueError naming a label outside them."""
+    y = np.asarray(y).ravel()
+    index = np.minimum(np.searchsorted(classes, y), classes.shape[0] - 1)
+    unknown = classes[index] != y
+    if unknown.any():
+        raise ValueError(
+            f"y has label {y[np.flatnonzero(unknown)[0]].item()!r}, which is not among the classes "
+            f"{classes.tolist()} given to partial_fit; pass every class of the stream in `classes`."
+        )
+    return index
+
+
+def _cs_model(W):
+    """Crammer-Singer weights as the model's rows: ``w_1 - w_0`` for two classes, as scikit-learn."""
+    return W[1:2] - W[0:1] if W.shape[0] == 2 else W
 
 
 def _plain(value):
@@ -710,6 +913,10 @@ class _PassHooks:
             return self._call(record)
 
         return on_pass
+
+    def joint(self, record, W):
+        """After a pass of a problem over all classes (Crammer-Singer in memory)."""
+        return self.stream([record], W)
 
     def block(self, pass_k, block, fill):
         if self.progress is not None:

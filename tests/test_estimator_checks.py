@@ -22,6 +22,9 @@ EXPECTED_FAILED = {
 # the intended behaviour, not a failure.
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.SkipTestWarning")
-@parametrize_with_checks([LinearSVC(random_state=0)], expected_failed_checks=lambda est: EXPECTED_FAILED)
+@parametrize_with_checks(
+    [LinearSVC(random_state=0), LinearSVC(multi_class="crammer_singer", random_state=0)],
+    expected_failed_checks=lambda est: EXPECTED_FAILED,
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)

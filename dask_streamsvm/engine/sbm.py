@@ -47,9 +47,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..kernels import cache as kc
+from ..kernels.crammer_singer import cs_scores, cs_sweep
 from ..kernels.dcd import dcd_passes
 from ..kernels.rng import make_state
-from ..kernels.sbm import gradients, select_informative, select_random
+from ..kernels.sbm import gradients, keep_prefix, select_informative, select_random
 from .cache import RowCache
 from .streamsvm import _PassCertifier, run_trainer
 
@@ -82,10 +83,11 @@ def solve_sbm(
     clock_start=None,
     on_pass=None,
     on_block=None,
+    crammer_singer=False,
 ):
     """Train ``n_problems`` binary SVMs on ``source`` block by block (SBM; BM with no cache).
 
-    ``encode``, ``on_pass`` and ``on_block`` are those of
+    ``encode``, ``on_pass``, ``on_block`` and ``crammer_singer`` are those of
     :func:`~.streamsvm.solve_streamsvm`; ``on_block``'s ``fill`` is the
     fraction of the row memory (cache plus block) in use when the partition
     arrives.
@@ -128,7 +130,7 @@ def solve_sbm(
             source, encode, store, k=n_problems, loss=loss, bias=bias, tol=tol, max_iter=max_iter,
             cache_bytes=int(cache_bytes), block_bytes=int(block_bytes), inner_iter=int(inner_iter),
             cache_policy=cache_policy, seed=seed, labels=labels, clock_start=clock_start,
-            on_pass=on_pass, on_block=on_block,
+            on_pass=on_pass, on_block=on_block, crammer_singer=crammer_singer,
         ),
         n_problems=n_problems, alpha_store=alpha_store, prefetch=prefetch, max_iter=max_iter,
         shuffle=shuffle, seed=seed,
@@ -163,9 +165,11 @@ class _BlockTrainer(_PassCertifier):
         clock_start,
         on_pass,
         on_block,
+        crammer_singer=False,
     ):
         self.source, self.encode, self.k = source, encode, k
         self.squared = loss == "squared_hinge"
+        self.crammer_singer = crammer_singer
         self.bias, self.tol, self.max_iter = bias, tol, max_iter
         self.cache_bytes, self.block_bytes, self.inner_iter = cache_bytes, block_bytes, inner_iter
         self.informative = cache_policy == "informative"
@@ -345,7 +349,18 @@ class _BlockTrainer(_PassCertifier):
         memory = self.memory
         n = memory.n_live
         index = np.empty(n, dtype=np.int64)
-        for c in range(self.k):
+        if self.crammer_singer:
+            index[:] = memory.live[:n]
+            shrinkable = np.empty(n, dtype=np.int64)
+            for _ in range(self.inner_iter):
+                worst = cs_sweep(
+                    memory.layout, memory.Y, memory.U, memory.QD, memory.A, self.W, self.bias, index, n,
+                    np.inf, shrinkable, self.rng_state,
+                )  # fmt: skip
+                self.stats["visits"] += n
+                if worst <= INNER_EPS:
+                    break
+        for c in range(0 if self.crammer_singer else self.k):
             index[:] = memory.live[:n]
             out = dcd_passes(
                 memory.layout, memory.Y[c], memory.U[c], memory.D[c], memory.QD[c], index, n,
@@ -365,7 +380,16 @@ class _BlockTrainer(_PassCertifier):
         n_keep = 0
         if self.cache_bytes > 0 and n > 0:
             sizes = self._slot_bytes(slots)
-            if self.informative:
+            if self.informative and self.crammer_singer:
+                # Section 3: informative rows have few shrinkable variables; ties
+                # go to the larger violation of the optimality conditions.
+                shrinkable = np.empty(n, dtype=np.int64)
+                violation = np.empty(n)
+                cs_scores(memory.layout, memory.Y, memory.U, memory.A, self.W, self.bias, slots,
+                          shrinkable, violation)  # fmt: skip
+                order = np.lexsort((-violation, shrinkable))
+                n_keep = keep_prefix(order, sizes, self.cache_bytes, keep)
+            elif self.informative:
                 grad = np.empty((self.k, n))
                 gradients(memory.layout, memory.Y, memory.D, memory.A, self.W, self.bias, slots, grad)
                 n_keep = select_informative(

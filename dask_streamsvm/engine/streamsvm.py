@@ -38,6 +38,7 @@ import scipy.sparse as sp
 
 from .._validation import as_kernel_rows
 from ..kernels.cache import train_on_cache
+from ..kernels.crammer_singer import cs_loss_sum, cs_train_on_cache
 from ..kernels.objective import weighted_loss_sum
 from ..kernels.rng import make_state
 from .cache import AlphaStore, RowCache
@@ -76,11 +77,16 @@ def solve_streamsvm(
     clock_start=None,
     on_pass=None,
     on_block=None,
+    crammer_singer=False,
 ):
     """Train ``n_problems`` binary SVMs on ``source`` through a bounded cache.
 
     ``encode(block)`` returns ``(y, cost)``, two ``(n_problems, n_rows)``
-    float64 arrays: the +1/-1 labels and ``C_i`` of each problem.
+    float64 arrays: the +1/-1 labels and ``C_i`` of each problem.  With
+    ``crammer_singer=True`` the ``n_problems`` rows are the storage of one
+    Crammer-Singer problem over that many classes (+1 in a row's own class,
+    its ``C_i`` in every row; :mod:`~dask_streamsvm.kernels.crammer_singer`),
+    ``loss`` must be ``"hinge"`` and the result carries one certificate.
 
     ``on_pass(records, W)``, when given, is called after every reader pass
     with that pass's history records (one per problem) and the certified
@@ -95,7 +101,7 @@ def solve_streamsvm(
         lambda store: _Trainer(
             source, encode, store, k=n_problems, loss=loss, bias=bias, tol=tol, max_iter=max_iter,
             cache_bytes=cache_bytes, seed=seed, labels=labels, clock_start=clock_start,
-            on_pass=on_pass, on_block=on_block,
+            on_pass=on_pass, on_block=on_block, crammer_singer=crammer_singer,
         ),
         n_problems=n_problems, alpha_store=alpha_store, prefetch=prefetch, max_iter=max_iter,
         shuffle=shuffle, seed=seed,
@@ -136,8 +142,9 @@ class _PassCertifier:
     matching alpha (from the store's running sums); every block read adds
     its loss under the snapshot; at the pass end the exact primal and dual
     of the snapshot are known.  Expects ``k, W, store, encode, bias,
-    squared, stats, labels, clock_start, reader, on_pass, tol, max_iter,
-    history`` on the instance.
+    squared, crammer_singer, stats, labels, clock_start, reader, on_pass,
+    tol, max_iter, history`` on the instance.  One-vs-rest problems get a
+    certificate each; Crammer-Singer gets one for the joint problem.
     """
 
     def _snapshot(self, pass_k, memory):
@@ -146,6 +153,10 @@ class _PassCertifier:
             memory.write_back(self.store)
         self.W_snap = self.W.copy()
         half_sq = 0.5 * np.einsum("ij,ij->i", self.W_snap, self.W_snap)
+        if self.crammer_singer:  # kernels.crammer_singer: D = 1/2 sum A - 1/2 ||W||^2
+            self.dual = np.array([0.5 * self.store.sums[:, 0].sum() - half_sq.sum()])
+            self.loss_sum = np.zeros(1)
+            return
         self.dual = self.store.sums[:, 0] - half_sq - 0.5 * self.store.sums[:, 1]
         self.loss_sum = np.zeros(self.k)
 
@@ -153,7 +164,10 @@ class _PassCertifier:
         """Labels and costs of ``block``; adds its loss under the snapshot to the pass's sum."""
         y_pm, cost = self.encode(block)
         rows = as_kernel_rows(block.X)
-        for c in range(self.k):
+        if self.crammer_singer:
+            y_index = np.argmax(y_pm, axis=0)
+            self.loss_sum[0] += cs_loss_sum(rows, y_index, cost[0], self.W_snap, self.bias)
+        for c in range(0 if self.crammer_singer else self.k):
             self.loss_sum[c] += weighted_loss_sum(
                 rows, y_pm[c], cost[c], self.W_snap[c], self.bias, self.squared
             )
@@ -163,7 +177,8 @@ class _PassCertifier:
 
     def _certify_pass(self, fields):
         """Certificates and history records of the pass; decides whether the fit is done."""
-        primal = 0.5 * np.einsum("ij,ij->i", self.W_snap, self.W_snap) + self.loss_sum
+        half_sq = 0.5 * np.einsum("ij,ij->i", self.W_snap, self.W_snap)
+        primal = (half_sq.sum() if self.crammer_singer else half_sq) + self.loss_sum
         self.certificates = [Certificate(float(p), float(d)) for p, d in zip(primal, self.dual, strict=True)]
         self.certified_pass = self.current
         base = {
@@ -209,9 +224,11 @@ class _Trainer(_PassCertifier):
         clock_start,
         on_pass,
         on_block,
+        crammer_singer=False,
     ):
         self.source, self.encode, self.k = source, encode, k
         self.squared = loss == "squared_hinge"
+        self.crammer_singer = crammer_singer
         self.bias, self.tol, self.max_iter, self.cache_bytes = bias, tol, max_iter, cache_bytes
         self.labels = list(range(k)) if labels is None else list(labels)
         self.clock_start = time.perf_counter() if clock_start is None else clock_start
@@ -317,7 +334,9 @@ class _Trainer(_PassCertifier):
         """Sweep the cache until the visits owed are paid; False if nothing changed."""
         cache = self.cache
         budget = max(self.visits_owed, 1)
-        visits, busy = train_on_cache(
+        # Crammer-Singer: one joint problem, one eps (the first entry).
+        train = cs_train_on_cache if self.crammer_singer else train_on_cache
+        visits, busy = train(
             cache.layout, cache.Y, cache.U, cache.D, cache.QD, cache.A, self.W, self.bias, self.eps, BETA,
             NEARLY_FULL, budget, cache.meta, cache.gid, cache.live, cache.pos, cache.free, self.store.slot_of,
             self.store.alpha, self.store.sums, cache.starts, cache.ends,

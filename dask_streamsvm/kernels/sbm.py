@@ -72,7 +72,7 @@ def _best_score(alpha, grad, upper, i):
 
 
 @njit(cache=True, nogil=True)
-def _keep_prefix(order, row_bytes, budget, keep):
+def keep_prefix(order, row_bytes, budget, keep):
     """Copy ``order`` to ``keep`` while the rows' bytes fit in ``budget``; return the count."""
     used = 0
     for t in range(order.shape[0]):
@@ -116,7 +116,7 @@ def select_informative(alpha, grad, upper, row_bytes, budget, keep):
         if not unbounded[by_value[t]]:
             order[m] = by_value[t]
             m += 1
-    return _keep_prefix(order, row_bytes, budget, keep)
+    return keep_prefix(order, row_bytes, budget, keep)
 
 
 @njit(cache=True, nogil=True)
@@ -125,4 +125,4 @@ def select_random(row_bytes, budget, rng_state, keep):
     n = row_bytes.shape[0]
     order = np.arange(n)
     shuffle_prefix(order, n, rng_state)
-    return _keep_prefix(order, row_bytes, budget, keep)
+    return keep_prefix(order, row_bytes, budget, keep)
