@@ -1,5 +1,6 @@
 """Support vector machines on data larger than memory and on Dask clusters."""
 
+from .features import PolynomialMap
 from .io import read_libsvm
 from .linear import LinearSVC
 
@@ -16,5 +17,5 @@ def load(path):
     return load_model(path)
 
 
-__all__ = ["LinearSVC", "load", "read_libsvm"]
+__all__ = ["LinearSVC", "PolynomialMap", "load", "read_libsvm"]
 __version__ = "0.1.0.dev0"

@@ -34,10 +34,23 @@ def _estimators():
     return {"LinearSVC": LinearSVC}
 
 
+def _feature_maps():
+    from .features import PolynomialMap
+
+    return {"PolynomialMap": PolynomialMap}
+
+
 def _jsonable(value, what):
-    """Plain JSON value of a parameter or attribute (tuples become lists)."""
+    """Plain JSON value of a parameter or attribute (tuples become lists).
+
+    A feature map is saved as its class name and parameters, and rebuilt
+    from a fixed list of map classes when loaded.
+    """
     if value is None or isinstance(value, bool | str):
         return value
+    if type(value).__name__ in _feature_maps() and isinstance(value, _feature_maps()[type(value).__name__]):
+        params = {k: _jsonable(v, f"{what}.{k}") for k, v in value.get_params(deep=False).items()}
+        return {"__feature_map__": [type(value).__name__, params]}
     if isinstance(value, int | np.integer):
         return int(value)
     if isinstance(value, float | np.floating):
@@ -56,6 +69,11 @@ def _jsonable(value, what):
 
 
 def _from_json(value):
+    if isinstance(value, dict) and set(value) == {"__feature_map__"}:
+        name, params = value["__feature_map__"]
+        if name not in _feature_maps():
+            raise ValueError(f"unknown feature map {name!r}; known: {sorted(_feature_maps())}")
+        return _feature_maps()[name](**{k: _from_json(v) for k, v in params.items()})
     if isinstance(value, dict):
         if set(value) != {"__pairs__"}:
             raise ValueError(f"unexpected JSON object {value!r}")

@@ -79,6 +79,21 @@ def check_sample_weight(sample_weight, n_samples):
     return sw
 
 
+def kernel_rows(X, feature_map=None):
+    """:func:`as_kernel_rows`, or with a feature map's spec the mapped layout ``(CSR rows, spec)``.
+
+    The map kernels read each row's nonzeros in column order, so the CSR
+    rows are made canonical (sorted, no duplicates) first.
+    """
+    if feature_map is None:
+        return as_kernel_rows(X)
+    X = sp.csr_matrix(X)
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    return (as_kernel_rows(X), feature_map)
+
+
 def as_kernel_rows(X):
     """The layout kernels read: a C-contiguous 2-D array or a CSR tuple.
 

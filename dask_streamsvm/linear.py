@@ -19,12 +19,12 @@ from ._lazy import feature_frame, map_rows
 from ._persist import save_model
 from ._progress import PassProgress, pass_line
 from ._validation import (
-    as_kernel_rows,
     check_choice,
     check_class_weight,
     check_positive_float,
     check_positive_int,
     check_sample_weight,
+    kernel_rows,
 )
 from .engine.cache import parse_bytes
 from .engine.crammer_singer import solve_crammer_singer
@@ -32,8 +32,9 @@ from .engine.memory import LOSSES, BinaryProblem, solve_in_memory
 from .engine.partial import OnePassSBM
 from .engine.reader import Reader
 from .engine.source import DaskSource, _is_dask_dataframe, is_dask_collection
-from .engine.streamsvm import solve_streamsvm
+from .engine.streamsvm import model_width, solve_streamsvm
 from .io import as_dask, open_path
+from .kernels.objective import decision_values
 
 SOLVERS = ("auto", "memory", "streamsvm", "sbm", "bm")
 CACHE_POLICIES = ("informative", "random")
@@ -82,6 +83,12 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         sequential dual method (Keerthi et al. 2008), with every solver.
         Its ``objective_`` and ``duality_gap_`` are single numbers; with two
         classes ``coef_`` is ``w_1 - w_0``, as in scikit-learn.
+    feature_map : map of :mod:`dask_streamsvm.features` or None, default=None
+        Train on ``phi(x)`` computed inside the solver from the stored raw
+        rows (COFFIN, Sonnenburg & Franc 2010), e.g.
+        :class:`~dask_streamsvm.features.PolynomialMap`: the cache, blocks
+        and partitions hold the raw rows, and ``coef_`` has one weight per
+        feature of the map.  Prediction applies the same map.
     fit_intercept : bool, default=True
         Learn an intercept, as the weight of a constant feature.
     intercept_scaling : float, default=1.0
@@ -193,6 +200,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         *,
         loss="squared_hinge",
         multi_class="ovr",
+        feature_map=None,
         fit_intercept=True,
         intercept_scaling=1.0,
         class_weight=None,
@@ -215,6 +223,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         self.C = C
         self.loss = loss
         self.multi_class = multi_class
+        self.feature_map = feature_map
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.class_weight = class_weight
@@ -298,14 +307,16 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         weighted_classes = np.unique(y[trained]) if trained.any() else classes[:0]
         signs, costs = self._problem_tables(classes, counts, weighted_classes, C)
         y_index = np.searchsorted(classes, y)
-        rows = as_kernel_rows(X)
+        spec = self._feature_spec(X.shape[1])
+        rows = kernel_rows(X, spec)
+        width = model_width(X.shape[1], spec)
 
         def solve(weights, hooks=None):
             """``(W, certificates, passes, history, converged)`` of the model trained with ``weights``."""
             if self._crammer_singer:
                 result = solve_crammer_singer(
                     rows, y_index, costs[0, y_index] * weights, k=classes.shape[0],
-                    n_features=X.shape[1], bias=bias, tol=tol, max_iter=max_iter, seed=int(seeds[0]),
+                    n_features=width, bias=bias, tol=tol, max_iter=max_iter, seed=int(seeds[0]),
                     clock_start=clock_start, on_pass=None if hooks is None else hooks.joint,
                 )  # fmt: skip
                 return (
@@ -315,7 +326,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             results = [
                 solve_in_memory(
                     BinaryProblem(
-                        rows, signs[c, y_index], costs[c, y_index] * weights, self.loss, bias, X.shape[1]
+                        rows, signs[c, y_index], costs[c, y_index] * weights, self.loss, bias, width
                     ),
                     tol=tol,
                     max_iter=max_iter,
@@ -345,7 +356,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
                 mask = fold == f
                 if scores is None:
                     scores = np.empty((X.shape[0], W.shape[0]))
-                scores[mask] = safe_sparse_dot(X[mask], W[:, :-1].T, dense_output=True) + W[:, -1] * bias
+                scores[mask] = linear_scores(X[mask], W, bias, spec)
         hooks = _PassHooks(self, bias)
         self._set_model(*solve(sample_weight, hooks), bias=bias, stopped=hooks.stopped)
         if scores is not None:
@@ -434,6 +445,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
                 bias=bias, cache_bytes=parse_bytes(self.cache_bytes), inner_iter=inner_iter,
                 cache_policy=self.cache_policy, crammer_singer=self._crammer_singer,
                 seed=int(rng.randint(np.iinfo(np.int64).max, dtype=np.int64)),
+                feature_map=self._feature_spec(n_features),
             )  # fmt: skip
             if fitted:
                 stream.W[:] = self._warm_start_weights(bias)
@@ -532,6 +544,17 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         costs = np.where(same, C * class_weight[None, :], C)
         return signs, costs
 
+    def _feature_spec(self, n_features):
+        """The kernels' spec of ``feature_map`` for ``n_features`` raw features, or None."""
+        if self.feature_map is None:
+            return None
+        if not hasattr(self.feature_map, "spec"):
+            raise TypeError(
+                f"feature_map must be a map of dask_streamsvm.features (PolynomialMap, ...) or None, "
+                f"got {self.feature_map!r}."
+            )
+        return self.feature_map.spec(n_features)
+
     @property
     def _crammer_singer(self):
         return self.multi_class == "crammer_singer"
@@ -578,6 +601,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         classes, counts, weighted_classes = source.label_counts()
         signs, costs = self._problem_tables(classes, counts, weighted_classes, C)
         self.n_features_in_ = source.n_features
+        spec = self._feature_spec(source.n_features)
         names = source.feature_names
         if names is not None and all(isinstance(c, str) for c in source.column_labels):
             self.feature_names_in_ = names
@@ -618,7 +642,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             mask = held_out(block.row_ids, calibration_seed) & (block.sample_weight > 0)
             if mask.any():
                 W = _cs_model(W) if self._crammer_singer else W
-                scores = safe_sparse_dot(block.X[mask], W[:, :-1].T, dense_output=True) + W[:, -1] * bias
+                scores = linear_scores(block.X[mask], W, bias, spec)
                 held["scores"].append(scores)
                 held["y"].append(block.y[mask])
 
@@ -644,6 +668,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             n_problems=signs.shape[0],
             loss="hinge" if self._crammer_singer else self.loss,
             crammer_singer=self._crammer_singer,
+            feature_map=spec,
             bias=bias,
             tol=tol,
             max_iter=max_iter,
@@ -681,7 +706,8 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     # -- prediction ----------------------------------------------------------------------
 
     def _scores(self, rows):
-        scores = safe_sparse_dot(rows, self.coef_.T, dense_output=True) + self.intercept_
+        W = np.hstack([self.coef_, self.intercept_[:, None]])
+        scores = linear_scores(rows, W, 1.0, self._feature_spec(self.n_features_in_))
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def _labels(self, rows):
@@ -813,10 +839,11 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         rows = 1 if k == 2 else k
         if classes.ndim != 1 or k < 2 or np.unique(classes).shape[0] != k:
             raise ValueError(f"classes_ must hold at least 2 distinct labels, got {classes!r}")
-        if coef.shape != (rows, n_features) or intercept.shape != (rows,):
+        width = model_width(n_features, self._feature_spec(n_features))
+        if coef.shape != (rows, width) or intercept.shape != (rows,):
             raise ValueError(
                 f"coef_ {coef.shape} and intercept_ {intercept.shape} do not fit {k} classes "
-                f"and {n_features} features"
+                f"and {width} features"
             )
         if not (np.isfinite(coef).all() and np.isfinite(intercept).all()):
             raise ValueError("coef_ or intercept_ holds NaN or infinity")
@@ -845,6 +872,17 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             if probA.shape != (rows,) or probB.shape != (rows,):
                 raise ValueError("probA_ and probB_ need one value per problem")
             self.probA_, self.probB_ = probA, probB
+
+
+def linear_scores(X, W, bias, feature_map=None):
+    """``[phi(x), bias] . w_c`` for every row of ``X`` and row ``w_c`` of ``W``, shape (n, k)."""
+    if feature_map is None:
+        return safe_sparse_dot(X, W[:, :-1].T, dense_output=True) + W[:, -1] * bias
+    rows = kernel_rows(X, feature_map)
+    scores = np.empty((W.shape[0], X.shape[0]))
+    for c in range(W.shape[0]):
+        decision_values(rows, np.ascontiguousarray(W[c]), bias, scores[c])
+    return scores.T
 
 
 def _class_index(classes, y):
@@ -894,7 +932,8 @@ class _PassHooks:
 
     def _score(self, W, c=None):
         X_val, y_val = self.validation
-        scores = safe_sparse_dot(X_val, W[:, :-1].T, dense_output=True) + W[:, -1] * self.bias
+        spec = self.estimator._feature_spec(self.estimator.n_features_in_)
+        scores = linear_scores(X_val, W, self.bias, spec)
         classes = self.estimator.classes_
         if c is not None:  # one one-vs-rest problem: its own binary accuracy
             return float(np.mean((scores[:, 0] > 0) == (y_val == classes[c])))

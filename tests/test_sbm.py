@@ -342,3 +342,14 @@ def test_one_vs_rest_and_disk_alpha_store(tmp_path, monkeypatch):
 def test_bad_parameters_are_named(kw, match):
     with pytest.raises(ValueError, match=match):
         solve(None, **kw)
+
+
+def test_bm_takes_a_partition_that_fills_its_block_exactly():
+    """A partition of exactly block_bytes once divided to 249.999... rows and failed (BM has no
+    cached row to evict for room)."""
+    X, y = load_libsvm_dataset("a9a")
+    X, y = X[:2000], y[:2000]
+    Xd = da.from_array(X.toarray(), chunks=(250, 123)).map_blocks(sp.csr_matrix, meta=sp.csr_matrix((0, 123)))
+    clf = LinearSVC(solver="bm", loss="hinge", block_bytes=40_000, tol=5e-2, max_iter=50, random_state=0)
+    clf.fit(Xd, da.from_array(y, chunks=250))
+    assert clf.duality_gap_ <= 5e-2

@@ -19,7 +19,9 @@ import re
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import kernel_rows
 from ..kernels import cache as kc
+from ..kernels.dcd import row_sqnorms
 
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}  # fmt: skip
@@ -118,9 +120,18 @@ class RowCache:
     n_problems : int, 1 for binary, k for one-vs-rest
     nnz_per_row : float, sparse only: expected nonzeros per row, to split
         the budget between row slots and the arena
+    feature_map : record array or None
+        A feature map's spec (:mod:`~dask_streamsvm.kernels.features`): the
+        cache stores raw rows (sparse) and the kernels read them through the
+        map (``layout``); ``Qbar`` uses ``||phi(x)||^2``.
     """
 
-    def __init__(self, cache_bytes, n_features, dtype, sparse, n_problems, nnz_per_row=None):
+    def __init__(
+        self, cache_bytes, n_features, dtype, sparse, n_problems, nnz_per_row=None, feature_map=None
+    ):
+        self.feature_map = feature_map
+        if feature_map is not None and not sparse:
+            raise ValueError("a feature map reads sparse rows: build the cache with sparse=True.")
         self.cache_bytes = int(cache_bytes)
         self.sparse = bool(sparse)
         self.dtype = np.dtype(dtype)
@@ -133,7 +144,12 @@ class RowCache:
             meta_per_slot += 2 * 8  # starts, ends
             per_nnz = 4 + self.dtype.itemsize
             guess = max(float(nnz_per_row or 1.0), 1.0)
-            n_slots = int(budget // (meta_per_slot + guess * per_nnz))
+            per_row = meta_per_slot + guess * per_nnz
+            n_slots = int(budget // per_row)
+            if (n_slots + 1) * per_row <= budget * (1.0 + 1e-12):
+                # A budget sized for exactly n rows of the guessed nonzeros can divide
+                # to just below n in floating point; that row must still fit.
+                n_slots += 1
             n_nnz = (budget - n_slots * meta_per_slot) // per_nnz
             row_bytes = 0
         else:
@@ -214,9 +230,10 @@ class RowCache:
 
     @property
     def layout(self):
-        """The cached rows in a layout of ``kernels.rows``."""
+        """The cached rows in a layout of ``kernels.rows`` (mapped when a feature map applies)."""
         if self.sparse:
-            return (self.starts, self.ends, self.indices, self.data)
+            raw = (self.starts, self.ends, self.indices, self.data)
+            return raw if self.feature_map is None else (raw, self.feature_map)
         return self.rows
 
     # -- changes ----------------------------------------------------------------
@@ -228,23 +245,33 @@ class RowCache:
                   self.Y, self.U, self.D, self.QD, self.A, store.alpha, store.sums)  # fmt: skip
         if self.sparse:
             X = sp.csr_matrix(X)
+            if self.feature_map is not None and not X.has_canonical_format:
+                X = X.copy()
+                X.sum_duplicates()  # the map reads each row's nonzeros once, in column order
             widest = int(np.diff(X.indptr).max()) if X.shape[0] else 0
             if widest > self.data.shape[0]:
                 raise ValueError(
                     f"a row has {widest} nonzeros but the cache arena holds {self.data.shape[0]}; "
                     "raise cache_bytes."
                 )
+            X = X.astype(self.dtype, copy=False)
             return kc.insert_sparse(
-                X.indptr.astype(np.int64), X.indices, X.data.astype(self.dtype, copy=False), row_ids,
+                X.indptr.astype(np.int64), X.indices, X.data, self._sqnorms(X), row_ids,
                 block_y, block_cost, squared, bias, *common,
                 self.starts, self.ends, self.indices, self.data, rng_state,
             )  # fmt: skip
         if sp.issparse(X):
             X = X.toarray()
+        X = np.ascontiguousarray(X, dtype=self.dtype)
         return kc.insert_dense(
-            np.ascontiguousarray(X, dtype=self.dtype), row_ids, block_y, block_cost, squared, bias,
-            *common, self.rows, rng_state,
+            X, self._sqnorms(X), row_ids, block_y, block_cost, squared, bias, *common, self.rows, rng_state
         )  # fmt: skip
+
+    def _sqnorms(self, X):
+        """``||phi(x)||^2`` of every row of ``X`` (in the cache's dtype), without the bias."""
+        sq = np.empty(X.shape[0])
+        row_sqnorms(kernel_rows(X, self.feature_map), 0.0, sq)
+        return sq
 
     def evict(self, slots, store):
         """Evict ``slots`` (their alphas go back to the store)."""

@@ -24,13 +24,14 @@ the selection keeps rows while that sum stays within ``cache_bytes``.
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_kernel_rows
+from .._validation import kernel_rows
 from ..kernels.crammer_singer import cs_scores, cs_sweep
 from ..kernels.dcd import dcd_passes, row_sqnorms
 from ..kernels.rng import make_state
 from ..kernels.sbm import gradients, keep_prefix, select_informative, select_random
 from .memory import BinaryProblem
 from .sbm import INNER_EPS
+from .streamsvm import model_width
 
 _PER_PROBLEM = 3 * 8  # label, cost and alpha of a row in one problem (float64)
 
@@ -49,12 +50,17 @@ class OnePassSBM:
     cache_policy : {"informative", "random"}
     crammer_singer : bool
     seed : int
+    feature_map : record array or None
+        A map's spec (:mod:`~dask_streamsvm.kernels.features`): the cache
+        holds raw rows (as CSR) and the kernels apply the map.
     """
 
     def __init__(
-        self, *, k, n_features, loss, bias, cache_bytes, inner_iter, cache_policy, crammer_singer, seed
-    ):
-        self.k, self.n_features = int(k), int(n_features)
+        self, *, k, n_features, loss, bias, cache_bytes, inner_iter, cache_policy, crammer_singer, seed,
+        feature_map=None,
+    ):  # fmt: skip
+        self.k, self.n_features = int(k), model_width(int(n_features), feature_map)
+        self.feature_map = feature_map
         self.loss, self.bias = loss, float(bias)
         self.cache_bytes, self.inner_iter = int(cache_bytes), int(inner_iter)
         self.informative = cache_policy == "informative"
@@ -98,7 +104,7 @@ class OnePassSBM:
         cost_w = np.hstack([self.cost, cost])
         alpha = np.hstack([self.alpha, np.zeros((self.k, n_new))])
         memory_bytes = _nbytes(Xw) + Y.nbytes + cost_w.nbytes + alpha.nbytes
-        rows = as_kernel_rows(Xw)
+        rows = kernel_rows(Xw, self.feature_map)
         passes = self._solve(rows, Y, cost_w, alpha) if Xw.shape[0] else 0
         kept = self._select(rows, Xw, Y, cost_w, alpha)
         self.X = _tidy(Xw[kept]) if kept.shape[0] else None
@@ -118,7 +124,7 @@ class OnePassSBM:
     def _as_cache_layout(self, X):
         """The block in the cache's layout (the first block's: dense or CSR)."""
         if self.layout is None:
-            self.layout = (sp.issparse(X), X.dtype)
+            self.layout = (sp.issparse(X) or self.feature_map is not None, X.dtype)
         sparse, dtype = self.layout
         if sparse:
             return _tidy(sp.csr_matrix(X, dtype=dtype))

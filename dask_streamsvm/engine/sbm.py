@@ -52,7 +52,7 @@ from ..kernels.dcd import dcd_passes
 from ..kernels.rng import make_state
 from ..kernels.sbm import gradients, keep_prefix, select_informative, select_random
 from .cache import RowCache
-from .streamsvm import _PassCertifier, run_trainer
+from .streamsvm import _PassCertifier, model_width, run_trainer
 
 CACHE_POLICIES = ("informative", "random")
 # Projected-gradient tolerance of a block's subproblem.  The paper runs a
@@ -84,10 +84,11 @@ def solve_sbm(
     on_pass=None,
     on_block=None,
     crammer_singer=False,
+    feature_map=None,
 ):
     """Train ``n_problems`` binary SVMs on ``source`` block by block (SBM; BM with no cache).
 
-    ``encode``, ``on_pass``, ``on_block`` and ``crammer_singer`` are those of
+    ``encode``, ``on_pass``, ``on_block``, ``crammer_singer`` and ``feature_map`` are those of
     :func:`~.streamsvm.solve_streamsvm`; ``on_block``'s ``fill`` is the
     fraction of the row memory (cache plus block) in use when the partition
     arrives.
@@ -130,7 +131,7 @@ def solve_sbm(
             source, encode, store, k=n_problems, loss=loss, bias=bias, tol=tol, max_iter=max_iter,
             cache_bytes=int(cache_bytes), block_bytes=int(block_bytes), inner_iter=int(inner_iter),
             cache_policy=cache_policy, seed=seed, labels=labels, clock_start=clock_start,
-            on_pass=on_pass, on_block=on_block, crammer_singer=crammer_singer,
+            on_pass=on_pass, on_block=on_block, crammer_singer=crammer_singer, feature_map=feature_map,
         ),
         n_problems=n_problems, alpha_store=alpha_store, prefetch=prefetch, max_iter=max_iter,
         shuffle=shuffle, seed=seed,
@@ -166,10 +167,11 @@ class _BlockTrainer(_PassCertifier):
         on_pass,
         on_block,
         crammer_singer=False,
+        feature_map=None,
     ):
         self.source, self.encode, self.k = source, encode, k
         self.squared = loss == "squared_hinge"
-        self.crammer_singer = crammer_singer
+        self.crammer_singer, self.feature_map = crammer_singer, feature_map
         self.bias, self.tol, self.max_iter = bias, tol, max_iter
         self.cache_bytes, self.block_bytes, self.inner_iter = cache_bytes, block_bytes, inner_iter
         self.informative = cache_policy == "informative"
@@ -177,7 +179,7 @@ class _BlockTrainer(_PassCertifier):
         self.clock_start = time.perf_counter() if clock_start is None else clock_start
         self.on_pass, self.on_block = on_pass, on_block
         self.store = store
-        self.W = np.zeros((k, source.n_features + 1))
+        self.W = np.zeros((k, model_width(source.n_features, feature_map) + 1))
         self.rng_state = make_state(seed)
         self.memory = None  # RowCache holding W = block + cache
         self.kept = np.empty(0, dtype=np.int64)  # global ids of the cached rows, best first
@@ -215,6 +217,7 @@ class _BlockTrainer(_PassCertifier):
             self._snapshot(pass_k, self.memory)
             self.stats["memory_bytes"] = self.memory.nbytes if self.memory is not None else 0
             self.stats["peak_used_bytes"] = self.memory.used_bytes if self.memory is not None else 0
+        self._sparse_for_map(block)
         y_pm, cost = self._encode_and_score(block)
         if self.on_block is not None:
             memory = self.memory
@@ -274,8 +277,9 @@ class _BlockTrainer(_PassCertifier):
         if self.memory is None:
             sparse = sp.issparse(block.X)
             self.memory = RowCache(
-                need, self.source.n_features, block.X.dtype, sparse, self.k, nnz / max(n_rows, 1)
-            )
+                need, self.source.n_features, block.X.dtype, sparse, self.k, nnz / max(n_rows, 1),
+                self.feature_map,
+            )  # fmt: skip
             assert self.memory._meta_per_slot == _meta_per_slot(self.k, sparse)
             assert self.memory.meta.nbytes == _HEADER
         elif self.memory.cache_bytes < need:
@@ -329,7 +333,7 @@ class _BlockTrainer(_PassCertifier):
         layout = (old.n_features, old.dtype, old.sparse)
         self.memory = old = None  # release it before allocating the new one
         nnz_per_row = (nnz + (X.nnz if layout[2] else 0)) / max(n + n_rows, 1)
-        new = RowCache(capacity, *layout, self.k, nnz_per_row)
+        new = RowCache(capacity, *layout, self.k, nnz_per_row, self.feature_map)
         if n:
             ones = np.ones((self.k, n))  # any positive cost inserts the row; U, D, Qbar follow
             new.insert(X, gids, values[0], ones, self.squared, self.bias, self.store, self.rng_state)

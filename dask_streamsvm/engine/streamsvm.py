@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_kernel_rows
+from .._validation import kernel_rows
 from ..kernels.cache import train_on_cache
 from ..kernels.crammer_singer import cs_loss_sum, cs_train_on_cache
 from ..kernels.objective import weighted_loss_sum
@@ -78,6 +78,7 @@ def solve_streamsvm(
     on_pass=None,
     on_block=None,
     crammer_singer=False,
+    feature_map=None,
 ):
     """Train ``n_problems`` binary SVMs on ``source`` through a bounded cache.
 
@@ -87,6 +88,9 @@ def solve_streamsvm(
     Crammer-Singer problem over that many classes (+1 in a row's own class,
     its ``C_i`` in every row; :mod:`~dask_streamsvm.kernels.crammer_singer`),
     ``loss`` must be ``"hinge"`` and the result carries one certificate.
+    ``feature_map``, a map's spec (:mod:`~dask_streamsvm.kernels.features`),
+    trains on ``phi(x)`` while the cache holds the raw rows; ``W`` then has
+    the map's width.
 
     ``on_pass(records, W)``, when given, is called after every reader pass
     with that pass's history records (one per problem) and the certified
@@ -101,7 +105,7 @@ def solve_streamsvm(
         lambda store: _Trainer(
             source, encode, store, k=n_problems, loss=loss, bias=bias, tol=tol, max_iter=max_iter,
             cache_bytes=cache_bytes, seed=seed, labels=labels, clock_start=clock_start,
-            on_pass=on_pass, on_block=on_block, crammer_singer=crammer_singer,
+            on_pass=on_pass, on_block=on_block, crammer_singer=crammer_singer, feature_map=feature_map,
         ),
         n_problems=n_problems, alpha_store=alpha_store, prefetch=prefetch, max_iter=max_iter,
         shuffle=shuffle, seed=seed,
@@ -160,10 +164,15 @@ class _PassCertifier:
         self.dual = self.store.sums[:, 0] - half_sq - 0.5 * self.store.sums[:, 1]
         self.loss_sum = np.zeros(self.k)
 
+    def _sparse_for_map(self, block):
+        """A feature map reads sparse rows: dense partitions are converted as they arrive."""
+        if self.feature_map is not None and not sp.issparse(block.X):
+            block.X = sp.csr_matrix(block.X)
+
     def _encode_and_score(self, block):
         """Labels and costs of ``block``; adds its loss under the snapshot to the pass's sum."""
         y_pm, cost = self.encode(block)
-        rows = as_kernel_rows(block.X)
+        rows = kernel_rows(block.X, self.feature_map)
         if self.crammer_singer:
             y_index = np.argmax(y_pm, axis=0)
             self.loss_sum[0] += cs_loss_sum(rows, y_index, cost[0], self.W_snap, self.bias)
@@ -225,16 +234,17 @@ class _Trainer(_PassCertifier):
         on_pass,
         on_block,
         crammer_singer=False,
+        feature_map=None,
     ):
         self.source, self.encode, self.k = source, encode, k
         self.squared = loss == "squared_hinge"
-        self.crammer_singer = crammer_singer
+        self.crammer_singer, self.feature_map = crammer_singer, feature_map
         self.bias, self.tol, self.max_iter, self.cache_bytes = bias, tol, max_iter, cache_bytes
         self.labels = list(range(k)) if labels is None else list(labels)
         self.clock_start = time.perf_counter() if clock_start is None else clock_start
         self.on_pass, self.on_block = on_pass, on_block
         self.store = store
-        self.W = np.zeros((k, source.n_features + 1))
+        self.W = np.zeros((k, model_width(source.n_features, feature_map) + 1))
         self.rng_state = make_state(seed)
         self.eps = np.full(k, np.inf)
         self.cache = None
@@ -296,13 +306,14 @@ class _Trainer(_PassCertifier):
     def _take_block(self, pass_k, block):
         if pass_k != self.current:  # first block of a pass: snapshot the state it certifies
             self._snapshot(pass_k, self.cache)
+        self._sparse_for_map(block)
         y_pm, cost = self._encode_and_score(block)
         if self.on_block is not None:
             fill = 0.0 if self.cache is None else self.cache.used_bytes / self.cache_bytes
             self.on_block(pass_k, block, self.W_snap, fill)
         if self.current < self.max_iter and block.n_rows > 0:
             if self.cache is None:
-                self.cache = _new_cache(block, self.cache_bytes, self.source, self.k)
+                self.cache = _new_cache(block, self.cache_bytes, self.source, self.k, self.feature_map)
             self.pending = (block, y_pm, cost, 0)
 
     def _insert_next_piece(self):
@@ -348,7 +359,12 @@ class _Trainer(_PassCertifier):
         return busy
 
 
-def _new_cache(block, cache_bytes, source, k):
+def _new_cache(block, cache_bytes, source, k, feature_map):
     sparse = sp.issparse(block.X)
     nnz_per_row = block.X.nnz / max(block.n_rows, 1) if sparse else None
-    return RowCache(cache_bytes, source.n_features, block.X.dtype, sparse, k, nnz_per_row)
+    return RowCache(cache_bytes, source.n_features, block.X.dtype, sparse, k, nnz_per_row, feature_map)
+
+
+def model_width(n_features, feature_map):
+    """Length of ``w`` without the bias: the map's output width, or the raw features."""
+    return n_features if feature_map is None else int(feature_map[0]["n_out"])

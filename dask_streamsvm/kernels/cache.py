@@ -24,7 +24,6 @@ from numba import njit
 
 from .dcd import PG_SKIP, dcd_passes
 from .rng import next_uint64
-from .rows import row_sqnorm
 
 # meta[0] = n_live, meta[1] = n_free, meta[2] = arena top (sparse), meta[3] = garbage nnz,
 # meta[4] = insertions, meta[5] = evictions
@@ -133,12 +132,14 @@ def _weightless(block_cost, r):
 
 @njit(cache=True, nogil=True)
 def insert_sparse(
-    indptr, b_indices, b_data, row_ids, block_y, block_cost, squared, bias,
+    indptr, b_indices, b_data, block_sq, row_ids, block_y, block_cost, squared, bias,
     meta, gid, live, pos, free, slot_of, Y, U, D, QD, A, store, sums,
     starts, ends, indices, data, rng_state,
 ):  # fmt: skip
     """Insert the rows of a CSR block; rows already cached or of zero cost are skipped.
 
+    ``block_sq[r]`` is ``||phi(x_r)||^2`` of block row ``r`` without the bias
+    (the squared norm of the row itself unless a feature map applies).
     Returns the number of rows inserted.  A row larger than the whole arena
     cannot be cached: the caller checks that beforehand.
     """
@@ -161,26 +162,24 @@ def insert_sparse(
                 _evict_random(meta, gid, live, pos, free, slot_of, A, D, store, sums, starts, ends, rng_state)
         s = _take_slot(g, meta, gid, live, pos, free, slot_of)
         top = meta[TOP]
-        sq = 0.0
         for k in range(m):
             indices[top + k] = b_indices[lo + k]
-            v = b_data[lo + k]
-            data[top + k] = v
-            sq += v * 1.0 * v
+            data[top + k] = b_data[lo + k]
         starts[s] = top
         ends[s] = top + m
         meta[TOP] = top + m
-        _set_problem_values(s, r, g, block_y, block_cost, squared, bias, sq, Y, U, D, QD, A, store)
+        _set_problem_values(s, r, g, block_y, block_cost, squared, bias, block_sq[r], Y, U, D, QD, A, store)
         inserted += 1
     return inserted
 
 
 @njit(cache=True, nogil=True)
 def insert_dense(
-    X, row_ids, block_y, block_cost, squared, bias,
+    X, block_sq, row_ids, block_y, block_cost, squared, bias,
     meta, gid, live, pos, free, slot_of, Y, U, D, QD, A, store, sums, rows, rng_state,
 ):  # fmt: skip
-    """Insert the rows of a dense block; rows already cached or of zero cost are skipped."""
+    """Insert the rows of a dense block; rows already cached or of zero cost are skipped (``block_sq``
+    as in :func:`insert_sparse`)."""
     inserted = 0
     no_arena = np.empty(0, dtype=np.int64)
     for r in range(row_ids.shape[0]):
@@ -194,8 +193,7 @@ def insert_dense(
         s = _take_slot(g, meta, gid, live, pos, free, slot_of)
         for j in range(X.shape[1]):
             rows[s, j] = X[r, j]
-        sq = row_sqnorm(X, r, 0.0)
-        _set_problem_values(s, r, g, block_y, block_cost, squared, bias, sq, Y, U, D, QD, A, store)
+        _set_problem_values(s, r, g, block_y, block_cost, squared, bias, block_sq[r], Y, U, D, QD, A, store)
         inserted += 1
     return inserted
 

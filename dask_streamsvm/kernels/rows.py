@@ -9,7 +9,9 @@ which: the primitives below dispatch on the numba type of ``X``.
   row i at ``indices/data[starts[i]:ends[i]]``, so that the cache inserts
   and evicts rows without moving the others.
 
-The two sparse layouts share every body through ``row_span``.
+The two sparse layouts share every body through ``row_span``.  A fourth
+layout, ``(raw, spec)``, pairs a sparse layout with a feature map that the
+three operations apply on the fly (:mod:`.features`, COFFIN).
 
 Every row carries an implicit last feature of constant value ``bias``
 (LIBLINEAR's ``-B``), stored as the last entry of ``w``: ``len(w)`` is
@@ -29,6 +31,8 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
+
+from .features import map_axpy, map_dot, map_sqnorm
 
 # Loop counters and gathered indices are cast to unsigned: numba then skips
 # the negative-index wraparound it otherwise emits on every access, which
@@ -97,6 +101,17 @@ def _is_sparse(X):
     return _is_csr(X) or _is_slotted(X)
 
 
+def _is_mapped(X):
+    """``(raw, spec)``: a sparse layout and a feature map's record array (:mod:`.features`)."""
+    return (
+        isinstance(X, types.BaseTuple)
+        and len(X) == 2
+        and _is_sparse(X[0])
+        and isinstance(X[1], types.Array)
+        and isinstance(X[1].dtype, types.Record)
+    )
+
+
 def row_span(X, i):
     """``(lo, hi)``: row ``i`` is ``indices[lo:hi]``, ``data[lo:hi]`` (sparse layouts)."""
 
@@ -134,6 +149,14 @@ def _row_dot(X, i, w, bias):
             return s + bias * w[w.shape[0] - 1]
 
         return sparse_dot
+    if _is_mapped(X):
+
+        def mapped_dot(X, i, w, bias):
+            raw = X[0]
+            lo, hi = row_span(raw, i)
+            return map_dot(raw[-2], raw[-1], lo, hi, w, X[1]) + bias * w[w.shape[0] - 1]
+
+        return mapped_dot
     return None
 
 
@@ -159,6 +182,15 @@ def _row_axpy(X, i, a, w, bias):
             w[w.shape[0] - 1] += a * bias
 
         return sparse_axpy
+    if _is_mapped(X):
+
+        def mapped_axpy(X, i, a, w, bias):
+            raw = X[0]
+            lo, hi = row_span(raw, i)
+            map_axpy(raw[-2], raw[-1], lo, hi, a, w, X[1])
+            w[w.shape[0] - 1] += a * bias
+
+        return mapped_axpy
     return None
 
 
@@ -187,6 +219,14 @@ def _row_sqnorm(X, i, bias):
             return s + bias * bias
 
         return sparse_sqnorm
+    if _is_mapped(X):
+
+        def mapped_sqnorm(X, i, bias):
+            raw = X[0]
+            lo, hi = row_span(raw, i)
+            return map_sqnorm(raw[-2], raw[-1], lo, hi, X[1]) + bias * bias
+
+        return mapped_sqnorm
     return None
 
 
@@ -196,6 +236,8 @@ def _n_rows(X):
         return lambda X: X.shape[0]
     if _is_csr(X):
         return lambda X: X[0].shape[0] - 1
+    if _is_mapped(X):
+        return lambda X: n_rows(X[0])
     return None
 
 
@@ -240,6 +282,8 @@ def _row_prefetch_start(X, i):
         return lambda X, i: None
     if _is_sparse(X):
         return lambda X, i: prefetch(X[0], i)
+    if _is_mapped(X):
+        return lambda X, i: prefetch(X[0][0], i)
     return None
 
 
@@ -261,4 +305,6 @@ def _row_prefetch(X, i):
                 prefetch(indices, start)
 
         return sparse_prefetch
+    if _is_mapped(X):
+        return lambda X, i: row_prefetch(X[0], i)
     return None

@@ -1,0 +1,177 @@
+"""Feature maps computed inside DOT and ADD (COFFIN, Sonnenburg & Franc 2010).
+
+A solver touches an example only through ``w . phi(x)`` (DOT), ``w += a
+phi(x)`` (ADD) and ``||phi(x)||^2`` (the diagonal ``Q_ii`` of the dual).  A
+*mapped layout* ``(raw, spec)`` pairs the stored raw rows (a sparse layout
+of :mod:`.rows`: CSR or the cache's slotted CSR) with a one-element record
+array ``spec`` (:data:`MAP_SPEC`) that says which map to apply; the
+overloads in :mod:`.rows` route the three operations here, so every kernel
+(DCD, Crammer-Singer, the certificates, SBM's scores) runs on mapped rows
+unchanged and ``phi(x)`` is never stored.
+
+Degree-2 polynomial map (``kind = POLY2``; COFFIN section 2.1.2), in the
+feature order of scikit-learn's ``PolynomialFeatures(degree=2,
+include_bias=False)``::
+
+    phi(x) = [x_0 .. x_{p-1},  x_i x_j for i <= j (i < j if interaction_only)]
+    pair (i, j), i <= j:  p + i p - i (i - 1) / 2 + (j - i)
+    pair (i, j), i < j:   p + i (p - 1) - i (i - 1) / 2 + (j - i - 1)
+
+Only the nonzero monomials of a row are visited: ``O(m^2)`` work for a row
+of ``m`` nonzeros, whatever ``p``.
+
+Hashing (``hashed = 1``): feature ``f`` of the map goes to bucket
+``h(f) mod n_out`` with sign ``+1`` or ``-1`` from one more bit of ``h``
+(``alternate_sign``; Weinberger et al. 2009), ``h`` being SplitMix64's
+finaliser of ``f`` and the seed: a pure function of integers, the same in
+every process.  DOT and ADD are exact for the hashed vector, collisions
+included; its squared norm adds up the buckets a row shares.
+"""
+
+import numpy as np
+from numba import njit
+
+MAP_SPEC = np.dtype(
+    [
+        ("kind", np.int64),
+        ("n_in", np.int64),  # raw features p
+        ("n_out", np.int64),  # dimension of phi(x) (the hashed buckets when hashed)
+        ("interaction_only", np.int64),
+        ("hashed", np.int64),
+        ("alternate_sign", np.int64),
+        ("seed", np.int64),
+    ]
+)
+POLY2 = 1
+
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def make_spec(kind, n_in, n_out, *, interaction_only=False, hashed=False, alternate_sign=True, seed=0):
+    """The one-element record array of a map."""
+    spec = np.zeros(1, dtype=MAP_SPEC)
+    spec[0] = (kind, n_in, n_out, int(interaction_only), int(hashed), int(alternate_sign), seed)
+    return spec
+
+
+@njit(cache=True, nogil=True)
+def mix64(value, seed):
+    """SplitMix64's finaliser of ``value + seed * golden``: a fixed integer hash."""
+    z = np.uint64(value) + np.uint64(seed) * _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True)
+def poly2_dimension(p, interaction_only):
+    """Features of the explicit degree-2 map of ``p`` inputs."""
+    return p + (p * (p - 1) // 2 if interaction_only else p * (p + 1) // 2)
+
+
+@njit(cache=True, nogil=True)
+def _pair(i, j, p, interaction_only):
+    if j < i:
+        i, j = j, i
+    if interaction_only:
+        return p + i * (p - 1) - i * (i - 1) // 2 + (j - i - 1)
+    return p + i * p - i * (i - 1) // 2 + (j - i)
+
+
+@njit(cache=True, nogil=True)
+def _target(spec, feature):
+    """``(index into w, sign)`` of map feature ``feature``."""
+    if spec.hashed == 0:
+        return feature, 1.0
+    h = mix64(feature, spec.seed)
+    bucket = np.int64((h >> np.uint64(1)) % np.uint64(spec.n_out))
+    if spec.alternate_sign != 0 and (h & np.uint64(1)) != 0:
+        return bucket, -1.0
+    return bucket, 1.0
+
+
+@njit(cache=True, nogil=True)
+def map_dot(indices, data, lo, hi, w, spec_array):
+    """``w . phi(x)`` for the raw row ``indices/data[lo:hi]`` (bias not included)."""
+    spec = spec_array[0]
+    p = spec.n_in
+    skip = spec.interaction_only
+    s = 0.0
+    for a in range(lo, hi):
+        i = np.int64(indices[a])
+        v = data[a] * 1.0
+        t, sign = _target(spec, i)
+        s += sign * w[t] * v
+        for b in range(a + skip, hi):
+            t, sign = _target(spec, _pair(i, np.int64(indices[b]), p, skip))
+            s += sign * w[t] * v * data[b]
+    return s
+
+
+@njit(cache=True, nogil=True)
+def map_axpy(indices, data, lo, hi, a_scale, w, spec_array):
+    """``w += a_scale * phi(x)`` for the raw row ``indices/data[lo:hi]`` (bias not included)."""
+    spec = spec_array[0]
+    p = spec.n_in
+    skip = spec.interaction_only
+    for a in range(lo, hi):
+        i = np.int64(indices[a])
+        v = a_scale * data[a]
+        t, sign = _target(spec, i)
+        w[t] += sign * v
+        for b in range(a + skip, hi):
+            t, sign = _target(spec, _pair(i, np.int64(indices[b]), p, skip))
+            w[t] += sign * v * data[b]
+
+
+@njit(cache=True, nogil=True)
+def map_entries(indices, data, lo, hi, spec_array, out_index, out_value):
+    """Write the nonzero features of ``phi(x)`` (signed, before summing collisions); return their count."""
+    spec = spec_array[0]
+    p = spec.n_in
+    skip = spec.interaction_only
+    n = 0
+    for a in range(lo, hi):
+        i = np.int64(indices[a])
+        v = data[a] * 1.0
+        t, sign = _target(spec, i)
+        out_index[n] = t
+        out_value[n] = sign * v
+        n += 1
+        for b in range(a + skip, hi):
+            t, sign = _target(spec, _pair(i, np.int64(indices[b]), p, skip))
+            out_index[n] = t
+            out_value[n] = sign * v * data[b]
+            n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def map_sqnorm(indices, data, lo, hi, spec_array):
+    """``||phi(x)||^2`` of the raw row (bias not included); exact under hash collisions."""
+    spec = spec_array[0]
+    m = hi - lo
+    if spec.hashed == 0:
+        s = 0.0
+        for a in range(lo, hi):
+            v = data[a] * 1.0
+            s += v * v
+            for b in range(a + spec.interaction_only, hi):
+                u = v * data[b]
+                s += u * u
+        return s
+    size = m + m * (m + 1) // 2
+    index = np.empty(size, dtype=np.int64)
+    value = np.empty(size)
+    n = map_entries(indices, data, lo, hi, spec_array, index, value)
+    order = np.argsort(index[:n])
+    s = 0.0
+    run = 0.0
+    for t in range(n):
+        run += value[order[t]]
+        if t == n - 1 or index[order[t + 1]] != index[order[t]]:
+            s += run * run
+            run = 0.0
+    return s
