@@ -1,6 +1,6 @@
 """Support vector machines on data larger than memory and on Dask clusters."""
 
-from .features import PolynomialMap
+from .features import HashingMap, PolynomialMap, SpectrumMap, WeightedDegreeMap
 from .io import read_libsvm
 from .linear import LinearSVC
 
@@ -17,5 +17,13 @@ def load(path):
     return load_model(path)
 
 
-__all__ = ["LinearSVC", "PolynomialMap", "load", "read_libsvm"]
+__all__ = [
+    "HashingMap",
+    "LinearSVC",
+    "PolynomialMap",
+    "SpectrumMap",
+    "WeightedDegreeMap",
+    "load",
+    "read_libsvm",
+]
 __version__ = "0.1.0.dev0"

@@ -60,12 +60,14 @@ def map_rows(estimator, X, func, columns=None, name=None):
     empty results.
     """
     n_features = estimator.n_features_in_
+    encoder = estimator.feature_map if getattr(estimator, "_encoding", False) else None
     if _is_dask_dataframe(X):
         X = feature_frame(estimator, X)
         labels = None if columns is None else [str(c) for c in columns]
 
         def on_frame(frame):
-            out = func(_check_rows(frame.to_numpy(), n_features))
+            rows = encoder.encode(frame) if encoder is not None else _check_rows(frame.to_numpy(), n_features)
+            out = func(rows)
             if labels is None:
                 return pd.Series(out, index=frame.index, name=name)
             return pd.DataFrame(out, index=frame.index, columns=labels)
@@ -83,7 +85,8 @@ def map_rows(estimator, X, func, columns=None, name=None):
         raise ValueError(f"X has {X.shape[1]} features; the model was fitted on {n_features}.")
 
     def on_block(block):
-        return func(_check_rows(block, n_features))
+        rows = _check_rows(block, n_features)
+        return func(rows if encoder is None else encoder.encode(rows))
 
     meta = on_block(np.zeros((0, n_features)))
     if columns is None:

@@ -35,9 +35,14 @@ def _estimators():
 
 
 def _feature_maps():
-    from .features import PolynomialMap
+    from .features import HashingMap, PolynomialMap, SpectrumMap, WeightedDegreeMap
 
-    return {"PolynomialMap": PolynomialMap}
+    return {
+        "HashingMap": HashingMap,
+        "PolynomialMap": PolynomialMap,
+        "SpectrumMap": SpectrumMap,
+        "WeightedDegreeMap": WeightedDegreeMap,
+    }
 
 
 def _jsonable(value, what):

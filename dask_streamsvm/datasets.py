@@ -88,3 +88,42 @@ def compact_csr(X):
         X.indices = X.indices.astype(np.int32)
         X.indptr = X.indptr.astype(np.int32)
     return X
+
+
+def make_splice_sites(n_samples=1000, length=60, positive_fraction=0.25, noise=0.1, random_state=None):
+    """DNA-like sequences with a planted splice-site-like signal, for string feature maps.
+
+    Every sequence is ``length`` random letters of ``ACGT`` with the
+    dinucleotide ``AG`` at the middle (an acceptor site's consensus, so it
+    does not tell the classes apart).  Positive sequences also carry a
+    pyrimidine-rich tract (``C``/``T`` with probability 0.8) over the 15
+    letters before the ``AG`` and a ``G`` two letters after it, as real
+    acceptor sites do; a fraction ``noise`` of labels is flipped.  A
+    weighted-degree kernel sees position-specific k-mers and separates the
+    classes; a bag of letters barely does.
+
+    Returns
+    -------
+    frame : pandas.DataFrame with one string column ``"sequence"``
+    y : ndarray of -1/+1
+    """
+    import pandas as pd
+    from sklearn.utils import check_random_state
+
+    rng = check_random_state(random_state)
+    letters = np.array(list("ACGT"))
+    codes = rng.randint(0, 4, size=(n_samples, length))
+    middle = length // 2
+    codes[:, middle], codes[:, middle + 1] = 0, 2  # "AG"
+    y = np.where(rng.rand(n_samples) < positive_fraction, 1, -1)
+    tract = slice(max(middle - 15, 0), middle)
+    positive = np.flatnonzero(y == 1)
+    pyrimidines = rng.choice([1, 3], size=(positive.shape[0], tract.stop - tract.start))
+    keep = rng.rand(*pyrimidines.shape) < 0.8
+    codes[positive, tract] = np.where(keep, pyrimidines, codes[positive, tract])
+    if middle + 3 < length:
+        codes[positive, middle + 3] = 2
+    flip = rng.rand(n_samples) < noise
+    y[flip] = -y[flip]
+    sequences = ["".join(row) for row in letters[codes]]
+    return pd.DataFrame({"sequence": sequences}), y

@@ -6,6 +6,17 @@ compute ``w . phi(x)``, ``w += a phi(x)`` and ``||phi(x)||^2`` from the raw
 row when they need them (:mod:`dask_streamsvm.kernels.features`).  Each map
 is also a scikit-learn transformer whose :meth:`transform` materialises
 ``phi(X)``, for inspection and for testing on small data.
+
+A map works in two stages, either of which may do nothing:
+
+``encode``
+    turns a partition as it is read (a pandas DataFrame with string,
+    categorical or token-list columns, or numeric rows) into numeric raw
+    rows, on the reader thread; :class:`HashingMap` hashes here, so the
+    cache holds one entry per column value, never a one-hot expansion;
+``spec``
+    names what the kernels compute from the raw rows inside DOT and ADD;
+    :class:`PolynomialMap` expands here.
 """
 
 import numbers
@@ -15,10 +26,51 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_array
 
-from .kernels.features import POLY2, make_spec, map_entries, poly2_dimension
+from .kernels.features import POLY2, STRING, make_spec, map_entries, map_terms, poly2_dimension
 
 
-class PolynomialMap(TransformerMixin, BaseEstimator):
+class FeatureMap(TransformerMixin, BaseEstimator):
+    """What every map shares: the two stages and ``transform``."""
+
+    #: True when ``encode`` reads non-numeric columns (the data may hold strings).
+    reads_strings = False
+
+    def encode(self, X, columns=None):
+        """Raw numeric rows of ``X`` (a CSR matrix or a 2-D float array); numeric input as it is."""
+        return X
+
+    def raw_width(self, n_in):
+        """Columns of the encoded rows for ``n_in`` input columns."""
+        return int(n_in)
+
+    def spec(self, n_raw):
+        """The kernels' record array for ``n_raw`` raw columns, or None (nothing computed on the fly)."""
+        return None
+
+    def fit(self, X, y=None):
+        """Record the input width (a map has nothing to learn)."""
+        if not self.reads_strings:
+            X = check_array(X, accept_sparse="csr", dtype=[np.float64, np.float32])
+        self.n_features_in_ = X.shape[1]
+        raw = self.raw_width(X.shape[1])
+        spec = self.spec(raw)
+        self.n_features_out_ = raw if spec is None else int(spec[0]["n_out"])
+        return self
+
+    def transform(self, X):
+        """``phi(X)`` as a CSR matrix of ``n_features_out_`` columns (hash collisions summed)."""
+        if not self.reads_strings:
+            X = check_array(X, accept_sparse="csr", dtype=[np.float64, np.float32])
+        n_in = getattr(self, "n_features_in_", X.shape[1])
+        if X.shape[1] != n_in:
+            name = type(self).__name__
+            raise ValueError(f"X has {X.shape[1]} features, but {name} is expecting {n_in} features.")
+        raw = self.encode(X)
+        spec = self.spec(raw.shape[1])
+        return sp.csr_matrix(raw) if spec is None else materialise(raw, spec)
+
+
+class PolynomialMap(FeatureMap):
     """Degree-2 polynomial features, computed inside the solver (COFFIN section 2.1.2).
 
     ``phi(x) = [x, x_i x_j for i <= j]`` in the column order of
@@ -78,20 +130,281 @@ class PolynomialMap(TransformerMixin, BaseEstimator):
             alternate_sign=bool(self.alternate_sign), seed=int(self.seed),
         )  # fmt: skip
 
-    def fit(self, X, y=None):
-        """Record the number of input features (the map itself has nothing to learn)."""
-        X = check_array(X, accept_sparse="csr", dtype=[np.float64, np.float32])
-        self.n_features_in_ = X.shape[1]
-        self.n_features_out_ = int(self.spec(X.shape[1])[0]["n_out"])
-        return self
 
-    def transform(self, X):
-        """``phi(X)`` as a CSR matrix of ``n_features_out_`` columns (collisions summed)."""
-        X = check_array(X, accept_sparse="csr", dtype=[np.float64, np.float32])
-        n_in = getattr(self, "n_features_in_", X.shape[1])
-        if X.shape[1] != n_in:
-            raise ValueError(f"X has {X.shape[1]} features, but PolynomialMap is expecting {n_in} features.")
-        return materialise(X, self.spec(n_in))
+class HashingMap(FeatureMap):
+    """Signed feature hashing of columns of any kind (Weinberger et al. 2009), as they are read.
+
+    Every input column becomes features of one hashed space of
+    ``n_features`` dimensions, named as scikit-learn's ``FeatureHasher``
+    names the keys of a dict (and hashed the same way: MurmurHash3, index
+    ``|h| mod n_features``, sign of ``h`` with ``alternate_sign``):
+
+    - a numeric or boolean column ``c``: the feature ``"c"`` with the value;
+    - a string, categorical or other object column ``c``: the feature
+      ``"c=value"`` with value 1 (missing values give no feature);
+    - a column of token lists ``c``: ``"c=token"`` for every token, counted.
+
+    Numeric rows without column names (NumPy, SciPy sparse, Dask Arrays)
+    hash column ``j`` as the feature ``"j"``.  Dask turns object columns
+    of a DataFrame into strings by default, token lists included (they
+    arrive as their text); keep lists as lists with
+    ``dask.config.set({"dataframe.convert-string": False})``.  The hashing runs on the
+    reader thread, once per distinct value of a partition's column, and the
+    cache holds the hashed rows: one entry per column value.  The result
+    is the same in every process.
+
+    Parameters
+    ----------
+    n_features : int, default=2**20
+    columns : list of str or None, default=None
+        The DataFrame columns to use (None: all but the label column).
+    alternate_sign : bool, default=True
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dask_streamsvm.features import HashingMap
+    >>> frame = pd.DataFrame({"colour": ["red", "blue"], "size": [1.5, 0.0]})
+    >>> HashingMap(n_features=8).fit_transform(frame).toarray()
+    array([[ 0. ,  1. ,  0. ,  0. ,  0. ,  0. , -1.5,  0. ],
+           [-1. ,  0. ,  0. ,  0. ,  0. ,  0. ,  0. ,  0. ]])
+    """
+
+    reads_strings = True
+
+    def __init__(self, n_features=2**20, columns=None, alternate_sign=True):
+        self.n_features = n_features
+        self.columns = columns
+        self.alternate_sign = alternate_sign
+
+    def raw_width(self, n_in):
+        n = self.n_features
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or not 1 <= n <= 2**31 - 1:
+            raise ValueError(f"n_features must be an integer in [1, 2**31 - 1], got n_features={n!r}.")
+        return int(n)
+
+    def selected(self, names):
+        """The input columns the map reads, in order (``columns``, or all of ``names``)."""
+        if self.columns is None:
+            return list(names)
+        missing = [c for c in self.columns if c not in list(names)]
+        if missing:
+            raise ValueError(f"HashingMap(columns=...) names columns {missing} that X does not have.")
+        return list(self.columns)
+
+    def _keys(self, keys):
+        """``(index, sign)`` of feature names, as FeatureHasher computes them."""
+        from sklearn.utils import murmurhash3_32
+
+        n = self.raw_width(0)
+        h = np.array([murmurhash3_32(str(k), seed=0) for k in keys], dtype=np.int64)
+        index = np.abs(h) % n
+        sign = np.where(h < 0, -1.0, 1.0) if self.alternate_sign else np.ones(h.shape[0])
+        return index, sign
+
+    def encode(self, X, columns=None):
+        """The hashed rows of ``X`` as a CSR matrix of ``n_features`` columns.
+
+        ``X`` is a pandas DataFrame, or numeric rows (ndarray or sparse).
+        ``columns`` names the rows' columns when ``X`` is a plain array.
+        """
+        import pandas as pd
+
+        n = self.raw_width(0)
+        if not isinstance(X, pd.DataFrame):
+            rows = canonical_csr(sp.csr_matrix(X, dtype=np.float64))  # copies before changing anything
+            if not np.isfinite(rows.data).all():
+                raise ValueError("X holds NaN or infinity; HashingMap needs finite numeric values.")
+            names = range(rows.shape[1]) if columns is None else columns
+            index, sign = self._keys(names)
+            out = sp.csr_matrix(
+                (rows.data * sign[rows.indices], index[rows.indices], rows.indptr.copy()),
+                shape=(rows.shape[0], n),
+            )
+            out.sum_duplicates()
+            out.eliminate_zeros()
+            return out
+        parts_r, parts_c, parts_v = [], [], []
+        n_rows = len(X)
+        for c in self.selected(X.columns):
+            col = X[c]
+            if pd.api.types.is_bool_dtype(col.dtype) or pd.api.types.is_numeric_dtype(col.dtype):
+                values = col.to_numpy(dtype=np.float64, na_value=np.nan)
+                if not np.isfinite(values).all():
+                    r = int(np.flatnonzero(~np.isfinite(values))[0])
+                    raise ValueError(f"column {c!r}, row {r} is {values[r]!r}; HashingMap needs finite data.")
+                index, sign = self._keys([c])
+                rows = np.flatnonzero(values != 0.0)
+                parts_r.append(rows)
+                parts_c.append(np.full(rows.shape[0], index[0]))
+                parts_v.append(values[rows] * sign[0])
+                continue
+            col = col.reset_index(drop=True)  # the index now counts rows
+            first = col.dropna()
+            if len(first) and isinstance(first.iloc[0], list | tuple | np.ndarray | set):
+                col = col.explode()  # token lists: a row per token, under its row's number
+            positions = col.index.to_numpy()
+            codes, uniques = pd.factorize(col, use_na_sentinel=True)
+            keep = codes >= 0
+            index, sign = self._keys([f"{c}={u}" for u in uniques])
+            parts_r.append(positions[keep])
+            parts_c.append(index[codes[keep]])
+            parts_v.append(sign[codes[keep]])
+        if not parts_r:
+            return sp.csr_matrix((n_rows, n))
+        out = sp.csr_matrix(
+            (np.concatenate(parts_v), (np.concatenate(parts_r), np.concatenate(parts_c))), shape=(n_rows, n)
+        )
+        out.sum_duplicates()
+        out.eliminate_zeros()
+        return out
+
+
+class _StringMap(FeatureMap):
+    """Hashed k-mer features of one string column, computed inside DOT and ADD."""
+
+    reads_strings = True
+    _positional = False
+
+    def raw_width(self, n_in):
+        return _STRING_WIDTH  # positions of a string: any length up to this
+
+    def _string_spec(self, degree, min_degree):
+        n = self.n_features
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+            raise ValueError(f"n_features must be an integer >= 1, got n_features={n!r}.")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral) or self.seed < 0:
+            raise ValueError(f"seed must be an integer >= 0, got seed={self.seed!r}.")
+        return make_spec(
+            STRING, _STRING_WIDTH, int(n), hashed=True, alternate_sign=bool(self.alternate_sign),
+            seed=int(self.seed), degree=degree, min_degree=min_degree, positional=self._positional,
+            normalize=bool(self.normalize),
+        )  # fmt: skip
+
+    def encode(self, X, columns=None):
+        """The strings of the column as CSR rows: positions as columns, byte codes as values."""
+        import pandas as pd
+
+        if isinstance(X, pd.DataFrame):
+            names = list(X.columns)
+            column = self.column
+            if column is None:
+                if len(names) != 1:
+                    raise ValueError(
+                        f"{type(self).__name__} reads one string column; X has columns {names}: "
+                        "name it with column=..."
+                    )
+                column = names[0]
+            elif column not in names:
+                raise ValueError(f"column={column!r} is not a column of X; its columns are {names}.")
+            values = X[column].to_numpy(dtype=object)
+        else:
+            values = np.asarray(X, dtype=object)
+            if values.ndim == 2 and values.shape[1] == 1:
+                values = values[:, 0]
+            if values.ndim != 1:
+                raise ValueError(
+                    f"{type(self).__name__} reads one column of strings; got shape {values.shape}."
+                )
+        bad = [r for r, v in enumerate(values) if not isinstance(v, str)]
+        if bad:
+            raise ValueError(
+                f"row {bad[0]} holds {values[bad[0]]!r}, not a string; every row needs a string."
+            )
+        encoded = [v.encode("utf-8") for v in values]
+        lengths = np.array([len(b) for b in encoded], dtype=np.int64)
+        indptr = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        data = np.frombuffer(b"".join(encoded), dtype=np.uint8).astype(np.float64)
+        starts = np.repeat(indptr[:-1], lengths)
+        indices = (np.arange(indptr[-1]) - starts).astype(np.int32)
+        if data.shape[0] and (lengths.max() > _STRING_WIDTH or (data == 0).any()):
+            raise ValueError("strings must be shorter than 2**31 bytes and hold no NUL character.")
+        return sp.csr_matrix((data, indices, indptr), shape=(len(encoded), _STRING_WIDTH))
+
+
+_STRING_WIDTH = 2**31 - 1
+
+
+class SpectrumMap(_StringMap):
+    """Hashed k-mer counts of a string column: the spectrum kernel (COFFIN section 2.1.2).
+
+    ``phi(s)`` counts every substring of length ``k`` of ``s`` (with
+    ``weighted=True``, every length from 1 to ``k``, weighted by
+    ``sqrt(beta_j)``, ``beta_j = 2 (k - j + 1) / (k (k + 1))``: the weighted
+    spectrum kernel), hashed into ``n_features`` buckets.  The cache holds
+    the strings (a byte per character); the k-mers are hashed, one mix per
+    character, whenever a row is used.
+
+    Parameters
+    ----------
+    k : int, default=3
+    weighted : bool, default=False
+    n_features : int, default=2**20
+    column : str or None, default=None
+        The string column of a DataFrame (None: its only column).
+    alternate_sign : bool, default=True
+    normalize : bool, default=True
+        Scale ``phi(s)`` to unit norm (before collisions), so that long and
+        short strings weigh alike.
+    seed : int, default=0
+    """
+
+    def __init__(
+        self, k=3, weighted=False, n_features=2**20, column=None, alternate_sign=True, normalize=True, seed=0
+    ):
+        self.k = k
+        self.weighted = weighted
+        self.n_features = n_features
+        self.column = column
+        self.alternate_sign = alternate_sign
+        self.normalize = normalize
+        self.seed = seed
+
+    def spec(self, n_raw):
+        k = self.k
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+            raise ValueError(f"k must be an integer >= 1, got k={k!r}.")
+        return self._string_spec(int(k), 1 if self.weighted else int(k))
+
+
+class WeightedDegreeMap(_StringMap):
+    """Hashed weighted-degree features of a string column (COFFIN section 2.1.2; Sonnenburg et al. 2007).
+
+    ``phi(s)`` has a feature for every position ``p`` and every substring
+    ``s[p:p+j]``, ``j = 1 .. degree``, weighted by ``sqrt(beta_j)``, ``beta_j
+    = 2 (d - j + 1) / (d (d + 1))``: ``phi(s) . phi(t)`` is the weighted
+    degree kernel of ``s`` and ``t`` (up to hash collisions).  The features
+    are hashed into ``n_features`` buckets incrementally, one mix per
+    character, inside DOT and ADD; the cache holds the strings.
+
+    Parameters
+    ----------
+    degree : int, default=8
+    n_features : int, default=2**20
+    column : str or None, default=None
+    alternate_sign : bool, default=True
+    normalize : bool, default=True
+        Scale ``phi(s)`` by ``1 / sqrt(sum_j (L - j + 1) beta_j)``, its norm
+        without collisions (Shogun's normalisation).
+    seed : int, default=0
+    """
+
+    _positional = True
+
+    def __init__(self, degree=8, n_features=2**20, column=None, alternate_sign=True, normalize=True, seed=0):
+        self.degree = degree
+        self.n_features = n_features
+        self.column = column
+        self.alternate_sign = alternate_sign
+        self.normalize = normalize
+        self.seed = seed
+
+    def spec(self, n_raw):
+        d = self.degree
+        if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1:
+            raise ValueError(f"degree must be an integer >= 1, got degree={d!r}.")
+        return self._string_spec(int(d), 1)
 
 
 def canonical_csr(X):
@@ -110,8 +423,7 @@ def materialise(X, spec):
     rows, cols, vals = [], [], []
     for r in range(X.shape[0]):
         lo, hi = X.indptr[r], X.indptr[r + 1]
-        m = hi - lo
-        index = np.empty(m + m * (m + 1) // 2, dtype=np.int64)
+        index = np.empty(map_terms(spec, hi - lo), dtype=np.int64)
         value = np.empty(index.shape[0])
         n = map_entries(X.indices, X.data, lo, hi, spec, index, value)
         rows.append(np.full(n, r))

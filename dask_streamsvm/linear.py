@@ -289,15 +289,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         if streaming:
             return self._fit_stream(X, y, sample_weight, C, tol, max_iter, bias, clock_start)
         X, y, sample_weight = _compute_if_dask(X, y, sample_weight)
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            accept_sparse="csr",
-            dtype=[np.float64, np.float32],
-            order="C",
-            accept_large_sparse=True,
-        )
+        X, y = self._validated(X, y, reset=True)
         check_classification_targets(y)
         sample_weight = check_sample_weight(sample_weight, X.shape[0])
         classes, counts = np.unique(y, return_counts=True)
@@ -430,10 +422,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         if out_of_core:
             blocks, n_features = self._stream_blocks(X, y, sample_weight, first)
         else:
-            X, y = validate_data(
-                self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], order="C",
-                accept_large_sparse=True, reset=first,
-            )  # fmt: skip
+            X, y = self._validated(X, y, reset=first)
             check_classification_targets(y)
             n_features = X.shape[1]
             blocks = [(X, y, check_sample_weight(sample_weight, X.shape[0]))]
@@ -476,16 +465,16 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         """Blocks ``(X, y, sample_weight)`` of a Dask collection or path, read ahead, one pass."""
         if isinstance(X, str | os.PathLike):
             X, y = open_path(X, y)
-        source = DaskSource(X, y, sample_weight)
+        source = DaskSource(X, y, sample_weight, encoder=self.feature_map if self._encoding else None)
         if first:
-            self.n_features_in_ = source.n_features
+            self.n_features_in_ = source.n_input_features
             names = source.feature_names
             if names is not None and all(isinstance(c, str) for c in source.column_labels):
                 self.feature_names_in_ = names
-        elif source.n_features != self.n_features_in_:
+        elif source.n_input_features != self.n_features_in_:
             raise ValueError(
-                f"X has {source.n_features} features, but LinearSVC is expecting {self.n_features_in_} "
-                "features as input."
+                f"X has {source.n_input_features} features, but LinearSVC is expecting "
+                f"{self.n_features_in_} features as input."
             )
         rng = check_random_state(self.random_state)
         seed = int(rng.randint(np.iinfo(np.int64).max, dtype=np.int64))
@@ -597,10 +586,10 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             X, y = open_path(X, y)
         if not is_dask_collection(X):
             X, y, sample_weight = as_dask(X, y, sample_weight)
-        source = DaskSource(X, y, sample_weight)
+        source = DaskSource(X, y, sample_weight, encoder=self.feature_map if self._encoding else None)
         classes, counts, weighted_classes = source.label_counts()
         signs, costs = self._problem_tables(classes, counts, weighted_classes, C)
-        self.n_features_in_ = source.n_features
+        self.n_features_in_ = source.n_input_features
         spec = self._feature_spec(source.n_features)
         names = source.feature_names
         if names is not None and all(isinstance(c, str) for c in source.column_labels):
@@ -707,7 +696,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
 
     def _scores(self, rows):
         W = np.hstack([self.coef_, self.intercept_[:, None]])
-        scores = linear_scores(rows, W, 1.0, self._feature_spec(self.n_features_in_))
+        scores = linear_scores(rows, W, 1.0, self._feature_spec(self._raw_width()))
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def _labels(self, rows):
@@ -720,14 +709,41 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         return probabilities(self._scores(rows), self.probA_, self.probB_)
 
     def _check_in_memory(self, X):
-        return validate_data(
-            self,
-            X,
-            accept_sparse="csr",
-            dtype=[np.float64, np.float32],
-            reset=False,
-            accept_large_sparse=True,
-        )
+        return self._validated(X, reset=False)[0]
+
+    def _validated(self, X, y=None, *, reset):
+        """In-memory ``X`` (and ``y``) checked: ``(rows, y)``.
+
+        With a map that encodes (:class:`~dask_streamsvm.features.HashingMap`),
+        ``X`` may hold strings; the names and number of its columns are
+        checked, and ``rows`` are its encoded raw rows.
+        """
+        check = {"accept_sparse": "csr", "dtype": [np.float64, np.float32], "accept_large_sparse": True}
+        if not self._encoding:
+            if y is None:
+                return validate_data(self, X, reset=reset, **check), None
+            return validate_data(self, X, y, reset=reset, order="C", **check)
+        validate_data(self, X, skip_check_array=True, reset=reset)  # n_features_in_, feature_names_in_
+        if not hasattr(X, "columns"):
+            from sklearn.utils import check_array
+
+            X = check_array(X, **check)
+        rows = self.feature_map.encode(X)
+        if y is not None:
+            y = np.asarray(y).ravel()
+            if y.shape[0] != rows.shape[0]:
+                raise ValueError(f"X has {rows.shape[0]} rows but y has {y.shape[0]} labels.")
+        return rows, y
+
+    @property
+    def _encoding(self):
+        """Whether ``feature_map`` encodes the input (its columns may hold strings)."""
+        return bool(getattr(self.feature_map, "reads_strings", False))
+
+    def _raw_width(self):
+        """Columns of the (encoded) raw rows the kernels read, for the fitted input width."""
+        fmap = self.feature_map
+        return self.n_features_in_ if fmap is None else fmap.raw_width(self.n_features_in_)
 
     def decision_function(self, X):
         """Signed distance to the hyperplane(s).
@@ -839,7 +855,8 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         rows = 1 if k == 2 else k
         if classes.ndim != 1 or k < 2 or np.unique(classes).shape[0] != k:
             raise ValueError(f"classes_ must hold at least 2 distinct labels, got {classes!r}")
-        width = model_width(n_features, self._feature_spec(n_features))
+        raw = self.feature_map.raw_width(n_features) if self.feature_map is not None else n_features
+        width = model_width(raw, self._feature_spec(raw))
         if coef.shape != (rows, width) or intercept.shape != (rows,):
             raise ValueError(
                 f"coef_ {coef.shape} and intercept_ {intercept.shape} do not fit {k} classes "
@@ -932,7 +949,7 @@ class _PassHooks:
 
     def _score(self, W, c=None):
         X_val, y_val = self.validation
-        spec = self.estimator._feature_spec(self.estimator.n_features_in_)
+        spec = self.estimator._feature_spec(self.estimator._raw_width())
         scores = linear_scores(X_val, W, self.bias, spec)
         classes = self.estimator.classes_
         if c is not None:  # one one-vs-rest problem: its own binary accuracy
@@ -1001,9 +1018,14 @@ def _validation_set(estimator):
     X_val, y_val = _compute_if_dask(X_val, y_val)
     from sklearn.utils import check_array
 
-    X_val = check_array(X_val, accept_sparse="csr", dtype=[np.float64, np.float32], accept_large_sparse=True)
+    if estimator._encoding:
+        X_val = estimator._validated(X_val, reset=False)[0]
+    else:
+        X_val = check_array(
+            X_val, accept_sparse="csr", dtype=[np.float64, np.float32], accept_large_sparse=True
+        )
     y_val = np.asarray(y_val).ravel()
-    if X_val.shape[1] != estimator.n_features_in_ or y_val.shape[0] != X_val.shape[0]:
+    if X_val.shape[1] != estimator._raw_width() or y_val.shape[0] != X_val.shape[0]:
         raise ValueError(
             f"validation_data has {X_val.shape[0]} rows x {X_val.shape[1]} features and {y_val.shape[0]} "
             f"labels; the training data has {estimator.n_features_in_} features."

@@ -10,8 +10,9 @@ import scipy.sparse as sp
 from sklearn.preprocessing import PolynomialFeatures
 from sklearn.svm import LinearSVC as LiblinearSVC
 
-from dask_streamsvm import LinearSVC, PolynomialMap
+from dask_streamsvm import HashingMap, LinearSVC, PolynomialMap, SpectrumMap, WeightedDegreeMap
 from dask_streamsvm._validation import as_kernel_rows, kernel_rows
+from dask_streamsvm.datasets import make_splice_sites
 from dask_streamsvm.engine.cache import AlphaStore, RowCache
 from dask_streamsvm.features import materialise
 from dask_streamsvm.kernels.dcd import row_sqnorms
@@ -218,3 +219,219 @@ def test_model_file_keeps_the_map(tmp_path):
     again = load(tmp_path / "poly.model")
     assert again.feature_map.get_params() == clf.feature_map.get_params()
     np.testing.assert_array_equal(again.decision_function(X[:300]), clf.decision_function(X[:300]))
+
+
+# -- HashingMap --------------------------------------------------------------------------
+
+
+def mixed_frame(n=3000, seed=0):
+    """A frame of string, categorical, numeric, boolean and token-list columns, with a label."""
+    import pandas as pd
+
+    rng = np.random.RandomState(seed)
+    colour = rng.choice(["red", "green", "blue", "cyan"], n).astype(object)
+    colour[rng.rand(n) < 0.05] = None  # missing values give no feature
+    city = rng.choice([f"city{i}" for i in range(200)], n)
+    x = rng.randn(n)
+    tags = [list(rng.choice(list("abcde"), rng.randint(0, 4))) for _ in range(n)]
+    score = (colour == "red") * 1.5 + (np.char.str_len(city.astype(str)) % 2) + x - 1.2
+    score += np.array([1.0 * ("a" in t) for t in tags])
+    y = np.where(score + 0.3 * rng.randn(n) > 0, "yes", "no")
+    return pd.DataFrame(
+        {
+            "colour": colour,
+            "city": pd.Categorical(city),
+            "x": x,
+            "flag": rng.rand(n) < 0.3,
+            "tags": tags,
+            "label": y,
+        }
+    )
+
+
+def feature_hasher_dicts(frame):
+    """The frame's rows as scikit-learn FeatureHasher dicts, by HashingMap's naming rules."""
+    rows = []
+    for record in frame.drop(columns="label").to_dict("records"):
+        d = {}
+        if isinstance(record["colour"], str):
+            d[f"colour={record['colour']}"] = 1
+        d[f"city={record['city']}"] = 1
+        d["x"] = record["x"]
+        d["flag"] = float(record["flag"])
+        for token in record["tags"]:
+            d[f"tags={token}"] = d.get(f"tags={token}", 0) + 1
+        rows.append(d)
+    return rows
+
+
+def test_hashing_is_scikit_learns_feature_hasher():
+    from sklearn.feature_extraction import FeatureHasher
+
+    frame = mixed_frame(400)
+    for n, sign in [(64, True), (2**12, False)]:
+        ours = HashingMap(n_features=n, alternate_sign=sign).fit_transform(frame.drop(columns="label"))
+        ref = FeatureHasher(n_features=n, input_type="dict", alternate_sign=sign)
+        expected = ref.transform(feature_hasher_dicts(frame))
+        np.testing.assert_array_equal(ours.toarray(), expected.toarray())
+    X = random_sparse()
+    numeric = HashingMap(n_features=16).fit_transform(X)
+    ref = FeatureHasher(n_features=16, input_type="dict").transform(
+        [{str(j): v for j, v in zip(X[i].indices, X[i].data, strict=True)} for i in range(X.shape[0])]
+    )
+    np.testing.assert_allclose(numeric.toarray(), ref.toarray(), rtol=1e-15)
+
+
+def test_a_frame_of_strings_trains_without_encoding(tmp_path):
+    """In memory, streamed and one pass: the same hashed problem as LIBLINEAR on FeatureHasher's output."""
+    import dask
+    import dask.dataframe as dd
+    from sklearn.feature_extraction import FeatureHasher
+
+    from dask_streamsvm import load
+
+    frame = mixed_frame()
+    X, y = frame.drop(columns="label"), frame["label"].to_numpy()
+    fmap = HashingMap(n_features=2**11)
+    Z = FeatureHasher(n_features=2**11, input_type="dict").transform(feature_hasher_dicts(frame))
+    yy = np.where(y == "yes", 1.0, -1.0)
+    ref = LiblinearSVC(C=0.5, loss="hinge", fit_intercept=False, tol=1e-10, max_iter=100_000).fit(Z, yy)
+    expected = primal(Z, yy, 0.5, ref.coef_.ravel(), False)
+    params = {"C": 0.5, "loss": "hinge", "fit_intercept": False, "feature_map": fmap, "tol": 1e-7}
+    clf = LinearSVC(max_iter=20_000, random_state=0, **params).fit(X, y)
+    assert abs(clf.objective_ - expected) / expected < 1e-6
+    assert clf.n_features_in_ == 5 and list(clf.feature_names_in_) == list(X.columns)
+    with dask.config.set({"dataframe.convert-string": False}):  # keep the token lists as lists
+        frames = dd.from_pandas(frame, npartitions=6)
+    streamed = LinearSVC(solver="sbm", cache_bytes="100KB", max_iter=300, random_state=0, **params)
+    streamed.fit(frames, "label")
+    assert abs(streamed.objective_ - expected) / expected < 1e-6
+    lazy = streamed.predict(frames)
+    np.testing.assert_array_equal(lazy.compute().to_numpy(), clf.predict(X))
+    clf.save(tmp_path / "hashed.model")
+    np.testing.assert_array_equal(
+        load(tmp_path / "hashed.model").decision_function(X), clf.decision_function(X)
+    )
+    one_pass = LinearSVC(feature_map=fmap, cache_bytes="100KB", random_state=0)
+    one_pass.partial_fit(frames, "label", classes=["no", "yes"])
+    assert one_pass.score(X, y) > 0.8
+
+
+def test_a9a_rows_hashed_as_they_are_read():
+    from sklearn.feature_extraction import FeatureHasher
+
+    X, y = load_libsvm_dataset("a9a")
+    Z = FeatureHasher(n_features=64, input_type="dict").transform(
+        [{str(j): v for j, v in zip(X[i].indices, X[i].data, strict=True)} for i in range(X.shape[0])]
+    )
+    expected = liblinear_primal(Z, y, 1.0, "squared_hinge")
+    params = {
+        "fit_intercept": False,
+        "feature_map": HashingMap(n_features=64),
+        "tol": 1e-7,
+        "random_state": 0,
+    }
+    in_memory = LinearSVC(max_iter=20_000, **params).fit(X, y)
+    assert abs(in_memory.objective_ - expected) / expected < 1e-6
+    Xd = da.from_array(X.toarray(), chunks=(4096, 123))
+    streamed = LinearSVC(solver="sbm", cache_bytes="1MB", max_iter=300, **params).fit(
+        Xd, da.from_array(y, 4096)
+    )
+    assert abs(streamed.objective_ - expected) / expected < 1e-6
+
+
+def test_maps_never_change_their_input():
+    import pandas as pd
+
+    X = random_sparse()
+    before = (X.data.copy(), X.indices.copy(), X.indptr.copy())
+    for fmap in (HashingMap(n_features=4), PolynomialMap(n_features=5), PolynomialMap()):
+        fmap.fit_transform(X)
+        for a, b in zip(before, (X.data, X.indices, X.indptr), strict=True):
+            np.testing.assert_array_equal(a, b)
+    frame = pd.DataFrame({"a": ["x", "y"], "b": [1.0, 2.0]})
+    copy = frame.copy()
+    HashingMap(n_features=4).fit_transform(frame)
+    pd.testing.assert_frame_equal(frame, copy)
+
+
+# -- string maps -------------------------------------------------------------------------
+
+STRING_MAPS = [
+    WeightedDegreeMap(degree=4, n_features=64),
+    WeightedDegreeMap(degree=3, n_features=10**6, normalize=False),
+    SpectrumMap(3, n_features=32),
+    SpectrumMap(4, weighted=True, n_features=1000, alternate_sign=False),
+]
+
+
+@pytest.mark.parametrize("fmap", STRING_MAPS, ids=repr)
+def test_string_maps_dot_add_and_norm(fmap):
+    frame, _ = make_splice_sites(40, length=25, random_state=0)
+    frame.loc[3, "sequence"] = "ACG"  # shorter than some k-mers
+    raw = fmap.encode(frame)
+    spec = fmap.spec(raw.shape[1])
+    Z = materialise(raw, spec).toarray()
+    rows = kernel_rows(raw, spec)
+    rng = np.random.RandomState(2)
+    w = rng.randn(Z.shape[1] + 1)
+    out = np.empty(40)
+    decision_values(rows, w, 0.5, out)
+    np.testing.assert_allclose(out, Z @ w[:-1] + 0.5 * w[-1], rtol=1e-12, atol=1e-12)
+    sq = np.empty(40)
+    row_sqnorms(rows, 0.0, sq)
+    np.testing.assert_allclose(sq, (Z * Z).sum(axis=1), rtol=1e-12)
+    v = np.zeros_like(w)
+    alpha, y = rng.rand(40), np.where(rng.rand(40) < 0.5, 1.0, -1.0)
+    add_weighted_rows(rows, y, alpha, v, 0.0)
+    np.testing.assert_allclose(v[:-1], Z.T @ (alpha * y), rtol=1e-12, atol=1e-12)
+
+
+def sparse_dot(a, b):
+    left = dict(zip(a.indices.tolist(), a.data.tolist(), strict=True))
+    return sum(left.get(i, 0.0) * v for i, v in zip(b.indices.tolist(), b.data.tolist(), strict=True))
+
+
+def test_weighted_degree_and_spectrum_are_their_kernels():
+    """Without collisions, phi(s) . phi(t) is the kernel of the definitions."""
+    import pandas as pd
+
+    s, t = "ACGTACGGA", "ACGAACGTA"
+    frame = pd.DataFrame({"seq": [s, t]})
+    d = 4
+
+    def beta(j):
+        return 2 * (d - j + 1) / (d * (d + 1))
+
+    wd = WeightedDegreeMap(degree=d, n_features=2**30, normalize=False, alternate_sign=False)
+    Z = wd.fit_transform(frame)
+    expected = sum(
+        beta(j) for j in range(1, d + 1) for p in range(len(s) - j + 1) if s[p : p + j] == t[p : p + j]
+    )
+    assert sparse_dot(Z[0], Z[1]) == pytest.approx(expected, rel=1e-12)
+    spectrum = SpectrumMap(3, n_features=2**30, normalize=False, alternate_sign=False).fit_transform(frame)
+    counts_s = {s[p : p + 3]: s.count(s[p : p + 3]) for p in range(len(s) - 2)}
+    kmers_t = [t[p : p + 3] for p in range(len(t) - 2)]
+    expected = sum(counts_s.get(m, 0) for m in kmers_t)
+    assert sparse_dot(spectrum[0], spectrum[1]) == pytest.approx(expected)
+
+
+def test_weighted_degree_svm_matches_liblinear_on_its_transform():
+    import dask.dataframe as dd
+
+    frame, y = make_splice_sites(3000, random_state=0)
+    fmap = WeightedDegreeMap(degree=6, n_features=2**14, seed=3)
+    Z = fmap.fit_transform(frame)
+    expected = liblinear_primal(Z, y.astype(float), 1.0, "squared_hinge")
+    params = {"fit_intercept": False, "feature_map": fmap, "tol": 1e-7, "random_state": 0}
+    clf = LinearSVC(max_iter=20_000, **params).fit(frame, y)
+    assert abs(clf.objective_ - expected) / expected < 1e-6
+    assert clf.coef_.shape == (1, 2**14)
+    frames = dd.from_pandas(frame.assign(label=y), npartitions=6)
+    streamed = LinearSVC(solver="sbm", cache_bytes="200KB", max_iter=300, **params).fit(frames, "label")
+    assert abs(streamed.objective_ - expected) / expected < 1e-6
+    test_frame, y_test = make_splice_sites(1000, random_state=1)
+    assert clf.score(test_frame, y_test) > 0.8
+    np.testing.assert_array_equal(
+        streamed.predict(frames).compute().to_numpy()[:200], clf.predict(frame)[:200]
+    )

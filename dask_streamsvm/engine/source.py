@@ -48,6 +48,10 @@ def _is_dask_dataframe(obj):
     return is_dask_collection(obj) and hasattr(obj, "columns") and hasattr(obj, "npartitions")
 
 
+def encoder_set(source):
+    return source.encoder is not None
+
+
 class DaskSource:
     """Partitions of a Dask Array or DataFrame (and its labels) as blocks.
 
@@ -58,10 +62,17 @@ class DaskSource:
     y : dask.array.Array, dask Series, or (with a DataFrame X) the name of
         the label column
     sample_weight : same kind as y, or None
+    encoder : feature map or None
+        A map whose ``encode`` turns each partition (a pandas DataFrame, or
+        numeric rows) into numeric raw rows on the reader thread (e.g.
+        :class:`~dask_streamsvm.features.HashingMap`); its columns may then
+        hold strings.  ``n_features`` is the encoded width and
+        ``n_input_features`` the input's.
     """
 
-    def __init__(self, X, y, sample_weight=None):
+    def __init__(self, X, y, sample_weight=None, encoder=None):
         self._label_column = None
+        self.encoder = encoder
         if _is_dask_dataframe(X):
             if isinstance(y, str):
                 if y not in X.columns:
@@ -85,11 +96,12 @@ class DaskSource:
                 f"X is split into {len(X.chunks[1])} column chunks; rows must be whole. "
                 "Rechunk along rows only: X = X.rechunk({1: -1})."
             )
-        self.n_features = int(X.shape[1])
+        self.n_input_features = int(X.shape[1])
+        self.n_features = self._encoded_width(self.n_input_features)
         self.feature_names = None
         self.column_labels = None
         self.dtype = np.dtype(X.dtype)
-        self.is_sparse = isinstance(getattr(X, "_meta", None), sp.spmatrix | sp.sparray)
+        self.is_sparse = isinstance(getattr(X, "_meta", None), sp.spmatrix | sp.sparray) or encoder_set(self)
         parts_x = list(X.to_delayed().ravel())
         parts_y = self._label_parts(y, len(parts_x), X.chunks[0], "y")
         parts_w = self._label_parts(sample_weight, len(parts_x), X.chunks[0], "sample_weight")
@@ -103,18 +115,19 @@ class DaskSource:
             for c, t in dtypes.items()
             if not (pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t))
         ]
-        if bad:
+        if bad and self.encoder is None:
             raise ValueError(
                 f"X has non-numeric columns {bad}; LinearSVC needs numbers. Encode them "
                 "(one-hot, codes, or a hashing feature map) or drop them."
             )
-        self.n_features = len(X.columns)
+        self.n_input_features = len(X.columns)
+        self.n_features = self._encoded_width(self.n_input_features)
         self.feature_names = np.asarray([str(c) for c in X.columns], dtype=object)
         self.column_labels = list(X.columns)
         self._columns = list(X.columns)
         all32 = all(t == np.float32 for t in dtypes)
         self.dtype = np.dtype(np.float32 if all32 else np.float64)
-        self.is_sparse = False
+        self.is_sparse = encoder_set(self)
         self._frame = True
         if whole is not None:
             parts_x = list(whole.to_delayed())
@@ -128,6 +141,9 @@ class DaskSource:
         parts_y = self._label_parts(y, len(parts_x), None, "y")
         parts_w = self._label_parts(sample_weight, len(parts_x), None, "sample_weight")
         self._parts = list(zip(parts_x, parts_y, parts_w, strict=True))
+
+    def _encoded_width(self, n_in):
+        return n_in if self.encoder is None else self.encoder.raw_width(n_in)
 
     @staticmethod
     def _label_parts(v, n_parts, row_chunks, name):
@@ -232,6 +248,8 @@ class DaskSource:
                     f"partition {p} has columns {list(x.columns)}, expected {self._columns} "
                     f"(missing {missing}, unexpected {extra})."
                 )
+            if self.encoder is not None:
+                return self.encoder.encode(x)
             # Fill a C-ordered array column by column: one copy of the data
             # (DataFrame.to_numpy builds an F-ordered array first).
             values = np.empty((len(x), len(self._columns)), dtype=self.dtype)
@@ -245,15 +263,19 @@ class DaskSource:
                 X = X.copy()
                 X.sum_duplicates()
             self._check_finite(X.data, p, None, X)
-            return X
+            return X if self.encoder is None else self.encoder.encode(X)
         values = np.asarray(x)
         if values.dtype not in (np.float32, np.float64):
             if not (np.issubdtype(values.dtype, np.number) or values.dtype == bool):
                 raise ValueError(f"partition {p}: X has dtype {values.dtype}; it must be numeric.")
             values = values.astype(np.float64)
-        if values.ndim != 2 or values.shape[1] != self.n_features:
-            raise ValueError(f"partition {p} has shape {values.shape}, expected (rows, {self.n_features}).")
+        if values.ndim != 2 or values.shape[1] != self.n_input_features:
+            raise ValueError(
+                f"partition {p} has shape {values.shape}, expected (rows, {self.n_input_features})."
+            )
         self._check_finite(values, p, None)
+        if self.encoder is not None:
+            return self.encoder.encode(values)
         return np.ascontiguousarray(values)
 
     @staticmethod

@@ -20,6 +20,12 @@ include_bias=False)``::
 Only the nonzero monomials of a row are visited: ``O(m^2)`` work for a row
 of ``m`` nonzeros, whatever ``p``.
 
+Each map walks its features three times over: for DOT, for ADD and to
+list them (``map_entries``, for the squared norm under collisions and for
+``transform``).  The loops are written out for each: DOT and ADD are the
+solver's hot path, and numba has no cheap way to hand a loop the action to
+take per feature.
+
 Hashing (``hashed = 1``): feature ``f`` of the map goes to bucket
 ``h(f) mod n_out`` with sign ``+1`` or ``-1`` from one more bit of ``h``
 (``alternate_sign``; Weinberger et al. 2009), ``h`` being SplitMix64's
@@ -40,19 +46,30 @@ MAP_SPEC = np.dtype(
         ("hashed", np.int64),
         ("alternate_sign", np.int64),
         ("seed", np.int64),
+        ("degree", np.int64),  # strings: longest k-mer
+        ("min_degree", np.int64),  # strings: shortest k-mer
+        ("positional", np.int64),  # strings: 1 weighted degree (k-mers per position), 0 spectrum
+        ("normalize", np.int64),  # strings: scale phi(x) to about unit norm
     ]
 )
 POLY2 = 1
+STRING = 2
 
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
-def make_spec(kind, n_in, n_out, *, interaction_only=False, hashed=False, alternate_sign=True, seed=0):
+def make_spec(
+    kind, n_in, n_out, *, interaction_only=False, hashed=False, alternate_sign=True, seed=0, degree=0,
+    min_degree=0, positional=False, normalize=False,
+):  # fmt: skip
     """The one-element record array of a map."""
     spec = np.zeros(1, dtype=MAP_SPEC)
-    spec[0] = (kind, n_in, n_out, int(interaction_only), int(hashed), int(alternate_sign), seed)
+    spec[0] = (
+        kind, n_in, n_out, int(interaction_only), int(hashed), int(alternate_sign), seed, degree, min_degree,
+        int(positional), int(normalize),
+    )  # fmt: skip
     return spec
 
 
@@ -85,7 +102,12 @@ def _target(spec, feature):
     """``(index into w, sign)`` of map feature ``feature``."""
     if spec.hashed == 0:
         return feature, 1.0
-    h = mix64(feature, spec.seed)
+    return _bucket(spec, mix64(feature, spec.seed))
+
+
+@njit(cache=True, nogil=True)
+def _bucket(spec, h):
+    """``(index into w, sign)`` of a hashed feature ``h``."""
     bucket = np.int64((h >> np.uint64(1)) % np.uint64(spec.n_out))
     if spec.alternate_sign != 0 and (h & np.uint64(1)) != 0:
         return bucket, -1.0
@@ -93,9 +115,111 @@ def _target(spec, feature):
 
 
 @njit(cache=True, nogil=True)
+def _kmer_weight(spec, k):
+    """Weight of a k-mer: ``sqrt(beta_k)``, ``beta_k = 2 (d - k + 1) / (d (d + 1))`` (COFFIN eq. for WD)."""
+    d = spec.degree
+    if spec.min_degree == d:
+        return 1.0  # the plain spectrum of one k
+    return np.sqrt(2.0 * (d - k + 1) / (d * (d + 1.0)))
+
+
+@njit(cache=True, nogil=True)
+def _string_scale(spec, length):
+    """``1 / sqrt(sum_k (L - k + 1) beta_k)``: unit norm without collisions (Shogun's normalisation)."""
+    if spec.normalize == 0:
+        return 1.0
+    total = 0.0
+    for k in range(spec.min_degree, spec.degree + 1):
+        if length - k + 1 > 0:
+            wk = _kmer_weight(spec, k)
+            total += (length - k + 1) * wk * wk
+    return 1.0 / np.sqrt(total) if total > 0.0 else 1.0
+
+
+@njit(cache=True, nogil=True)
+def _kmer_hash(spec, p, k, h, code):
+    """Extend the hash ``h`` of the (k-1)-mer starting at ``p`` by the next character ``code``."""
+    if k == 1:
+        # Weighted degree: a k-mer is a feature of its position; spectrum: of its letters only.
+        start = np.uint64(p + 1) if spec.positional != 0 else np.uint64(0)
+        h = mix64(start, spec.seed)
+    return mix64(h ^ np.uint64(code), k)
+
+
+@njit(cache=True, nogil=True)
+def string_terms(data, lo, hi, spec, out_index, out_value):
+    """The signed, weighted k-mer features of the string ``data[lo:hi]`` (byte codes); their count.
+
+    Weighted degree (``positional``): ``(p, k, s[p:p+k])`` for every position
+    ``p`` and ``k = min_degree .. degree``; spectrum: ``s[p:p+k]`` alone, so
+    equal k-mers at different places add up.  Each is hashed incrementally
+    (one mix per character) into ``n_out`` buckets.
+    """
+    length = hi - lo
+    scale = _string_scale(spec, length)
+    n = 0
+    for p in range(length):
+        h = np.uint64(0)
+        for k in range(1, spec.degree + 1):
+            if p + k > length:
+                break
+            h = _kmer_hash(spec, p, k, h, np.uint64(np.int64(data[lo + p + k - 1])))
+            if k < spec.min_degree:
+                continue
+            t, sign = _bucket(spec, h)
+            out_index[n] = t
+            out_value[n] = sign * scale * _kmer_weight(spec, k)
+            n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def map_terms(spec_array, m):
+    """Most features ``phi`` of a raw row with ``m`` entries can have (before collisions)."""
+    spec = spec_array[0]
+    if spec.kind == STRING:
+        return m * spec.degree
+    return m + m * (m + 1) // 2
+
+
+@njit(cache=True, nogil=True)
+def _string_dot(data, lo, hi, w, spec):
+    length = hi - lo
+    scale = _string_scale(spec, length)
+    s = 0.0
+    for p in range(length):
+        h = np.uint64(0)
+        for k in range(1, spec.degree + 1):
+            if p + k > length:
+                break
+            h = _kmer_hash(spec, p, k, h, np.uint64(np.int64(data[lo + p + k - 1])))
+            if k >= spec.min_degree:
+                t, sign = _bucket(spec, h)
+                s += sign * _kmer_weight(spec, k) * w[t]
+    return s * scale
+
+
+@njit(cache=True, nogil=True)
+def _string_axpy(data, lo, hi, a_scale, w, spec):
+    length = hi - lo
+    a = a_scale * _string_scale(spec, length)
+    for p in range(length):
+        h = np.uint64(0)
+        for k in range(1, spec.degree + 1):
+            if p + k > length:
+                break
+            h = _kmer_hash(spec, p, k, h, np.uint64(np.int64(data[lo + p + k - 1])))
+            if k >= spec.min_degree:
+                t, sign = _bucket(spec, h)
+                w[t] += sign * _kmer_weight(spec, k) * a
+
+
+@njit(cache=True, nogil=True)
 def map_dot(indices, data, lo, hi, w, spec_array):
     """``w . phi(x)`` for the raw row ``indices/data[lo:hi]`` (bias not included)."""
     spec = spec_array[0]
+    if spec.kind == STRING:
+        return _string_dot(data, lo, hi, w, spec)
     p = spec.n_in
     skip = spec.interaction_only
     s = 0.0
@@ -114,6 +238,9 @@ def map_dot(indices, data, lo, hi, w, spec_array):
 def map_axpy(indices, data, lo, hi, a_scale, w, spec_array):
     """``w += a_scale * phi(x)`` for the raw row ``indices/data[lo:hi]`` (bias not included)."""
     spec = spec_array[0]
+    if spec.kind == STRING:
+        _string_axpy(data, lo, hi, a_scale, w, spec)
+        return
     p = spec.n_in
     skip = spec.interaction_only
     for a in range(lo, hi):
@@ -130,6 +257,8 @@ def map_axpy(indices, data, lo, hi, a_scale, w, spec_array):
 def map_entries(indices, data, lo, hi, spec_array, out_index, out_value):
     """Write the nonzero features of ``phi(x)`` (signed, before summing collisions); return their count."""
     spec = spec_array[0]
+    if spec.kind == STRING:
+        return string_terms(data, lo, hi, spec, out_index, out_value)
     p = spec.n_in
     skip = spec.interaction_only
     n = 0
@@ -153,7 +282,7 @@ def map_sqnorm(indices, data, lo, hi, spec_array):
     """``||phi(x)||^2`` of the raw row (bias not included); exact under hash collisions."""
     spec = spec_array[0]
     m = hi - lo
-    if spec.hashed == 0:
+    if spec.hashed == 0 and spec.kind == POLY2:
         s = 0.0
         for a in range(lo, hi):
             v = data[a] * 1.0
@@ -162,7 +291,7 @@ def map_sqnorm(indices, data, lo, hi, spec_array):
                 u = v * data[b]
                 s += u * u
         return s
-    size = m + m * (m + 1) // 2
+    size = map_terms(spec_array, m)
     index = np.empty(size, dtype=np.int64)
     value = np.empty(size)
     n = map_entries(indices, data, lo, hi, spec_array, index, value)
