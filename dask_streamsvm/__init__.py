@@ -1,6 +1,6 @@
 """Support vector machines on data larger than memory and on Dask clusters."""
 
-from .features import HashingMap, PolynomialMap, SpectrumMap, WeightedDegreeMap
+from .features import HashingMap, MapOf, PolynomialMap, SpectrumMap, WeightedDegreeMap
 from .io import read_libsvm
 from .linear import LinearSVC
 
@@ -20,6 +20,7 @@ def load(path):
 __all__ = [
     "HashingMap",
     "LinearSVC",
+    "MapOf",
     "PolynomialMap",
     "SpectrumMap",
     "WeightedDegreeMap",

@@ -35,10 +35,11 @@ def _estimators():
 
 
 def _feature_maps():
-    from .features import HashingMap, PolynomialMap, SpectrumMap, WeightedDegreeMap
+    from .features import HashingMap, MapOf, PolynomialMap, SpectrumMap, WeightedDegreeMap
 
     return {
         "HashingMap": HashingMap,
+        "MapOf": MapOf,
         "PolynomialMap": PolynomialMap,
         "SpectrumMap": SpectrumMap,
         "WeightedDegreeMap": WeightedDegreeMap,

@@ -407,6 +407,55 @@ class WeightedDegreeMap(_StringMap):
         return self._string_spec(int(d), 1)
 
 
+class MapOf(FeatureMap):
+    """``outer(inner(x))``: a map computed in the kernels over the rows another map encodes.
+
+    ``inner`` encodes the input as it is read (:class:`HashingMap`);
+    ``outer`` expands its output inside DOT and ADD
+    (:class:`PolynomialMap`).  For example, degree-2 interactions of
+    hashed categorical columns::
+
+        MapOf(PolynomialMap(interaction_only=True, n_features=2**20), HashingMap(n_features=2**12))
+
+    Parameters
+    ----------
+    outer : map computed in the kernels
+    inner : map that encodes (its ``spec`` is None)
+    """
+
+    def __init__(self, outer, inner):
+        self.outer = outer
+        self.inner = inner
+
+    @property
+    def reads_strings(self):
+        return bool(getattr(self.inner, "reads_strings", False))
+
+    def _check(self):
+        for name, part in (("outer", self.outer), ("inner", self.inner)):
+            if not isinstance(part, FeatureMap):
+                raise TypeError(f"MapOf {name} must be a feature map, got {part!r}.")
+        if self.inner.spec(self.inner.raw_width(1)) is not None:
+            raise ValueError(
+                f"MapOf inner={self.inner!r} is computed in the kernels; only maps that encode "
+                "(HashingMap) can be inner."
+            )
+        if self.outer.reads_strings:
+            raise ValueError(f"MapOf outer={self.outer!r} reads strings; it must read numeric rows.")
+
+    def encode(self, X, columns=None):
+        self._check()
+        return self.inner.encode(X, columns)
+
+    def raw_width(self, n_in):
+        self._check()
+        return self.inner.raw_width(n_in)
+
+    def spec(self, n_raw):
+        self._check()
+        return self.outer.spec(n_raw)
+
+
 def canonical_csr(X):
     """CSR with sorted column indices and no duplicates (what the map kernels read)."""
     X = sp.csr_matrix(X)

@@ -435,3 +435,27 @@ def test_weighted_degree_svm_matches_liblinear_on_its_transform():
     np.testing.assert_array_equal(
         streamed.predict(frames).compute().to_numpy()[:200], clf.predict(frame)[:200]
     )
+
+
+def test_a_map_of_a_map(tmp_path):
+    """Degree-2 interactions of hashed columns: HashingMap encodes, PolynomialMap expands in the kernels."""
+    from dask_streamsvm import MapOf, load
+
+    frame = mixed_frame(2000, seed=1)
+    X, y = frame.drop(columns="label"), frame["label"].to_numpy()
+    fmap = MapOf(PolynomialMap(interaction_only=True, n_features=2**12), HashingMap(n_features=2**8))
+    Z = fmap.fit_transform(X)
+    expected_Z = PolynomialMap(interaction_only=True, n_features=2**12).fit_transform(
+        HashingMap(n_features=2**8).fit_transform(X)
+    )
+    np.testing.assert_allclose(Z.toarray(), expected_Z.toarray(), rtol=1e-15)
+    yy = np.where(y == "yes", 1.0, -1.0)
+    expected = liblinear_primal(Z, yy, 1.0, "squared_hinge")
+    clf = LinearSVC(fit_intercept=False, feature_map=fmap, tol=1e-7, max_iter=20_000, random_state=0).fit(
+        X, y
+    )
+    assert abs(clf.objective_ - expected) / expected < 1e-6
+    clf.save(tmp_path / "composed.model")
+    np.testing.assert_array_equal(load(tmp_path / "composed.model").predict(X), clf.predict(X))
+    with pytest.raises(ValueError, match="only maps that encode"):
+        MapOf(PolynomialMap(), PolynomialMap()).fit(np.ones((2, 2)))
