@@ -723,14 +723,14 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             if y is None:
                 return validate_data(self, X, reset=reset, **check), None
             return validate_data(self, X, y, reset=reset, order="C", **check)
-        validate_data(self, X, skip_check_array=True, reset=reset)  # n_features_in_, feature_names_in_
         if not hasattr(X, "columns"):
             from sklearn.utils import check_array
 
             X = check_array(X, **check)
+        validate_data(self, X, skip_check_array=True, reset=reset)  # n_features_in_, feature_names_in_
         rows = self.feature_map.encode(X)
         if y is not None:
-            y = np.asarray(y).ravel()
+            y = validate_data(self, "no_validation", y)  # 1-D, finite, as scikit-learn checks it
             if y.shape[0] != rows.shape[0]:
                 raise ValueError(f"X has {rows.shape[0]} rows but y has {y.shape[0]} labels.")
         return rows, y

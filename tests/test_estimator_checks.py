@@ -3,7 +3,7 @@
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from dask_streamsvm import LinearSVC
+from dask_streamsvm import HashingMap, LinearSVC, PolynomialMap
 
 # The dual solver stops at a relative duality gap of ``tol``; fitting with
 # weights and fitting with removed/repeated rows then reach different points
@@ -17,14 +17,35 @@ EXPECTED_FAILED = {
 }
 
 
+# Degree-2 features of make_blobs(cluster_std=20) reach values in the thousands;
+# with class_weight 1000 the dual is far from converged after the check's
+# max_iter=1000 passes (relative gap 0.9999), and the under-trained models
+# predict class 0 for 88% (two classes) and 42% (three) of the test rows,
+# where the check wants 87%.  With max_iter=1e5 both predict class 0 for
+# every test row, as LIBLINEAR does on the materialised features.
+POLY_EXPECTED_FAILED = {
+    **EXPECTED_FAILED,
+    "check_class_weight_classifiers": "does not converge in max_iter=1000 on squared blobs, see above",
+}
+
+
+def expected_failed(estimator):
+    return POLY_EXPECTED_FAILED if isinstance(estimator.feature_map, PolynomialMap) else EXPECTED_FAILED
+
+
 # Some checks fit deliberately ill-conditioned problems (features around 100,
 # class weights of 1000) with default max_iter; the ConvergenceWarning there is
 # the intended behaviour, not a failure.
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.SkipTestWarning")
 @parametrize_with_checks(
-    [LinearSVC(random_state=0), LinearSVC(multi_class="crammer_singer", random_state=0)],
-    expected_failed_checks=lambda est: EXPECTED_FAILED,
+    [
+        LinearSVC(random_state=0),
+        LinearSVC(multi_class="crammer_singer", random_state=0),
+        LinearSVC(feature_map=PolynomialMap(), random_state=0),
+        LinearSVC(feature_map=HashingMap(n_features=64), random_state=0),
+    ],
+    expected_failed_checks=expected_failed,
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
