@@ -1,6 +1,6 @@
 """Support vector machines on data larger than memory and on Dask clusters."""
 
-from .features import HashingMap, MapOf, PolynomialMap, SpectrumMap, WeightedDegreeMap
+from .features import HashingMap, MapOf, PolynomialMap, SpectrumMap, VirtualExamples, WeightedDegreeMap
 from .io import read_libsvm
 from .linear import LinearSVC
 
@@ -23,6 +23,7 @@ __all__ = [
     "MapOf",
     "PolynomialMap",
     "SpectrumMap",
+    "VirtualExamples",
     "WeightedDegreeMap",
     "load",
     "read_libsvm",

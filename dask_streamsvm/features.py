@@ -456,6 +456,72 @@ class MapOf(FeatureMap):
         return self.outer.spec(n_raw)
 
 
+class VirtualExamples(BaseEstimator):
+    """Virtual examples (COFFIN section 2.2): every row trains as ``n_variants`` transformed copies.
+
+    ``transform(X, v)`` returns variant ``v`` of a block of rows ``X`` (a
+    2-D array or CSR matrix, same shape), for ``v = 0 .. n_variants - 1``
+    (include the identity as a variant to keep the original rows).  Each
+    variant is an example of its own, with its own dual variable, its
+    label and its weight.  Variants are made when a partition is read, on
+    the reader thread, and never written anywhere: the data hold the
+    original rows only, and the row cache keeps the variants the solver
+    finds informative, within its budget.  (COFFIN makes them inside DOT
+    and ADD instead, which also spares the cache; that needs transforms
+    compiled for the kernels, which this class does not ask of ``transform``.)
+    Prediction applies no transform.
+
+    Parameters
+    ----------
+    transform : callable ``(X, v) -> X_v``
+        Deterministic (the same variant on every read).
+    n_variants : int >= 1
+    """
+
+    reads_strings = False
+
+    def __init__(self, transform=None, n_variants=1):
+        self.transform = transform
+        self.n_variants = n_variants
+
+    def _check(self):
+        if not callable(self.transform):
+            raise TypeError(f"transform must be a callable (X, v) -> X_v, got {self.transform!r}.")
+        v = self.n_variants
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+            raise ValueError(f"n_variants must be an integer >= 1, got n_variants={v!r}.")
+
+    def expand(self, X, y, sample_weight):
+        """The variants of the rows ``X``, variant after variant, with their labels and weights."""
+        self._check()
+        variants = []
+        for v in range(int(self.n_variants)):
+            Xv = self.transform(X, v)
+            if Xv.shape != X.shape:
+                raise ValueError(f"transform(X, {v}) has shape {Xv.shape}; it must keep X's shape {X.shape}.")
+            variants.append(Xv)
+        if sp.issparse(X):
+            stacked = sp.vstack([sp.csr_matrix(Xv, dtype=X.dtype) for Xv in variants], format="csr")
+        else:
+            stacked = np.ascontiguousarray(np.vstack([np.asarray(Xv, dtype=X.dtype) for Xv in variants]))
+        n = int(self.n_variants)
+        return stacked, np.tile(np.asarray(y), n), np.tile(np.asarray(sample_weight, dtype=np.float64), n)
+
+    def variants(self, X):
+        """All variants of ``X`` stacked, variant after variant (for inspection)."""
+        return self.expand(X, np.zeros(X.shape[0]), np.ones(X.shape[0]))[0]
+
+    def encode(self, X, columns=None):
+        return X
+
+    def raw_width(self, n_in):
+        self._check()
+        return int(n_in)
+
+    def spec(self, n_raw):
+        return None
+
+
 def canonical_csr(X):
     """CSR with sorted column indices and no duplicates (what the map kernels read)."""
     X = sp.csr_matrix(X)

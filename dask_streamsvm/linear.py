@@ -292,6 +292,8 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         X, y = self._validated(X, y, reset=True)
         check_classification_targets(y)
         sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        if hasattr(self.feature_map, "expand"):  # virtual examples: train on every row's variants
+            X, y, sample_weight = self.feature_map.expand(X, y, sample_weight)
         classes, counts = np.unique(y, return_counts=True)
         rng = check_random_state(self.random_state)
         seeds = rng.randint(np.iinfo(np.int64).max, size=max(classes.shape[0], 1), dtype=np.int64)
@@ -426,6 +428,8 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             check_classification_targets(y)
             n_features = X.shape[1]
             blocks = [(X, y, check_sample_weight(sample_weight, X.shape[0]))]
+            if hasattr(self.feature_map, "expand"):
+                blocks = [self.feature_map.expand(*blocks[0])]
         signs, costs = self._problem_tables(classes, np.ones(classes.shape[0], dtype=np.int64), classes, C)
         if stream is None:
             rng = check_random_state(self.random_state)
@@ -465,7 +469,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         """Blocks ``(X, y, sample_weight)`` of a Dask collection or path, read ahead, one pass."""
         if isinstance(X, str | os.PathLike):
             X, y = open_path(X, y)
-        source = DaskSource(X, y, sample_weight, encoder=self.feature_map if self._encoding else None)
+        source = DaskSource(X, y, sample_weight, encoder=self._source_encoder())
         if first:
             self.n_features_in_ = source.n_input_features
             names = source.feature_names
@@ -586,7 +590,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             X, y = open_path(X, y)
         if not is_dask_collection(X):
             X, y, sample_weight = as_dask(X, y, sample_weight)
-        source = DaskSource(X, y, sample_weight, encoder=self.feature_map if self._encoding else None)
+        source = DaskSource(X, y, sample_weight, encoder=self._source_encoder())
         classes, counts, weighted_classes = source.label_counts()
         signs, costs = self._problem_tables(classes, counts, weighted_classes, C)
         self.n_features_in_ = source.n_input_features
@@ -734,6 +738,12 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             if y.shape[0] != rows.shape[0]:
                 raise ValueError(f"X has {rows.shape[0]} rows but y has {y.shape[0]} labels.")
         return rows, y
+
+    def _source_encoder(self):
+        """The map the Dask source applies to each partition as it is read, or None."""
+        if self._encoding or hasattr(self.feature_map, "expand"):
+            return self.feature_map
+        return None
 
     @property
     def _encoding(self):

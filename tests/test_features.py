@@ -459,3 +459,45 @@ def test_a_map_of_a_map(tmp_path):
     np.testing.assert_array_equal(load(tmp_path / "composed.model").predict(X), clf.predict(X))
     with pytest.raises(ValueError, match="only maps that encode"):
         MapOf(PolynomialMap(), PolynomialMap()).fit(np.ones((2, 2)))
+
+
+# -- virtual examples --------------------------------------------------------------------
+
+SHIFTS = [(0, 0), (1, 0), (0, 1), (-1, 0)]
+
+
+def shift_images(X, v):
+    """Variant ``v`` of 8 x 8 images: shifted by ``SHIFTS[v]`` pixels, zeros coming in."""
+    dx, dy = SHIFTS[v]
+    images = np.asarray(X).reshape(-1, 8, 8)
+    out = np.zeros_like(images)
+    src = images[:, max(-dy, 0) : 8 - max(dy, 0), max(-dx, 0) : 8 - max(dx, 0)]
+    out[:, max(dy, 0) : 8 - max(-dy, 0), max(dx, 0) : 8 - max(-dx, 0)] = src
+    return out.reshape(X.shape)
+
+
+def test_virtual_examples_are_examples_of_their_own():
+    from sklearn.datasets import load_digits
+
+    from dask_streamsvm import VirtualExamples
+
+    X, y = load_digits(return_X_y=True)
+    mask = (y == 3) | (y == 8)
+    X, y = X[mask] / 16.0, np.where(y[mask] == 3, 1.0, -1.0)
+    ve = VirtualExamples(shift_images, n_variants=4)
+    expanded = ve.variants(X)
+    assert expanded.shape == (4 * X.shape[0], 64)
+    np.testing.assert_array_equal(expanded[: X.shape[0]], X)
+    expected = liblinear_primal(expanded, np.tile(y, 4), 0.1, "hinge")
+    params = {"C": 0.1, "loss": "hinge", "fit_intercept": False, "feature_map": ve, "tol": 1e-7}
+    clf = LinearSVC(max_iter=20_000, random_state=0, **params).fit(X, y)
+    assert abs(clf.objective_ - expected) / expected < 1e-6
+    assert clf.coef_.shape == (1, 64)  # prediction sees the rows as they are
+    Xd, yd = da.from_array(X, chunks=(100, 64)), da.from_array(y, chunks=100)
+    streamed = LinearSVC(solver="sbm", cache_bytes="100KB", max_iter=300, random_state=0, **params).fit(
+        Xd, yd
+    )
+    assert abs(streamed.objective_ - expected) / expected < 1e-6
+    assert streamed.history_[0]["rows_read"] == 4 * X.shape[0]
+    with pytest.raises(ValueError, match="must keep X's shape"):
+        LinearSVC(feature_map=VirtualExamples(lambda X, v: X[:, :10], 2)).fit(X, y)

@@ -49,7 +49,8 @@ def _is_dask_dataframe(obj):
 
 
 def encoder_set(source):
-    return source.encoder is not None
+    """Whether the source's encoder turns partitions into sparse rows (it reads strings)."""
+    return source.encoder is not None and bool(getattr(source.encoder, "reads_strings", False))
 
 
 class DaskSource:
@@ -115,7 +116,7 @@ class DaskSource:
             for c, t in dtypes.items()
             if not (pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t))
         ]
-        if bad and self.encoder is None:
+        if bad and not encoder_set(self):
             raise ValueError(
                 f"X has non-numeric columns {bad}; LinearSVC needs numbers. Encode them "
                 "(one-hot, codes, or a hashing feature map) or drop them."
@@ -237,6 +238,8 @@ class DaskSource:
                     f"partition {p}, row {r}: sample_weight is {float(w[r])!r}; "
                     "weights must be finite and >= 0."
                 )
+        if self.encoder is not None and hasattr(self.encoder, "expand"):
+            X, y, w = self.encoder.expand(X, y, w)  # virtual examples: the partition's variants
         return Block(partition=p, X=X, y=y, sample_weight=w)
 
     def _rows(self, x, p):
@@ -248,7 +251,7 @@ class DaskSource:
                     f"partition {p} has columns {list(x.columns)}, expected {self._columns} "
                     f"(missing {missing}, unexpected {extra})."
                 )
-            if self.encoder is not None:
+            if self.encoder is not None and self.encoder.reads_strings:
                 return self.encoder.encode(x)
             # Fill a C-ordered array column by column: one copy of the data
             # (DataFrame.to_numpy builds an F-ordered array first).
