@@ -734,7 +734,11 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         validate_data(self, X, skip_check_array=True, reset=reset)  # n_features_in_, feature_names_in_
         rows = self.feature_map.encode(X)
         if y is not None:
-            y = validate_data(self, "no_validation", y)  # 1-D, finite, as scikit-learn checks it
+            from sklearn.utils import check_array
+            from sklearn.utils.validation import column_or_1d
+
+            # 1-D and finite, as scikit-learn checks y (validate_data with X would reset feature names).
+            y = column_or_1d(check_array(y, ensure_2d=False, dtype=None, input_name="y"), warn=True)
             if y.shape[0] != rows.shape[0]:
                 raise ValueError(f"X has {rows.shape[0]} rows but y has {y.shape[0]} labels.")
         return rows, y
