@@ -89,6 +89,14 @@ def poly2_dimension(p, interaction_only):
 
 
 @njit(cache=True, nogil=True)
+def _pair_base(i, p, interaction_only):
+    """``_pair(i, j) - j`` for ``j >= i``: where row ``i``'s pairs start in ``phi``."""
+    if interaction_only:
+        return p + i * (p - 1) - i * (i - 1) // 2 - i - 1
+    return p + i * p - i * (i - 1) // 2 - i
+
+
+@njit(cache=True, nogil=True)
 def _pair(i, j, p, interaction_only):
     if j < i:
         i, j = j, i
@@ -223,6 +231,17 @@ def map_dot(indices, data, lo, hi, w, spec_array):
     p = spec.n_in
     skip = spec.interaction_only
     s = 0.0
+    if spec.hashed == 0:  # explicit: pair (i, j) sits at _pair_base(i) + j (rows are sorted, j >= i)
+        for a in range(lo, hi):
+            i = np.int64(indices[a])
+            v = data[a] * 1.0
+            s += w[i] * v
+            base = _pair_base(i, p, skip)
+            inner = 0.0
+            for b in range(a + skip, hi):
+                inner += w[base + np.int64(indices[b])] * data[b]
+            s += v * inner
+        return s
     for a in range(lo, hi):
         i = np.int64(indices[a])
         v = data[a] * 1.0
@@ -243,6 +262,15 @@ def map_axpy(indices, data, lo, hi, a_scale, w, spec_array):
         return
     p = spec.n_in
     skip = spec.interaction_only
+    if spec.hashed == 0:  # explicit, as in map_dot
+        for a in range(lo, hi):
+            i = np.int64(indices[a])
+            v = a_scale * data[a]
+            w[i] += v
+            base = _pair_base(i, p, skip)
+            for b in range(a + skip, hi):
+                w[base + np.int64(indices[b])] += v * data[b]
+        return
     for a in range(lo, hi):
         i = np.int64(indices[a])
         v = a_scale * data[a]
