@@ -317,10 +317,11 @@ def test_a_frame_of_strings_trains_without_encoding(tmp_path):
     assert one_pass.score(X, y) > 0.8
 
 
-def test_a9a_rows_hashed_as_they_are_read():
+@pytest.mark.parametrize("name", ["a9a", "ijcnn1"])
+def test_rows_hashed_as_they_are_read(name):
     from sklearn.feature_extraction import FeatureHasher
 
-    X, y = load_libsvm_dataset("a9a")
+    X, y = load_libsvm_dataset(name)
     Z = FeatureHasher(n_features=64, input_type="dict").transform(
         [{str(j): v for j, v in zip(X[i].indices, X[i].data, strict=True)} for i in range(X.shape[0])]
     )
@@ -333,7 +334,7 @@ def test_a9a_rows_hashed_as_they_are_read():
     }
     in_memory = LinearSVC(max_iter=20_000, **params).fit(X, y)
     assert abs(in_memory.objective_ - expected) / expected < 1e-6
-    Xd = da.from_array(X.toarray(), chunks=(4096, 123))
+    Xd = da.from_array(X.toarray(), chunks=(4096, X.shape[1]))
     streamed = LinearSVC(solver="sbm", cache_bytes="1MB", max_iter=300, **params).fit(
         Xd, da.from_array(y, 4096)
     )
