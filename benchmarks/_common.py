@@ -2,9 +2,12 @@
 
 import json
 import os
+import platform
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "docs" / "benchmarks.md"
@@ -42,3 +45,26 @@ def write_section(marker, lines):
     else:
         text = text.rstrip("\n") + "\n\n" + body
     REPORT.write_text(text)
+
+
+def machine():
+    """Versions and hardware of the run, for the results files."""
+    import dask
+    import numba
+    import scipy
+    import sklearn
+
+    import dask_streamsvm
+
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpu": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "scikit-learn": sklearn.__version__,
+        "dask": dask.__version__,
+        "numba": numba.__version__,
+        "dask_streamsvm": dask_streamsvm.__version__,
+    }

@@ -669,7 +669,8 @@ def write_report(payload):
 
 
 def main(argv=None):
-    from benchmarks.bench_schedules import machine, source_state
+    from benchmarks._common import machine
+    from benchmarks.bench_schedules import source_state
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="synthetic rows (0: none)")

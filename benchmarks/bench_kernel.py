@@ -19,21 +19,16 @@ to ``benchmarks/results/bench_kernel.json`` and ``docs/benchmarks.md``.
 """
 
 import argparse
-import os
-import platform
-import sys
 import time
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
-import sklearn
 from sklearn.datasets import load_svmlight_file
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC as LiblinearSVC
 
-import dask_streamsvm
-from benchmarks._common import N_FEATURES, ROOT, data_dir, payload_header, save_json, write_section
+from benchmarks._common import N_FEATURES, ROOT, data_dir, machine, payload_header, save_json, write_section
 from dask_streamsvm import LinearSVC
 from dask_streamsvm._validation import as_kernel_rows
 from dask_streamsvm.datasets import compact_csr
@@ -178,18 +173,6 @@ def time_to_gap(X, y, loss, C, target, repeats, max_iter):
     if result["liblinear_seconds_to_primal"]:
         result["ratio"] = ours_t / result["liblinear_seconds_to_primal"]
     return result
-
-
-def machine():
-    return {
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "cpu": platform.processor() or platform.machine(),
-        "cores": os.cpu_count(),
-        "numpy": np.__version__,
-        "scikit-learn": sklearn.__version__,
-        "dask_streamsvm": dask_streamsvm.__version__,
-    }
 
 
 def write_report(payload):

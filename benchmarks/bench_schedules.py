@@ -60,9 +60,6 @@ results go to ``benchmarks/results/bench_schedules.json`` and
 
 import argparse
 import math
-import os
-import platform
-import sys
 import tempfile
 import time
 import warnings
@@ -70,7 +67,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._common import N_FEATURES, ROOT, data_dir, payload_header, save_json, write_section
+from benchmarks._common import N_FEATURES, ROOT, data_dir, machine, payload_header, save_json, write_section
 
 RESULTS = ROOT / "benchmarks" / "results" / "bench_schedules.json"
 MARKER = "## Schedules: BM, SBM and StreamSVM at equal memory"
@@ -376,28 +373,6 @@ def single_pass(name, args):
 
 
 # -- report --------------------------------------------------------------------------
-
-
-def machine():
-    import dask
-    import numba
-    import scipy
-    import sklearn
-
-    import dask_streamsvm
-
-    return {
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "cpu": platform.processor() or platform.machine(),
-        "cores": os.cpu_count(),
-        "numpy": np.__version__,
-        "scipy": scipy.__version__,
-        "scikit-learn": sklearn.__version__,
-        "dask": dask.__version__,
-        "numba": numba.__version__,
-        "dask_streamsvm": dask_streamsvm.__version__,
-    }
 
 
 def source_state():

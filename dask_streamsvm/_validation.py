@@ -21,14 +21,15 @@ def check_positive_float(name, value, *, allow_zero=False):
     return value
 
 
-def check_positive_int(name, value):
-    """``value`` as int >= 1, or an error naming ``name``."""
+def check_positive_int(name, value, *, low=1, high=None):
+    """``value`` as int in ``[low, high]``, or an error naming ``name``."""
+    bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(
-            f"{name} must be an integer >= 1, got {name}={value!r} of type {type(value).__name__}."
+            f"{name} must be an integer {bounds}, got {name}={value!r} of type {type(value).__name__}."
         )
-    if value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {name}={value!r}.")
+    if value < low or (high is not None and value > high):
+        raise ValueError(f"{name} must be an integer {bounds}, got {name}={value!r}.")
     return int(value)
 
 

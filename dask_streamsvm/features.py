@@ -19,13 +19,12 @@ A map works in two stages, either of which may do nothing:
     :class:`PolynomialMap` expands here.
 """
 
-import numbers
-
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_array
 
+from ._validation import check_positive_int
 from .kernels.features import POLY2, STRING, make_spec, map_entries, map_terms, poly2_dimension
 
 
@@ -116,15 +115,10 @@ class PolynomialMap(FeatureMap):
             raise ValueError(f"PolynomialMap supports degree=2 only, got degree={self.degree!r}.")
         hashed = self.n_features is not None
         if hashed:
-            if isinstance(self.n_features, bool) or not isinstance(self.n_features, numbers.Integral):
-                raise TypeError(f"n_features must be an int or None, got n_features={self.n_features!r}.")
-            if self.n_features < 1:
-                raise ValueError(f"n_features must be >= 1, got n_features={self.n_features!r}.")
-            n_out = int(self.n_features)
+            n_out = check_positive_int("n_features", self.n_features)
         else:
             n_out = int(poly2_dimension(int(n_in), bool(self.interaction_only)))
-        if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral) or self.seed < 0:
-            raise ValueError(f"seed must be an integer >= 0, got seed={self.seed!r}.")
+        check_positive_int("seed", self.seed, low=0)
         return make_spec(
             POLY2, int(n_in), n_out, interaction_only=bool(self.interaction_only), hashed=hashed,
             alternate_sign=bool(self.alternate_sign), seed=int(self.seed),
@@ -178,10 +172,7 @@ class HashingMap(FeatureMap):
         self.alternate_sign = alternate_sign
 
     def raw_width(self, n_in):
-        n = self.n_features
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or not 1 <= n <= 2**31 - 1:
-            raise ValueError(f"n_features must be an integer in [1, 2**31 - 1], got n_features={n!r}.")
-        return int(n)
+        return check_positive_int("n_features", self.n_features, high=2**31 - 1)
 
     def selected(self, names):
         """The input columns the map reads, in order (``columns``, or all of ``names``)."""
@@ -270,13 +261,10 @@ class _StringMap(FeatureMap):
         return _STRING_WIDTH  # positions of a string: any length up to this
 
     def _string_spec(self, degree, min_degree):
-        n = self.n_features
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
-            raise ValueError(f"n_features must be an integer >= 1, got n_features={n!r}.")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral) or self.seed < 0:
-            raise ValueError(f"seed must be an integer >= 0, got seed={self.seed!r}.")
+        n = check_positive_int("n_features", self.n_features)
+        check_positive_int("seed", self.seed, low=0)
         return make_spec(
-            STRING, _STRING_WIDTH, int(n), hashed=True, alternate_sign=bool(self.alternate_sign),
+            STRING, _STRING_WIDTH, n, hashed=True, alternate_sign=bool(self.alternate_sign),
             seed=int(self.seed), degree=degree, min_degree=min_degree, positional=self._positional,
             normalize=bool(self.normalize),
         )  # fmt: skip
@@ -362,10 +350,8 @@ class SpectrumMap(_StringMap):
         self.seed = seed
 
     def spec(self, n_raw):
-        k = self.k
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-            raise ValueError(f"k must be an integer >= 1, got k={k!r}.")
-        return self._string_spec(int(k), 1 if self.weighted else int(k))
+        k = check_positive_int("k", self.k)
+        return self._string_spec(k, 1 if self.weighted else k)
 
 
 class WeightedDegreeMap(_StringMap):
@@ -401,10 +387,7 @@ class WeightedDegreeMap(_StringMap):
         self.seed = seed
 
     def spec(self, n_raw):
-        d = self.degree
-        if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1:
-            raise ValueError(f"degree must be an integer >= 1, got degree={d!r}.")
-        return self._string_spec(int(d), 1)
+        return self._string_spec(check_positive_int("degree", self.degree), 1)
 
 
 class MapOf(FeatureMap):
@@ -487,9 +470,7 @@ class VirtualExamples(BaseEstimator):
     def _check(self):
         if not callable(self.transform):
             raise TypeError(f"transform must be a callable (X, v) -> X_v, got {self.transform!r}.")
-        v = self.n_variants
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-            raise ValueError(f"n_variants must be an integer >= 1, got n_variants={v!r}.")
+        check_positive_int("n_variants", self.n_variants)
 
     def expand(self, X, y, sample_weight):
         """The variants of the rows ``X``, variant after variant, with their labels and weights."""

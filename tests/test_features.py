@@ -105,7 +105,7 @@ def test_bad_maps_are_named():
     X = random_sparse()
     with pytest.raises(ValueError, match="degree=2 only, got degree=3"):
         LinearSVC(feature_map=PolynomialMap(degree=3)).fit(X, np.arange(60) % 2)
-    with pytest.raises(ValueError, match="n_features must be >= 1"):
+    with pytest.raises(ValueError, match="n_features must be an integer >= 1"):
         PolynomialMap(n_features=0).fit(X)
     with pytest.raises(TypeError, match="feature_map must be a map"):
         LinearSVC(feature_map="poly").fit(X, np.arange(60) % 2)
