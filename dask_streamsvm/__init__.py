@@ -1,6 +1,14 @@
 """Support vector machines on data larger than memory and on Dask clusters."""
 
-from .features import HashingMap, MapOf, PolynomialMap, SpectrumMap, VirtualExamples, WeightedDegreeMap
+from .features import (
+    ColumnMaps,
+    HashingMap,
+    MapOf,
+    PolynomialMap,
+    SpectrumMap,
+    VirtualExamples,
+    WeightedDegreeMap,
+)
 from .io import read_libsvm
 from .linear import LinearSVC
 
@@ -18,6 +26,7 @@ def load(path):
 
 
 __all__ = [
+    "ColumnMaps",
     "HashingMap",
     "LinearSVC",
     "MapOf",

@@ -35,9 +35,10 @@ def _estimators():
 
 
 def _feature_maps():
-    from .features import HashingMap, MapOf, PolynomialMap, SpectrumMap, WeightedDegreeMap
+    from .features import ColumnMaps, HashingMap, MapOf, PolynomialMap, SpectrumMap, WeightedDegreeMap
 
     return {
+        "ColumnMaps": ColumnMaps,
         "HashingMap": HashingMap,
         "MapOf": MapOf,
         "PolynomialMap": PolynomialMap,

@@ -25,7 +25,17 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_array
 
 from ._validation import check_positive_int
-from .kernels.features import POLY2, STRING, make_spec, map_entries, map_terms, poly2_dimension
+from .kernels.features import (
+    LINEAR,
+    POLY2,
+    STRING,
+    concatenate_specs,
+    make_spec,
+    map_entries,
+    map_terms,
+    poly2_dimension,
+    spec_width,
+)
 
 
 class FeatureMap(TransformerMixin, BaseEstimator):
@@ -53,7 +63,7 @@ class FeatureMap(TransformerMixin, BaseEstimator):
         self.n_features_in_ = X.shape[1]
         raw = self.raw_width(X.shape[1])
         spec = self.spec(raw)
-        self.n_features_out_ = raw if spec is None else int(spec[0]["n_out"])
+        self.n_features_out_ = raw if spec is None else spec_width(spec)
         return self
 
     def transform(self, X):
@@ -307,11 +317,11 @@ class _StringMap(FeatureMap):
         starts = np.repeat(indptr[:-1], lengths)
         indices = (np.arange(indptr[-1]) - starts).astype(np.int32)
         if data.shape[0] and (lengths.max() > _STRING_WIDTH or (data == 0).any()):
-            raise ValueError("strings must be shorter than 2**31 bytes and hold no NUL character.")
+            raise ValueError("strings must be shorter than 2**24 bytes (16 MiB) and hold no NUL character.")
         return sp.csr_matrix((data, indices, indptr), shape=(len(encoded), _STRING_WIDTH))
 
 
-_STRING_WIDTH = 2**31 - 1
+_STRING_WIDTH = 2**24  # bytes of a string: room for several string columns in one int32 raw row
 
 
 class SpectrumMap(_StringMap):
@@ -439,6 +449,117 @@ class MapOf(FeatureMap):
         return self.outer.spec(n_raw)
 
 
+class ColumnMaps(FeatureMap):
+    """A map per group of columns, side by side: the sum of their kernels (COFFIN section 2.1).
+
+    ``phi(x) = [phi_1(x_1), phi_2(x_2), ...]`` where ``x_g`` are the columns
+    of group ``g``, so ``phi(x) . phi(x') = sum_g k_g(x_g, x'_g)``.  Each map
+    encodes its own columns as they are read, the raw rows of all groups
+    sit side by side in the cache, and the kernels compute every group's
+    features inside DOT and ADD.  For example, a DNA sequence, two numeric
+    columns with their degree-2 products, and hashed categories::
+
+        ColumnMaps([
+            (WeightedDegreeMap(degree=8, n_features=2**22), ["sequence"]),
+            (PolynomialMap(), ["gc_content", "length"]),
+            (HashingMap(n_features=2**16), ["tissue", "species"]),
+            ("passthrough", ["score"]),
+        ])
+
+    Parameters
+    ----------
+    maps : list of (map, columns)
+        ``map`` is a feature map or ``"passthrough"`` (the columns as they
+        are); ``columns`` a list of DataFrame column names, or of column
+        positions (also for arrays).  Columns not named are not used.
+    """
+
+    reads_strings = True  # it selects columns by name and encodes every group
+
+    def __init__(self, maps=()):
+        self.maps = maps
+
+    def _parts(self):
+        """``[(map or None, columns)]`` checked; None is passthrough."""
+        if not isinstance(self.maps, list | tuple) or not self.maps:
+            raise ValueError(
+                f"ColumnMaps(maps=...) needs a non-empty list of (map, columns), got {self.maps!r}."
+            )
+        parts = []
+        for g, pair in enumerate(self.maps):
+            if not isinstance(pair, list | tuple) or len(pair) != 2:
+                raise ValueError(f"ColumnMaps maps[{g}] must be a pair (map, columns), got {pair!r}.")
+            fmap, columns = pair
+            if isinstance(columns, str | int | np.integer):
+                columns = [columns]
+            columns = list(columns)
+            if not columns:
+                raise ValueError(f"ColumnMaps maps[{g}] names no columns.")
+            if isinstance(fmap, str) and fmap == "passthrough":
+                fmap = None
+            elif isinstance(fmap, VirtualExamples) or not isinstance(fmap, FeatureMap):
+                raise TypeError(
+                    f"ColumnMaps maps[{g}] holds {fmap!r}; it must be a feature map or 'passthrough'."
+                )
+            parts.append((fmap, columns))
+        return parts
+
+    def raw_width(self, n_in):
+        width = sum(len(c) if m is None else m.raw_width(len(c)) for m, c in self._parts())
+        if width > 2**31 - 1:
+            raise ValueError(
+                f"ColumnMaps' raw rows would have {width} columns, over 2**31 - 1: use fewer groups."
+            )
+        return width
+
+    def spec(self, n_raw):
+        pieces = []
+        for fmap, columns in self._parts():
+            width = len(columns) if fmap is None else fmap.raw_width(len(columns))
+            spec = None if fmap is None else fmap.spec(width)
+            pieces.append((make_spec(LINEAR, width, width) if spec is None else spec, width))
+        return concatenate_specs(pieces)
+
+    def encode(self, X, columns=None):
+        """The groups' raw rows side by side, as one canonical CSR matrix."""
+        import pandas as pd
+
+        blocks = []
+        for fmap, names in self._parts():
+            if isinstance(X, pd.DataFrame):
+                by_position = all(isinstance(c, int | np.integer) for c in names)
+                missing = [] if by_position else [c for c in names if c not in X.columns]
+                if missing:
+                    raise ValueError(f"ColumnMaps names columns {missing} that X does not have.")
+                sub = X.iloc[:, names] if by_position else X[names]
+            else:
+                if not all(isinstance(c, int | np.integer) for c in names):
+                    raise ValueError(
+                        f"ColumnMaps names columns {names} by name, but X has no column names "
+                        "(it is not a DataFrame): name them by position."
+                    )
+                if max(names) >= X.shape[1] or min(names) < -X.shape[1]:
+                    raise ValueError(
+                        f"ColumnMaps names column positions {names}; X has {X.shape[1]} columns."
+                    )
+                sub = X[:, names]
+            if fmap is None or not fmap.reads_strings:
+                if isinstance(sub, pd.DataFrame):
+                    sub = check_array(sub, accept_sparse="csr", dtype=np.float64, ensure_min_samples=0)
+                sub = sub if fmap is None else fmap.encode(sub)
+                width = len(names)
+            else:
+                sub = fmap.encode(sub)
+                width = fmap.raw_width(len(names))
+            block = sp.csr_matrix(sub, dtype=np.float64)
+            if block.shape[1] != width:
+                raise ValueError(
+                    f"ColumnMaps: the map of columns {names} gave {block.shape[1]} columns, not {width}."
+                )
+            blocks.append(block)
+        return canonical_csr(sp.hstack(blocks, format="csr"))
+
+
 class VirtualExamples(BaseEstimator):
     """Virtual examples (COFFIN section 2.2): every row trains as ``n_variants`` transformed copies.
 
@@ -515,7 +636,7 @@ def canonical_csr(X):
 def materialise(X, spec):
     """``phi(X)`` of the map ``spec`` as a CSR matrix, for inspection and tests."""
     X = canonical_csr(X)
-    n_out = int(spec[0]["n_out"])
+    n_out = spec_width(spec)
     rows, cols, vals = [], [], []
     for r in range(X.shape[0]):
         lo, hi = X.indptr[r], X.indptr[r + 1]

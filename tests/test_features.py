@@ -373,18 +373,22 @@ def test_string_maps_dot_add_and_norm(fmap):
     frame.loc[3, "sequence"] = "ACG"  # shorter than some k-mers
     raw = fmap.encode(frame)
     spec = fmap.spec(raw.shape[1])
-    Z = materialise(raw, spec).toarray()
-    rows = kernel_rows(raw, spec)
-    rng = np.random.RandomState(2)
+    assert_map_kernels(kernel_rows(raw, spec), materialise(raw, spec).toarray())
+
+
+def assert_map_kernels(rows, Z, seed=2):
+    """DOT (with a bias of 0.5), ||phi(x)||^2 and ADD of mapped ``rows`` equal those of ``Z`` = phi(X)."""
+    rng = np.random.RandomState(seed)
+    n = Z.shape[0]
     w = rng.randn(Z.shape[1] + 1)
-    out = np.empty(40)
+    out = np.empty(n)
     decision_values(rows, w, 0.5, out)
     np.testing.assert_allclose(out, Z @ w[:-1] + 0.5 * w[-1], rtol=1e-12, atol=1e-12)
-    sq = np.empty(40)
+    sq = np.empty(n)
     row_sqnorms(rows, 0.0, sq)
     np.testing.assert_allclose(sq, (Z * Z).sum(axis=1), rtol=1e-12)
     v = np.zeros_like(w)
-    alpha, y = rng.rand(40), np.where(rng.rand(40) < 0.5, 1.0, -1.0)
+    alpha, y = rng.rand(n), np.where(rng.rand(n) < 0.5, 1.0, -1.0)
     add_weighted_rows(rows, y, alpha, v, 0.0)
     np.testing.assert_allclose(v[:-1], Z.T @ (alpha * y), rtol=1e-12, atol=1e-12)
 
@@ -503,3 +507,109 @@ def test_virtual_examples_are_examples_of_their_own():
     assert streamed.history_[0]["rows_read"] == 4 * X.shape[0]
     with pytest.raises(ValueError, match="must keep X's shape"):
         LinearSVC(feature_map=VirtualExamples(lambda X, v: X[:, :10], 2)).fit(X, y)
+
+
+# -- sums of maps over column groups -------------------------------------------------------
+
+
+def grouped_frame(n=2000, seed=0):
+    """Sequences with numeric and categorical columns; the label depends on all three."""
+    frame, y = make_splice_sites(n, length=30, random_state=seed)
+    rng = np.random.RandomState(seed + 1)
+    frame["gc"] = rng.rand(n)
+    frame["size"] = rng.randn(n)
+    frame["tissue"] = rng.choice(["liver", "brain", "skin"], n).astype(object)
+    score = y + 1.5 * (frame["gc"] - 0.5) * frame["size"] + (frame["tissue"] == "brain")
+    return frame, np.where(score + 0.3 * rng.randn(n) > 0, 1, -1)
+
+
+def grouped_map():
+    from dask_streamsvm import ColumnMaps
+
+    return ColumnMaps(
+        [
+            (WeightedDegreeMap(degree=4, n_features=2**10, seed=1), ["sequence"]),
+            (PolynomialMap(), ["gc", "size"]),
+            (HashingMap(n_features=16), ["tissue"]),
+            ("passthrough", ["size"]),
+        ]
+    )
+
+
+def test_column_maps_is_its_parts_side_by_side():
+    frame, _ = grouped_frame(300)
+    frame.loc[5, "size"] = 0.0  # a group with an empty entry
+    Z = grouped_map().fit_transform(frame)
+    parts = [
+        WeightedDegreeMap(degree=4, n_features=2**10, seed=1).fit_transform(frame[["sequence"]]),
+        PolynomialFeatures(2, include_bias=False).fit_transform(frame[["gc", "size"]].to_numpy()),
+        HashingMap(n_features=16).fit_transform(frame[["tissue"]]),
+        frame[["size"]].to_numpy(),
+    ]
+    expected = sp.hstack([sp.csr_matrix(p) for p in parts]).toarray()
+    assert Z.shape == (300, 2**10 + 5 + 16 + 1)
+    np.testing.assert_allclose(Z.toarray(), expected, rtol=1e-15, atol=1e-15)
+    # The kernels on the side-by-side raw rows: DOT, ADD, ||phi(x)||^2 of the whole sum.
+    fmap = grouped_map()
+    raw = fmap.encode(frame)
+    assert_map_kernels(kernel_rows(raw, fmap.spec(raw.shape[1])), expected, seed=3)
+
+
+def test_column_maps_trains_in_memory_and_out_of_core(tmp_path):
+    import dask.dataframe as dd
+
+    from dask_streamsvm import load
+
+    frame, y = grouped_frame()
+    fmap = grouped_map()
+    Z = fmap.fit_transform(frame)
+    expected = liblinear_primal(Z, y.astype(float), 1.0, "squared_hinge")
+    params = {"fit_intercept": False, "feature_map": fmap, "tol": 1e-7, "random_state": 0}
+    clf = LinearSVC(max_iter=20_000, **params).fit(frame, y)
+    assert abs(clf.objective_ - expected) / expected < 1e-6
+    frames = dd.from_pandas(frame.assign(label=y), npartitions=5)
+    for solver in ("sbm", "streamsvm"):
+        streamed = LinearSVC(solver=solver, cache_bytes="300KB", max_iter=300, **params).fit(frames, "label")
+        assert abs(streamed.objective_ - expected) / expected < 1e-6, solver
+    np.testing.assert_array_equal(streamed.predict(frames).compute().to_numpy(), clf.predict(frame))
+    clf.save(tmp_path / "grouped.model")
+    np.testing.assert_array_equal(
+        load(tmp_path / "grouped.model").decision_function(frame), clf.decision_function(frame)
+    )
+
+
+def test_column_maps_by_position_on_ijcnn1():
+    """Degree 2 over the first 10 columns of ijcnn1, the other 12 as they are, against LIBLINEAR."""
+    from dask_streamsvm import ColumnMaps
+
+    X, y = load_libsvm_dataset("ijcnn1")
+    X, y = X[:20_000], y[:20_000]
+    fmap = ColumnMaps([(PolynomialMap(), list(range(10))), ("passthrough", list(range(10, 22)))])
+    dense = X.toarray()
+    Z = sp.hstack([PolynomialFeatures(2, include_bias=False).fit_transform(dense[:, :10]), X[:, 10:]]).tocsr()
+    np.testing.assert_allclose(fmap.fit_transform(X).toarray(), Z.toarray(), rtol=1e-15)
+    expected = liblinear_primal(Z, y, 1.0, "squared_hinge")
+    params = {"fit_intercept": False, "feature_map": fmap, "tol": 1e-7, "random_state": 0}
+    clf = LinearSVC(max_iter=20_000, **params).fit(X, y)
+    assert abs(clf.objective_ - expected) / expected < 1e-6
+    streamed = LinearSVC(solver="sbm", cache_bytes="1MB", max_iter=300, **params)
+    streamed.fit(da.from_array(dense, chunks=(4000, 22)), da.from_array(y, chunks=4000))
+    assert abs(streamed.objective_ - expected) / expected < 1e-6
+
+
+def test_bad_column_maps_are_named():
+    from dask_streamsvm import ColumnMaps, VirtualExamples
+
+    frame, y = grouped_frame(50)
+    with pytest.raises(ValueError, match=r"names columns \['nope'\] that X does not have"):
+        LinearSVC(feature_map=ColumnMaps([(PolynomialMap(), ["gc", "nope"])])).fit(frame, y)
+    with pytest.raises(ValueError, match="by name, but X has no column names"):
+        ColumnMaps([(PolynomialMap(), ["gc"])]).fit_transform(np.ones((3, 2)))
+    with pytest.raises(ValueError, match="positions \\[0, 5\\]; X has 2 columns"):
+        ColumnMaps([(PolynomialMap(), [0, 5])]).fit_transform(np.ones((3, 2)))
+    with pytest.raises(ValueError, match="must be a pair"):
+        ColumnMaps([PolynomialMap()]).fit_transform(np.ones((3, 2)))
+    with pytest.raises(TypeError, match="feature map or 'passthrough'"):
+        ColumnMaps([(VirtualExamples(lambda X, v: X, 2), [0])]).fit_transform(np.ones((3, 2)))
+    with pytest.raises(ValueError, match="non-empty list"):
+        ColumnMaps([]).fit_transform(np.ones((3, 2)))

@@ -39,6 +39,7 @@ import scipy.sparse as sp
 from .._validation import kernel_rows
 from ..kernels.cache import train_on_cache
 from ..kernels.crammer_singer import cs_loss_sum, cs_train_on_cache
+from ..kernels.features import spec_width
 from ..kernels.objective import weighted_loss_sum
 from ..kernels.rng import make_state
 from .cache import AlphaStore, RowCache
@@ -367,4 +368,4 @@ def _new_cache(block, cache_bytes, source, k, feature_map):
 
 def model_width(n_features, feature_map):
     """Length of ``w`` without the bias: the map's output width, or the raw features."""
-    return n_features if feature_map is None else int(feature_map[0]["n_out"])
+    return n_features if feature_map is None else spec_width(feature_map)

@@ -50,8 +50,12 @@ MAP_SPEC = np.dtype(
         ("min_degree", np.int64),  # strings: shortest k-mer
         ("positional", np.int64),  # strings: 1 weighted degree (k-mers per position), 0 spectrum
         ("normalize", np.int64),  # strings: scale phi(x) to about unit norm
+        ("col_lo", np.int64),  # the raw columns this map reads: [col_lo, col_hi)
+        ("col_hi", np.int64),
+        ("out_lo", np.int64),  # where its features start in phi(x)
     ]
 )
+LINEAR = 0
 POLY2 = 1
 STRING = 2
 
@@ -68,9 +72,33 @@ def make_spec(
     spec = np.zeros(1, dtype=MAP_SPEC)
     spec[0] = (
         kind, n_in, n_out, int(interaction_only), int(hashed), int(alternate_sign), seed, degree, min_degree,
-        int(positional), int(normalize),
+        int(positional), int(normalize), 0, n_in, 0,
     )  # fmt: skip
     return spec
+
+
+def spec_width(spec_array):
+    """Dimension of ``phi(x)``: where the last map's features end."""
+    return int((spec_array["out_lo"] + spec_array["n_out"]).max())
+
+
+def concatenate_specs(parts):
+    """The spec of ``phi(x) = [phi_1(x_1), phi_2(x_2), ...]`` for consecutive raw column groups ``x_g``.
+
+    ``parts`` lists ``(spec, raw_width)``: each map reads the next
+    ``raw_width`` raw columns and writes the next ``spec_width(spec)``
+    features.  Its kernel is the sum of the parts' kernels.
+    """
+    records, col, out = [], 0, 0
+    for spec, width in parts:
+        shifted = spec.copy()
+        shifted["col_lo"] += col
+        shifted["col_hi"] += col
+        shifted["out_lo"] += out
+        records.append(shifted)
+        col += int(width)
+        out += spec_width(spec)
+    return np.concatenate(records)
 
 
 @njit(cache=True, nogil=True)
@@ -182,12 +210,32 @@ def string_terms(data, lo, hi, spec, out_index, out_value):
 
 
 @njit(cache=True, nogil=True)
-def map_terms(spec_array, m):
-    """Most features ``phi`` of a raw row with ``m`` entries can have (before collisions)."""
-    spec = spec_array[0]
+def _part_terms(spec, m):
     if spec.kind == STRING:
         return m * spec.degree
+    if spec.kind == LINEAR:
+        return m
     return m + m * (m + 1) // 2
+
+
+@njit(cache=True, nogil=True)
+def map_terms(spec_array, m):
+    """Most features ``phi`` of a raw row with ``m`` entries can have (before collisions)."""
+    n = 0
+    for r in range(spec_array.shape[0]):
+        n += _part_terms(spec_array[r], m)
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _part_span(indices, a, hi, spec):
+    """``(lo, hi)`` of the entries from ``a`` on that fall in the part's raw columns (rows are sorted)."""
+    while a < hi and np.int64(indices[a]) < spec.col_lo:
+        a += 1
+    b = a
+    while b < hi and np.int64(indices[b]) < spec.col_hi:
+        b += 1
+    return a, b
 
 
 @njit(cache=True, nogil=True)
@@ -223,106 +271,161 @@ def _string_axpy(data, lo, hi, a_scale, w, spec):
 
 
 @njit(cache=True, nogil=True)
-def map_dot(indices, data, lo, hi, w, spec_array):
-    """``w . phi(x)`` for the raw row ``indices/data[lo:hi]`` (bias not included)."""
-    spec = spec_array[0]
+def _part_dot(indices, data, lo, hi, w, spec):
+    """``w . phi(x)`` of one map over its entries ``lo:hi`` (columns from col_lo, features from out_lo)."""
+    o = spec.out_lo
+    c = spec.col_lo
     if spec.kind == STRING:
-        return _string_dot(data, lo, hi, w, spec)
+        return _string_dot(data, lo, hi, w[o:], spec)
+    s = 0.0
+    if spec.kind == LINEAR:
+        for a in range(lo, hi):
+            s += w[o + np.int64(indices[a]) - c] * data[a]
+        return s
     p = spec.n_in
     skip = spec.interaction_only
-    s = 0.0
     if spec.hashed == 0:  # explicit: pair (i, j) sits at _pair_base(i) + j (rows are sorted, j >= i)
         for a in range(lo, hi):
-            i = np.int64(indices[a])
+            i = np.int64(indices[a]) - c
             v = data[a] * 1.0
-            s += w[i] * v
-            base = _pair_base(i, p, skip)
+            s += w[o + i] * v
+            base = o + _pair_base(i, p, skip) - c
             inner = 0.0
             for b in range(a + skip, hi):
                 inner += w[base + np.int64(indices[b])] * data[b]
             s += v * inner
         return s
     for a in range(lo, hi):
-        i = np.int64(indices[a])
+        i = np.int64(indices[a]) - c
         v = data[a] * 1.0
         t, sign = _target(spec, i)
-        s += sign * w[t] * v
+        s += sign * w[o + t] * v
         for b in range(a + skip, hi):
-            t, sign = _target(spec, _pair(i, np.int64(indices[b]), p, skip))
-            s += sign * w[t] * v * data[b]
+            t, sign = _target(spec, _pair(i, np.int64(indices[b]) - c, p, skip))
+            s += sign * w[o + t] * v * data[b]
     return s
+
+
+@njit(cache=True, nogil=True)
+def map_dot(indices, data, lo, hi, w, spec_array):
+    """``w . phi(x)`` for the raw row ``indices/data[lo:hi]`` (bias not included)."""
+    if spec_array.shape[0] == 1:
+        return _part_dot(indices, data, lo, hi, w, spec_array[0])
+    s = 0.0
+    b = lo
+    for r in range(spec_array.shape[0]):
+        a, b = _part_span(indices, b, hi, spec_array[r])
+        s += _part_dot(indices, data, a, b, w, spec_array[r])
+    return s
+
+
+@njit(cache=True, nogil=True)
+def _part_axpy(indices, data, lo, hi, a_scale, w, spec):
+    """``w += a_scale * phi(x)`` of one map over its entries ``lo:hi``."""
+    o = spec.out_lo
+    c = spec.col_lo
+    if spec.kind == STRING:
+        _string_axpy(data, lo, hi, a_scale, w[o:], spec)
+        return
+    if spec.kind == LINEAR:
+        for a in range(lo, hi):
+            w[o + np.int64(indices[a]) - c] += a_scale * data[a]
+        return
+    p = spec.n_in
+    skip = spec.interaction_only
+    if spec.hashed == 0:  # explicit, as in _part_dot
+        for a in range(lo, hi):
+            i = np.int64(indices[a]) - c
+            v = a_scale * data[a]
+            w[o + i] += v
+            base = o + _pair_base(i, p, skip) - c
+            for b in range(a + skip, hi):
+                w[base + np.int64(indices[b])] += v * data[b]
+        return
+    for a in range(lo, hi):
+        i = np.int64(indices[a]) - c
+        v = a_scale * data[a]
+        t, sign = _target(spec, i)
+        w[o + t] += sign * v
+        for b in range(a + skip, hi):
+            t, sign = _target(spec, _pair(i, np.int64(indices[b]) - c, p, skip))
+            w[o + t] += sign * v * data[b]
 
 
 @njit(cache=True, nogil=True)
 def map_axpy(indices, data, lo, hi, a_scale, w, spec_array):
     """``w += a_scale * phi(x)`` for the raw row ``indices/data[lo:hi]`` (bias not included)."""
-    spec = spec_array[0]
-    if spec.kind == STRING:
-        _string_axpy(data, lo, hi, a_scale, w, spec)
+    if spec_array.shape[0] == 1:
+        _part_axpy(indices, data, lo, hi, a_scale, w, spec_array[0])
         return
-    p = spec.n_in
-    skip = spec.interaction_only
-    if spec.hashed == 0:  # explicit, as in map_dot
-        for a in range(lo, hi):
-            i = np.int64(indices[a])
-            v = a_scale * data[a]
-            w[i] += v
-            base = _pair_base(i, p, skip)
-            for b in range(a + skip, hi):
-                w[base + np.int64(indices[b])] += v * data[b]
-        return
-    for a in range(lo, hi):
-        i = np.int64(indices[a])
-        v = a_scale * data[a]
-        t, sign = _target(spec, i)
-        w[t] += sign * v
-        for b in range(a + skip, hi):
-            t, sign = _target(spec, _pair(i, np.int64(indices[b]), p, skip))
-            w[t] += sign * v * data[b]
+    b = lo
+    for r in range(spec_array.shape[0]):
+        a, b = _part_span(indices, b, hi, spec_array[r])
+        _part_axpy(indices, data, a, b, a_scale, w, spec_array[r])
 
 
 @njit(cache=True, nogil=True)
-def map_entries(indices, data, lo, hi, spec_array, out_index, out_value):
-    """Write the nonzero features of ``phi(x)`` (signed, before summing collisions); return their count."""
-    spec = spec_array[0]
+def _part_entries(indices, data, lo, hi, spec, out_index, out_value, n):
+    """Append one map's features of entries ``lo:hi`` at ``out[n:]``; the new count."""
+    o = spec.out_lo
+    c = spec.col_lo
     if spec.kind == STRING:
-        return string_terms(data, lo, hi, spec, out_index, out_value)
+        m = string_terms(data, lo, hi, spec, out_index[n:], out_value[n:])
+        out_index[n : n + m] += o
+        return n + m
+    if spec.kind == LINEAR:
+        for a in range(lo, hi):
+            out_index[n] = o + np.int64(indices[a]) - c
+            out_value[n] = data[a]
+            n += 1
+        return n
     p = spec.n_in
     skip = spec.interaction_only
-    n = 0
     for a in range(lo, hi):
-        i = np.int64(indices[a])
+        i = np.int64(indices[a]) - c
         v = data[a] * 1.0
         t, sign = _target(spec, i)
-        out_index[n] = t
+        out_index[n] = o + t
         out_value[n] = sign * v
         n += 1
         for b in range(a + skip, hi):
-            t, sign = _target(spec, _pair(i, np.int64(indices[b]), p, skip))
-            out_index[n] = t
+            t, sign = _target(spec, _pair(i, np.int64(indices[b]) - c, p, skip))
+            out_index[n] = o + t
             out_value[n] = sign * v * data[b]
             n += 1
     return n
 
 
 @njit(cache=True, nogil=True)
-def map_sqnorm(indices, data, lo, hi, spec_array):
-    """``||phi(x)||^2`` of the raw row (bias not included); exact under hash collisions."""
-    spec = spec_array[0]
-    m = hi - lo
-    if spec.hashed == 0 and spec.kind == POLY2:
+def map_entries(indices, data, lo, hi, spec_array, out_index, out_value):
+    """Write the nonzero features of ``phi(x)`` (signed, before summing collisions); return their count."""
+    if spec_array.shape[0] == 1:
+        return _part_entries(indices, data, lo, hi, spec_array[0], out_index, out_value, 0)
+    n = 0
+    b = lo
+    for r in range(spec_array.shape[0]):
+        a, b = _part_span(indices, b, hi, spec_array[r])
+        n = _part_entries(indices, data, a, b, spec_array[r], out_index, out_value, n)
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _part_sqnorm(indices, data, lo, hi, spec):
+    """``||phi(x)||^2`` of one map over its entries ``lo:hi``; exact under hash collisions."""
+    if spec.kind == LINEAR or (spec.kind == POLY2 and spec.hashed == 0):
         s = 0.0
         for a in range(lo, hi):
             v = data[a] * 1.0
             s += v * v
-            for b in range(a + spec.interaction_only, hi):
-                u = v * data[b]
-                s += u * u
+            if spec.kind == POLY2:
+                for b in range(a + spec.interaction_only, hi):
+                    u = v * data[b]
+                    s += u * u
         return s
-    size = map_terms(spec_array, m)
+    size = _part_terms(spec, hi - lo)
     index = np.empty(size, dtype=np.int64)
     value = np.empty(size)
-    n = map_entries(indices, data, lo, hi, spec_array, index, value)
+    n = _part_entries(indices, data, lo, hi, spec, index, value, 0)
     order = np.argsort(index[:n])
     s = 0.0
     run = 0.0
@@ -331,4 +434,17 @@ def map_sqnorm(indices, data, lo, hi, spec_array):
         if t == n - 1 or index[order[t + 1]] != index[order[t]]:
             s += run * run
             run = 0.0
+    return s
+
+
+@njit(cache=True, nogil=True)
+def map_sqnorm(indices, data, lo, hi, spec_array):
+    """``||phi(x)||^2`` of the raw row (bias not included); the maps of a sum write disjoint features."""
+    if spec_array.shape[0] == 1:
+        return _part_sqnorm(indices, data, lo, hi, spec_array[0])
+    s = 0.0
+    b = lo
+    for r in range(spec_array.shape[0]):
+        a, b = _part_span(indices, b, hi, spec_array[r])
+        s += _part_sqnorm(indices, data, a, b, spec_array[r])
     return s
