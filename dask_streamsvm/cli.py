@@ -274,8 +274,11 @@ def cmd_train(args):
         cache_bytes=args.cache,
         random_state=args.seed,
         verbose=int(args.verbose),
+        cluster=args.cluster,
         **_feature_map_params(args),
     )
+    if args.cluster is not None and (args.scheduler is None or args.solver == "memory"):
+        raise UserError("--cluster trains on a Dask cluster: give --scheduler ADDRESS (not --solver memory)")
     with _scheduler(args.scheduler):
         start = time.perf_counter()
         if args.solver == "memory":
@@ -541,6 +544,12 @@ def build_parser():
         choices=("auto", "memory", "streamsvm", "sbm", "bm"),
         default="auto",
         help="streamsvm (auto), sbm or bm stream files through the cache; memory loads them",
+    )
+    train.add_argument(
+        "--cluster",
+        choices=("average", "cocoa"),
+        default=None,
+        help="with --scheduler: a model per worker, averaged, or CoCoA+ rounds to the optimum",
     )
     train.add_argument("--no-intercept", action="store_true", help="fit no intercept")
     train.add_argument("--seed", type=int, default=None, metavar="N", help="random seed of the row order")

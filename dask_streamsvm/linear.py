@@ -31,7 +31,7 @@ from .engine.crammer_singer import solve_crammer_singer
 from .engine.memory import LOSSES, BinaryProblem, solve_in_memory
 from .engine.partial import OnePassSBM
 from .engine.reader import Reader
-from .engine.source import DaskSource, _is_dask_dataframe, is_dask_collection
+from .engine.source import DaskSource, _is_dask_dataframe, is_dask_collection, merge_label_counts
 from .engine.streamsvm import model_width, solve_streamsvm
 from .io import as_dask, open_path
 from .kernels.objective import decision_values
@@ -122,7 +122,8 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         for BM, which then uses the same memory as SBM).
     inner_iter : int, default=10
         ``solver="sbm"`` and ``"bm"``: DCD passes over block plus cache per
-        block, as in the paper.
+        block, as in the paper; ``cluster="cocoa"``: local DCD passes per
+        round.
     cache_policy : {"informative", "random"}, default="informative"
         ``solver="sbm"``: keep the rows the paper's score ranks highest
         (unbounded rows first), or a random subset (the paper's SBM-rand).
@@ -153,6 +154,17 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         scored after every pass; the accuracy goes into the history record
         as ``validation_score``, for callbacks such as
         :class:`~dask_streamsvm.callbacks.EarlyStopping`.
+    cluster : {None, "average", "cocoa"}, default=None
+        Train on a ``dask.distributed`` cluster (the active client, or
+        ``fit(..., client=...)``), a part of the partitions per worker, read
+        on that worker (:mod:`dask_streamsvm.cluster`). ``"average"``: each
+        worker trains the out-of-core engine on its part and the models are
+        averaged, weighted by rows (one shot; ``duality_gap_`` bounds how far
+        the average is from the optimum). ``"cocoa"``: CoCoA+ rounds, each
+        worker updating its rows' dual variables, until the exact duality
+        gap is at most ``tol``: the single-machine optimum. ``max_iter``
+        counts rounds; ``history_`` has a record per round (seconds, bytes
+        moved, gap). None trains in this process.
     random_state : int, RandomState or None, default=None
         Seeds the row permutations; the same seed gives the same model.
     verbose : int, default=0
@@ -217,6 +229,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         probability=False,
         callbacks=None,
         validation_data=None,
+        cluster=None,
         random_state=None,
         verbose=0,
     ):
@@ -238,6 +251,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         self.shuffle = shuffle
         self.alpha_store = alpha_store
         self.probability = probability
+        self.cluster = cluster
         self.callbacks = callbacks
         self.validation_data = validation_data
         self.random_state = random_state
@@ -261,7 +275,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             bias = check_positive_float("intercept_scaling", self.intercept_scaling)
         return C, tol, max_iter, bias
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, client=None):
         """Fit the model to ``X`` and ``y``.
 
         Parameters
@@ -276,6 +290,9 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         sample_weight : array-like of shape (n_samples,), default=None
             Per-sample multiplier of ``C``; rows of weight 0 are ignored. For
             Dask input, a Dask Array or Series partitioned like ``X``.
+        client : distributed.Client or None, default=None
+            ``cluster="average"`` or ``"cocoa"``: the cluster to train on
+            (None: the active client).
 
         Returns
         -------
@@ -284,6 +301,8 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         clock_start = time.perf_counter()
         C, tol, max_iter, bias = self._check_params()
         self.__dict__.pop("_stream", None)  # a fit ends any partial_fit stream
+        if self.cluster is not None:
+            return self._fit_cluster(X, y, sample_weight, client, C, tol, max_iter, bias, clock_start)
         out_of_core = is_dask_collection(X) or isinstance(X, str | os.PathLike)
         streaming = self.solver in ("streamsvm", "sbm", "bm") or (self.solver == "auto" and out_of_core)
         if streaming:
@@ -583,15 +602,92 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             )
 
     def _fit_stream(self, X, y, sample_weight, C, tol, max_iter, bias, clock_start):
-        cache_bytes = parse_bytes(self.cache_bytes)
-        prefetch = check_positive_int("prefetch", self.prefetch)
+        parse_bytes(self.cache_bytes)  # checked before any data is read
+        check_positive_int("prefetch", self.prefetch)
         check_choice("alpha_store", self.alpha_store, ("memory", "disk"))
         if isinstance(X, str | os.PathLike):
             X, y = open_path(X, y)
         if not is_dask_collection(X):
             X, y, sample_weight = as_dask(X, y, sample_weight)
         source = DaskSource(X, y, sample_weight, encoder=self._source_encoder())
-        classes, counts, weighted_classes = source.label_counts()
+        return self._fit_source(source, source.label_counts(), C, tol, max_iter, bias, clock_start)
+
+    def _fit_cluster(self, X, y, sample_weight, client, C, tol, max_iter, bias, clock_start):
+        """``cluster="average"`` or ``"cocoa"`` on a ``dask.distributed`` cluster (:mod:`.cluster`)."""
+        from . import cluster as cl
+        from .engine.certificate import Certificate
+
+        check_choice("cluster", self.cluster, cl.CLUSTER_MODES)
+        unsupported = {
+            "multi_class='crammer_singer'": self._crammer_singer,
+            "probability=True": bool(self.probability),
+            "validation_data": self.validation_data is not None,
+        }
+        for what, used in unsupported.items():
+            if used:
+                raise ValueError(f"cluster={self.cluster!r} does not support {what} yet; use cluster=None.")
+        client = cl.resolve_client(client)
+        if isinstance(X, str | os.PathLike):
+            X, y = open_path(X, y)
+        if not is_dask_collection(X):
+            raise TypeError(
+                f"cluster={self.cluster!r} trains on a Dask Array or DataFrame (or a path), got "
+                f"{type(X).__name__}; wrap it with dask.array.from_array or dask.dataframe.from_pandas, "
+                "or set cluster=None to train in this process."
+            )
+        parse_bytes(self.cache_bytes)
+        passes = check_positive_int("inner_iter", self.inner_iter)
+        source = DaskSource(X, y, sample_weight, encoder=self._source_encoder())
+        parts = [(w, source.subset(ids)) for w, ids in cl.plan(source.n_partitions, cl._workers(client))]
+        part_counts = cl._gather(client, [cl._submit(client, cl.count_labels, s, worker=w) for w, s in parts])
+        label_counts = merge_label_counts(part_counts)
+        signs, costs = self._problem_tables(*label_counts, C)
+        self.n_features_in_ = source.n_input_features
+        names = source.feature_names
+        if names is not None and all(isinstance(c, str) for c in source.column_labels):
+            self.feature_names_in_ = names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        spec = self._feature_spec(source.n_features)
+        tables = (self.classes_, signs, costs, spec, self.loss == "squared_hinge")
+        rng = check_random_state(self.random_state)
+        seed = int(rng.randint(np.iinfo(np.int32).max))
+        if self.cluster == "average":
+            params = self.get_params(deep=False)
+            params.update(cluster=None, callbacks=None, validation_data=None, verbose=0, random_state=seed)
+            rows = [int(np.sum(c[1])) for c in part_counts]
+            W, primal, dual, history, messages = cl.fit_average(
+                client, parts, rows, params, label_counts, C, tol, max_iter, bias, tables, clock_start
+            )
+            for message in messages:
+                warnings.warn(f"on a worker: {message}", ConvergenceWarning, stacklevel=3)
+            n_iter = max(r.get("passes", 0) for r in history)
+            converged, stopped = [True] * W.shape[0], True  # the average's gap is reported, not a target
+        else:
+            callbacks = list(self.callbacks or [])
+            stop = {"now": False}
+
+            def on_round(record):
+                stop["now"] = any([bool(cb(record)) for cb in callbacks])
+                return stop["now"]
+
+            W, primal, dual, n_iter, history, done = cl.fit_cocoa(
+                client, parts, tol, max_iter, passes, seed, tables, model_width(source.n_features, spec),
+                bias,
+                clock_start, on_round=on_round if callbacks else None,
+            )  # fmt: skip
+            converged, stopped = [done] * W.shape[0], stop["now"]
+        certificates = [
+            Certificate(primal=float(p), dual=float(d)) for p, d in zip(primal, dual, strict=True)
+        ]
+        self._set_model(W, certificates, n_iter, history, converged, bias=bias, stopped=stopped)
+        return self
+
+    def _fit_source(self, source, label_counts, C, tol, max_iter, bias, clock_start):
+        """Stream ``source`` (a :class:`DaskSource`) with its ``(classes, counts, weighted classes)``."""
+        cache_bytes = parse_bytes(self.cache_bytes)
+        prefetch = check_positive_int("prefetch", self.prefetch)
+        classes, counts, weighted_classes = label_counts
         signs, costs = self._problem_tables(classes, counts, weighted_classes, C)
         self.n_features_in_ = source.n_input_features
         spec = self._feature_spec(source.n_features)

@@ -253,6 +253,8 @@ def test_library_errors_and_usage_errors(a9a_model, tmp_path):
     assert_one_line_error(*run(["train", A9A_TEST, "--model", tmp_path / "no" / "m"]), "does not exist")
     assert_one_line_error(*run(["train", A9A_TEST]), "--model", "--help")
     assert_one_line_error(*run(["train", A9A_TEST, "--model", model, "--loss", "log"]), "--loss")
+    cluster = ["train", A9A_TEST, "--model", model, "--cluster", "cocoa"]
+    assert_one_line_error(*run(cluster), "--scheduler ADDRESS")
     assert_one_line_error(*run(["frobnicate"]), "frobnicate")
     assert_one_line_error(*run([]), "COMMAND")
     path, _ = a9a_model

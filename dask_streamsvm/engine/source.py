@@ -174,7 +174,7 @@ class DaskSource:
                 )
         return parts
 
-    def label_counts(self):
+    def label_counts(self, allow_empty=False):
         """Classes, their row counts, and the classes with positive weight.
 
         Reads the labels (and weights) of every partition once; for a
@@ -186,20 +186,11 @@ class DaskSource:
         label = self._label_column
         results = dask.compute(
             *[
-                dask.delayed(_count_labels)(p, y if y is not None else x[label], w)
+                dask.delayed(_count_labels)(self.partition_id(p), y if y is not None else x[label], w)
                 for p, (x, y, w) in enumerate(parts)
             ]
         )
-        counts = {}
-        weighted = set()
-        for labels, n, positive in results:
-            for label, c in zip(labels.tolist(), n.tolist(), strict=True):
-                counts[label] = counts.get(label, 0) + c
-            weighted.update(positive.tolist())
-        if not counts:
-            raise ValueError("the collection has no rows: every partition is empty.")
-        classes = np.array(sorted(counts))
-        return classes, np.array([counts[c] for c in classes.tolist()]), np.array(sorted(weighted))
+        return merge_label_counts(results, allow_empty)
 
     @property
     def n_partitions(self):
@@ -207,12 +198,33 @@ class DaskSource:
 
     # -- per partition, on the reader thread -------------------------------------
 
+    def subset(self, partitions):
+        """This source restricted to ``partitions`` (global numbers), which keep their numbers.
+
+        Only their graphs are kept, so the subset ships to a Dask worker
+        without the other partitions' tasks.
+        """
+        import copy
+
+        sub = copy.copy(self)
+        ids = [self.partition_id(p) for p in partitions]
+        sub._parts = [self._parts[p] for p in partitions]
+        sub._ids = ids
+        sub.__dict__.pop("_count_parts", None)
+        return sub
+
+    def partition_id(self, p):
+        """The number of this source's ``p``-th partition in the whole collection."""
+        ids = getattr(self, "_ids", None)
+        return p if ids is None else ids[p]
+
     def load(self, p):
         """Compute partition ``p`` and return it as a checked :class:`Block`."""
         import dask
 
+        parts, p = self._parts[p], self.partition_id(p)
         try:
-            x, y, w = dask.compute(*self._parts[p])
+            x, y, w = dask.compute(*parts)
         except Exception as exc:
             exc.add_note(f"(raised while computing partition {p} of the training data)")
             raise
@@ -312,6 +324,21 @@ def _release_arrow_memory():
     except ImportError:  # pragma: no cover - pyarrow is a core dependency
         return
     pa.default_memory_pool().release_unused()
+
+
+def merge_label_counts(results, allow_empty=False):
+    """``(classes, counts, weighted classes)`` of the partitions' (or parts') label counts."""
+    counts = {}
+    weighted = set()
+    for labels, n, positive in results:
+        for label, c in zip(labels.tolist(), n.tolist(), strict=True):
+            counts[label] = counts.get(label, 0) + c
+        weighted.update(positive.tolist())
+    if not counts and not allow_empty:
+        raise ValueError("the collection has no rows: every partition is empty.")
+    classes = np.array(sorted(counts))
+    n = np.array([counts[c] for c in classes.tolist()], dtype=np.int64)
+    return classes, n, np.array(sorted(weighted))
 
 
 def _count_labels(p, y, w):

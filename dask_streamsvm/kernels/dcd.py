@@ -55,6 +55,7 @@ def dcd_passes(
     pg_max_old,
     pg_min_old,
     rng_state,
+    sigma=1.0,
 ):
     """Run up to ``max_passes`` DCD passes over the rows ``index``.
 
@@ -77,6 +78,13 @@ def dcd_passes(
         Shrinking thresholds carried over from the previous call
         (``+inf``/``-inf`` to start afresh).
     rng_state : uint64 array of length 1, advanced in place
+    sigma : float, default=1.0
+        CoCoA+'s ``sigma'``: each step adds ``sigma * delta_i y_i x_i`` to
+        ``w``, and ``qd`` must then hold ``sigma ||[x_i, b]||^2 + D_ii``.
+        With ``sigma = K`` the rows are one of ``K`` parts whose updates,
+        made against the same ``w`` and added, still increase the dual
+        (Ma, Smith, Jaggi et al. 2015); ``w - w_start`` is then ``sigma``
+        times this part's own change.
 
     Returns
     -------
@@ -144,7 +152,7 @@ def dcd_passes(
                     # dividing by zero).
                     new = u if g < 0.0 else 0.0
                 alpha[r] = new
-                row_axpy(X, i, (new - a) * yi, w, bias)
+                row_axpy(X, i, (new - a) * yi * sigma, w, bias)
             s += 1
         passes += 1
         if pg_max - pg_min <= eps and abs(pg_max) <= eps and abs(pg_min) <= eps:

@@ -1,0 +1,465 @@
+"""Cluster mode: one model per Dask worker, averaged, or combined to the optimum by CoCoA+.
+
+``LinearSVC(cluster="average")`` and ``LinearSVC(cluster="cocoa")`` train
+on a ``dask.distributed`` cluster.  The collection's partitions are split
+into ``K`` parts, one per worker (partition ``p`` goes to part ``p mod K``);
+each part is a :meth:`DaskSource.subset <dask_streamsvm.engine.source.DaskSource.subset>`
+that ships its partitions' *graphs* to its worker, where a task computes
+them with Dask's synchronous scheduler: the data are read where the task
+runs, and only models, updates and certificate sums come back to the
+client.
+
+``"average"`` (StreamSVM section 1.3): each part trains the full
+out-of-core engine on its partitions with its own ``cache_bytes``, and the
+client averages the weight vectors with the parts' row counts as weights.
+One more read computes the averaged model's primal objective; its dual is
+bounded from below by the parts' duals (``alpha / K``-style scaling of the
+parts' dual variables gives the averaged ``w`` exactly), so ``duality_gap_``
+bounds its suboptimality (exactly so for the hinge loss).
+
+``"cocoa"`` (CoCoA+, Ma, Smith, Jaggi et al. 2015, adding with ``sigma' =
+K``): each part keeps its rows and its dual variables on its worker;
+every round the client broadcasts ``w``, each part computes its share of
+the certificate at ``w`` (loss sum, ``sum alpha``, ``sum D alpha^2``) and then
+runs ``inner_iter`` DCD passes of its local subproblem (steps scaled by
+``sigma'``, :func:`~dask_streamsvm.kernels.dcd.dcd_passes`), and returns
+its change of ``w``; the client adds the changes.  The exact duality gap
+of the broadcast ``w`` is known every round, and the fit stops at ``tol``:
+the result is the single-machine optimum.
+
+Tasks are pure functions of their inputs (the dual variables are copied
+before a round changes them, seeds are fixed), so Dask may retry them.  A
+worker lost in a CoCoA+ round is survived: parts whose state was on it are
+read again from the collection on a live worker with ``alpha = 0``, ``w``
+is rebuilt exactly from every part's ``alpha``, and the rounds go on.
+"""
+
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._validation import as_kernel_rows, kernel_rows
+from .kernels.dcd import dcd_passes, row_sqnorms
+from .kernels.objective import add_weighted_rows, weighted_loss_sum
+from .kernels.rng import make_state
+
+CLUSTER_MODES = ("average", "cocoa")
+
+# Seconds between checks that the cluster still has workers while a round runs.
+_POLL_SECONDS = 2.0
+# Seconds to hand w to a worker before its loss is assumed.
+_SCATTER_SECONDS = 60
+# A fit gives up after this many rounds lost to failed workers.
+_MAX_RECOVERIES = 3
+
+
+def resolve_client(client):
+    """``client``, or the active ``dask.distributed`` client; a clear error when there is none."""
+    if client is not None:
+        return client
+    try:
+        from distributed import get_client
+
+        return get_client()
+    except (ImportError, ValueError) as exc:
+        raise ValueError(
+            "cluster=... trains on a dask.distributed cluster, but no Client is active: create one "
+            "(from distributed import Client; client = Client(...)) or pass client= to fit."
+        ) from exc
+
+
+def plan(n_partitions, workers):
+    """``[(worker, partitions)]``: part ``k`` holds partitions ``k, k + K, ...``.
+
+    ``K`` is the number of workers, or of partitions if there are fewer.
+    """
+    if not workers:
+        raise ValueError("the Dask cluster has no workers; start some before fitting.")
+    n_parts = min(len(workers), n_partitions)
+    return [(workers[k], list(range(k, n_partitions, n_parts))) for k in range(n_parts)]
+
+
+def _workers(client):
+    return sorted(client.scheduler_info()["workers"])
+
+
+def _submit(client, func, *args, worker=None):
+    """A task on ``worker`` (or another worker if it is gone); never run on the client."""
+    return client.submit(
+        func, *args, workers=None if worker is None else [worker], allow_other_workers=True, pure=False
+    )
+
+
+class WorkerLost(RuntimeError):
+    """A worker that held a part left the cluster while a round waited for it."""
+
+
+def _gather(client, futures, placed=()):
+    """Results of ``futures``: the first task's error is raised, and so is :class:`WorkerLost`
+    when a worker of ``placed`` leaves, or an error when no worker is left: never a hang."""
+    from distributed import wait
+
+    while True:
+        try:
+            wait(futures, timeout=_POLL_SECONDS)
+        except TimeoutError:
+            alive = set(_workers(client))
+            if not alive:
+                raise RuntimeError("every Dask worker is gone; the cluster fit cannot go on.") from None
+            gone = sorted(set(placed) - alive)
+            if gone:
+                raise WorkerLost(f"workers {gone} left the cluster") from None
+            continue
+        return client.gather(futures)
+
+
+def _sync():
+    import dask
+
+    return dask.config.set(scheduler="sync")
+
+
+# -- tasks that run on the workers ---------------------------------------------------------
+
+
+def count_labels(source):
+    """``(classes, counts, weighted classes)`` of a part (empty arrays for a part without rows)."""
+    with _sync():
+        return source.label_counts(allow_empty=True)
+
+
+def train_part(params, source, label_counts, C, tol, max_iter, bias):
+    """Fit the out-of-core engine on one part: ``(W, primal, dual, passes, seconds, warnings)``."""
+    from .linear import LinearSVC
+
+    start = time.perf_counter()
+    est = LinearSVC(**params)
+    with warnings.catch_warnings(record=True) as caught, _sync():
+        warnings.simplefilter("always")
+        est._fit_source(source, label_counts, C, tol, max_iter, bias, start)
+    W = np.hstack([est.coef_, (est.intercept_ / bias if bias > 0 else 0.0 * est.intercept_)[:, None]])
+    primal = np.atleast_1d(est.objective_).astype(float)
+    dual = primal - np.atleast_1d(est.duality_gap_) * np.abs(primal)
+    messages = [str(w.message) for w in caught]
+    return W, primal, dual, int(est.n_iter_), time.perf_counter() - start, messages
+
+
+class Part:
+    """A part's rows, labels, costs and dual variables, kept in its worker's memory.
+
+    ``Y``, ``cost``, ``upper``, ``diag``, ``qd`` and ``alpha`` are
+    ``(problems, rows)``; ``qd`` holds ``sigma ||[x_i, b]||^2 + D_ii``.
+    """
+
+    def __init__(self, rows, Y, cost, squared, bias, sigma, n_features):
+        self.rows, self.Y, self.cost = rows, Y, cost
+        self.squared, self.bias, self.sigma, self.n_features = squared, bias, sigma, n_features
+        self.upper = np.full_like(cost, np.inf) if squared else cost.copy()
+        self.diag = np.zeros_like(cost)
+        if squared:
+            np.divide(0.5, cost, out=self.diag, where=cost > 0.0)
+        sq = np.empty(cost.shape[1])
+        row_sqnorms(rows, bias, sq)
+        self.qd = sigma * sq[None, :] + self.diag
+        self.alpha = np.zeros_like(cost)
+        self.update = None
+
+    @property
+    def n_rows(self):
+        return self.cost.shape[1]
+
+    def with_alpha(self, alpha, update):
+        new = object.__new__(Part)
+        new.__dict__.update(self.__dict__)
+        new.alpha, new.update = alpha, update
+        return new
+
+
+def load_part(source, classes, signs, costs, spec, squared, bias, sigma, n_features):
+    """Read a part's partitions on this worker into a :class:`Part` with ``alpha = 0``."""
+    with _sync():
+        blocks = [source.load(p) for p in range(source.n_partitions)]
+    blocks = [b for b in blocks if b.n_rows > 0]
+    k = signs.shape[0]
+    if not blocks:
+        empty = np.zeros((k, 0))
+        return Part(as_kernel_rows(np.zeros((0, 1))), empty, empty, squared, 0.0, sigma, n_features)
+    if any(sp.issparse(b.X) for b in blocks):
+        X = sp.vstack([sp.csr_matrix(b.X) for b in blocks], format="csr")
+    else:
+        X = np.vstack([b.X for b in blocks])
+    y = np.concatenate([b.y for b in blocks])
+    weight = np.concatenate([b.sample_weight for b in blocks])
+    y_index = np.minimum(np.searchsorted(classes, y), classes.shape[0] - 1)
+    unknown = classes[y_index] != y
+    if unknown.any():
+        raise ValueError(
+            f"label {y[np.flatnonzero(unknown)[0]].item()!r} is not among the classes {classes.tolist()} "
+            "counted before training; the collection changed between reads."
+        )
+    rows = kernel_rows(X, spec)
+    return Part(rows, signs[:, y_index], costs[:, y_index] * weight, squared, bias, sigma, n_features)
+
+
+def cocoa_round(part, W, passes, seed):
+    """Certificate sums of ``part`` at ``W``, then ``passes`` local DCD passes: the new part.
+
+    ``part.update`` of the result is ``(dW, sums)``: the part's change of
+    ``W`` and, per problem, ``(loss sum at W, sum alpha, sum D alpha^2)``.
+    """
+    k = W.shape[0]
+    alpha = part.alpha.copy()  # the input part stays as it was: the task can be retried
+    sums = np.zeros((k, 3))
+    dW = np.zeros_like(W)
+    for c in range(k):
+        if part.n_rows == 0:
+            continue
+        w = np.ascontiguousarray(W[c], dtype=np.float64)
+        sums[c, 0] = weighted_loss_sum(part.rows, part.Y[c], part.cost[c], w, part.bias, part.squared)
+        sums[c, 1] = alpha[c].sum()
+        sums[c, 2] = float(np.dot(part.diag[c], alpha[c] * alpha[c]))
+        index = np.flatnonzero(part.cost[c] > 0.0).astype(np.int64)
+        v = w.copy()
+        a = alpha[c].copy()
+        dcd_passes(
+            part.rows, part.Y[c], part.upper[c], part.diag[c], part.qd[c], index, index.shape[0], a, v,
+            part.bias, passes, 0.0, np.inf, -np.inf, make_state(seed + c), part.sigma,
+        )  # fmt: skip
+        alpha[c] = a
+        dW[c] = (v - w) / part.sigma
+    return part.with_alpha(alpha, (dW, sums))
+
+
+def update_of(part):
+    return part.update
+
+
+def part_weights(part):
+    """``sum_i alpha_i y_i [x_i, b]`` of a part, per problem: its exact share of ``W``."""
+    W = np.zeros((part.cost.shape[0], part.n_features + 1))
+    for c in range(W.shape[0]):
+        if part.n_rows:
+            add_weighted_rows(part.rows, part.Y[c], part.alpha[c], W[c], part.bias)
+    return W
+
+
+def part_loss(source, W, classes, signs, costs, spec, squared, bias):
+    """Per problem, the weighted loss sum of a part's rows at ``W`` (one read of the part)."""
+    part = load_part(source, classes, signs, costs, spec, squared, bias, 1.0, W.shape[1] - 1)
+    return np.array(
+        [
+            weighted_loss_sum(part.rows, part.Y[c], part.cost[c], np.ascontiguousarray(W[c]), bias, squared)
+            if part.n_rows
+            else 0.0
+            for c in range(W.shape[0])
+        ]
+    )
+
+
+# -- the client side -----------------------------------------------------------------------
+
+
+def _nbytes(value):
+    import cloudpickle
+
+    return len(cloudpickle.dumps(value))
+
+
+def fit_average(client, parts, rows, params, label_counts, C, tol, max_iter, bias, tables, clock_start):
+    """The parts' models averaged, weighted by ``rows``: ``(W, primal, dual, history, messages)``."""
+    classes, signs, costs, spec, squared = tables
+    futures = [
+        _submit(client, train_part, params, source, label_counts, C, tol, max_iter, bias, worker=worker)
+        for worker, source in parts
+    ]
+    results = _gather(client, futures)
+    sent = sum(_nbytes(source) for _, source in parts)
+    received = sum(r[0].nbytes for r in results)
+    rows = np.asarray(rows, dtype=float)
+    share = rows / rows.sum()
+    W = sum(s * r[0] for s, r in zip(share, results, strict=True))
+    # Dual of the parts' alphas scaled by their shares: its w is the average, and
+    # s sum(alpha) - s^2 sum(D alpha^2) / 2 >= s (sum(alpha) - sum(D alpha^2) / 2).
+    half_sq = 0.5 * np.einsum("ij,ij->i", W, W)
+    dual = sum(
+        s * (r[2] + 0.5 * np.einsum("ij,ij->i", r[0], r[0])) for s, r in zip(share, results, strict=True)
+    )
+    dual = dual - half_sq
+    losses = _gather(
+        client,
+        [
+            _submit(client, part_loss, source, W, classes, signs, costs, spec, squared, bias, worker=worker)
+            for worker, source in parts
+        ],
+    )
+    primal = half_sq + np.sum(losses, axis=0)
+    history = [
+        {
+            "part": k,
+            "worker": worker,
+            "partitions": len(source._parts),
+            "rows": int(n),
+            "random_state": params.get("random_state"),
+            "passes": r[3],
+            "seconds": r[4],
+            "primal": float(np.sum(r[1])),
+            "dual": float(np.sum(r[2])),
+        }
+        for k, ((worker, source), n, r) in enumerate(zip(parts, rows, results, strict=True))
+    ]
+    gap = _relative_gap(primal, dual)
+    history.append(
+        {
+            "part": "average",
+            "seconds": time.perf_counter() - clock_start,
+            "bytes_sent": sent + W.nbytes * len(parts),
+            "bytes_received": received + sum(np.asarray(x).nbytes for x in losses),
+            "primal": float(primal.sum()),
+            "dual": float(dual.sum()),
+            "gap": float(gap.max()),
+        }
+    )
+    messages = sorted({m for r in results for m in r[5]})
+    return W, primal, dual, history, messages
+
+
+def _relative_gap(primal, dual):
+    return np.where(primal != 0.0, (primal - dual) / np.abs(np.where(primal != 0.0, primal, 1.0)), 0.0)
+
+
+def fit_cocoa(
+    client, parts, tol, max_iter, passes, seed, tables, n_features, bias, clock_start, on_round=None
+):
+    """CoCoA+ rounds to the relative gap ``tol``: ``(W, primal, dual, rounds, history, converged)``."""
+    classes, signs, costs, spec, squared = tables
+    k = signs.shape[0]
+    sigma = float(len(parts))
+    placed = [worker for worker, _ in parts]
+
+    def load(j, worker):
+        source = parts[j][1]
+        return _submit(
+            client,
+            load_part,
+            source,
+            classes,
+            signs,
+            costs,
+            spec,
+            squared,
+            bias,
+            sigma,
+            n_features,
+            worker=worker,
+        )
+
+    states = [load(j, worker) for j, worker in enumerate(placed)]
+    W = np.zeros((k, n_features + 1))
+    history, converged, recoveries = [], False, 0
+    primal = dual = np.full(k, np.nan)
+    rounds = 0
+    while rounds < max_iter:
+        start = time.perf_counter()
+        try:
+            new_states = [
+                _submit(
+                    client,
+                    cocoa_round,
+                    state,
+                    # w goes straight to the part's worker (a broadcast would wait for every worker)
+                    client.scatter(W, workers=[placed[j]], hash=False, timeout=_SCATTER_SECONDS),
+                    passes,
+                    seed + 1_000_003 * rounds + 7919 * j,
+                    worker=placed[j],
+                )
+                for j, state in enumerate(states)
+            ]
+            updates = _gather(
+                client,
+                [_submit(client, update_of, s, worker=placed[j]) for j, s in enumerate(new_states)],
+                placed,
+            )
+        except Exception as exc:  # noqa: BLE001 - a lost worker shows as many kinds of error
+            if not _lost_worker(client, states, placed) or recoveries >= _MAX_RECOVERIES:
+                raise
+            recoveries += 1
+            states, W = _recover(client, states, placed, load)
+            history.append(
+                {"round": rounds, "recovered": repr(exc)[:200], "seconds": time.perf_counter() - clock_start}
+            )
+            continue
+        rounds += 1
+        dWs = [u[0] for u in updates]
+        sums = np.sum([u[1] for u in updates], axis=0)
+        half_sq = 0.5 * np.einsum("ij,ij->i", W, W)
+        primal = half_sq + sums[:, 0]
+        dual = sums[:, 1] - half_sq - 0.5 * sums[:, 2]
+        gap = _relative_gap(primal, dual)
+        record = {
+            "round": rounds,
+            "seconds": time.perf_counter() - clock_start,
+            "round_seconds": time.perf_counter() - start,
+            "bytes_sent": W.nbytes * len(states),
+            "bytes_received": sum(dW.nbytes + u[1].nbytes for dW, u in zip(dWs, updates, strict=True)),
+            "primal": float(primal.sum()),
+            "dual": float(dual.sum()),
+            "gap": float(gap.max()),
+        }
+        history.append(record)
+        converged = gap.max() <= tol
+        stop = on_round is not None and on_round(record)
+        if converged or stop or rounds == max_iter:
+            break  # W is the certified one
+        W = W + np.sum(dWs, axis=0)
+        states = new_states
+    return W, primal, dual, rounds, history, converged
+
+
+def _lost_worker(client, states, placed):
+    """Whether a part's worker is gone (rather than a task failing on its own)."""
+    alive = set(_workers(client))
+    return any(worker not in alive for worker in placed) or any(
+        s.status in ("lost", "cancelled") for s in states
+    )
+
+
+def _held(client, future):
+    """Whether a worker holds ``future``'s result (false for a cancelled or forgotten one)."""
+    if future.status in ("error", "cancelled", "lost"):
+        return False
+    try:
+        return bool(client.who_has([future]).get(future.key))
+    except Exception:  # noqa: BLE001 - the scheduler forgot it meanwhile
+        return False
+
+
+def _recover(client, states, placed, load):
+    """Parts of lost workers read again (``alpha = 0``) on live ones; ``W`` rebuilt from all alphas.
+
+    The scheduler may learn of a death after the client does: the parts are
+    checked again, and their weights gathered, up to three times.
+    """
+    fresh = set()  # parts read again here: pending, not lost
+    for attempt in range(3):
+        alive = _workers(client)
+        if not alive:
+            raise RuntimeError("every Dask worker is gone; the cluster fit cannot go on.")
+        for j, state in enumerate(states):
+            if j not in fresh and (placed[j] not in alive or not _held(client, state)):
+                placed[j] = alive[j % len(alive)]
+                states[j] = load(j, placed[j])
+                fresh.add(j)
+        try:
+            shares = _gather(
+                client,
+                [_submit(client, part_weights, s, worker=placed[j]) for j, s in enumerate(states)],
+                placed,
+            )
+            return states, np.sum(shares, axis=0)
+        except Exception:  # noqa: BLE001 - another part was lost meanwhile: look again
+            if attempt == 2:
+                raise
+            time.sleep(_POLL_SECONDS)
+    raise AssertionError("unreachable")

@@ -1,0 +1,202 @@
+"""Cluster mode on a distributed LocalCluster of two single-thread worker processes."""
+
+import os
+import signal
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_digits
+
+from dask_streamsvm import LinearSVC
+from dask_streamsvm.cluster import plan
+from dask_streamsvm.io import csr_to_dask
+
+from .conftest import LIBLINEAR_OPTIMA, load_libsvm_dataset
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def client():
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        c.run(_warm_up)  # numba compiles (or loads its cache) once per worker, not inside a timed round
+        yield c
+
+
+def _warm_up():
+    from dask_streamsvm.cluster import Part, cocoa_round
+
+    X = sp.random(4, 3, density=0.5, format="csr", random_state=0)
+    from dask_streamsvm._validation import as_kernel_rows
+
+    part = Part(as_kernel_rows(X), np.ones((1, 4)), np.ones((1, 4)), True, 1.0, 2.0, 3)
+    cocoa_round(part, np.zeros((1, 4)), 1, 0)
+
+
+def primal(X, y, C, coef, intercept, squared):
+    margin = np.maximum(0.0, 1.0 - y * (X @ coef + intercept))
+    return 0.5 * (coef @ coef) + C * np.sum(margin**2 if squared else margin)
+
+
+# CoCoA+'s certified gap closes far more slowly than its primal converges (its dual
+# moves by proximal-like steps): these tolerances are where the primal is within 1e-4.
+@pytest.mark.parametrize(
+    "name, loss, C, tol", [("a9a", "squared_hinge", 1.0, 3e-3), ("ijcnn1", "hinge", 0.1, 5e-4)]
+)
+def test_cocoa_reaches_the_liblinear_optimum(client, name, loss, C, tol):
+    X, y = load_libsvm_dataset(name)
+    Xd, yd = csr_to_dask(X, y, 8)
+    clf = LinearSVC(
+        C=C, loss=loss, fit_intercept=False, cluster="cocoa", tol=tol, max_iter=1000, random_state=0
+    ).fit(Xd, yd)
+    expected = LIBLINEAR_OPTIMA[(name, loss, C)]
+    assert 0.0 <= (clf.objective_ - expected) / expected < 1e-4
+    assert clf.duality_gap_ <= tol
+    assert clf.objective_ == pytest.approx(primal(X, y, C, clf.coef_.ravel(), 0.0, loss == "squared_hinge"))
+    rounds = [r for r in clf.history_ if "round" in r]
+    assert rounds[-1]["gap"] <= tol < rounds[0]["gap"]
+    # The dual never decreases from round to round (CoCoA+ with sigma' = K is safe).
+    duals = [r["dual"] for r in rounds]
+    assert all(b >= a - 1e-9 * abs(a) for a, b in zip(duals, duals[1:], strict=False))
+    # Each round moves w out and the parts' changes back: a few KB, never the data.
+    per_round = max(r["bytes_sent"] + r["bytes_received"] for r in rounds)
+    assert per_round < 4 * 2 * (X.shape[1] + 1) * 8 + 1000 < X.data.nbytes / 100
+
+
+def test_cocoa_one_vs_rest_is_certified_against_the_single_process_optimum(client):
+    X, y = load_digits(return_X_y=True)
+    keep = y < 3
+    X, y = X[keep] / 16.0, y[keep]
+    params = {"C": 0.1, "max_iter": 3000, "random_state": 0}
+    reference = LinearSVC(tol=1e-8, **params).fit(X, y)
+    Xd, yd = da.from_array(X, chunks=(100, -1)), da.from_array(y, chunks=100)
+    clf = LinearSVC(cluster="cocoa", tol=1e-2, **params).fit(Xd, yd)
+    np.testing.assert_array_equal(clf.classes_, [0, 1, 2])
+    assert np.all(clf.duality_gap_ <= 1e-2)
+    # Each class's objective within its certified gap of the single-process optimum.
+    assert np.all(clf.objective_ >= reference.objective_ * (1 - 1e-9))
+    assert np.all((clf.objective_ - reference.objective_) / clf.objective_ <= clf.duality_gap_)
+    assert (clf.predict(X) == reference.predict(X)).mean() > 0.99
+
+
+def test_average_is_the_weighted_mean_of_the_parts_models(client):
+    X, y = load_libsvm_dataset("a9a")
+    Xd, yd = csr_to_dask(X, y, 6)
+    params = {"C": 1.0, "loss": "hinge", "tol": 1e-4, "cache_bytes": "400KB", "max_iter": 200}
+    clf = LinearSVC(cluster="average", random_state=0, **params).fit(Xd, yd)
+    workers = sorted(client.scheduler_info()["workers"])
+    parts = [r for r in clf.history_ if isinstance(r.get("part"), int)]
+    assert len(parts) == 2
+    coef, intercept, rows = 0.0, 0.0, 0
+    for k, (_, ids) in enumerate(plan(6, workers)):
+        # The same partitions, in the same order, trained by the same engine in this process.
+        Xk = da.concatenate([Xd.blocks[i] for i in ids])
+        yk = da.concatenate([yd.blocks[i] for i in ids])
+        alone = LinearSVC(random_state=parts[k]["random_state"], **params).fit(Xk, yk)
+        n = sum(Xd.chunks[0][i] for i in ids)
+        assert parts[k]["rows"] == n
+        coef, intercept, rows = coef + n * alone.coef_, intercept + n * alone.intercept_, rows + n
+    np.testing.assert_allclose(clf.coef_, coef / rows, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(clf.intercept_, intercept / rows, rtol=1e-12)
+    # Its objective is exact (the bias weight is regularised, as in LIBLINEAR); its gap
+    # bounds its distance to the optimum (hinge: an exact dual).
+    exact = primal(X, y, 1.0, clf.coef_.ravel(), clf.intercept_[0], False) + 0.5 * clf.intercept_[0] ** 2
+    assert clf.objective_ == pytest.approx(exact, rel=1e-12)
+    optimum = LinearSVC(C=1.0, loss="hinge", tol=1e-6, max_iter=5000, random_state=0).fit(X, y).objective_
+    assert 0.0 <= (clf.objective_ - optimum) / clf.objective_ <= clf.duality_gap_ + 1e-6
+
+
+def test_no_data_is_computed_on_the_client(client, tmp_path):
+    import dask.dataframe as dd
+    import pandas as pd
+    from dask.callbacks import Callback
+
+    X, y = load_libsvm_dataset("ijcnn1")
+    frame = pd.DataFrame(X[:20_000].toarray(), columns=[f"f{j}" for j in range(22)]).assign(label=y[:20_000])
+    dd.from_pandas(frame, npartitions=6).to_parquet(tmp_path / "ijcnn1", write_index=False)
+    del frame
+    ran_here = []
+    with Callback(pretask=lambda key, dsk, state: ran_here.append(key)):
+        with distributed.get_task_stream(client) as stream:
+            frames = dd.read_parquet(tmp_path / "ijcnn1")
+            clf = LinearSVC(C=0.1, loss="hinge", cluster="cocoa", tol=3e-3, random_state=0)
+            clf.fit(frames, "label")
+    assert ran_here == []  # no task ran in this process's local schedulers
+    names = [t["key"].split("-")[0] if isinstance(t["key"], str) else str(t["key"][0]) for t in stream.data]
+    loads = [t for t, n in zip(stream.data, names, strict=True) if n.startswith("load_part")]
+    assert len(loads) == 2 and len({t["worker"] for t in loads}) == 2  # each part read on its own worker
+    received = sum(r["bytes_received"] for r in clf.history_ if "round" in r)
+    assert received < 20_000 * 23 * 8 / 10
+    test = pd.DataFrame(X[20_000:30_000].toarray(), columns=[f"f{j}" for j in range(22)])
+    assert clf.score(test, y[20_000:30_000]) > 0.9
+
+
+def test_a_killed_worker_is_survived():
+    X, y = load_libsvm_dataset("a9a")
+    Xd, yd = csr_to_dask(X, y, 8)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=50
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        killed = []
+
+        def kill_one(record):
+            if record.get("round") == 3 and not killed:
+                victim = sorted(client.scheduler_info()["workers"])[0]
+                pid = client.run(os.getpid, workers=[victim])[victim]
+                os.kill(pid, signal.SIGKILL)  # a crash: no goodbye to the scheduler
+                killed.append(victim)
+            return False
+
+        clf = LinearSVC(
+            C=1.0,
+            fit_intercept=False,
+            cluster="cocoa",
+            tol=3e-3,
+            max_iter=1000,
+            random_state=0,
+            callbacks=[kill_one],
+        ).fit(Xd, yd, client=client)
+    assert killed
+    assert any("recovered" in r for r in clf.history_)
+    expected = LIBLINEAR_OPTIMA[("a9a", "squared_hinge", 1.0)]
+    assert abs(clf.objective_ - expected) / expected < 1e-4
+
+
+def test_cluster_errors_are_named(client):
+    X, y = load_libsvm_dataset("a9a")
+    with pytest.raises(TypeError, match="trains on a Dask Array or DataFrame"):
+        LinearSVC(cluster="cocoa").fit(X[:100], y[:100])
+    Xd, yd = csr_to_dask(X[:1000], y[:1000], 2)
+    with pytest.raises(ValueError, match="does not support multi_class='crammer_singer'"):
+        LinearSVC(cluster="cocoa", multi_class="crammer_singer").fit(Xd, yd)
+    with pytest.raises(ValueError, match="cluster must be one of"):
+        LinearSVC(cluster="ring").fit(Xd, yd)
+
+
+def test_no_client_is_a_clear_error():
+    """In a fresh process (here a Client is active): cluster=... without one says what to do."""
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, dask.array as da\n"
+        "from dask_streamsvm import LinearSVC\n"
+        "X = da.from_array(np.random.RandomState(0).rand(40, 3), chunks=20)\n"
+        "y = da.from_array(np.arange(40) % 2, chunks=20)\n"
+        "try:\n"
+        "    LinearSVC(cluster='average').fit(X, y)\n"
+        "except ValueError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "no Client is active" in out and "pass client= to fit" in out
