@@ -2,7 +2,8 @@
 
 One run, on each dataset (a9a, w8a, ijcnn1 with their test sets, and the
 large synthetic Parquet set of the out-of-core benchmark), hinge loss,
-C = 1, no intercept (the problems of the reference optima in docs/design.md):
+C = 1 on the real sets (the problems of the reference optima in docs/design.md)
+and ``--synthetic-C`` (0.01) on the synthetic set, no intercept:
 
 1. the single-process engine (``solver="memory"`` on the computed
    collection, and SBM streaming it with a cache of 10% of the data) to a
@@ -59,43 +60,56 @@ def datasets(args, work):
         write_synthetic(
             path, args.size_gb, args.features, rows_per_file=-(-n_rows // args.partitions), seed=SEED
         )
-        Xd, yd = open_path(str(path), "label")
-        frame = Xd.compute()
-        X = frame.to_numpy(dtype=np.float64)
-        y = yd.compute().to_numpy().astype(np.float64)
-        n_test = n_rows // 5  # the last fifth is the test set, trained on by no one
-        test = (X[-n_test:], y[-n_test:])
-        X, y = X[:-n_test], y[:-n_test]
-        keep = Xd.npartitions - -(-n_test * Xd.npartitions // n_rows)
-        yield f"synthetic {args.size_gb:g} GB", X, y, Xd.partitions[:keep], yd.partitions[:keep], test
+        frames, label = open_path(str(path), "label")
+        keep = frames.npartitions - max(
+            1, frames.npartitions // 5
+        )  # the last fifth of the files: the test set
+
+        def arrays(part):
+            frame = part.compute()
+            return frame.drop(columns=label).to_numpy(dtype=np.float64), frame[label].to_numpy(
+                dtype=np.float64
+            )
+
+        X, y = arrays(frames.partitions[:keep])
+        yield (
+            f"synthetic {args.size_gb:g} GB",
+            X,
+            y,
+            frames.partitions[:keep],
+            label,
+            arrays(frames.partitions[keep:]),
+        )
 
 
 def measure(client, name, X, y, Xd, yd, test, args):
     from dask_streamsvm import LinearSVC
 
-    record = {"data": name, "n_rows": int(X.shape[0]), "n_features": int(X.shape[1])}
+    C = 1.0 if name in P_STAR else args.synthetic_C
+    params = {**PARAMS, "C": C}
+    record = {"data": name, "C": C, "n_rows": int(X.shape[0]), "n_features": int(X.shape[1])}
     # The optimum: a reference value, or an in-memory solve to a gap of 1e-6.
     t = time.perf_counter()
-    exact = LinearSVC(tol=1e-6, max_iter=5000, random_state=SEED, **PARAMS).fit(X, y)
+    exact = LinearSVC(tol=1e-6, max_iter=5000, random_state=SEED, **params).fit(X, y)
     p_star = P_STAR.get(name, exact.objective_)
     record["p_star"] = p_star
     w_star = exact.coef_.ravel()
     record["optimum_test_accuracy"] = accuracy(*test, w_star) if test else None
 
-    t = time.perf_counter()
-    memory = LinearSVC(solver="memory", tol=args.tol, max_iter=5000, random_state=SEED, **PARAMS).fit(Xd, yd)
+    t = time.perf_counter()  # the data already in memory: the solver alone
+    memory = LinearSVC(solver="memory", tol=args.tol, max_iter=5000, random_state=SEED, **params).fit(X, y)
     record["memory"] = {"seconds": time.perf_counter() - t, "objective": memory.objective_}
     data_bytes = (
         X.data.nbytes + X.indices.nbytes if hasattr(X, "indices") else X.nbytes // 2
     )  # float32 on disk
     cache = f"{max(int(0.1 * data_bytes), 200_000)}B"
     t = time.perf_counter()
-    sbm = LinearSVC(solver="sbm", cache_bytes=cache, tol=args.tol, max_iter=300, random_state=SEED, **PARAMS)
+    sbm = LinearSVC(solver="sbm", cache_bytes=cache, tol=args.tol, max_iter=300, random_state=SEED, **params)
     sbm.fit(Xd, yd)
     record["sbm"] = {"seconds": time.perf_counter() - t, "objective": sbm.objective_, "passes": sbm.n_iter_}
 
     t = time.perf_counter()
-    cocoa = LinearSVC(cluster="cocoa", tol=args.tol, max_iter=args.max_rounds, random_state=SEED, **PARAMS)
+    cocoa = LinearSVC(cluster="cocoa", tol=args.tol, max_iter=args.max_rounds, random_state=SEED, **params)
     cocoa.fit(Xd, yd, client=client)
     seconds = time.perf_counter() - t
     rounds = [r for r in cocoa.history_ if "round" in r and "gap" in r]
@@ -113,7 +127,7 @@ def measure(client, name, X, y, Xd, yd, test, args):
 
     t = time.perf_counter()
     average = LinearSVC(
-        cluster="average", cache_bytes=cache, tol=args.tol, max_iter=300, random_state=SEED, **PARAMS
+        cluster="average", cache_bytes=cache, tol=args.tol, max_iter=300, random_state=SEED, **params
     )
     average.fit(Xd, yd, client=client)
     last = average.history_[-1]
@@ -172,8 +186,9 @@ def report(payload):
         f"Command: `{payload['command']}`  ",
         f"Date: {payload['date']}; machine: {payload['machine']['cores']} cores, "
         f"dask {payload['machine']['dask']}; "
-        "a LocalCluster of 2 single-thread worker processes on the same 2 cores. Hinge loss, C = 1, no "
-        f"intercept; tolerance (relative duality gap) {payload['settings']['tol']:g}.",
+        "a LocalCluster of 2 single-thread worker processes on the same 2 cores. Hinge loss, C = 1 "
+        f"(synthetic: C = {payload['settings']['synthetic_C']:g}), no intercept; tolerance (relative "
+        f"duality gap) {payload['settings']['tol']:g}.",
         "",
         "| data | rows | single process, memory (s) | single process, SBM (s) | CoCoA+ (s) | "
         "CoCoA+ / memory | rounds | rounds to 1e-3 | bytes per round | average (s) | "
@@ -181,13 +196,18 @@ def report(payload):
         "test acc. optimum | test acc. average |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    cap = payload["settings"]["max_rounds"]
+
+    def rounds(v):
+        return f"> {cap}" if v is None else str(v)
+
     for r in payload["results"]:
         c, a = r["cocoa"], r["average"]
         acc = lambda v: "-" if v is None else f"{100 * v:.2f}%"  # noqa: E731
         lines.append(
             f"| {r['data']} | {r['n_rows']:,} | {r['memory']['seconds']:.1f} | {r['sbm']['seconds']:.1f} | "
             f"{c['seconds']:.1f} | {c['seconds'] / r['memory']['seconds']:.1f} | {c['rounds']} | "
-            f"{c['rounds_to_1e-3']} | {c['bytes_per_round']:,.0f} | {a['seconds']:.1f} | "
+            f"{rounds(c['rounds_to_1e-3'])} | {c['bytes_per_round']:,.0f} | {a['seconds']:.1f} | "
             f"{a['relative_suboptimality']:.2e} | {a['certified_gap']:.2e} | "
             f"{acc(r['optimum_test_accuracy'])} | "
             f"{acc(a['test_accuracy'])} |"
@@ -201,8 +221,41 @@ def report(payload):
         "|---|---|---|---|",
     ]
     for s in payload["simulation"]:
-        lines.append(f"| {s['data']} | {s['K']} | {s['rounds']} | {s['average_suboptimality']:.2e} |")
-    lines += ["", "Raw results: `benchmarks/results/bench_cluster.json`.", ""]
+        lines.append(f"| {s['data']} | {s['K']} | {rounds(s['rounds'])} | {s['average_suboptimality']:.2e} |")
+    overhead = np.mean([r["cocoa"]["mean_round_seconds"] for r in payload["results"]])
+    lines += [
+        "",
+        "Reading the numbers:",
+        "",
+        "- Here cluster mode cannot win on time: the client and both workers share 2 cores, and the single "
+        "process solves these sets in seconds. A CoCoA+ round costs "
+        f"{overhead * 1000:.0f} ms on average (task round trips plus 10 local DCD passes), and CoCoA+ with "
+        "sigma' = K needs hundreds of rounds for a gap of 1e-3 where single-process DCD needs tens of "
+        "passes. Its dual moves by steps damped by sigma' (proximal-point-like), so the certified gap closes "
+        "far more slowly than the primal converges: the primal of CoCoA+ is typically within 1e-4 long "
+        "before "
+        "the gap reaches 1e-3 (tests/test_cluster.py).",
+        "- Parts are contiguous partitions in file order, assigned round robin, so they inherit the file's "
+        "order. w8a's file holds all its positives in its first rows: one part gets every positive, "
+        "the other "
+        "none, and the average is 35% off the optimum (1.2% with the random split of the simulation). "
+        "ijcnn1's parts differ less visibly, yet CoCoA+ needs 286 rounds against 56 on a random split. "
+        "Shuffle such data once (or write it shuffled) before a cluster fit.",
+        "- The one-shot average is cheap (one read per worker, plus one read to certify its objective) and "
+        "its test accuracy is within 0.1 point of the optimum's on a9a, ijcnn1 and the synthetic set, but "
+        "its "
+        "suboptimality grows with K (simulation). Its certified gap (the parts' duals, scaled) is valid but "
+        "loose: about 1 - 1/K.",
+        "- At 10 and 100 workers, analytically: bytes per round grow as 2 K (d + 1) x 8 (w out, the changes "
+        "back), 48 KB and 480 KB for w8a, still far below the data; the scheduler adds about 2 K task round "
+        "trips per round; local work per round falls as n / K. The simulation shows CoCoA+ with sigma' = K "
+        "needs more than the allowed rounds at K = 10 and 100 on all three sets, so on many workers CoCoA+ "
+        "is "
+        "for data that no single machine can hold, and the average for a fast, looser answer.",
+        "",
+        "Raw results: `benchmarks/results/bench_cluster.json`.",
+        "",
+    ]
     write_section(MARKER, lines)
 
 
@@ -216,6 +269,7 @@ def main(argv=None):
     parser.add_argument("--datasets", nargs="*", default=["a9a", "w8a", "ijcnn1"])
     parser.add_argument("--size-gb", type=float, default=0.2, help="synthetic Parquet set (0: none)")
     parser.add_argument("--features", type=int, default=500)
+    parser.add_argument("--synthetic-C", type=float, default=0.01)
     parser.add_argument("--partitions", type=int, default=16)
     parser.add_argument("--tol", type=float, default=1e-3)
     parser.add_argument("--max-rounds", type=int, default=500)
@@ -249,6 +303,13 @@ def main(argv=None):
     payload["simulation"] = simulation
     save_json(RESULTS, payload)
     report(payload)
+
+
+def render():
+    """Rewrite the docs section from the saved results (after a change to :func:`report` only)."""
+    import json
+
+    report(json.loads(RESULTS.read_text()))
 
 
 if __name__ == "__main__":

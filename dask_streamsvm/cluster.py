@@ -39,6 +39,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
 
 from ._validation import as_kernel_rows, kernel_rows
 from .kernels.dcd import dcd_passes, row_sqnorms
@@ -142,7 +143,7 @@ def train_part(params, source, label_counts, C, tol, max_iter, bias):
     W = np.hstack([est.coef_, (est.intercept_ / bias if bias > 0 else 0.0 * est.intercept_)[:, None]])
     primal = np.atleast_1d(est.objective_).astype(float)
     dual = primal - np.atleast_1d(est.duality_gap_) * np.abs(primal)
-    messages = [str(w.message) for w in caught]
+    messages = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
     return W, primal, dual, int(est.n_iter_), time.perf_counter() - start, messages
 
 
