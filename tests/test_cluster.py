@@ -200,3 +200,20 @@ def test_no_client_is_a_clear_error():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "no Client is active" in out and "pass client= to fit" in out
+
+
+def test_the_command_line_trains_on_the_cluster(client, tmp_path, capsys):
+    from dask_streamsvm import load
+    from dask_streamsvm.cli import main
+
+    from .conftest import dataset_path
+
+    model = tmp_path / "a9a.model"
+    argv = ["train", str(dataset_path("a9a")), "--model", str(model), "--cluster", "cocoa"]
+    argv += ["--scheduler", client.scheduler.address, "--tol", "3e-3", "--no-intercept", "--seed", "0"]
+    assert main(argv) == 0
+    assert "converged" in capsys.readouterr().out
+    clf = load(model)
+    assert clf.cluster == "cocoa" and clf.duality_gap_ <= 3e-3
+    expected = LIBLINEAR_OPTIMA[("a9a", "squared_hinge", 1.0)]
+    assert 0.0 <= (clf.objective_ - expected) / clf.objective_ <= clf.duality_gap_  # the certificate holds
