@@ -3,8 +3,9 @@
 ``LinearSVC(cluster="average")`` and ``LinearSVC(cluster="cocoa")`` train
 on a ``dask.distributed`` cluster.  The collection's partitions are split
 into ``K`` parts, one per worker (partition ``p`` goes to part ``p mod K``);
-each part is a :meth:`DaskSource.subset <dask_streamsvm.engine.source.DaskSource.subset>`
-that ships its partitions' *graphs* to its worker, where a task computes
+each part is a :meth:`DaskSource.subset <dask_streamsvm.engine.source.DaskSource.subset>`,
+pickled once on the client (:class:`Packed`), that ships its partitions'
+*graphs* to its worker, where a task computes
 them with Dask's synchronous scheduler: the data are read where the task
 runs, and only models, updates and certificate sums come back to the
 client.
@@ -125,13 +126,35 @@ def _sync():
 # -- tasks that run on the workers ---------------------------------------------------------
 
 
-def count_labels(source):
+class Packed:
+    """A part's source, pickled once on the client: every task that reads the part gets these bytes.
+
+    ``nbytes`` is what one task carries to its worker.
+    """
+
+    def __init__(self, source):
+        import cloudpickle
+
+        self.data = cloudpickle.dumps(source)
+        self.n_partitions = source.n_partitions
+
+    @property
+    def nbytes(self):
+        return len(self.data)
+
+    def source(self):
+        import pickle
+
+        return pickle.loads(self.data)  # noqa: S301 - our own bytes, made by the client of this fit
+
+
+def count_labels(packed):
     """``(classes, counts, weighted classes)`` of a part (empty arrays for a part without rows)."""
     with _sync():
-        return source.label_counts(allow_empty=True)
+        return packed.source().label_counts(allow_empty=True)
 
 
-def train_part(params, source, label_counts, C, tol, max_iter, bias):
+def train_part(params, packed, label_counts, C, tol, max_iter, bias):
     """Fit the out-of-core engine on one part: ``(W, primal, dual, passes, seconds, warnings)``."""
     from .linear import LinearSVC
 
@@ -139,7 +162,7 @@ def train_part(params, source, label_counts, C, tol, max_iter, bias):
     est = LinearSVC(**params)
     with warnings.catch_warnings(record=True) as caught, _sync():
         warnings.simplefilter("always")
-        est._fit_source(source, label_counts, C, tol, max_iter, bias, start)
+        est._fit_source(packed.source(), label_counts, C, tol, max_iter, bias, start)
     W = np.hstack([est.coef_, (est.intercept_ / bias if bias > 0 else 0.0 * est.intercept_)[:, None]])
     primal = np.atleast_1d(est.objective_).astype(float)
     dual = primal - np.atleast_1d(est.duality_gap_) * np.abs(primal)
@@ -178,8 +201,9 @@ class Part:
         return new
 
 
-def load_part(source, classes, signs, costs, spec, squared, bias, sigma, n_features):
+def load_part(packed, classes, signs, costs, spec, squared, bias, sigma, n_features):
     """Read a part's partitions on this worker into a :class:`Part` with ``alpha = 0``."""
+    source = packed.source()
     with _sync():
         blocks = [source.load(p) for p in range(source.n_partitions)]
     blocks = [b for b in blocks if b.n_rows > 0]
@@ -246,9 +270,9 @@ def part_weights(part):
     return W
 
 
-def part_loss(source, W, classes, signs, costs, spec, squared, bias):
+def part_loss(packed, W, classes, signs, costs, spec, squared, bias):
     """Per problem, the weighted loss sum of a part's rows at ``W`` (one read of the part)."""
-    part = load_part(source, classes, signs, costs, spec, squared, bias, 1.0, W.shape[1] - 1)
+    part = load_part(packed, classes, signs, costs, spec, squared, bias, 1.0, W.shape[1] - 1)
     return np.array(
         [
             weighted_loss_sum(part.rows, part.Y[c], part.cost[c], np.ascontiguousarray(W[c]), bias, squared)
@@ -262,12 +286,6 @@ def part_loss(source, W, classes, signs, costs, spec, squared, bias):
 # -- the client side -----------------------------------------------------------------------
 
 
-def _nbytes(value):
-    import cloudpickle
-
-    return len(cloudpickle.dumps(value))
-
-
 def fit_average(client, parts, rows, params, label_counts, C, tol, max_iter, bias, tables, clock_start):
     """The parts' models averaged, weighted by ``rows``: ``(W, primal, dual, history, messages)``."""
     classes, signs, costs, spec, squared = tables
@@ -276,7 +294,7 @@ def fit_average(client, parts, rows, params, label_counts, C, tol, max_iter, bia
         for worker, source in parts
     ]
     results = _gather(client, futures)
-    sent = sum(_nbytes(source) for _, source in parts)
+    sent = 3 * sum(packed.nbytes for _, packed in parts)  # counting labels, training, certifying
     received = sum(r[0].nbytes for r in results)
     rows = np.asarray(rows, dtype=float)
     share = rows / rows.sum()
@@ -300,7 +318,7 @@ def fit_average(client, parts, rows, params, label_counts, C, tol, max_iter, bia
         {
             "part": k,
             "worker": worker,
-            "partitions": len(source._parts),
+            "partitions": source.n_partitions,
             "rows": int(n),
             "random_state": params.get("random_state"),
             "passes": r[3],

@@ -638,7 +638,8 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         parse_bytes(self.cache_bytes)
         passes = check_positive_int("inner_iter", self.inner_iter)
         source = DaskSource(X, y, sample_weight, encoder=self._source_encoder())
-        parts = [(w, source.subset(ids)) for w, ids in cl.plan(source.n_partitions, cl._workers(client))]
+        plan = cl.plan(source.n_partitions, cl._workers(client))
+        parts = [(w, cl.Packed(source.subset(ids))) for w, ids in plan]
         part_counts = cl._gather(client, [cl._submit(client, cl.count_labels, s, worker=w) for w, s in parts])
         label_counts = merge_label_counts(part_counts)
         signs, costs = self._problem_tables(*label_counts, C)
