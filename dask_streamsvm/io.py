@@ -22,11 +22,28 @@ def _expand(path_or_glob):
 
 
 def _parse_block(data, n_features, dtype, zero_based, where):
-    """LIBSVM text -> (CSR rows, labels); exact float parsing by scikit-learn's reader."""
+    """LIBSVM text -> (CSR rows, labels), the same as scikit-learn's reader gives.
+
+    The compiled parser (:mod:`.kernels.text`) reads the common form exactly;
+    whatever it declines goes to scikit-learn's reader.
+    """
     from sklearn.datasets import load_svmlight_file
+
+    from dask_streamsvm.kernels.text import parse_block
 
     if not data.strip():
         return sp.csr_matrix((0, n_features), dtype=dtype), np.empty(0, dtype=np.float64)
+    fast = parse_block(data, n_features, zero_based)
+    if fast is not None:
+        values, indices, indptr, labels, width = fast
+        index_type = np.int32 if indptr[-1] < np.iinfo(np.int32).max else np.int64
+        with np.errstate(over="ignore"):  # past float32's range: inf, as scikit-learn's reader gives
+            values = values.astype(dtype, copy=False)
+        X = sp.csr_matrix(
+            (values, indices, indptr.astype(index_type)),
+            shape=(labels.shape[0], width),
+        )
+        return X, labels
     try:
         X, y = load_svmlight_file(
             _io.BytesIO(data), n_features=n_features, dtype=dtype, zero_based=zero_based
@@ -34,7 +51,11 @@ def _parse_block(data, n_features, dtype, zero_based, where):
     except ValueError as exc:
         raise ValueError(f"{where}: malformed LIBSVM data: {exc}") from None
     X = X.tocsr()
+    # 32-bit indices and row pointers where they fit, as SciPy makes them: scikit-learn's partial_fit
+    # (dask-ml's Incremental) refuses 64-bit ones.
     X.indices = X.indices.astype(np.int32, copy=False)
+    if X.nnz < np.iinfo(np.int32).max:
+        X.indptr = X.indptr.astype(np.int32, copy=False)
     return X, y.astype(np.float64)
 
 

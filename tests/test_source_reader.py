@@ -136,6 +136,105 @@ def test_read_libsvm_matches_scikit_learn(tmp_path):
     parts = dask.compute(*X2.to_delayed().ravel())
     assert sum(p.shape[0] for p in parts) == X_ref.shape[0]
     assert (sp.vstack(parts) != X_ref).nnz == 0
+    # 32-bit row pointers and indices, so that scikit-learn's partial_fit (dask-ml's Incremental) takes them.
+    assert {parts[0].indptr.dtype, parts[0].indices.dtype} == {np.dtype(np.int32)}
+    from sklearn.linear_model import SGDClassifier
+
+    SGDClassifier(random_state=0).partial_fit(parts[0], dask.compute(y2)[0][: parts[0].shape[0]], [-1, 1])
+
+
+def _random_number(rng, odd):
+    """A number as LIBSVM files write them; ``odd`` adds forms past the fast path (many digits, e30)."""
+    form = rng.choice([0, 1, 2, 3, 4, 5, 6, 7] if odd else [0, 2, 3, 4, 7])
+    v = rng.standard_normal() * 10.0 ** rng.integers(-6, 7)
+    if form == 0:
+        return str(int(v))
+    if form == 1:
+        return f"{v:.17g}"  # 17 digits: past the exact fast path, read by scikit-learn
+    if form == 2:
+        return f"{v:e}"
+    if form == 3:
+        return f"{v:.3E}".replace("E-0", "e-")
+    if form == 4:
+        return f"+{abs(v):.6f}"
+    if form == 5:
+        return f"{v:.25f}"  # more than 19 significant digits
+    if form == 6:
+        return f"{v:g}e30"
+    return f"{v:.6g}"
+
+
+def _random_libsvm(rng, n_features, malformed, odd):
+    lines = []
+    for _ in range(rng.integers(0, 30)):
+        cols = np.sort(rng.choice(n_features, size=rng.integers(0, n_features + 1), replace=False))
+        tokens = [_random_number(rng, odd) if rng.random() < 0.2 else str(rng.choice([-1, 1]))]
+        tokens += [f"{j + 1}:{_random_number(rng, odd)}" for j in cols]
+        line = " ".join(tokens)
+        extra = rng.integers(10)
+        if extra == 0:
+            line += " # a comment 1:2"
+        elif extra == 1:
+            line = "\t" + line.replace(" ", "\t") + " \r"
+        elif extra == 2:
+            lines.append("   ")
+        lines.append(line)
+    text = "\n".join(lines) + ("\n" if rng.random() < 0.8 else "")
+    if malformed and text:
+        k = rng.integers(len(text))
+        text = text[:k] + rng.choice(["x", ":", "1:", " 0:1", "nan", "qid:3 ", "::", ".", "e"]) + text[k:]
+    return text.encode()
+
+
+def test_compiled_libsvm_parser_equals_scikit_learn_bit_for_bit():
+    """The fast path gives scikit-learn's rows exactly, or the block goes to scikit-learn's reader."""
+    import io
+
+    from sklearn.datasets import load_svmlight_file
+
+    from dask_streamsvm.io import _parse_block
+    from dask_streamsvm.kernels.text import parse_block
+
+    rng = np.random.default_rng(0)
+    fast_used = errors = 0
+    for case in range(600):
+        malformed = case % 3 == 2
+        data = _random_libsvm(rng, 6, malformed, odd=case % 2 == 1)
+        try:
+            X_ref, y_ref = load_svmlight_file(io.BytesIO(data), n_features=6)
+        except ValueError:
+            errors += 1
+            with pytest.raises(ValueError, match="malformed LIBSVM data"):
+                _parse_block(data, 6, np.float64, False, "block")
+            continue
+        fast_used += parse_block(data, 6, False) is not None
+        for dtype in (np.float64, np.float32):
+            X, y = _parse_block(data, 6, dtype, False, "block")
+            X_ref, y_ref = load_svmlight_file(io.BytesIO(data), n_features=6, dtype=dtype)
+            assert X.shape == X_ref.shape and X.dtype == dtype
+            np.testing.assert_array_equal(X.indptr, X_ref.indptr)
+            np.testing.assert_array_equal(X.indices, X_ref.indices)
+            bits = f"u{X.data.itemsize}"
+            np.testing.assert_array_equal(X.data.view(bits), X_ref.data.view(bits))
+            np.testing.assert_array_equal(y.view(np.uint64), y_ref.view(np.uint64))
+    assert fast_used > 100 and errors > 50  # both paths were exercised
+    # At the fast path's edges: 18 and 19 digits (int64 would overflow), 2**53, exponents of 22 and 23.
+    for text in (b"1 1:999999999999999999 2:9999999999999999999\n", b"-1 1:9007199254740993 3:1e22\n",
+                 b"1 2:1e23 3:.5 4:1. 5:-0.000\n", b"+1 1:123456789012345678e-22\n"):  # fmt: skip
+        X_ref, y_ref = load_svmlight_file(io.BytesIO(text), n_features=6)
+        X, y = _parse_block(text, 6, np.float64, False, "edge")
+        np.testing.assert_array_equal(X.data.view(np.uint64), X_ref.data.view(np.uint64))
+        np.testing.assert_array_equal(X.indices, X_ref.indices)
+        np.testing.assert_array_equal(y, y_ref)
+    # Real files: the fast path reads them all, to the bit.
+    import bz2
+
+    for name in ("a9a", "ijcnn1"):
+        X_ref, y_ref = load_libsvm_dataset(name)
+        data = bz2.open(dataset_path(name)).read()
+        assert parse_block(data, X_ref.shape[1], False) is not None
+        X, y = _parse_block(data, X_ref.shape[1], np.float64, False, name)
+        assert (X != X_ref).nnz == 0 and np.array_equal(y, y_ref)
 
 
 def test_read_libsvm_errors(tmp_path):
@@ -148,6 +247,24 @@ def test_read_libsvm_errors(tmp_path):
         read_libsvm(str(tmp_path / "*.none"))
     with pytest.raises(ValueError, match="n_features must be a positive integer"):
         read_libsvm(str(bad), n_features=0)
+
+
+def test_reader_returns_freed_memory_before_each_partition(small, monkeypatch):
+    import sys
+
+    import dask_streamsvm.engine.reader as reader_module
+    from dask_streamsvm.engine._malloc import release_free_memory
+
+    if sys.platform.startswith("linux"):
+        assert release_free_memory() in (True, False)  # glibc: True; musl has no malloc_trim
+    calls = []
+    monkeypatch.setattr(reader_module, "release_free_memory", lambda: calls.append(1))
+    X, y = small
+    src = DaskSource(da.from_array(X, chunks=(10, 3)), da.from_array(y, chunks=10))
+    with Reader(src, prefetch=2, max_passes=2, shuffle=False, seed=0) as reader:
+        while reader.get(timeout=10)[0] != "done":
+            pass
+    assert len(calls) == 8  # 4 partitions, 2 passes
 
 
 def test_reader_reads_every_partition_each_pass_in_seeded_order(small):

@@ -1,0 +1,177 @@
+"""LIBSVM text to CSR rows, compiled: the fast path of :func:`dask_streamsvm.read_libsvm`.
+
+``parse_libsvm`` reads the common form, ``label idx:value ...`` with
+increasing indices, comments after ``#``, and numbers written with at most
+18 significant digits and a decimal exponent within [-22, 22] after the
+point is moved (``0.158114``, ``-3``, ``1e-05``, ``+1``).  For those numbers
+one correctly rounded IEEE operation on two exact doubles, ``m * 10**e`` or
+``m / 10**-e`` with ``m < 2**53``, gives the correctly rounded value: the
+same double as ``strtod`` and scikit-learn's reader (Clinger's fast path).
+Anything else (more digits, larger exponents, ``nan``, ``qid:``, a
+malformed token, an index out of range or out of order)
+makes it return a negative code, and the caller parses the block with
+scikit-learn's reader instead, which gives the same rows or its error.
+"""
+
+import numba
+import numpy as np
+
+_POW10 = np.array([10.0**k for k in range(23)])
+_EXACT = 2**53
+_SPACE, _TAB, _CR, _NL = 32, 9, 13, 10
+
+
+@numba.njit(cache=True, inline="always")
+def _is_blank(c):
+    return c == _SPACE or c == _TAB or c == _CR
+
+
+@numba.njit(cache=True)
+def _integer(buf, pos, end, cap):
+    """Parses the unsigned integer at ``buf[pos]``; returns (value, next position, ok <= cap)."""
+    value = 0
+    start = pos
+    while pos < end and 48 <= buf[pos] <= 57:
+        value = value * 10 + (buf[pos] - 48)
+        if value > cap:
+            return value, pos, False
+        pos += 1
+    return value, pos, pos > start
+
+
+@numba.njit(cache=True)
+def _digits(buf, pos, end, mantissa, digits):
+    """Appends the decimal digits at ``buf[pos]`` to ``mantissa``; returns (mantissa, digits, count, pos).
+
+    ``digits`` counts significant digits; past 18 (where int64 could overflow) it stops there.
+    """
+    count = 0
+    while pos < end and 48 <= buf[pos] <= 57:
+        if mantissa > 0 or buf[pos] != 48:
+            digits += 1
+            if digits > 18:
+                return mantissa, digits, count, pos
+            mantissa = mantissa * 10 + (buf[pos] - 48)
+        count += 1
+        pos += 1
+    return mantissa, digits, count, pos
+
+
+@numba.njit(cache=True)
+def _number(buf, pos, end, pow10):
+    """Parses a decimal at ``buf[pos]``; returns (value, next position, ok)."""
+    negative = False
+    if pos < end and (buf[pos] == 43 or buf[pos] == 45):  # '+' '-'
+        negative = buf[pos] == 45
+        pos += 1
+    mantissa, digits, whole, pos = _digits(buf, pos, end, np.int64(0), 0)
+    fraction = 0
+    if digits <= 18 and pos < end and buf[pos] == 46:  # '.'
+        mantissa, digits, fraction, pos = _digits(buf, pos + 1, end, mantissa, digits)
+    if digits > 18 or whole + fraction == 0:
+        return 0.0, pos, False
+    exponent = -fraction
+    if pos < end and (buf[pos] == 101 or buf[pos] == 69):  # 'e' 'E'
+        pos += 1
+        sign = 1
+        if pos < end and (buf[pos] == 43 or buf[pos] == 45):
+            sign = -1 if buf[pos] == 45 else 1
+            pos += 1
+        e, pos, ok = _integer(buf, pos, end, 400)
+        if not ok:
+            return 0.0, pos, False
+        exponent += sign * e
+    if mantissa >= _EXACT:
+        return 0.0, pos, False
+    if mantissa == 0:
+        value = 0.0
+    elif 0 <= exponent <= 22:
+        value = np.float64(mantissa) * pow10[exponent]
+    elif -22 <= exponent < 0:
+        value = np.float64(mantissa) / pow10[-exponent]
+    else:
+        return 0.0, pos, False
+    return (-value if negative else value), pos, True
+
+
+@numba.njit(cache=True)
+def parse_libsvm(buf, n_features, zero_based, labels, indptr, indices, values, pow10):
+    """Fills ``labels``, ``indptr``, ``indices``, ``values``; returns the number of rows, or -1.
+
+    The output arrays must hold at least as many rows as ``buf`` has lines
+    and as many entries as it has colons.
+    """
+    end = buf.shape[0]
+    pos = 0
+    row = 0
+    nnz = 0
+    indptr[0] = 0
+    while pos < end:
+        while pos < end and _is_blank(buf[pos]):
+            pos += 1
+        if pos < end and buf[pos] == 35:  # a comment line
+            while pos < end and buf[pos] != _NL:
+                pos += 1
+            pos += 1
+            continue
+        if pos >= end or buf[pos] == _NL:
+            pos += 1  # a blank line, skipped as scikit-learn's reader does
+            continue
+        label, pos, ok = _number(buf, pos, end, pow10)
+        if not ok:
+            return -1
+        labels[row] = label
+        last = -1
+        while True:
+            start = pos
+            while pos < end and _is_blank(buf[pos]):
+                pos += 1
+            if pos >= end or buf[pos] == _NL:
+                pos += 1
+                break
+            if buf[pos] == 35:
+                while pos < end and buf[pos] != _NL:
+                    pos += 1
+                pos += 1
+                break
+            if pos == start:
+                return -1  # tokens must be separated by blanks
+            index, pos, ok = _integer(buf, pos, end, 2_000_000_000)
+            if not ok or pos >= end or buf[pos] != 58:  # ':'
+                return -1
+            pos += 1
+            if not zero_based:
+                index -= 1
+            if index < 0 or index <= last or (n_features >= 0 and index >= n_features):
+                return -1
+            value, pos, ok = _number(buf, pos, end, pow10)
+            if not ok:
+                return -1
+            indices[nnz] = index
+            values[nnz] = value
+            nnz += 1
+            last = index
+        row += 1
+        indptr[row] = nnz
+    return row
+
+
+def parse_block(data, n_features, zero_based):
+    """``(values, indices, indptr, labels, width)`` of LIBSVM bytes, or None where the fast path declines.
+
+    ``n_features=None`` reads the width from the largest index.
+    """
+    buf = np.frombuffer(data, dtype=np.uint8)
+    max_rows = data.count(b"\n") + 1  # bytes.count: no temporary as large as the text
+    max_nnz = data.count(b":")
+    labels = np.empty(max_rows, dtype=np.float64)
+    indptr = np.empty(max_rows + 1, dtype=np.int64)
+    indices = np.empty(max_nnz, dtype=np.int32)
+    values = np.empty(max_nnz, dtype=np.float64)
+    limit = -1 if n_features is None else int(n_features)
+    rows = parse_libsvm(buf, limit, bool(zero_based), labels, indptr, indices, values, _POW10)
+    if rows < 0:
+        return None
+    nnz = int(indptr[rows])
+    width = int(n_features) if n_features is not None else (int(indices[:nnz].max()) + 1 if nnz else 0)
+    return values[:nnz], indices[:nnz], indptr[: rows + 1], labels[:rows], width
