@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from ._malloc import release_free_memory
 from .source import RowIds
 
 
@@ -112,6 +113,7 @@ class Reader:
                 for p in self.partition_order(k):
                     if self._stop.is_set():
                         return
+                    release_free_memory()  # what the blocks the trainer has finished held
                     block = self.source.load(int(p))
                     block.row_ids = self.row_ids.ids(block.partition, block.n_rows)
                     if self.shuffle:

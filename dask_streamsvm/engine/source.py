@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from ._malloc import release_free_memory
+
 
 @dataclass
 class Block:
@@ -161,8 +163,9 @@ class DaskSource:
         if len(parts) != n_parts:
             raise ValueError(
                 f"{name} has {len(parts)} partitions but X has {n_parts}; partition them alike "
-                f"(for arrays: {name}.rechunk(X.chunks[0]); for frames: take X and {name} from "
-                "one DataFrame)."
+                f"(for arrays: {name}.rechunk(X.chunks[0]); for frames: pass the whole frame and "
+                "the label column's name, fit(frame, 'label'), since Dask may merge the partitions "
+                "of a frame read from Parquet when only a few of its columns are selected)."
             )
         chunks = getattr(v, "chunks", None)
         if row_chunks is not None and chunks is not None:
@@ -190,6 +193,7 @@ class DaskSource:
                 for p, (x, y, w) in enumerate(parts)
             ]
         )
+        release_free_memory()  # the partitions computed for their labels
         return merge_label_counts(results, allow_empty)
 
     @property
