@@ -23,8 +23,9 @@ test: $(VENV)/.installed-test
 	$(PY) -m ruff check dask_streamsvm tests benchmarks examples
 	$(PY) -m pytest
 
+# Every method against the peers (LIBLINEAR, dask-ml, Vowpal Wabbit, Snap ML): docs/peers.md.
 bench: $(VENV)/.installed-bench
-	$(PY) -m benchmarks.bench_kernel
+	$(PY) -m benchmarks
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache
