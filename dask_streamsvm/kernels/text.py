@@ -21,12 +21,12 @@ _EXACT = 2**53
 _SPACE, _TAB, _CR, _NL = 32, 9, 13, 10
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, nogil=True, inline="always")
 def _is_blank(c):
     return c == _SPACE or c == _TAB or c == _CR
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _integer(buf, pos, end, cap):
     """Parses the unsigned integer at ``buf[pos]``; returns (value, next position, ok <= cap)."""
     value = 0
@@ -39,7 +39,7 @@ def _integer(buf, pos, end, cap):
     return value, pos, pos > start
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _digits(buf, pos, end, mantissa, digits):
     """Appends the decimal digits at ``buf[pos]`` to ``mantissa``; returns (mantissa, digits, count, pos).
 
@@ -57,7 +57,7 @@ def _digits(buf, pos, end, mantissa, digits):
     return mantissa, digits, count, pos
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _number(buf, pos, end, pow10):
     """Parses a decimal at ``buf[pos]``; returns (value, next position, ok)."""
     negative = False
@@ -94,7 +94,7 @@ def _number(buf, pos, end, pow10):
     return (-value if negative else value), pos, True
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def parse_libsvm(buf, n_features, zero_based, labels, indptr, indices, values, pow10):
     """Fills ``labels``, ``indptr``, ``indices``, ``values``; returns the number of rows, or -1.
 
