@@ -68,3 +68,13 @@ def machine():
         "numba": numba.__version__,
         "dask_streamsvm": dask_streamsvm.__version__,
     }
+
+
+def peak_rss():
+    """This process's peak resident memory in bytes (Linux VmHWM).
+
+    Not ``ru_maxrss``: Linux carries that across ``exec`` from the parent, so a child started by a
+    parent that once held the data would report the parent's peak.
+    """
+    with open("/proc/self/status") as f:
+        return int(next(line for line in f if line.startswith("VmHWM")).split()[1]) * 1024

@@ -111,11 +111,12 @@ def child_fit(spec):
 def run_child(task, spec):
     """Run ``task`` in a fresh interpreter; returns its result and peak RSS."""
     code = (
-        "import json, resource, sys\n"
+        "import json, sys\n"
+        "from benchmarks._common import peak_rss\n"
         "from benchmarks.bench_out_of_core import child_floor, child_fit\n"
         f"spec = json.loads({json.dumps(json.dumps(spec))})\n"
         f"out = child_{task}(spec)\n"
-        "out['peak_rss_bytes'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
+        "out['peak_rss_bytes'] = peak_rss()\n"
         "print('RESULT ' + json.dumps(out))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)

@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from benchmarks._common import N_FEATURES, ROOT, data_dir, machine, payload_header, save_json
+from benchmarks._common import N_FEATURES, ROOT, data_dir, machine, payload_header, peak_rss, save_json
 
 RESULTS = ROOT / "benchmarks" / "results" / "bench_peers.json"
 REPORT = ROOT / "docs" / "peers.md"
@@ -199,16 +199,6 @@ def prepare_synthetic(kind, work, n_rows, n_features, nnz, C, rows_per_part, n_t
 
 
 # -- the child processes --------------------------------------------------------------------
-
-
-def _peak_rss():
-    """This process's peak resident memory (VmHWM).
-
-    Not ``ru_maxrss``: Linux carries that across ``exec`` from the parent, so a child started by a
-    parent that once held the data would report the parent's peak.
-    """
-    with open("/proc/self/status") as f:
-        return int(next(line for line in f if line.startswith("VmHWM")).split()[1]) * 1024
 
 
 def _rss_now():
@@ -480,7 +470,7 @@ def child_ours_cluster(spec, clock, mode):
 
             Xt = pd.DataFrame(Xt, columns=[f"f{j}" for j in range(spec["n_features"])])
         accuracy = float(clf.score(Xt, yt))
-        workers_rss = client.run(_peak_rss)
+        workers_rss = client.run(peak_rss)
         workers_rchar = sum(client.run(_rchar).values()) - rchar0
     if mode == "cocoa":
         trace = [{
@@ -528,12 +518,12 @@ def child_main(method, spec_path, out_path):
     if method in ("ours-average", "ours-cocoa"):
         importlib.import_module("dask.distributed")
     spec = json.loads(Path(spec_path).read_text())
-    import_rss = _peak_rss()
+    import_rss = peak_rss()
     rchar0 = _rchar()
     clock = _Clock(spec["budget_seconds"])
     result = CHILDREN[method](spec, clock)
     result["bytes_read"] = _rchar() - rchar0
-    result["peak_rss_bytes"] = _peak_rss()
+    result["peak_rss_bytes"] = peak_rss()
     result["import_rss_bytes"] = import_rss
     models = []
     if "ladder" in result:  # each run's time, from the data on disk: loading (once) plus the run
