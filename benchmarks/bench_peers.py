@@ -220,17 +220,13 @@ def load_memory(spec):
     if spec["kind"] == "libsvm":
         from glob import glob
 
-        from dask_streamsvm.kernels.text import parse_block
+        from dask_streamsvm.io import _parse_block
 
         # Our compiled reader: the rows of scikit-learn's load_svmlight_file, bit for bit, 10x sooner.
-        parts = []
-        for path in sorted(glob(spec["train"])):
-            values, indices, indptr, labels, _ = parse_block(
-                Path(path).read_bytes(), spec["n_features"], False
-            )
-            parts.append(
-                (sp.csr_matrix((values, indices, indptr), shape=(len(labels), spec["n_features"])), labels)
-            )
+        parts = [
+            _parse_block(Path(path).read_bytes(), spec["n_features"], np.float64, False, path)
+            for path in sorted(glob(spec["train"]))
+        ]
         return sp.vstack([p[0] for p in parts], format="csr"), np.concatenate([p[1] for p in parts])
     import pyarrow.parquet as pq
 
@@ -501,8 +497,8 @@ CHILDREN = {
 
 # What each child imports before its clock starts: the modules its method needs, no more.
 _IMPORTS = {
-    "liblinear": ("sklearn.svm", "dask_streamsvm.kernels.text", "pyarrow.parquet"),
-    "snapml": ("snapml", "dask_streamsvm.kernels.text", "pyarrow.parquet"),
+    "liblinear": ("sklearn.svm", "dask_streamsvm.io", "pyarrow.parquet"),
+    "snapml": ("snapml", "dask_streamsvm.io", "pyarrow.parquet"),
     "vw": ("vowpalwabbit",),
     "sgd": ("dask_ml.wrappers", "sklearn.linear_model", "dask_streamsvm.io", "dask.dataframe"),
 }

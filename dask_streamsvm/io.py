@@ -35,28 +35,24 @@ def _parse_block(data, n_features, dtype, zero_based, where):
         return sp.csr_matrix((0, n_features), dtype=dtype), np.empty(0, dtype=np.float64)
     fast = parse_block(data, n_features, zero_based)
     if fast is not None:
-        values, indices, indptr, labels, width = fast
-        index_type = np.int32 if indptr[-1] < np.iinfo(np.int32).max else np.int64
+        values, indices, indptr, y, width = fast
         with np.errstate(over="ignore"):  # past float32's range: inf, as scikit-learn's reader gives
             values = values.astype(dtype, copy=False)
-        X = sp.csr_matrix(
-            (values, indices, indptr.astype(index_type)),
-            shape=(labels.shape[0], width),
-        )
-        return X, labels
-    try:
-        X, y = load_svmlight_file(
-            _io.BytesIO(data), n_features=n_features, dtype=dtype, zero_based=zero_based
-        )
-    except ValueError as exc:
-        raise ValueError(f"{where}: malformed LIBSVM data: {exc}") from None
-    X = X.tocsr()
+        X = sp.csr_matrix((values, indices, indptr), shape=(y.shape[0], width))
+    else:
+        try:
+            X, y = load_svmlight_file(
+                _io.BytesIO(data), n_features=n_features, dtype=dtype, zero_based=zero_based
+            )
+        except ValueError as exc:
+            raise ValueError(f"{where}: malformed LIBSVM data: {exc}") from None
+        X = X.tocsr()
     # 32-bit indices and row pointers where they fit, as SciPy makes them: scikit-learn's partial_fit
     # (dask-ml's Incremental) refuses 64-bit ones.
     X.indices = X.indices.astype(np.int32, copy=False)
     if X.nnz < np.iinfo(np.int32).max:
         X.indptr = X.indptr.astype(np.int32, copy=False)
-    return X, y.astype(np.float64)
+    return X, y.astype(np.float64, copy=False)
 
 
 def _max_index(data, zero_based, where):
