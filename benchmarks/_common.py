@@ -24,7 +24,7 @@ def payload_header(module, argv):
     """The command that produced a result and when."""
     args = argv if argv is not None else sys.argv[1:]
     return {
-        "command": f"python -m benchmarks.{module} " + " ".join(args),
+        "command": f"python -m benchmarks.{module} {' '.join(args)}".rstrip(),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
 
@@ -34,9 +34,9 @@ def save_json(path, payload):
     path.write_text(json.dumps(payload, indent=2))
 
 
-def write_section(marker, lines):
-    """Replace the ``marker`` section of docs/benchmarks.md (up to the next ``## ``) with ``lines``."""
-    text = REPORT.read_text() if REPORT.exists() else "# Benchmarks\n"
+def write_section(marker, lines, report=REPORT):
+    """Replace the ``marker`` section of ``report`` (up to the next ``## ``) with ``lines``."""
+    text = report.read_text() if report.exists() else "# Benchmarks\n"
     body = "\n".join([marker, *lines])
     if marker in text:
         before, after = text.split(marker, 1)
@@ -44,7 +44,7 @@ def write_section(marker, lines):
         text = before + body + ("\n## " + rest[1] if len(rest) > 1 else "")
     else:
         text = text.rstrip("\n") + "\n\n" + body
-    REPORT.write_text(text)
+    report.write_text(text)
 
 
 def machine():

@@ -16,7 +16,6 @@ foreign file raises :class:`ValueError` naming what is wrong.
 """
 
 import hashlib
-import io
 import json
 import os
 import zipfile
@@ -124,76 +123,104 @@ def save_model(estimator, path):
         "attributes": {key: _jsonable(value, key) for key, value in attributes.items()},
         "arrays": {},
     }
-    blobs = {}
-    for key, array in arrays.items():
-        array = _plain_array(key, array)
-        buffer = io.BytesIO()
-        np.lib.format.write_array(buffer, array, allow_pickle=False)
-        blob = buffer.getvalue()
-        blobs[key] = blob
-        meta["arrays"][key] = {
-            "dtype": array.dtype.str,
-            "shape": list(array.shape),
-            "sha256": hashlib.sha256(blob).hexdigest(),
-        }
-    text = json.dumps(meta, indent=1, allow_nan=True)
-    tmp = f"{os.fspath(path)}.tmp-{os.getpid()}"
+    write_archive(path, meta, {key: _plain_array(key, array) for key, array in arrays.items()})
+
+
+class _Hashing:
+    """A write-only file object that hashes what passes through it."""
+
+    def __init__(self, target):
+        self.target, self.sha = target, hashlib.sha256()
+
+    def write(self, data):
+        self.sha.update(data)
+        return self.target.write(data)
+
+
+def write_archive(path, meta, arrays, *, compress=True):
+    """Write ``meta`` (JSON, with ``meta["arrays"]`` filled in) and ``arrays`` to a zip file at ``path``.
+
+    Each array is streamed into the archive in NumPy's ``.npy`` format with
+    its SHA-256 recorded in the metadata, so large arrays are not copied in
+    memory.  The file appears at ``path`` only once complete (written
+    beside it, flushed to disk and renamed): a crash mid-write leaves the
+    previous file, never half of one.
+    """
+    meta = dict(meta, arrays={})
+    path = os.fspath(path)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    mode = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
     try:
-        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-            archive.writestr(_META, text)
-            for key, blob in blobs.items():
-                archive.writestr(f"arrays/{key}.npy", blob)
-        os.replace(tmp, path)  # a crash mid-write never leaves a half file at ``path``
+        with open(tmp, "wb") as raw:
+            with zipfile.ZipFile(raw, "w", compression=mode) as archive:
+                for key, array in arrays.items():
+                    array = np.ascontiguousarray(array)
+                    with archive.open(f"arrays/{key}.npy", "w", force_zip64=True) as member:
+                        sink = _Hashing(member)
+                        np.lib.format.write_array(sink, array, allow_pickle=False)
+                    meta["arrays"][key] = {
+                        "dtype": array.dtype.str,
+                        "shape": list(array.shape),
+                        "sha256": sink.sha.hexdigest(),
+                    }
+                archive.writestr(_META, json.dumps(meta, indent=1, allow_nan=True))
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
 
 
-def load_model(path):
-    """Read a model written by ``save``; raises ValueError for anything else."""
+def read_archive(path, fmt, version, what):
+    """``(meta, arrays)`` of an archive written by :func:`write_archive`, every array checked.
+
+    ``fmt`` and ``version`` are the expected format name and version; ``what``
+    names the kind of file in messages.  Anything else raises ValueError
+    (FileNotFoundError if there is no file).
+    """
     where = os.fspath(path)
     try:
         archive = zipfile.ZipFile(where)
     except FileNotFoundError:
         raise
     except (zipfile.BadZipFile, OSError) as exc:
-        raise ValueError(f"{where} is not a dask_streamsvm model file (not a zip archive: {exc}).") from None
+        raise ValueError(f"{where} is not a {what} (not a zip archive: {exc}).") from None
     with archive:
         names = set(archive.namelist())
         if _META not in names:
-            raise ValueError(f"{where} is not a dask_streamsvm model file (no {_META} inside).")
+            raise ValueError(f"{where} is not a {what} (no {_META} inside).")
         try:
             meta = json.loads(archive.read(_META).decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError, zipfile.BadZipFile) as exc:
             raise ValueError(f"{where}: {_META} is not valid JSON ({exc}); the file is damaged.") from None
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise ValueError(f"{where} is not a dask_streamsvm model file (format is not {FORMAT!r}).")
-        version = meta.get("version")
-        if version != VERSION:
+        if not isinstance(meta, dict) or meta.get("format") != fmt:
+            raise ValueError(f"{where} is not a {what} (format is not {fmt!r}).")
+        if meta.get("version") != version:
             raise ValueError(
-                f"{where} has model format version {version!r}; this dask_streamsvm "
-                f"reads version {VERSION}. Load it with the library version that wrote it "
-                f"({meta.get('library_version')!r}) or refit."
+                f"{where} has format version {meta.get('version')!r}; this dask_streamsvm "
+                f"reads version {version}. Load it with the library version that wrote it "
+                f"({meta.get('library_version')!r}) or start again."
             )
-        estimators = _estimators()
-        name = meta.get("estimator")
-        if name not in estimators:
-            raise ValueError(f"{where}: unknown estimator {name!r}; expected one of {sorted(estimators)}.")
         expected = meta.get("arrays")
-        if not isinstance(expected, dict) or not isinstance(meta.get("attributes"), dict):
-            raise ValueError(f"{where}: {_META} lacks its 'arrays' or 'attributes' table.")
+        if not isinstance(expected, dict):
+            raise ValueError(f"{where}: {_META} lacks its 'arrays' table.")
         arrays = {}
         for key, info in expected.items():
             member = f"arrays/{key}.npy"
             if member not in names:
                 raise ValueError(f"{where}: array {key!r} is missing from the file.")
-            blob = archive.read(member)
-            if hashlib.sha256(blob).hexdigest() != info.get("sha256"):
+            sha = hashlib.sha256()
+            with archive.open(member) as fh:
+                for chunk in iter(lambda fh=fh: fh.read(1 << 24), b""):
+                    sha.update(chunk)
+            if sha.hexdigest() != info.get("sha256"):
                 raise ValueError(
                     f"{where}: array {key!r} does not match its checksum; the file was modified or damaged."
                 )
             try:
-                array = np.load(io.BytesIO(blob), allow_pickle=False)
+                with archive.open(member) as fh:
+                    array = np.lib.format.read_array(fh, allow_pickle=False)
             except ValueError as exc:
                 raise ValueError(f"{where}: array {key!r} cannot be read without pickle ({exc}).") from None
             if array.dtype.str != info.get("dtype") or list(array.shape) != info.get("shape"):
@@ -202,12 +229,25 @@ def load_model(path):
         extra = {n for n in names if n.startswith("arrays/")} - {f"arrays/{k}.npy" for k in expected}
         if extra:
             raise ValueError(f"{where}: unexpected members {sorted(extra)}; the file was modified.")
-        try:
-            params = {k: _from_json(v) for k, v in meta.get("params", {}).items()}
-            attributes = {k: _from_json(v) for k, v in meta["attributes"].items()}
-            estimator = estimators[name]()
-            estimator.set_params(**params)
-            estimator._set_model_state(arrays, attributes)
-        except (TypeError, ValueError, KeyError) as exc:
-            raise ValueError(f"{where}: inconsistent model file: {exc}") from None
+    return meta, arrays
+
+
+def load_model(path):
+    """Read a model written by ``save``; raises ValueError for anything else."""
+    where = os.fspath(path)
+    meta, arrays = read_archive(path, FORMAT, VERSION, "dask_streamsvm model file")
+    estimators = _estimators()
+    name = meta.get("estimator")
+    if name not in estimators:
+        raise ValueError(f"{where}: unknown estimator {name!r}; expected one of {sorted(estimators)}.")
+    if not isinstance(meta.get("attributes"), dict):
+        raise ValueError(f"{where}: {_META} lacks its 'attributes' table.")
+    try:
+        params = {k: _from_json(v) for k, v in meta.get("params", {}).items()}
+        attributes = {k: _from_json(v) for k, v in meta["attributes"].items()}
+        estimator = estimators[name]()
+        estimator.set_params(**params)
+        estimator._set_model_state(arrays, attributes)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise ValueError(f"{where}: inconsistent model file: {exc}") from None
     return estimator

@@ -220,13 +220,13 @@ def _feature_map_params(args):
 # -- commands ----------------------------------------------------------------------------
 
 
-def _fit_with_warnings(model, *fit_args):
+def _fit_with_warnings(model, *fit_args, **fit_kwargs):
     """``model.fit`` with warnings printed as one line each (the model is kept)."""
     from sklearn.exceptions import ConvergenceWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        model.fit(*fit_args)
+        model.fit(*fit_args, **fit_kwargs)
     for w in caught:
         print(f"{PROG}: warning: {_one_line(str(w.message))}", file=sys.stderr)
 
@@ -275,8 +275,13 @@ def cmd_train(args):
         random_state=args.seed,
         verbose=int(args.verbose),
         cluster=args.cluster,
+        on_invalid="skip" if args.skip_invalid else "raise",
+        checkpoint_dir=args.checkpoint_dir,
         **_feature_map_params(args),
     )
+    if args.resume and args.checkpoint_dir is None:
+        raise UserError("--resume continues from a checkpoint: give --checkpoint-dir DIR too")
+    resume = {"resume": True} if args.resume else {}
     if args.cluster is not None and (args.scheduler is None or args.solver == "memory"):
         raise UserError("--cluster trains on a Dask cluster: give --scheduler ADDRESS (not --solver memory)")
     with _scheduler(args.scheduler):
@@ -286,9 +291,9 @@ def cmd_train(args):
             n_rows = X.shape[0]
             _fit_with_warnings(model, X, y)
         elif data.is_table:
-            _fit_with_warnings(model, data.frame, data.label)
+            _fit_with_warnings(model, data.frame, data.label, **resume)
         else:
-            _fit_with_warnings(model, data.X, data.y)
+            _fit_with_warnings(model, data.X, data.y, **resume)
         if args.solver != "memory":
             n_rows = _rows_streamed(model)
         seconds = time.perf_counter() - start
@@ -557,6 +562,17 @@ def build_parser():
         "--n-features", type=int, default=None, metavar="N", help="LIBSVM: number of features (default: read)"
     )
     train.add_argument("--verbose", action="store_true", help="show progress per pass")
+    train.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="drop rows with NaN or infinite values or missing labels, and count them (default: stop)",
+    )
+    train.add_argument(
+        "--checkpoint-dir", metavar="DIR", default=None, help="streaming: write a checkpoint after every pass"
+    )
+    train.add_argument(
+        "--resume", action="store_true", help="go on from the checkpoint in --checkpoint-dir, if there is one"
+    )
     _add_feature_map_options(train)
     train.set_defaults(handler=cmd_train)
 

@@ -44,7 +44,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._validation import as_kernel_rows, kernel_rows
 from .kernels.dcd import dcd_passes, row_sqnorms
-from .kernels.objective import add_weighted_rows, weighted_loss_sum
+from .kernels.objective import add_weighted_rows, half_inverse, weighted_loss_sum
 from .kernels.rng import make_state
 
 CLUSTER_MODES = ("average", "cocoa")
@@ -181,9 +181,7 @@ class Part:
         self.rows, self.Y, self.cost = rows, Y, cost
         self.squared, self.bias, self.sigma, self.n_features = squared, bias, sigma, n_features
         self.upper = np.full_like(cost, np.inf) if squared else cost.copy()
-        self.diag = np.zeros_like(cost)
-        if squared:
-            np.divide(0.5, cost, out=self.diag, where=cost > 0.0)
+        self.diag = half_inverse(cost) if squared else np.zeros_like(cost)
         sq = np.empty(cost.shape[1])
         row_sqnorms(rows, bias, sq)
         self.qd = sigma * sq[None, :] + self.diag

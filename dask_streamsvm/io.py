@@ -8,6 +8,8 @@ import numpy as np
 import scipy.sparse as sp
 
 _COMPRESSED = (".bz2", ".gz", ".xz", ".zst", ".lz4")
+_INT_MAX = 2**31 - 1  # scikit-learn's reader holds feature indices in a C int
+_SHOWN = 80  # characters of an offending line quoted in an error
 
 
 def _expand(path_or_glob):
@@ -21,31 +23,160 @@ def _expand(path_or_glob):
     return paths
 
 
+class _FileBlock:
+    """Where a block of LIBSVM text comes from, so that errors can name the file's line.
+
+    The block was read from ``offset`` with ``fsspec.utils.read_block``: it starts
+    at the file's start when ``offset`` is 0, else just after the first newline
+    at or after ``offset``.
+    """
+
+    __slots__ = ("path", "index", "offset", "compression")
+
+    def __init__(self, path, index, offset, compression):
+        self.path, self.index, self.offset, self.compression = path, index, offset, compression
+
+    def __str__(self):
+        return f"{self.path} (block {self.index})"
+
+    __repr__ = __str__
+
+    def first_line(self):
+        """The file's 1-based line number of the block's first line (reads the file up to ``offset``)."""
+        import fsspec
+
+        if self.offset == 0:
+            return 1
+        newlines = 0
+        with fsspec.open(self.path, "rb", compression=self.compression) as f:
+            left = self.offset
+            while left > 0:
+                chunk = f.read(min(left, 1 << 24))
+                if not chunk:
+                    break
+                newlines += chunk.count(b"\n")
+                left -= len(chunk)
+        return newlines + 2  # the block starts after the first newline at or after offset
+
+
+def _show(text, limit=_SHOWN):
+    """Bytes of a LIBSVM file as a quoted string for an error, cut to ``limit`` characters."""
+    text = text.decode("ascii", errors="backslashreplace")
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return repr(text)
+
+
+def _line_error(line, n_features, zero_based):
+    """Why scikit-learn's reader rejects a LIBSVM line: ``what`` or ``(what, how to fix)``, or None.
+
+    Follows ``sklearn.datasets._svmlight_format_fast``: a comment starts at the
+    first ``#`` before any NUL byte, tokens are split on ASCII whitespace, the
+    label and values are read by ``float``, indices by ``int`` into a C int, and
+    a first token starting with ``qid`` is a query id whose value is not read.
+    """
+    nul = line.find(b"\0")
+    comment = line.find(b"#", 0, nul if nul >= 0 else len(line))
+    tokens = (line[:comment] if comment >= 0 else line).split()
+    if not tokens:
+        return None
+    label, features = tokens[0], tokens[1:]
+    try:
+        float(label)
+    except ValueError:
+        return f"label {_show(label, 40)} is not a number"
+    if features and features[0].startswith(b"qid"):
+        if b":" not in features[0]:
+            return f"query id {_show(features[0], 40)} is not of the form qid:value"
+        features = features[1:]
+    last = -1
+    for token in features:
+        text, colon, value = token.partition(b":")
+        if not colon:
+            return f"feature {_show(token, 40)} is not of the form index:value"
+        try:
+            index = int(text)
+        except ValueError:
+            return f"feature index {_show(text, 40)} is not an integer"
+        if index > _INT_MAX:
+            return f"feature index {index} is too large (at most {_INT_MAX})"
+        if index < 0:
+            return f"feature index {index} is negative"
+        if index == 0 and not zero_based:
+            return "feature index 0 where indices count from 1", "pass zero_based=True if they count from 0"
+        if index <= last:
+            return f"feature index {index} follows {last}", "indices must increase along each line"
+        try:
+            float(value)
+        except ValueError:
+            return f"value {_show(value, 40)} of feature {index} is not a number"
+        width = index + 1 if zero_based else index
+        if n_features is not None and width > n_features:
+            return (
+                f"feature index {index} is past n_features={n_features} (it needs {width} features)",
+                f"pass n_features={width} or more, or omit n_features to read the width from the files",
+            )
+        last = index
+    return None
+
+
+def _first_bad_line(data, n_features, zero_based):
+    """``(number from 1, line, reason)`` of the first line of ``data`` scikit-learn rejects, or None."""
+    for number, line in enumerate(_io.BytesIO(data), 1):  # lines as scikit-learn's reader splits them
+        reason = _line_error(line, n_features, zero_based)
+        if reason is not None:
+            return number, line.rstrip(b"\r\n"), reason
+    return None
+
+
+def _malformed(data, n_features, zero_based, where, exc):
+    """The ValueError for a block scikit-learn's reader rejected, naming the file's line where it can."""
+    found = _first_bad_line(data, n_features, zero_based)
+    if found is None:
+        return ValueError(f"{where}: malformed LIBSVM data: {exc}")
+    number, line, reason = found
+    what, fix = reason if isinstance(reason, tuple) else (reason, "")
+    if isinstance(where, _FileBlock):
+        try:
+            place = f"{where.path}, line {where.first_line() + number - 1}"
+        except OSError:  # the file went away since the block was read: name the block's line instead
+            place = f"{where}, line {number} of the block"
+    else:
+        place = f"{where}, line {number}"
+    fix = f"; {fix}." if fix else "."
+    return ValueError(f"{place}: malformed LIBSVM data: {what} in line {_show(line)}{fix}")
+
+
 def _parse_block(data, n_features, dtype, zero_based, where):
     """LIBSVM text -> (CSR rows, labels), the same as scikit-learn's reader gives.
 
     The compiled parser (:mod:`.kernels.text`) reads the common form exactly;
-    whatever it declines goes to scikit-learn's reader.
+    whatever it declines goes to scikit-learn's reader.  ``where`` names the
+    text in errors: a string (line numbers then count from the start of
+    ``data``) or a :class:`_FileBlock` (line numbers in its file).
+    ``n_features=None`` reads the width from the largest index, at least 1
+    as scikit-learn's reader gives.
     """
     from sklearn.datasets import load_svmlight_file
 
     from dask_streamsvm.kernels.text import parse_block
 
     if not data.strip():
-        return sp.csr_matrix((0, n_features), dtype=dtype), np.empty(0, dtype=np.float64)
+        width = 1 if n_features is None else n_features
+        return sp.csr_matrix((0, width), dtype=dtype), np.empty(0, dtype=np.float64)
     fast = parse_block(data, n_features, zero_based)
     if fast is not None:
         values, indices, indptr, y, width = fast
         with np.errstate(over="ignore"):  # past float32's range: inf, as scikit-learn's reader gives
             values = values.astype(dtype, copy=False)
-        X = sp.csr_matrix((values, indices, indptr), shape=(y.shape[0], width))
+        X = sp.csr_matrix((values, indices, indptr), shape=(y.shape[0], max(width, 1)))
     else:
         try:
             X, y = load_svmlight_file(
                 _io.BytesIO(data), n_features=n_features, dtype=dtype, zero_based=zero_based
             )
-        except ValueError as exc:
-            raise ValueError(f"{where}: malformed LIBSVM data: {exc}") from None
+        except (ValueError, OverflowError) as exc:  # OverflowError: an index past a C int
+            raise _malformed(data, n_features, zero_based, where, exc) from None
         X = X.tocsr()
     # 32-bit indices and row pointers where they fit, as SciPy makes them: scikit-learn's partial_fit
     # (dask-ml's Incremental) refuses 64-bit ones.
@@ -58,6 +189,40 @@ def _parse_block(data, n_features, dtype, zero_based, where):
 def _max_index(data, zero_based, where):
     X, _ = _parse_block(data, None, np.float64, zero_based, where)
     return X.shape[1]
+
+
+def _read_block(path, offset, length, compression):
+    """Whole lines of ``path`` from ``offset`` on (see :class:`_FileBlock`); all if ``length`` is None."""
+    import fsspec
+    from fsspec.utils import read_block
+
+    with fsspec.open(path, "rb", compression=compression) as f:
+        return f.read() if length is None else read_block(f, offset, length, b"\n")
+
+
+def _file_blocks(path, blocksize):
+    """``(offset, length, compression)`` of each block of ``path``: one for a compressed or empty file."""
+    import os
+
+    import fsspec
+    from fsspec.utils import infer_compression
+
+    if path.lower().endswith(_COMPRESSED):
+        compression = infer_compression(path)
+        if compression is None:
+            suffix = os.path.splitext(path)[1]
+            raise ValueError(
+                f"{path}: no decompressor for {suffix} files is installed; install the one fsspec uses "
+                "for it (zstandard for .zst, lz4 for .lz4) or decompress the file first."
+            )
+        return [(0, None, compression)]
+    fs, fspath = fsspec.core.url_to_fs(path)
+    size = fs.size(fspath)
+    if not size:
+        return [(0, None, None)]  # one empty block: the file still counts, with no rows
+    n = -(-size // blocksize)  # blocks of blocksize / 2 to blocksize bytes, as partitions are budgeted
+    offsets = [size * k // n for k in range(n + 1)]
+    return [(a, b - a, None) for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
 
 
 def read_libsvm(path_or_glob, n_features=None, *, blocksize="64MB", dtype=np.float64, zero_based=False):
@@ -83,27 +248,45 @@ def read_libsvm(path_or_glob, n_features=None, *, blocksize="64MB", dtype=np.flo
     -------
     X : dask.array.Array of shape (nan, n_features) with SciPy CSR chunks
     y : dask.array.Array of shape (nan,), float64
-        Row counts are unknown until the partitions are read.
+        Row counts are unknown until the partitions are read.  Empty files
+        and files of comments give no rows (and, with ``n_features`` omitted,
+        one column, as scikit-learn's reader gives).
+
+    Raises
+    ------
+    ValueError
+        When the partitions are computed, for malformed text: the message
+        names the file, the line number in it, the line and what is wrong
+        (``"data.svm, line 12: malformed LIBSVM data: ..."``).
     """
     import dask
     import dask.array as da
-    from dask.bytes import read_bytes
+    from dask.utils import parse_bytes
 
     paths = _expand(path_or_glob)
     dtype = np.dtype(dtype)
     if dtype not in (np.float32, np.float64):
         raise ValueError(f"dtype must be float32 or float64, got dtype={dtype}.")
+    if n_features is not None and not (
+        isinstance(n_features, (int, np.integer)) and not isinstance(n_features, bool) and n_features > 0
+    ):
+        raise ValueError(
+            f"n_features must be a positive integer, got n_features={n_features!r}; "
+            "omit it to read the width from the files."
+        )
+    size = parse_bytes(blocksize) if isinstance(blocksize, str) else blocksize
+    if not (isinstance(size, (int, np.integer)) and not isinstance(size, bool) and size > 0):
+        raise ValueError(
+            f"blocksize must be a positive number of bytes (or a string like '64MB'), got {blocksize!r}."
+        )
     blocks = []
     for path in paths:
-        size = None if path.endswith(_COMPRESSED) else blocksize
-        _, parts = read_bytes(path, delimiter=b"\n", blocksize=size, sample=False, compression="infer")
-        for k, part in enumerate(parts[0]):
-            blocks.append((part, f"{path} (block {k})"))
+        for k, (offset, length, compression) in enumerate(_file_blocks(path, int(size))):
+            data = dask.delayed(_read_block)(path, offset, length, compression)
+            blocks.append((data, _FileBlock(path, k, offset, compression)))
     if n_features is None:
         widths = dask.compute(*[dask.delayed(_max_index)(b, zero_based, w) for b, w in blocks])
-        n_features = max(widths) if widths else 0
-    elif not (isinstance(n_features, (int, np.integer)) and n_features > 0):
-        raise ValueError(f"n_features must be a positive integer, got n_features={n_features!r}.")
+        n_features = max(widths)
     parsed = [dask.delayed(_parse_block, nout=2)(b, int(n_features), dtype, zero_based, w) for b, w in blocks]
     meta = sp.csr_matrix((0, n_features), dtype=dtype)
     X = da.concatenate(

@@ -5,6 +5,7 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -16,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._calibration import N_FOLDS, fit_sigmoid, folds, held_out, probabilities
 from ._lazy import feature_frame, map_rows
-from ._persist import save_model
+from ._persist import _plain_array, save_model
 from ._progress import PassProgress, pass_line
 from ._validation import (
     check_choice,
@@ -27,11 +28,18 @@ from ._validation import (
     kernel_rows,
 )
 from .engine.cache import parse_bytes
+from .engine.checkpoint import Checkpoints
 from .engine.crammer_singer import solve_crammer_singer
 from .engine.memory import LOSSES, BinaryProblem, solve_in_memory
 from .engine.partial import OnePassSBM
 from .engine.reader import Reader
-from .engine.source import DaskSource, _is_dask_dataframe, is_dask_collection, merge_label_counts
+from .engine.source import (
+    DaskSource,
+    _is_dask_dataframe,
+    is_dask_collection,
+    merge_label_counts,
+    missing_labels,
+)
 from .engine.streamsvm import model_width, solve_streamsvm
 from .io import as_dask, open_path
 from .kernels.objective import decision_values
@@ -39,6 +47,7 @@ from .kernels.objective import decision_values
 SOLVERS = ("auto", "memory", "streamsvm", "sbm", "bm")
 CACHE_POLICIES = ("informative", "random")
 MULTI_CLASS = ("ovr", "crammer_singer")
+ON_INVALID = ("raise", "skip")
 
 
 def _compute_if_dask(*arrays):
@@ -165,6 +174,26 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         gap is at most ``tol``: the single-machine optimum. ``max_iter``
         counts rounds; ``history_`` has a record per round (seconds, bytes
         moved, gap). None trains in this process.
+    on_invalid : {"raise", "skip"}, default="raise"
+        What a row with a NaN or infinite feature, a missing label, or a
+        NaN, infinite or negative sample weight does: ``"raise"`` stops the
+        fit with an error naming the partition (or file and line), row and
+        column; ``"skip"`` drops the row and counts it in ``history_``
+        (``rows_skipped``, cumulative over the reads).
+    retries : int, default=2
+        Streaming: times a partition whose read fails with an I/O error
+        (:class:`OSError`, except a missing file or a refused permission) is
+        read again, after 0.1, 0.2, 0.4 ... seconds, before the fit fails
+        with that error. ``history_`` counts them (``read_retries``).
+    checkpoint_dir : str, path or None, default=None
+        Streaming solvers: write the whole state of the fit (weights, every
+        row's dual variable, the cache, the random state, the history) to
+        ``checkpoint_dir/checkpoint.zip`` at the end of every pass,
+        atomically; ``fit(..., resume=True)`` continues from it.
+    checkpoint_every : float or None, default=None
+        Seconds: with ``checkpoint_dir``, write at the end of the first pass
+        that ends at least this long after the last checkpoint, rather than
+        after every pass.
     random_state : int, RandomState or None, default=None
         Seeds the row permutations; the same seed gives the same model.
     verbose : int, default=0
@@ -230,6 +259,10 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         callbacks=None,
         validation_data=None,
         cluster=None,
+        on_invalid="raise",
+        retries=2,
+        checkpoint_dir=None,
+        checkpoint_every=None,
         random_state=None,
         verbose=0,
     ):
@@ -254,6 +287,10 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         self.cluster = cluster
         self.callbacks = callbacks
         self.validation_data = validation_data
+        self.on_invalid = on_invalid
+        self.retries = retries
+        self.checkpoint_dir = checkpoint_dir
+        self.checkpoint_every = checkpoint_every
         self.random_state = random_state
         self.verbose = verbose
 
@@ -270,12 +307,16 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         check_choice("solver", self.solver, SOLVERS)
         check_choice("multi_class", self.multi_class, MULTI_CLASS)
         check_class_weight(self.class_weight)
+        check_choice("on_invalid", self.on_invalid, ON_INVALID)
+        check_positive_int("retries", self.retries, low=0)
+        if self.checkpoint_every is not None:
+            check_positive_float("checkpoint_every", self.checkpoint_every, allow_zero=True)
         bias = 0.0
         if self.fit_intercept:
             bias = check_positive_float("intercept_scaling", self.intercept_scaling)
         return C, tol, max_iter, bias
 
-    def fit(self, X, y, sample_weight=None, client=None):
+    def fit(self, X, y, sample_weight=None, client=None, resume=False):
         """Fit the model to ``X`` and ``y``.
 
         Parameters
@@ -293,21 +334,47 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         client : distributed.Client or None, default=None
             ``cluster="average"`` or ``"cocoa"``: the cluster to train on
             (None: the active client).
+        resume : bool, default=False
+            Continue from the checkpoint in ``checkpoint_dir`` (streaming
+            solvers), if there is one: the fit goes on from the pass after
+            it and ends at the model of a fit never stopped. The data and
+            the parameters that shape the solution must be those of the fit
+            that wrote it (``max_iter``, ``tol``, ``callbacks``, ``verbose``
+            and the checkpoint settings may change). Without a checkpoint
+            the fit starts from the beginning.
 
         Returns
         -------
         self
+
+        Notes
+        -----
+        A ``KeyboardInterrupt`` (Ctrl-C) stops a fit within about a second
+        (a partition being read is finished first). Streaming, once a pass
+        has been certified, ``fit`` then returns with the model that pass
+        certified (``objective_`` and ``duality_gap_`` are exact) and a
+        warning saying so; in memory, with the current model, certified. An
+        interrupt before that propagates.
         """
         clock_start = time.perf_counter()
         C, tol, max_iter, bias = self._check_params()
         self.__dict__.pop("_stream", None)  # a fit ends any partial_fit stream
-        if self.cluster is not None:
-            return self._fit_cluster(X, y, sample_weight, client, C, tol, max_iter, bias, clock_start)
         out_of_core = is_dask_collection(X) or isinstance(X, str | os.PathLike)
         streaming = self.solver in ("streamsvm", "sbm", "bm") or (self.solver == "auto" and out_of_core)
+        if (self.checkpoint_dir is not None or resume) and (self.cluster is not None or not streaming):
+            raise ValueError(
+                "checkpoint_dir and resume=True apply to the streaming solvers (solver='streamsvm', 'sbm' "
+                "or 'bm', or 'auto' on a Dask collection or path) without cluster; this fit is "
+                f"solver={self.solver!r}, cluster={self.cluster!r} on {type(X).__name__}."
+            )
+        if resume and self.checkpoint_dir is None:
+            raise ValueError("resume=True needs checkpoint_dir, the directory the checkpoint is in.")
+        if self.cluster is not None:
+            return self._fit_cluster(X, y, sample_weight, client, C, tol, max_iter, bias, clock_start)
         if streaming:
-            return self._fit_stream(X, y, sample_weight, C, tol, max_iter, bias, clock_start)
+            return self._fit_stream(X, y, sample_weight, C, tol, max_iter, bias, clock_start, resume)
         X, y, sample_weight = _compute_if_dask(X, y, sample_weight)
+        X, y, sample_weight, skipped = self._drop_invalid(X, y, sample_weight)
         X, y = self._validated(X, y, reset=True)
         check_classification_targets(y)
         sample_weight = check_sample_weight(sample_weight, X.shape[0])
@@ -336,20 +403,24 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
                     _cs_model(result.W), [result.certificate], result.passes, result.history,
                     [result.converged],
                 )  # fmt: skip
-            results = [
-                solve_in_memory(
-                    BinaryProblem(
-                        rows, signs[c, y_index], costs[c, y_index] * weights, self.loss, bias, width
-                    ),
-                    tol=tol,
-                    max_iter=max_iter,
-                    seed=int(seeds[c]),
-                    clock_start=clock_start,
-                    on_pass=None if hooks is None else hooks.memory(c),
-                    label=self._problem_label(c),
+            results = []
+            for c in range(signs.shape[0]):
+                problem = BinaryProblem(
+                    rows, signs[c, y_index], costs[c, y_index] * weights, self.loss, bias, width
                 )
-                for c in range(signs.shape[0])
-            ]
+                results.append(
+                    solve_in_memory(
+                        problem, tol=tol, max_iter=max_iter, seed=int(seeds[c]), clock_start=clock_start,
+                        on_pass=None if hooks is None else hooks.memory(c), label=self._problem_label(c),
+                    )
+                )  # fmt: skip
+                if results[-1].interrupted and c + 1 < signs.shape[0]:
+                    raise KeyboardInterrupt(
+                        f"interrupted while training class {self._problem_label(c)!r}; the classes after "
+                        "it were not trained, so no model was kept"
+                    )
+            if hooks is not None and any(r.interrupted for r in results):
+                hooks.interrupted = max(r.passes for r in results)
             return (
                 np.vstack([r.w for r in results]),
                 [r.certificate for r in results],
@@ -371,10 +442,48 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
                     scores = np.empty((X.shape[0], W.shape[0]))
                 scores[mask] = linear_scores(X[mask], W, bias, spec)
         hooks = _PassHooks(self, bias)
-        self._set_model(*solve(sample_weight, hooks), bias=bias, stopped=hooks.stopped)
+        result = solve(sample_weight, hooks)
+        self._set_model(*result, bias=bias, stopped=hooks.stopped or hooks.interrupted is not None)
+        if skipped:
+            for record in self.history_:
+                record["rows_skipped"] = skipped
+        if hooks.interrupted is not None:
+            _warn_interrupted(self, hooks.interrupted)
         if scores is not None:
             self._fit_platt(scores[trained], y[trained])
         return self
+
+    def _drop_invalid(self, X, y, sample_weight):
+        """In-memory input with the invalid rows dropped (``on_invalid="skip"``), and their count."""
+        if self.on_invalid != "skip" or self._encoding:
+            return X, y, sample_weight, 0
+        from sklearn.utils import check_array
+
+        X = check_array(
+            X, accept_sparse="csr", dtype=[np.float64, np.float32], ensure_all_finite=False,
+            accept_large_sparse=True,
+        )  # fmt: skip
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            return X, y, sample_weight, 0  # the checks that follow name the problem
+        bad = missing_labels(y).copy()
+        if sp.issparse(X):
+            X = sp.csr_matrix(X)
+            bad_values = np.flatnonzero(~np.isfinite(X.data))
+            bad[np.searchsorted(X.indptr, bad_values, side="right") - 1] = True
+        else:
+            bad |= ~np.isfinite(X).all(axis=1)
+        if sample_weight is not None and not np.isscalar(sample_weight):
+            weights = np.asarray(sample_weight)
+            if weights.shape == y.shape and weights.dtype.kind in "fiub":
+                weights = weights.astype(np.float64)
+                bad |= ~np.isfinite(weights) | (weights < 0)
+        if not bad.any():
+            return X, y, sample_weight, 0
+        keep = ~bad
+        if sample_weight is not None and not np.isscalar(sample_weight):
+            sample_weight = np.asarray(sample_weight)[keep]
+        return X[keep], y[keep], sample_weight, int(bad.sum())
 
     def partial_fit(self, X, y=None, classes=None, sample_weight=None):
         """One pass of selective block minimization over a block of a stream.
@@ -424,6 +533,11 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             )
         if self.probability:
             raise ValueError("probability=True is not supported by partial_fit; use fit.")
+        if self.checkpoint_dir is not None:
+            raise ValueError(
+                "partial_fit writes no checkpoints: the model after each call is its whole state. Save it "
+                "with save() (or pickle) between calls, and leave checkpoint_dir=None."
+            )
         stream = getattr(self, "_stream", None)
         fitted = hasattr(self, "coef_")
         if classes is None and stream is None and not fitted:
@@ -443,12 +557,13 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         if out_of_core:
             blocks, n_features = self._stream_blocks(X, y, sample_weight, first)
         else:
+            X, y, sample_weight, skipped = self._drop_invalid(X, y, sample_weight)
             X, y = self._validated(X, y, reset=first)
             check_classification_targets(y)
             n_features = X.shape[1]
-            blocks = [(X, y, check_sample_weight(sample_weight, X.shape[0]))]
+            blocks = [(X, y, check_sample_weight(sample_weight, X.shape[0]), skipped)]
             if hasattr(self.feature_map, "expand"):
-                blocks = [self.feature_map.expand(*blocks[0])]
+                blocks = [(*self.feature_map.expand(X, y, blocks[0][2]), skipped)]
         signs, costs = self._problem_tables(classes, np.ones(classes.shape[0], dtype=np.int64), classes, C)
         if stream is None:
             rng = check_random_state(self.random_state)
@@ -463,10 +578,11 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
                 stream.W[:] = self._warm_start_weights(bias)
             self.history_ = []
             self._stream = stream
-        for X_block, y_block, weight in blocks:
+        for X_block, y_block, weight, skipped in blocks:
             y_index = _class_index(classes, y_block)
             record = stream.add_block(X_block, signs[:, y_index], costs[:, y_index] * weight)
             record["seconds"] = time.perf_counter() - clock_start
+            record["rows_skipped"] = skipped
             self.history_.append(record)
         W = _cs_model(stream.W) if self._crammer_singer else stream.W
         self.coef_ = W[:, :-1].copy()
@@ -488,7 +604,9 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         """Blocks ``(X, y, sample_weight)`` of a Dask collection or path, read ahead, one pass."""
         if isinstance(X, str | os.PathLike):
             X, y = open_path(X, y)
-        source = DaskSource(X, y, sample_weight, encoder=self._source_encoder())
+        source = DaskSource(
+            X, y, sample_weight, encoder=self._source_encoder(), on_invalid=self.on_invalid
+        )
         if first:
             self.n_features_in_ = source.n_input_features
             names = source.feature_names
@@ -505,14 +623,16 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
 
         def blocks():
             shuffle = bool(self.shuffle)
-            with Reader(source, prefetch=prefetch, max_passes=1, shuffle=shuffle, seed=seed) as reader:
+            with Reader(
+                source, prefetch=prefetch, max_passes=1, shuffle=shuffle, seed=seed, retries=self.retries
+            ) as reader:
                 while True:
                     item = reader.get()
                     if item[0] == "done":
                         return
-                    if item[0] == "block" and item[2].n_rows > 0:
+                    if item[0] == "block" and item[2].n_rows + item[2].n_skipped > 0:
                         block = item[2]
-                        yield block.X, block.y, block.sample_weight
+                        yield block.X, block.y, block.sample_weight, block.n_skipped
 
         return blocks(), source.n_features
 
@@ -601,7 +721,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
                 stacklevel=3,
             )
 
-    def _fit_stream(self, X, y, sample_weight, C, tol, max_iter, bias, clock_start):
+    def _fit_stream(self, X, y, sample_weight, C, tol, max_iter, bias, clock_start, resume=False):
         parse_bytes(self.cache_bytes)  # checked before any data is read
         check_positive_int("prefetch", self.prefetch)
         check_choice("alpha_store", self.alpha_store, ("memory", "disk"))
@@ -609,8 +729,36 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             X, y = open_path(X, y)
         if not is_dask_collection(X):
             X, y, sample_weight = as_dask(X, y, sample_weight)
-        source = DaskSource(X, y, sample_weight, encoder=self._source_encoder())
-        return self._fit_source(source, source.label_counts(), C, tol, max_iter, bias, clock_start)
+        source = DaskSource(X, y, sample_weight, encoder=self._source_encoder(), on_invalid=self.on_invalid)
+        checkpoints = saved = None
+        if self.checkpoint_dir is not None:
+            checkpoints = Checkpoints(self.checkpoint_dir, self.checkpoint_every, self._fingerprint(source))
+            saved = checkpoints.load() if resume else None
+        if saved is not None:  # the classes counted by the fit that wrote it: no read to count them again
+            arrays = saved[1]
+            label_counts = (arrays["classes"], arrays["class_counts"], arrays["weighted_classes"])
+        else:
+            label_counts = source.label_counts()
+        return self._fit_source(
+            source, label_counts, C, tol, max_iter, bias, clock_start, checkpoints=checkpoints, resume=saved
+        )
+
+    def _fingerprint(self, source):
+        """What a checkpoint must match to be resumed: the data's layout, the parameters that shape w."""
+        params = self.get_params(deep=False)
+        for name in ("tol", "max_iter", "callbacks", "verbose", "validation_data", "prefetch", "retries",
+                     "checkpoint_dir", "checkpoint_every", "alpha_store", "cluster"):  # fmt: skip
+            params.pop(name)
+        params["random_state"] = repr(params["random_state"])
+        params["feature_map"] = repr(params["feature_map"])
+        params["class_weight"] = repr(params["class_weight"])
+        return {
+            **params,
+            "n_partitions": source.n_partitions,
+            "n_features": source.n_features,
+            "dtype": str(source.dtype),
+            "sparse": bool(source.is_sparse),
+        }
 
     def _fit_cluster(self, X, y, sample_weight, client, C, tol, max_iter, bias, clock_start):
         """``cluster="average"`` or ``"cocoa"`` on a ``dask.distributed`` cluster (:mod:`.cluster`)."""
@@ -637,7 +785,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             )
         parse_bytes(self.cache_bytes)
         passes = check_positive_int("inner_iter", self.inner_iter)
-        source = DaskSource(X, y, sample_weight, encoder=self._source_encoder())
+        source = DaskSource(X, y, sample_weight, encoder=self._source_encoder(), on_invalid=self.on_invalid)
         plan = cl.plan(source.n_partitions, cl._workers(client))
         parts = [(w, cl.Packed(source.subset(ids))) for w, ids in plan]
         part_counts = cl._gather(client, [cl._submit(client, cl.count_labels, s, worker=w) for w, s in parts])
@@ -684,8 +832,15 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         self._set_model(W, certificates, n_iter, history, converged, bias=bias, stopped=stopped)
         return self
 
-    def _fit_source(self, source, label_counts, C, tol, max_iter, bias, clock_start):
-        """Stream ``source`` (a :class:`DaskSource`) with its ``(classes, counts, weighted classes)``."""
+    def _fit_source(
+        self, source, label_counts, C, tol, max_iter, bias, clock_start, checkpoints=None, resume=None
+    ):
+        """Stream ``source`` (a :class:`DaskSource`) with its ``(classes, counts, weighted classes)``.
+
+        ``checkpoints`` and ``resume`` (a loaded checkpoint) go to the trainer
+        (:func:`~.engine.streamsvm.run_trainer`); the checkpoints carry the
+        label counts too.
+        """
         cache_bytes = parse_bytes(self.cache_bytes)
         prefetch = check_positive_int("prefetch", self.prefetch)
         classes, counts, weighted_classes = label_counts
@@ -710,6 +865,8 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
                 )
             return signs[:, y_index], costs[:, y_index] * block.sample_weight
 
+        if checkpoints is not None:
+            checkpoints = _WithLabels(checkpoints, label_counts)
         rng = check_random_state(self.random_state)
         seed = int(rng.randint(np.iinfo(np.int64).max, dtype=np.int64))
         calibration_seed = int(rng.randint(np.iinfo(np.int64).max)) if self.probability else None
@@ -771,12 +928,18 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             clock_start=clock_start,
             on_pass=hooks.stream,
             on_block=on_block,
+            retries=check_positive_int("retries", self.retries, low=0),
+            checkpoints=checkpoints,
+            resume=resume,
         )
         W = _cs_model(result.W) if self._crammer_singer else result.W
         self._set_model(
             W, result.certificates, result.passes, result.history,
-            [result.converged] * len(result.certificates), bias=bias, stopped=hooks.stopped,
+            [result.converged] * len(result.certificates), bias=bias,
+            stopped=hooks.stopped or result.interrupted,
         )  # fmt: skip
+        if result.interrupted:
+            _warn_interrupted(self, result.passes)
         if calibration_seed is not None:
             # The last read certified the returned model: its held-out scores are the model's.
             scores = np.vstack(held["scores"]) if held["scores"] else np.zeros((0, signs.shape[0]))
@@ -1026,6 +1189,36 @@ def _class_index(classes, y):
     return index
 
 
+class _WithLabels:
+    """Checkpoints that also carry the label counts, so that resuming need not count them again."""
+
+    def __init__(self, checkpoints, label_counts):
+        self.checkpoints = checkpoints
+        classes, counts, weighted = label_counts
+        self.arrays = {
+            "classes": _plain_array("classes", classes),
+            "class_counts": np.asarray(counts, dtype=np.int64),
+            "weighted_classes": _plain_array("weighted_classes", weighted),
+        }
+
+    def due(self):
+        return self.checkpoints.due()
+
+    def save(self, state, arrays):
+        self.checkpoints.save(state, {**arrays, **self.arrays})
+
+
+def _warn_interrupted(estimator, passes):
+    gap = np.max(np.atleast_1d(estimator.duality_gap_))
+    warnings.warn(
+        f"fit was interrupted (KeyboardInterrupt); the model is the one certified after pass {passes} "
+        f"(relative duality gap {gap:.3g}). Fit again to go on"
+        + (", with resume=True to start from the last checkpoint." if estimator.checkpoint_dir else "."),
+        UserWarning,
+        stacklevel=3,
+    )
+
+
 def _cs_model(W):
     """Crammer-Singer weights as the model's rows: ``w_1 - w_0`` for two classes, as scikit-learn."""
     return W[1:2] - W[0:1] if W.shape[0] == 2 else W
@@ -1050,6 +1243,7 @@ class _PassHooks:
         self.cache_bytes = cache_bytes
         self.progress = PassProgress(n_partitions) if n_partitions is not None and self.verbose == 1 else None
         self.stopped = False
+        self.interrupted = None  # in memory: the pass an interrupt stopped at
 
     def _call(self, record):
         stop = False

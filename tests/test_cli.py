@@ -161,6 +161,27 @@ def test_train_evaluate_predict_parquet(three_classes, tmp_path):
     np.testing.assert_array_equal(result["prediction"].to_numpy(), model.predict(frame[["a", "b", "c", "d"]]))
 
 
+def test_checkpoints_resume_and_skipped_rows(three_classes, tmp_path):
+    folder, frame = three_classes
+    bad = frame.copy()
+    bad.loc[bad.index[[3, 50]], "b"] = np.nan
+    bad.to_csv(tmp_path / "bad.csv", index=False)
+    train = ["train", tmp_path / "bad.csv", "--label", "label", "--solver", "sbm", *FAST]
+    code, out, err = run([*train, "--model", tmp_path / "a.model"])
+    assert_one_line_error(code, out, err, "partition 0, row 3", "column 'b'", "on_invalid='skip'")
+    checkpoints = ["--skip-invalid", "--checkpoint-dir", tmp_path / "ck"]
+    code, out, err = run([*train, *checkpoints, "--model", tmp_path / "a.model"])
+    assert code == 0, err
+    assert "1,198 rows" in out  # the two rows with NaN were dropped
+    assert (tmp_path / "ck" / "checkpoint.zip").exists()
+    code, out, err = run([*train, *checkpoints, "--resume", "--model", tmp_path / "b.model"])
+    assert code == 0, err
+    first, resumed = dask_streamsvm.load(tmp_path / "a.model"), dask_streamsvm.load(tmp_path / "b.model")
+    np.testing.assert_array_equal(first.coef_, resumed.coef_)
+    code, out, err = run([*train, "--resume", "--model", tmp_path / "c.model"])
+    assert_one_line_error(code, out, err, "--resume", "--checkpoint-dir")
+
+
 def test_csv_input_and_memory_solver(three_classes, tmp_path):
     folder, frame = three_classes
     model_path = tmp_path / "m.model"

@@ -172,6 +172,70 @@ def test_a_killed_worker_is_survived():
     assert abs(clf.objective_ - expected) / expected < 1e-4
 
 
+def _slow_parts(X, y, n_parts, seconds, fail_at=None):
+    """A Dask Array whose partitions take ``seconds`` to compute (and partition ``fail_at`` raises)."""
+    import dask
+
+    def read(i, rows):
+        import time
+
+        time.sleep(seconds)
+        if i == fail_at:
+            raise ValueError(f"partition {i} cannot be read")
+        return rows
+
+    step = X.shape[0] // n_parts
+    parts = [
+        da.from_delayed(dask.delayed(read)(i, X[i * step : (i + 1) * step]), (step, X.shape[1]), X.dtype)
+        for i in range(n_parts)
+    ]
+    return da.concatenate(parts), da.from_array(y[: n_parts * step], chunks=step)
+
+
+def test_average_survives_a_worker_killed_mid_training():
+    import threading
+    import time
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(1600, 6)
+    y = (X @ rng.randn(6) > 0).astype(int)
+    Xd, yd = _slow_parts(X, y, 8, 0.1)
+    params = dict(cluster="average", solver="sbm", cache_bytes=20_000, tol=1e-4, max_iter=20, random_state=0)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=50
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        reference = LinearSVC(**params).fit(Xd, yd, client=client)
+        victim = sorted(client.scheduler_info()["workers"])[0]
+        pid = client.run(os.getpid, workers=[victim])[victim]
+        fired = []
+
+        def kill():
+            fired.append(time.perf_counter())
+            os.kill(pid, signal.SIGKILL)  # a crash, mid-way through training
+
+        timer = threading.Timer(1.0, kill)
+        timer.start()
+        clf = LinearSVC(**params).fit(Xd, yd, client=client)
+        ended = time.perf_counter()
+        timer.join()
+    assert fired and fired[0] < ended
+    # The lost part was trained again on a live worker, from the same seed: the same model.
+    np.testing.assert_array_equal(clf.coef_, reference.coef_)
+
+
+def test_a_task_that_raises_on_a_worker_stops_the_fit_with_its_error(client):
+    rng = np.random.RandomState(0)
+    X = rng.randn(400, 4)
+    y = (X[:, 0] > 0).astype(int)
+    Xd, yd = _slow_parts(X, y, 8, 0.0, fail_at=5)
+    for mode in ("average", "cocoa"):
+        with pytest.raises(ValueError, match="partition 5 cannot be read"):
+            LinearSVC(cluster=mode, max_iter=5, random_state=0).fit(Xd, yd, client=client)
+
+
 def test_cluster_errors_are_named(client):
     X, y = load_libsvm_dataset("a9a")
     with pytest.raises(TypeError, match="trains on a Dask Array or DataFrame"):

@@ -80,11 +80,13 @@ def test_value_errors_name_partition_row_and_column(small):
     X[27, 1] = np.nan
     src = DaskSource(da.from_array(X, chunks=(10, 3)), da.from_array(y, chunks=10))
     src.load(0)
-    with pytest.raises(ValueError, match=r"partition 2 contains NaN at row 7 \(feature 1\)"):
+    with pytest.raises(
+        ValueError, match=r"partition 2, row 7 \(row 27 of the collection\), feature 1: the value is NaN"
+    ):
         src.load(2)
     df = pd.DataFrame(X, columns=["a", "b", "c"]).assign(t=y)
     src = DaskSource(dd.from_pandas(df, npartitions=4), "t")
-    with pytest.raises(ValueError, match=r"partition 2 contains NaN at row 7 \(column 'b'\)"):
+    with pytest.raises(ValueError, match=r"partition 2, row 7, column 'b': the value is NaN"):
         src.load(2)
     w = np.ones(40)
     w[12] = -1
@@ -93,7 +95,9 @@ def test_value_errors_name_partition_row_and_column(small):
         da.from_array(y, chunks=10),
         da.from_array(w, chunks=10),
     )
-    with pytest.raises(ValueError, match=r"partition 1, row 2: sample_weight is -1.0"):
+    with pytest.raises(
+        ValueError, match=r"partition 1, row 2 \(row 12 of the collection\): sample_weight is -1.0"
+    ):
         src.load(1)
 
 
@@ -247,6 +251,97 @@ def test_read_libsvm_errors(tmp_path):
         read_libsvm(str(tmp_path / "*.none"))
     with pytest.raises(ValueError, match="n_features must be a positive integer"):
         read_libsvm(str(bad), n_features=0)
+    with pytest.raises(ValueError, match="blocksize must be a positive number of bytes"):
+        read_libsvm(str(bad), blocksize=0)
+
+
+def _compute_error(path, **kwargs):
+    """The message of the ValueError that reading ``path`` gives."""
+    with pytest.raises(ValueError) as info:
+        dask.compute(*read_libsvm(str(path), **kwargs))
+    return str(info.value)
+
+
+def test_malformed_libsvm_errors_name_the_file_line_and_what_is_wrong(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1 1:0.5 2:x\n")
+    assert _compute_error(bad, n_features=2) == (
+        f"{bad}, line 1: malformed LIBSVM data: value 'x' of feature 2 is not a number in line '1 1:0.5 2:x'."
+    )
+    # Line numbers count from the file's start whatever block the line falls in, plain or compressed.
+    import bz2
+
+    lines = [f"{(-1) ** k} 1:{k}.5 3:0.25 # row {k}" for k in range(300)]
+    lines[0] = "# a header"
+    lines[123] = "-1 1:0.5 x:1"
+    text = "\n".join(lines) + "\n"
+    big = tmp_path / "big.svm"
+    big.write_text(text)
+    X, _ = read_libsvm(str(big), n_features=3, blocksize=700)
+    assert X.numblocks[0] > 5
+    wrong = "feature index 'x' is not an integer in line '-1 1:0.5 x:1'."
+    message = f"{big}, line 124: malformed LIBSVM data: {wrong}"
+    assert _compute_error(big, n_features=3, blocksize=700) == message
+    assert _compute_error(big, blocksize=700) == message  # found while reading the width
+    packed = tmp_path / "big.svm.bz2"
+    packed.write_bytes(bz2.compress(text.encode()))
+    assert _compute_error(packed, n_features=3) == message.replace(str(big), str(packed))
+    # What is wrong, and how to fix it where the fix is the caller's.
+    cases = [
+        ("1 1:1\n-1 2:1 5:2\n", {"n_features": 3}, "line 2: malformed LIBSVM data: feature index 5 is past "
+         "n_features=3 (it needs 5 features) in line '-1 2:1 5:2'; pass n_features=5 or more, or omit"),
+        ("1 0:1 4:2\n", {"n_features": 4, "zero_based": True}, "feature index 4 is past n_features=4 (it "
+         "needs 5 features) in line '1 0:1 4:2'; pass n_features=5 or more, or omit n_features to read"),
+        ("1 0:1 2:1\n", {}, "line 1: malformed LIBSVM data: feature index 0 where indices count from 1 "
+         "in line '1 0:1 2:1'; pass zero_based=True if they count from 0."),
+        ("1 3:1 2:1\n", {}, "feature index 2 follows 3 in line '1 3:1 2:1'; indices must increase along"),
+        ("1 -2:1\n", {"zero_based": True}, "line 1: malformed LIBSVM data: feature index -2 is negative"),
+        ("\n1 3000000000:1\n", {}, "line 2: malformed LIBSVM data: feature index 3000000000 is too large"),
+        ("yes 1:1\n", {}, "line 1: malformed LIBSVM data: label 'yes' is not a number in line 'yes 1:1'."),
+        ("1 1:1 7\n", {}, "feature '7' is not of the form index:value in line '1 1:1 7'."),
+        ("1 qid 1:1\n", {}, "query id 'qid' is not of the form qid:value"),
+        ("1 2:\xe9\n", {}, r"value '\\xe9' of feature 2 is not a number in line '1 2:\\xe9'."),
+    ]  # fmt: skip
+    for k, (content, kwargs, expected) in enumerate(cases):
+        path = tmp_path / f"case{k}.svm"
+        path.write_bytes(content.encode("latin-1"))
+        message = _compute_error(path, **kwargs)
+        assert message.startswith(f"{path}, line ") and expected in message, message
+    # Long lines are cut to 80 characters.
+    long = tmp_path / "long.svm"
+    long.write_text("1 " + " ".join(f"{j}:1" for j in range(1, 60)) + " 61:oops\n")
+    message = _compute_error(long)
+    assert "value 'oops' of feature 61" in message
+    quoted = message.split(" in line ")[1]
+    assert len(quoted) == 80 + 3 and quoted.endswith("...'.")
+
+
+def test_parse_block_names_lines_of_its_own_text():
+    """Without a file, line numbers count from the start of the bytes, after the caller's name for them."""
+    from dask_streamsvm.io import _parse_block
+
+    with pytest.raises(ValueError, match=r"^train data, line 3: malformed LIBSVM data: label '1:1' is not"):
+        _parse_block(b"1 1:1\n\n1:1\n", 4, np.float64, False, "train data")
+
+
+def test_empty_and_comment_only_libsvm_files_give_no_rows(tmp_path):
+    empty, comments, rows = tmp_path / "a.svm", tmp_path / "b.svm", tmp_path / "c.svm"
+    empty.write_bytes(b"")
+    comments.write_text("# nothing here\n\n   \n")
+    rows.write_text("1 2:1\n-1 1:1\n")
+    for path in (empty, comments):
+        for n_features, width in ((None, 1), (4, 4)):  # no index to read a width from: 1, as scikit-learn
+            X, y = read_libsvm(str(path), n_features)
+            Xc, yc = dask.compute(X, y)
+            assert Xc.shape == (0, width) and yc.shape == (0,)
+    X, y = read_libsvm(str(tmp_path / "*.svm"))
+    Xc, yc = dask.compute(X, y)
+    assert X.numblocks[0] == 3 and Xc.shape == (2, 2)
+    np.testing.assert_array_equal(yc, [1, -1])
+    from dask_streamsvm import LinearSVC
+
+    with pytest.raises(ValueError, match="the collection has no rows"):
+        LinearSVC(solver="sbm").fit(*read_libsvm(str(empty)))
 
 
 def test_reader_returns_freed_memory_before_each_partition(small, monkeypatch):

@@ -150,7 +150,9 @@ def test_streaming_errors_name_partition_and_fix():
     X = np.random.RandomState(0).randn(40, 3)
     y = np.arange(40) % 2
     X[33, 2] = np.inf
-    with pytest.raises(ValueError, match=r"partition 3 contains infinity at row 3 \(feature 2\)"):
+    with pytest.raises(
+        ValueError, match=r"partition 3, row 3 \(row 33 of the collection\), feature 2: the value is infinity"
+    ):
         LinearSVC(cache_bytes=10_000, max_iter=3).fit(
             da.from_array(X, chunks=10), da.from_array(y, chunks=10)
         )

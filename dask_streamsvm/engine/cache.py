@@ -103,6 +103,21 @@ class AlphaStore:
             f.truncate(nbytes)  # extends with zeros, keeps what is there
         return np.memmap(path, dtype=dtype, mode="r+", shape=shape)
 
+    def state(self):
+        """Arrays that restore the store with :meth:`restore` (for checkpoints)."""
+        n = self._capacity
+        return {"alpha": np.asarray(self._alpha_rows[:n]), "slot_of": self.slot_of[:n], "sums": self.sums}
+
+    def restore(self, arrays):
+        """Take the alphas, slots and sums of :meth:`state` (the store must be new)."""
+        alpha, slot_of, sums = arrays["alpha"], arrays["slot_of"], arrays["sums"]
+        if alpha.shape != (slot_of.shape[0], self.k) or sums.shape != self.sums.shape:
+            raise ValueError(f"the saved dual state has shape {alpha.shape}, not (rows, {self.k}).")
+        self.reserve(slot_of.shape[0])
+        self._alpha_rows[: alpha.shape[0]] = alpha
+        self.slot_of[: slot_of.shape[0]] = slot_of
+        self.sums[:] = sums
+
     def close(self):
         """Drop the memory maps (their files can then be deleted)."""
         self._alpha_rows = self.slot_of = None
@@ -180,6 +195,43 @@ class RowCache:
             self.rows = np.zeros((n_slots, self.n_features), dtype=self.dtype)
         self._meta_per_slot = meta_per_slot
         assert self.nbytes <= self.cache_bytes, (self.nbytes, self.cache_bytes)
+
+    _ARRAYS = ("meta", "gid", "live", "pos", "free", "Y", "U", "D", "QD", "A", "starts", "ends")
+
+    def state(self):
+        """``(scalars, arrays)`` that rebuild this cache with :meth:`from_state` (for checkpoints)."""
+        scalars = {
+            "cache_bytes": self.cache_bytes, "sparse": self.sparse, "dtype": self.dtype.str,
+            "n_features": self.n_features, "n_slots": self.n_slots, "meta_per_slot": self._meta_per_slot,
+        }  # fmt: skip
+        arrays = {name: getattr(self, name) for name in self._ARRAYS}
+        if self.sparse:
+            arrays.update(indices=self.indices, data=self.data)
+        else:
+            arrays["rows"] = self.rows
+        return scalars, arrays
+
+    @classmethod
+    def from_state(cls, scalars, arrays, feature_map=None):
+        """The cache :meth:`state` described, slot for slot."""
+        cache = cls.__new__(cls)
+        cache.feature_map = feature_map
+        cache.cache_bytes, cache.sparse = int(scalars["cache_bytes"]), bool(scalars["sparse"])
+        cache.dtype, cache.n_features = np.dtype(scalars["dtype"]), int(scalars["n_features"])
+        cache.n_slots, cache._meta_per_slot = int(scalars["n_slots"]), int(scalars["meta_per_slot"])
+        for name in cls._ARRAYS:
+            setattr(cache, name, np.array(arrays[name]))  # writable copies the kernels may change
+        if cache.sparse:
+            cache.indices, cache.data, cache.rows = (
+                np.array(arrays["indices"]),
+                np.array(arrays["data"]),
+                None,
+            )
+        else:
+            cache.rows = np.array(arrays["rows"])
+        if cache.gid.shape != (cache.n_slots,) or cache.nbytes > cache.cache_bytes:
+            raise ValueError("the saved row cache does not match its recorded size.")
+        return cache
 
     # -- accounting ---------------------------------------------------------------
 

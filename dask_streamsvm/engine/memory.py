@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..kernels.dcd import dcd_passes, row_sqnorms
-from ..kernels.objective import add_weighted_rows
+from ..kernels.objective import add_weighted_rows, half_inverse
 from ..kernels.rng import make_state
 from .certificate import Certificate, binary_certificate, dual_value
 
@@ -50,14 +50,12 @@ class BinaryProblem:
 
     def __post_init__(self):
         cost = self.cost
-        positive = cost > 0.0
         if self.loss == "hinge":
             self.upper = cost.copy()
             self.diag = np.zeros_like(cost)
         else:
             self.upper = np.full_like(cost, np.inf)
-            self.diag = np.zeros_like(cost)
-            np.divide(0.5, cost, out=self.diag, where=positive)
+            self.diag = half_inverse(cost)
         self.qd = np.empty_like(cost)
         row_sqnorms(self.X, self.bias, self.qd)
         self.qd += self.diag
@@ -108,6 +106,7 @@ class SolveResult:
     converged: bool
     certificate: Certificate
     history: list
+    interrupted: bool = False  # a KeyboardInterrupt ended the solve; w is certified all the same
 
 
 def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, on_pass=None, label=None):
@@ -129,7 +128,8 @@ def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, on_pass=N
     certificates take at most half the time, and far less on full passes.
     The rule counts rows, not seconds, so the same seed gives the same
     model.  Passes without a certificate record ``primal`` and ``gap`` as
-    NaN.
+    NaN.  A KeyboardInterrupt after the first pass ends the solve with the
+    current state, certified, and ``interrupted=True``.
     """
     clock = time.perf_counter
     clock_start = clock() if clock_start is None else clock_start
@@ -148,38 +148,46 @@ def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, on_pass=N
     n_trainable = index.shape[0]
     visited = 0  # rows visited by DCD since the last certificate
     stopped = False
-    while passes < max_iter and not converged and not stopped:
-        visited += active
-        _, active, pg_max, pg_min, pg_max_old, pg_min_old, pg_converged = problem.dcd(
-            index, active, alpha, w, 1, pg_eps, pg_max_old, pg_min_old, rng_state
-        )
-        passes += 1
-        due = passes == 1 or pg_converged or passes == max_iter or visited >= n_trainable
-        if due:
-            cert = problem.certificate(alpha, w)
-            if cert.relative_gap <= tol:
-                # Rebuild w from alpha so the final certificate carries no drift.
-                w = problem.exact_w(alpha)
+    interrupted = False
+    try:
+        while passes < max_iter and not converged and not stopped:
+            visited += active
+            _, active, pg_max, pg_min, pg_max_old, pg_min_old, pg_converged = problem.dcd(
+                index, active, alpha, w, 1, pg_eps, pg_max_old, pg_min_old, rng_state
+            )
+            passes += 1
+            due = passes == 1 or pg_converged or passes == max_iter or visited >= n_trainable
+            if due:
                 cert = problem.certificate(alpha, w)
-                converged = cert.relative_gap <= tol
-            visited = 0
-        record = {
-            "class": label,
-            "pass": passes,
-            "seconds": clock() - clock_start,
-            "primal": cert.primal if due else np.nan,
-            "dual": cert.dual if due else dual_value(alpha, problem.diag, w),
-            "gap": cert.relative_gap if due else np.nan,
-            "active": int(active),
-        }
-        history.append(record)
-        if on_pass is not None:
-            stopped = bool(on_pass(record, w))
-        if pg_converged and not converged:
-            # The full set is optimal to pg_eps but the gap is not small
-            # enough yet: tighten and restart shrinking from all rows.
-            pg_eps = max(pg_eps * 0.1, _PG_EPS_FLOOR)
-            pg_max_old, pg_min_old = np.inf, -np.inf
+                if cert.relative_gap <= tol:
+                    # Rebuild w from alpha so the final certificate carries no drift.
+                    w = problem.exact_w(alpha)
+                    cert = problem.certificate(alpha, w)
+                    converged = cert.relative_gap <= tol
+                visited = 0
+            record = {
+                "class": label,
+                "pass": passes,
+                "seconds": clock() - clock_start,
+                "primal": cert.primal if due else np.nan,
+                "dual": cert.dual if due else dual_value(alpha, problem.diag, w),
+                "gap": cert.relative_gap if due else np.nan,
+                "active": int(active),
+            }
+            history.append(record)
+            if on_pass is not None:
+                stopped = bool(on_pass(record, w))
+            if pg_converged and not converged:
+                # The full set is optimal to pg_eps but the gap is not small
+                # enough yet: tighten and restart shrinking from all rows.
+                pg_eps = max(pg_eps * 0.1, _PG_EPS_FLOOR)
+                pg_max_old, pg_min_old = np.inf, -np.inf
+    except KeyboardInterrupt:
+        # An interrupt lands between kernel calls, and each DCD step changes alpha_i and w
+        # together: alpha is feasible, and its exact w is rebuilt and certified below.
+        if passes == 0:
+            raise
+        interrupted, converged = True, False
     if not converged and passes > 0:
         w = problem.exact_w(alpha)
         cert = problem.certificate(alpha, w)
@@ -190,4 +198,5 @@ def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, on_pass=N
         converged=converged,
         certificate=cert,
         history=history,
+        interrupted=interrupted,
     )

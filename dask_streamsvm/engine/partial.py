@@ -27,6 +27,7 @@ import scipy.sparse as sp
 from .._validation import kernel_rows
 from ..kernels.crammer_singer import cs_scores, cs_sweep
 from ..kernels.dcd import dcd_passes, row_sqnorms
+from ..kernels.objective import half_inverse
 from ..kernels.rng import make_state
 from ..kernels.sbm import gradients, keep_prefix, select_informative, select_random
 from .memory import BinaryProblem
@@ -177,9 +178,7 @@ class OnePassSBM:
             m = keep_prefix(np.lexsort((-violation, shrinkable)), sizes, budget, keep)
         else:
             upper = cost if self.loss == "hinge" else np.where(cost > 0.0, np.inf, 0.0)
-            diag = np.zeros_like(cost)
-            if self.loss != "hinge":
-                np.divide(0.5, cost, out=diag, where=cost > 0.0)
+            diag = half_inverse(cost) if self.loss != "hinge" else np.zeros_like(cost)
             grad = np.empty((self.k, n))
             gradients(rows, Y, diag, alpha, self.W, self.bias, slots, grad)
             m = select_informative(alpha, grad, upper, sizes, budget, keep)

@@ -10,7 +10,12 @@ touches the cache, alpha or w: the trainer is the single writer.
 Items on the queue: ``("block", pass, Block)``, ``("end", pass)`` after the
 last partition of a pass, ``("done", None)`` after ``max_passes`` passes, and
 ``("error", exception)`` if anything failed; the trainer re-raises the
-original exception.
+original exception, traceback included.
+
+A partition whose read fails with an I/O error (:class:`OSError`, other
+than a missing file, a directory, or a permission refused, which do not
+heal by waiting) is read again up to ``retries`` times, after 0.1, 0.2,
+0.4 ... seconds; the block records how many reads failed.
 """
 
 import queue
@@ -22,6 +27,10 @@ import numpy as np
 from ._malloc import release_free_memory
 from .source import RowIds
 
+RETRY_DELAY = 0.1  # seconds before the first repeated read; doubled for each next one, at most 5 s
+# I/O errors that repeating the read cannot mend.
+PERMANENT = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+
 
 class Reader:
     """Background thread reading ``source`` pass after pass.
@@ -30,11 +39,13 @@ class Reader:
     whatever happened inside.
     """
 
-    def __init__(self, source, *, prefetch, max_passes, shuffle, seed):
+    def __init__(self, source, *, prefetch, max_passes, shuffle, seed, start_pass=0, retries=0, row_ids=None):
         self.source = source
         self.max_passes = max_passes
+        self.start_pass = start_pass
+        self.retries = retries
         self.shuffle = shuffle
-        self.row_ids = RowIds()
+        self.row_ids = RowIds() if row_ids is None else row_ids
         self._seed = seed
         self._queue = queue.Queue(maxsize=prefetch)
         self._stop = threading.Event()
@@ -98,6 +109,23 @@ class Reader:
                 continue
         self.wait_for_room += time.perf_counter() - start
 
+    def _load(self, p):
+        """``source.load(p)``, repeated after a transient I/O error (see the module docstring)."""
+        failed = 0
+        while True:
+            try:
+                block = self.source.load(p)
+                block.retries = failed
+                return block
+            except OSError as exc:
+                if failed >= self.retries or isinstance(exc, PERMANENT):
+                    if failed:
+                        exc.add_note(f"(partition {p} failed {failed + 1} reads; retries={self.retries})")
+                    raise
+                if self._stop.wait(min(RETRY_DELAY * 2**failed, 5.0)):
+                    raise
+                failed += 1
+
     @property
     def busy_seconds(self):
         """Seconds the reader spent reading (its lifetime less its waits for room)."""
@@ -109,12 +137,12 @@ class Reader:
     def _run(self):
         self._started = time.perf_counter()
         try:
-            for k in range(self.max_passes):
+            for k in range(self.start_pass, self.max_passes):
                 for p in self.partition_order(k):
                     if self._stop.is_set():
                         return
                     release_free_memory()  # what the blocks the trainer has finished held
-                    block = self.source.load(int(p))
+                    block = self._load(int(p))
                     block.row_ids = self.row_ids.ids(block.partition, block.n_rows)
                     if self.shuffle:
                         # The order to visit rows in; moving the rows would copy the block.

@@ -85,11 +85,12 @@ def solve_sbm(
     on_block=None,
     crammer_singer=False,
     feature_map=None,
+    **run_options,
 ):
     """Train ``n_problems`` binary SVMs on ``source`` block by block (SBM; BM with no cache).
 
-    ``encode``, ``on_pass``, ``on_block``, ``crammer_singer`` and ``feature_map`` are those of
-    :func:`~.streamsvm.solve_streamsvm`; ``on_block``'s ``fill`` is the
+    ``encode``, ``on_pass``, ``on_block``, ``crammer_singer``, ``feature_map`` and ``run_options``
+    are those of :func:`~.streamsvm.solve_streamsvm`; ``on_block``'s ``fill`` is the
     fraction of the row memory (cache plus block) in use when the partition
     arrives.
 
@@ -134,7 +135,7 @@ def solve_sbm(
             on_pass=on_pass, on_block=on_block, crammer_singer=crammer_singer, feature_map=feature_map,
         ),
         n_problems=n_problems, alpha_store=alpha_store, prefetch=prefetch, max_iter=max_iter,
-        shuffle=shuffle, seed=seed,
+        shuffle=shuffle, seed=seed, **run_options,
     )  # fmt: skip
 
 
@@ -145,6 +146,8 @@ def _meta_per_slot(k, sparse):
 
 class _BlockTrainer(_PassCertifier):
     """The single writer of the row memory, alpha and w (see the module docstring)."""
+
+    ROW_MEMORY = "memory"
 
     def __init__(
         self,
@@ -193,6 +196,8 @@ class _BlockTrainer(_PassCertifier):
         self.current = -1
         self.stats = dict.fromkeys(("wait_data", "visits", "rows", "bytes", "blocks"), 0)
         self.stats.update(insertions=0, evictions=0, rebuilds=0, memory_bytes=0, peak_used_bytes=0)
+        self.stats.update(rows_skipped=0, read_retries=0)
+        self.certified, self.certified_records, self.checkpoints = None, 0, None
 
     def run(self, reader):
         self.reader = reader
@@ -415,6 +420,18 @@ class _BlockTrainer(_PassCertifier):
             return memory._meta_per_slot + nnz * (4 + memory.dtype.itemsize)
         row = memory._meta_per_slot + memory.n_features * memory.dtype.itemsize
         return np.full(slots.shape[0], row, dtype=np.int64)
+
+    # -- checkpoints ---------------------------------------------------------------
+
+    def checkpoint_state(self):
+        # A pass ends with its last block trained: the row memory holds the cache only.
+        state, arrays = super().checkpoint_state()
+        arrays["kept"] = self.kept
+        return state, arrays
+
+    def restore(self, state, arrays):
+        super().restore(state, arrays)
+        self.kept = arrays["kept"].astype(np.int64)
 
     # -- pass end ----------------------------------------------------------------
 

@@ -28,6 +28,8 @@ class Block:
     sample_weight: np.ndarray  # float64, >= 0
     row_ids: np.ndarray = None  # global ids, stamped by the reader
     order: np.ndarray = None  # the pass's row order (rows are not moved)
+    n_skipped: int = 0  # invalid rows dropped (``on_invalid="skip"``)
+    retries: int = 0  # reads of the partition that failed with an I/O error and were repeated
 
     @property
     def n_rows(self):
@@ -71,11 +73,18 @@ class DaskSource:
         :class:`~dask_streamsvm.features.HashingMap`); its columns may then
         hold strings.  ``n_features`` is the encoded width and
         ``n_input_features`` the input's.
+    on_invalid : {"raise", "skip"}
+        What a row with a NaN or infinite feature, a missing label, or a
+        NaN, infinite or negative weight does: stop the read with an error
+        naming partition, row and column, or be dropped and counted
+        (``Block.n_skipped``).  Either way the decision is the same on
+        every read.
     """
 
-    def __init__(self, X, y, sample_weight=None, encoder=None):
+    def __init__(self, X, y, sample_weight=None, encoder=None, on_invalid="raise"):
         self._label_column = None
         self.encoder = encoder
+        self.on_invalid = on_invalid
         if _is_dask_dataframe(X):
             if isinstance(y, str):
                 if y not in X.columns:
@@ -90,6 +99,11 @@ class DaskSource:
             self._init_array(X, y, sample_weight)
         else:
             raise TypeError(f"DaskSource needs a Dask Array or DataFrame for X, got {type(X).__name__}.")
+        if self.n_input_features == 0:
+            raise ValueError(
+                "Found array with 0 feature(s) in X while a minimum of 1 is required: X has no "
+                "feature columns."
+            )
 
     # -- layout checks, done once ----------------------------------------------
 
@@ -105,6 +119,7 @@ class DaskSource:
         self.column_labels = None
         self.dtype = np.dtype(X.dtype)
         self.is_sparse = isinstance(getattr(X, "_meta", None), sp.spmatrix | sp.sparray) or encoder_set(self)
+        self._row_chunks = np.asarray(X.chunks[0], dtype=np.float64)
         parts_x = list(X.to_delayed().ravel())
         parts_y = self._label_parts(y, len(parts_x), X.chunks[0], "y")
         parts_w = self._label_parts(sample_weight, len(parts_x), X.chunks[0], "sample_weight")
@@ -181,20 +196,28 @@ class DaskSource:
         """Classes, their row counts, and the classes with positive weight.
 
         Reads the labels (and weights) of every partition once; for a
-        Parquet column this reads that column only.
+        Parquet column this reads that column only.  With
+        ``on_invalid="skip"`` it reads whole partitions, so that the rows
+        counted are the rows trained on.
         """
         import dask
 
-        parts = getattr(self, "_count_parts", self._parts)
         label = self._label_column
-        results = dask.compute(
-            *[
+        if self.on_invalid == "skip":
+            tasks = [dask.delayed(self._count_valid)(p, *parts) for p, parts in enumerate(self._parts)]
+        else:
+            parts = getattr(self, "_count_parts", self._parts)
+            tasks = [
                 dask.delayed(_count_labels)(self.partition_id(p), y if y is not None else x[label], w)
                 for p, (x, y, w) in enumerate(parts)
             ]
-        )
+        results = dask.compute(*tasks)
         release_free_memory()  # the partitions computed for their labels
         return merge_label_counts(results, allow_empty)
+
+    def _count_valid(self, p, x, y, w):
+        _, y, w, _ = self._checked(self.partition_id(p), x, y, w)
+        return _count_labels(self.partition_id(p), y, w)
 
     @property
     def n_partitions(self):
@@ -232,6 +255,21 @@ class DaskSource:
         except Exception as exc:
             exc.add_note(f"(raised while computing partition {p} of the training data)")
             raise
+        X, y, w, skipped = self._checked(p, x, y, w)
+        if self.encoder is not None:
+            X = self.encoder.encode(X) if self.encoder.reads_strings or not self._frame else X
+            if hasattr(self.encoder, "expand"):
+                X, y, w = self.encoder.expand(X, y, w)  # virtual examples: the partition's variants
+        return Block(partition=p, X=X, y=y, sample_weight=w, n_skipped=skipped)
+
+    def _checked(self, p, x, y, w):
+        """Rows (before any encoding), labels and weights of partition ``p``, and the rows dropped.
+
+        Every check that needs the values happens here: shapes, dtypes,
+        columns, finite features, present labels, finite non-negative
+        weights.  A failed check raises (``on_invalid="raise"``) naming the
+        partition, row and column, or drops the row (``"skip"``).
+        """
         if self._label_column is not None:
             x, y = x.drop(columns=[self._label_column]), x[self._label_column]
         X = self._rows(x, p)
@@ -244,45 +282,73 @@ class DaskSource:
         if w is None:
             w = np.ones(n)
         else:
-            w = np.asarray(w, dtype=np.float64).ravel()
+            try:
+                w = np.asarray(w, dtype=np.float64).ravel()
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"partition {p}: sample_weight is not numeric ({exc}).") from None
             if w.shape[0] != n:
                 raise ValueError(f"partition {p}: X has {n} rows but sample_weight has {w.shape[0]}.")
-            bad = ~np.isfinite(w) | (w < 0)
-            if bad.any():
-                r = int(np.flatnonzero(bad)[0])
-                raise ValueError(
-                    f"partition {p}, row {r}: sample_weight is {float(w[r])!r}; "
-                    "weights must be finite and >= 0."
-                )
-        if self.encoder is not None and hasattr(self.encoder, "expand"):
-            X, y, w = self.encoder.expand(X, y, w)  # virtual examples: the partition's variants
-        return Block(partition=p, X=X, y=y, sample_weight=w)
+        bad = self._bad_rows(X, p) | missing_labels(y) | ~np.isfinite(w) | (w < 0)
+        if not bad.any():
+            return X, y, w, 0
+        if self.on_invalid == "skip":
+            keep = ~bad
+            return X[keep], y[keep], w[keep], int(bad.sum())
+        r = int(np.flatnonzero(bad)[0])
+        where = self._where(p, r)
+        if missing_labels(y[r : r + 1])[0]:
+            raise ValueError(
+                f"{where}: the label is missing ({y[r]}). Drop such rows, or pass on_invalid='skip'."
+            )
+        raise ValueError(
+            f"{where}: sample_weight is {float(w[r])!r}; weights must be finite and >= 0. "
+            "Fix them, or pass on_invalid='skip' to drop such rows."
+        )
+
+    def _where(self, p, r):
+        """``partition p, row r`` with the row's place in the collection when chunk sizes are known."""
+        offset = self._row_offset(p)
+        at = f" (row {offset + r} of the collection)" if offset is not None else ""
+        return f"partition {p}, row {r}{at}"
+
+    def _row_offset(self, p):
+        chunks = getattr(self, "_row_chunks", None)
+        if chunks is None or any(np.isnan(chunks[:p])):
+            return None
+        return int(np.sum(chunks[:p]))
 
     def _rows(self, x, p):
+        """Partition ``p``'s features as numbers: a C-ordered array, CSR rows or (strings) a frame."""
         if self._frame:
             if list(x.columns) != self._columns:
                 missing = [c for c in self._columns if c not in x.columns]
                 extra = [c for c in x.columns if c not in self._columns]
                 raise ValueError(
                     f"partition {p} has columns {list(x.columns)}, expected {self._columns} "
-                    f"(missing {missing}, unexpected {extra})."
+                    f"(missing {missing}, unexpected {extra}): the partitions' schemas differ."
                 )
             if self.encoder is not None and self.encoder.reads_strings:
-                return self.encoder.encode(x)
+                return x
             # Fill a C-ordered array column by column: one copy of the data
             # (DataFrame.to_numpy builds an F-ordered array first).
             values = np.empty((len(x), len(self._columns)), dtype=self.dtype)
             for j, column in enumerate(x.columns):
-                values[:, j] = x[column].to_numpy(dtype=self.dtype)
-            self._check_finite(values, p, list(x.columns))
+                try:
+                    values[:, j] = x[column].to_numpy(dtype=self.dtype, na_value=np.nan)
+                except (TypeError, ValueError) as exc:
+                    raise ValueError(
+                        f"partition {p}, column {column!r}: its values (dtype {x[column].dtype}) are not "
+                        f"numbers ({exc}). Convert or drop the column, or encode it with a feature map."
+                    ) from None
             return values
         if sp.issparse(x):
             X = sp.csr_matrix(x, dtype=x.dtype if x.dtype in (np.float32, np.float64) else np.float64)
             if not X.has_canonical_format:
                 X = X.copy()
                 X.sum_duplicates()
-            self._check_finite(X.data, p, None, X)
-            return X if self.encoder is None else self.encoder.encode(X)
+            if X.shape[1] != self.n_input_features:
+                raise ValueError(f"partition {p} has {X.shape[1]} columns, expected {self.n_input_features}.")
+            return X
         values = np.asarray(x)
         if values.dtype not in (np.float32, np.float64):
             if not (np.issubdtype(values.dtype, np.number) or values.dtype == bool):
@@ -292,28 +358,44 @@ class DaskSource:
             raise ValueError(
                 f"partition {p} has shape {values.shape}, expected (rows, {self.n_input_features})."
             )
-        self._check_finite(values, p, None)
-        if self.encoder is not None:
-            return self.encoder.encode(values)
         return np.ascontiguousarray(values)
 
-    @staticmethod
-    def _check_finite(values, p, columns, csr=None):
+    def _bad_rows(self, X, p):
+        """Rows of ``X`` holding NaN or infinity; raises naming the first with ``on_invalid="raise"``."""
+        if hasattr(X, "columns"):  # strings for an encoding map: it checks what it reads
+            return np.zeros(len(X), dtype=bool)
+        values = X.data if sp.issparse(X) else X
         bad = ~np.isfinite(values)
         if not bad.any():
-            return
+            return np.zeros(X.shape[0], dtype=bool)
+        if sp.issparse(X):
+            rows = np.zeros(X.shape[0], dtype=bool)
+            rows[np.searchsorted(X.indptr, np.flatnonzero(bad), side="right") - 1] = True
+        else:
+            rows = bad.any(axis=1)
+        if self.on_invalid == "skip":
+            return rows
         what = "NaN" if np.isnan(values[bad]).any() else "infinity"
-        if csr is not None:
+        if sp.issparse(X):
             k = int(np.flatnonzero(bad)[0])
-            row = int(np.searchsorted(csr.indptr, k, side="right") - 1)
-            col = f"feature {int(csr.indices[k])}"
+            row = int(np.searchsorted(X.indptr, k, side="right") - 1)
+            col = f"feature {int(X.indices[k])}"
         else:
             row, c = (int(v[0]) for v in np.nonzero(bad))
-            col = f"column {columns[c]!r}" if columns is not None else f"feature {c}"
+            col = f"column {self._columns[c]!r}" if self._frame else f"feature {c}"
         raise ValueError(
-            f"partition {p} contains {what} at row {row} ({col}); {int(bad.sum())} values are not "
-            "finite. Drop or impute them before fitting."
+            f"{self._where(p, row)}, {col}: the value is {what}; {int(rows.sum())} rows of the partition "
+            "hold values that are not finite. Drop or impute them, or pass on_invalid='skip' to drop them."
         )
+
+
+def missing_labels(y):
+    """Labels that are absent: NaN, None or pandas' NA."""
+    if y.dtype.kind == "f":
+        return np.isnan(y)
+    if y.dtype.kind == "O":
+        return np.asarray(pd.isna(y), dtype=bool)
+    return np.zeros(y.shape[0], dtype=bool)
 
 
 def _release_arrow_memory():
@@ -347,8 +429,12 @@ def merge_label_counts(results, allow_empty=False):
 
 def _count_labels(p, y, w):
     y = np.asarray(y).ravel()
-    if y.dtype.kind == "f" and np.isnan(y).any():
-        raise ValueError(f"partition {p}: y contains NaN at row {int(np.flatnonzero(np.isnan(y))[0])}.")
+    missing = missing_labels(y)
+    if missing.any():
+        raise ValueError(
+            f"partition {p}, row {int(np.flatnonzero(missing)[0])}: the label is missing. Drop such rows, "
+            "or pass on_invalid='skip'."
+        )
     labels, counts = np.unique(y, return_counts=True)
     positive = labels if w is None else np.unique(y[np.asarray(w, dtype=np.float64).ravel() > 0])
     return labels, counts, positive
@@ -378,3 +464,16 @@ class RowIds:
                 "Parquet first)."
             )
         return np.arange(offset, offset + n_rows, dtype=np.int64)
+
+    def state(self):
+        """The ids learned so far, as an ``(n, 3)`` array of partition, offset, rows (for checkpoints)."""
+        table = [(p, offset, n) for p, (offset, n) in sorted(self._offsets.items())]
+        return np.array(table, dtype=np.int64).reshape(-1, 3)
+
+    @classmethod
+    def from_state(cls, table):
+        ids = cls()
+        for p, offset, n in np.asarray(table, dtype=np.int64).tolist():
+            ids._offsets[p] = (offset, n)
+            ids.n_rows = max(ids.n_rows, offset + n)
+        return ids

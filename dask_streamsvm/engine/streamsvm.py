@@ -44,7 +44,9 @@ from ..kernels.objective import weighted_loss_sum
 from ..kernels.rng import make_state
 from .cache import AlphaStore, RowCache
 from .certificate import Certificate
+from .checkpoint import plain
 from .reader import Reader
+from .source import RowIds
 
 BETA = 0.9  # eps <- beta * eps after a sweep over a nearly full cache
 NEARLY_FULL = 0.9
@@ -58,6 +60,7 @@ class StreamResult:
     converged: bool
     certificates: list
     history: list
+    interrupted: bool = False  # a KeyboardInterrupt stopped the fit; W is the last certified pass's
 
 
 def solve_streamsvm(
@@ -80,6 +83,7 @@ def solve_streamsvm(
     on_block=None,
     crammer_singer=False,
     feature_map=None,
+    **run_options,
 ):
     """Train ``n_problems`` binary SVMs on ``source`` through a bounded cache.
 
@@ -99,7 +103,8 @@ def solve_streamsvm(
     modify them); a true return value stops the fit at that certified
     state.  ``on_block(pass_k, block, W, fill)`` is called on the trainer
     thread for every block read, with the weights the pass certifies and the
-    fraction of ``cache_bytes`` in use.
+    fraction of ``cache_bytes`` in use.  ``run_options`` (``retries``,
+    ``checkpoints``, ``resume``) go to :func:`run_trainer`.
     """
     return run_trainer(
         source,
@@ -109,17 +114,29 @@ def solve_streamsvm(
             on_pass=on_pass, on_block=on_block, crammer_singer=crammer_singer, feature_map=feature_map,
         ),
         n_problems=n_problems, alpha_store=alpha_store, prefetch=prefetch, max_iter=max_iter,
-        shuffle=shuffle, seed=seed,
+        shuffle=shuffle, seed=seed, **run_options,
     )  # fmt: skip
 
 
-def run_trainer(source, make_trainer, *, n_problems, alpha_store, prefetch, max_iter, shuffle, seed):
+def run_trainer(
+    source, make_trainer, *, n_problems, alpha_store, prefetch, max_iter, shuffle, seed,
+    retries=0, checkpoints=None, resume=None,
+):  # fmt: skip
     """Run ``make_trainer(store)`` against a reader of ``max_iter + 1`` passes; its StreamResult.
 
     The dual store lives in RAM, or with ``alpha_store="disk"`` in a
     temporary directory removed on exit; reader thread and store are closed
-    however the trainer ends.
+    however the trainer ends.  ``retries`` goes to the reader.
+    ``checkpoints`` (:class:`~.checkpoint.Checkpoints`) makes the trainer
+    write its state at pass ends; ``resume``, a loaded checkpoint
+    ``(state, arrays)``, restores the trainer and starts the reader at the
+    pass after it.
+
+    A KeyboardInterrupt stops the reader and, once a pass has been
+    certified, returns that pass's model with ``interrupted=True``; before
+    that it propagates.
     """
+    interrupted = False
     with contextlib.ExitStack() as stack:
         directory = None
         if alpha_store == "disk":
@@ -127,16 +144,31 @@ def run_trainer(source, make_trainer, *, n_problems, alpha_store, prefetch, max_
         store = AlphaStore(n_problems, directory)
         stack.callback(store.close)
         trainer = make_trainer(store)
+        trainer.checkpoints = checkpoints
+        start, row_ids = 0, None
+        if resume is not None:
+            trainer.restore(*resume)
+            start, row_ids = trainer.current + 1, RowIds.from_state(resume[1]["row_ids"])
         reader = stack.enter_context(
-            Reader(source, prefetch=prefetch, max_passes=max_iter + 1, shuffle=shuffle, seed=seed)
-        )
-        trainer.run(reader)
+            Reader(
+                source, prefetch=prefetch, max_passes=max_iter + 1, shuffle=shuffle, seed=seed,
+                start_pass=start, retries=retries, row_ids=row_ids,
+            )
+        )  # fmt: skip
+        try:
+            trainer.run(reader)
+        except KeyboardInterrupt:
+            if trainer.certified is None:
+                raise
+            interrupted = True
+    W, certificates, passes = trainer.certified
     return StreamResult(
-        W=trainer.W_snap if trainer.W_snap is not None else trainer.W,
-        passes=trainer.certified_pass,
-        converged=trainer.converged,
-        certificates=trainer.certificates,
-        history=trainer.history,
+        W=W,
+        passes=passes,
+        converged=trainer.converged and not interrupted,
+        certificates=certificates,
+        history=trainer.history[: trainer.certified_records],
+        interrupted=interrupted,
     )
 
 
@@ -148,8 +180,10 @@ class _PassCertifier:
     its loss under the snapshot; at the pass end the exact primal and dual
     of the snapshot are known.  Expects ``k, W, store, encode, bias,
     squared, crammer_singer, stats, labels, clock_start, reader, on_pass,
-    tol, max_iter, history`` on the instance.  One-vs-rest problems get a
-    certificate each; Crammer-Singer gets one for the joint problem.
+    tol, max_iter, history`` on the instance, and ``ROW_MEMORY``, the name of
+    its :class:`~.cache.RowCache` attribute (saved in checkpoints).
+    One-vs-rest problems get a certificate each; Crammer-Singer gets one
+    for the joint problem.
     """
 
     def _snapshot(self, pass_k, memory):
@@ -183,6 +217,8 @@ class _PassCertifier:
             )
         self.stats["rows"] += block.n_rows
         self.stats["bytes"] += block.nbytes
+        self.stats["rows_skipped"] += block.n_skipped
+        self.stats["read_retries"] += block.retries
         return y_pm, cost
 
     def _certify_pass(self, fields):
@@ -196,6 +232,8 @@ class _PassCertifier:
             "seconds": time.perf_counter() - self.clock_start,
             "rows_read": self.stats["rows"],
             "bytes_read": self.stats["bytes"],
+            "rows_skipped": self.stats["rows_skipped"],
+            "read_retries": self.stats["read_retries"],
             **fields,
             "row_visits": self.stats["visits"],
             "trainer_wait_s": self.stats["wait_data"],
@@ -207,15 +245,64 @@ class _PassCertifier:
             for label, cert in zip(self.labels, self.certificates, strict=True)
         ]
         self.history.extend(records)
+        # One assignment: an interrupt never sees weights of one pass with the certificate of another.
+        self.certified = (self.W_snap, self.certificates, self.current)
+        self.certified_records = len(self.history)
         stop = self.on_pass is not None and bool(self.on_pass(records, self.W_snap))
         if self.current > 0 and max(c.relative_gap for c in self.certificates) <= self.tol:
             self.converged = self.done = True
         elif self.current >= self.max_iter or stop:
             self.done = True
+        if not self.done and self.checkpoints is not None and self.checkpoints.due():
+            self.checkpoints.save(*self.checkpoint_state())
+
+    # -- checkpoints (:mod:`.checkpoint`) -------------------------------------------------
+
+    def checkpoint_state(self):
+        """``(state, arrays)`` of the trainer at a pass end; :meth:`restore` takes them back."""
+        state = {
+            "current": self.current,
+            "seconds": time.perf_counter() - self.clock_start,
+            "certificates": [[c.primal, c.dual] for c in self.certificates],
+            "history": [{k: plain(v) for k, v in r.items()} for r in self.history],
+            "stats": {k: plain(v) for k, v in self.stats.items()},
+            "cache": None,
+        }
+        arrays = {"W": self.W, "W_snap": self.W_snap, "rng_state": self.rng_state}
+        arrays["row_ids"] = self.reader.row_ids.state()
+        arrays.update({f"store.{k}": v for k, v in self.store.state().items()})
+        cache = getattr(self, self.ROW_MEMORY)
+        if cache is not None:
+            state["cache"], cache_arrays = cache.state()
+            arrays.update({f"cache.{k}": v for k, v in cache_arrays.items()})
+        return state, arrays
+
+    def restore(self, state, arrays):
+        """The state :meth:`checkpoint_state` saved (a fresh trainer of the same fit)."""
+        if arrays["W"].shape != self.W.shape:
+            raise ValueError(f"the checkpoint's weights have shape {arrays['W'].shape}, not {self.W.shape}.")
+        self.W[:] = arrays["W"]
+        self.W_snap = arrays["W_snap"].copy()
+        self.rng_state[:] = arrays["rng_state"]
+        self.current = self.certified_pass = int(state["current"])
+        self.clock_start = time.perf_counter() - float(state["seconds"])
+        self.certificates = [Certificate(float(p), float(d)) for p, d in state["certificates"]]
+        self.history = list(state["history"])
+        self.certified = (self.W_snap, self.certificates, self.current)
+        self.certified_records = len(self.history)
+        self.stats.update(state["stats"])
+        self.store.restore({k[6:]: v for k, v in arrays.items() if k.startswith("store.")})
+        if state["cache"] is not None:
+            cache_arrays = {k[6:]: v for k, v in arrays.items() if k.startswith("cache.")}
+            setattr(
+                self, self.ROW_MEMORY, RowCache.from_state(state["cache"], cache_arrays, self.feature_map)
+            )
 
 
 class _Trainer(_PassCertifier):
     """The single writer of cache, alpha and w (see the module docstring)."""
+
+    ROW_MEMORY = "cache"
 
     def __init__(
         self,
@@ -258,7 +345,10 @@ class _Trainer(_PassCertifier):
         self.pending = None  # (block, y, cost, next row) being inserted piecewise
         self.visits_owed = 0
         self.done = False
-        self.stats = dict.fromkeys(("wait_data", "visits", "rows", "bytes"), 0)
+        self.stats = dict.fromkeys(
+            ("wait_data", "visits", "rows", "bytes", "rows_skipped", "read_retries"), 0
+        )
+        self.certified, self.certified_records, self.checkpoints = None, 0, None
 
     def run(self, reader):
         self.reader = reader
@@ -339,6 +429,17 @@ class _Trainer(_PassCertifier):
                 "evictions": cache.evictions if cache is not None else 0,
             }
         )
+
+    def checkpoint_state(self):
+        state, arrays = super().checkpoint_state()
+        state["visits_owed"] = int(self.visits_owed)  # pass ends come with no block half inserted
+        arrays["eps"] = self.eps
+        return state, arrays
+
+    def restore(self, state, arrays):
+        super().restore(state, arrays)
+        self.visits_owed = int(state["visits_owed"])
+        self.eps[:] = arrays["eps"]
 
     # -- training ------------------------------------------------------------------
 

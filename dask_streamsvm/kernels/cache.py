@@ -23,6 +23,7 @@ import numpy as np
 from numba import njit
 
 from .dcd import PG_SKIP, dcd_passes
+from .objective import MAX_DIAG
 from .rng import next_uint64
 
 # meta[0] = n_live, meta[1] = n_free, meta[2] = arena top (sparse), meta[3] = garbage nnz,
@@ -114,7 +115,7 @@ def _set_problem_values(s, r, g, block_y, block_cost, squared, bias, sqnorm, Y, 
             D[c, s] = 0.0
         elif squared:
             U[c, s] = np.inf
-            D[c, s] = 0.5 / cost
+            D[c, s] = min(0.5 / cost, MAX_DIAG)
         else:
             U[c, s] = cost
             D[c, s] = 0.0

@@ -12,6 +12,7 @@ The kernels return sums over rows so that a streamed pass can add up
 partitions; the driver assembles the certificate.
 """
 
+import numpy as np
 from numba import njit
 
 from .rows import n_rows, row_axpy, row_dot
@@ -45,3 +46,16 @@ def decision_values(X, w, bias, out):
     """``out[i] = w . [x_i, b]`` for every row."""
     for i in range(n_rows(X)):
         out[i] = row_dot(X, i, w, bias)
+
+
+# D_ii = 1 / (2 C_i) of the squared hinge, capped: a C_i so small that the quotient overflows
+# (a subnormal weight) gives a huge finite D_ii, so D_ii * alpha_i stays 0 at alpha_i = 0.
+MAX_DIAG = 1e300
+
+
+def half_inverse(cost):
+    """``min(0.5 / cost, MAX_DIAG)`` where ``cost > 0``, else 0: the squared hinge's ``D_ii``."""
+    diag = np.zeros_like(cost)
+    with np.errstate(over="ignore"):
+        np.divide(0.5, cost, out=diag, where=cost > 0.0)
+    return np.minimum(diag, MAX_DIAG, out=diag)

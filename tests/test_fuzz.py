@@ -1,0 +1,329 @@
+"""Property-based fuzzing (Hypothesis) of the LIBSVM reader and of the estimator's input checks.
+
+Every property runs a fixed, derandomized set of examples (``EXAMPLES``), so
+a run is reproducible and quick; ``pytest tests/test_fuzz.py
+--hypothesis-show-statistics`` prints how many each one tried and their
+outcomes.  ``DASK_STREAMSVM_FUZZ_SCALE=20`` runs 20 times as many, from a
+fresh random seed each run.
+
+* The reader gives scikit-learn's rows bit for bit, or, where scikit-learn's
+  reader rejects the text, a ValueError naming the first bad line.
+* A fit either raises a ValueError or TypeError with a message, or gives a
+  finite model whose ``predict`` works: never another exception.
+"""
+
+import io
+import os
+import re
+import warnings
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, event, example, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from sklearn.datasets import load_svmlight_file
+from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
+
+from dask_streamsvm import LinearSVC
+from dask_streamsvm.io import _parse_block, _show, read_libsvm
+from dask_streamsvm.kernels.text import parse_block
+
+EXAMPLES = {
+    "parse_block_mutated": 500,
+    "parse_block_bytes": 500,
+    "read_libsvm": 120,
+    "fit_numpy": 500,
+    "fit_dask_sbm": 100,
+}
+_SCALE = int(os.environ.get("DASK_STREAMSVM_FUZZ_SCALE", "1"))
+
+
+def _settings(name):
+    return settings(
+        max_examples=EXAMPLES[name] * _SCALE,
+        deadline=None,
+        derandomize=_SCALE == 1,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled():
+    """Compile the LIBSVM parser and the solvers once, before any example is timed."""
+    _parse_block(b"1 1:0.5\n", None, np.float64, False, "warm-up")
+    X = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    y = np.array([0, 1, 1, 0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        LinearSVC(max_iter=5, tol=1e-2).fit(X, y)
+        sbm = LinearSVC(max_iter=5, tol=1e-2, solver="sbm")
+        sbm.fit(da.from_array(X, chunks=2), da.from_array(y, chunks=2))
+
+
+# --- LIBSVM text -------------------------------------------------------------------------------------
+
+_NUMBERS = st.one_of(
+    st.integers(-(10**6), 10**6).map(str),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.floats(allow_nan=False, allow_infinity=False).map(lambda v: f"{v:.6g}"),
+    st.floats(-1e6, 1e6).map(lambda v: f"{v:e}"),
+    st.sampled_from(["nan", "-inf", "+1", ".5", "1.", "-0", "1e400", "1e-400", "00012", "1_000", "+.5e+3"]),
+)
+# Bytes that matter to a LIBSVM parser, inserted into valid text.
+# fmt: off
+_PIECES = st.one_of(
+    st.sampled_from([
+        b" ", b"\t", b"\n", b"\r", b"\r\n", b":", b"::", b"#", b"0", b"1", b"9", b"-", b"+", b".", b"e", b"x",
+        b"nan", b"inf", b"qid:", b"qid", b"0:", b"1:", b"_", b"\x00", b"\x0b", b"\x0c", b"\xff", b"1e400",
+        b" 0:1", b" 7:2", b"2147483648:1", b"-1:2", b"99999999999999999999",
+    ]),
+    st.binary(min_size=1, max_size=2),
+)
+# fmt: on
+
+
+@st.composite
+def _libsvm_line(draw, zero_based):
+    label = draw(st.one_of(st.sampled_from(["1", "-1", "+1", "0", "2"]), _NUMBERS))
+    first = 0 if zero_based else 1
+    tokens = [label]
+    if draw(st.integers(0, 9)) == 0:
+        tokens.append(f"qid:{draw(st.integers(0, 9))}")
+    for index in sorted(draw(st.sets(st.integers(first, 9), max_size=4))):
+        tokens.append(f"{index}:{draw(_NUMBERS)}")
+    line = draw(st.sampled_from([" ", "\t", "  ", " \t"])).join(tokens)
+    return line + draw(st.sampled_from(["", "", " ", "\r", " # a comment 1:x", "#", "\t# qid:1"]))
+
+
+@st.composite
+def _mutated_libsvm(draw):
+    """``(text, zero_based)``: valid LIBSVM lines with up to three bytes-level edits."""
+    zero_based = draw(st.booleans())
+    line = st.one_of(_libsvm_line(zero_based), st.sampled_from(["", "# a header", "   "]))
+    text = "\n".join(draw(st.lists(line, max_size=8))) + draw(st.sampled_from(["", "\n"]))
+    data = bytearray(text.encode())
+    for _ in range(draw(st.integers(0, 3))):
+        op = draw(st.sampled_from(["insert", "delete", "replace"]))
+        pos = draw(st.integers(0, len(data)))
+        if op == "insert":
+            data[pos:pos] = draw(_PIECES)
+        elif op == "delete":
+            del data[pos : pos + draw(st.integers(1, 4))]
+        else:
+            data[pos : pos + 1] = draw(_PIECES)
+    return bytes(data), zero_based
+
+
+_N_FEATURES = st.one_of(st.none(), st.integers(1, 10))
+_DTYPES = st.sampled_from([np.float64, np.float32])
+
+
+def _scikit_learn(data, n_features, zero_based, dtype=np.float64):
+    """scikit-learn's ``(X, y)`` of ``data``, or the exception it raises."""
+    try:
+        X, y = load_svmlight_file(io.BytesIO(data), n_features=n_features, dtype=dtype, zero_based=zero_based)
+    except (ValueError, OverflowError) as exc:  # OverflowError: an index past a C int
+        return exc
+    return sp.csr_matrix(X), y
+
+
+def _assert_same_rows(X, y, ref):
+    X_ref, y_ref = ref
+    assert X.shape == X_ref.shape and X.dtype == X_ref.dtype
+    np.testing.assert_array_equal(X.indptr, X_ref.indptr)
+    np.testing.assert_array_equal(X.indices, X_ref.indices)
+    bits = f"u{X.data.itemsize}"
+    np.testing.assert_array_equal(X.data.view(bits), X_ref.data.view(bits))
+    np.testing.assert_array_equal(y.view(np.uint64), y_ref.view(np.uint64))
+
+
+def _named_line(message, where, data):
+    """The line number an error names, after checking its form and the quoted line."""
+    match = re.match(rf"{re.escape(where)}, line (\d+): malformed LIBSVM data: (.+) in line ['\"]", message)
+    assert match, f"the error does not name the line: {message}"
+    number = int(match.group(1))
+    lines = data.split(b"\n")
+    assert 1 <= number <= len(lines), message
+    quoted = _show(lines[number - 1].rstrip(b"\r"))
+    assert f" in line {quoted}" in message, message
+    return number, lines
+
+
+def _check_parse_block(data, n_features, zero_based, dtype):
+    ref = _scikit_learn(data, n_features, zero_based, dtype)
+    try:
+        X, y = _parse_block(data, n_features, dtype, zero_based, "fuzz.svm")
+    except ValueError as exc:
+        assert isinstance(ref, Exception), f"scikit-learn reads {data!r}, we raise {exc}"
+        number, lines = _named_line(str(exc), "fuzz.svm", data)
+        # The named line is the first one scikit-learn's reader rejects.
+        before = b"\n".join(lines[: number - 1])
+        assert not isinstance(_scikit_learn(before, n_features, zero_based), Exception), str(exc)
+        through = before + b"\n" + lines[number - 1]
+        assert isinstance(_scikit_learn(through, n_features, zero_based), Exception), str(exc)
+        event("malformed: line named")
+        return
+    assert not isinstance(ref, Exception), f"scikit-learn raises {ref!r} on {data!r}, we read it"
+    _assert_same_rows(X, y, ref)
+    fast = parse_block(data, n_features, zero_based) is not None
+    event("read by the compiled parser" if fast else "read by scikit-learn's reader")
+
+
+@given(_mutated_libsvm(), _N_FEATURES, _DTYPES)
+@_settings("parse_block_mutated")
+def test_parse_block_on_edited_text_equals_scikit_learn_or_names_the_line(text, n_features, dtype):
+    data, zero_based = text
+    _check_parse_block(data, n_features, zero_based, dtype)
+
+
+@given(
+    st.one_of(st.binary(max_size=80), st.lists(_PIECES, max_size=30).map(b"".join)),
+    _N_FEATURES,
+    st.booleans(),
+)
+@_settings("parse_block_bytes")
+def test_parse_block_on_random_bytes_equals_scikit_learn_or_names_the_line(data, n_features, zero_based):
+    _check_parse_block(data, n_features, zero_based, np.float64)
+
+
+@given(_mutated_libsvm(), _N_FEATURES, st.integers(1, 48))
+@_settings("read_libsvm")
+def test_read_libsvm_in_any_blocks_equals_scikit_learn_or_names_the_file_line(
+    tmp_path_factory, text, n_features, blocksize
+):
+    data, zero_based = text
+    path = tmp_path_factory.getbasetemp() / "fuzz.svm"
+    path.write_bytes(data)
+    ref = _scikit_learn(data, n_features, zero_based)
+    with dask.config.set(scheduler="sync"):
+        try:
+            X, y = read_libsvm(str(path), n_features, blocksize=blocksize, zero_based=zero_based)
+            parts = dask.compute(*X.to_delayed().ravel())
+            (labels,) = dask.compute(y)
+        except ValueError as exc:
+            assert isinstance(ref, Exception), f"scikit-learn reads {data!r}, we raise {exc}"
+            # Blocks are parsed in any order: the named line is a bad one, not always the first.
+            number, lines = _named_line(str(exc), str(path), data)
+            assert isinstance(_scikit_learn(lines[number - 1], n_features, zero_based), Exception), str(exc)
+            event("malformed: line named")
+            return
+    assert not isinstance(ref, Exception), f"scikit-learn raises {ref!r} on {data!r}, we read it"
+    assert all(p.shape[1] == ref[0].shape[1] for p in parts)
+    _assert_same_rows(sp.vstack(parts, format="csr"), labels, ref)
+    event(f"read in {len(parts)} block(s)" if len(parts) < 4 else "read in 4 or more blocks")
+
+
+# --- estimator inputs --------------------------------------------------------------------------------
+
+_VALUES = st.floats(-5, 5)
+# One flaw at a time, so that each check is reached (and fits that should work do).
+_FLAWS = (
+    "none", "none", "none", "none", "nan", "inf", "huge", "tiny", "int", "object", "strings", "1d", "3d",
+    "list", "no rows", "no features", "one class", "nan label", "inf label", "string labels", "three classes",
+    "column y", "y longer", "y shorter", "negative weight", "nan weight", "inf weight", "zero weights",
+    "weights shorter", "weights 2d",
+)  # fmt: skip
+
+
+@st.composite
+def _fit_inputs(draw):
+    """``(X, y, sample_weight)``: small valid inputs, or broken in one of the ways users break them."""
+    flaw = draw(st.sampled_from(_FLAWS))
+    n = 0 if flaw == "no rows" else draw(st.integers(1, 30))
+    d = 0 if flaw == "no features" else draw(st.integers(1, 4))
+    X = draw(hnp.arrays(np.float64, (n, d), elements=_VALUES))
+    classes = {"three classes": [0, 1, 2], "one class": [1], "string labels": ["a", "b"]}.get(flaw, [-1, 1])
+    y = np.array(draw(st.lists(st.sampled_from(classes), min_size=n, max_size=n)))
+    w = draw(st.one_of(st.none(), hnp.arrays(np.float64, (n,), elements=st.floats(0, 3))))
+    if n:
+        spot = (draw(st.integers(0, n - 1)), draw(st.integers(0, max(d - 1, 0))))
+    if flaw in ("nan", "inf", "huge", "tiny") and n and d:
+        X[spot] = {"nan": np.nan, "inf": -np.inf, "huge": 1e300, "tiny": 1e-300}[flaw]
+    elif flaw == "int":
+        X = np.round(X).astype(np.int64)
+    elif flaw in ("object", "strings") and n and d:
+        X = X.astype(object)
+        X[spot] = "a" if flaw == "strings" else "1.5"
+    elif flaw == "1d":
+        X = X[:, 0] if d else X.ravel()
+    elif flaw == "3d":
+        X = X[:, :, None]
+    elif flaw == "list":
+        X = X.tolist()
+    elif flaw in ("nan label", "inf label") and n:
+        y = y.astype(np.float64)
+        y[spot[0]] = np.nan if flaw == "nan label" else np.inf
+    elif flaw == "column y":
+        y = y[:, None]
+    elif flaw == "y longer":
+        y = np.append(y, y[:1] if n else [1])
+    elif flaw == "y shorter":
+        y = y[:-1]
+    elif flaw in ("negative weight", "nan weight", "inf weight") and n:
+        w = np.ones(n)
+        w[spot[0]] = {"negative weight": -1.0, "nan weight": np.nan, "inf weight": np.inf}[flaw]
+    elif flaw == "zero weights":
+        w = np.zeros(n)
+    elif flaw == "weights shorter":
+        w = np.ones(max(n - 1, 0))
+    elif flaw == "weights 2d":
+        w = np.ones((n, 1))
+    return X, y, w
+
+
+def _fit(make_model, X, y, w, X_predict=None):
+    """Fit; returns "error" for a clear ValueError/TypeError, "fit" for a finite model that predicts."""
+    X_predict = X if X_predict is None else X_predict
+    values = np.asarray(X_predict)
+    extreme = values.dtype.kind == "f" and bool(np.any(~(np.abs(values) < 1e100)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", DataConversionWarning)  # y as a column: scikit-learn's warning
+        if extreme:
+            # Sums of 1e300 overflow, inf - inf is NaN: warnings on the way to a clear error (scikit-learn's
+            # finiteness check sums X) or to a model that must still be finite.
+            warnings.filterwarnings("ignore", "(overflow|invalid value) encountered", RuntimeWarning)
+        try:
+            model = make_model().fit(X, y, sample_weight=w)
+        except (ValueError, TypeError) as exc:
+            assert not type(exc).__module__.startswith("numba"), f"numba error: {exc!r}"
+            assert str(exc).strip(), f"{type(exc).__name__} without a message"
+            event(f"raised {type(exc).__name__}: {re.sub(r'[0-9]+', 'N', str(exc))[:70]}")
+            return "error"
+        assert np.isfinite(model.coef_).all() and np.isfinite(model.intercept_).all(), model.coef_
+        shape = np.shape(X_predict)
+        assert model.n_features_in_ == shape[1] >= 1, f"the fit took X of shape {shape}: it has no features"
+        predicted = np.asarray(model.predict(X_predict))
+        assert predicted.shape == (shape[0],)
+        assert set(np.unique(predicted)) <= set(model.classes_)
+    event("fitted")
+    return "fit"
+
+
+@given(_fit_inputs())
+# Found by this test: C * sample_weight underflowing to a subnormal cost overflowed 1 / (2 C_i) (now capped).
+@example((np.zeros((2, 1)), np.array([-1, 1]), np.array([5e-324, 5e-324])))
+@_settings("fit_numpy")
+def test_fit_on_any_small_array_fits_or_raises_a_clear_error(inputs):
+    X, y, w = inputs
+    _fit(lambda: LinearSVC(max_iter=5, tol=1e-2), X, y, w)
+
+
+@given(_fit_inputs(), st.integers(1, 12), st.booleans())
+# Found by this test: a Dask X with no columns fitted an intercept-only model; it now raises, as in memory.
+@example((np.zeros((2, 0)), np.array([-1, 1]), None), 1, False)
+@_settings("fit_dask_sbm")
+def test_sbm_fit_on_any_small_dask_array_fits_or_raises_a_clear_error(inputs, k, whole_rows):
+    X, y, w = inputs
+    X = np.asarray(X)
+    chunks = (k,) + (-1,) * (X.ndim - 1) if whole_rows else k
+    Xd = da.from_array(X, chunks=chunks)
+    yd = da.from_array(y, chunks=k)
+    wd = None if w is None else da.from_array(w, chunks=k)
+    with dask.config.set(scheduler="sync"):
+        _fit(lambda: LinearSVC(max_iter=5, tol=1e-2, solver="sbm"), Xd, yd, wd, X_predict=X)

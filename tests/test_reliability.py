@@ -1,0 +1,458 @@
+"""Bad input, faults, interruption, checkpoints and resume (docs/reliability.md).
+
+Every test injects a fault or a bad value and checks what the user gets: a
+clear error naming where, or a model, never a hang, a stray thread, a
+temporary file or a silently different model.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import traceback
+import warnings
+import zipfile
+
+import dask
+import dask.array as da
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+
+from dask_streamsvm import LinearSVC, read_libsvm
+from dask_streamsvm.engine import checkpoint as ckpt
+
+N_PARTS, PART_ROWS = 10, 40
+
+
+def _data(seed=0, n=N_PARTS * PART_ROWS, d=5):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    y = (X @ rng.randn(d) + 0.3 * rng.randn(n) > 0).astype(np.int64)
+    return X, y
+
+
+def _reader_threads():
+    return [t for t in threading.enumerate() if t.name == "dask-streamsvm-reader" and t.is_alive()]
+
+
+def _stream(**params):
+    base = dict(solver="sbm", cache_bytes=4_000, tol=1e-4, max_iter=30, random_state=0, inner_iter=3)
+    return LinearSVC(**{**base, **params})
+
+
+@pytest.fixture(autouse=True)
+def no_stray_threads():
+    yield
+    deadline = time.time() + 5
+    while _reader_threads() and time.time() < deadline:
+        time.sleep(0.05)
+    assert not _reader_threads(), "a reader thread outlived its fit"
+
+
+# -- bad input ---------------------------------------------------------------------------------
+
+
+def test_nan_and_inf_name_partition_row_and_column_or_are_skipped_and_counted():
+    X, y = _data()
+    bad = X.copy()
+    bad[123, 2] = np.nan
+    bad[301, 0] = -np.inf
+    Xd, yd = da.from_array(bad, chunks=PART_ROWS), da.from_array(y, chunks=PART_ROWS)
+    with pytest.raises(
+        ValueError, match=r"partition 3, row 3 \(row 123 of the collection\), feature 2: the "
+    ):
+        _stream().fit(Xd, yd)
+    model = _stream(on_invalid="skip", tol=1e-6, max_iter=60).fit(Xd, yd)
+    assert model.history_[0]["rows_skipped"] == 2  # the first read
+    assert model.history_[-1]["rows_skipped"] == 2 * len(model.history_)  # every read skips the same rows
+    keep = np.ones(len(y), dtype=bool)
+    keep[[123, 301]] = False
+    clean = LinearSVC(tol=1e-8, random_state=0).fit(X[keep], y[keep])
+    assert abs(model.objective_ - clean.objective_) <= 1e-5 * clean.objective_
+
+
+@pytest.mark.parametrize("kind", ["numpy", "sparse", "pandas"])
+def test_in_memory_skip_is_the_fit_on_the_valid_rows(kind):
+    X, y = _data()
+    bad = X.copy()
+    bad[[5, 77], [1, 3]] = [np.nan, np.inf]
+    w = np.ones(len(y))
+    w[9] = -1.0
+    keep = np.ones(len(y), dtype=bool)
+    keep[[5, 9, 77]] = False
+    convert = {"numpy": np.asarray, "sparse": sp.csr_matrix, "pandas": pd.DataFrame}[kind]
+    with pytest.raises(ValueError):
+        LinearSVC(random_state=0).fit(convert(bad), y, sample_weight=w)
+    model = LinearSVC(on_invalid="skip", random_state=0).fit(convert(bad), y, sample_weight=w)
+    clean = LinearSVC(random_state=0).fit(convert(X[keep]), y[keep])
+    np.testing.assert_array_equal(model.coef_, clean.coef_)
+    assert model.history_[-1]["rows_skipped"] == 3
+
+
+def test_dataframe_partition_errors_name_the_column_and_fix():
+    X, y = _data()
+    frame = pd.DataFrame(X, columns=list("abcde")).assign(label=y, w=1.0)
+    parts = [frame.iloc[i : i + PART_ROWS].copy() for i in range(0, len(frame), PART_ROWS)]
+    parts[4]["c"] = parts[4]["c"].astype(object)
+    parts[4].loc[parts[4].index[7], "c"] = "n/a"  # a string in a numeric column of one partition
+    ddf = dd.from_delayed([dask.delayed(p) for p in parts], meta=frame.iloc[:0], verify_meta=False)
+    with pytest.raises(ValueError, match=r"partition 4, column 'c'.*are not numbers.*Convert or drop"):
+        _stream().fit(ddf.drop(columns="w"), "label")
+    parts = [p.copy() for p in (frame.iloc[i : i + PART_ROWS] for i in range(0, len(frame), PART_ROWS))]
+    parts[6].loc[parts[6].index[3], "label"] = np.nan
+    parts[2].loc[parts[2].index[1], "w"] = -2.0
+    meta = frame.iloc[:0].astype({"label": float})
+    ddf = dd.from_delayed([dask.delayed(p) for p in parts], meta=meta, verify_meta=False)
+    with pytest.raises(ValueError, match=r"partition 6, row 3: the label is missing"):
+        _stream().fit(ddf.drop(columns="w"), "label")
+    model = _stream(on_invalid="skip").fit(ddf.drop(columns="w"), "label")
+    assert model.history_[0]["rows_skipped"] == 1
+    parts[6].loc[parts[6].index[3], "label"] = 1.0
+    ddf = dd.from_delayed([dask.delayed(p) for p in parts], meta=meta, verify_meta=False)
+    features = ddf.drop(columns=["w", "label"])
+    with pytest.raises(ValueError, match=r"partition 2, row 1: sample_weight is -2.0"):
+        _stream().fit(features, ddf["label"], sample_weight=ddf["w"])
+    model = _stream(on_invalid="skip").fit(features, ddf["label"], sample_weight=ddf["w"])
+    assert model.history_[0]["rows_skipped"] == 1
+
+
+def test_labels_outside_classes_and_empty_inputs_are_named():
+    X, y = _data()
+    model = LinearSVC(random_state=0).partial_fit(X[:50], y[:50], classes=[0, 1])
+    with pytest.raises(ValueError, match=r"label 7, which is not among the classes \[0, 1\]"):
+        model.partial_fit(X[:5], np.full(5, 7))
+    with pytest.raises(ValueError, match="no rows"):
+        _stream().fit(da.zeros((0, 3), chunks=10), da.zeros(0, chunks=10))
+    with pytest.raises(ValueError, match="0 sample"):
+        LinearSVC().fit(np.zeros((0, 3)), np.zeros(0))
+
+
+def test_read_libsvm_malformed_line_is_named_by_file_and_line(tmp_path):
+    path = tmp_path / "bad.svm"
+    path.write_text("1 1:0.5 2:1\n-1 2:0.25\n+1 1:x 3:2\n")
+    with pytest.raises(ValueError, match=r"bad.svm.*line 3.*malformed LIBSVM data"):
+        _stream().fit(*read_libsvm(str(path)))
+
+
+# -- faults ------------------------------------------------------------------------------------
+
+
+class Boom(RuntimeError):
+    pass
+
+
+def _failing_collection(fail, X, y):
+    """``X`` as a Dask Array whose partitions are computed by ``fail(i, rows)``."""
+    parts = [
+        da.from_delayed(
+            dask.delayed(fail)(i, X[i * PART_ROWS : (i + 1) * PART_ROWS]), (PART_ROWS, X.shape[1]), X.dtype
+        )
+        for i in range(N_PARTS)
+    ]
+    return da.concatenate(parts), da.from_array(y, chunks=PART_ROWS)
+
+
+def explode_on_five(i, rows):
+    if i == 5:
+        raise Boom(f"partition {i} cannot be read")
+    return rows
+
+
+@pytest.mark.parametrize("solver", ["streamsvm", "sbm"])
+def test_a_reader_that_raises_on_partition_5_of_10_stops_the_fit(solver, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the disk alpha store's directory
+    X, y = _data()
+    Xd, yd = _failing_collection(explode_on_five, X, y)
+    start = time.perf_counter()
+    with pytest.raises(Boom, match="partition 5 cannot be read") as info:
+        _stream(solver=solver, alpha_store="disk", shuffle=False).fit(Xd, yd)
+    assert time.perf_counter() - start < 30  # stopped, not hung
+    frames = [f.name for f in traceback.extract_tb(info.value.__traceback__)]
+    assert "explode_on_five" in frames  # the original traceback, down to the failing function
+    assert any("partition 5" in note for note in getattr(info.value, "__notes__", []))
+    assert not _reader_threads()
+    assert not list(tmp_path.iterdir())  # the alpha store's files are gone
+
+
+def test_transient_io_errors_are_retried_then_counted():
+    X, y = _data()
+    failures = {}
+
+    def flaky(i, rows):
+        if i in (2, 7) and failures.get(i, 0) < 2:
+            failures[i] = failures.get(i, 0) + 1
+            raise OSError(5, f"I/O error reading partition {i}")
+        return rows
+
+    reference = _stream().fit(*_failing_collection(lambda i, rows: rows, X, y))
+    model = _stream(retries=2).fit(*_failing_collection(flaky, X, y))
+    np.testing.assert_array_equal(model.coef_, reference.coef_)
+    assert model.history_[0]["read_retries"] == 4
+    failures.clear()
+    with pytest.raises(OSError, match="I/O error reading partition 2") as info:
+        _stream(retries=1, shuffle=False).fit(*_failing_collection(flaky, X, y))
+    assert any("failed 2 reads; retries=1" in note for note in info.value.__notes__)
+
+
+def test_a_file_deleted_mid_fit_stops_it_with_the_files_name(tmp_path):
+    X, y = _data()
+    for i in range(N_PARTS):
+        rows = slice(i * PART_ROWS, (i + 1) * PART_ROWS)
+        lines = [
+            f"{2 * t - 1} " + " ".join(f"{j + 1}:{v:.6g}" for j, v in enumerate(x))
+            for x, t in zip(X[rows], y[rows], strict=True)
+        ]
+        (tmp_path / f"part-{i:02d}.svm").write_text("\n".join(lines) + "\n")
+    victim = tmp_path / "part-06.svm"
+
+    def delete_after_first_pass(record):
+        if record["pass"] == 0:
+            victim.unlink()
+
+    Xd, yd = read_libsvm(str(tmp_path / "part-*.svm"), n_features=5)
+    start = time.perf_counter()
+    with pytest.raises(FileNotFoundError, match="part-06.svm"):
+        _stream(callbacks=[delete_after_first_pass], max_iter=50, tol=1e-9).fit(Xd, yd)
+    assert time.perf_counter() - start < 30
+
+
+# -- interruption ------------------------------------------------------------------------------
+
+
+def _ctrl_c_after(seconds):
+    """Ctrl-C, as the terminal sends it, from a timer thread."""
+    timer = threading.Timer(seconds, os.kill, args=(os.getpid(), signal.SIGINT))
+    timer.start()
+    return timer
+
+
+def slow(i, rows):
+    time.sleep(0.02)
+    return rows
+
+
+@pytest.mark.parametrize("solver", ["streamsvm", "sbm"])
+def test_ctrl_c_from_a_timer_thread_leaves_the_last_certified_model(solver):
+    X, y = _data()
+    Xd, yd = _failing_collection(slow, X, y)
+    sent = {}
+
+    def interrupt_at_pass_2(record):
+        if record["pass"] == 2 and not sent:
+            sent["at"] = time.perf_counter()
+            sent["timer"] = _ctrl_c_after(0.05)
+
+    model = _stream(solver=solver, tol=1e-12, max_iter=200, callbacks=[interrupt_at_pass_2])
+    with pytest.warns(UserWarning, match=r"interrupted \(KeyboardInterrupt\).*certified after pass"):
+        model.fit(Xd, yd)
+    assert time.perf_counter() - sent["at"] < 5  # within a second or so of the signal
+    assert model.n_iter_ >= 2
+    assert len(model.history_) == model.n_iter_ + 1  # records of the certified passes only
+    assert model.history_[-1]["gap"] == pytest.approx(model.duality_gap_)
+    assert np.isfinite(model.coef_).all() and model.score(X, y) > 0.8
+    assert not _reader_threads()
+
+
+def test_ctrl_c_in_memory_returns_the_certified_current_model():
+    X, y = _data(n=3000, d=20)
+
+    def interrupt(record):
+        if record["pass"] == 3:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)  # the handler raises at the next bytecode
+
+    with pytest.warns(UserWarning, match="interrupted"):
+        model = LinearSVC(loss="hinge", C=100, tol=1e-12, max_iter=10_000, callbacks=[interrupt]).fit(X, y)
+    assert model.n_iter_ == 3
+    assert 0 <= model.duality_gap_ < np.inf and model.score(X, y) > 0.8
+
+
+def test_ctrl_c_before_any_certified_pass_propagates():
+    X, y = _data()
+    Xd, yd = _failing_collection(slow, X, y)
+    timer = _ctrl_c_after(0.05)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _stream(solver="streamsvm").fit(Xd, yd)
+    finally:
+        timer.cancel()
+    assert not _reader_threads()
+
+
+# -- checkpoints -------------------------------------------------------------------------------
+
+CASES = {
+    "streamsvm": dict(solver="streamsvm"),
+    "sbm": dict(solver="sbm"),
+    "bm": dict(solver="bm", cache_bytes=8_000),
+    "crammer_singer": dict(solver="sbm", multi_class="crammer_singer"),
+    "ovr-disk-probability": dict(solver="streamsvm", alpha_store="disk", probability=True),
+}
+
+
+def _three_class(X, y):
+    return np.where(X[:, 1] > 0.5, 2, y)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_resume_reaches_the_model_of_an_uninterrupted_fit_bit_for_bit(case, tmp_path):
+    X, y = _data()
+    if case in ("crammer_singer", "ovr-disk-probability"):
+        y = _three_class(X, y)
+    reads = []
+
+    def counted(i, rows):
+        reads.append(i)
+        return rows
+
+    Xd, yd = _failing_collection(counted, X, y)
+    params = dict(CASES[case], tol=1e-5, max_iter=12)
+
+    def stop_at_3(record):
+        return record["pass"] == 3
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # where 12 passes do not reach tol
+        reference = _stream(**params).fit(Xd, yd)
+        reference_reads = len(reads)
+        _stream(**params, checkpoint_dir=tmp_path, callbacks=[stop_at_3]).fit(Xd, yd)
+        reads.clear()
+        with zipfile.ZipFile(tmp_path / ckpt.FILE) as archive:
+            assert json.loads(archive.read("model.json"))["state"]["current"] == 2  # stopped at 3: not saved
+        resumed = _stream(**params, checkpoint_dir=tmp_path).fit(Xd, yd, resume=True)
+    assert reference.n_iter_ >= 4
+    # It went on from pass 3 (the checkpoint of pass 2): passes 0-2 were not read again
+    # (the counts differ by the few partitions the reader computes ahead).
+    assert len(reads) <= reference_reads - 2 * N_PARTS
+    np.testing.assert_array_equal(resumed.coef_, reference.coef_)
+    np.testing.assert_array_equal(resumed.intercept_, reference.intercept_)
+    assert resumed.n_iter_ == reference.n_iter_
+    assert np.array_equal(resumed.objective_, reference.objective_)
+    assert [r["primal"] for r in resumed.history_] == [r["primal"] for r in reference.history_]
+    if reference.probability:
+        np.testing.assert_array_equal(resumed.probA_, reference.probA_)
+
+
+def test_resume_without_a_checkpoint_starts_over_and_checks_what_it_resumes(tmp_path):
+    X, y = _data()
+    Xd, yd = da.from_array(X, chunks=PART_ROWS), da.from_array(y, chunks=PART_ROWS)
+    fresh = _stream(checkpoint_dir=tmp_path / "new").fit(Xd, yd, resume=True)
+    np.testing.assert_array_equal(fresh.coef_, _stream().fit(Xd, yd).coef_)
+    with pytest.raises(ValueError, match=r"other data or parameters \(C: 1.0 then, 2.0 now\)"):
+        _stream(C=2.0, checkpoint_dir=tmp_path / "new").fit(Xd, yd, resume=True)
+    with pytest.raises(ValueError, match="n_partitions: 10 then, 5 now"):
+        _stream(checkpoint_dir=tmp_path / "new").fit(Xd.rechunk(80), yd.rechunk(80), resume=True)
+    with pytest.raises(ValueError, match="resume=True needs checkpoint_dir"):
+        _stream().fit(Xd, yd, resume=True)
+    with pytest.raises(ValueError, match="apply to the streaming solvers"):
+        LinearSVC(checkpoint_dir=tmp_path).fit(X, y)
+    with pytest.raises(ValueError, match="partial_fit writes no checkpoints"):
+        LinearSVC(checkpoint_dir=tmp_path).partial_fit(X, y, classes=[0, 1])
+
+
+def test_a_crash_while_writing_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
+    X, y = _data()
+    Xd, yd = da.from_array(X, chunks=PART_ROWS), da.from_array(y, chunks=PART_ROWS)
+    writes = {"n": 0}
+    original = np.lib.format.write_array
+
+    def crash_on_second_checkpoint(fp, array, *args, **kwargs):
+        if array.shape == (1,) and array.dtype == np.uint64:  # rng_state, mid-way through a checkpoint
+            writes["n"] += 1
+            if writes["n"] == 2:
+                raise OSError(28, "No space left on device")
+        return original(fp, array, *args, **kwargs)
+
+    monkeypatch.setattr(np.lib.format, "write_array", crash_on_second_checkpoint)
+    with pytest.raises(OSError, match="No space left"):
+        _stream(checkpoint_dir=tmp_path).fit(Xd, yd)
+    monkeypatch.undo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [ckpt.FILE]  # no half-written file beside it
+    resumed = _stream(checkpoint_dir=tmp_path).fit(Xd, yd, resume=True)
+    np.testing.assert_array_equal(resumed.coef_, _stream().fit(Xd, yd).coef_)
+
+
+def test_checkpoint_every_writes_at_most_that_often(tmp_path):
+    X, y = _data()
+    Xd, yd = da.from_array(X, chunks=PART_ROWS), da.from_array(y, chunks=PART_ROWS)
+    _stream(checkpoint_dir=tmp_path, checkpoint_every=3600).fit(Xd, yd)
+    with zipfile.ZipFile(tmp_path / ckpt.FILE) as archive:
+        assert json.loads(archive.read("model.json"))["state"]["current"] == 0  # the first pass only
+
+
+_KILLED_FIT = textwrap.dedent(
+    """
+    import sys, time
+    import dask.array as da
+    import numpy as np
+    from dask_streamsvm import LinearSVC
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(2000, 8)
+    y = (X @ rng.randn(8) + 0.3 * rng.randn(2000) > 0).astype(int)
+
+    def report(record):
+        print(record["pass"], flush=True)
+        time.sleep(0.3)  # slow passes: the parent kills this process in the middle of one
+
+    model = LinearSVC(solver="sbm", cache_bytes=20_000, tol=1e-6, max_iter=60, random_state=0,
+                      checkpoint_dir=sys.argv[1], callbacks=[report] if sys.argv[2] == "slow" else None)
+    model.fit(da.from_array(X, chunks=200), da.from_array(y, chunks=200), resume=sys.argv[2] == "resume")
+    np.save(sys.argv[3], np.hstack([model.coef_.ravel(), model.intercept_, [model.n_iter_]]))
+    """
+)
+
+
+def test_sigkill_mid_fit_loses_at_most_one_pass_and_resume_matches(tmp_path):
+    script = tmp_path / "fit.py"
+    script.write_text(_KILLED_FIT)
+    run = [sys.executable, str(script)]
+    killed = subprocess.Popen([*run, str(tmp_path / "ck"), "slow", str(tmp_path / "x.npy")],
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    printed = -1
+    for line in killed.stdout:
+        printed = int(line)
+        if printed == 4:
+            time.sleep(0.15)  # in the middle of pass 5's read
+            killed.send_signal(signal.SIGKILL)
+            break
+    killed.stdout.close()
+    killed.wait(60)
+    assert killed.returncode == -signal.SIGKILL
+    with zipfile.ZipFile(tmp_path / "ck" / ckpt.FILE) as archive:
+        saved = json.loads(archive.read("model.json"))["state"]["current"]
+    assert saved >= printed - 1  # at most the pass in progress is lost
+    subprocess.run(
+        [*run, str(tmp_path / "ck"), "resume", str(tmp_path / "resumed.npy")], check=True, timeout=120
+    )
+    subprocess.run(
+        [*run, str(tmp_path / "fresh"), "plain", str(tmp_path / "plain.npy")], check=True, timeout=120
+    )
+    np.testing.assert_array_equal(np.load(tmp_path / "resumed.npy"), np.load(tmp_path / "plain.npy"))
+
+
+def test_interrupt_then_resume_from_the_last_checkpoint(tmp_path):
+    X, y = _data()
+    Xd, yd = _failing_collection(slow, X, y)
+    params = dict(tol=1e-5, max_iter=30, checkpoint_dir=tmp_path)
+
+    def interrupt_at_pass_3(record):
+        if record["pass"] == 3:
+            _ctrl_c_after(0.02)
+
+    with pytest.warns(UserWarning, match="resume=True"):
+        _stream(**params, callbacks=[interrupt_at_pass_3]).fit(Xd, yd)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        resumed = _stream(**params).fit(Xd, yd, resume=True)
+        reference = _stream(tol=1e-5, max_iter=30).fit(Xd, yd)
+    np.testing.assert_array_equal(resumed.coef_, reference.coef_)
