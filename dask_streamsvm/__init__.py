@@ -11,6 +11,7 @@ from .features import (
 )
 from .io import read_libsvm
 from .linear import LinearSVC
+from .onepass import OnePassSVC
 
 
 def load(path):
@@ -30,6 +31,7 @@ __all__ = [
     "HashingMap",
     "LinearSVC",
     "MapOf",
+    "OnePassSVC",
     "PolynomialMap",
     "SpectrumMap",
     "VirtualExamples",

@@ -71,3 +71,29 @@ def reference_dual(X, y, diag, alpha, bias):
     Xb = np.hstack([np.asarray(X, dtype=np.float64), np.full((X.shape[0], 1), bias)])
     w = Xb.T @ (alpha * y)
     return alpha.sum() - 0.5 * w @ w - 0.5 * diag @ alpha**2
+
+
+def meb_points(X, signs, C, bias=1.0):
+    """The one-pass SVM's ball: rows ``[y x~ ; C^(-1/2) e_n]`` with ``x~ = [x, bias]`` at unit norm."""
+    Xb = np.hstack([np.asarray(X, dtype=np.float64), np.full((X.shape[0], 1), bias)])
+    Xb /= np.linalg.norm(Xb, axis=1, keepdims=True)
+    return np.hstack([np.asarray(signs, dtype=np.float64)[:, None] * Xb, np.eye(X.shape[0]) / np.sqrt(C)])
+
+
+def exact_enclosing_ball(points):
+    """``(centre, radius)`` of the minimum ball enclosing ``points`` (rows of equal norm).
+
+    The dual QP ``min a'Ka`` over the simplex (the linear term of the MEB
+    dual is constant when the norms are equal), solved by SLSQP.
+    """
+    from scipy.optimize import minimize
+
+    K = points @ points.T
+    n = K.shape[0]
+    res = minimize(
+        lambda a: a @ K @ a, np.full(n, 1.0 / n), jac=lambda a: 2 * K @ a, bounds=[(0, None)] * n,
+        constraints=[{"type": "eq", "fun": lambda a: a.sum() - 1.0, "jac": lambda a: np.ones(n)}],
+        method="SLSQP", options={"maxiter": 1000, "ftol": 1e-15},
+    )  # fmt: skip
+    centre = res.x @ points
+    return centre, float(np.sqrt(np.max(np.sum((points - centre) ** 2, axis=1))))

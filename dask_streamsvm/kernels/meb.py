@@ -1,0 +1,245 @@
+"""The one-pass SVM as a streaming minimum enclosing ball (Rai, Daume III & Venkatasubramanian 2009).
+
+The L2-SVM without bias, ``min ||w||^2 + C sum_i xi_i^2`` s.t.
+``y_i w . x_i >= 1 - xi_i``, is the minimum enclosing ball (MEB) of the
+points ``p_i = [y_i x_i ; C^(-1/2) e_i]`` when every ``||x_i||`` is the same
+(Tsang et al. 2005).  The ball's centre ``c = sum_i beta_i p_i`` is kept as
+``w = sum_i beta_i y_i x_i`` and ``xi2 = ||slack part of c||^2 = sum_i
+beta_i^2 / C``: a new point's slack axis ``e_n`` is orthogonal to the
+centre, so its distance is ``d^2 = ||w - y x||^2 + xi2 + 1/C``.
+
+Algorithm 1 (lookahead 1, Zarrabi-Zadeh & Chan's streaming MEB): a point
+with ``d >= R`` moves the centre by ``s = (1 - R/d) / 2`` towards it and
+sets ``R <- (R + d) / 2``, the smallest ball holding the old ball and the
+point; then ``xi2 <- (1 - s)^2 xi2 + s^2 / C``.  The paper prints the start
+as ``xi2 = 1`` and the update's last term as ``s^2``: both are ``1/C``
+times those, which is what the slack coordinate ``C^(-1/2) e_n`` gives (the
+same for ``C = 1``); we use the derived form.
+
+Algorithm 2 (lookahead L): points with ``d >= R`` wait in a buffer; when it
+holds L, the ball is replaced by the minimum ball enclosing the old ball
+and the L points (:func:`enclose`, a second-order cone program solved to a
+stated precision), the "QP of size L" of the paper.
+
+Rows are read through :mod:`.rows` (dense or CSR) and scaled by
+``inv_norm`` on the fly (the normalisation the equivalence needs).  ``w``
+is held as ``a * v`` so that Algorithm 1's update costs the row's nonzeros,
+not the dimension: ``w <- (1 - s) w + s y x`` is ``a <- (1 - s) a`` and
+``v <- v + (s y / a) x``; ``v`` is rescaled when ``a`` becomes tiny.
+"""
+
+import numpy as np
+from numba import njit
+
+from .rows import row_axpy, row_dot
+
+# Relative duality gap to which `enclose` solves the small ball problem.
+ENCLOSE_TOL = 1e-10
+_RESCALE = 1e-100  # fold a into v below this
+
+
+@njit(cache=True, nogil=True)
+def meb_block(X, signs, order, inv_norm, sqnorm, bias, inv_C, lookahead, V, A, WSQ, R, XI2, M, started,
+              buf, buf_y, n_buf):  # fmt: skip
+    """Feed the rows ``order`` of ``X`` to the balls of every problem, in order.
+
+    ``signs[c, i]`` is row i's label (+1/-1) in problem c (0: not in it);
+    ``inv_norm[i]`` scales row i (with its bias feature) and ``sqnorm[i]``
+    is its squared norm after scaling.  Per problem c: ``w = A[c] * V[c]``,
+    ``WSQ[c] = ||w||^2``, radius ``R[c]``, slack norm ``XI2[c]``, core
+    vectors ``M[c]``, and with ``lookahead > 1`` the buffer ``buf[c, :n_buf[c]]``
+    (dense scaled rows, bias last) with labels ``buf_y``.
+    """
+    k = V.shape[0]
+    for t in range(order.shape[0]):
+        i = order[t]
+        for c in range(k):
+            y = signs[c, i]
+            if y == 0.0:
+                continue
+            if not started[c]:  # the first point is the ball: centre p_1, radius 0
+                V[c, :] = 0.0
+                row_axpy(X, i, y * inv_norm[i], V[c], bias)
+                A[c] = 1.0
+                WSQ[c] = sqnorm[i]
+                R[c] = 0.0
+                XI2[c] = inv_C
+                M[c] = 1
+                started[c] = True
+                continue
+            wx = A[c] * row_dot(X, i, V[c], bias) * inv_norm[i]
+            d2 = WSQ[c] - 2.0 * y * wx + sqnorm[i] + XI2[c] + inv_C
+            d = np.sqrt(max(d2, 0.0))
+            if d < R[c]:
+                continue  # inside the ball: the point is dropped
+            if lookahead == 1:
+                s = 0.5 * (1.0 - R[c] / d)
+                if A[c] < _RESCALE:
+                    V[c, :] *= A[c]
+                    A[c] = 1.0
+                A[c] *= 1.0 - s
+                row_axpy(X, i, s * y * inv_norm[i] / A[c], V[c], bias)
+                WSQ[c] = (1.0 - s) ** 2 * WSQ[c] + 2.0 * s * (1.0 - s) * y * wx + s * s * sqnorm[i]
+                R[c] += 0.5 * (d - R[c])
+                XI2[c] = (1.0 - s) ** 2 * XI2[c] + s * s * inv_C
+                M[c] += 1
+            else:
+                j = n_buf[c]
+                buf[c, j, :] = 0.0
+                row_axpy(X, i, inv_norm[i], buf[c, j], bias)
+                buf_y[c, j] = y
+                n_buf[c] = j + 1
+                if n_buf[c] == lookahead:
+                    flush(c, inv_C, V, A, WSQ, R, XI2, M, buf, buf_y, n_buf)
+
+
+@njit(cache=True, nogil=True)
+def flush(c, inv_C, V, A, WSQ, R, XI2, M, buf, buf_y, n_buf):
+    """Algorithm 2, line 7: the ball enclosing problem c's ball and its buffered points."""
+    n = n_buf[c]
+    if n == 0:
+        return
+    G = np.empty((n + 1, n + 1))
+    G[0, 0] = WSQ[c] + XI2[c]
+    for j in range(n):
+        G[0, j + 1] = G[j + 1, 0] = buf_y[c, j] * A[c] * np.dot(V[c], buf[c, j])
+        for m in range(j, n):
+            g = buf_y[c, j] * buf_y[c, m] * np.dot(buf[c, j], buf[c, m])
+            if m == j:
+                g += inv_C
+            G[j + 1, m + 1] = G[m + 1, j + 1] = g
+    radii = np.zeros(n + 1)
+    radii[0] = R[c]
+    lam, r = enclose(G, radii)
+    # w' = lam_0 w + sum_j lam_j y_j x_j; the slack axes of the old centre and of the points are orthogonal.
+    V[c, :] *= A[c] * lam[0]
+    A[c] = 1.0
+    xi2 = lam[0] * lam[0] * XI2[c]
+    for j in range(n):
+        V[c, :] += lam[j + 1] * buf_y[c, j] * buf[c, j]
+        xi2 += lam[j + 1] * lam[j + 1] * inv_C
+    WSQ[c] = np.dot(V[c], V[c])
+    XI2[c] = xi2
+    R[c] = r
+    M[c] += n
+    n_buf[c] = 0
+
+
+@njit(cache=True, nogil=True)
+def enclose(G, radii):
+    """The minimum ball enclosing balls ``B(q_i, radii[i])`` given by the Gram matrix ``G`` of the q_i.
+
+    Returns ``(lam, r)``: the centre ``sum_i lam_i q_i`` (``sum lam = 1``) and
+    the radius.  The centres are embedded isometrically in ``R^m`` (``m`` the
+    rank of their differences), and ``min r s.t. ||z - q_i|| + radii[i] <= r``,
+    a second-order cone program in ``m + 1`` variables, is solved by a
+    log-barrier interior-point method to a duality gap of ``ENCLOSE_TOL * r``.
+    """
+    n = G.shape[0]
+    lam = np.zeros(n)
+    lam[0] = 1.0
+    if n == 1:
+        return lam, radii[0]
+    # Differences u_j = q_j - q_0: their Gram matrix and an orthonormal embedding.
+    H = np.empty((n - 1, n - 1))
+    for i in range(n - 1):
+        for j in range(n - 1):
+            H[i, j] = G[i + 1, j + 1] - G[i + 1, 0] - G[0, j + 1] + G[0, 0]
+    e, U = np.linalg.eigh(H)
+    top = max(e.max(), 0.0)
+    keep = np.flatnonzero(e > 1e-12 * top) if top > 0.0 else np.empty(0, dtype=np.int64)
+    m = keep.shape[0]
+    P = np.zeros((n, m))  # coordinates of q_i (q_0 at the origin)
+    for a in range(m):
+        root = np.sqrt(e[keep[a]])
+        for j in range(n - 1):
+            P[j + 1, a] = U[j, keep[a]] * root
+    z, r = _min_enclosing_balls(P, radii)
+    # Back to coefficients: u_j has coordinates P[j+1], so mu = U_keep diag(1/sqrt(e)) z.
+    for j in range(n - 1):
+        mu = 0.0
+        for a in range(m):
+            mu += U[j, keep[a]] * z[a] / np.sqrt(e[keep[a]])
+        lam[j + 1] = mu
+    lam[0] = 1.0 - lam[1:].sum()
+    return lam, r
+
+
+@njit(cache=True, nogil=True)
+def _phi(P, radii, z, r, out):
+    """``(r - radii_i)^2 - ||z - P_i||^2`` into ``out``; False if a point leaves the cone's interior."""
+    for i in range(P.shape[0]):
+        s = r - radii[i]
+        if s <= 0.0:
+            return False
+        d2 = 0.0
+        for a in range(P.shape[1]):
+            d2 += (z[a] - P[i, a]) ** 2
+        out[i] = s * s - d2
+        if out[i] <= 0.0:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _min_enclosing_balls(P, radii):
+    """``argmin r s.t. ||z - P_i|| + radii_i <= r``: barrier method (Boyd & Vandenberghe 11.3)."""
+    n, m = P.shape
+    z = np.zeros(m)
+    for i in range(n):
+        z += P[i] / n
+    r = 0.0
+    for i in range(n):
+        r = max(r, np.sqrt(((z - P[i]) ** 2).sum()) + radii[i])
+    if m == 0:
+        return z, r
+    r = 1.01 * r + 1e-12
+    scale = max(r, 1e-300)
+    phi = np.empty(n)
+    trial = np.empty(n)
+    t = 2.0 * n / scale  # barrier weight; the gap of the central point is 2n / t (each cone counts 2)
+    grad = np.empty(m + 1)
+    hess = np.empty((m + 1, m + 1))
+    dphi = np.empty(m + 1)
+    for _ in range(60):  # outer: t grows by 10 each time
+        for _ in range(100):  # Newton on t r - sum log phi_i
+            _phi(P, radii, z, r, phi)
+            grad[:] = 0.0
+            grad[m] = t
+            hess[:, :] = 0.0
+            for i in range(n):
+                for a in range(m):
+                    dphi[a] = -2.0 * (z[a] - P[i, a])
+                dphi[m] = 2.0 * (r - radii[i])
+                for a in range(m + 1):
+                    grad[a] -= dphi[a] / phi[i]
+                    for b in range(m + 1):
+                        hess[a, b] += dphi[a] * dphi[b] / (phi[i] * phi[i])
+                for a in range(m):
+                    hess[a, a] += 2.0 / phi[i]
+                hess[m, m] -= 2.0 / phi[i]
+            step = -np.linalg.solve(hess, grad)
+            decrement = -np.dot(grad, step)
+            if decrement <= 1e-14:
+                break
+            f0 = t * r - np.log(phi).sum()
+            h = 1.0
+            while h > 1e-20:
+                z_new = z + h * step[:m]
+                r_new = r + h * step[m]
+                if _phi(P, radii, z_new, r_new, trial):
+                    if t * r_new - np.log(trial).sum() <= f0 - 0.25 * h * decrement:
+                        break
+                h *= 0.5
+            if h <= 1e-20:
+                break
+            z = z_new
+            r = r_new
+        if 2.0 * n / t <= ENCLOSE_TOL * r:
+            break
+        t *= 10.0
+    # The exact radius of the ball centred at z (the barrier keeps r slightly above it).
+    r = 0.0
+    for i in range(n):
+        r = max(r, np.sqrt(((z - P[i]) ** 2).sum()) + radii[i])
+    return z, r

@@ -1,0 +1,212 @@
+"""OnePassSVC against a pure-NumPy streaming minimum enclosing ball in the explicit augmented space."""
+
+import dask
+import dask.array as da
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import minimize
+
+from dask_streamsvm import OnePassSVC
+from dask_streamsvm.kernels.meb import enclose
+
+from ._reference import exact_enclosing_ball, meb_points
+
+
+def _data(n=80, d=5, seed=0, scale=1.0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d) * scale
+    y = (X @ rng.randn(d) + 0.5 * rng.randn(n) > 0).astype(np.int64)
+    return X, y
+
+
+def _points(X, y, C):
+    return meb_points(X, np.where(y == 1, 1.0, -1.0), C)
+
+
+def _reference(points, lookahead):
+    """Algorithms 1 and 2 with the centre kept explicitly; yields (centre, R, M) after every point."""
+    c, R, M = points[0].copy(), 0.0, 1
+    buffer = []
+    yield c, R, M
+    for p in points[1:]:
+        d = np.linalg.norm(p - c)
+        if d >= R:
+            if lookahead == 1:
+                c = c + 0.5 * (1 - R / d) * (p - c)
+                R, M = R + 0.5 * (d - R), M + 1
+            else:
+                buffer.append(p)
+                if len(buffer) == lookahead:
+                    (c, R), M, buffer = _enclose_reference(c, R, buffer), M + len(buffer), []
+        yield c, R, M
+    if buffer:
+        (c, R), M = _enclose_reference(c, R, buffer), M + len(buffer)
+        yield c, R, M
+
+
+def _enclose_reference(c, R, buffer):
+    Q = np.vstack([c, *buffer])
+    radii = np.zeros(len(Q))
+    radii[0] = R
+    lam, r = enclose(Q @ Q.T, radii)
+    return lam @ Q, r
+
+
+def _state(model):
+    balls = model._balls
+    return balls.A[0] * balls.V[0], balls.R[0], balls.XI2[0], balls.M[0]
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+def test_algorithm_1_matches_the_explicit_ball_step_by_step(layout):
+    X, y = _data()
+    X[X < -0.5] = 0.0  # some zeros, for the sparse rows
+    C = 0.7
+    points = _points(X, y, C)
+    model = OnePassSVC(C=C, random_state=0)
+    rows = sp.csr_matrix(X) if layout == "csr" else X
+    D = X.shape[1] + 1
+    for n, (c, R, M) in enumerate(_reference(points, 1)):
+        model.partial_fit(rows[n : n + 1], y[n : n + 1], classes=[0, 1])
+        w, radius, xi2, m = _state(model)
+        np.testing.assert_allclose(w, c[:D], rtol=0, atol=1e-12)
+        assert radius == pytest.approx(R, abs=1e-12)
+        assert xi2 == pytest.approx(np.sum(c[D:] ** 2), abs=1e-12)  # the slack part of the centre
+        assert m == M
+    assert model.n_core_vectors_ < X.shape[0]  # rows inside the ball were dropped
+
+
+@pytest.mark.parametrize("lookahead", [1, 4])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_ball_encloses_every_point_within_3_2_of_the_exact_ball(lookahead, seed):
+    X, y = _data(n=60, d=4, seed=seed)
+    C = 2.0
+    points = _points(X, y, C)
+    *_, (centre, R, M) = _reference(points, lookahead)
+    distances = np.sqrt(np.sum((points - centre) ** 2, axis=1))
+    assert distances.max() <= R * (1 + 1e-9)  # every point seen is inside
+    exact = exact_enclosing_ball(points)[1]
+    assert exact * (1 - 1e-6) <= R <= 1.5 * exact
+    model = OnePassSVC(C=C, lookahead=lookahead, shuffle=False).fit(X, y)
+    D = X.shape[1] + 1
+    np.testing.assert_allclose(np.append(model.coef_[0], model.intercept_), centre[:D], atol=1e-9)
+    assert model.radius_ == pytest.approx(R, rel=1e-9) and model.n_core_vectors_ == M
+
+
+def test_enclose_is_the_minimum_ball_of_a_ball_and_points():
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for _ in range(30):
+        n, d = rng.integers(2, 9), rng.integers(1, 5)
+        Q = rng.normal(size=(n, d))
+        radii = np.zeros(n)
+        radii[0] = rng.uniform(0, 2)
+        lam, r = enclose(Q @ Q.T, radii)
+        assert lam.sum() == pytest.approx(1.0)
+        z = lam @ Q
+        assert r == pytest.approx(max(np.linalg.norm(z - Q[i]) + radii[i] for i in range(n)), rel=1e-12)
+        constraints = [
+            {"type": "ineq", "fun": lambda v, q=Q[i], ri=radii[i]: v[-1] - ri - np.linalg.norm(v[:-1] - q)}
+            for i in range(n)
+        ]
+        best = minimize(lambda v: v[-1], np.append(Q.mean(0), 10.0), constraints=constraints, method="SLSQP",
+                        options={"ftol": 1e-14, "maxiter": 1000})  # fmt: skip
+        true = max(np.linalg.norm(best.x[:-1] - Q[i]) + radii[i] for i in range(n))
+        worst = max(worst, (r - true) / true)
+    assert worst <= 1e-9
+    # One point and a ball: Algorithm 1's closed form.
+    c, p, R = rng.normal(size=4), rng.normal(size=4), 0.8
+    lam, r = enclose(np.vstack([c, p]) @ np.vstack([c, p]).T, np.array([R, 0.0]))
+    d = np.linalg.norm(p - c)
+    assert r == pytest.approx((R + d) / 2, rel=1e-12) and lam[1] == pytest.approx(0.5 * (1 - R / d), rel=1e-9)
+
+
+@pytest.mark.parametrize("lookahead", [1, 3])
+def test_the_model_does_not_depend_on_how_the_stream_is_cut(lookahead):
+    X, y = _data(n=100)
+    whole = OnePassSVC(lookahead=lookahead, shuffle=False).fit(X, y)
+    for cuts in ([7, 40, 41, 90], [1, 2, 3, 50], list(range(5, 100, 5))):
+        model = OnePassSVC(lookahead=lookahead)
+        for a, b in zip([0, *cuts], [*cuts, 100], strict=True):
+            model.partial_fit(X[a:b], y[a:b], classes=[0, 1])
+        np.testing.assert_array_equal(model.coef_, whole.coef_)
+        np.testing.assert_array_equal(model.intercept_, whole.intercept_)
+    for chunks in (10, 33, 100):
+        streamed = OnePassSVC(lookahead=lookahead, shuffle=False).fit(
+            da.from_array(X, chunks=chunks), da.from_array(y, chunks=chunks)
+        )
+        np.testing.assert_array_equal(streamed.coef_, whole.coef_)
+
+
+def test_same_seed_same_model_and_one_read_of_each_partition():
+    X, y = _data(n=200)
+    reads = []
+
+    def part(i, rows):
+        reads.append(i)
+        return rows
+
+    Xd = da.concatenate(
+        [
+            da.from_delayed(dask.delayed(part)(i, X[i * 20 : (i + 1) * 20]), (20, 5), X.dtype)
+            for i in range(10)
+        ]
+    )
+    yd = da.from_array(y, chunks=20)
+    a = OnePassSVC(lookahead=4, random_state=3).fit(Xd, yd)
+    assert sorted(reads) == list(range(10))  # exactly one pass over the rows (the labels are read apart)
+    b = OnePassSVC(lookahead=4, random_state=3).fit(Xd, yd)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    c = OnePassSVC(lookahead=4, random_state=4).fit(Xd, yd)
+    assert not np.array_equal(a.coef_, c.coef_)
+
+
+def test_memory_does_not_grow_with_the_stream():
+    def state_bytes(n):
+        X, y = _data(n=n)
+        model = OnePassSVC(lookahead=5, random_state=0).fit(X, y)
+        return sum(v.nbytes for v in vars(model._balls).values() if isinstance(v, np.ndarray))
+
+    assert state_bytes(50) == state_bytes(5000)
+
+
+def test_norms_must_be_equal_without_normalize():
+    X, y = _data()
+    with pytest.raises(ValueError, match=r"normalize=False\) needs every row.*row 1 of this block"):
+        OnePassSVC(normalize=False, shuffle=False).fit(X, y)
+    unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+    plain = OnePassSVC(normalize=False, fit_intercept=False, shuffle=False).fit(unit, y)
+    scaled = OnePassSVC(fit_intercept=False, shuffle=False).fit(X, y)  # normalize=True scales the same rows
+    np.testing.assert_allclose(plain.coef_, scaled.coef_, atol=1e-12)
+
+
+def test_dataframes_multiclass_and_lazy_prediction():
+    X, y = _data(n=300, d=4)
+    labels = np.array(["a", "b", "c"])[np.digitize(X[:, 0], [-0.4, 0.4])]
+    frame = pd.DataFrame(X, columns=list("pqrs")).assign(label=labels)
+    ddf = dd.from_pandas(frame, npartitions=4)
+    model = OnePassSVC(lookahead=10, random_state=0).fit(ddf, "label")
+    assert model.coef_.shape == (3, 4) and list(model.classes_) == ["a", "b", "c"]
+    assert list(model.feature_names_in_) == list("pqrs")
+    assert model.radius_.shape == (3,) and (model.n_core_vectors_ >= 1).all()
+    lazy = model.predict(ddf)
+    np.testing.assert_array_equal(lazy.compute().to_numpy(), model.predict(frame[list("pqrs")]))
+    assert model.score(frame[list("pqrs")], labels) > 0.6
+
+
+def test_errors_are_named():
+    X, y = _data()
+    with pytest.raises(ValueError, match="lookahead must be an integer >= 1"):
+        OnePassSVC(lookahead=0).fit(X, y)
+    with pytest.raises(ValueError, match="C must be a finite number > 0"):
+        OnePassSVC(C=-1).fit(X, y)
+    with pytest.raises(ValueError, match="only one class"):
+        OnePassSVC().fit(X, np.zeros(len(y)))
+    with pytest.raises(ValueError, match="classes must be passed"):
+        OnePassSVC().partial_fit(X, y)
+    model = OnePassSVC().partial_fit(X, y, classes=[0, 1])
+    with pytest.raises(ValueError, match=r"label 5, which is not among the classes \[0, 1\]"):
+        model.partial_fit(X[:3], np.full(3, 5))
