@@ -1,5 +1,6 @@
 """Support vector machines on data larger than memory and on Dask clusters."""
 
+from .budgeted import BudgetedSVC
 from .features import (
     ColumnMaps,
     HashingMap,
@@ -27,6 +28,7 @@ def load(path):
 
 
 __all__ = [
+    "BudgetedSVC",
     "ColumnMaps",
     "HashingMap",
     "LinearSVC",

@@ -604,9 +604,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         """Blocks ``(X, y, sample_weight)`` of a Dask collection or path, read ahead, one pass."""
         if isinstance(X, str | os.PathLike):
             X, y = open_path(X, y)
-        source = DaskSource(
-            X, y, sample_weight, encoder=self._source_encoder(), on_invalid=self.on_invalid
-        )
+        source = DaskSource(X, y, sample_weight, encoder=self._source_encoder(), on_invalid=self.on_invalid)
         if first:
             self.n_features_in_ = source.n_input_features
             names = source.feature_names

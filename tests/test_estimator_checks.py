@@ -3,7 +3,7 @@
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from dask_streamsvm import HashingMap, LinearSVC, OnePassSVC, PolynomialMap
+from dask_streamsvm import BudgetedSVC, HashingMap, LinearSVC, OnePassSVC, PolynomialMap
 
 # The dual solver stops at a relative duality gap of ``tol``; fitting with
 # weights and fitting with removed/repeated rows then reach different points
@@ -30,7 +30,7 @@ POLY_EXPECTED_FAILED = {
 
 
 def expected_failed(estimator):
-    if isinstance(estimator, OnePassSVC):
+    if isinstance(estimator, OnePassSVC | BudgetedSVC):
         return {}
     return POLY_EXPECTED_FAILED if isinstance(estimator.feature_map, PolynomialMap) else EXPECTED_FAILED
 
@@ -48,6 +48,7 @@ def expected_failed(estimator):
         LinearSVC(feature_map=HashingMap(n_features=64), random_state=0),
         OnePassSVC(random_state=0),
         OnePassSVC(lookahead=10, random_state=0),
+        BudgetedSVC(budget=50, max_iter=5, random_state=0),
     ],
     expected_failed_checks=expected_failed,
 )

@@ -1,0 +1,258 @@
+"""Budgeted stochastic gradient descent for the Gaussian-kernel SVM, with merging.
+
+BSGD (Wang, Crammer & Vucetic, JMLR 2012) as Glasmachers & Qaadan (2018)
+run it: Pegasos steps on ``lambda/2 ||w||^2 + hinge``, ``lambda = 1/(n C)``,
+``w = sum_j alpha_j phi(sv_j)``, at most ``budget`` support vectors.
+
+Step ``t`` on row ``(x, y)``: the margin ``y f(x)`` is taken with the model
+before the step; every ``alpha`` shrinks by ``1 - 1/t``; a margin below 1
+adds ``x`` with ``alpha = y / (lambda t)``.  The shrink factors telescope:
+every coefficient is ``beta_j / (lambda t)`` with ``beta_j`` fixed between
+merges (``beta = y`` when added), so the kernel stores ``beta`` and never
+rescales.
+
+Budget maintenance (the paper's Algorithm 1): the support vector with the
+smallest ``|alpha|`` is merged with the same-label partner of least weight
+degradation ``WD``; the merged point ``z = h x_min + (1 - h) x_partner``
+lies on the line between them, with ``alpha_z = alpha_min kappa^((1-h)^2) +
+alpha_p kappa^(h^2)``, ``kappa = k(x_min, x_partner)``, and ``h`` maximises
+``s(h) = m kappa^((1-h)^2) + (1 - m) kappa^(h^2)`` with
+``m = alpha_min / (alpha_min + alpha_p)``.  (The paper's Algorithm 1 prints
+``m`` as the partner's share; with that reading ``h -> 1`` would move the
+large coefficient onto the small vector.  ``m`` must weight the kernel to
+``x_min``, ``kappa^((1-h)^2)``, as in lines 9 and 15.)  Then
+``WD = (alpha_min + alpha_p)^2 (m^2 + (1-m)^2 + 2 m (1-m) kappa - s(h)^2)``.
+
+``h`` comes from golden section search (``GSS``: to 0.01, ``GSS_PRECISE``:
+to 1e-10) or from tables of ``h(m, kappa)`` and ``WD(m, kappa)`` (for
+``alpha_min + alpha_p = 1``) on a 400 x 400 grid, with bilinear
+interpolation (``LOOKUP_H``, ``LOOKUP_WD``).  With no same-label partner the
+smallest vector is removed.
+"""
+
+import numpy as np
+from numba import njit, objmode
+
+from .rows import n_rows, row_axpy, row_dot, row_sqnorm
+
+GSS, GSS_PRECISE, LOOKUP_H, LOOKUP_WD = 0, 1, 2, 3
+GRID = 400
+_INV_PHI = (np.sqrt(5.0) - 1.0) / 2.0
+
+
+@njit(cache=True, nogil=True)
+def merge_gain(m, kappa, h):
+    """``s(h) = m kappa^((1-h)^2) + (1 - m) kappa^(h^2)``."""
+    return m * kappa ** ((1.0 - h) ** 2) + (1.0 - m) * kappa ** (h * h)
+
+
+@njit(cache=True, nogil=True)
+def golden_h(m, kappa, eps):
+    """``argmax_h s(h)`` on [0, 1] by golden section search to an interval of ``eps``."""
+    if kappa <= 0.0:  # s is m at h = 1, 1 - m at h = 0, 0 between
+        return 1.0 if m > 0.5 else 0.0
+    if kappa >= 1.0:  # s is flat; its argmax as kappa -> 1, where s ~ 1 + ln(kappa) (m (1-h)^2 + (1-m) h^2)
+        return m
+    a, b = 0.0, 1.0
+    c = b - _INV_PHI * (b - a)
+    d = a + _INV_PHI * (b - a)
+    fc, fd = merge_gain(m, kappa, c), merge_gain(m, kappa, d)
+    while b - a > eps:
+        if fc > fd:
+            b, d, fd = d, c, fc
+            c = b - _INV_PHI * (b - a)
+            fc = merge_gain(m, kappa, c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + _INV_PHI * (b - a)
+            fd = merge_gain(m, kappa, d)
+    return 0.5 * (a + b)
+
+
+@njit(cache=True, nogil=True)
+def unit_degradation(m, kappa, h):
+    """``WD`` for ``alpha_min + alpha_p = 1``: ``m^2 + (1-m)^2 + 2 m (1-m) kappa - s(h)^2``."""
+    s = merge_gain(m, kappa, h)
+    return max(m * m + (1.0 - m) ** 2 + 2.0 * m * (1.0 - m) * kappa - s * s, 0.0)
+
+
+@njit(cache=True, nogil=True)
+def build_tables(grid, eps):
+    """``h(m, kappa)`` and ``WD(m, kappa)`` on ``(grid + 1)^2`` nodes of [0, 1]^2 (row: m, column: kappa)."""
+    H = np.empty((grid + 1, grid + 1))
+    W = np.empty((grid + 1, grid + 1))
+    for i in range(grid + 1):
+        m = i / grid
+        for j in range(grid + 1):
+            kappa = j / grid
+            h = golden_h(m, kappa, eps)
+            H[i, j] = h
+            W[i, j] = unit_degradation(m, kappa, h)
+    return H, W
+
+
+@njit(cache=True, nogil=True)
+def bilinear(T, m, kappa):
+    """``T`` at ``(m, kappa)`` by bilinear interpolation between grid nodes, indices clamped."""
+    grid = T.shape[0] - 1
+    x = min(max(m, 0.0), 1.0) * grid
+    y = min(max(kappa, 0.0), 1.0) * grid
+    i = min(int(x), grid - 1)
+    j = min(int(y), grid - 1)
+    fx, fy = x - i, y - j
+    return (
+        (1.0 - fx) * (1.0 - fy) * T[i, j]
+        + fx * (1.0 - fy) * T[i + 1, j]
+        + (1.0 - fx) * fy * T[i, j + 1]
+        + fx * fy * T[i + 1, j + 1]
+    )
+
+
+@njit(cache=True, nogil=True)
+def _sq_distance(SV, a, b):
+    d = 0.0
+    for f in range(SV.shape[1]):
+        d += (SV[a, f] - SV[b, f]) ** 2
+    return d
+
+
+@njit(cache=True, nogil=True)
+def _choose(method, m, kappa, H, W):
+    """``(h, unit WD)`` of merging with one candidate by ``method``."""
+    if method == LOOKUP_WD:
+        return -1.0, bilinear(W, m, kappa)  # h is looked up for the chosen partner only
+    if method == LOOKUP_H:
+        h = min(max(bilinear(H, m, kappa), 0.0), 1.0)
+    elif method == GSS_PRECISE:
+        h = golden_h(m, kappa, 1e-10)
+    else:
+        h = golden_h(m, kappa, 0.01)
+    return h, unit_degradation(m, kappa, h)
+
+
+@njit(cache=True, nogil=True)
+def _partner(method, SV, BETA, n, i, gamma, H, W):
+    """Best same-label partner of ``i`` by ``method``: ``(index or -1, h, WD in beta units)``."""
+    best, best_wd, best_h = -1, np.inf, 0.0
+    for j in range(n):
+        if j == i or BETA[j] * BETA[i] <= 0.0:
+            continue
+        total = BETA[i] + BETA[j]
+        m = BETA[i] / total
+        kappa = np.exp(-gamma * _sq_distance(SV, i, j))
+        h, unit = _choose(method, m, kappa, H, W)
+        wd = total * total * unit
+        if wd < best_wd:
+            best, best_wd, best_h = j, wd, h
+    return best, best_h, best_wd
+
+
+@njit(cache=True, nogil=True)
+def merge(method, shadow, SV, SVSQ, BETA, n, gamma, H, W, stats):
+    """Algorithm 1 on one model of ``n = budget + 1`` vectors; returns the new count.
+
+    ``shadow`` (another method, or -1) makes the same decision alongside;
+    ``stats`` counts merges [0], removals [1], shadowed decisions [2] and
+    equal decisions [3].
+    """
+    i = 0
+    for j in range(1, n):
+        if abs(BETA[j]) < abs(BETA[i]):
+            i = j
+    p, h, _ = _partner(method, SV, BETA, n, i, gamma, H, W)
+    if shadow >= 0:
+        q, _, _ = _partner(shadow, SV, BETA, n, i, gamma, H, W)
+        stats[2] += 1
+        if q == p:
+            stats[3] += 1
+    if p < 0:  # no partner of the same label: remove the smallest vector
+        stats[1] += 1
+    else:
+        total = BETA[i] + BETA[p]
+        m = BETA[i] / total
+        kappa = np.exp(-gamma * _sq_distance(SV, i, p))
+        if h < 0.0:  # LOOKUP_WD chose by WD; h from its table
+            h = min(max(bilinear(H, m, kappa), 0.0), 1.0)
+        BETA[p] = BETA[i] * kappa ** ((1.0 - h) ** 2) + BETA[p] * kappa ** (h * h)
+        for f in range(SV.shape[1]):
+            SV[p, f] = h * SV[i, f] + (1.0 - h) * SV[p, f]
+        sq = 0.0
+        for f in range(SV.shape[1]):
+            sq += SV[p, f] * SV[p, f]
+        SVSQ[p] = sq
+        stats[0] += 1
+    last = n - 1  # the slot of i takes the last vector
+    if i != last:
+        SV[i, :] = SV[last, :]
+        SVSQ[i] = SVSQ[last]
+        BETA[i] = BETA[last]
+    return n - 1
+
+
+@njit(cache=True, nogil=True)
+def decision(X, i, SV, SVSQ, BETA, n, gamma, scale):
+    """``f(x_i) = scale * sum_j beta_j exp(-gamma ||sv_j - x_i||^2)``."""
+    xsq = row_sqnorm(X, i, 0.0)
+    total = 0.0
+    for j in range(n):
+        d2 = SVSQ[j] + xsq - 2.0 * row_dot(X, i, SV[j], 0.0)
+        total += BETA[j] * np.exp(-gamma * max(d2, 0.0))
+    return scale * total
+
+
+@njit(cache=True, nogil=True)
+def _insert(X, i, SV, SVSQ, BETA, n, y):
+    SV[n, :] = 0.0
+    row_axpy(X, i, 1.0, SV[n], 0.0)  # the last entry, the bias slot, stays 0
+    SVSQ[n] = row_sqnorm(X, i, 0.0)
+    BETA[n] = y
+
+
+@njit(cache=True)  # not nogil: the merge timer runs in object mode
+def bsgd_block(X, signs, order, gamma, lam, budget, method, shadow, t, SV, SVSQ, BETA, n_sv, H, W, stats,
+               merge_seconds):  # fmt: skip
+    """BSGD steps on the rows ``order`` of ``X`` for every problem; ``t[0]`` counts steps.
+
+    ``signs[c, i]`` is row i's +1/-1 label in problem c.  Per problem c:
+    ``SV[c, :n_sv[c]]`` (dense, width ``n_features + 1``), their squared
+    norms ``SVSQ`` and ``BETA`` (``alpha = beta / (lambda t)``).  ``stats[c]``
+    holds the merge counters of :func:`merge` and [4] margin violations;
+    ``merge_seconds[c]`` the time spent in budget maintenance.
+    """
+    for r in range(order.shape[0]):
+        i = order[r]
+        step = t[0]
+        for c in range(SV.shape[0]):
+            y = signs[c, i]
+            n = n_sv[c]
+            if step > 1 and n > 0:
+                f = decision(X, i, SV[c], SVSQ[c], BETA[c], n, gamma, 1.0 / (lam * (step - 1)))
+            else:
+                f = 0.0
+            if y * f < 1.0:
+                stats[c, 4] += 1
+                _insert(X, i, SV[c], SVSQ[c], BETA[c], n, y)
+                n += 1
+                if n > budget:
+                    with objmode(start="float64"):
+                        start = _now()
+                    n = merge(method, shadow, SV[c], SVSQ[c], BETA[c], n, gamma, H, W, stats[c])
+                    with objmode(spent="float64"):
+                        spent = _now() - start
+                    merge_seconds[c] += spent
+                n_sv[c] = n
+        t[0] = step + 1
+
+
+def _now():
+    import time
+
+    return time.perf_counter()
+
+
+@njit(cache=True, nogil=True)
+def predict_block(X, SV, SVSQ, BETA, n_sv, gamma, scale, out):
+    """``out[i, c] = f_c(x_i)`` for every row and problem."""
+    for i in range(n_rows(X)):
+        for c in range(SV.shape[0]):
+            out[i, c] = decision(X, i, SV[c], SVSQ[c], BETA[c], n_sv[c], gamma, scale)

@@ -1,0 +1,182 @@
+"""BudgetedSVC: the merge tables against golden section search, the budget, and exact kernel SVMs."""
+
+import dask.array as da
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+
+from dask_streamsvm import BudgetedSVC
+from dask_streamsvm.budgeted import merge_tables
+from dask_streamsvm.kernels import bsgd as kb
+
+from .conftest import load_libsvm_dataset
+
+
+def _exact_h(m, kappa):
+    """argmax of s(h) on [0, 1] by a bounded scalar search from both ends (s may have two modes)."""
+    best = None
+    for bounds in ((0.0, 0.5), (0.5, 1.0)):
+        res = minimize_scalar(lambda h: -kb.merge_gain(m, kappa, h), bounds=bounds, method="bounded",
+                              options={"xatol": 1e-12})  # fmt: skip
+        for h in (res.x, *bounds):
+            if best is None or kb.merge_gain(m, kappa, h) > kb.merge_gain(m, kappa, best):
+                best = h
+    return best
+
+
+def test_the_tables_agree_with_golden_section_search_except_at_lemma_1s_discontinuity():
+    H, W = merge_tables()
+    assert H.shape == W.shape == (kb.GRID + 1, kb.GRID + 1)
+    rng = np.random.default_rng(0)
+    m, kappa = rng.uniform(0, 1, 3000), rng.uniform(0, 1, 3000)
+    # Z = {1/2} x [0, e^-2]: there s(h) has two modes of equal height and h jumps from 0 to 1 (Lemma 1).
+    near_z = (np.abs(m - 0.5) <= 2 / kb.GRID) & (kappa <= np.exp(-2) + 2 / kb.GRID)
+    wd_error, h_excess = [], []
+    for a, b in zip(m, kappa, strict=True):
+        h = _exact_h(a, b)
+        best = kb.unit_degradation(a, b, h)
+        wd_error.append(abs(kb.bilinear(W, a, b) - best))
+        looked_up = min(max(kb.bilinear(H, a, b), 0.0), 1.0)
+        h_excess.append(kb.unit_degradation(a, b, looked_up) - best)
+    wd_error, h_excess = np.array(wd_error), np.array(h_excess)
+    assert wd_error.max() <= 5e-5  # WD is continuous everywhere: bilinear interpolation holds
+    assert h_excess[~near_z].max() <= 1e-6  # the merge h gives is as good as the optimum
+    # GSS to 0.01, the reference implementation's precision, wastes more than the table.
+    gss_excess = [
+        kb.unit_degradation(a, b, kb.golden_h(a, b, 0.01)) - kb.unit_degradation(a, b, _exact_h(a, b))
+        for a, b in zip(m[:500], kappa[:500], strict=True)
+    ]
+    assert max(gss_excess) > h_excess[~near_z].max()
+    # The discontinuity itself: h jumps across m = 1/2 below kappa = e^-2, and interpolation cannot follow.
+    assert kb.golden_h(0.499, 0.05, 1e-10) < 0.1 and kb.golden_h(0.501, 0.05, 1e-10) > 0.9
+
+    def excess(a, b):
+        looked_up = min(max(kb.bilinear(H, a, b), 0.0), 1.0)
+        return kb.unit_degradation(a, b, looked_up) - kb.unit_degradation(a, b, _exact_h(a, b))
+
+    worst = max(excess(0.5 + side * d, 0.05) for side in (-1, 1) for d in np.linspace(1e-4, 2.4e-3, 12))
+    assert worst > 1e-3  # next to Z the interpolated h is poor: the discontinuity the paper describes
+
+
+def test_a_merge_keeps_the_optimal_coefficient_and_its_degradation():
+    rng = np.random.default_rng(1)
+    gamma = 0.3
+    SV = np.zeros((3, 5))
+    SV[:, :4] = rng.normal(size=(3, 4))
+    SVSQ = (SV**2).sum(axis=1)
+    BETA = np.array([0.2, 1.5, -0.7])  # the smallest |beta| is row 0; row 2 has the other label
+    H, W = merge_tables()
+    x_min, x_p = SV[0, :4].copy(), SV[1, :4].copy()
+    kappa = np.exp(-gamma * np.sum((x_min - x_p) ** 2))
+    stats = np.zeros(5, dtype=np.int64)
+    n = kb.merge(kb.GSS_PRECISE, -1, SV, SVSQ, BETA, 3, gamma, H, W, stats)
+    assert n == 2 and stats[0] == 1
+    # Row 0 left; the merged vector replaced its same-label partner (row 1); row 2 moved into slot 0.
+    z, alpha_z = SV[1, :4], BETA[1]
+    h = _exact_h(0.2 / 1.7, kappa)
+    np.testing.assert_allclose(z, h * x_min + (1 - h) * x_p, atol=1e-8)
+
+    def k(a, b):
+        return np.exp(-gamma * np.sum((a - b) ** 2))
+
+    best_alpha = 0.2 * k(x_min, z) + 1.5 * k(x_p, z)  # the projection of the pair on phi(z)
+    assert alpha_z == pytest.approx(best_alpha, rel=1e-12)
+    explicit = 0.2**2 + 1.5**2 + alpha_z**2 + 2 * 0.2 * 1.5 * kappa - 2 * alpha_z * best_alpha
+    formula = 1.7**2 * kb.unit_degradation(0.2 / 1.7, kappa, h)
+    assert explicit == pytest.approx(formula, rel=1e-9, abs=1e-12)
+    assert BETA[0] == -0.7 and SVSQ[1] == pytest.approx(z @ z)
+
+
+def _reference_pegasos(X, y, gamma, lam, epochs):
+    """Kernel Pegasos without a budget, alpha kept explicitly per row (one coefficient per step)."""
+    n = X.shape[0]
+    K = np.exp(-gamma * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    alpha = np.zeros(epochs * n)
+    rows = np.tile(np.arange(n), epochs)
+    for t in range(1, epochs * n + 1):
+        i = rows[t - 1]
+        f = alpha[: t - 1] @ K[rows[: t - 1], i]
+        alpha[: t - 1] *= 1 - 1 / t
+        if y[i] * f < 1:
+            alpha[t - 1] = y[i] / (lam * t)
+    return alpha, rows
+
+
+def test_bsgd_steps_match_kernel_pegasos_when_the_budget_is_not_reached():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(40, 3))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=40) > 0, 1, -1)
+    model = BudgetedSVC(C=2.0, gamma=0.5, budget=200, max_iter=3, shuffle=False).fit(X, y)
+    alpha, rows = _reference_pegasos(X, y.astype(float), 0.5, 1 / (40 * 2.0), 3)
+    support = alpha != 0
+    assert model.merge_stats_["merges"] == 0 and model.n_support_[0] == support.sum()
+    np.testing.assert_allclose(model.dual_coef_[0], alpha[support], rtol=1e-12)
+    np.testing.assert_array_equal(model.support_vectors_[0], X[rows[support]])
+
+
+@pytest.mark.parametrize("merge", ["lookup-wd", "lookup-h", "gss", "gss-precise"])
+def test_the_budget_is_never_exceeded(merge):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 4))
+    y = np.digitize(X[:, 0] + X[:, 1], [-0.5, 0.5])  # three classes: one model each
+    model = BudgetedSVC(budget=15, max_iter=1, merge=merge, random_state=0)
+    for a in range(0, 300, 50):
+        model.partial_fit(X[a : a + 50], y[a : a + 50], classes=[0, 1, 2])
+        assert (model.n_support_ <= 15).all()
+    stats = model._state["stats"]
+    # Every margin violation past the budget triggered exactly one merge (or removal).
+    np.testing.assert_array_equal(stats[:, 0] + stats[:, 1], stats[:, 4] - model.n_support_)
+
+
+def test_lookup_and_gss_mostly_make_the_same_merge_decision_and_match_an_exact_svm():
+    from sklearn.svm import SVC
+
+    X, y = load_libsvm_dataset("a9a")
+    rows = np.random.default_rng(0).choice(X.shape[0], 3000, replace=False)
+    test = np.setdiff1d(np.arange(X.shape[0]), rows)[:5000]
+    C, gamma = 32.0, 2.0**-7  # the paper's ADULT setting
+    exact = SVC(C=C, gamma=gamma).fit(X[rows], y[rows]).score(X[test], y[test])
+    model = BudgetedSVC(C=C, gamma=gamma, budget=500, max_iter=20, random_state=0)
+    model.fit(X[rows], y[rows], _shadow="gss")
+    stats = model.merge_stats_
+    assert stats["merges"] > 1000
+    assert stats["equal_decisions"] / stats["shadow_decisions"] >= 0.9  # 99.3% in this run
+    assert abs(model.score(X[test], y[test]) - exact) <= 0.01
+
+
+def test_dask_input_streams_epochs_and_gives_the_in_memory_model():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)  # not linear: the kernel is needed
+    params = dict(C=4.0, gamma=1.0, budget=30, max_iter=3, shuffle=False)
+    memory = BudgetedSVC(**params).fit(X, y)
+    streamed = BudgetedSVC(**params).fit(da.from_array(X, chunks=50), da.from_array(y, chunks=50))
+    np.testing.assert_array_equal(streamed.dual_coef_[0], memory.dual_coef_[0])
+    assert memory.score(X, y) > 0.85
+    lazy = streamed.predict(da.from_array(X, chunks=50))
+    np.testing.assert_array_equal(lazy.compute(), memory.predict(X))
+    stream = BudgetedSVC(**params)
+    for _ in range(3):  # epochs as a stream of Dask blocks: lambda from the collection's row count
+        stream.partial_fit(da.from_array(X, chunks=50), da.from_array(y, chunks=50), classes=[0, 1])
+    np.testing.assert_array_equal(stream.dual_coef_[0], memory.dual_coef_[0])
+    a = BudgetedSVC(**{**params, "shuffle": True}, random_state=7).fit(X, y)
+    b = BudgetedSVC(**{**params, "shuffle": True}, random_state=7).fit(X, y)
+    np.testing.assert_array_equal(a.dual_coef_[0], b.dual_coef_[0])
+
+
+def test_gamma_scale_and_errors():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(60, 3)) * 2.0
+    y = (X[:, 0] > 0).astype(int)
+    model = BudgetedSVC(budget=10, max_iter=1).fit(X, y)
+    assert model.gamma_ == pytest.approx(1.0 / (3 * X.var()))
+    streamed = BudgetedSVC(budget=10, max_iter=1).fit(
+        da.from_array(X, chunks=20), da.from_array(y, chunks=20)
+    )
+    assert streamed.gamma_ == pytest.approx(model.gamma_)
+    with pytest.raises(ValueError, match="merge must be one of"):
+        BudgetedSVC(merge="closest").fit(X, y)
+    with pytest.raises(ValueError, match="budget must be an integer >= 2"):
+        BudgetedSVC(budget=1).fit(X, y)
+    with pytest.raises(ValueError, match="only one class"):
+        BudgetedSVC().fit(X, np.ones(60))
