@@ -199,7 +199,7 @@ def test_average_survives_a_worker_killed_mid_training():
     rng = np.random.RandomState(0)
     X = rng.randn(1600, 6)
     y = (X @ rng.randn(6) > 0).astype(int)
-    Xd, yd = _slow_parts(X, y, 8, 0.1)
+    Xd, yd = _slow_parts(X, y, 8, 0.05)
     params = dict(cluster="average", solver="sbm", cache_bytes=20_000, tol=1e-4, max_iter=20, random_state=0)
     with (
         distributed.LocalCluster(
@@ -216,7 +216,7 @@ def test_average_survives_a_worker_killed_mid_training():
             fired.append(time.perf_counter())
             os.kill(pid, signal.SIGKILL)  # a crash, mid-way through training
 
-        timer = threading.Timer(1.0, kill)
+        timer = threading.Timer(0.5, kill)
         timer.start()
         clf = LinearSVC(**params).fit(Xd, yd, client=client)
         ended = time.perf_counter()
