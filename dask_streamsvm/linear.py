@@ -28,7 +28,7 @@ from ._validation import (
     kernel_rows,
 )
 from .engine.cache import parse_bytes
-from .engine.checkpoint import Checkpoints
+from .engine.checkpoint import Checkpoints, plain
 from .engine.crammer_singer import solve_crammer_singer
 from .engine.memory import LOSSES, BinaryProblem, solve_in_memory
 from .engine.partial import OnePassSBM
@@ -1111,7 +1111,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             "n_iter_": self.n_iter_,
             "objective_": np.atleast_1d(self.objective_).tolist(),
             "duality_gap_": np.atleast_1d(self.duality_gap_).tolist(),
-            "history_": [{k: _plain(v) for k, v in r.items()} for r in self.history_],
+            "history_": [{k: plain(v) for k, v in r.items()} for r in self.history_],
         }
         if hasattr(self, "feature_names_in_"):
             attributes["feature_names_in_"] = [str(c) for c in self.feature_names_in_]
@@ -1220,11 +1220,6 @@ def _warn_interrupted(estimator, passes):
 def _cs_model(W):
     """Crammer-Singer weights as the model's rows: ``w_1 - w_0`` for two classes, as scikit-learn."""
     return W[1:2] - W[0:1] if W.shape[0] == 2 else W
-
-
-def _plain(value):
-    """A history value as plain JSON: NumPy scalars become Python numbers."""
-    return value.item() if isinstance(value, np.generic) else value
 
 
 class _PassHooks:
