@@ -125,6 +125,17 @@ def test_dataframe_partition_errors_name_the_column_and_fix():
     assert model.history_[0]["rows_skipped"] == 1
 
 
+def test_missing_values_of_nullable_columns_are_named_or_skipped():
+    frame = pd.DataFrame({"a": pd.array([1.0, None, 2.0, 3.0] * 10, dtype="Float64"), "b": np.arange(40.0)})
+    ddf = dd.from_pandas(frame.assign(label=(np.arange(40) >= 20).astype(int)), npartitions=2)
+    with pytest.raises(ValueError, match=r"partition [01], row 1, column 'a': the value is NaN"):
+        _stream().fit(ddf, "label")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # what is counted matters here, not the gap
+        model = _stream(on_invalid="skip", tol=1e-2).fit(ddf, "label")
+    assert model.history_[0]["rows_skipped"] == 10
+
+
 def test_labels_outside_classes_and_empty_inputs_are_named():
     X, y = _data()
     model = LinearSVC(random_state=0).partial_fit(X[:50], y[:50], classes=[0, 1])

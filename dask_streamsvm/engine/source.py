@@ -333,11 +333,14 @@ class DaskSource:
             # (DataFrame.to_numpy builds an F-ordered array first).
             values = np.empty((len(x), len(self._columns)), dtype=self.dtype)
             for j, column in enumerate(x.columns):
+                series = x[column]
+                # Nullable (extension) columns turn pd.NA into NaN; a NumPy column is copied once, as is.
+                missing = {"na_value": np.nan} if pd.api.types.is_extension_array_dtype(series.dtype) else {}
                 try:
-                    values[:, j] = x[column].to_numpy(dtype=self.dtype, na_value=np.nan)
+                    values[:, j] = series.to_numpy(dtype=self.dtype, **missing)
                 except (TypeError, ValueError) as exc:
                     raise ValueError(
-                        f"partition {p}, column {column!r}: its values (dtype {x[column].dtype}) are not "
+                        f"partition {p}, column {column!r}: its values (dtype {series.dtype}) are not "
                         f"numbers ({exc}). Convert or drop the column, or encode it with a feature map."
                     ) from None
             return values
