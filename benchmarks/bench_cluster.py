@@ -150,8 +150,8 @@ def measure(client, name, X, y, Xd, yd, test, args):
 def simulate(X, y, K, tol, inner_iter, max_rounds, seed):
     """CoCoA+ with ``K`` parts run one after another here: rounds to ``tol``, and the average's primal."""
     from dask_streamsvm import LinearSVC
-    from dask_streamsvm._validation import as_kernel_rows
     from dask_streamsvm.cluster import Part, cocoa_round
+    from dask_streamsvm.engine.layout import as_kernel_rows
 
     order = np.random.default_rng(seed).permutation(X.shape[0])
     chunks = np.array_split(order, K)

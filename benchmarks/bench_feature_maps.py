@@ -218,7 +218,7 @@ def interleaved(repeats, calls):
 
 
 def layouts(X, Z, spec):
-    from dask_streamsvm._validation import kernel_rows
+    from dask_streamsvm.engine.layout import kernel_rows
 
     return {"on_the_fly": kernel_rows(X, spec), "materialised": kernel_rows(Z)}
 

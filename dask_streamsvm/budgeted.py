@@ -6,7 +6,8 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ._stream_classifier import StreamClassifier
-from ._validation import as_kernel_rows, check_choice, check_positive_float, check_positive_int
+from ._validation import check_choice, check_positive_float, check_positive_int
+from .engine.layout import as_kernel_rows
 from .engine.reader import Reader
 from .engine.source import DaskSource, is_dask_collection
 from .io import open_path

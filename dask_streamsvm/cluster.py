@@ -42,7 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
-from ._validation import as_kernel_rows, kernel_rows
+from .engine.layout import as_kernel_rows, kernel_rows
 from .kernels.dcd import dcd_passes, row_sqnorms
 from .kernels.objective import add_weighted_rows, half_inverse, weighted_loss_sum
 from .kernels.rng import make_state

@@ -25,11 +25,11 @@ from ._validation import (
     check_positive_float,
     check_positive_int,
     check_sample_weight,
-    kernel_rows,
 )
 from .engine.cache import parse_bytes
 from .engine.checkpoint import Checkpoints, plain
 from .engine.crammer_singer import solve_crammer_singer
+from .engine.layout import kernel_rows
 from .engine.memory import LOSSES, BinaryProblem, solve_in_memory
 from .engine.partial import OnePassSBM
 from .engine.reader import Reader

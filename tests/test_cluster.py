@@ -34,7 +34,7 @@ def _warm_up():
     from dask_streamsvm.cluster import Part, cocoa_round
 
     X = sp.random(4, 3, density=0.5, format="csr", random_state=0)
-    from dask_streamsvm._validation import as_kernel_rows
+    from dask_streamsvm.engine.layout import as_kernel_rows
 
     part = Part(as_kernel_rows(X), np.ones((1, 4)), np.ones((1, 4)), True, 1.0, 2.0, 3)
     cocoa_round(part, np.zeros((1, 4)), 1, 0)

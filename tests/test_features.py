@@ -11,9 +11,9 @@ from sklearn.preprocessing import PolynomialFeatures
 from sklearn.svm import LinearSVC as LiblinearSVC
 
 from dask_streamsvm import HashingMap, LinearSVC, PolynomialMap, SpectrumMap, WeightedDegreeMap
-from dask_streamsvm._validation import as_kernel_rows, kernel_rows
 from dask_streamsvm.datasets import make_splice_sites
 from dask_streamsvm.engine.cache import AlphaStore, RowCache
+from dask_streamsvm.engine.layout import as_kernel_rows, kernel_rows
 from dask_streamsvm.features import materialise
 from dask_streamsvm.kernels.dcd import row_sqnorms
 from dask_streamsvm.kernels.objective import add_weighted_rows, decision_values, weighted_loss_sum

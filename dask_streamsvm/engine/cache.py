@@ -19,9 +19,9 @@ import re
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import kernel_rows
 from ..kernels import cache as kc
 from ..kernels.dcd import row_sqnorms
+from .layout import kernel_rows
 
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}  # fmt: skip

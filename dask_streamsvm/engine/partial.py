@@ -24,12 +24,12 @@ the selection keeps rows while that sum stays within ``cache_bytes``.
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import kernel_rows
 from ..kernels.crammer_singer import cs_scores, cs_sweep
 from ..kernels.dcd import dcd_passes, row_sqnorms
 from ..kernels.objective import half_inverse
 from ..kernels.rng import make_state
 from ..kernels.sbm import gradients, keep_prefix, select_informative, select_random
+from .layout import kernel_rows
 from .memory import BinaryProblem
 from .sbm import INNER_EPS
 from .streamsvm import model_width

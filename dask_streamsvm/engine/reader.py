@@ -160,3 +160,19 @@ class Reader:
             self._put(("error", exc))
         finally:
             self._finished = time.perf_counter()
+
+
+def read_blocks(source, *, passes=1, prefetch=2, shuffle=False, seed=0, retries=0):
+    """Every block of ``passes`` reads of ``source``, as ``(pass, block)``, read ahead by a :class:`Reader`.
+
+    The one loop over a reader's queue for the drivers that need no pass
+    ends (one-pass, budgeted, ``partial_fit``).  Blocks with no rows left
+    come too (their ``n_skipped`` may count).  Closing the generator, or
+    leaving the loop, stops and joins the reader thread.
+    """
+    with Reader(
+        source, prefetch=prefetch, max_passes=passes, shuffle=shuffle, seed=seed, retries=retries
+    ) as reader:
+        while (item := reader.get())[0] != "done":
+            if item[0] == "block":
+                yield item[1], item[2]

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import kernel_rows
 from ..kernels.cache import train_on_cache
 from ..kernels.crammer_singer import cs_loss_sum, cs_train_on_cache
 from ..kernels.features import spec_width
@@ -45,6 +44,7 @@ from ..kernels.rng import make_state
 from .cache import AlphaStore, RowCache
 from .certificate import Certificate
 from .checkpoint import plain
+from .layout import kernel_rows
 from .reader import Reader
 from .source import RowIds
 
