@@ -15,8 +15,10 @@ Every (dataset, budget, run) fits all four methods with the same
 ``random_state`` (the run index), the methods interleaved within a run so
 that a change in the machine's load falls on all of them alike.  Timed
 fits run without the shadow partner choice; one extra fit per dataset and
-budget (lookup-wd, ``_shadow="gss"``, run 0) counts how often GSS would have
-chosen the same merge partner, since the shadow inflates merge time.  Numba
+budget (lookup-wd with a GSS shadow, run 0: the engine driver
+:class:`~dask_streamsvm.engine.budgeted.BSGD` that ``BudgetedSVC.fit``
+builds, on the same row orders) counts how often GSS would have chosen the
+same merge partner, since the shadow inflates merge time.  Numba
 is compiled and the lookup tables built before any timing.  Training rows
 above ``--max-rows`` are a seeded, stratified subsample; test rows above
 ``--max-test-rows`` likewise.  Exact ``sklearn.svm.SVC`` (LIBSVM) on the same
@@ -115,7 +117,7 @@ def warm_up(X, y):
         return
     for merge in METHODS:
         BudgetedSVC(gamma=1.0, budget=5, max_iter=1, merge=merge, random_state=0).fit(X, y).predict(X)
-    BudgetedSVC(gamma=1.0, budget=5, max_iter=1, merge="lookup-wd", random_state=0).fit(X, y, _shadow="gss")
+    shadow_stats(X, y, C=1.0, gamma=1.0, budget=5, epochs=1)
 
 
 def fit_one(d, budget, merge, epochs, run):
@@ -134,13 +136,29 @@ def fit_one(d, budget, merge, epochs, run):
     }
 
 
+def shadow_stats(X, y, *, C, gamma, budget, epochs, run=0):
+    """``merge_stats`` of lookup-wd BSGD with GSS's partner choice alongside, as ``BudgetedSVC.fit`` runs it.
+
+    The engine driver of ``BudgetedSVC(..., merge="lookup-wd", shuffle=True,
+    random_state=run).fit(X, y)`` on binary labels, built with a shadow
+    method, on the same epochs' row orders.
+    """
+    from sklearn.utils import check_random_state
+
+    from dask_streamsvm.engine.budgeted import BSGD
+
+    classes = np.unique(y)
+    assert classes.shape[0] == 2, "the agreement is measured on binary problems"
+    signs = np.where(y == classes[1], 1.0, -1.0)[None, :]
+    n = X.shape[0]
+    bsgd = BSGD(1, X.shape[1], budget=budget, gamma=gamma, C=C, n_samples=n, merge="lookup-wd", shadow="gss")
+    bsgd.epochs(X, signs, epochs, check_random_state(run))
+    return bsgd.merge_stats()
+
+
 def agreement(d, budget, epochs):
     """Share of merge events where GSS would have chosen lookup-wd's partner (one shadow fit, run 0)."""
-    from dask_streamsvm import BudgetedSVC
-
-    model = BudgetedSVC(C=d["C"], gamma=d["gamma"], budget=budget, max_iter=epochs, merge="lookup-wd",
-                        shuffle=True, random_state=0)  # fmt: skip
-    stats = model.fit(d["X"], d["y"], _shadow="gss").merge_stats_
+    stats = shadow_stats(d["X"], d["y"], C=d["C"], gamma=d["gamma"], budget=budget, epochs=epochs)
     shadow, equal = stats["shadow_decisions"], stats["equal_decisions"]
     return {"shadow_decisions": shadow, "equal_decisions": equal,
             "percent": 100.0 * equal / shadow if shadow else None}  # fmt: skip
@@ -157,7 +175,7 @@ def exact_svc(d):
 
 
 def main(argv=None):
-    from dask_streamsvm.budgeted import merge_tables
+    from dask_streamsvm.engine.budgeted import merge_tables
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_budgeted", description=__doc__)
     parser.add_argument("--budgets", type=int, nargs="+", default=[100, 500], help="(default 100 500)")

@@ -150,7 +150,7 @@ def measure(client, name, X, y, Xd, yd, test, args):
 def simulate(X, y, K, tol, inner_iter, max_rounds, seed):
     """CoCoA+ with ``K`` parts run one after another here: rounds to ``tol``, and the average's primal."""
     from dask_streamsvm import LinearSVC
-    from dask_streamsvm.cluster import Part, cocoa_round
+    from dask_streamsvm.engine.cluster import Part, cocoa_round
     from dask_streamsvm.engine.layout import as_kernel_rows
 
     order = np.random.default_rng(seed).permutation(X.shape[0])

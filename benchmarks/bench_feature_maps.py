@@ -270,16 +270,17 @@ def dot_and_add(rows_by_layout, y, n_out, repeats):
 
 def dcd_run(problem, n_passes):
     """``(passes, active size, w)`` of ``n_passes`` DCD passes from alpha = 0 with shrinking."""
-    from dask_streamsvm.kernels.dcd import dcd_passes
+    from dask_streamsvm.kernels.dcd import ProblemArrays, Shrinking, dcd_passes
     from dask_streamsvm.kernels.rng import make_state
 
     n = problem.y.shape[0]
     alpha, w = np.zeros(n), np.zeros(problem.n_features + 1)
     index = np.arange(n, dtype=np.int64)
+    arrays = ProblemArrays(problem.y, problem.upper, problem.diag, problem.qd)
+    shrinking = Shrinking(n, np.inf, -np.inf)
     out = dcd_passes(
-        problem.X, problem.y, problem.upper, problem.diag, problem.qd, index, n, alpha, w,
-        problem.bias, n_passes, 1e-14, np.inf, -np.inf, make_state(SEED),
-    )  # fmt: skip
+        problem.X, arrays, index, alpha, w, problem.bias, n_passes, 1e-14, shrinking, make_state(SEED)
+    )
     return int(out[0]), int(out[1]), w
 
 

@@ -33,7 +33,7 @@ from dask_streamsvm import LinearSVC
 from dask_streamsvm.datasets import compact_csr
 from dask_streamsvm.engine.layout import as_kernel_rows
 from dask_streamsvm.engine.memory import BinaryProblem
-from dask_streamsvm.kernels.dcd import dcd_passes
+from dask_streamsvm.kernels.dcd import ProblemArrays, Shrinking, dcd_passes
 from dask_streamsvm.kernels.rng import make_state
 
 RESULTS = ROOT / "benchmarks" / "results" / "bench_kernel.json"
@@ -89,22 +89,9 @@ def our_passes(rows, y, problem, n_passes):
     n = y.shape[0]
     alpha, w = np.zeros(n), np.zeros(problem.n_features + 1)
     index = np.arange(n, dtype=np.int64)
+    arrays = ProblemArrays(y, problem.upper, problem.diag, problem.qd)
     out = dcd_passes(
-        rows,
-        y,
-        problem.upper,
-        problem.diag,
-        problem.qd,
-        index,
-        n,
-        alpha,
-        w,
-        0.0,
-        n_passes,
-        1e-14,
-        np.inf,
-        -np.inf,
-        make_state(0),
+        rows, arrays, index, alpha, w, 0.0, n_passes, 1e-14, Shrinking(n, np.inf, -np.inf), make_state(0)
     )
     return out[0]
 

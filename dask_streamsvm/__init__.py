@@ -24,7 +24,7 @@ def load(path):
     """
     from ._persist import load_model
 
-    return load_model(path)
+    return load_model(path, (LinearSVC,))
 
 
 __all__ = [

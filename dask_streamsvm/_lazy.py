@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .engine.source import _is_dask_dataframe
+from .engine.source import is_dask_dataframe
 
 
 def _check_rows(block, n_features):
@@ -61,7 +61,7 @@ def map_rows(estimator, X, func, columns=None, name=None):
     """
     n_features = estimator.n_features_in_
     encoder = estimator.feature_map if getattr(estimator, "_encoding", False) else None
-    if _is_dask_dataframe(X):
+    if is_dask_dataframe(X):
         X = feature_frame(estimator, X)
         labels = None if columns is None else [str(c) for c in columns]
 

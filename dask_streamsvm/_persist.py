@@ -1,11 +1,15 @@
 """Model files without pickle: NumPy arrays and JSON metadata in a zip file.
 
-Layout of a model file (a zip archive)::
+Layout of a model file (an archive of :mod:`.engine.archive`)::
 
     model.json          format name and version, library version, estimator
                         class, parameters, scalar attributes, history, and
                         for each array its dtype, shape and SHA-256
     arrays/<name>.npy   one array per fitted attribute, NumPy's .npy format
+
+What a ``LinearSVC`` keeps is its schema here: :func:`model_params`,
+:func:`model_state` and :func:`set_model_state`.  This module imports no
+estimator: :func:`load_model` is given the classes a file may name.
 
 Loading reads the JSON with :mod:`json` and the arrays with
 ``numpy.load(allow_pickle=False)``, so a file can carry data but never code.
@@ -15,35 +19,21 @@ attributes against the estimator's own checks: a truncated, edited or
 foreign file raises :class:`ValueError` naming what is wrong.
 """
 
-import hashlib
-import json
 import os
-import zipfile
 
 import numpy as np
 
+from .engine.archive import META, plain, plain_array, read_archive, write_archive
+from .engine.problem import model_width
+from .features import ColumnMaps, HashingMap, MapOf, PolynomialMap, SpectrumMap, WeightedDegreeMap
+
 FORMAT = "dask-streamsvm-model"
 VERSION = 1
-_META = "model.json"
-
-
-def _estimators():
-    from .linear import LinearSVC
-
-    return {"LinearSVC": LinearSVC}
-
-
-def _feature_maps():
-    from .features import ColumnMaps, HashingMap, MapOf, PolynomialMap, SpectrumMap, WeightedDegreeMap
-
-    return {
-        "ColumnMaps": ColumnMaps,
-        "HashingMap": HashingMap,
-        "MapOf": MapOf,
-        "PolynomialMap": PolynomialMap,
-        "SpectrumMap": SpectrumMap,
-        "WeightedDegreeMap": WeightedDegreeMap,
-    }
+ESTIMATORS = ("LinearSVC",)  # the estimators whose model-file schema is below
+FEATURE_MAPS = {
+    cls.__name__: cls
+    for cls in (ColumnMaps, HashingMap, MapOf, PolynomialMap, SpectrumMap, WeightedDegreeMap)
+}
 
 
 def _jsonable(value, what):
@@ -54,7 +44,7 @@ def _jsonable(value, what):
     """
     if value is None or isinstance(value, bool | str):
         return value
-    if type(value).__name__ in _feature_maps() and isinstance(value, _feature_maps()[type(value).__name__]):
+    if type(value).__name__ in FEATURE_MAPS and isinstance(value, FEATURE_MAPS[type(value).__name__]):
         params = {k: _jsonable(v, f"{what}.{k}") for k, v in value.get_params(deep=False).items()}
         return {"__feature_map__": [type(value).__name__, params]}
     if isinstance(value, int | np.integer):
@@ -77,9 +67,9 @@ def _jsonable(value, what):
 def _from_json(value):
     if isinstance(value, dict) and set(value) == {"__feature_map__"}:
         name, params = value["__feature_map__"]
-        if name not in _feature_maps():
-            raise ValueError(f"unknown feature map {name!r}; known: {sorted(_feature_maps())}")
-        return _feature_maps()[name](**{k: _from_json(v) for k, v in params.items()})
+        if name not in FEATURE_MAPS:
+            raise ValueError(f"unknown feature map {name!r}; known: {sorted(FEATURE_MAPS)}")
+        return FEATURE_MAPS[name](**{k: _from_json(v) for k, v in params.items()})
     if isinstance(value, dict):
         if set(value) != {"__pairs__"}:
             raise ValueError(f"unexpected JSON object {value!r}")
@@ -89,165 +79,118 @@ def _from_json(value):
     return value
 
 
-def _plain_array(name, array):
-    array = np.asarray(array)
-    if array.dtype.kind == "O":
-        values = array.ravel().tolist()
-        if all(isinstance(v, str) for v in values):
-            array = array.astype(str)
-        elif all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in values):
-            array = array.astype(np.int64)
-        else:
-            raise TypeError(
-                f"cannot save {name}: its values {values[:3]!r}... are Python objects; model files "
-                "hold numbers and strings only. Use pickle for this model."
-            )
-    return np.ascontiguousarray(array)
+def model_params(estimator):
+    """The parameters a model file keeps: those that are not data (callbacks, validation data) or RNGs."""
+    params = estimator.get_params(deep=False)
+    params["callbacks"] = params["validation_data"] = None
+    if not isinstance(params["random_state"], int | np.integer | None):
+        params["random_state"] = None
+    return params
+
+
+def model_state(estimator):
+    """``(arrays, attributes)``: the fitted arrays and the JSON attributes of a fitted ``LinearSVC``."""
+    arrays = {"coef_": estimator.coef_, "intercept_": estimator.intercept_, "classes_": estimator.classes_}
+    if hasattr(estimator, "probA_"):
+        arrays.update(probA_=estimator.probA_, probB_=estimator.probB_)
+    attributes = {
+        "n_features_in_": estimator.n_features_in_,
+        "n_iter_": estimator.n_iter_,
+        "objective_": np.atleast_1d(estimator.objective_).tolist(),
+        "duality_gap_": np.atleast_1d(estimator.duality_gap_).tolist(),
+        "history_": [{k: plain(v) for k, v in r.items()} for r in estimator.history_],
+    }
+    if hasattr(estimator, "feature_names_in_"):
+        attributes["feature_names_in_"] = [str(c) for c in estimator.feature_names_in_]
+    return arrays, attributes
+
+
+def set_model_state(estimator, arrays, attributes):
+    """Set what :func:`model_state` wrote on ``estimator``, checked against its parameters.
+
+    Raises ValueError (or KeyError for a missing entry) naming what does
+    not fit; ``estimator`` may then be partly set and is to be discarded.
+    """
+    estimator._params()  # the estimator's own parameter checks
+    classes = arrays["classes_"]
+    coef = np.asarray(arrays["coef_"], dtype=np.float64)
+    intercept = np.asarray(arrays["intercept_"], dtype=np.float64)
+    n_features = int(attributes["n_features_in_"])
+    k = classes.shape[0]
+    rows = 1 if k == 2 else k
+    if classes.ndim != 1 or k < 2 or np.unique(classes).shape[0] != k:
+        raise ValueError(f"classes_ must hold at least 2 distinct labels, got {classes!r}")
+    feature_map = estimator.feature_map
+    raw = feature_map.raw_width(n_features) if feature_map is not None else n_features
+    width = model_width(raw, estimator._feature_spec(raw))
+    if coef.shape != (rows, width) or intercept.shape != (rows,):
+        raise ValueError(
+            f"coef_ {coef.shape} and intercept_ {intercept.shape} do not fit {k} classes and {width} features"
+        )
+    if not (np.isfinite(coef).all() and np.isfinite(intercept).all()):
+        raise ValueError("coef_ or intercept_ holds NaN or infinity")
+    objective = np.asarray(attributes["objective_"], dtype=np.float64)
+    gap = np.asarray(attributes["duality_gap_"], dtype=np.float64)
+    problems = 1 if estimator._crammer_singer else rows
+    if objective.shape != (problems,) or gap.shape != (problems,):
+        raise ValueError("objective_ and duality_gap_ need one value per problem")
+    estimator.classes_, estimator.coef_, estimator.intercept_ = classes, coef, intercept
+    estimator.n_features_in_ = n_features
+    estimator.n_iter_ = int(attributes["n_iter_"])
+    estimator.objective_ = float(objective[0]) if problems == 1 else objective
+    estimator.duality_gap_ = float(gap[0]) if problems == 1 else gap
+    history = attributes.get("history_", [])
+    if not isinstance(history, list) or not all(isinstance(r, dict) for r in history):
+        raise ValueError("history_ must be a list of records")
+    estimator.history_ = history
+    if "feature_names_in_" in attributes:
+        names = np.asarray(attributes["feature_names_in_"], dtype=object)
+        if names.shape != (n_features,):
+            raise ValueError("feature_names_in_ must name every feature")
+        estimator.feature_names_in_ = names
+    if "probA_" in arrays:
+        probA = np.asarray(arrays["probA_"], dtype=np.float64)
+        probB = np.asarray(arrays["probB_"], dtype=np.float64)
+        if probA.shape != (rows,) or probB.shape != (rows,):
+            raise ValueError("probA_ and probB_ need one value per problem")
+        estimator.probA_, estimator.probB_ = probA, probB
 
 
 def save_model(estimator, path):
     """Write ``estimator`` (fitted) to ``path``; see the module docstring."""
-    from . import __version__
-
     name = type(estimator).__name__
-    if name not in _estimators():
-        raise TypeError(f"model files support {sorted(_estimators())}, not {name}.")
-    arrays, attributes = estimator._model_state()
-    params = {key: _jsonable(value, key) for key, value in estimator._model_params().items()}
+    if name not in ESTIMATORS:
+        raise TypeError(f"model files support {sorted(ESTIMATORS)}, not {name}.")
+    arrays, attributes = model_state(estimator)
     meta = {
-        "format": FORMAT,
-        "version": VERSION,
-        "library_version": __version__,
         "estimator": name,
-        "params": params,
+        "params": {key: _jsonable(value, key) for key, value in model_params(estimator).items()},
         "attributes": {key: _jsonable(value, key) for key, value in attributes.items()},
-        "arrays": {},
     }
-    write_archive(path, meta, {key: _plain_array(key, array) for key, array in arrays.items()})
+    arrays = {key: plain_array(key, array) for key, array in arrays.items()}
+    write_archive(path, FORMAT, VERSION, meta, arrays)
 
 
-class _Hashing:
-    """A write-only file object that hashes what passes through it."""
+def load_model(path, estimators):
+    """Read a model written by :func:`save_model`; raises ValueError for anything else.
 
-    def __init__(self, target):
-        self.target, self.sha = target, hashlib.sha256()
-
-    def write(self, data):
-        self.sha.update(data)
-        return self.target.write(data)
-
-
-def write_archive(path, meta, arrays, *, compress=True):
-    """Write ``meta`` (JSON, with ``meta["arrays"]`` filled in) and ``arrays`` to a zip file at ``path``.
-
-    Each array is streamed into the archive in NumPy's ``.npy`` format with
-    its SHA-256 recorded in the metadata, so large arrays are not copied in
-    memory.  The file appears at ``path`` only once complete (written
-    beside it, flushed to disk and renamed): a crash mid-write leaves the
-    previous file, never half of one.
+    ``estimators`` are the classes a file may name (``dask_streamsvm.load``
+    passes them, so this module imports no estimator).
     """
-    meta = dict(meta, arrays={})
-    path = os.fspath(path)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    mode = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
-    try:
-        with open(tmp, "wb") as raw:
-            with zipfile.ZipFile(raw, "w", compression=mode) as archive:
-                for key, array in arrays.items():
-                    array = np.ascontiguousarray(array)
-                    with archive.open(f"arrays/{key}.npy", "w", force_zip64=True) as member:
-                        sink = _Hashing(member)
-                        np.lib.format.write_array(sink, array, allow_pickle=False)
-                    meta["arrays"][key] = {
-                        "dtype": array.dtype.str,
-                        "shape": list(array.shape),
-                        "sha256": sink.sha.hexdigest(),
-                    }
-                archive.writestr(_META, json.dumps(meta, indent=1, allow_nan=True))
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-
-
-def read_archive(path, fmt, version, what):
-    """``(meta, arrays)`` of an archive written by :func:`write_archive`, every array checked.
-
-    ``fmt`` and ``version`` are the expected format name and version; ``what``
-    names the kind of file in messages.  Anything else raises ValueError
-    (FileNotFoundError if there is no file).
-    """
-    where = os.fspath(path)
-    try:
-        archive = zipfile.ZipFile(where)
-    except FileNotFoundError:
-        raise
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise ValueError(f"{where} is not a {what} (not a zip archive: {exc}).") from None
-    with archive:
-        names = set(archive.namelist())
-        if _META not in names:
-            raise ValueError(f"{where} is not a {what} (no {_META} inside).")
-        try:
-            meta = json.loads(archive.read(_META).decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, zipfile.BadZipFile) as exc:
-            raise ValueError(f"{where}: {_META} is not valid JSON ({exc}); the file is damaged.") from None
-        if not isinstance(meta, dict) or meta.get("format") != fmt:
-            raise ValueError(f"{where} is not a {what} (format is not {fmt!r}).")
-        if meta.get("version") != version:
-            raise ValueError(
-                f"{where} has format version {meta.get('version')!r}; this dask_streamsvm "
-                f"reads version {version}. Load it with the library version that wrote it "
-                f"({meta.get('library_version')!r}) or start again."
-            )
-        expected = meta.get("arrays")
-        if not isinstance(expected, dict):
-            raise ValueError(f"{where}: {_META} lacks its 'arrays' table.")
-        arrays = {}
-        for key, info in expected.items():
-            member = f"arrays/{key}.npy"
-            if member not in names:
-                raise ValueError(f"{where}: array {key!r} is missing from the file.")
-            sha = hashlib.sha256()
-            with archive.open(member) as fh:
-                for chunk in iter(lambda fh=fh: fh.read(1 << 24), b""):
-                    sha.update(chunk)
-            if sha.hexdigest() != info.get("sha256"):
-                raise ValueError(
-                    f"{where}: array {key!r} does not match its checksum; the file was modified or damaged."
-                )
-            try:
-                with archive.open(member) as fh:
-                    array = np.lib.format.read_array(fh, allow_pickle=False)
-            except ValueError as exc:
-                raise ValueError(f"{where}: array {key!r} cannot be read without pickle ({exc}).") from None
-            if array.dtype.str != info.get("dtype") or list(array.shape) != info.get("shape"):
-                raise ValueError(f"{where}: array {key!r} has dtype/shape other than recorded.")
-            arrays[key] = array
-        extra = {n for n in names if n.startswith("arrays/")} - {f"arrays/{k}.npy" for k in expected}
-        if extra:
-            raise ValueError(f"{where}: unexpected members {sorted(extra)}; the file was modified.")
-    return meta, arrays
-
-
-def load_model(path):
-    """Read a model written by ``save``; raises ValueError for anything else."""
     where = os.fspath(path)
     meta, arrays = read_archive(path, FORMAT, VERSION, "dask_streamsvm model file")
-    estimators = _estimators()
+    known = {cls.__name__: cls for cls in estimators if cls.__name__ in ESTIMATORS}
     name = meta.get("estimator")
-    if name not in estimators:
-        raise ValueError(f"{where}: unknown estimator {name!r}; expected one of {sorted(estimators)}.")
+    if name not in known:
+        raise ValueError(f"{where}: unknown estimator {name!r}; expected one of {sorted(known)}.")
     if not isinstance(meta.get("attributes"), dict):
-        raise ValueError(f"{where}: {_META} lacks its 'attributes' table.")
+        raise ValueError(f"{where}: {META} lacks its 'attributes' table.")
     try:
         params = {k: _from_json(v) for k, v in meta.get("params", {}).items()}
         attributes = {k: _from_json(v) for k, v in meta["attributes"].items()}
-        estimator = estimators[name]()
+        estimator = known[name]()
         estimator.set_params(**params)
-        estimator._set_model_state(arrays, attributes)
+        set_model_state(estimator, arrays, attributes)
     except (TypeError, ValueError, KeyError) as exc:
         raise ValueError(f"{where}: inconsistent model file: {exc}") from None
     return estimator

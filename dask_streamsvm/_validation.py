@@ -6,6 +6,12 @@ Every message names the parameter, shows the value and says what to pass.
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import check_array
+from sklearn.utils.validation import column_or_1d, validate_data
+
+from .engine.cache import parse_bytes
+from .engine.source import missing_labels
 
 
 def check_positive_float(name, value, *, allow_zero=False):
@@ -77,3 +83,138 @@ def check_sample_weight(sample_weight, n_samples):
             "Drop such rows or give them weight 0."
         )
     return sw
+
+
+def drop_invalid(X, y, sample_weight):
+    """In-memory input less the rows ``on_invalid="skip"`` drops: ``(X, y, sample_weight, n_dropped)``.
+
+    A row goes if a feature is NaN or infinite, its label is missing, or its
+    weight is NaN, infinite or negative; input whose shapes do not fit is
+    passed on as it is, for the checks that follow to name.
+    """
+    X = check_array(
+        X, accept_sparse="csr", dtype=[np.float64, np.float32], ensure_all_finite=False,
+        accept_large_sparse=True,
+    )  # fmt: skip
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        return X, y, sample_weight, 0  # the checks that follow name the problem
+    bad = missing_labels(y).copy()
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        bad_values = np.flatnonzero(~np.isfinite(X.data))
+        bad[np.searchsorted(X.indptr, bad_values, side="right") - 1] = True
+    else:
+        bad |= ~np.isfinite(X).all(axis=1)
+    if sample_weight is not None and not np.isscalar(sample_weight):
+        weights = np.asarray(sample_weight)
+        if weights.shape == y.shape and weights.dtype.kind in "fiub":
+            weights = weights.astype(np.float64)
+            bad |= ~np.isfinite(weights) | (weights < 0)
+    if not bad.any():
+        return X, y, sample_weight, 0
+    keep = ~bad
+    if sample_weight is not None and not np.isscalar(sample_weight):
+        sample_weight = np.asarray(sample_weight)[keep]
+    return X[keep], y[keep], sample_weight, int(bad.sum())
+
+
+
+def validated_rows(estimator, X, y=None, *, reset, encoder=None):
+    """In-memory ``X`` (and ``y``) checked as scikit-learn's ``validate_data`` does: ``(rows, y)``.
+
+    With an ``encoder`` (a feature map that reads strings, such as
+    :class:`~dask_streamsvm.features.HashingMap`), ``X`` may hold strings;
+    the names and number of its columns are checked, and ``rows`` are its
+    encoded raw rows.
+    """
+    check = {"accept_sparse": "csr", "dtype": [np.float64, np.float32], "accept_large_sparse": True}
+    if encoder is None:
+        if y is None:
+            return validate_data(estimator, X, reset=reset, **check), None
+        return validate_data(estimator, X, y, reset=reset, order="C", **check)
+    if not hasattr(X, "columns"):
+        X = check_array(X, **check)
+    validate_data(estimator, X, skip_check_array=True, reset=reset)  # n_features_in_, feature_names_in_
+    rows = encoder.encode(X)
+    if y is not None:
+        # 1-D and finite, as scikit-learn checks y (validate_data with X would reset feature names).
+        y = column_or_1d(check_array(y, ensure_2d=False, dtype=None, input_name="y"), warn=True)
+        if y.shape[0] != rows.shape[0]:
+            raise ValueError(f"X has {rows.shape[0]} rows but y has {y.shape[0]} labels.")
+    return rows, y
+
+
+# -- declared parameter constraints -------------------------------------------------------
+#
+# An estimator declares ``_parameter_constraints = {name: check}`` and calls
+# :func:`validate_params` once at the top of ``fit``: every check takes
+# ``(name, value)`` and returns the value to use (parsed, converted) or raises
+# an error that names the parameter, shows the value and says what to pass.
+
+
+def validate_params(estimator):
+    """Every parameter of ``estimator._parameter_constraints``, checked: ``{name: value}``."""
+    return {
+        name: check(name, getattr(estimator, name))
+        for name, check in estimator._parameter_constraints.items()
+    }
+
+
+def positive_float(name, value):
+    return check_positive_float(name, value)
+
+
+def non_negative_float(name, value):
+    return check_positive_float(name, value, allow_zero=True)
+
+
+def integer(low=1, high=None):
+    """Check: an integer in ``[low, high]``."""
+
+    def check(name, value):
+        return check_positive_int(name, value, low=low, high=high)
+
+    return check
+
+
+def one_of(*choices):
+    """Check: one of the strings ``choices``."""
+
+    def check(name, value):
+        return check_choice(name, value, choices)
+
+    return check
+
+
+def optional(check):
+    """Check: None, or what ``check`` accepts."""
+
+    def checked(name, value):
+        return None if value is None else check(name, value)
+
+    return checked
+
+
+def byte_size(name, value):
+    """A number of bytes: an int or a string such as ``"512MB"`` (:func:`~.engine.cache.parse_bytes`)."""
+    return parse_bytes(value, name)
+
+
+def class_weight(name, value):
+    return check_class_weight(value)
+
+
+def callables(name, value):
+    """None or a list of callables, as a list."""
+    try:
+        items = list(value or [])
+    except TypeError:
+        items = None
+    if items is None or not all(callable(cb) for cb in items):
+        raise TypeError(f"{name} must be a list of callables, got {value!r}.")
+    return items
+
+
+def anything(name, value):
+    return value

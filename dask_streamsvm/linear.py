@@ -1,65 +1,45 @@
-"""``LinearSVC``: LIBLINEAR's L1/L2-loss linear SVM with an exact certificate."""
+"""``LinearSVC``: LIBLINEAR's L1/L2-loss linear SVM with an exact certificate.
+
+The estimator validates its parameters once into a
+:class:`~dask_streamsvm.engine.problem.FitPlan`, turns the input into rows
+(in memory) or a :class:`~dask_streamsvm.engine.source.DaskSource`
+(streaming, cluster), calls the engine, and sets the fitted attributes:
+:func:`~dask_streamsvm.engine.memory.solve_problems` in memory,
+:func:`~dask_streamsvm.engine.schedules.fit_stream` for every streaming
+schedule and ``partial_fit``, :func:`~dask_streamsvm.engine.cluster.fit_cluster`
+on a cluster.
+"""
 
 import os
 import time
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.class_weight import compute_class_weight
-from sklearn.utils.extmath import safe_sparse_dot
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._calibration import N_FOLDS, fit_sigmoid, folds, held_out, probabilities
-from ._lazy import feature_frame, map_rows
-from ._persist import _plain_array, save_model
-from ._progress import PassProgress, pass_line
-from ._validation import (
-    check_choice,
-    check_class_weight,
-    check_positive_float,
-    check_positive_int,
-    check_sample_weight,
-)
-from .engine.cache import parse_bytes
-from .engine.checkpoint import Checkpoints, plain
-from .engine.crammer_singer import solve_crammer_singer
+from . import _validation as v
+from ._hooks import PassHooks, warn_interrupted
+from ._persist import save_model
+from ._stream_classifier import StreamClassifier, input_names
+from .engine.calibration import N_FOLDS, folds
+from .engine.checkpoint import Checkpoints, data_fingerprint
+from .engine.cluster import CLUSTER_MODES, fit_cluster, resolve_client
 from .engine.layout import kernel_rows
-from .engine.memory import LOSSES, BinaryProblem, solve_in_memory
+from .engine.memory import solve_problems
 from .engine.partial import OnePassSBM
-from .engine.reader import Reader
-from .engine.source import (
-    DaskSource,
-    _is_dask_dataframe,
-    is_dask_collection,
-    merge_label_counts,
-    missing_labels,
-)
-from .engine.streamsvm import model_width, solve_streamsvm
+from .engine.problem import LOSSES, FitPlan, cs_model, linear_scores, unconverged_message
+from .engine.schedules import fit_stream, memory_blocks
+from .engine.source import DaskSource, is_dask_collection
 from .io import as_dask, open_path
-from .kernels.objective import decision_values
 
 SOLVERS = ("auto", "memory", "streamsvm", "sbm", "bm")
-CACHE_POLICIES = ("informative", "random")
-MULTI_CLASS = ("ovr", "crammer_singer")
-ON_INVALID = ("raise", "skip")
+_INT64_MAX = np.iinfo(np.int64).max
 
 
-def _compute_if_dask(*arrays):
-    """Bring small Dask collections into memory (for ``solver='memory'``)."""
-    if not any(is_dask_collection(a) for a in arrays):
-        return arrays
-    import dask
-
-    return dask.compute(*arrays)
-
-
-class LinearSVC(ClassifierMixin, BaseEstimator):
+class LinearSVC(StreamClassifier):
     """Linear support vector classifier solved in the dual, as LIBLINEAR does.
 
     Minimises, for each binary problem (one-vs-rest for more classes)::
@@ -294,27 +274,50 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
+    _parameter_constraints = {
+        "C": v.positive_float,
+        "loss": v.one_of(*LOSSES),
+        "multi_class": v.one_of("ovr", "crammer_singer"),
+        "fit_intercept": v.anything,
+        "intercept_scaling": v.anything,  # checked with fit_intercept (see _params)
+        "class_weight": v.class_weight,
+        "tol": v.positive_float,
+        "max_iter": v.integer(),
+        "solver": v.one_of(*SOLVERS),
+        "cache_bytes": v.byte_size,
+        "block_bytes": v.optional(v.byte_size),
+        "inner_iter": v.integer(),
+        "cache_policy": v.one_of("informative", "random"),
+        "prefetch": v.integer(),
+        "alpha_store": v.one_of("memory", "disk"),
+        "callbacks": v.callables,
+        "cluster": v.optional(v.one_of(*CLUSTER_MODES)),
+        "on_invalid": v.one_of("raise", "skip"),
+        "retries": v.integer(low=0),
+        "checkpoint_every": v.optional(v.non_negative_float),
+    }
 
-    def _check_params(self):
-        C = check_positive_float("C", self.C)
-        check_choice("loss", self.loss, LOSSES)
-        tol = check_positive_float("tol", self.tol)
-        max_iter = check_positive_int("max_iter", self.max_iter)
-        check_choice("solver", self.solver, SOLVERS)
-        check_choice("multi_class", self.multi_class, MULTI_CLASS)
-        check_class_weight(self.class_weight)
-        check_choice("on_invalid", self.on_invalid, ON_INVALID)
-        check_positive_int("retries", self.retries, low=0)
-        if self.checkpoint_every is not None:
-            check_positive_float("checkpoint_every", self.checkpoint_every, allow_zero=True)
-        bias = 0.0
-        if self.fit_intercept:
-            bias = check_positive_float("intercept_scaling", self.intercept_scaling)
-        return C, tol, max_iter, bias
+    def _params(self):
+        """The parameters, checked once: ``{name: value}`` with ``bias`` (0 without an intercept)."""
+        params = v.validate_params(self)
+        params["bias"] = v.check_positive_float("intercept_scaling", self.intercept_scaling) if (
+            self.fit_intercept
+        ) else 0.0
+        return params
+
+    def _plan(self, params, n_features, solver, seed=0, calibration_seed=None):
+        """The :class:`FitPlan` of these parameters for ``n_features`` raw features (no labels yet)."""
+        cache_bytes = params["cache_bytes"]
+        block_bytes = params["block_bytes"] or (cache_bytes if solver == "sbm" else 2 * cache_bytes)
+        return FitPlan(
+            C=params["C"], loss="hinge" if self._crammer_singer else params["loss"],
+            crammer_singer=self._crammer_singer, class_weight=self.class_weight, bias=params["bias"],
+            feature_map=self._feature_spec(n_features), tol=params["tol"], max_iter=params["max_iter"],
+            solver=solver, cache_bytes=0 if solver == "bm" else cache_bytes, block_bytes=block_bytes,
+            inner_iter=params["inner_iter"], cache_policy=params["cache_policy"], prefetch=params["prefetch"],
+            shuffle=bool(self.shuffle), retries=params["retries"], alpha_store=params["alpha_store"],
+            seed=seed, calibration_seed=calibration_seed,
+        )  # fmt: skip
 
     def fit(self, X, y, sample_weight=None, client=None, resume=False):
         """Fit the model to ``X`` and ``y``.
@@ -357,7 +360,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         interrupt before that propagates.
         """
         clock_start = time.perf_counter()
-        C, tol, max_iter, bias = self._check_params()
+        params = self._params()
         self.__dict__.pop("_stream", None)  # a fit ends any partial_fit stream
         out_of_core = is_dask_collection(X) or isinstance(X, str | os.PathLike)
         streaming = self.solver in ("streamsvm", "sbm", "bm") or (self.solver == "auto" and out_of_core)
@@ -370,85 +373,51 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         if resume and self.checkpoint_dir is None:
             raise ValueError("resume=True needs checkpoint_dir, the directory the checkpoint is in.")
         if self.cluster is not None:
-            return self._fit_cluster(X, y, sample_weight, client, C, tol, max_iter, bias, clock_start)
+            return self._fit_cluster(X, y, sample_weight, client, params, clock_start)
         if streaming:
-            return self._fit_stream(X, y, sample_weight, C, tol, max_iter, bias, clock_start, resume)
-        X, y, sample_weight = _compute_if_dask(X, y, sample_weight)
+            return self._fit_stream(X, y, sample_weight, params, clock_start, resume)
+        return self._fit_memory(X, y, sample_weight, params, clock_start)
+
+    def _fit_memory(self, X, y, sample_weight, params, clock_start):
+        if any(is_dask_collection(a) for a in (X, y, sample_weight)):
+            import dask
+
+            X, y, sample_weight = dask.compute(X, y, sample_weight)
         X, y, sample_weight, skipped = self._drop_invalid(X, y, sample_weight)
         X, y = self._validated(X, y, reset=True)
         check_classification_targets(y)
-        sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        sample_weight = v.check_sample_weight(sample_weight, X.shape[0])
         if hasattr(self.feature_map, "expand"):  # virtual examples: train on every row's variants
             X, y, sample_weight = self.feature_map.expand(X, y, sample_weight)
         classes, counts = np.unique(y, return_counts=True)
         rng = check_random_state(self.random_state)
-        seeds = rng.randint(np.iinfo(np.int64).max, size=max(classes.shape[0], 1), dtype=np.int64)
+        seeds = rng.randint(_INT64_MAX, size=max(classes.shape[0], 1), dtype=np.int64)
         trained = sample_weight > 0
         weighted_classes = np.unique(y[trained]) if trained.any() else classes[:0]
-        signs, costs = self._problem_tables(classes, counts, weighted_classes, C)
+        self.classes_ = classes
+        plan = self._plan(params, X.shape[1], "memory").with_labels(classes, counts, weighted_classes)
+        rows = kernel_rows(X, plan.feature_map)
         y_index = np.searchsorted(classes, y)
-        spec = self._feature_spec(X.shape[1])
-        rows = kernel_rows(X, spec)
-        width = model_width(X.shape[1], spec)
-
-        def solve(weights, hooks=None):
-            """``(W, certificates, passes, history, converged)`` of the model trained with ``weights``."""
-            if self._crammer_singer:
-                result = solve_crammer_singer(
-                    rows, y_index, costs[0, y_index] * weights, k=classes.shape[0],
-                    n_features=width, bias=bias, tol=tol, max_iter=max_iter, seed=int(seeds[0]),
-                    clock_start=clock_start, on_pass=None if hooks is None else hooks.joint,
-                )  # fmt: skip
-                return (
-                    _cs_model(result.W), [result.certificate], result.passes, result.history,
-                    [result.converged],
-                )  # fmt: skip
-            results = []
-            for c in range(signs.shape[0]):
-                problem = BinaryProblem(
-                    rows, signs[c, y_index], costs[c, y_index] * weights, self.loss, bias, width
-                )
-                results.append(
-                    solve_in_memory(
-                        problem, tol=tol, max_iter=max_iter, seed=int(seeds[c]), clock_start=clock_start,
-                        on_pass=None if hooks is None else hooks.memory(c), label=self._problem_label(c),
-                    )
-                )  # fmt: skip
-                if results[-1].interrupted and c + 1 < signs.shape[0]:
-                    raise KeyboardInterrupt(
-                        f"interrupted while training class {self._problem_label(c)!r}; the classes after "
-                        "it were not trained, so no model was kept"
-                    )
-            if hooks is not None and any(r.interrupted for r in results):
-                hooks.interrupted = max(r.passes for r in results)
-            return (
-                np.vstack([r.w for r in results]),
-                [r.certificate for r in results],
-                max(r.passes for r in results),
-                [record for r in results for record in r.history],
-                [r.converged for r in results],
-            )
-
+        width = plan.model_width(X.shape[1])
+        problem = {"plan": plan, "width": width, "seeds": seeds, "clock_start": clock_start}
         scores = None
         if self.probability:
-            # libsvm's recipe: cross-fitted decision values for the sigmoid,
-            # then the model on all rows.
-            fold = folds(X.shape[0], int(rng.randint(np.iinfo(np.int64).max)))
-            scores = None
+            # libsvm's recipe: cross-fitted decision values for the sigmoid, then the model on all rows.
+            fold = folds(X.shape[0], int(rng.randint(_INT64_MAX)))
             for f in range(N_FOLDS):
-                W = solve(sample_weight * (fold != f))[0]
-                mask = fold == f
+                W = solve_problems(rows, y_index, sample_weight * (fold != f), **problem).W
+                W = cs_model(W) if self._crammer_singer else W
                 if scores is None:
                     scores = np.empty((X.shape[0], W.shape[0]))
-                scores[mask] = linear_scores(X[mask], W, bias, spec)
-        hooks = _PassHooks(self, bias)
-        result = solve(sample_weight, hooks)
-        self._set_model(*result, bias=bias, stopped=hooks.stopped or hooks.interrupted is not None)
+                scores[fold == f] = linear_scores(X[fold == f], W, plan.bias, plan.feature_map)
+        hooks = PassHooks(self, plan.bias)
+        result = solve_problems(rows, y_index, sample_weight, hooks=hooks, **problem)
+        self._set_model(plan, result, stopped=hooks.stopped or result.interrupted)
         if skipped:
             for record in self.history_:
                 record["rows_skipped"] = skipped
-        if hooks.interrupted is not None:
-            _warn_interrupted(self, hooks.interrupted)
+        if result.interrupted:
+            warn_interrupted(self, result.passes)
         if scores is not None:
             self._fit_platt(scores[trained], y[trained])
         return self
@@ -457,33 +426,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         """In-memory input with the invalid rows dropped (``on_invalid="skip"``), and their count."""
         if self.on_invalid != "skip" or self._encoding:
             return X, y, sample_weight, 0
-        from sklearn.utils import check_array
-
-        X = check_array(
-            X, accept_sparse="csr", dtype=[np.float64, np.float32], ensure_all_finite=False,
-            accept_large_sparse=True,
-        )  # fmt: skip
-        y = np.asarray(y)
-        if y.ndim != 1 or y.shape[0] != X.shape[0]:
-            return X, y, sample_weight, 0  # the checks that follow name the problem
-        bad = missing_labels(y).copy()
-        if sp.issparse(X):
-            X = sp.csr_matrix(X)
-            bad_values = np.flatnonzero(~np.isfinite(X.data))
-            bad[np.searchsorted(X.indptr, bad_values, side="right") - 1] = True
-        else:
-            bad |= ~np.isfinite(X).all(axis=1)
-        if sample_weight is not None and not np.isscalar(sample_weight):
-            weights = np.asarray(sample_weight)
-            if weights.shape == y.shape and weights.dtype.kind in "fiub":
-                weights = weights.astype(np.float64)
-                bad |= ~np.isfinite(weights) | (weights < 0)
-        if not bad.any():
-            return X, y, sample_weight, 0
-        keep = ~bad
-        if sample_weight is not None and not np.isscalar(sample_weight):
-            sample_weight = np.asarray(sample_weight)[keep]
-        return X[keep], y[keep], sample_weight, int(bad.sum())
+        return v.drop_invalid(X, y, sample_weight)
 
     def partial_fit(self, X, y=None, classes=None, sample_weight=None):
         """One pass of selective block minimization over a block of a stream.
@@ -523,9 +466,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         empty cache.  ``class_weight="balanced"`` and ``probability=True``
         need the whole data and are refused.
         """
-        C, _, _, bias = self._check_params()
-        inner_iter = check_positive_int("inner_iter", self.inner_iter)
-        check_choice("cache_policy", self.cache_policy, CACHE_POLICIES)
+        params = self._params()
         if isinstance(self.class_weight, str):
             raise ValueError(
                 "class_weight='balanced' needs the class counts of the whole stream, which partial_fit "
@@ -552,127 +493,149 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         else:
             classes = self.classes_
         clock_start = time.perf_counter()
-        out_of_core = is_dask_collection(X) or isinstance(X, str | os.PathLike)
         first = stream is None and not fitted
-        if out_of_core:
-            blocks, n_features = self._stream_blocks(X, y, sample_weight, first)
+        if is_dask_collection(X) or isinstance(X, str | os.PathLike):
+            source = self._source(X, y, sample_weight, check_width=not first)
+            n_features = source.n_features
         else:
             X, y, sample_weight, skipped = self._drop_invalid(X, y, sample_weight)
             X, y = self._validated(X, y, reset=first)
             check_classification_targets(y)
-            n_features = X.shape[1]
-            blocks = [(X, y, check_sample_weight(sample_weight, X.shape[0]), skipped)]
+            sample_weight = v.check_sample_weight(sample_weight, X.shape[0])
             if hasattr(self.feature_map, "expand"):
-                blocks = [(*self.feature_map.expand(X, y, blocks[0][2]), skipped)]
-        signs, costs = self._problem_tables(classes, np.ones(classes.shape[0], dtype=np.int64), classes, C)
+                X, y, sample_weight = self.feature_map.expand(X, y, sample_weight)
+            source, n_features = memory_blocks(X, y, sample_weight, skipped), X.shape[1]
+        self.classes_ = classes
+        seed = int(check_random_state(self.random_state).randint(_INT64_MAX, dtype=np.int64))
+        plan = self._plan(params, n_features, "partial", seed).with_labels(
+            classes, np.ones(classes.shape[0], dtype=np.int64), classes
+        )
         if stream is None:
-            rng = check_random_state(self.random_state)
-            stream = OnePassSBM(
-                k=signs.shape[0], n_features=n_features, loss="hinge" if self._crammer_singer else self.loss,
-                bias=bias, cache_bytes=parse_bytes(self.cache_bytes), inner_iter=inner_iter,
-                cache_policy=self.cache_policy, crammer_singer=self._crammer_singer,
-                seed=int(rng.randint(np.iinfo(np.int64).max, dtype=np.int64)),
-                feature_map=self._feature_spec(n_features),
-            )  # fmt: skip
-            if fitted:
-                stream.W[:] = self._warm_start_weights(bias)
+            stream = self._stream = OnePassSBM(plan, n_features)
+            if fitted:  # go on from the model fit() trained
+                stream.start_from(self.coef_, self.intercept_)
             self.history_ = []
-            self._stream = stream
-        for X_block, y_block, weight, skipped in blocks:
-            y_index = _class_index(classes, y_block)
-            record = stream.add_block(X_block, signs[:, y_index], costs[:, y_index] * weight)
-            record["seconds"] = time.perf_counter() - clock_start
-            record["rows_skipped"] = skipped
-            self.history_.append(record)
-        W = _cs_model(stream.W) if self._crammer_singer else stream.W
+        self.history_.extend(fit_stream(source, plan, clock_start=clock_start, state=stream).history)
+        W = cs_model(stream.W) if self._crammer_singer else stream.W
         self.coef_ = W[:, :-1].copy()
-        self.intercept_ = W[:, -1] * bias
+        self.intercept_ = W[:, -1] * plan.bias
         self.n_iter_ = stream.blocks
         problems = 1 if self._crammer_singer else self.coef_.shape[0]
         self.objective_ = np.nan if problems == 1 else np.full(problems, np.nan)
         self.duality_gap_ = np.nan if problems == 1 else np.full(problems, np.nan)
         return self
 
-    def _warm_start_weights(self, bias):
-        """The stream's starting ``W`` from a model fitted by :meth:`fit`."""
-        W = np.hstack([self.coef_, (self.intercept_ / bias if bias > 0 else 0.0 * self.intercept_)[:, None]])
-        if self._crammer_singer and W.shape[0] == 1:
-            return np.vstack([np.zeros_like(W), W])  # w_1 - w_0 = coef_
-        return W
+    def _source(self, X, y, sample_weight, check_width=False):
+        """A :class:`DaskSource` of the input (paths opened, in-memory data wrapped).
 
-    def _stream_blocks(self, X, y, sample_weight, first):
-        """Blocks ``(X, y, sample_weight)`` of a Dask collection or path, read ahead, one pass."""
+        Sets ``n_features_in_`` and ``feature_names_in_``, or with
+        ``check_width`` checks the input's width against them.
+        """
         if isinstance(X, str | os.PathLike):
             X, y = open_path(X, y)
+        if not is_dask_collection(X):
+            X, y, sample_weight = as_dask(X, y, sample_weight)
         source = DaskSource(X, y, sample_weight, encoder=self._source_encoder(), on_invalid=self.on_invalid)
-        if first:
-            self.n_features_in_ = source.n_input_features
-            names = source.feature_names
-            if names is not None and all(isinstance(c, str) for c in source.column_labels):
-                self.feature_names_in_ = names
-        elif source.n_input_features != self.n_features_in_:
+        if check_width and source.n_input_features != self.n_features_in_:
             raise ValueError(
                 f"X has {source.n_input_features} features, but LinearSVC is expecting "
                 f"{self.n_features_in_} features as input."
             )
+        if not check_width:
+            self.n_features_in_ = source.n_input_features
+            names = input_names(source)
+            if names is not None:
+                self.feature_names_in_ = names
+            elif hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+        return source
+
+    def _seeds(self):
+        """The streaming fit's seed, and Platt's held-out seed with ``probability=True``."""
         rng = check_random_state(self.random_state)
-        seed = int(rng.randint(np.iinfo(np.int64).max, dtype=np.int64))
-        prefetch = check_positive_int("prefetch", self.prefetch)
+        seed = int(rng.randint(_INT64_MAX, dtype=np.int64))
+        return seed, int(rng.randint(_INT64_MAX)) if self.probability else None
 
-        def blocks():
-            shuffle = bool(self.shuffle)
-            with Reader(
-                source, prefetch=prefetch, max_passes=1, shuffle=shuffle, seed=seed, retries=self.retries
-            ) as reader:
-                while True:
-                    item = reader.get()
-                    if item[0] == "done":
-                        return
-                    if item[0] == "block" and item[2].n_rows + item[2].n_skipped > 0:
-                        block = item[2]
-                        yield block.X, block.y, block.sample_weight, block.n_skipped
+    def _fit_stream(self, X, y, sample_weight, params, clock_start, resume=False):
+        source = self._source(X, y, sample_weight)
+        checkpoints = saved = None
+        if self.checkpoint_dir is not None:
+            fingerprint = data_fingerprint(self.get_params(deep=False), source)
+            checkpoints = Checkpoints(self.checkpoint_dir, params["checkpoint_every"], fingerprint)
+            saved = checkpoints.load() if resume else None
+        if saved is not None:  # the classes counted by the fit that wrote it: no read to count them again
+            labels = tuple(saved[1][k] for k in ("classes", "class_counts", "weighted_classes"))
+        else:
+            labels = source.label_counts()
+        self.classes_ = labels[0]
+        solver = self.solver if self.solver in ("sbm", "bm") else "streamsvm"
+        plan = self._plan(params, source.n_features, solver, *self._seeds()).with_labels(*labels)
+        hooks = PassHooks(self, plan.bias, source.n_partitions, params["cache_bytes"])
+        result = fit_stream(
+            source, plan, hooks, clock_start=clock_start, checkpoints=checkpoints, resume=saved
+        )
+        self._set_model(plan, result, stopped=hooks.stopped or result.interrupted)
+        if result.interrupted:
+            warn_interrupted(self, result.passes)
+        if self.probability:  # the last read certified the model: its held-out scores are the model's
+            self._fit_platt(result.held_scores, result.held_y)
+        return self
 
-        return blocks(), source.n_features
-
-    def _problem_tables(self, classes, counts, weighted_classes, C):
-        """Labels and costs of each binary problem, by class index.
-
-        Returns ``signs`` and ``costs`` of shape (n_problems, n_classes): a
-        row of class j in problem c has label ``signs[c, j]`` and
-        ``C_i = costs[c, j] * sample_weight_i``.  Binary: one problem with
-        ``classes_[1]`` positive and ``C * class_weight[y]``.  One-vs-rest:
-        LIBLINEAR weights only the positive class of each problem.
-        """
-        self.classes_ = classes
-        if classes.shape[0] < 2:
-            raise ValueError(
-                "LinearSVC needs samples of at least 2 classes, but the data contains "
-                f"only one class: {classes.tolist()[0]!r}. Pass y with two or more distinct labels."
+    def _fit_cluster(self, X, y, sample_weight, client, params, clock_start):
+        """``cluster="average"`` or ``"cocoa"`` on a ``dask.distributed`` cluster (:mod:`.engine.cluster`)."""
+        unsupported = {
+            "multi_class='crammer_singer'": self._crammer_singer,
+            "probability=True": bool(self.probability),
+            "validation_data": self.validation_data is not None,
+        }
+        for what, used in unsupported.items():
+            if used:
+                raise ValueError(f"cluster={self.cluster!r} does not support {what} yet; use cluster=None.")
+        client = resolve_client(client)
+        if isinstance(X, str | os.PathLike):
+            X, y = open_path(X, y)
+        if not is_dask_collection(X):
+            raise TypeError(
+                f"cluster={self.cluster!r} trains on a Dask Array or DataFrame (or a path), got "
+                f"{type(X).__name__}; wrap it with dask.array.from_array or dask.dataframe.from_pandas, "
+                "or set cluster=None to train in this process."
             )
-        if weighted_classes.shape[0] == 0:
-            raise ValueError(
-                "sample_weight is zero for every row, so there is nothing to train on. "
-                "Give some rows a positive weight."
-            )
-        if weighted_classes.shape[0] < 2:
-            raise ValueError(
-                "LinearSVC needs samples of at least 2 classes with positive sample_weight, "
-                f"but only class {weighted_classes.tolist()} has any. Give rows of another class "
-                "a positive weight."
-            )
-        y_for_weights = np.repeat(classes, counts)
-        class_weight = compute_class_weight(self.class_weight, classes=classes, y=y_for_weights)
-        k = classes.shape[0]
-        if self._crammer_singer:
-            # One joint problem over k classes: row j's variables share C * class_weight[y].
-            signs = np.where(np.eye(k, dtype=bool), 1.0, -1.0)
-            return signs, np.repeat((C * class_weight)[None, :], k, axis=0)
-        if k == 2:
-            return np.array([[-1.0, 1.0]]), (C * class_weight)[None, :]
-        same = np.eye(k, dtype=bool)
-        signs = np.where(same, 1.0, -1.0)
-        costs = np.where(same, C * class_weight[None, :], C)
-        return signs, costs
+        source = self._source(X, y, sample_weight)
+        solver = self.solver if self.solver in ("sbm", "bm") else "streamsvm"
+        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+        plan = self._plan(params, source.n_features, solver, seed)
+        callbacks = params["callbacks"]
+
+        def on_round(record):
+            return any([bool(cb(record)) for cb in callbacks])
+
+        on_round = on_round if callbacks else None
+        result = fit_cluster(client, source, plan, self.cluster, clock_start=clock_start, on_round=on_round)
+        self.classes_ = result.plan.classes
+        for message in result.messages:
+            warnings.warn(f"on a worker: {message}", ConvergenceWarning, stacklevel=3)
+        self._set_model(result.plan, result, stopped=result.stopped)
+        return self
+
+    def _set_model(self, plan, result, stopped=False):
+        """Fitted attributes from an engine result (``W``, ``certificates``, ``passes``, ``history``,
+        ``converged``: a bool or one per problem); warns if it did not converge."""
+        W = cs_model(result.W) if self._crammer_singer else result.W
+        self.coef_ = W[:, :-1].copy()
+        self.intercept_ = W[:, -1] * plan.bias
+        self.n_iter_ = int(result.passes)
+        objective = np.array([c.primal for c in result.certificates])
+        gap = np.array([c.relative_gap for c in result.certificates])
+        single = len(result.certificates) == 1
+        self.objective_ = float(objective[0]) if single else objective
+        self.duality_gap_ = float(gap[0]) if single else gap
+        self.history_ = result.history
+        for name in ("probA_", "probB_"):
+            if hasattr(self, name):
+                delattr(self, name)
+        if not np.all(result.converged) and not stopped:
+            message = unconverged_message(plan, result.certificates, result.converged)
+            warnings.warn(message, ConvergenceWarning, stacklevel=4)
 
     def _feature_spec(self, n_features):
         """The kernels' spec of ``feature_map`` for ``n_features`` raw features, or None."""
@@ -689,271 +652,6 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     def _crammer_singer(self):
         return self.multi_class == "crammer_singer"
 
-    def _problem_label(self, c):
-        if self._crammer_singer:
-            return None
-        labels = self.classes_.tolist()
-        return labels[1] if len(labels) == 2 else labels[c]
-
-    def _set_model(self, W, certificates, n_iter, history, converged, *, bias, stopped=False):
-        self.coef_ = W[:, :-1].copy()
-        self.intercept_ = W[:, -1] * bias
-        self.n_iter_ = int(n_iter)
-        objective = np.array([c.primal for c in certificates])
-        gap = np.array([c.relative_gap for c in certificates])
-        single = len(certificates) == 1
-        self.objective_ = float(objective[0]) if single else objective
-        self.duality_gap_ = float(gap[0]) if single else gap
-        self.history_ = history
-        for name in ("probA_", "probB_"):
-            if hasattr(self, name):
-                delattr(self, name)
-        unconverged = [self._problem_label(c) for c, ok in enumerate(converged) if not ok]
-        if unconverged and not stopped:
-            which = "" if single else f" for classes {unconverged}"
-            warnings.warn(
-                f"LinearSVC did not reach tol={self.tol:g} (relative duality gap) within "
-                f"max_iter={self.max_iter} passes{which}; the final gap is {np.max(gap):.3g}. "
-                "Increase max_iter, loosen tol, or (for loss='hinge') use a smaller C.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
-
-    def _fit_stream(self, X, y, sample_weight, C, tol, max_iter, bias, clock_start, resume=False):
-        parse_bytes(self.cache_bytes)  # checked before any data is read
-        check_positive_int("prefetch", self.prefetch)
-        check_choice("alpha_store", self.alpha_store, ("memory", "disk"))
-        if isinstance(X, str | os.PathLike):
-            X, y = open_path(X, y)
-        if not is_dask_collection(X):
-            X, y, sample_weight = as_dask(X, y, sample_weight)
-        source = DaskSource(X, y, sample_weight, encoder=self._source_encoder(), on_invalid=self.on_invalid)
-        checkpoints = saved = None
-        if self.checkpoint_dir is not None:
-            checkpoints = Checkpoints(self.checkpoint_dir, self.checkpoint_every, self._fingerprint(source))
-            saved = checkpoints.load() if resume else None
-        if saved is not None:  # the classes counted by the fit that wrote it: no read to count them again
-            arrays = saved[1]
-            label_counts = (arrays["classes"], arrays["class_counts"], arrays["weighted_classes"])
-        else:
-            label_counts = source.label_counts()
-        return self._fit_source(
-            source, label_counts, C, tol, max_iter, bias, clock_start, checkpoints=checkpoints, resume=saved
-        )
-
-    def _fingerprint(self, source):
-        """What a checkpoint must match to be resumed: the data's layout, the parameters that shape w."""
-        params = self.get_params(deep=False)
-        for name in ("tol", "max_iter", "callbacks", "verbose", "validation_data", "prefetch", "retries",
-                     "checkpoint_dir", "checkpoint_every", "alpha_store", "cluster"):  # fmt: skip
-            params.pop(name)
-        params["random_state"] = repr(params["random_state"])
-        params["feature_map"] = repr(params["feature_map"])
-        params["class_weight"] = repr(params["class_weight"])
-        return {
-            **params,
-            "n_partitions": source.n_partitions,
-            "n_features": source.n_features,
-            "dtype": str(source.dtype),
-            "sparse": bool(source.is_sparse),
-        }
-
-    def _fit_cluster(self, X, y, sample_weight, client, C, tol, max_iter, bias, clock_start):
-        """``cluster="average"`` or ``"cocoa"`` on a ``dask.distributed`` cluster (:mod:`.cluster`)."""
-        from . import cluster as cl
-        from .engine.certificate import Certificate
-
-        check_choice("cluster", self.cluster, cl.CLUSTER_MODES)
-        unsupported = {
-            "multi_class='crammer_singer'": self._crammer_singer,
-            "probability=True": bool(self.probability),
-            "validation_data": self.validation_data is not None,
-        }
-        for what, used in unsupported.items():
-            if used:
-                raise ValueError(f"cluster={self.cluster!r} does not support {what} yet; use cluster=None.")
-        client = cl.resolve_client(client)
-        if isinstance(X, str | os.PathLike):
-            X, y = open_path(X, y)
-        if not is_dask_collection(X):
-            raise TypeError(
-                f"cluster={self.cluster!r} trains on a Dask Array or DataFrame (or a path), got "
-                f"{type(X).__name__}; wrap it with dask.array.from_array or dask.dataframe.from_pandas, "
-                "or set cluster=None to train in this process."
-            )
-        parse_bytes(self.cache_bytes)
-        passes = check_positive_int("inner_iter", self.inner_iter)
-        source = DaskSource(X, y, sample_weight, encoder=self._source_encoder(), on_invalid=self.on_invalid)
-        plan = cl.plan(source.n_partitions, cl._workers(client))
-        parts = [(w, cl.Packed(source.subset(ids))) for w, ids in plan]
-        part_counts = cl._gather(client, [cl._submit(client, cl.count_labels, s, worker=w) for w, s in parts])
-        label_counts = merge_label_counts(part_counts)
-        signs, costs = self._problem_tables(*label_counts, C)
-        self.n_features_in_ = source.n_input_features
-        names = source.feature_names
-        if names is not None and all(isinstance(c, str) for c in source.column_labels):
-            self.feature_names_in_ = names
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-        spec = self._feature_spec(source.n_features)
-        tables = (self.classes_, signs, costs, spec, self.loss == "squared_hinge")
-        rng = check_random_state(self.random_state)
-        seed = int(rng.randint(np.iinfo(np.int32).max))
-        if self.cluster == "average":
-            params = self.get_params(deep=False)
-            params.update(cluster=None, callbacks=None, validation_data=None, verbose=0, random_state=seed)
-            rows = [int(np.sum(c[1])) for c in part_counts]
-            W, primal, dual, history, messages = cl.fit_average(
-                client, parts, rows, params, label_counts, C, tol, max_iter, bias, tables, clock_start
-            )
-            for message in messages:
-                warnings.warn(f"on a worker: {message}", ConvergenceWarning, stacklevel=3)
-            n_iter = max(r.get("passes", 0) for r in history)
-            converged, stopped = [True] * W.shape[0], True  # the average's gap is reported, not a target
-        else:
-            callbacks = list(self.callbacks or [])
-            stop = {"now": False}
-
-            def on_round(record):
-                stop["now"] = any([bool(cb(record)) for cb in callbacks])
-                return stop["now"]
-
-            W, primal, dual, n_iter, history, done = cl.fit_cocoa(
-                client, parts, tol, max_iter, passes, seed, tables, model_width(source.n_features, spec),
-                bias,
-                clock_start, on_round=on_round if callbacks else None,
-            )  # fmt: skip
-            converged, stopped = [done] * W.shape[0], stop["now"]
-        certificates = [
-            Certificate(primal=float(p), dual=float(d)) for p, d in zip(primal, dual, strict=True)
-        ]
-        self._set_model(W, certificates, n_iter, history, converged, bias=bias, stopped=stopped)
-        return self
-
-    def _fit_source(
-        self, source, label_counts, C, tol, max_iter, bias, clock_start, checkpoints=None, resume=None
-    ):
-        """Stream ``source`` (a :class:`DaskSource`) with its ``(classes, counts, weighted classes)``.
-
-        ``checkpoints`` and ``resume`` (a loaded checkpoint) go to the trainer
-        (:func:`~.engine.streamsvm.run_trainer`); the checkpoints carry the
-        label counts too.
-        """
-        cache_bytes = parse_bytes(self.cache_bytes)
-        prefetch = check_positive_int("prefetch", self.prefetch)
-        classes, counts, weighted_classes = label_counts
-        signs, costs = self._problem_tables(classes, counts, weighted_classes, C)
-        self.n_features_in_ = source.n_input_features
-        spec = self._feature_spec(source.n_features)
-        names = source.feature_names
-        if names is not None and all(isinstance(c, str) for c in source.column_labels):
-            self.feature_names_in_ = names
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-
-        def encode(block):
-            y_index = np.searchsorted(classes, block.y)
-            y_index = np.minimum(y_index, classes.shape[0] - 1)
-            unknown = classes[y_index] != block.y
-            if unknown.any():
-                label = block.y[np.flatnonzero(unknown)[0]].item()
-                raise ValueError(
-                    f"partition {block.partition} has label {label!r}, which is not among the classes "
-                    f"{classes.tolist()} found in y; the collection changed between reads."
-                )
-            return signs[:, y_index], costs[:, y_index] * block.sample_weight
-
-        if checkpoints is not None:
-            checkpoints = _WithLabels(checkpoints, label_counts)
-        rng = check_random_state(self.random_state)
-        seed = int(rng.randint(np.iinfo(np.int64).max, dtype=np.int64))
-        calibration_seed = int(rng.randint(np.iinfo(np.int64).max)) if self.probability else None
-        held = {"pass": None, "scores": [], "y": []}  # this read's held-out rows, for Platt
-
-        def encode_for_training(block):
-            y_pm, cost = encode(block)
-            if calibration_seed is not None:
-                cost = cost * ~held_out(block.row_ids, calibration_seed)
-            return y_pm, cost
-
-        hooks = _PassHooks(self, bias, n_partitions=source.n_partitions, cache_bytes=cache_bytes)
-
-        def on_block(pass_k, block, W, fill):
-            hooks.block(pass_k, block, fill)
-            if calibration_seed is None:
-                return
-            if pass_k != held["pass"]:
-                held.update({"pass": pass_k, "scores": [], "y": []})
-            mask = held_out(block.row_ids, calibration_seed) & (block.sample_weight > 0)
-            if mask.any():
-                W = _cs_model(W) if self._crammer_singer else W
-                scores = linear_scores(block.X[mask], W, bias, spec)
-                held["scores"].append(scores)
-                held["y"].append(block.y[mask])
-
-        solve, options = solve_streamsvm, {}
-        if self.solver in ("sbm", "bm"):
-            from .engine.sbm import solve_sbm
-
-            # Default: SBM-1/2 (block = cache); BM gets the same memory in its block.
-            block_bytes = cache_bytes if self.solver == "sbm" else 2 * cache_bytes
-            if self.block_bytes is not None:
-                block_bytes = parse_bytes(self.block_bytes, "block_bytes")
-            check_choice("cache_policy", self.cache_policy, CACHE_POLICIES)
-            solve = solve_sbm
-            options = {
-                "cache_bytes": 0 if self.solver == "bm" else cache_bytes,
-                "block_bytes": block_bytes,
-                "inner_iter": check_positive_int("inner_iter", self.inner_iter),
-                "cache_policy": self.cache_policy,
-            }
-        result = solve(
-            source,
-            encode_for_training,
-            n_problems=signs.shape[0],
-            loss="hinge" if self._crammer_singer else self.loss,
-            crammer_singer=self._crammer_singer,
-            feature_map=spec,
-            bias=bias,
-            tol=tol,
-            max_iter=max_iter,
-            **{"cache_bytes": cache_bytes, **options},
-            prefetch=prefetch,
-            shuffle=bool(self.shuffle),
-            seed=seed,
-            labels=[self._problem_label(c) for c in range(1 if self._crammer_singer else signs.shape[0])],
-            alpha_store=self.alpha_store,
-            clock_start=clock_start,
-            on_pass=hooks.stream,
-            on_block=on_block,
-            retries=check_positive_int("retries", self.retries, low=0),
-            checkpoints=checkpoints,
-            resume=resume,
-        )
-        W = _cs_model(result.W) if self._crammer_singer else result.W
-        self._set_model(
-            W, result.certificates, result.passes, result.history,
-            [result.converged] * len(result.certificates), bias=bias,
-            stopped=hooks.stopped or result.interrupted,
-        )  # fmt: skip
-        if result.interrupted:
-            _warn_interrupted(self, result.passes)
-        if calibration_seed is not None:
-            # The last read certified the returned model: its held-out scores are the model's.
-            scores = np.vstack(held["scores"]) if held["scores"] else np.zeros((0, signs.shape[0]))
-            labels = np.concatenate(held["y"]) if held["y"] else np.zeros(0)
-            self._fit_platt(scores, labels)
-        return self
-
-    def _fit_platt(self, scores, y):
-        """Platt's sigmoid per problem on held-out decision values ``scores`` (n, n_problems)."""
-        scores = np.asarray(scores).reshape(y.shape[0], -1)
-        k = scores.shape[1]
-        positives = [y == self.classes_[1]] if k == 1 else [y == label for label in self.classes_]
-        fitted = [fit_sigmoid(scores[:, c], positives[c]) for c in range(k)]
-        self.probA_ = np.array([a for a, _ in fitted])
-        self.probB_ = np.array([b for _, b in fitted])
-
     # -- prediction ----------------------------------------------------------------------
 
     def _scores(self, rows):
@@ -961,45 +659,11 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         scores = linear_scores(rows, W, 1.0, self._feature_spec(self._raw_width()))
         return scores.ravel() if scores.shape[1] == 1 else scores
 
-    def _labels(self, rows):
-        scores = self._scores(rows)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(np.intp)]
-        return self.classes_[scores.argmax(axis=1)]
-
-    def _proba(self, rows):
-        return probabilities(self._scores(rows), self.probA_, self.probB_)
-
     def _check_in_memory(self, X):
         return self._validated(X, reset=False)[0]
 
     def _validated(self, X, y=None, *, reset):
-        """In-memory ``X`` (and ``y``) checked: ``(rows, y)``.
-
-        With a map that encodes (:class:`~dask_streamsvm.features.HashingMap`),
-        ``X`` may hold strings; the names and number of its columns are
-        checked, and ``rows`` are its encoded raw rows.
-        """
-        check = {"accept_sparse": "csr", "dtype": [np.float64, np.float32], "accept_large_sparse": True}
-        if not self._encoding:
-            if y is None:
-                return validate_data(self, X, reset=reset, **check), None
-            return validate_data(self, X, y, reset=reset, order="C", **check)
-        if not hasattr(X, "columns"):
-            from sklearn.utils import check_array
-
-            X = check_array(X, **check)
-        validate_data(self, X, skip_check_array=True, reset=reset)  # n_features_in_, feature_names_in_
-        rows = self.feature_map.encode(X)
-        if y is not None:
-            from sklearn.utils import check_array
-            from sklearn.utils.validation import column_or_1d
-
-            # 1-D and finite, as scikit-learn checks y (validate_data with X would reset feature names).
-            y = column_or_1d(check_array(y, ensure_2d=False, dtype=None, input_name="y"), warn=True)
-            if y.shape[0] != rows.shape[0]:
-                raise ValueError(f"X has {rows.shape[0]} rows but y has {y.shape[0]} labels.")
-        return rows, y
+        return v.validated_rows(self, X, y, reset=reset, encoder=self.feature_map if self._encoding else None)
 
     def _source_encoder(self):
         """The map the Dask source applies to each partition as it is read, or None."""
@@ -1017,71 +681,6 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         fmap = self.feature_map
         return self.n_features_in_ if fmap is None else fmap.raw_width(self.n_features_in_)
 
-    def decision_function(self, X):
-        """Signed distance to the hyperplane(s).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, DataFrame, Dask Array, Dask DataFrame}
-            Dask input gives a lazy result with the same partitions: a Dask
-            Array for a Dask Array, a Dask Series (two classes) or DataFrame
-            (a column per class) for a Dask DataFrame, whose columns other
-            than the model's features (a label column, say) are ignored.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
-        """
-        check_is_fitted(self)
-        if is_dask_collection(X):
-            columns = None if self.coef_.shape[0] == 1 else self.classes_
-            return map_rows(self, X, self._scores, columns=columns, name="decision")
-        return self._scores(self._check_in_memory(X))
-
-    def predict(self, X):
-        """Class labels: positive score for the second class, else argmax.
-
-        Dask input gives a lazy Dask Array or Series with its partitions.
-        """
-        check_is_fitted(self)
-        if is_dask_collection(X):
-            return map_rows(self, X, self._labels, name="prediction")
-        return self._labels(self._check_in_memory(X))
-
-    def _has_probability(self):
-        if not self.probability:
-            raise AttributeError("predict_proba needs probability=True at fit time.")
-        return True
-
-    @available_if(_has_probability)
-    def predict_proba(self, X):
-        """Class probabilities by Platt scaling (``probability=True``).
-
-        Returns an array of shape (n_samples, n_classes), columns in the
-        order of ``classes_`` (a lazy Dask Array or DataFrame for Dask input).
-        """
-        check_is_fitted(self, "probA_")
-        if is_dask_collection(X):
-            return map_rows(self, X, self._proba, columns=self.classes_, name="proba")
-        return self._proba(self._check_in_memory(X))
-
-    @available_if(_has_probability)
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`."""
-        return np.log(self.predict_proba(X))  # lazy for Dask results too
-
-    def score(self, X, y, sample_weight=None):
-        """Accuracy on ``(X, y)``; for a Dask DataFrame ``y`` may name its label column."""
-        if not is_dask_collection(X):
-            return super().score(X, y, sample_weight=sample_weight)
-        import dask
-        from sklearn.metrics import accuracy_score
-
-        if isinstance(y, str) and _is_dask_dataframe(X):
-            y = X[y]
-        predicted, y, sample_weight = dask.compute(self.predict(X), y, sample_weight)
-        return float(accuracy_score(np.asarray(y), np.asarray(predicted), sample_weight=sample_weight))
-
     # -- model files ---------------------------------------------------------------------
 
     def save(self, path):
@@ -1094,238 +693,3 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self)
         save_model(self, path)
-
-    def _model_params(self):
-        params = self.get_params(deep=False)
-        params["callbacks"] = params["validation_data"] = None
-        if not isinstance(params["random_state"], int | np.integer | None):
-            params["random_state"] = None
-        return params
-
-    def _model_state(self):
-        arrays = {"coef_": self.coef_, "intercept_": self.intercept_, "classes_": self.classes_}
-        if hasattr(self, "probA_"):
-            arrays.update(probA_=self.probA_, probB_=self.probB_)
-        attributes = {
-            "n_features_in_": self.n_features_in_,
-            "n_iter_": self.n_iter_,
-            "objective_": np.atleast_1d(self.objective_).tolist(),
-            "duality_gap_": np.atleast_1d(self.duality_gap_).tolist(),
-            "history_": [{k: plain(v) for k, v in r.items()} for r in self.history_],
-        }
-        if hasattr(self, "feature_names_in_"):
-            attributes["feature_names_in_"] = [str(c) for c in self.feature_names_in_]
-        return arrays, attributes
-
-    def _set_model_state(self, arrays, attributes):
-        self._check_params()
-        classes = arrays["classes_"]
-        coef = np.asarray(arrays["coef_"], dtype=np.float64)
-        intercept = np.asarray(arrays["intercept_"], dtype=np.float64)
-        n_features = int(attributes["n_features_in_"])
-        k = classes.shape[0]
-        rows = 1 if k == 2 else k
-        if classes.ndim != 1 or k < 2 or np.unique(classes).shape[0] != k:
-            raise ValueError(f"classes_ must hold at least 2 distinct labels, got {classes!r}")
-        raw = self.feature_map.raw_width(n_features) if self.feature_map is not None else n_features
-        width = model_width(raw, self._feature_spec(raw))
-        if coef.shape != (rows, width) or intercept.shape != (rows,):
-            raise ValueError(
-                f"coef_ {coef.shape} and intercept_ {intercept.shape} do not fit {k} classes "
-                f"and {width} features"
-            )
-        if not (np.isfinite(coef).all() and np.isfinite(intercept).all()):
-            raise ValueError("coef_ or intercept_ holds NaN or infinity")
-        objective = np.asarray(attributes["objective_"], dtype=np.float64)
-        gap = np.asarray(attributes["duality_gap_"], dtype=np.float64)
-        problems = 1 if self._crammer_singer else rows
-        if objective.shape != (problems,) or gap.shape != (problems,):
-            raise ValueError("objective_ and duality_gap_ need one value per problem")
-        self.classes_, self.coef_, self.intercept_ = classes, coef, intercept
-        self.n_features_in_ = n_features
-        self.n_iter_ = int(attributes["n_iter_"])
-        self.objective_ = float(objective[0]) if problems == 1 else objective
-        self.duality_gap_ = float(gap[0]) if problems == 1 else gap
-        history = attributes.get("history_", [])
-        if not isinstance(history, list) or not all(isinstance(r, dict) for r in history):
-            raise ValueError("history_ must be a list of records")
-        self.history_ = history
-        if "feature_names_in_" in attributes:
-            names = np.asarray(attributes["feature_names_in_"], dtype=object)
-            if names.shape != (n_features,):
-                raise ValueError("feature_names_in_ must name every feature")
-            self.feature_names_in_ = names
-        if "probA_" in arrays:
-            probA = np.asarray(arrays["probA_"], dtype=np.float64)
-            probB = np.asarray(arrays["probB_"], dtype=np.float64)
-            if probA.shape != (rows,) or probB.shape != (rows,):
-                raise ValueError("probA_ and probB_ need one value per problem")
-            self.probA_, self.probB_ = probA, probB
-
-
-def linear_scores(X, W, bias, feature_map=None):
-    """``[phi(x), bias] . w_c`` for every row of ``X`` and row ``w_c`` of ``W``, shape (n, k)."""
-    if feature_map is None:
-        return safe_sparse_dot(X, W[:, :-1].T, dense_output=True) + W[:, -1] * bias
-    rows = kernel_rows(X, feature_map)
-    scores = np.empty((W.shape[0], X.shape[0]))
-    for c in range(W.shape[0]):
-        decision_values(rows, np.ascontiguousarray(W[c]), bias, scores[c])
-    return scores.T
-
-
-def _class_index(classes, y):
-    """Index of each label in ``classes``, or a ValueError naming a label outside them."""
-    y = np.asarray(y).ravel()
-    index = np.minimum(np.searchsorted(classes, y), classes.shape[0] - 1)
-    unknown = classes[index] != y
-    if unknown.any():
-        raise ValueError(
-            f"y has label {y[np.flatnonzero(unknown)[0]].item()!r}, which is not among the classes "
-            f"{classes.tolist()} given to partial_fit; pass every class of the stream in `classes`."
-        )
-    return index
-
-
-class _WithLabels:
-    """Checkpoints that also carry the label counts, so that resuming need not count them again."""
-
-    def __init__(self, checkpoints, label_counts):
-        self.checkpoints = checkpoints
-        classes, counts, weighted = label_counts
-        self.arrays = {
-            "classes": _plain_array("classes", classes),
-            "class_counts": np.asarray(counts, dtype=np.int64),
-            "weighted_classes": _plain_array("weighted_classes", weighted),
-        }
-
-    def due(self):
-        return self.checkpoints.due()
-
-    def save(self, state, arrays):
-        self.checkpoints.save(state, {**arrays, **self.arrays})
-
-
-def _warn_interrupted(estimator, passes):
-    gap = np.max(np.atleast_1d(estimator.duality_gap_))
-    warnings.warn(
-        f"fit was interrupted (KeyboardInterrupt); the model is the one certified after pass {passes} "
-        f"(relative duality gap {gap:.3g}). Fit again to go on"
-        + (", with resume=True to start from the last checkpoint." if estimator.checkpoint_dir else "."),
-        UserWarning,
-        stacklevel=3,
-    )
-
-
-def _cs_model(W):
-    """Crammer-Singer weights as the model's rows: ``w_1 - w_0`` for two classes, as scikit-learn."""
-    return W[1:2] - W[0:1] if W.shape[0] == 2 else W
-
-
-class _PassHooks:
-    """What ``fit`` does after every pass: validation score, progress, callbacks."""
-
-    def __init__(self, estimator, bias, n_partitions=None, cache_bytes=None):
-        self.estimator = estimator
-        self.bias = bias
-        self.callbacks = list(estimator.callbacks or [])
-        if not all(callable(cb) for cb in self.callbacks):
-            raise TypeError(f"callbacks must be a list of callables, got {estimator.callbacks!r}.")
-        self.verbose = estimator.verbose
-        self.validation = _validation_set(estimator)
-        self.cache_bytes = cache_bytes
-        self.progress = PassProgress(n_partitions) if n_partitions is not None and self.verbose == 1 else None
-        self.stopped = False
-        self.interrupted = None  # in memory: the pass an interrupt stopped at
-
-    def _call(self, record):
-        stop = False
-        for callback in self.callbacks:
-            stop = bool(callback(record)) or stop
-        self.stopped = self.stopped or stop
-        return stop
-
-    def _score(self, W, c=None):
-        X_val, y_val = self.validation
-        spec = self.estimator._feature_spec(self.estimator._raw_width())
-        scores = linear_scores(X_val, W, self.bias, spec)
-        classes = self.estimator.classes_
-        if c is not None:  # one one-vs-rest problem: its own binary accuracy
-            return float(np.mean((scores[:, 0] > 0) == (y_val == classes[c])))
-        if W.shape[0] == 1:
-            return float(np.mean(classes[(scores[:, 0] > 0).astype(np.intp)] == y_val))
-        return float(np.mean(classes[scores.argmax(axis=1)] == y_val))
-
-    def memory(self, c):
-        multi = self.estimator.classes_.shape[0] > 2
-
-        def on_pass(record, w):
-            if self.validation is not None:
-                record["validation_score"] = self._score(w[None, :], c if multi else None)
-            if self.verbose:
-                print(pass_line(record), flush=True)
-            return self._call(record)
-
-        return on_pass
-
-    def joint(self, record, W):
-        """After a pass of a problem over all classes (Crammer-Singer in memory)."""
-        return self.stream([record], W)
-
-    def block(self, pass_k, block, fill):
-        if self.progress is not None:
-            self.progress.block(pass_k, block.n_rows, fill)
-
-    def stream(self, records, W):
-        if self.validation is not None:
-            score = self._score(W)
-            for record in records:
-                record["validation_score"] = score
-        if self.progress is not None:
-            self.progress.end_pass(records, records[0]["cache_bytes"] / self.cache_bytes)
-        elif self.verbose:
-            for record in records:
-                print(pass_line(record), flush=True)
-        summary = dict(records[0])
-        if len(records) > 1:
-            summary.update(
-                {
-                    "class": None,
-                    "primal": sum(r["primal"] for r in records),
-                    "dual": sum(r["dual"] for r in records),
-                    "gap": max(r["gap"] for r in records),
-                }
-            )
-        return self._call(summary)
-
-
-def _validation_set(estimator):
-    """``validation_data`` as checked in-memory rows and labels, or None."""
-    data = estimator.validation_data
-    if data is None:
-        return None
-    if not isinstance(data, tuple | list) or len(data) != 2:
-        raise ValueError("validation_data must be a pair (X_val, y_val).")
-    X_val, y_val = data
-    if _is_dask_dataframe(X_val):
-        if isinstance(y_val, str):
-            y_val = X_val[y_val]
-        X_val = feature_frame(estimator, X_val)
-    elif hasattr(X_val, "columns") and hasattr(estimator, "feature_names_in_"):
-        X_val = X_val[list(estimator.feature_names_in_)]
-    X_val, y_val = _compute_if_dask(X_val, y_val)
-    from sklearn.utils import check_array
-
-    if estimator._encoding:
-        X_val = estimator._validated(X_val, reset=False)[0]
-    else:
-        X_val = check_array(
-            X_val, accept_sparse="csr", dtype=[np.float64, np.float32], accept_large_sparse=True
-        )
-    y_val = np.asarray(y_val).ravel()
-    if X_val.shape[1] != estimator._raw_width() or y_val.shape[0] != X_val.shape[0]:
-        raise ValueError(
-            f"validation_data has {X_val.shape[0]} rows x {X_val.shape[1]} features and {y_val.shape[0]} "
-            f"labels; the training data has {estimator.n_features_in_} features."
-        )
-    return X_val, y_val

@@ -1,18 +1,17 @@
-"""``OnePassSVC``: the L2-SVM in one pass, as a streaming minimum enclosing ball."""
+"""``OnePassSVC``: the L2-SVM in one pass, as a streaming minimum enclosing ball.
 
-import os
+Rai, Daume III & Venkatasubramanian (IJCAI 2009), Algorithms 1 and 2: the
+estimator checks parameters and input; the balls are
+:class:`~dask_streamsvm.engine.onepass.Balls` (the driver) and
+:mod:`dask_streamsvm.kernels.meb` (the kernels, with the maths).
+"""
 
 import numpy as np
 from sklearn.utils import check_random_state
 
 from ._stream_classifier import StreamClassifier
 from ._validation import check_positive_float, check_positive_int
-from .engine.layout import as_kernel_rows
-from .engine.reader import Reader
-from .engine.source import DaskSource, is_dask_collection
-from .io import open_path
-from .kernels.dcd import row_sqnorms
-from .kernels.meb import flush, meb_block
+from .engine.onepass import Balls
 
 
 class OnePassSVC(StreamClassifier):
@@ -96,14 +95,11 @@ class OnePassSVC(StreamClassifier):
         prefetch=2,
         random_state=None,
     ):
-        self.C = C
+        super().__init__(C, shuffle=shuffle, prefetch=prefetch, random_state=random_state)
         self.lookahead = lookahead
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.normalize = normalize
-        self.shuffle = shuffle
-        self.prefetch = prefetch
-        self.random_state = random_state
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -140,23 +136,14 @@ class OnePassSVC(StreamClassifier):
         """
         C, lookahead, bias = self._check_params()
         self.__dict__.pop("_balls", None)
-        if isinstance(X, str | os.PathLike):
-            X, y = open_path(X, y)
-        if is_dask_collection(X):
-            source = DaskSource(X, y)
-            classes = source.label_counts()[0]
-            self._start(classes, source.n_input_features, C, lookahead, bias, source)
+        source, X, y = self._input(X, y, reset=True)
+        if source is not None:
+            self._start(source.label_counts()[0], C, lookahead, bias)
             seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-            with Reader(source, prefetch=self.prefetch, max_passes=1, shuffle=bool(self.shuffle),
-                        seed=seed) as reader:  # fmt: skip
-                while (item := reader.get())[0] != "done":
-                    if item[0] == "block" and item[2].n_rows > 0:
-                        block = item[2]
-                        self._balls.feed(block.X, self._signs(block.y), block.order)
+            for rows, signs, order in self._signed_blocks(source, shuffle=bool(self.shuffle), seed=seed):
+                self._balls.feed(rows, signs, order)
         else:
-            X, y = self._validated(X, y, reset=True)
-            classes = np.unique(y)
-            self._start(classes, X.shape[1], C, lookahead, bias)
+            self._start(np.unique(y), C, lookahead, bias)
             order = np.arange(X.shape[0])
             if self.shuffle:
                 order = check_random_state(self.random_state).permutation(X.shape[0])
@@ -174,59 +161,34 @@ class OnePassSVC(StreamClassifier):
         same model.
         """
         C, lookahead, bias = self._check_params()
-        balls = getattr(self, "_balls", None)
-        if balls is None:
-            if classes is None:
-                raise ValueError("classes must be passed on the first call to partial_fit.")
-            classes = np.unique(np.asarray(classes))
-        elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
-            raise ValueError(
-                f"classes={np.unique(classes).tolist()!r} differs from the first call's "
-                f"{self.classes_.tolist()!r}."
-            )
-        if isinstance(X, str | os.PathLike):
-            X, y = open_path(X, y)
-        if is_dask_collection(X):
-            source = DaskSource(X, y)
-            if balls is None:
-                self._start(classes, source.n_input_features, C, lookahead, bias, source)
-            elif source.n_input_features != self.n_features_in_:
-                raise ValueError(
-                    f"X has {source.n_input_features} features, but OnePassSVC is expecting "
-                    f"{self.n_features_in_} features as input."
-                )
-            with Reader(source, prefetch=self.prefetch, max_passes=1, shuffle=False, seed=0) as reader:
-                while (item := reader.get())[0] != "done":
-                    if item[0] == "block" and item[2].n_rows > 0:
-                        self._balls.feed(item[2].X, self._signs(item[2].y), item[2].order)
+        first = getattr(self, "_balls", None) is None
+        classes = self._partial_fit_classes(classes, first=first)
+        source, X, y = self._input(X, y, reset=first)
+        if first:
+            self._start(classes, C, lookahead, bias)
+        if source is not None:
+            for rows, signs, order in self._signed_blocks(source):
+                self._balls.feed(rows, signs, order)
         else:
-            X, y = self._validated(X, y, reset=balls is None)
-            if balls is None:
-                self._start(classes, X.shape[1], C, lookahead, bias)
             self._balls.feed(X, self._signs(y), np.arange(X.shape[0]))
         self._set_model(self._balls.finished_copy())
         return self
 
-    def _start(self, classes, n_features, C, lookahead, bias, source=None):
-        """A fresh ball per problem; with a Dask ``source``, its width and feature names."""
+    def _start(self, classes, C, lookahead, bias):
+        """A fresh ball per problem, over ``n_features_in_`` features."""
         k = self._check_classes(classes, "OnePassSVC")
-        if source is not None:
-            self.n_features_in_ = n_features
-            names = source.feature_names
-            if names is not None and all(isinstance(c, str) for c in source.column_labels):
-                self.feature_names_in_ = names
-            else:
-                self.__dict__.pop("feature_names_in_", None)
         self._bias = bias
-        self._balls = _Balls(k, n_features, C, lookahead, bias, bool(self.normalize))
+        normalize = bool(self.normalize)
+        self._balls = Balls(k, self.n_features_in_, C=C, lookahead=lookahead, bias=bias, normalize=normalize)
 
     def _set_model(self, balls):
         W = balls.weights()
         self.coef_ = W[:, :-1].copy()
         self.intercept_ = W[:, -1] * self._bias
         single = W.shape[0] == 1
-        self.radius_ = float(balls.R[0]) if single else balls.R.copy()
-        self.n_core_vectors_ = int(balls.M[0]) if single else balls.M.copy()
+        R, M = balls.state.R, balls.state.M
+        self.radius_ = float(R[0]) if single else R.copy()
+        self.n_core_vectors_ = int(M[0]) if single else M.copy()
 
     # -- prediction ---------------------------------------------------------------------
 
@@ -234,69 +196,3 @@ class OnePassSVC(StreamClassifier):
         scores = X @ self.coef_.T + self.intercept_
         scores = np.asarray(scores)
         return scores.ravel() if scores.shape[1] == 1 else scores
-
-
-class _Balls:
-    """The state of every problem's ball: the arrays :func:`~.kernels.meb.meb_block` updates."""
-
-    def __init__(self, k, n_features, C, lookahead, bias, normalize):
-        self.bias, self.normalize, self.lookahead = bias, normalize, lookahead
-        self.inv_C = 1.0 / C
-        width = n_features + 1
-        self.V = np.zeros((k, width))
-        self.A = np.ones(k)
-        self.WSQ, self.R, self.XI2 = np.zeros(k), np.zeros(k), np.zeros(k)
-        self.M = np.zeros(k, dtype=np.int64)
-        self.started = np.zeros(k, dtype=np.bool_)
-        depth = lookahead if lookahead > 1 else 0
-        self.buf = np.zeros((k, depth, width))
-        self.buf_y = np.zeros((k, depth))
-        self.n_buf = np.zeros(k, dtype=np.int64)
-        self.norm = None  # normalize=False: the squared norm every row must have
-
-    def feed(self, X, signs, order):
-        rows = as_kernel_rows(X)
-        sq = np.empty(X.shape[0])
-        row_sqnorms(rows, self.bias, sq)
-        if self.normalize:
-            with np.errstate(divide="ignore"):
-                inv_norm = np.where(sq > 0.0, 1.0 / np.sqrt(sq), 0.0)  # a zero row stays zero
-            sqnorm = np.where(sq > 0.0, 1.0, 0.0)
-        else:
-            self._check_norms(sq)
-            inv_norm, sqnorm = np.ones_like(sq), sq
-        meb_block(
-            rows, np.ascontiguousarray(signs), np.asarray(order, dtype=np.int64), inv_norm, sqnorm,
-            self.bias, self.inv_C, self.lookahead, self.V, self.A, self.WSQ, self.R, self.XI2, self.M,
-            self.started, self.buf, self.buf_y, self.n_buf,
-        )  # fmt: skip
-
-    def _check_norms(self, sq):
-        if sq.shape[0] == 0:
-            return
-        if self.norm is None:
-            self.norm = float(sq[0])
-        off = np.abs(sq - self.norm) > 1e-6 * max(self.norm, 1e-300)
-        if off.any():
-            i = int(np.flatnonzero(off)[0])
-            raise ValueError(
-                f"OnePassSVC(normalize=False) needs every row (with its intercept feature) to have the same "
-                f"norm, as the ball's equivalence with the SVM assumes: row {i} of this block has squared "
-                f"norm {sq[i]:.6g}, the first row {self.norm:.6g}. Use normalize=True (the default), or "
-                "scale the rows to equal norms yourself."
-            )
-
-    def finish(self):
-        """Algorithm 2, lines 12-15: enclose what is left in the buffers."""
-        for c in range(self.V.shape[0]):
-            flush(c, self.inv_C, self.V, self.A, self.WSQ, self.R, self.XI2, self.M, self.buf, self.buf_y,
-                  self.n_buf)  # fmt: skip
-        return self
-
-    def finished_copy(self):
-        import copy
-
-        return copy.deepcopy(self).finish()
-
-    def weights(self):
-        return self.A[:, None] * self.V

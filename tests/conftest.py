@@ -1,52 +1,40 @@
-import os
-from pathlib import Path
+"""Fixtures shared by the test files; shared data helpers and constants are in ``_helpers.py``."""
 
-import numpy as np
+import logging
+
+import dask
 import pytest
 
-from dask_streamsvm.datasets import compact_csr
 
-# LIBLINEAR optima from shared/DESIGN.md: fit_intercept=False, primal P*.
-LIBLINEAR_OPTIMA = {
-    ("a9a", "squared_hinge", 1.0): 13742.3973,
-    ("a9a", "hinge", 0.1): 1149.9041,
-    ("a9a", "hinge", 1.0): 11433.8077,
-    ("w8a", "squared_hinge", 1.0): 7816.1697,
-    ("w8a", "hinge", 0.1): 755.1134,
-    ("w8a", "hinge", 1.0): 6604.8866,
-    ("ijcnn1", "squared_hinge", 1.0): 11023.1900,
-    ("ijcnn1", "hinge", 0.1): 897.1785,
-    ("ijcnn1", "hinge", 1.0): 8596.0042,
-}
-N_FEATURES = {"a9a": 123, "w8a": 300, "ijcnn1": 22}
+@pytest.fixture(scope="session")
+def local_cluster():
+    """An in-process ``dask.distributed`` cluster (one worker, two threads), started once per session."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=1,
+        threads_per_worker=2,
+        processes=False,
+        dashboard_address=":0",  # any free port: never 8787, which a user's cluster may hold
+        silence_logs=logging.ERROR,
+    ) as cluster:
+        yield cluster
 
 
-def shared_data_dir():
-    """``$DASK_STREAMSVM_DATA`` or the ``shared/data`` folder beside the checkout."""
-    env = os.environ.get("DASK_STREAMSVM_DATA")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "shared" / "data"
+@pytest.fixture(params=["threads", "distributed"])
+def scheduler(request):
+    """Run the test once on Dask's threaded scheduler and once on a ``dask.distributed`` Client.
 
+    As in dask-ml's ``tests/conftest.py``.  The distributed case connects a Client to the
+    session's in-process cluster and makes it the default for this test only, as a user's
+    ``Client()`` does; the test's ``compute`` calls and the streaming reader thread then all
+    run on the cluster.  Yields ``"threads"`` or the Client.
+    """
+    if request.param == "threads":
+        with dask.config.set(scheduler="threads"):
+            yield "threads"
+        return
+    import distributed
 
-_CACHE = {}
-
-
-def dataset_path(name):
-    """Path of ``name.bz2``: the shared data, or for a9a the copy shipped in the package; else skip."""
-    path = shared_data_dir() / f"{name}.bz2"
-    if not path.exists() and name == "a9a":
-        path = Path(__file__).resolve().parents[1] / "dask_streamsvm" / "data" / "a9a.bz2"
-    if not path.exists():
-        pytest.skip(f"{path} not found: set DASK_STREAMSVM_DATA to the folder with the LIBSVM datasets")
-    return path
-
-
-def load_libsvm_dataset(name):
-    """(X as float64 CSR, y as float64) of a LIBSVM file in the shared data."""
-    if name not in _CACHE:
-        from sklearn.datasets import load_svmlight_file
-
-        X, y = load_svmlight_file(str(dataset_path(name)), n_features=N_FEATURES[name])
-        _CACHE[name] = (compact_csr(X), y.astype(np.float64))
-    return _CACHE[name]
+    with distributed.Client(request.getfixturevalue("local_cluster")) as client:
+        assert dask.config.get("scheduler") == "dask.distributed"
+        yield client

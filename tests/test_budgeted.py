@@ -1,15 +1,17 @@
 """BudgetedSVC: the merge tables against golden section search, the budget, and exact kernel SVMs."""
 
+import functools
+
 import dask.array as da
 import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
 from dask_streamsvm import BudgetedSVC
-from dask_streamsvm.budgeted import merge_tables
+from dask_streamsvm.engine.budgeted import BSGD, merge_tables
 from dask_streamsvm.kernels import bsgd as kb
 
-from .conftest import load_libsvm_dataset
+from ._helpers import load_libsvm_dataset
 
 
 def _exact_h(m, kappa):
@@ -69,7 +71,8 @@ def test_a_merge_keeps_the_optimal_coefficient_and_its_degradation():
     x_min, x_p = SV[0, :4].copy(), SV[1, :4].copy()
     kappa = np.exp(-gamma * np.sum((x_min - x_p) ** 2))
     stats = np.zeros(5, dtype=np.int64)
-    n = kb.merge(kb.GSS_PRECISE, -1, SV, SVSQ, BETA, 3, gamma, H, W, stats)
+    settings = kb.BudgetSettings(gamma, 1.0, 2, kb.GSS_PRECISE, -1, H, W)
+    n = kb.merge(settings, SV, SVSQ, BETA, 3, stats)
     assert n == 2 and stats[0] == 1
     # Row 0 left; the merged vector replaced its same-label partner (row 1); row 2 moved into slot 0.
     z, alpha_z = SV[1, :4], BETA[1]
@@ -123,7 +126,7 @@ def test_the_budget_is_never_exceeded(merge):
     for a in range(0, 300, 50):
         model.partial_fit(X[a : a + 50], y[a : a + 50], classes=[0, 1, 2])
         assert (model.n_support_ <= 15).all()
-    stats = model._state["stats"]
+    stats = model._bsgd.state.stats
     # Every margin violation past the budget triggered exactly one merge (or removal).
     np.testing.assert_array_equal(stats[:, 0] + stats[:, 1], stats[:, 4] - model.n_support_)
 
@@ -137,7 +140,8 @@ def test_lookup_and_gss_mostly_make_the_same_merge_decision_and_match_an_exact_s
     C, gamma = 32.0, 2.0**-7  # the paper's ADULT setting
     exact = SVC(C=C, gamma=gamma).fit(X[rows], y[rows]).score(X[test], y[test])
     model = BudgetedSVC(C=C, gamma=gamma, budget=500, max_iter=20, random_state=0)
-    model.fit(X[rows], y[rows], _shadow="gss")
+    model._driver = functools.partial(BSGD, shadow="gss")  # GSS's partner choice alongside, counted
+    model.fit(X[rows], y[rows])
     stats = model.merge_stats_
     assert stats["merges"] > 1000
     assert stats["equal_decisions"] / stats["shadow_decisions"] >= 0.9  # 99.3% in this run

@@ -10,10 +10,10 @@ import scipy.sparse as sp
 from sklearn.datasets import load_digits
 
 from dask_streamsvm import LinearSVC
-from dask_streamsvm.cluster import plan
+from dask_streamsvm.engine.cluster import assign_parts
 from dask_streamsvm.io import csr_to_dask
 
-from .conftest import LIBLINEAR_OPTIMA, load_libsvm_dataset
+from ._helpers import LIBLINEAR_OPTIMA, load_libsvm_dataset
 
 distributed = pytest.importorskip("distributed")
 
@@ -31,7 +31,7 @@ def client():
 
 
 def _warm_up():
-    from dask_streamsvm.cluster import Part, cocoa_round
+    from dask_streamsvm.engine.cluster import Part, cocoa_round
 
     X = sp.random(4, 3, density=0.5, format="csr", random_state=0)
     from dask_streamsvm.engine.layout import as_kernel_rows
@@ -95,7 +95,7 @@ def test_average_is_the_weighted_mean_of_the_parts_models(client):
     parts = [r for r in clf.history_ if isinstance(r.get("part"), int)]
     assert len(parts) == 2
     coef, intercept, rows = 0.0, 0.0, 0
-    for k, (_, ids) in enumerate(plan(6, workers)):
+    for k, (_, ids) in enumerate(assign_parts(6, workers)):
         # The same partitions, in the same order, trained by the same engine in this process.
         Xk = da.concatenate([Xd.blocks[i] for i in ids])
         yk = da.concatenate([yd.blocks[i] for i in ids])
@@ -270,7 +270,7 @@ def test_the_command_line_trains_on_the_cluster(client, tmp_path, capsys):
     from dask_streamsvm import load
     from dask_streamsvm.cli import main
 
-    from .conftest import dataset_path
+    from ._helpers import dataset_path
 
     model = tmp_path / "a9a.model"
     argv = ["train", str(dataset_path("a9a")), "--model", str(model), "--cluster", "cocoa"]

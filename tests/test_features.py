@@ -20,7 +20,7 @@ from dask_streamsvm.kernels.objective import add_weighted_rows, decision_values,
 from dask_streamsvm.kernels.rng import make_state
 from dask_streamsvm.kernels.sbm import gradients
 
-from .conftest import load_libsvm_dataset
+from ._helpers import load_libsvm_dataset
 
 
 def random_sparse(n=60, p=9, density=0.35, seed=0, dtype=np.float64):

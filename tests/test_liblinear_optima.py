@@ -9,7 +9,7 @@ import pytest
 
 from dask_streamsvm import LinearSVC
 
-from .conftest import LIBLINEAR_OPTIMA, load_libsvm_dataset
+from ._helpers import LIBLINEAR_OPTIMA, load_libsvm_dataset
 
 CASES = [
     ("a9a", "squared_hinge", 1.0, 1e-6),

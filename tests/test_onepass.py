@@ -56,7 +56,7 @@ def _enclose_reference(c, R, buffer):
 
 
 def _state(model):
-    balls = model._balls
+    balls = model._balls.state
     return balls.A[0] * balls.V[0], balls.R[0], balls.XI2[0], balls.M[0]
 
 
@@ -168,7 +168,7 @@ def test_memory_does_not_grow_with_the_stream():
     def state_bytes(n):
         X, y = _data(n=n)
         model = OnePassSVC(lookahead=5, random_state=0).fit(X, y)
-        return sum(v.nbytes for v in vars(model._balls).values() if isinstance(v, np.ndarray))
+        return sum(v.nbytes for v in model._balls.state)
 
     assert state_bytes(50) == state_bytes(5000)
 

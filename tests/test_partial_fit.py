@@ -10,7 +10,7 @@ from sklearn.svm import LinearSVC as LiblinearSVC
 
 from dask_streamsvm import LinearSVC
 
-from .conftest import dataset_path, load_libsvm_dataset
+from ._helpers import dataset_path, load_libsvm_dataset
 
 BLOCK = 2000
 

@@ -166,3 +166,11 @@ def test_files_that_are_not_models_are_refused(tmp_path, saved):
     with pytest.raises(FileNotFoundError):
         load(tmp_path / "absent.dsvm")
     assert dask_streamsvm.load is load
+
+
+def test_model_files_record_the_library_version(saved):
+    # The archive takes it from the installed metadata (the engine does not import the package root).
+    with zipfile.ZipFile(saved) as archive:
+        meta = json.loads(archive.read("model.json"))
+    assert meta["format"] == "dask-streamsvm-model" and meta["version"] == 1
+    assert meta["library_version"] == dask_streamsvm.__version__, "stale install: run pip install -e ."

@@ -1,5 +1,7 @@
 """Selective block minimization (solver="sbm") and block minimization (solver="bm")."""
 
+from types import SimpleNamespace
+
 import dask.array as da
 import numpy as np
 import pytest
@@ -7,13 +9,13 @@ import scipy.sparse as sp
 
 from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine.cache import AlphaStore, RowCache
-from dask_streamsvm.engine.sbm import solve_sbm
+from dask_streamsvm.engine.problem import FitPlan
+from dask_streamsvm.engine.schedules import fit_stream
 from dask_streamsvm.engine.source import DaskSource
 from dask_streamsvm.kernels.rng import make_state
 from dask_streamsvm.kernels.sbm import gradients, select_informative, select_random
 
-from .conftest import LIBLINEAR_OPTIMA, load_libsvm_dataset
-from .test_streamsvm import a9a_dask
+from ._helpers import LIBLINEAR_OPTIMA, a9a_dask, load_libsvm_dataset
 
 # -- the selection kernel against a NumPy reference ------------------------------------
 
@@ -243,16 +245,16 @@ def test_same_seed_same_model(policy):
     assert not np.array_equal(a.coef_, c.coef_)
 
 
-def solve(source, C=1.0, **kw):
-    def encode(block):
-        return np.where(block.y > 0, 1.0, -1.0)[None, :], np.full((1, block.n_rows), C)
-
-    params = dict(n_problems=1, loss="squared_hinge", bias=1.0, tol=1e-4, max_iter=50, cache_bytes=30_000)
+def solve(source, C=1.0, on_pass=None, on_block=None, **kw):
+    """SBM through the engine's entry, on labels -1/+1 of cost C."""
+    labels = {"classes": np.array([-1, 1]), "signs": np.array([[-1.0, 1.0]]), "costs": np.full((1, 2), C)}
+    params = dict(loss="squared_hinge", bias=1.0, tol=1e-4, max_iter=50, cache_bytes=30_000, solver="sbm")
     params.update(
         block_bytes=30_000, inner_iter=10, cache_policy="informative", prefetch=2, shuffle=True, seed=0
     )
     params.update(kw)
-    return solve_sbm(source, encode, **params)
+    plan = FitPlan(**params, **labels, labels=(1,))
+    return fit_stream(source, plan, SimpleNamespace(on_pass=on_pass, on_block=on_block))
 
 
 def test_hooks_every_partition_and_a_final_certifying_read():

@@ -15,7 +15,7 @@ from dask_streamsvm.engine.reader import Reader
 from dask_streamsvm.engine.source import DaskSource, RowIds
 from dask_streamsvm.io import read_libsvm
 
-from .conftest import dataset_path, load_libsvm_dataset
+from ._helpers import dataset_path, load_libsvm_dataset
 
 
 @pytest.fixture

@@ -11,24 +11,10 @@ from dask_streamsvm import LinearSVC, read_libsvm
 from dask_streamsvm.engine.cache import AlphaStore, RowCache, parse_bytes
 from dask_streamsvm.kernels.rng import make_state
 
-from .conftest import LIBLINEAR_OPTIMA, dataset_path, load_libsvm_dataset
+from ._helpers import LIBLINEAR_OPTIMA, a9a_dask, dataset_path, load_libsvm_dataset
 
 P_STAR = LIBLINEAR_OPTIMA[("a9a", "squared_hinge", 1.0)]
 SLACK = 0.5e-4 / P_STAR  # the reference is rounded to 4 decimals
-
-
-def a9a_dask(layout, dtype, n_partitions=16):
-    X, y = load_libsvm_dataset("a9a")
-    X = X.astype(dtype)
-    step = -(-X.shape[0] // n_partitions)
-    if layout == "dense":
-        Xd = da.from_array(X.toarray(), chunks=(step, X.shape[1]))
-        nbytes = X.shape[0] * X.shape[1] * np.dtype(dtype).itemsize
-    else:
-        dense = da.from_array(X.toarray(), chunks=(step, X.shape[1]))
-        Xd = dense.map_blocks(sp.csr_matrix, dtype=dtype, meta=sp.csr_matrix((0, X.shape[1]), dtype=dtype))
-        nbytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
-    return Xd, da.from_array(y, chunks=step), nbytes
 
 
 def fit_stream(X, y, nbytes, **kw):

@@ -20,7 +20,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..kernels import cache as kc
-from ..kernels.dcd import row_sqnorms
+from ..kernels.cache import train_on_cache
+from ..kernels.crammer_singer import cs_train_on_cache
+from ..kernels.dcd import ProblemArrays, row_sqnorms
 from .layout import kernel_rows
 
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
@@ -44,6 +46,30 @@ def parse_bytes(value, name="cache_bytes"):
     if nbytes <= 0:
         raise ValueError(f"{name} must be positive, got {value!r}.")
     return nbytes
+
+
+def slot_overhead(k, sparse):
+    """Bytes of solver state per row of a :class:`RowCache` of ``k`` problems.
+
+    ``gid``, ``live``, ``pos`` and ``free`` (int64), ``Y``, ``U``, ``D``,
+    ``Qbar`` and ``alpha`` (float64, per problem), and ``starts`` and
+    ``ends`` (int64) when sparse.
+    """
+    return 4 * 8 + 5 * 8 * k + (2 * 8 if sparse else 0)
+
+
+def value_bytes(dtype, sparse):
+    """Bytes per value a :class:`RowCache` stores: the value, and its int32 column index when sparse."""
+    return np.dtype(dtype).itemsize + (4 if sparse else 0)
+
+
+def stored_bytes(n_rows, n_values, k, dtype, sparse):
+    """Bytes that ``n_rows`` rows holding ``n_values`` values in all occupy in a :class:`RowCache`.
+
+    Each row's solver state (:func:`slot_overhead`) plus each value
+    (:func:`value_bytes`); dense rows hold ``n_features`` values each.
+    """
+    return n_rows * slot_overhead(k, sparse) + n_values * value_bytes(dtype, sparse)
 
 
 class AlphaStore:
@@ -75,6 +101,14 @@ class AlphaStore:
     @property
     def nbytes(self):
         return self._alpha_rows.nbytes + self.slot_of.nbytes
+
+    @property
+    def arrays(self):
+        """``(slot_of, alpha, sums)`` as the kernels take them (:data:`~..kernels.cache.DualArrays`).
+
+        :meth:`reserve` reallocates: take the bundle after it.
+        """
+        return kc.DualArrays(self.slot_of, self.alpha, self.sums)
 
     def reserve(self, n_rows):
         """Make room for global row ids below ``n_rows``."""
@@ -139,7 +173,12 @@ class RowCache:
         A feature map's spec (:mod:`~dask_streamsvm.kernels.features`): the
         cache stores raw rows (sparse) and the kernels read them through the
         map (``layout``); ``Qbar`` uses ``||phi(x)||^2``.
+
+    The bytes: :attr:`HEADER` for ``meta``, then per slot
+    :func:`slot_overhead` and the row's values (:func:`value_bytes` each).
     """
+
+    HEADER = kc.META_SIZE * 8  # bytes of `meta`, the only array not sized by the slots
 
     def __init__(
         self, cache_bytes, n_features, dtype, sparse, n_problems, nnz_per_row=None, feature_map=None
@@ -152,12 +191,10 @@ class RowCache:
         self.dtype = np.dtype(dtype)
         self.n_features = int(n_features)
         k = int(n_problems)
-        budget = self.cache_bytes - 6 * 8  # the small `meta` array
-        # Per slot: gid, live, pos, free (int64) and five float64 arrays per problem.
-        meta_per_slot = 4 * 8 + 5 * 8 * k
+        budget = self.cache_bytes - self.HEADER
+        meta_per_slot = slot_overhead(k, self.sparse)
         if self.sparse:
-            meta_per_slot += 2 * 8  # starts, ends
-            per_nnz = 4 + self.dtype.itemsize
+            per_nnz = value_bytes(self.dtype, True)
             guess = max(float(nnz_per_row or 1.0), 1.0)
             per_row = meta_per_slot + guess * per_nnz
             n_slots = int(budget // per_row)
@@ -168,7 +205,7 @@ class RowCache:
             n_nnz = (budget - n_slots * meta_per_slot) // per_nnz
             row_bytes = 0
         else:
-            row_bytes = self.n_features * self.dtype.itemsize
+            row_bytes = self.n_features * value_bytes(self.dtype, False)
             n_slots = budget // (meta_per_slot + row_bytes)
             n_nnz = 0
         if n_slots < 1:
@@ -177,7 +214,7 @@ class RowCache:
                 f"features; give at least {meta_per_slot + max(row_bytes, 1)} bytes."
             )
         self.n_slots = int(n_slots)
-        self.meta = np.zeros(6, dtype=np.int64)
+        self.meta = np.zeros(kc.META_SIZE, dtype=np.int64)
         self.gid = np.full(n_slots, -1, dtype=np.int64)
         self.live = np.zeros(n_slots, dtype=np.int64)
         self.pos = np.zeros(n_slots, dtype=np.int64)
@@ -267,8 +304,33 @@ class RowCache:
         if self.sparse:
             live = self.live[:n]
             nnz = int((self.ends[live] - self.starts[live]).sum())
-            return n * self._meta_per_slot + nnz * (4 + self.dtype.itemsize)
-        return n * (self._meta_per_slot + self.n_features * self.dtype.itemsize)
+            return n * self._meta_per_slot + nnz * self._per_value
+        return n * (self._meta_per_slot + self.n_features * self._per_value)
+
+    @property
+    def _per_value(self):
+        return value_bytes(self.dtype, self.sparse)
+
+    def slot_bytes(self, slots):
+        """int64 array: the bytes each row in ``slots`` occupies (as :attr:`used_bytes` counts them)."""
+        if self.sparse:
+            nnz = self.ends[slots] - self.starts[slots]
+            return self._meta_per_slot + nnz * self._per_value
+        row = self._meta_per_slot + self.n_features * self._per_value
+        return np.full(slots.shape[0], row, dtype=np.int64)
+
+    def fits(self, n_rows, nnz):
+        """Whether ``n_rows`` more rows with ``nnz`` nonzeros in all fit in the free slots and arena.
+
+        Garbage in the arena counts as free: call :meth:`compact` before
+        inserting them, or insertion may evict rows.
+        """
+        meta = self.meta
+        if meta[kc.N_FREE] < n_rows:
+            return False
+        if self.sparse:
+            return self.data.shape[0] - (meta[kc.TOP] - meta[kc.GARBAGE]) >= nnz
+        return True
 
     @property
     def insertions(self):
@@ -288,13 +350,44 @@ class RowCache:
             return raw if self.feature_map is None else (raw, self.feature_map)
         return self.rows
 
+    @property
+    def arrays(self):
+        """The cache's state as the kernels take it (:data:`~..kernels.cache.CacheArrays`).
+
+        A dense cache gives empty ``starts``, ``ends``, ``indices`` and
+        ``data``; a sparse one an empty ``rows``.
+        """
+        if self.sparse:
+            indices, data, rows = self.indices, self.data, np.empty((0, 0), dtype=self.dtype)
+        else:
+            indices, data, rows = np.empty(0, dtype=np.int32), np.empty(0, dtype=self.dtype), self.rows
+        slots = (self.meta, self.gid, self.live, self.pos, self.free)
+        values = (self.Y, self.U, self.D, self.QD, self.A)
+        return kc.CacheArrays(*slots, *values, self.starts, self.ends, indices, data, rows)
+
+    def problem(self, c):
+        """Problem ``c``'s per-slot ``(y, U, D, Qbar)`` for :func:`~..kernels.dcd.dcd_passes`."""
+        return ProblemArrays(self.Y[c], self.U[c], self.D[c], self.QD[c])
+
+    def rows_of(self, slots):
+        """The rows in ``slots``, as a CSR matrix or a dense array (copies)."""
+        if not self.sparse:
+            return self.rows[slots]
+        starts = self.starts[slots]
+        lengths = self.ends[slots] - starts
+        indptr = np.zeros(slots.shape[0] + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        at = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])
+        return sp.csr_matrix(
+            (self.data[at], self.indices[at], indptr), shape=(slots.shape[0], self.n_features)
+        )
+
     # -- changes ----------------------------------------------------------------
 
     def insert(self, X, row_ids, block_y, block_cost, squared, bias, store, rng_state):
         """Insert a block's rows (random eviction when full); returns rows inserted."""
         store.reserve(int(row_ids.max()) + 1 if row_ids.size else 0)
-        common = (self.meta, self.gid, self.live, self.pos, self.free, store.slot_of,
-                  self.Y, self.U, self.D, self.QD, self.A, store.alpha, store.sums)  # fmt: skip
+        cache, dual = self.arrays, store.arrays  # after reserve, which reallocates the store
         if self.sparse:
             X = sp.csr_matrix(X)
             if self.feature_map is not None and not X.has_canonical_format:
@@ -307,17 +400,16 @@ class RowCache:
                     "raise cache_bytes."
                 )
             X = X.astype(self.dtype, copy=False)
+            block = (X.indptr.astype(np.int64), X.indices, X.data)
+            sq = self._sqnorms(X)
             return kc.insert_sparse(
-                X.indptr.astype(np.int64), X.indices, X.data, self._sqnorms(X), row_ids,
-                block_y, block_cost, squared, bias, *common,
-                self.starts, self.ends, self.indices, self.data, rng_state,
-            )  # fmt: skip
+                block, sq, row_ids, block_y, block_cost, squared, bias, cache, dual, rng_state
+            )
         if sp.issparse(X):
             X = X.toarray()
         X = np.ascontiguousarray(X, dtype=self.dtype)
-        return kc.insert_dense(
-            X, self._sqnorms(X), row_ids, block_y, block_cost, squared, bias, *common, self.rows, rng_state
-        )  # fmt: skip
+        sq = self._sqnorms(X)
+        return kc.insert_dense(X, sq, row_ids, block_y, block_cost, squared, bias, cache, dual, rng_state)
 
     def _sqnorms(self, X):
         """``||phi(x)||^2`` of every row of ``X`` (in the cache's dtype), without the bias."""
@@ -327,10 +419,57 @@ class RowCache:
 
     def evict(self, slots, store):
         """Evict ``slots`` (their alphas go back to the store)."""
-        kc.evict_many(np.asarray(slots, dtype=np.int64), self.meta, self.gid, self.live, self.pos,
-                      self.free, store.slot_of, self.A, self.D, store.alpha, store.sums,
-                      self.starts, self.ends)  # fmt: skip
+        kc.evict_many(np.asarray(slots, dtype=np.int64), self.arrays, store.arrays)
 
     def write_back(self, store):
         """Copy every cached alpha to the store (for a snapshot); rows stay cached."""
-        kc.write_back_all(self.meta, self.live, self.gid, self.A, self.D, store.alpha, store.sums)
+        kc.write_back_all(self.arrays, store.arrays)
+
+    def compact(self):
+        """Squeeze the garbage that evicted rows left out of a sparse arena (no-op when none)."""
+        if self.sparse and self.meta[kc.GARBAGE] > 0:
+            kc.compact(self.arrays)
+
+    def sweep(self, W, bias, eps, store, visit_budget, rng_state, *, beta, full_at, crammer_singer=False):
+        """StreamSVM's trainer on the cached rows for ``visit_budget`` row visits; ``(visits, busy)``.
+
+        :func:`~..kernels.cache.train_on_cache` (one-vs-rest: ``eps`` holds
+        a tolerance per problem) or, with ``crammer_singer``,
+        :func:`~..kernels.crammer_singer.cs_train_on_cache` (``eps[0]``).
+        ``W`` and ``eps`` are updated in place; uninformative rows are
+        evicted to ``store``.
+        """
+        train = cs_train_on_cache if crammer_singer else train_on_cache
+        return train(
+            self.layout, self.arrays, store.arrays, W, bias, eps, beta, full_at, visit_budget, rng_state
+        )
+
+    def rebuild(self, capacity, n_rows, nnz, store, squared, bias, rng_state):
+        """Move the rows to a new RowCache of ``capacity`` bytes and return it.
+
+        Its slot/arena split fits the rows here plus ``n_rows`` rows of
+        ``nnz`` nonzeros.  This cache's arrays are released before the new
+        ones are allocated (it must not be used again); meanwhile its rows
+        live in a compact copy.  Alphas go through ``store``; each row's
+        ``y``, ``U``, ``D`` and ``Qbar`` are copied as they are.
+        """
+        k = self.Y.shape[0]
+        n = self.n_live
+        live = self.live[:n].copy()
+        gids = self.gid[live].copy()
+        X = self.rows_of(live)
+        values = [a[:, live].copy() for a in (self.Y, self.U, self.D, self.QD)]
+        self.evict(live, store)  # alphas to the store
+        for name in (*self._ARRAYS, "indices", "data", "rows"):
+            setattr(self, name, None)  # release them before allocating the new ones
+        nnz_per_row = (nnz + (X.nnz if self.sparse else 0)) / max(n + n_rows, 1)
+        new = RowCache(capacity, self.n_features, self.dtype, self.sparse, k, nnz_per_row, self.feature_map)
+        if n:
+            ones = np.ones((k, n))  # any positive cost inserts the row; U, D, Qbar follow
+            new.insert(X, gids, values[0], ones, squared, bias, store, rng_state)
+            if new.n_live != n or new.evictions:
+                raise RuntimeError(f"rebuilding the row memory kept {new.n_live} of {n} rows.")
+            slots = store.slot_of[gids]
+            for dst, src in zip((new.Y, new.U, new.D, new.QD), values, strict=True):
+                dst[:, slots] = src
+        return new

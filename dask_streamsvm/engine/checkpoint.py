@@ -6,9 +6,10 @@ dual's running sums, the cache's rows and per-row state slot for slot, the
 random generator's state, the row ids learned on the first read, the
 classes) and JSON (the pass, certificates, history, counters, and a
 fingerprint of the data layout and the parameters that shape the
-solution).  It is written by :func:`~dask_streamsvm._persist.write_archive`:
-streamed beside the old file, flushed to disk and renamed over it, so a
-crash at any moment leaves the previous checkpoint or the new one, whole.
+solution).  It is an archive of :mod:`.archive`, written by
+:func:`~.archive.write_archive`: streamed beside the old file, flushed to
+disk and renamed over it, so a crash at any moment leaves the previous
+checkpoint or the new one, whole.
 
 Resuming rebuilds the trainer from the file and starts the reader at the
 next pass.  Every decision of the trainers depends on the data, the seed
@@ -21,16 +22,11 @@ import json
 import os
 import time
 
-import numpy as np
+from .archive import read_archive, write_archive
 
 FORMAT = "dask-streamsvm-checkpoint"
 VERSION = 1
 FILE = "checkpoint.zip"
-
-
-def plain(value):
-    """A value as plain JSON: NumPy scalars become Python numbers."""
-    return value.item() if isinstance(value, np.generic) else value
 
 
 class Checkpoints:
@@ -64,18 +60,9 @@ class Checkpoints:
         return self.every is None or self.last is None or time.perf_counter() - self.last >= self.every
 
     def save(self, state, arrays):
-        from .. import __version__
-        from .._persist import write_archive
-
         os.makedirs(self.directory, exist_ok=True)
-        meta = {
-            "format": FORMAT,
-            "version": VERSION,
-            "library_version": __version__,
-            "fingerprint": self.fingerprint,
-            "state": state,
-        }
-        write_archive(self.path, meta, arrays, compress=False)
+        meta = {"fingerprint": self.fingerprint, "state": state}
+        write_archive(self.path, FORMAT, VERSION, meta, arrays, compress=False)
         self.last = time.perf_counter()
         self.written += 1
 
@@ -85,8 +72,6 @@ class Checkpoints:
         A checkpoint written for other data or other parameters raises a
         ValueError naming what differs.
         """
-        from .._persist import read_archive
-
         if not os.path.exists(self.path):
             return None
         meta, arrays = read_archive(self.path, FORMAT, VERSION, "dask_streamsvm checkpoint")
@@ -105,3 +90,31 @@ class Checkpoints:
             )
         self.last = time.perf_counter()
         return meta["state"], arrays
+
+
+# Parameters a resumed fit may change: they steer how long it runs and what it reports, not its steps.
+RESUMABLE_CHANGES = (
+    "tol", "max_iter", "callbacks", "verbose", "validation_data", "prefetch", "retries", "checkpoint_dir",
+    "checkpoint_every", "alpha_store", "cluster",
+)  # fmt: skip
+
+
+def data_fingerprint(params, source):
+    """What a checkpoint must match to be resumed: the data's layout and the parameters that shape w.
+
+    ``params`` are the estimator's (``get_params(deep=False)``); those in
+    :data:`RESUMABLE_CHANGES` are left out, and values without a plain JSON
+    form are compared by their ``repr``.
+    """
+    kept = {k: v for k, v in params.items() if k not in RESUMABLE_CHANGES}
+    for name in ("random_state", "feature_map", "class_weight"):
+        if name in kept:
+            kept[name] = repr(kept[name])
+    return {
+        **kept,
+        "n_partitions": source.n_partitions,
+        "n_features": source.n_features,
+        "dtype": str(source.dtype),
+        "sparse": bool(source.is_sparse),
+    }
+

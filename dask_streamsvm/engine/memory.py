@@ -13,12 +13,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..kernels.dcd import dcd_passes, row_sqnorms
-from ..kernels.objective import add_weighted_rows, half_inverse
+from ..kernels.dcd import ProblemArrays, Shrinking, dcd_passes, row_sqnorms
+from ..kernels.objective import add_weighted_rows, upper_and_diag_arrays
 from ..kernels.rng import make_state
 from .certificate import Certificate, binary_certificate, dual_value
-
-LOSSES = ("hinge", "squared_hinge")
+from .crammer_singer import solve_crammer_singer
 
 # Start and floor of the projected-gradient tolerance that steers shrinking.
 _PG_EPS_START = 0.1
@@ -50,12 +49,7 @@ class BinaryProblem:
 
     def __post_init__(self):
         cost = self.cost
-        if self.loss == "hinge":
-            self.upper = cost.copy()
-            self.diag = np.zeros_like(cost)
-        else:
-            self.upper = np.full_like(cost, np.inf)
-            self.diag = half_inverse(cost)
+        self.upper, self.diag = upper_and_diag_arrays(cost, self.loss != "hinge")
         self.qd = np.empty_like(cost)
         row_sqnorms(self.X, self.bias, self.qd)
         self.qd += self.diag
@@ -70,23 +64,9 @@ class BinaryProblem:
 
     def dcd(self, index, active_size, alpha, w, n_passes, eps, pg_max_old, pg_min_old, rng_state):
         """Run :func:`~dask_streamsvm.kernels.dcd.dcd_passes` on this problem's rows."""
-        return dcd_passes(
-            self.X,
-            self.y,
-            self.upper,
-            self.diag,
-            self.qd,
-            index,
-            active_size,
-            alpha,
-            w,
-            self.bias,
-            n_passes,
-            eps,
-            pg_max_old,
-            pg_min_old,
-            rng_state,
-        )
+        problem = ProblemArrays(self.y, self.upper, self.diag, self.qd)
+        shrinking = Shrinking(active_size, pg_max_old, pg_min_old)
+        return dcd_passes(self.X, problem, index, alpha, w, self.bias, n_passes, eps, shrinking, rng_state)
 
     def certificate(self, alpha, w):
         return binary_certificate(self.X, self.y, self.cost, self.diag, alpha, w, self.bias, self.squared)
@@ -199,4 +179,60 @@ def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, on_pass=N
         certificate=cert,
         history=history,
         interrupted=interrupted,
+    )
+
+
+@dataclass
+class MemoryResult:
+    """Every problem of an in-memory fit solved: the model's rows and their certificates."""
+
+    W: np.ndarray  # (n_problems, width + 1); Crammer-Singer's (k, width + 1), see problem.cs_model
+    certificates: list
+    passes: int
+    history: list
+    converged: list
+    interrupted: bool = False  # a KeyboardInterrupt ended a solve; W is certified all the same
+
+
+def solve_problems(rows, y_index, weights, plan, *, width, seeds, clock_start=None, hooks=None):
+    """Solve every problem of ``plan`` on in-memory rows: a :class:`MemoryResult`.
+
+    ``rows`` is a kernel layout, ``y_index`` each row's class index,
+    ``weights`` its sample weight, ``seeds`` one seed per problem.
+    ``hooks``, when given, has ``memory(c)`` (the ``on_pass`` of binary
+    problem ``c``) and ``joint`` (Crammer-Singer's).  An interrupt while a
+    one-vs-rest class is still untrained propagates: no partial model.
+    """
+    if plan.crammer_singer:
+        result = solve_crammer_singer(
+            rows, y_index, plan.costs[0, y_index] * weights, k=plan.classes.shape[0], n_features=width,
+            bias=plan.bias, tol=plan.tol, max_iter=plan.max_iter, seed=int(seeds[0]),
+            clock_start=clock_start, on_pass=None if hooks is None else hooks.joint,
+        )  # fmt: skip
+        return MemoryResult(
+            result.W, [result.certificate], result.passes, result.history, [result.converged]
+        )
+    results = []
+    for c in range(plan.n_problems):
+        problem = BinaryProblem(
+            rows, plan.signs[c, y_index], plan.costs[c, y_index] * weights, plan.loss, plan.bias, width
+        )
+        results.append(
+            solve_in_memory(
+                problem, tol=plan.tol, max_iter=plan.max_iter, seed=int(seeds[c]), clock_start=clock_start,
+                on_pass=None if hooks is None else hooks.memory(c), label=plan.labels[c],
+            )
+        )  # fmt: skip
+        if results[-1].interrupted and c + 1 < plan.n_problems:
+            raise KeyboardInterrupt(
+                f"interrupted while training class {plan.labels[c]!r}; the classes after "
+                "it were not trained, so no model was kept"
+            )
+    return MemoryResult(
+        np.vstack([r.w for r in results]),
+        [r.certificate for r in results],
+        max(r.passes for r in results),
+        [record for r in results for record in r.history],
+        [r.converged for r in results],
+        interrupted=any(r.interrupted for r in results),
     )

@@ -24,15 +24,14 @@ the selection keeps rows while that sum stays within ``cache_bytes``.
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.crammer_singer import cs_scores, cs_sweep
-from ..kernels.dcd import dcd_passes, row_sqnorms
-from ..kernels.objective import half_inverse
+from ..kernels.crammer_singer import cs_select_informative, cs_sweep
+from ..kernels.dcd import ProblemArrays, Shrinking, dcd_passes, row_sqnorms
+from ..kernels.objective import upper_and_diag_arrays
 from ..kernels.rng import make_state
-from ..kernels.sbm import gradients, keep_prefix, select_informative, select_random
+from ..kernels.sbm import gradients, select_informative, select_random
 from .layout import kernel_rows
 from .memory import BinaryProblem
 from .sbm import INNER_EPS
-from .streamsvm import model_width
 
 _PER_PROBLEM = 3 * 8  # label, cost and alpha of a row in one problem (float64)
 
@@ -42,36 +41,38 @@ class OnePassSBM:
 
     Parameters
     ----------
-    k : int, problems (1 binary, one per class for one-vs-rest or Crammer-Singer)
-    n_features : int
-    loss : {"hinge", "squared_hinge"} (``"hinge"`` for Crammer-Singer)
-    bias : float, value of the constant bias feature (0 for none)
-    cache_bytes : int >= 0, bytes of rows kept between blocks
-    inner_iter : int >= 1, passes over block plus cache per block
-    cache_policy : {"informative", "random"}
-    crammer_singer : bool
-    seed : int
-    feature_map : record array or None
-        A map's spec (:mod:`~dask_streamsvm.kernels.features`): the cache
-        holds raw rows (as CSR) and the kernels apply the map.
+    plan : :class:`~.problem.FitPlan` with ``solver="partial"``: its label
+        tables give the problems (one binary, one per class for one-vs-rest
+        or Crammer-Singer), and ``loss``, ``bias``, ``cache_bytes`` (bytes
+        of rows kept between blocks), ``inner_iter`` (passes over block plus
+        cache per block), ``cache_policy``, ``crammer_singer``, ``seed`` and
+        ``feature_map`` (a map's spec, :mod:`~dask_streamsvm.kernels.features`:
+        the cache then holds raw rows as CSR and the kernels apply the map)
+        shape the stream.
+    n_features : int, raw features of the rows
     """
 
-    def __init__(
-        self, *, k, n_features, loss, bias, cache_bytes, inner_iter, cache_policy, crammer_singer, seed,
-        feature_map=None,
-    ):  # fmt: skip
-        self.k, self.n_features = int(k), model_width(int(n_features), feature_map)
-        self.feature_map = feature_map
-        self.loss, self.bias = loss, float(bias)
-        self.cache_bytes, self.inner_iter = int(cache_bytes), int(inner_iter)
-        self.informative = cache_policy == "informative"
-        self.crammer_singer = bool(crammer_singer)
+    def __init__(self, plan, n_features):
+        self.k, self.n_features = plan.n_problems, plan.model_width(int(n_features))
+        self.feature_map = plan.feature_map
+        self.loss, self.bias = plan.loss, float(plan.bias)
+        self.cache_bytes, self.inner_iter = int(plan.cache_bytes), int(plan.inner_iter)
+        self.informative = plan.cache_policy == "informative"
+        self.crammer_singer = bool(plan.crammer_singer)
         self.W = np.zeros((self.k, self.n_features + 1))
-        self.rng_state = make_state(seed)
+        self.rng_state = make_state(plan.seed)
         self.X = None  # cached rows: C-contiguous ndarray or CSR matrix; None when empty
         self.layout = None  # (sparse, dtype) of the first block, kept by every later one
         self.Y = self.cost = self.alpha = np.zeros((self.k, 0))
         self.blocks = self.rows_seen = 0
+
+    def start_from(self, coef, intercept):
+        """Start ``W`` from a fitted model's ``coef_`` and ``intercept_`` (``partial_fit`` after ``fit``)."""
+        bias = self.bias
+        W = np.hstack([coef, (intercept / bias if bias > 0 else 0.0 * intercept)[:, None]])
+        if self.crammer_singer and W.shape[0] == 1:
+            W = np.vstack([np.zeros_like(W), W])  # w_1 - w_0 = coef_
+        self.W[:] = W
 
     # -- accounting --------------------------------------------------------------
 
@@ -154,8 +155,9 @@ class OnePassSBM:
             problem = BinaryProblem(rows, Y[c], cost[c], self.loss, self.bias, self.n_features)
             index = problem.trainable_rows()
             out = dcd_passes(
-                rows, problem.y, problem.upper, problem.diag, problem.qd, index, index.shape[0], alpha[c],
-                self.W[c], self.bias, self.inner_iter, INNER_EPS, np.inf, -np.inf, self.rng_state,
+                rows, ProblemArrays(problem.y, problem.upper, problem.diag, problem.qd), index, alpha[c],
+                self.W[c], self.bias, self.inner_iter, INNER_EPS, Shrinking(index.shape[0], np.inf, -np.inf),
+                self.rng_state,
             )  # fmt: skip
             passes = max(passes, int(out[0]))
         return passes
@@ -172,13 +174,9 @@ class OnePassSBM:
         if not self.informative:
             m = select_random(sizes, budget, self.rng_state, keep)
         elif self.crammer_singer:
-            shrinkable = np.empty(n, dtype=np.int64)
-            violation = np.empty(n)
-            cs_scores(rows, Y, cost, alpha, self.W, self.bias, slots, shrinkable, violation)
-            m = keep_prefix(np.lexsort((-violation, shrinkable)), sizes, budget, keep)
+            m = cs_select_informative(rows, Y, cost, alpha, self.W, self.bias, slots, sizes, budget, keep)
         else:
-            upper = cost if self.loss == "hinge" else np.where(cost > 0.0, np.inf, 0.0)
-            diag = half_inverse(cost) if self.loss != "hinge" else np.zeros_like(cost)
+            upper, diag = upper_and_diag_arrays(cost, self.loss != "hinge")
             grad = np.empty((self.k, n))
             gradients(rows, Y, diag, alpha, self.W, self.bias, slots, grad)
             m = select_informative(alpha, grad, upper, sizes, budget, keep)

@@ -37,8 +37,8 @@ gradient score (unbounded rows first; :mod:`dask_streamsvm.kernels.sbm`);
 ``"random"`` keeps a random subset (the paper's SBM-rand).  Every decision
 depends on the data and the seed only, never on timing: one seed, one model.
 
-Certificate, history and hooks are StreamSVM's (:mod:`.streamsvm`): each
-reader pass certifies the state at its start.
+Certificate, history and hooks are those of every multi-pass trainer
+(:mod:`.trainer`): each reader pass certifies the state at its start.
 """
 
 import time
@@ -46,158 +46,51 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels import cache as kc
-from ..kernels.crammer_singer import cs_scores, cs_sweep
-from ..kernels.dcd import dcd_passes
-from ..kernels.rng import make_state
-from ..kernels.sbm import gradients, keep_prefix, select_informative, select_random
-from .cache import RowCache
-from .streamsvm import _PassCertifier, model_width, run_trainer
+from ..kernels.crammer_singer import cs_select_informative, cs_sweep
+from ..kernels.dcd import Shrinking, dcd_passes
+from ..kernels.sbm import gradients, select_informative, select_random
+from .cache import RowCache, stored_bytes
+from .trainer import PassCertifier
 
-CACHE_POLICIES = ("informative", "random")
 # Projected-gradient tolerance of a block's subproblem.  The paper runs a
 # fixed number of passes (``inner_iter``); this only ends the passes early
 # once the subproblem is solved to well below what the certificate needs.
 INNER_EPS = 1e-6
-_HEADER = 6 * 8  # RowCache.meta (kernels.cache: N_LIVE ... EVICTED), its bytes besides the rows
 
 
-def solve_sbm(
-    source,
-    encode,
-    *,
-    n_problems,
-    loss,
-    bias,
-    tol,
-    max_iter,
-    cache_bytes,
-    block_bytes,
-    inner_iter,
-    cache_policy,
-    prefetch,
-    shuffle,
-    seed,
-    labels=None,
-    alpha_store="memory",
-    clock_start=None,
-    on_pass=None,
-    on_block=None,
-    crammer_singer=False,
-    feature_map=None,
-    **run_options,
-):
-    """Train ``n_problems`` binary SVMs on ``source`` block by block (SBM; BM with no cache).
+class BlockTrainer(PassCertifier):
+    """The single writer of the row memory, alpha and w (see the module docstring).
 
-    ``encode``, ``on_pass``, ``on_block``, ``crammer_singer``, ``feature_map`` and ``run_options``
-    are those of :func:`~.streamsvm.solve_streamsvm`; ``on_block``'s ``fill`` is the
-    fraction of the row memory (cache plus block) in use when the partition
-    arrives.
-
-    Parameters
-    ----------
-    cache_bytes : int >= 0
-        Bytes of rows kept from one block to the next; 0 is block
-        minimization.
-    block_bytes : int > 0
-        Bytes of partitions gathered into a block.  Both count rows as the
-        row cache stores them: values and column indices, plus per row
-        ``32 + 40 k`` bytes of solver state (``+ 16`` when sparse), and the
-        row memory's fixed 48 bytes count against the block.
-    inner_iter : int >= 1
-        DCD passes over block plus cache per block (10 in the paper).
-    cache_policy : {"informative", "random"}
+    ``plan.cache_bytes`` is the cache kept from one block to the next (0:
+    block minimization), ``plan.block_bytes`` the bytes of partitions
+    gathered into a block, ``plan.inner_iter`` the DCD passes over block
+    plus cache per block (10 in the paper).  Both byte counts count rows as
+    the row cache stores them: values and column indices, plus per row
+    ``32 + 40 k`` bytes of solver state (``+ 16`` when sparse); the row
+    memory's fixed 48 bytes count against the block.
 
     Each history record holds StreamSVM's fields (``cache_rows`` and
     ``cache_bytes`` describe the cache kept after the pass's last block)
     and ``blocks`` (blocks trained so far), ``memory_bytes`` (the most the
     row memory allocated during the pass), ``peak_used_bytes`` (the most
     its rows occupied), both in the row cache's own accounting, and
-    ``rebuilds`` (times the row memory was reallocated so far).
+    ``rebuilds`` (times the row memory was reallocated so far).  The
+    ``fill`` given to ``on_block`` is the fraction of the row memory (cache
+    plus block) in use when the partition arrives.
     """
-    if isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int | np.integer) or cache_bytes < 0:
-        raise ValueError(f"cache_bytes must be an integer >= 0, got cache_bytes={cache_bytes!r}.")
-    if isinstance(block_bytes, bool) or not isinstance(block_bytes, int | np.integer) or block_bytes <= 0:
-        raise ValueError(f"block_bytes must be an integer > 0, got block_bytes={block_bytes!r}.")
-    if isinstance(inner_iter, bool) or not isinstance(inner_iter, int | np.integer) or inner_iter < 1:
-        raise ValueError(f"inner_iter must be an integer >= 1, got inner_iter={inner_iter!r}.")
-    if cache_policy not in CACHE_POLICIES:
-        raise ValueError(
-            f"cache_policy must be one of {', '.join(map(repr, CACHE_POLICIES))}; "
-            f"got cache_policy={cache_policy!r}."
-        )
-    return run_trainer(
-        source,
-        lambda store: _BlockTrainer(
-            source, encode, store, k=n_problems, loss=loss, bias=bias, tol=tol, max_iter=max_iter,
-            cache_bytes=int(cache_bytes), block_bytes=int(block_bytes), inner_iter=int(inner_iter),
-            cache_policy=cache_policy, seed=seed, labels=labels, clock_start=clock_start,
-            on_pass=on_pass, on_block=on_block, crammer_singer=crammer_singer, feature_map=feature_map,
-        ),
-        n_problems=n_problems, alpha_store=alpha_store, prefetch=prefetch, max_iter=max_iter,
-        shuffle=shuffle, seed=seed, **run_options,
-    )  # fmt: skip
-
-
-def _meta_per_slot(k, sparse):
-    """Per-row solver state of a RowCache slot (as ``RowCache.__init__`` counts it)."""
-    return 4 * 8 + 5 * 8 * k + (2 * 8 if sparse else 0)
-
-
-class _BlockTrainer(_PassCertifier):
-    """The single writer of the row memory, alpha and w (see the module docstring)."""
 
     ROW_MEMORY = "memory"
 
-    def __init__(
-        self,
-        source,
-        encode,
-        store,
-        *,
-        k,
-        loss,
-        bias,
-        tol,
-        max_iter,
-        cache_bytes,
-        block_bytes,
-        inner_iter,
-        cache_policy,
-        seed,
-        labels,
-        clock_start,
-        on_pass,
-        on_block,
-        crammer_singer=False,
-        feature_map=None,
-    ):
-        self.source, self.encode, self.k = source, encode, k
-        self.squared = loss == "squared_hinge"
-        self.crammer_singer, self.feature_map = crammer_singer, feature_map
-        self.bias, self.tol, self.max_iter = bias, tol, max_iter
-        self.cache_bytes, self.block_bytes, self.inner_iter = cache_bytes, block_bytes, inner_iter
-        self.informative = cache_policy == "informative"
-        self.labels = list(range(k)) if labels is None else list(labels)
-        self.clock_start = time.perf_counter() if clock_start is None else clock_start
-        self.on_pass, self.on_block = on_pass, on_block
-        self.store = store
-        self.W = np.zeros((k, model_width(source.n_features, feature_map) + 1))
-        self.rng_state = make_state(seed)
+    def __init__(self, source, plan, store, hooks=None, clock_start=None):
+        super().__init__(source, plan, store, hooks, clock_start)
+        self.cache_bytes, self.block_bytes = plan.cache_bytes, plan.block_bytes
+        self.inner_iter = plan.inner_iter
+        self.informative = plan.cache_policy == "informative"
         self.memory = None  # RowCache holding W = block + cache
         self.kept = np.empty(0, dtype=np.int64)  # global ids of the cached rows, best first
         self.block_used = 0  # bytes of the rows the current block added
         self.block_rows = 0  # rows of the current block in memory (some may have been cached)
-        self.history = []
-        self.certificates = None
-        self.W_snap = self.dual = self.loss_sum = None
-        self.converged = self.done = False
-        self.certified_pass = 0
-        self.current = -1
-        self.stats = dict.fromkeys(("wait_data", "visits", "rows", "bytes", "blocks"), 0)
-        self.stats.update(insertions=0, evictions=0, rebuilds=0, memory_bytes=0, peak_used_bytes=0)
-        self.stats.update(rows_skipped=0, read_retries=0)
-        self.certified, self.certified_records, self.checkpoints = None, 0, None
+        self.stats.update(blocks=0, insertions=0, evictions=0, rebuilds=0, memory_bytes=0, peak_used_bytes=0)
 
     def run(self, reader):
         self.reader = reader
@@ -222,12 +115,9 @@ class _BlockTrainer(_PassCertifier):
             self._snapshot(pass_k, self.memory)
             self.stats["memory_bytes"] = self.memory.nbytes if self.memory is not None else 0
             self.stats["peak_used_bytes"] = self.memory.used_bytes if self.memory is not None else 0
-        self._sparse_for_map(block)
-        y_pm, cost = self._encode_and_score(block)
-        if self.on_block is not None:
-            memory = self.memory
-            fill = 0.0 if memory is None else memory.used_bytes / memory.cache_bytes
-            self.on_block(pass_k, block, self.W_snap, fill)
+        memory = self.memory
+        fill = 0.0 if memory is None else memory.used_bytes / memory.cache_bytes
+        y_pm, cost = self._read(pass_k, block, fill)
         if self.current < self.max_iter and block.n_rows > 0:
             self._add_to_block(block, y_pm, cost)
 
@@ -235,18 +125,16 @@ class _BlockTrainer(_PassCertifier):
         """Rows, nonzeros and bytes that inserting ``block`` adds (weightless and cached rows skip)."""
         new = (cost > 0.0).any(axis=0) & (self.store.slot_of[block.row_ids] < 0)
         n_rows = int(new.sum())
-        sparse = sp.issparse(block.X)
-        per_row = _meta_per_slot(self.k, sparse)
-        if sparse:
-            nnz = int(np.diff(block.X.indptr)[new].sum())
-            return n_rows, nnz, n_rows * per_row + nnz * (4 + block.X.dtype.itemsize)
-        row = block.X.shape[1] * block.X.dtype.itemsize
-        return n_rows, 0, n_rows * (per_row + row)
+        X = block.X
+        if sp.issparse(X):
+            nnz = int(np.diff(X.indptr)[new].sum())
+            return n_rows, nnz, stored_bytes(n_rows, nnz, self.k, X.dtype, True)
+        return n_rows, 0, stored_bytes(n_rows, n_rows * X.shape[1], self.k, X.dtype, False)
 
     def _add_to_block(self, block, y_pm, cost):
         self.store.reserve(int(block.row_ids.max()) + 1)
         n_rows, nnz, nbytes = self._incoming(block, cost)
-        if self.block_used > 0 and self.block_used + nbytes > self.block_bytes - _HEADER:
+        if self.block_used > 0 and self.block_used + nbytes > self.block_bytes - RowCache.HEADER:
             self._train_block()  # the block is full: this partition starts the next one
             n_rows, nnz, nbytes = self._incoming(block, cost)  # its cached rows may have left
         # Rows of this partition that are cached belong to the block now: they
@@ -278,76 +166,40 @@ class _BlockTrainer(_PassCertifier):
 
     def _make_room(self, block, n_rows, nnz, nbytes):
         """Make the row memory ready to take ``n_rows`` new rows (``nnz`` nonzeros) whole."""
-        need = self.cache_bytes + max(self.block_bytes, nbytes + _HEADER)
+        need = self.cache_bytes + max(self.block_bytes, nbytes + RowCache.HEADER)
         if self.memory is None:
-            sparse = sp.issparse(block.X)
             self.memory = RowCache(
-                need, self.source.n_features, block.X.dtype, sparse, self.k, nnz / max(n_rows, 1),
-                self.feature_map,
+                need, self.source.n_features, block.X.dtype, sp.issparse(block.X), self.k,
+                nnz / max(n_rows, 1), self.feature_map,
             )  # fmt: skip
-            assert self.memory._meta_per_slot == _meta_per_slot(self.k, sparse)
-            assert self.memory.meta.nbytes == _HEADER
         elif self.memory.cache_bytes < need:
             self._rebuild(need, n_rows, nnz)  # a partition larger than block_bytes
-        self._compact()
-        if not self._fits(n_rows, nnz):
+        self.memory.compact()
+        if not self.memory.fits(n_rows, nnz):
             # The bytes fit (cache <= cache_bytes, block <= block_bytes), but a sparse
             # memory's split between slots and arena does not: split it anew.
             self._rebuild(self.memory.cache_bytes, n_rows, nnz)
-        while not self._fits(n_rows, nnz) and self.kept.size:
+        while not self.memory.fits(n_rows, nnz) and self.kept.size:
             # Rounding in the split: the lowest-ranked cached rows make room.
             worst, self.kept = self.kept[-1:], self.kept[:-1]
             self.memory.evict(self.store.slot_of[worst], self.store)
             self.stats["evictions"] += 1
-            self._compact()
-        if not self._fits(n_rows, nnz):
+            self.memory.compact()
+        if not self.memory.fits(n_rows, nnz):
             raise RuntimeError(
                 f"partition {block.partition}: {n_rows} rows with {nnz} nonzeros do not fit "
                 f"the row memory of {self.memory.cache_bytes} bytes."
             )
 
-    def _compact(self):
-        memory = self.memory
-        if memory.sparse and memory.meta[kc.GARBAGE] > 0:
-            kc._compact(memory.meta, memory.live, memory.starts, memory.ends, memory.indices, memory.data)
-
-    def _fits(self, n_rows, nnz):
-        memory = self.memory
-        if memory.meta[kc.N_FREE] < n_rows:
-            return False
-        if memory.sparse:
-            return memory.data.shape[0] - (memory.meta[kc.TOP] - memory.meta[kc.GARBAGE]) >= nnz
-        return True
-
     def _rebuild(self, capacity, n_rows, nnz):
-        """Move the rows in memory to a new RowCache of ``capacity`` bytes.
+        """Move the rows in memory to a new RowCache of ``capacity`` bytes (:meth:`.RowCache.rebuild`).
 
         Its slot/arena split fits the rows in memory plus ``n_rows`` rows of
-        ``nnz`` nonzeros.  The old memory is released before the new one is
-        allocated; meanwhile its rows live in a compact copy.  Alphas go
-        through the store; each row's ``y``, ``U``, ``D`` and ``Qbar`` are
-        copied as they are.
+        ``nnz`` nonzeros; the old arrays are released before the new ones
+        are allocated.
         """
-        old = self.memory
-        n = old.n_live
-        live = old.live[:n].copy()
-        gids = old.gid[live].copy()
-        X = _rows_of(old, live)
-        values = [a[:, live].copy() for a in (old.Y, old.U, old.D, old.QD)]
-        old.evict(live, self.store)  # alphas to the store
-        layout = (old.n_features, old.dtype, old.sparse)
-        self.memory = old = None  # release it before allocating the new one
-        nnz_per_row = (nnz + (X.nnz if layout[2] else 0)) / max(n + n_rows, 1)
-        new = RowCache(capacity, *layout, self.k, nnz_per_row, self.feature_map)
-        if n:
-            ones = np.ones((self.k, n))  # any positive cost inserts the row; U, D, Qbar follow
-            new.insert(X, gids, values[0], ones, self.squared, self.bias, self.store, self.rng_state)
-            if new.n_live != n or new.evictions:
-                raise RuntimeError(f"rebuilding the row memory kept {new.n_live} of {n} rows.")
-            slots = self.store.slot_of[gids]
-            for dst, src in zip((new.Y, new.U, new.D, new.QD), values, strict=True):
-                dst[:, slots] = src
-        self.memory = new
+        old, self.memory = self.memory, None
+        self.memory = old.rebuild(capacity, n_rows, nnz, self.store, self.squared, self.bias, self.rng_state)
         self.stats["rebuilds"] += 1
         self._note_memory()
 
@@ -372,9 +224,8 @@ class _BlockTrainer(_PassCertifier):
         for c in range(0 if self.crammer_singer else self.k):
             index[:] = memory.live[:n]
             out = dcd_passes(
-                memory.layout, memory.Y[c], memory.U[c], memory.D[c], memory.QD[c], index, n,
-                memory.A[c], self.W[c], self.bias, self.inner_iter, INNER_EPS, np.inf, -np.inf,
-                self.rng_state,
+                memory.layout, memory.problem(c), index, memory.A[c], self.W[c], self.bias, self.inner_iter,
+                INNER_EPS, Shrinking(n, np.inf, -np.inf), self.rng_state,
             )  # fmt: skip
             self.stats["visits"] += int(out[0]) * n
         self.stats["blocks"] += 1
@@ -388,16 +239,14 @@ class _BlockTrainer(_PassCertifier):
         keep = np.empty(n, dtype=np.int64)
         n_keep = 0
         if self.cache_bytes > 0 and n > 0:
-            sizes = self._slot_bytes(slots)
+            sizes = memory.slot_bytes(slots)
             if self.informative and self.crammer_singer:
                 # Section 3: informative rows have few shrinkable variables; ties
                 # go to the larger violation of the optimality conditions.
-                shrinkable = np.empty(n, dtype=np.int64)
-                violation = np.empty(n)
-                cs_scores(memory.layout, memory.Y, memory.U, memory.A, self.W, self.bias, slots,
-                          shrinkable, violation)  # fmt: skip
-                order = np.lexsort((-violation, shrinkable))
-                n_keep = keep_prefix(order, sizes, self.cache_bytes, keep)
+                n_keep = cs_select_informative(
+                    memory.layout, memory.Y, memory.U, memory.A, self.W, self.bias, slots, sizes,
+                    self.cache_bytes, keep,
+                )  # fmt: skip
             elif self.informative:
                 grad = np.empty((self.k, n))
                 gradients(memory.layout, memory.Y, memory.D, memory.A, self.W, self.bias, slots, grad)
@@ -412,14 +261,6 @@ class _BlockTrainer(_PassCertifier):
         memory.evict(slots[dropped], self.store)
         self.stats["evictions"] += n - n_keep
         self.kept = memory.gid[kept_slots].copy()
-
-    def _slot_bytes(self, slots):
-        memory = self.memory
-        if memory.sparse:
-            nnz = memory.ends[slots] - memory.starts[slots]
-            return memory._meta_per_slot + nnz * (4 + memory.dtype.itemsize)
-        row = memory._meta_per_slot + memory.n_features * memory.dtype.itemsize
-        return np.full(slots.shape[0], row, dtype=np.int64)
 
     # -- checkpoints ---------------------------------------------------------------
 
@@ -449,17 +290,3 @@ class _BlockTrainer(_PassCertifier):
                 "rebuilds": stats["rebuilds"],
             }
         )
-
-
-def _rows_of(memory, slots):
-    """The rows in ``slots`` of a RowCache, as a CSR matrix or a dense array."""
-    if not memory.sparse:
-        return memory.rows[slots]
-    starts = memory.starts[slots]
-    lengths = memory.ends[slots] - starts
-    indptr = np.zeros(slots.shape[0] + 1, dtype=np.int64)
-    np.cumsum(lengths, out=indptr[1:])
-    at = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])
-    return sp.csr_matrix(
-        (memory.data[at], memory.indices[at], indptr), shape=(slots.shape[0], memory.n_features)
-    )

@@ -48,7 +48,7 @@ def is_dask_collection(obj):
     return hasattr(obj, "__dask_graph__")
 
 
-def _is_dask_dataframe(obj):
+def is_dask_dataframe(obj):
     return is_dask_collection(obj) and hasattr(obj, "columns") and hasattr(obj, "npartitions")
 
 
@@ -85,7 +85,7 @@ class DaskSource:
         self._label_column = None
         self.encoder = encoder
         self.on_invalid = on_invalid
-        if _is_dask_dataframe(X):
+        if is_dask_dataframe(X):
             if isinstance(y, str):
                 if y not in X.columns:
                     raise ValueError(f"y={y!r} names no column of X; its columns are {list(X.columns)}.")

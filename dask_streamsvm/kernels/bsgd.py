@@ -26,18 +26,55 @@ large coefficient onto the small vector.  ``m`` must weight the kernel to
 ``h`` comes from golden section search (``GSS``: to 0.01, ``GSS_PRECISE``:
 to 1e-10) or from tables of ``h(m, kappa)`` and ``WD(m, kappa)`` (for
 ``alpha_min + alpha_p = 1``) on a 400 x 400 grid, with bilinear
-interpolation (``LOOKUP_H``, ``LOOKUP_WD``).  With no same-label partner the
-smallest vector is removed.
+interpolation (``LOOKUP_H``, ``LOOKUP_WD``: :func:`merge_by_lookup`).  With no
+same-label partner the smallest vector is removed.
+
+Budget maintenance is timed in the CPU's time-stamp counter (:func:`ticks`,
+which needs no GIL); the driver converts ticks to seconds against the wall
+clock around each call.
 """
 
+from collections import namedtuple
+
 import numpy as np
-from numba import njit, objmode
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .rows import n_rows, row_axpy, row_dot, row_sqnorm
 
 GSS, GSS_PRECISE, LOOKUP_H, LOOKUP_WD = 0, 1, 2, 3
 GRID = 400
 _INV_PHI = (np.sqrt(5.0) - 1.0) / 2.0
+
+# Every problem's model, updated in place: ``t[0]`` the next step, and per problem c the support
+# vectors ``SV[c, :n_sv[c]]`` (dense, width ``n_features + 1``: a bias slot left at 0), their
+# squared norms ``SVSQ`` and ``BETA`` (``alpha = beta / (lambda t)``), the counters ``stats[c]``
+# (merges, removals, shadowed decisions, equal decisions, margin violations) and the ticks
+# spent in budget maintenance, ``merge_ticks[c]``.
+BudgetState = namedtuple("BudgetState", ["t", "SV", "SVSQ", "BETA", "n_sv", "stats", "merge_ticks"])
+# What a fit keeps fixed: the kernel's gamma, lambda, the budget B, the merge method and a
+# shadow method (-1: none) that makes its own partner choice alongside, and the tables H, W.
+BudgetSettings = namedtuple("BudgetSettings", ["gamma", "lam", "budget", "method", "shadow", "H", "W"])
+
+
+@intrinsic
+def _read_counter(typingctx):
+    """LLVM's ``readcyclecounter``: a constant-rate counter (x86 ``rdtsc``, ARM64 ``CNTVCT_EL0``) or 0."""
+
+    def codegen(context, builder, signature, args):
+        counter_type = ir.FunctionType(ir.IntType(64), [])
+        fn = cgutils.get_or_insert_function(builder.module, counter_type, "llvm.readcyclecounter")
+        return builder.call(fn, [])
+
+    return types.int64(), codegen
+
+
+@njit(cache=True, nogil=True)
+def ticks():
+    """The time-stamp counter now, in ticks of a constant rate (0 on a CPU without one)."""
+    return _read_counter()
 
 
 @njit(cache=True, nogil=True)
@@ -109,25 +146,46 @@ def bilinear(T, m, kappa):
 
 
 @njit(cache=True, nogil=True)
+def lookup_h(H, m, kappa):
+    """The merge coefficient from its table: ``h = clip(H~(m, kappa), 0, 1)`` (``~``: :func:`bilinear`)."""
+    return min(max(bilinear(H, m, kappa), 0.0), 1.0)
+
+
+@njit(cache=True, nogil=True)
+def merge_by_lookup(method, m, kappa, H, W):
+    """A candidate merge by table lookup (Glasmachers & Qaadan 2018, section 3): ``(h, WD_1)``, no search.
+
+    ``WD_1`` is the weight degradation for ``alpha_min + alpha_p = 1`` (the
+    merge's is ``(alpha_min + alpha_p)^2 WD_1``), read as::
+
+        LOOKUP_WD:  WD_1 = W~(m, kappa)
+        LOOKUP_H:   h = clip(H~(m, kappa), 0, 1),
+                    WD_1 = m^2 + (1-m)^2 + 2 m (1-m) kappa - s(h)^2,
+                    s(h) = m kappa^((1-h)^2) + (1-m) kappa^(h^2)
+
+    with ``T~`` the :func:`bilinear` reading of a table.  ``LOOKUP_WD``
+    returns ``h = nan``: it reads ``h`` (:func:`lookup_h`) for the chosen
+    partner only, one table read per candidate instead of two.
+    """
+    if method == LOOKUP_WD:
+        return np.nan, bilinear(W, m, kappa)
+    h = lookup_h(H, m, kappa)
+    return h, unit_degradation(m, kappa, h)
+
+
+@njit(cache=True, nogil=True)
+def merge_by_search(method, m, kappa):
+    """A candidate merge by golden section search: ``h = argmax s(h)`` to 0.01 (GSS) or 1e-10; ``WD_1``."""
+    h = golden_h(m, kappa, 1e-10 if method == GSS_PRECISE else 0.01)
+    return h, unit_degradation(m, kappa, h)
+
+
+@njit(cache=True, nogil=True)
 def _sq_distance(SV, a, b):
     d = 0.0
     for f in range(SV.shape[1]):
         d += (SV[a, f] - SV[b, f]) ** 2
     return d
-
-
-@njit(cache=True, nogil=True)
-def _choose(method, m, kappa, H, W):
-    """``(h, unit WD)`` of merging with one candidate by ``method``."""
-    if method == LOOKUP_WD:
-        return -1.0, bilinear(W, m, kappa)  # h is looked up for the chosen partner only
-    if method == LOOKUP_H:
-        h = min(max(bilinear(H, m, kappa), 0.0), 1.0)
-    elif method == GSS_PRECISE:
-        h = golden_h(m, kappa, 1e-10)
-    else:
-        h = golden_h(m, kappa, 0.01)
-    return h, unit_degradation(m, kappa, h)
 
 
 @njit(cache=True, nogil=True)
@@ -140,7 +198,10 @@ def _partner(method, SV, BETA, n, i, gamma, H, W):
         total = BETA[i] + BETA[j]
         m = BETA[i] / total
         kappa = np.exp(-gamma * _sq_distance(SV, i, j))
-        h, unit = _choose(method, m, kappa, H, W)
+        if method == LOOKUP_H or method == LOOKUP_WD:
+            h, unit = merge_by_lookup(method, m, kappa, H, W)
+        else:
+            h, unit = merge_by_search(method, m, kappa)
         wd = total * total * unit
         if wd < best_wd:
             best, best_wd, best_h = j, wd, h
@@ -148,20 +209,42 @@ def _partner(method, SV, BETA, n, i, gamma, H, W):
 
 
 @njit(cache=True, nogil=True)
-def merge(method, shadow, SV, SVSQ, BETA, n, gamma, H, W, stats):
+def merge_pair(SV, SVSQ, BETA, i, p, h, kappa):
+    """Vector ``p`` becomes the merged point of ``i`` and ``p``, ``kappa = k(x_i, x_p)``::
+
+        z       = h x_i + (1 - h) x_p
+        alpha_z = alpha_i kappa^((1-h)^2) + alpha_p kappa^(h^2)
+
+    (the last step of the paper's Algorithm 1).
+    """
+    BETA[p] = BETA[i] * kappa ** ((1.0 - h) ** 2) + BETA[p] * kappa ** (h * h)
+    for f in range(SV.shape[1]):
+        SV[p, f] = h * SV[i, f] + (1.0 - h) * SV[p, f]
+    sq = 0.0
+    for f in range(SV.shape[1]):
+        sq += SV[p, f] * SV[p, f]
+    SVSQ[p] = sq
+
+
+@njit(cache=True, nogil=True)
+def merge(settings, SV, SVSQ, BETA, n, stats):
     """Algorithm 1 on one model of ``n = budget + 1`` vectors; returns the new count.
 
-    ``shadow`` (another method, or -1) makes the same decision alongside;
-    ``stats`` counts merges [0], removals [1], shadowed decisions [2] and
-    equal decisions [3].
+    The vector of smallest ``|alpha|`` is merged into its best same-label
+    partner (:func:`merge_by_lookup` or :func:`merge_by_search`,
+    :func:`merge_pair`), or removed when it has none.  ``settings.shadow``
+    (another method, or -1) makes the same decision alongside; ``stats``
+    counts merges [0], removals [1], shadowed decisions [2] and equal
+    decisions [3].
     """
+    method, gamma, H, W = settings.method, settings.gamma, settings.H, settings.W
     i = 0
     for j in range(1, n):
         if abs(BETA[j]) < abs(BETA[i]):
             i = j
     p, h, _ = _partner(method, SV, BETA, n, i, gamma, H, W)
-    if shadow >= 0:
-        q, _, _ = _partner(shadow, SV, BETA, n, i, gamma, H, W)
+    if settings.shadow >= 0:
+        q, _, _ = _partner(settings.shadow, SV, BETA, n, i, gamma, H, W)
         stats[2] += 1
         if q == p:
             stats[3] += 1
@@ -171,15 +254,9 @@ def merge(method, shadow, SV, SVSQ, BETA, n, gamma, H, W, stats):
         total = BETA[i] + BETA[p]
         m = BETA[i] / total
         kappa = np.exp(-gamma * _sq_distance(SV, i, p))
-        if h < 0.0:  # LOOKUP_WD chose by WD; h from its table
-            h = min(max(bilinear(H, m, kappa), 0.0), 1.0)
-        BETA[p] = BETA[i] * kappa ** ((1.0 - h) ** 2) + BETA[p] * kappa ** (h * h)
-        for f in range(SV.shape[1]):
-            SV[p, f] = h * SV[i, f] + (1.0 - h) * SV[p, f]
-        sq = 0.0
-        for f in range(SV.shape[1]):
-            sq += SV[p, f] * SV[p, f]
-        SVSQ[p] = sq
+        if method == LOOKUP_WD:  # chosen by WD alone; h from its table
+            h = lookup_h(H, m, kappa)
+        merge_pair(SV, SVSQ, BETA, i, p, h, kappa)
         stats[0] += 1
     last = n - 1  # the slot of i takes the last vector
     if i != last:
@@ -208,51 +285,43 @@ def _insert(X, i, SV, SVSQ, BETA, n, y):
     BETA[n] = y
 
 
-@njit(cache=True)  # not nogil: the merge timer runs in object mode
-def bsgd_block(X, signs, order, gamma, lam, budget, method, shadow, t, SV, SVSQ, BETA, n_sv, H, W, stats,
-               merge_seconds):  # fmt: skip
-    """BSGD steps on the rows ``order`` of ``X`` for every problem; ``t[0]`` counts steps.
+@njit(cache=True, nogil=True)
+def bsgd_block(X, signs, order, settings, state):
+    """BSGD steps on the rows ``order`` of ``X`` for every problem; ``state.t[0]`` counts steps.
 
-    ``signs[c, i]`` is row i's +1/-1 label in problem c.  Per problem c:
-    ``SV[c, :n_sv[c]]`` (dense, width ``n_features + 1``), their squared
-    norms ``SVSQ`` and ``BETA`` (``alpha = beta / (lambda t)``).  ``stats[c]``
-    holds the merge counters of :func:`merge` and [4] margin violations;
-    ``merge_seconds[c]`` the time spent in budget maintenance.
+    ``signs[c, i]`` is row i's +1/-1 label in problem c; ``settings`` is a
+    :class:`BudgetSettings`, ``state`` the :class:`BudgetState` it updates.
+    Step ``t`` on row i, per problem: ``f = sum_j beta_j k(sv_j, x_i) /
+    (lambda (t - 1))``; if ``y f < 1``, ``x_i`` joins with ``beta = y``, and
+    past the budget :func:`merge` runs (its ticks are added to
+    ``state.merge_ticks[c]``).
     """
+    SV, SVSQ, BETA, gamma, lam = state.SV, state.SVSQ, state.BETA, settings.gamma, settings.lam
     for r in range(order.shape[0]):
         i = order[r]
-        step = t[0]
+        step = state.t[0]
         for c in range(SV.shape[0]):
             y = signs[c, i]
-            n = n_sv[c]
+            n = state.n_sv[c]
             if step > 1 and n > 0:
                 f = decision(X, i, SV[c], SVSQ[c], BETA[c], n, gamma, 1.0 / (lam * (step - 1)))
             else:
                 f = 0.0
             if y * f < 1.0:
-                stats[c, 4] += 1
+                state.stats[c, 4] += 1
                 _insert(X, i, SV[c], SVSQ[c], BETA[c], n, y)
                 n += 1
-                if n > budget:
-                    with objmode(start="float64"):
-                        start = _now()
-                    n = merge(method, shadow, SV[c], SVSQ[c], BETA[c], n, gamma, H, W, stats[c])
-                    with objmode(spent="float64"):
-                        spent = _now() - start
-                    merge_seconds[c] += spent
-                n_sv[c] = n
-        t[0] = step + 1
-
-
-def _now():
-    import time
-
-    return time.perf_counter()
+                if n > settings.budget:
+                    start = _read_counter()
+                    n = merge(settings, SV[c], SVSQ[c], BETA[c], n, state.stats[c])
+                    state.merge_ticks[c] += _read_counter() - start
+                state.n_sv[c] = n
+        state.t[0] = step + 1
 
 
 @njit(cache=True, nogil=True)
-def predict_block(X, SV, SVSQ, BETA, n_sv, gamma, scale, out):
+def predict_block(X, state, gamma, scale, out):
     """``out[i, c] = f_c(x_i)`` for every row and problem."""
     for i in range(n_rows(X)):
-        for c in range(SV.shape[0]):
-            out[i, c] = decision(X, i, SV[c], SVSQ[c], BETA[c], n_sv[c], gamma, scale)
+        for c in range(state.SV.shape[0]):
+            out[i, c] = decision(X, i, state.SV[c], state.SVSQ[c], state.BETA[c], state.n_sv[c], gamma, scale)

@@ -1,72 +1,95 @@
-"""numba kernels of the row cache: insertion with random eviction, eviction.
+"""numba kernels of the row cache: insertion with random eviction, eviction, StreamSVM's trainer.
 
-State (all preallocated by ``engine.cache.RowCache``; ``k`` problems share
-the rows, one per one-vs-rest class)::
+State (all preallocated by ``engine.cache.RowCache`` and ``AlphaStore``;
+``k`` problems share the rows, one per one-vs-rest class).  The kernels take
+it as two bundles of arrays, :data:`CacheArrays` (the budgeted cache) and
+:data:`DualArrays` (every row seen)::
 
+    CacheArrays
+    meta              n_live, n_free, arena top, garbage, insertions, evictions
     gid[s]            global row id in slot s (-1: free)
     live[:n_live]     occupied slots;  pos[s] = position of s in live
     free[:n_free]     free slots (a stack)
-    Y, U, D, QD, A    (k, slots): y, upper bound, D_ii, Qbar_ii, alpha
-    slot_of[g]        slot of global row g, or -1   (outside the budget)
-    store[:, g]       alpha of every row seen         (outside the budget)
-    sums[:, 0], sums[:, 1]   sum_g store[c, g] and sum_g D_g store[c, g]^2
+    Y, U, D, QD, A    (k, slots): y, upper bound U, D_ii, Qbar_ii, alpha
+    starts, ends, indices, data   sparse: the rows of the slots in an arena
+    rows              dense: (slots, n_features), one row per slot
 
-Rows of a sparse cache live in an arena ``(starts, ends, indices, data)``
-with a bump pointer; evicted rows leave garbage that ``_compact`` squeezes
-out when the arena is full.  Insertion follows StreamSVM's reader
-(Matsushima et al. 2012, Algorithm 1): when the cache is full, a random
-cached row is evicted to make room.  Evicting writes the row's alphas back
-to ``store`` and keeps ``sums`` exact for the dual.
+    DualArrays (outside the budget)
+    slot_of[g]        slot of global row g, or -1
+    alpha[:, g]       alpha of every row seen
+    sums[:, 0], sums[:, 1]   sum_g alpha[c, g] and sum_g D_g alpha[c, g]^2
+
+A dense cache has empty ``starts``, ``ends``, ``indices`` and ``data``; a
+sparse one an empty ``rows``.  The arena of a sparse cache grows with a bump
+pointer; evicted rows leave garbage that :func:`compact` squeezes out when
+the arena is full.  Insertion follows StreamSVM's reader (Matsushima et al.
+2012, Algorithm 1): when the cache is full, a random cached row is evicted
+to make room.  Evicting writes the row's alphas back to ``alpha`` and keeps
+``sums`` exact for the dual.  StreamSVM's trainer (Algorithm 2) is
+:func:`train_on_cache`, and its eviction rule :func:`evict_uninformative`.
 """
+
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
 
-from .dcd import PG_SKIP, dcd_passes
-from .objective import MAX_DIAG
+from .dcd import PG_SKIP, ProblemArrays, Shrinking, dcd_passes
+from .objective import upper_and_diag
 from .rng import next_uint64
 
 # meta[0] = n_live, meta[1] = n_free, meta[2] = arena top (sparse), meta[3] = garbage nnz,
 # meta[4] = insertions, meta[5] = evictions
 N_LIVE, N_FREE, TOP, GARBAGE, INSERTED, EVICTED = range(6)
+META_SIZE = 6
+
+CacheArrays = namedtuple("CacheArrays", "meta gid live pos free Y U D QD A starts ends indices data rows")
+CacheArrays.__doc__ = "The row cache's arrays (module docstring), from ``engine.cache.RowCache.arrays``."
+
+DualArrays = namedtuple("DualArrays", "slot_of alpha sums")
+DualArrays.__doc__ = "Every row's dual state (module docstring), from ``engine.cache.AlphaStore.arrays``."
 
 
 @njit(cache=True, nogil=True)
-def write_back(s, gid, A, D, store, sums):
+def write_back(s, cache, dual):
     """Copy the alphas of slot ``s`` to the store, keeping the dual sums exact."""
-    g = gid[s]
+    A, D, alpha, sums = cache.A, cache.D, dual.alpha, dual.sums
+    g = cache.gid[s]
     for c in range(A.shape[0]):
         new = A[c, s]
-        old = store[c, g]
+        old = alpha[c, g]
         if new != old:
             sums[c, 0] += new - old
             sums[c, 1] += D[c, s] * (new * new - old * old)
-            store[c, g] = new
+            alpha[c, g] = new
 
 
 @njit(cache=True, nogil=True)
-def evict(s, meta, gid, live, pos, free, slot_of, A, D, store, sums, starts, ends):
+def evict(s, cache, dual):
     """Remove slot ``s`` from the cache (its alphas go back to the store)."""
-    write_back(s, gid, A, D, store, sums)
-    slot_of[gid[s]] = -1
+    meta, gid, live, pos = cache.meta, cache.gid, cache.live, cache.pos
+    write_back(s, cache, dual)
+    dual.slot_of[gid[s]] = -1
     gid[s] = -1
     last = live[meta[N_LIVE] - 1]
     p = pos[s]
     live[p] = last
     pos[last] = p
     meta[N_LIVE] -= 1
-    free[meta[N_FREE]] = s
+    cache.free[meta[N_FREE]] = s
     meta[N_FREE] += 1
-    if starts.shape[0] > 0:
-        meta[GARBAGE] += ends[s] - starts[s]
-        starts[s] = 0
-        ends[s] = 0
+    if cache.starts.shape[0] > 0:
+        meta[GARBAGE] += cache.ends[s] - cache.starts[s]
+        cache.starts[s] = 0
+        cache.ends[s] = 0
     meta[EVICTED] += 1
 
 
 @njit(cache=True, nogil=True)
-def _compact(meta, live, starts, ends, indices, data):
-    """Move live rows to the front of the arena, in arena order."""
+def compact(cache):
+    """Move the live rows of a sparse cache to the front of the arena, in arena order."""
+    meta, live, starts, ends = cache.meta, cache.live, cache.starts, cache.ends
+    indices, data = cache.indices, cache.data
     n = meta[N_LIVE]
     order = live[:n][np.argsort(starts[live[:n]])]
     top = 0
@@ -85,42 +108,35 @@ def _compact(meta, live, starts, ends, indices, data):
 
 
 @njit(cache=True, nogil=True)
-def _evict_random(meta, gid, live, pos, free, slot_of, A, D, store, sums, starts, ends, rng_state):
-    n = meta[N_LIVE]
-    victim = live[np.int64(((next_uint64(rng_state) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))]
-    evict(victim, meta, gid, live, pos, free, slot_of, A, D, store, sums, starts, ends)
+def _evict_random(cache, dual, rng_state):
+    n = cache.meta[N_LIVE]
+    victim = cache.live[np.int64(((next_uint64(rng_state) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))]
+    evict(victim, cache, dual)
 
 
 @njit(cache=True, nogil=True)
-def _take_slot(g, meta, gid, live, pos, free, slot_of):
+def _take_slot(g, cache, dual):
+    meta = cache.meta
     meta[N_FREE] -= 1
-    s = free[meta[N_FREE]]
-    gid[s] = g
-    slot_of[g] = s
-    live[meta[N_LIVE]] = s
-    pos[s] = meta[N_LIVE]
+    s = cache.free[meta[N_FREE]]
+    cache.gid[s] = g
+    dual.slot_of[g] = s
+    cache.live[meta[N_LIVE]] = s
+    cache.pos[s] = meta[N_LIVE]
     meta[N_LIVE] += 1
     meta[INSERTED] += 1
     return s
 
 
 @njit(cache=True, nogil=True)
-def _set_problem_values(s, r, g, block_y, block_cost, squared, bias, sqnorm, Y, U, D, QD, A, store):
+def _set_problem_values(s, r, g, block_y, block_cost, squared, bias, sqnorm, cache, dual):
+    """Slot ``s`` takes block row ``r`` (global row ``g``): its ``y``, ``U``, ``D``, ``Qbar`` and alpha."""
+    Y, U, D, QD, A = cache.Y, cache.U, cache.D, cache.QD, cache.A
     for c in range(Y.shape[0]):
-        cost = block_cost[c, r]
         Y[c, s] = block_y[c, r]
-        if cost <= 0.0:
-            # A problem that gives this row no weight: alpha stays 0.
-            U[c, s] = 0.0
-            D[c, s] = 0.0
-        elif squared:
-            U[c, s] = np.inf
-            D[c, s] = min(0.5 / cost, MAX_DIAG)
-        else:
-            U[c, s] = cost
-            D[c, s] = 0.0
+        U[c, s], D[c, s] = upper_and_diag(block_cost[c, r], squared)
         QD[c, s] = sqnorm + bias * bias + D[c, s]
-        A[c, s] = store[c, g]
+        A[c, s] = dual.alpha[c, g]
 
 
 @njit(cache=True, nogil=True)
@@ -132,23 +148,25 @@ def _weightless(block_cost, r):
 
 
 @njit(cache=True, nogil=True)
-def insert_sparse(
-    indptr, b_indices, b_data, block_sq, row_ids, block_y, block_cost, squared, bias,
-    meta, gid, live, pos, free, slot_of, Y, U, D, QD, A, store, sums,
-    starts, ends, indices, data, rng_state,
-):  # fmt: skip
+def insert_sparse(block, block_sq, row_ids, block_y, block_cost, squared, bias, cache, dual, rng_state):
     """Insert the rows of a CSR block; rows already cached or of zero cost are skipped.
 
-    ``block_sq[r]`` is ``||phi(x_r)||^2`` of block row ``r`` without the bias
-    (the squared norm of the row itself unless a feature map applies).
-    Returns the number of rows inserted.  A row larger than the whole arena
-    cannot be cached: the caller checks that beforehand.
+    ``block`` is ``(indptr, indices, data)``; block row ``r`` is global row
+    ``row_ids[r]`` with labels ``block_y[:, r]`` and costs ``block_cost[:, r]``
+    (one per problem), and ``block_sq[r]`` is ``||phi(x_r)||^2`` without the
+    bias (the squared norm of the row itself unless a feature map applies).
+    ``U``, ``D`` and ``Qbar`` follow from the costs and ``squared``
+    (:func:`~.objective.upper_and_diag`).  Returns the number of rows
+    inserted.  A row larger than the whole arena cannot be cached: the
+    caller checks that beforehand.
     """
+    indptr, b_indices, b_data = block
+    meta, indices, data = cache.meta, cache.indices, cache.data
     inserted = 0
     cap_nnz = data.shape[0]
     for r in range(row_ids.shape[0]):
         g = row_ids[r]
-        if slot_of[g] >= 0 or _weightless(block_cost, r):
+        if dual.slot_of[g] >= 0 or _weightless(block_cost, r):
             continue
         lo = indptr[r]
         m = indptr[r + 1] - lo
@@ -158,87 +176,121 @@ def insert_sparse(
             # evict random rows until it does.
             room = cap_nnz - (meta[TOP] - meta[GARBAGE])
             if meta[N_FREE] > 0 and room >= m and room >= cap_nnz // 8:
-                _compact(meta, live, starts, ends, indices, data)
+                compact(cache)
             else:
-                _evict_random(meta, gid, live, pos, free, slot_of, A, D, store, sums, starts, ends, rng_state)
-        s = _take_slot(g, meta, gid, live, pos, free, slot_of)
+                _evict_random(cache, dual, rng_state)
+        s = _take_slot(g, cache, dual)
         top = meta[TOP]
         for k in range(m):
             indices[top + k] = b_indices[lo + k]
             data[top + k] = b_data[lo + k]
-        starts[s] = top
-        ends[s] = top + m
+        cache.starts[s] = top
+        cache.ends[s] = top + m
         meta[TOP] = top + m
-        _set_problem_values(s, r, g, block_y, block_cost, squared, bias, block_sq[r], Y, U, D, QD, A, store)
+        _set_problem_values(s, r, g, block_y, block_cost, squared, bias, block_sq[r], cache, dual)
         inserted += 1
     return inserted
 
 
 @njit(cache=True, nogil=True)
-def insert_dense(
-    X, block_sq, row_ids, block_y, block_cost, squared, bias,
-    meta, gid, live, pos, free, slot_of, Y, U, D, QD, A, store, sums, rows, rng_state,
-):  # fmt: skip
-    """Insert the rows of a dense block; rows already cached or of zero cost are skipped (``block_sq``
-    as in :func:`insert_sparse`)."""
+def insert_dense(X, block_sq, row_ids, block_y, block_cost, squared, bias, cache, dual, rng_state):
+    """Insert the rows of a dense block; rows already cached or of zero cost are skipped.
+
+    The arguments are those of :func:`insert_sparse`, with the block as a
+    C-contiguous 2-D array ``X``.  Returns the number of rows inserted.
+    """
+    rows = cache.rows
     inserted = 0
-    no_arena = np.empty(0, dtype=np.int64)
     for r in range(row_ids.shape[0]):
         g = row_ids[r]
-        if slot_of[g] >= 0 or _weightless(block_cost, r):
+        if dual.slot_of[g] >= 0 or _weightless(block_cost, r):
             continue
-        if meta[N_FREE] == 0:
-            _evict_random(
-                meta, gid, live, pos, free, slot_of, A, D, store, sums, no_arena, no_arena, rng_state
-            )
-        s = _take_slot(g, meta, gid, live, pos, free, slot_of)
+        if cache.meta[N_FREE] == 0:
+            _evict_random(cache, dual, rng_state)
+        s = _take_slot(g, cache, dual)
         for j in range(X.shape[1]):
             rows[s, j] = X[r, j]
-        _set_problem_values(s, r, g, block_y, block_cost, squared, bias, block_sq[r], Y, U, D, QD, A, store)
+        _set_problem_values(s, r, g, block_y, block_cost, squared, bias, block_sq[r], cache, dual)
         inserted += 1
     return inserted
 
 
 @njit(cache=True, nogil=True)
-def evict_many(slots, meta, gid, live, pos, free, slot_of, A, D, store, sums, starts, ends):
+def evict_many(slots, cache, dual):
     """Evict every slot in ``slots``."""
     for t in range(slots.shape[0]):
-        evict(slots[t], meta, gid, live, pos, free, slot_of, A, D, store, sums, starts, ends)
+        evict(slots[t], cache, dual)
 
 
 @njit(cache=True, nogil=True)
-def write_back_all(meta, live, gid, A, D, store, sums):
+def write_back_all(cache, dual):
     """Write back the alphas of every cached row; the rows stay cached."""
-    for t in range(meta[N_LIVE]):
-        write_back(live[t], gid, A, D, store, sums)
+    for t in range(cache.meta[N_LIVE]):
+        write_back(cache.live[t], cache, dual)
 
 
 @njit(cache=True, nogil=True)
-def _nearly_full(meta, n_slots, cap_nnz, fraction):
-    if meta[N_LIVE] > fraction * n_slots:
+def nearly_full(cache, fraction):
+    """Whether more than ``fraction`` of the cache's slots, or of its arena, is in use."""
+    meta = cache.meta
+    if meta[N_LIVE] > fraction * cache.gid.shape[0]:
         return True
+    cap_nnz = cache.data.shape[0]
     return cap_nnz > 0 and meta[TOP] - meta[GARBAGE] > fraction * cap_nnz
 
 
 @njit(cache=True, nogil=True)
-def train_on_cache(
-    X, Y, U, D, QD, A, W, bias, eps, beta, nearly_full, visit_budget,
-    meta, gid, live, pos, free, slot_of, store, sums, starts, ends, cap_nnz, rng_state,
-):  # fmt: skip
+def evict_uninformative(cache, dual, shrunk, n_problems):
+    """Evict the rows uninformative for every problem (StreamSVM, Matsushima et al. 2012, Algorithm 2).
+
+    Row ``i`` is uninformative for problem ``c`` when its dual variable sits
+    at a bound and its gradient ``G_i = y_i w_c . [x_i, b] - 1 + D_ii
+    alpha_i`` points out of the box by more than the sweep's tolerance
+    ``eps_c``::
+
+        alpha_i = 0     and  G_i >  eps_c,     or
+        alpha_i = U_i   and  G_i < -eps_c
+
+    (it would stay at that bound: Hsieh et al. 2008, Theorem 2).  A DCD
+    pass with shrinking thresholds ``(eps_c, -eps_c)`` shrinks exactly these
+    rows, and ``shrunk[s]`` counts the problems in which the row of slot
+    ``s`` was shrunk during the sweep.  Rows with ``shrunk[s] ==
+    n_problems`` leave the cache (their alphas go to the store); every count
+    of a live slot is reset to 0.  Returns the number of rows evicted.
+    """
+    live = cache.live
+    evicted = 0
+    for t in range(cache.meta[N_LIVE] - 1, -1, -1):  # live changes under eviction: walk it backwards
+        s = live[t]
+        if shrunk[s] == n_problems:
+            evict(s, cache, dual)
+            evicted += 1
+        shrunk[s] = 0
+    return evicted
+
+
+@njit(cache=True, nogil=True)
+def train_on_cache(X, cache, dual, W, bias, eps, beta, full_at, visit_budget, rng_state):
     """StreamSVM's trainer (Algorithm 2) on the cached rows, for ``visit_budget`` row visits.
 
-    Each sweep runs one DCD pass in random order over the cached rows of
-    every problem ``c``, with ``(eps[c], -eps[c])`` as the shrink thresholds:
-    a row with ``alpha = 0`` and ``G > eps`` or ``alpha = U`` and ``G < -eps``
-    is uninformative for that problem.  Rows uninformative for every problem
-    are evicted after the sweep.  ``eps[c]`` becomes the sweep's largest
-    projected gradient, times ``beta`` when the cache is ``nearly_full``.
+    Each sweep runs one DCD pass (:func:`~.dcd.dcd_passes`) in random order
+    over the cached rows of every problem ``c``, with ``(eps[c], -eps[c])``
+    as the shrinking thresholds, then :func:`evict_uninformative` drops the
+    rows that every problem shrank.  ``eps[c]`` becomes the sweep's largest
+    projected gradient, times ``beta`` when the cache is
+    :func:`nearly_full` (more than ``full_at`` of it in use).
+
+    ``X`` is the cached rows' layout (``RowCache.layout``), ``cache`` and
+    ``dual`` the two state bundles (module docstring), ``W`` the ``(k,
+    n_features + 1)`` weights and ``eps`` the ``k`` tolerances, all updated
+    in place.
 
     Returns ``(visits, busy)``; ``busy`` is false when a sweep found nothing
     to change (the cached subproblem is solved), which also ends the call.
     """
-    k = Y.shape[0]
-    n_slots = gid.shape[0]
+    meta, live = cache.meta, cache.live
+    k = cache.Y.shape[0]
+    n_slots = cache.gid.shape[0]
     shrunk = np.zeros(n_slots, dtype=np.int64)
     index = np.empty(n_slots, dtype=np.int64)
     visits = 0
@@ -248,23 +300,9 @@ def train_on_cache(
         busy = False
         for c in range(k):
             index[:n] = live[:n]
-            out = dcd_passes(
-                X,
-                Y[c],
-                U[c],
-                D[c],
-                QD[c],
-                index[:n],
-                n,
-                A[c],
-                W[c],
-                bias,
-                1,
-                -1.0,
-                eps[c],
-                -eps[c],
-                rng_state,
-            )
+            problem = ProblemArrays(cache.Y[c], cache.U[c], cache.D[c], cache.QD[c])
+            shrinking = Shrinking(n, eps[c], -eps[c])
+            out = dcd_passes(X, problem, index[:n], cache.A[c], W[c], bias, 1, -1.0, shrinking, rng_state)
             active = out[1]
             for t in range(active, n):
                 shrunk[index[t]] += 1
@@ -273,14 +311,9 @@ def train_on_cache(
                 eps[c] = max(abs(out[2]), abs(out[3]))
                 if eps[c] > PG_SKIP:
                     busy = True
-        if _nearly_full(meta, n_slots, cap_nnz, nearly_full):
+        if nearly_full(cache, full_at):
             for c in range(k):
                 eps[c] *= beta
-        for t in range(n - 1, -1, -1):  # live changes under eviction: walk it backwards
-            s = live[t]
-            if shrunk[s] == k:
-                evict(s, meta, gid, live, pos, free, slot_of, A, D, store, sums, starts, ends)
-                busy = True
-        for t in range(n):
-            shrunk[index[t]] = 0
+        if evict_uninformative(cache, dual, shrunk, k) > 0:
+            busy = True
     return visits, busy

@@ -37,17 +37,19 @@ row seen, cached or not, as they do for one-vs-rest.
 Shrinking, as LIBLINEAR defines it for this problem: variable ``m`` of row
 ``i`` is shrinkable when it sits at its bound and ``G_m < min{G_t : alpha_i^t
 < C_i^t}``; a row with at most one variable left is shrinkable.  SBM
-(section 3) keeps the rows few of whose variables are shrinkable;
-StreamSVM-style eviction drops rows that are shrinkable by a margin.
+(section 3) keeps the rows few of whose variables are shrinkable
+(:func:`cs_select_informative`); StreamSVM-style eviction drops rows that
+are shrinkable by a margin (:func:`cs_evict_uninformative`).
 """
 
 import numpy as np
 from numba import njit
 
-from .cache import N_LIVE, _nearly_full, evict
+from .cache import N_LIVE, evict, nearly_full
 from .dcd import PG_SKIP
 from .rng import shuffle_prefix
 from .rows import n_rows, row_axpy, row_dot
+from .sbm import keep_prefix
 
 
 @njit(cache=True, nogil=True)
@@ -192,39 +194,93 @@ def cs_scores(X, Y, U, A, W, bias, slots, shrinkable, violation):
 
 
 @njit(cache=True, nogil=True)
-def cs_train_on_cache(
-    X, Y, U, D, QD, A, W, bias, eps, beta, nearly_full, visit_budget,
-    meta, gid, live, pos, free, slot_of, store, sums, starts, ends, cap_nnz, rng_state,
-):  # fmt: skip
+def cs_select_informative(X, Y, U, A, W, bias, slots, row_bytes, budget, keep):
+    """SBM's cache selection for Crammer-Singer (Chang & Roth 2011, section 3).
+
+    Informative rows have few shrinkable variables: the rows ``slots`` rank
+    by their count of shrinkable variables (:func:`cs_scores`, ascending),
+    ties by the larger violation ``maxG - minG`` of the optimality
+    conditions, then by position (the order of ``np.lexsort((-violation,
+    shrinkable))``), and are kept in rank order while their bytes fit.
+
+    Parameters
+    ----------
+    X, Y, U, A, W, bias : as :func:`cs_sweep`
+    slots : int64 array ``(n,)``, the rows to rank
+    row_bytes : int64 array ``(n,)``, the memory of each of them
+    budget : int, bytes the kept rows may occupy
+    keep : int64 array ``(n,)``, filled with the kept rows' positions in
+        ``slots``, best first
+
+    Returns
+    -------
+    int, the number of rows kept (``keep[:count]``)
+    """
+    n = slots.shape[0]
+    shrinkable = np.empty(n, dtype=np.int64)
+    violation = np.empty(n)
+    cs_scores(X, Y, U, A, W, bias, slots, shrinkable, violation)
+    # Two stable sorts, the minor key first: np.lexsort's order.
+    by_violation = np.argsort(-violation, kind="mergesort")
+    order = by_violation[np.argsort(shrinkable[by_violation], kind="mergesort")]
+    return keep_prefix(order, row_bytes, budget, keep)
+
+
+@njit(cache=True, nogil=True)
+def cs_evict_uninformative(cache, dual, index, size, shrinkable):
+    """Evict the rows a Crammer-Singer sweep found uninformative (StreamSVM's rule, Algorithm 2).
+
+    Row ``i`` is uninformative when at most one of its ``k`` variables is
+    not shrinkable by the sweep's margin ``eps``::
+
+        #{m : alpha_i^m at its bound and G_m < min{G_t : alpha_i^t < C_i^t} - eps} >= k - 1
+
+    (that one variable is then fixed by ``sum_m alpha_i^m = 0``).
+    ``shrinkable[t]`` is that count for the row of slot ``index[t]``, as
+    :func:`cs_sweep` fills it; the rows of ``index[:size]`` that qualify
+    leave the cache (their alphas go to the store).  Returns the number
+    evicted.
+    """
+    k = cache.Y.shape[0]
+    evicted = 0
+    for t in range(size):
+        if shrinkable[t] >= k - 1:
+            evict(index[t], cache, dual)
+            evicted += 1
+    return evicted
+
+
+@njit(cache=True, nogil=True)
+def cs_train_on_cache(X, cache, dual, W, bias, eps, beta, full_at, visit_budget, rng_state):
     """StreamSVM's trainer (Algorithm 2) for Crammer-Singer, for ``visit_budget`` row visits.
 
     Each sweep is :func:`cs_sweep` over the cached rows with ``eps[0]`` as
-    the margin; a row with at most one variable that is not shrinkable by
-    that margin is uninformative and evicted after the sweep.  ``eps[0]``
+    the margin, then :func:`cs_evict_uninformative` drops the rows with at
+    most one variable that is not shrinkable by that margin.  ``eps[0]``
     then becomes the sweep's largest violation, times ``beta`` when the
-    cache is ``nearly_full`` (as :func:`~.cache.train_on_cache` does).
+    cache is :func:`~.cache.nearly_full` (more than ``full_at`` of it in
+    use), as :func:`~.cache.train_on_cache` does; the arguments are those
+    of :func:`~.cache.train_on_cache`.
 
     Returns ``(visits, busy)``; ``busy`` is false when a sweep changed nothing.
     """
-    k = Y.shape[0]
-    n_slots = gid.shape[0]
+    meta, Y, U, QD, A = cache.meta, cache.Y, cache.U, cache.QD, cache.A
+    n_slots = cache.gid.shape[0]
     index = np.empty(n_slots, dtype=np.int64)
     shrinkable = np.zeros(n_slots, dtype=np.int64)
     visits = 0
     busy = True
     while visits < visit_budget and meta[N_LIVE] > 0 and busy:
         n = meta[N_LIVE]
-        index[:n] = live[:n]
+        index[:n] = cache.live[:n]
         worst = cs_sweep(X, Y, U, QD, A, W, bias, index, n, eps[0], shrinkable, rng_state)
         visits += n
         eps[0] = worst
         busy = worst > PG_SKIP
-        if _nearly_full(meta, n_slots, cap_nnz, nearly_full):
+        if nearly_full(cache, full_at):
             eps[0] *= beta
-        for t in range(n):
-            if shrinkable[t] >= k - 1:
-                evict(index[t], meta, gid, live, pos, free, slot_of, A, D, store, sums, starts, ends)
-                busy = True
+        if cs_evict_uninformative(cache, dual, index, n, shrinkable) > 0:
+            busy = True
     return visits, busy
 
 

@@ -8,6 +8,7 @@ LIBLINEAR ``solve_l2r_l1l2_svc``)::
 
     hinge (L1 loss):          U_i = C_i,   D_ii = 0
     squared hinge (L2 loss):  U_i = inf,   D_ii = 1 / (2 C_i)
+    (rows of C_i = 0: U_i = D_ii = 0; :func:`~.objective.upper_and_diag`)
 
 with ``w = sum_i alpha_i y_i [x_i, b]`` kept up to date.  One coordinate
 step on row i (Hsieh et al., Algorithm 1)::
@@ -17,16 +18,18 @@ step on row i (Hsieh et al., Algorithm 1)::
     alpha_i <- min(max(alpha_i - G / Qbar_ii, 0), U_i),   Qbar_ii = Q_ii + D_ii
     w       <- w + (alpha_i_new - alpha_i_old) y_i [x_i, b]
 
-Shrinking follows LIBLINEAR 2.4x exactly (see ``shared/notes/solvers.md``
-section 1): a bound variable whose gradient points outside the box by more
-than last pass's extreme projected gradient leaves the active set; each pass
-draws a fresh permutation of the active set; when the active set looks
-optimal (``M - m <= eps`` and ``|M|, |m| <= eps``) it is restored to all rows
-and the pass repeats before convergence is declared.
+Shrinking follows LIBLINEAR 2.4x's ``solve_l2r_l1l2_svc`` exactly: a bound
+variable whose gradient points outside the box by more than last pass's
+extreme projected gradient leaves the active set; each pass draws a fresh
+permutation of the active set; when the active set looks optimal
+(``M - m <= eps`` and ``|M|, |m| <= eps``) it is restored to all rows and
+the pass repeats before convergence is declared.
 
 The kernel works on any subset of rows (``index``) with persistent
 ``alpha`` and ``w``, so the out-of-core schedules call it on cached rows.
 """
+
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
@@ -37,36 +40,34 @@ from .rows import n_rows, prefetch, row_axpy, row_dot, row_prefetch, row_prefetc
 # LIBLINEAR skips coordinates whose projected gradient is below this.
 PG_SKIP = 1e-12
 
+ProblemArrays = namedtuple("ProblemArrays", "y upper diag qd")
+ProblemArrays.__doc__ = """A binary problem's per-row arrays, float64 and indexed by row id.
+
+``y`` (+1/-1), ``upper`` (``U_i``), ``diag`` (``D_ii``) and ``qd``
+(``Qbar_ii = ||[x_i, b]||^2 + D_ii``); ``U_i`` and ``D_ii`` follow from
+the loss and ``C_i`` (:func:`~.objective.upper_and_diag`).
+"""
+
+Shrinking = namedtuple("Shrinking", "active_size pg_max_old pg_min_old")
+Shrinking.__doc__ = """Where :func:`dcd_passes` left its shrinking: the active set's size and last thresholds.
+
+``Shrinking(n, inf, -inf)`` starts afresh on ``n`` rows; a call's
+``(active_size, pg_max_old, pg_min_old)`` outputs continue it.
+"""
+
 
 @njit(cache=True, nogil=True)
-def dcd_passes(
-    X,
-    y,
-    upper,
-    diag,
-    qd,
-    index,
-    active_size,
-    alpha,
-    w,
-    bias,
-    max_passes,
-    eps,
-    pg_max_old,
-    pg_min_old,
-    rng_state,
-    sigma=1.0,
-):
+def dcd_passes(X, problem, index, alpha, w, bias, max_passes, eps, shrinking, rng_state, sigma=1.0):
     """Run up to ``max_passes`` DCD passes over the rows ``index``.
 
     Parameters
     ----------
     X : 2-D float32/float64 array or CSR tuple ``(indptr, indices, data)``
-    y : float64 array of +1/-1, indexed by row id
-    upper, diag, qd : float64 arrays indexed by row id
-        ``U_i``, ``D_ii`` and ``Qbar_ii = ||[x_i, b]||^2 + D_ii``.
+    problem : :data:`ProblemArrays` ``(y, upper, diag, qd)``
+        ``y_i`` (+1/-1), ``U_i``, ``D_ii`` and ``Qbar_ii = ||[x_i, b]||^2 +
+        D_ii``: float64 arrays indexed by row id.
     index : int64 array of row ids, permuted and shrunk in place
-        Its first ``active_size`` entries are the active set.
+        Its first ``shrinking.active_size`` entries are the active set.
     alpha : float64 array indexed by row id, updated in place
     w : float64 array of length n_features + 1, updated in place
     bias : float
@@ -74,9 +75,12 @@ def dcd_passes(
     max_passes : int
     eps : float
         Projected-gradient tolerance of the active-set stopping test.
-    pg_max_old, pg_min_old : float
-        Shrinking thresholds carried over from the previous call
-        (``+inf``/``-inf`` to start afresh).
+    shrinking : :data:`Shrinking` ``(active_size, pg_max_old, pg_min_old)``
+        The active set's size and the shrinking thresholds carried over
+        from the previous call (``Shrinking(len(index), inf, -inf)`` to
+        start afresh).  A bound variable is shrunk when its gradient points
+        out of the box by more than the thresholds: ``alpha_i = 0`` and
+        ``G > pg_max_old``, or ``alpha_i = U_i`` and ``G < pg_min_old``.
     rng_state : uint64 array of length 1, advanced in place
     sigma : float, default=1.0
         CoCoA+'s ``sigma'``: each step adds ``sigma * delta_i y_i x_i`` to
@@ -90,9 +94,13 @@ def dcd_passes(
     -------
     passes, active_size, pg_max, pg_min, pg_max_old, pg_min_old, converged
         ``pg_max``/``pg_min`` are the extreme projected gradients of the
-        last pass; ``converged`` is true when that pass covered every row
-        of ``index`` and met the projected-gradient test.
+        last pass; ``(active_size, pg_max_old, pg_min_old)`` is the
+        shrinking state for the next call; ``converged`` is true when that
+        pass covered every row of ``index`` and met the projected-gradient
+        test.
     """
+    y, upper, diag, qd = problem
+    active_size, pg_max_old, pg_min_old = shrinking
     n = index.shape[0]
     passes = 0
     converged = False

@@ -28,6 +28,8 @@ not the dimension: ``w <- (1 - s) w + s y x`` is ``a <- (1 - s) a`` and
 ``v <- v + (s y / a) x``; ``v`` is rescaled when ``a`` becomes tiny.
 """
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
@@ -37,70 +39,117 @@ from .rows import row_axpy, row_dot
 ENCLOSE_TOL = 1e-10
 _RESCALE = 1e-100  # fold a into v below this
 
+# Every problem's ball, updated in place; problem c: the centre's ``w = A[c] * V[c]`` (row width
+# ``n_features + 1``, bias last), ``WSQ[c] = ||w||^2``, the radius ``R[c]``, the slack norm
+# ``XI2[c] = xi2``, the core vectors ``M[c]`` (the paper's M), whether the first point came
+# (``started``), and with lookahead the buffer ``buf[c, :n_buf[c]]`` (dense scaled rows) and
+# its labels ``buf_y``.
+BallState = namedtuple("BallState", ["V", "A", "WSQ", "R", "XI2", "M", "started", "buf", "buf_y", "n_buf"])
+# What a fit keeps fixed: the bias feature's value, ``1 / C`` and the lookahead L.
+BallSettings = namedtuple("BallSettings", ["bias", "inv_C", "lookahead"])
+
 
 @njit(cache=True, nogil=True)
-def meb_block(X, signs, order, inv_norm, sqnorm, bias, inv_C, lookahead, V, A, WSQ, R, XI2, M, started,
-              buf, buf_y, n_buf):  # fmt: skip
+def meb_block(X, signs, order, inv_norm, sqnorm, settings, balls):
     """Feed the rows ``order`` of ``X`` to the balls of every problem, in order.
 
     ``signs[c, i]`` is row i's label (+1/-1) in problem c (0: not in it);
     ``inv_norm[i]`` scales row i (with its bias feature) and ``sqnorm[i]``
-    is its squared norm after scaling.  Per problem c: ``w = A[c] * V[c]``,
-    ``WSQ[c] = ||w||^2``, radius ``R[c]``, slack norm ``XI2[c]``, core
-    vectors ``M[c]``, and with ``lookahead > 1`` the buffer ``buf[c, :n_buf[c]]``
-    (dense scaled rows, bias last) with labels ``buf_y``.
+    is its squared norm after scaling.  ``settings`` is a
+    :class:`BallSettings`, ``balls`` the :class:`BallState` it updates.  A
+    point at distance ``d^2 = ||w - y x||^2 + xi2 + 1/C`` from the centre is
+    dropped if ``d < R``; otherwise it grows the ball (:func:`grow_ball`,
+    ``lookahead=1``) or waits in the buffer until :func:`flush`.
     """
-    k = V.shape[0]
+    bias, inv_C = settings.bias, settings.inv_C
     for t in range(order.shape[0]):
         i = order[t]
-        for c in range(k):
+        for c in range(balls.V.shape[0]):
             y = signs[c, i]
             if y == 0.0:
                 continue
-            if not started[c]:  # the first point is the ball: centre p_1, radius 0
-                V[c, :] = 0.0
-                row_axpy(X, i, y * inv_norm[i], V[c], bias)
-                A[c] = 1.0
-                WSQ[c] = sqnorm[i]
-                R[c] = 0.0
-                XI2[c] = inv_C
-                M[c] = 1
-                started[c] = True
+            if not balls.started[c]:
+                start_ball(balls, c, X, i, y * inv_norm[i], sqnorm[i], settings)
                 continue
-            wx = A[c] * row_dot(X, i, V[c], bias) * inv_norm[i]
-            d2 = WSQ[c] - 2.0 * y * wx + sqnorm[i] + XI2[c] + inv_C
+            wx = balls.A[c] * row_dot(X, i, balls.V[c], bias) * inv_norm[i]
+            d2 = balls.WSQ[c] - 2.0 * y * wx + sqnorm[i] + balls.XI2[c] + inv_C
             d = np.sqrt(max(d2, 0.0))
-            if d < R[c]:
+            if d < balls.R[c]:
                 continue  # inside the ball: the point is dropped
-            if lookahead == 1:
-                s = 0.5 * (1.0 - R[c] / d)
-                if A[c] < _RESCALE:
-                    V[c, :] *= A[c]
-                    A[c] = 1.0
-                A[c] *= 1.0 - s
-                row_axpy(X, i, s * y * inv_norm[i] / A[c], V[c], bias)
-                WSQ[c] = (1.0 - s) ** 2 * WSQ[c] + 2.0 * s * (1.0 - s) * y * wx + s * s * sqnorm[i]
-                R[c] += 0.5 * (d - R[c])
-                XI2[c] = (1.0 - s) ** 2 * XI2[c] + s * s * inv_C
-                M[c] += 1
+            if settings.lookahead == 1:
+                grow_ball(balls, c, d, wx, X, i, y, inv_norm[i], sqnorm[i], settings)
             else:
-                j = n_buf[c]
-                buf[c, j, :] = 0.0
-                row_axpy(X, i, inv_norm[i], buf[c, j], bias)
-                buf_y[c, j] = y
-                n_buf[c] = j + 1
-                if n_buf[c] == lookahead:
-                    flush(c, inv_C, V, A, WSQ, R, XI2, M, buf, buf_y, n_buf)
+                j = balls.n_buf[c]
+                balls.buf[c, j, :] = 0.0
+                row_axpy(X, i, inv_norm[i], balls.buf[c, j], bias)
+                balls.buf_y[c, j] = y
+                balls.n_buf[c] = j + 1
+                if balls.n_buf[c] == settings.lookahead:
+                    flush(balls, c, inv_C)
 
 
 @njit(cache=True, nogil=True)
-def flush(c, inv_C, V, A, WSQ, R, XI2, M, buf, buf_y, n_buf):
-    """Algorithm 2, line 7: the ball enclosing problem c's ball and its buffered points."""
-    n = n_buf[c]
+def start_ball(balls, c, X, i, scale, sqnorm, settings):
+    """Problem c's first point ``p_1 = [scale x_i ; C^(-1/2) e_1]`` is its ball: centre p_1, radius 0.
+
+    ``w = scale x_i`` (``scale = y_i / ||x_i||``), ``||w||^2 = sqnorm``,
+    ``xi2 = 1/C``, ``R = 0``, ``M = 1``.
+    """
+    balls.V[c, :] = 0.0
+    row_axpy(X, i, scale, balls.V[c], settings.bias)
+    balls.A[c] = 1.0
+    balls.WSQ[c] = sqnorm
+    balls.R[c] = 0.0
+    balls.XI2[c] = settings.inv_C
+    balls.M[c] = 1
+    balls.started[c] = True
+
+
+@njit(cache=True, nogil=True)
+def grow_ball(balls, c, d, wx, X, i, y, inv_norm, sqnorm, settings):
+    """Algorithm 1's step: the smallest ball holding problem c's ball and a point at distance ``d >= R``.
+
+    With ``x`` row i scaled by ``inv_norm`` (``||x||^2 = sqnorm``) and
+    ``wx = w . x``, the centre moves by ``s`` towards the point and the
+    radius grows to cover the old ball and the point::
+
+        s    = (1 - R / d) / 2
+        w   <- (1 - s) w + s y x              (kept as a <- (1 - s) a, v <- v + (s y / a) x)
+        ||w||^2 <- (1 - s)^2 ||w||^2 + 2 s (1 - s) y w.x + s^2 ||x||^2
+        R   <- R + (d - R) / 2
+        xi2 <- (1 - s)^2 xi2 + s^2 / C
+        M   <- M + 1
+
+    (Rai et al. 2009, Algorithm 1, with the slack term derived in the module
+    docstring.)
+    """
+    s = 0.5 * (1.0 - balls.R[c] / d)
+    if balls.A[c] < _RESCALE:
+        balls.V[c, :] *= balls.A[c]
+        balls.A[c] = 1.0
+    balls.A[c] *= 1.0 - s
+    row_axpy(X, i, s * y * inv_norm / balls.A[c], balls.V[c], settings.bias)
+    balls.WSQ[c] = (1.0 - s) ** 2 * balls.WSQ[c] + 2.0 * s * (1.0 - s) * y * wx + s * s * sqnorm
+    balls.R[c] += 0.5 * (d - balls.R[c])
+    balls.XI2[c] = (1.0 - s) ** 2 * balls.XI2[c] + s * s * settings.inv_C
+    balls.M[c] += 1
+
+
+@njit(cache=True, nogil=True)
+def flush(balls, c, inv_C):
+    """Algorithm 2, line 7: the ball enclosing problem c's ball and its buffered points.
+
+    :func:`enclose` gives the new centre ``lam_0 c + sum_j lam_j p_j`` and
+    radius ``r``; the slack axes of the old centre and of the points are
+    orthogonal, so ``w <- lam_0 w + sum_j lam_j y_j x_j`` and
+    ``xi2 <- lam_0^2 xi2 + sum_j lam_j^2 / C``.  The buffer is emptied.
+    """
+    n = balls.n_buf[c]
     if n == 0:
         return
+    V, A, buf, buf_y = balls.V, balls.A, balls.buf, balls.buf_y
     G = np.empty((n + 1, n + 1))
-    G[0, 0] = WSQ[c] + XI2[c]
+    G[0, 0] = balls.WSQ[c] + balls.XI2[c]
     for j in range(n):
         G[0, j + 1] = G[j + 1, 0] = buf_y[c, j] * A[c] * np.dot(V[c], buf[c, j])
         for m in range(j, n):
@@ -109,20 +158,19 @@ def flush(c, inv_C, V, A, WSQ, R, XI2, M, buf, buf_y, n_buf):
                 g += inv_C
             G[j + 1, m + 1] = G[m + 1, j + 1] = g
     radii = np.zeros(n + 1)
-    radii[0] = R[c]
+    radii[0] = balls.R[c]
     lam, r = enclose(G, radii)
-    # w' = lam_0 w + sum_j lam_j y_j x_j; the slack axes of the old centre and of the points are orthogonal.
     V[c, :] *= A[c] * lam[0]
     A[c] = 1.0
-    xi2 = lam[0] * lam[0] * XI2[c]
+    xi2 = lam[0] * lam[0] * balls.XI2[c]
     for j in range(n):
         V[c, :] += lam[j + 1] * buf_y[c, j] * buf[c, j]
         xi2 += lam[j + 1] * lam[j + 1] * inv_C
-    WSQ[c] = np.dot(V[c], V[c])
-    XI2[c] = xi2
-    R[c] = r
-    M[c] += n
-    n_buf[c] = 0
+    balls.WSQ[c] = np.dot(V[c], V[c])
+    balls.XI2[c] = xi2
+    balls.R[c] = r
+    balls.M[c] += n
+    balls.n_buf[c] = 0
 
 
 @njit(cache=True, nogil=True)

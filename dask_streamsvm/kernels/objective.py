@@ -1,4 +1,4 @@
-"""Exact primal and dual pieces of the binary SVM (notes section 10).
+"""Exact primal and dual pieces of the binary SVM (LIBLINEAR's objective, recomputed exactly).
 
 ::
 
@@ -53,9 +53,36 @@ def decision_values(X, w, bias, out):
 MAX_DIAG = 1e300
 
 
-def half_inverse(cost):
-    """``min(0.5 / cost, MAX_DIAG)`` where ``cost > 0``, else 0: the squared hinge's ``D_ii``."""
-    diag = np.zeros_like(cost)
-    with np.errstate(over="ignore"):
-        np.divide(0.5, cost, out=diag, where=cost > 0.0)
-    return np.minimum(diag, MAX_DIAG, out=diag)
+@njit(cache=True, nogil=True)
+def upper_and_diag(cost, squared):
+    """``(U_i, D_ii)`` of a row of weight ``C_i = cost`` in the binary dual (Hsieh et al. 2008, eq. 4).
+
+    ::
+
+        C_i <= 0                 U_i = 0,     D_ii = 0      (the row has no weight: alpha_i = 0)
+        hinge (L1 loss)          U_i = C_i,   D_ii = 0
+        squared hinge (L2 loss)  U_i = inf,   D_ii = min(1 / (2 C_i), MAX_DIAG)
+
+    The one definition of the rule: the row cache applies it row by row,
+    the in-memory and cluster schedules through :func:`upper_and_diag_arrays`.
+    """
+    if cost <= 0.0:
+        return 0.0, 0.0
+    if squared:
+        return np.inf, min(0.5 / cost, MAX_DIAG)
+    return cost, 0.0
+
+
+@njit(cache=True, nogil=True)
+def _fill_upper_and_diag(cost, squared, upper, diag):
+    for i in range(cost.shape[0]):
+        upper[i], diag[i] = upper_and_diag(cost[i], squared)
+
+
+def upper_and_diag_arrays(cost, squared):
+    """``(U, D)``: :func:`upper_and_diag` of every entry of the float64 array ``cost`` (any shape)."""
+    cost = np.ascontiguousarray(cost, dtype=np.float64)
+    upper = np.empty_like(cost)
+    diag = np.empty_like(cost)
+    _fill_upper_and_diag(cost.reshape(-1), bool(squared), upper.reshape(-1), diag.reshape(-1))
+    return upper, diag

@@ -8,7 +8,7 @@ gradient of the dual ``f(alpha) = 1/2 alpha' (Q + D) alpha - e' alpha``::
     G_i = y_i w . [x_i, b] - 1 + D_ii alpha_i             (grad_i f)
 
     unbounded rows, 0 < alpha_i < U_i:  first, by |G_i| descending
-    rows at a bound, by the shrinking score
+    rows at a bound, by the shrinking score (:func:`shrinking_score`)
         g(alpha_i) = -G_i   if alpha_i = 0   and G_i > 0
                       G_i   if alpha_i = U_i and G_i < 0
                       0     otherwise (the bound is violated)
@@ -23,6 +23,8 @@ Rows are kept in rank order while their bytes fit in the cache budget (a
 prefix of the ranking; ties keep the order of the input).
 
 SBM-rand keeps a uniformly random prefix instead (the paper's SBM-1/2-rand).
+The Crammer-Singer ranking (section 3) is
+:func:`~dask_streamsvm.kernels.crammer_singer.cs_select_informative`.
 """
 
 import numpy as np
@@ -43,8 +45,32 @@ def gradients(X, Y, D, A, W, bias, slots, G):
 
 
 @njit(cache=True, nogil=True)
+def shrinking_score(a, u, g):
+    """SBM's score of a row at a bound (Chang & Roth 2011, section 2.2), ``<= 0``::
+
+        g(alpha_i) = -G_i   if alpha_i = 0   and G_i > 0
+                      G_i   if alpha_i = U_i and G_i < 0
+                      0     otherwise (the bound is violated)
+
+    for ``a = alpha_i``, ``u = U_i`` and ``g = G_i``.  The lower it is, the
+    likelier ``alpha_i`` stays at its bound until the end (Hsieh et al.
+    2008, Theorem 2), so the row is not worth its memory.
+    """
+    if a == 0.0 and g > 0.0:
+        return -g
+    if a == u and g < 0.0:
+        return g
+    return 0.0
+
+
+@njit(cache=True, nogil=True)
 def _best_score(alpha, grad, upper, i):
-    """``(unbounded, value)`` of row ``i``: its best problem's section 2.2 score."""
+    """``(unbounded, value)`` of row ``i``: its best problem's section 2.2 score.
+
+    Unbounded in some problem: ``(True, max |G_i|)`` over those problems;
+    else ``(False, max g(alpha_i))`` (:func:`shrinking_score`).  Problems
+    that give the row no weight are skipped.
+    """
     unbounded = False
     value = -np.inf
     for c in range(alpha.shape[0]):
@@ -60,12 +86,7 @@ def _best_score(alpha, grad, upper, i):
             elif abs(g) > value:
                 value = abs(g)
         elif not unbounded:
-            if a == 0.0 and g > 0.0:
-                score = -g
-            elif a == u and g < 0.0:
-                score = g
-            else:
-                score = 0.0
+            score = shrinking_score(a, u, g)
             if score > value:
                 value = score
     return unbounded, value

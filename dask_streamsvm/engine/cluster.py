@@ -1,7 +1,8 @@
 """Cluster mode: one model per Dask worker, averaged, or combined to the optimum by CoCoA+.
 
 ``LinearSVC(cluster="average")`` and ``LinearSVC(cluster="cocoa")`` train
-on a ``dask.distributed`` cluster.  The collection's partitions are split
+on a ``dask.distributed`` cluster through :func:`fit_cluster`, with the
+estimator's :class:`~.problem.FitPlan`.  The collection's partitions are split
 into ``K`` parts, one per worker (partition ``p`` goes to part ``p mod K``);
 each part is a :meth:`DaskSource.subset <dask_streamsvm.engine.source.DaskSource.subset>`,
 pickled once on the client (:class:`Packed`), that ships its partitions'
@@ -11,7 +12,8 @@ runs, and only models, updates and certificate sums come back to the
 client.
 
 ``"average"`` (StreamSVM section 1.3): each part trains the full
-out-of-core engine on its partitions with its own ``cache_bytes``, and the
+out-of-core engine (:func:`~.schedules.fit_stream`, the entry every
+streaming fit goes through) on its partitions with its own ``cache_bytes``, and the
 client averages the weight vectors with the parts' row counts as weights.
 One more read computes the averaged model's primal objective; its dual is
 bounded from below by the parts' duals (``alpha / K``-style scaling of the
@@ -36,16 +38,19 @@ is rebuilt exactly from every part's ``alpha``, and the rounds go on.
 """
 
 import time
-import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.exceptions import ConvergenceWarning
 
-from .engine.layout import as_kernel_rows, kernel_rows
-from .kernels.dcd import dcd_passes, row_sqnorms
-from .kernels.objective import add_weighted_rows, half_inverse, weighted_loss_sum
-from .kernels.rng import make_state
+from ..kernels.dcd import ProblemArrays, Shrinking, dcd_passes, row_sqnorms
+from ..kernels.objective import add_weighted_rows, upper_and_diag_arrays, weighted_loss_sum
+from ..kernels.rng import make_state
+from .certificate import Certificate
+from .layout import as_kernel_rows, kernel_rows
+from .problem import class_index, unconverged_message
+from .schedules import fit_stream
+from .source import merge_label_counts
 
 CLUSTER_MODES = ("average", "cocoa")
 
@@ -72,7 +77,7 @@ def resolve_client(client):
         ) from exc
 
 
-def plan(n_partitions, workers):
+def assign_parts(n_partitions, workers):
     """``[(worker, partitions)]``: part ``k`` holds partitions ``k, k + K, ...``.
 
     ``K`` is the number of workers, or of partitions if there are fewer.
@@ -154,20 +159,15 @@ def count_labels(packed):
         return packed.source().label_counts(allow_empty=True)
 
 
-def train_part(params, packed, label_counts, C, tol, max_iter, bias):
+def train_part(plan, packed):
     """Fit the out-of-core engine on one part: ``(W, primal, dual, passes, seconds, warnings)``."""
-    from .linear import LinearSVC
-
     start = time.perf_counter()
-    est = LinearSVC(**params)
-    with warnings.catch_warnings(record=True) as caught, _sync():
-        warnings.simplefilter("always")
-        est._fit_source(packed.source(), label_counts, C, tol, max_iter, bias, start)
-    W = np.hstack([est.coef_, (est.intercept_ / bias if bias > 0 else 0.0 * est.intercept_)[:, None]])
-    primal = np.atleast_1d(est.objective_).astype(float)
-    dual = primal - np.atleast_1d(est.duality_gap_) * np.abs(primal)
-    messages = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
-    return W, primal, dual, int(est.n_iter_), time.perf_counter() - start, messages
+    with _sync():
+        result = fit_stream(packed.source(), plan, clock_start=start)
+    primal = np.array([c.primal for c in result.certificates])
+    dual = np.array([c.dual for c in result.certificates])
+    messages = [] if result.converged else [unconverged_message(plan, result.certificates, result.converged)]
+    return result.W, primal, dual, int(result.passes), time.perf_counter() - start, messages
 
 
 class Part:
@@ -180,8 +180,7 @@ class Part:
     def __init__(self, rows, Y, cost, squared, bias, sigma, n_features):
         self.rows, self.Y, self.cost = rows, Y, cost
         self.squared, self.bias, self.sigma, self.n_features = squared, bias, sigma, n_features
-        self.upper = np.full_like(cost, np.inf) if squared else cost.copy()
-        self.diag = half_inverse(cost) if squared else np.zeros_like(cost)
+        self.upper, self.diag = upper_and_diag_arrays(cost, squared)
         sq = np.empty(cost.shape[1])
         row_sqnorms(rows, bias, sq)
         self.qd = sigma * sq[None, :] + self.diag
@@ -199,31 +198,31 @@ class Part:
         return new
 
 
-def load_part(packed, classes, signs, costs, spec, squared, bias, sigma, n_features):
+def load_part(packed, plan, sigma, n_features):
     """Read a part's partitions on this worker into a :class:`Part` with ``alpha = 0``."""
     source = packed.source()
     with _sync():
         blocks = [source.load(p) for p in range(source.n_partitions)]
     blocks = [b for b in blocks if b.n_rows > 0]
-    k = signs.shape[0]
     if not blocks:
-        empty = np.zeros((k, 0))
-        return Part(as_kernel_rows(np.zeros((0, 1))), empty, empty, squared, 0.0, sigma, n_features)
+        empty = np.zeros((plan.n_problems, 0))
+        return Part(as_kernel_rows(np.zeros((0, 1))), empty, empty, plan.squared, 0.0, sigma, n_features)
     if any(sp.issparse(b.X) for b in blocks):
         X = sp.vstack([sp.csr_matrix(b.X) for b in blocks], format="csr")
     else:
         X = np.vstack([b.X for b in blocks])
     y = np.concatenate([b.y for b in blocks])
     weight = np.concatenate([b.sample_weight for b in blocks])
-    y_index = np.minimum(np.searchsorted(classes, y), classes.shape[0] - 1)
-    unknown = classes[y_index] != y
-    if unknown.any():
-        raise ValueError(
-            f"label {y[np.flatnonzero(unknown)[0]].item()!r} is not among the classes {classes.tolist()} "
-            "counted before training; the collection changed between reads."
-        )
-    rows = kernel_rows(X, spec)
-    return Part(rows, signs[:, y_index], costs[:, y_index] * weight, squared, bias, sigma, n_features)
+    y_index = class_index(
+        plan.classes, y,
+        lambda label: (
+            f"label {label!r} is not among the classes {plan.classes.tolist()} counted before training; "
+            "the collection changed between reads."
+        ),
+    )  # fmt: skip
+    rows = kernel_rows(X, plan.feature_map)
+    cost = plan.costs[:, y_index] * weight
+    return Part(rows, plan.signs[:, y_index], cost, plan.squared, plan.bias, sigma, n_features)
 
 
 def cocoa_round(part, W, passes, seed):
@@ -246,10 +245,10 @@ def cocoa_round(part, W, passes, seed):
         index = np.flatnonzero(part.cost[c] > 0.0).astype(np.int64)
         v = w.copy()
         a = alpha[c].copy()
-        dcd_passes(
-            part.rows, part.Y[c], part.upper[c], part.diag[c], part.qd[c], index, index.shape[0], a, v,
-            part.bias, passes, 0.0, np.inf, -np.inf, make_state(seed + c), part.sigma,
-        )  # fmt: skip
+        problem = ProblemArrays(part.Y[c], part.upper[c], part.diag[c], part.qd[c])
+        shrinking = Shrinking(index.shape[0], np.inf, -np.inf)
+        rng_state = make_state(seed + c)
+        dcd_passes(part.rows, problem, index, a, v, part.bias, passes, 0.0, shrinking, rng_state, part.sigma)
         alpha[c] = a
         dW[c] = (v - w) / part.sigma
     return part.with_alpha(alpha, (dW, sums))
@@ -268,9 +267,10 @@ def part_weights(part):
     return W
 
 
-def part_loss(packed, W, classes, signs, costs, spec, squared, bias):
+def part_loss(packed, W, plan):
     """Per problem, the weighted loss sum of a part's rows at ``W`` (one read of the part)."""
-    part = load_part(packed, classes, signs, costs, spec, squared, bias, 1.0, W.shape[1] - 1)
+    part = load_part(packed, plan, 1.0, W.shape[1] - 1)
+    bias, squared = plan.bias, plan.squared
     return np.array(
         [
             weighted_loss_sum(part.rows, part.Y[c], part.cost[c], np.ascontiguousarray(W[c]), bias, squared)
@@ -284,13 +284,52 @@ def part_loss(packed, W, classes, signs, costs, spec, squared, bias):
 # -- the client side -----------------------------------------------------------------------
 
 
-def fit_average(client, parts, rows, params, label_counts, C, tol, max_iter, bias, tables, clock_start):
+@dataclass
+class ClusterResult:
+    """What a cluster fit returns: the plan with its labels, the model and its certificates."""
+
+    plan: object
+    W: np.ndarray
+    certificates: list
+    passes: int
+    history: list
+    converged: bool
+    stopped: bool  # a callback stopped CoCoA+; averaging reports its gap and never warns
+    messages: list  # the workers' convergence warnings (averaging)
+
+
+def fit_cluster(client, source, plan, mode, *, clock_start, on_round=None):
+    """Train ``plan`` (without labels yet) on ``source`` over ``client``'s workers: a :class:`ClusterResult`.
+
+    ``mode`` is ``"average"`` or ``"cocoa"``; the parts' labels are counted
+    on their workers first.  ``on_round(record)``, after every CoCoA+ round,
+    stops the rounds with a true value.
+    """
+    assignment = assign_parts(source.n_partitions, _workers(client))
+    parts = [(w, Packed(source.subset(ids))) for w, ids in assignment]
+    part_counts = _gather(client, [_submit(client, count_labels, s, worker=w) for w, s in parts])
+    plan = plan.with_labels(*merge_label_counts(part_counts))
+    if mode == "average":
+        rows = [int(np.sum(c[1])) for c in part_counts]
+        W, primal, dual, history, messages = fit_average(client, parts, rows, plan, clock_start)
+        passes = max(r.get("passes", 0) for r in history)
+        converged, stopped = True, True  # the average's gap is reported, not a target
+    else:
+        width = plan.model_width(source.n_features)
+        W, primal, dual, passes, history, converged, stopped = fit_cocoa(
+            client, parts, plan, width, clock_start, on_round=on_round
+        )
+        messages = []
+    certificates = [Certificate(primal=float(p), dual=float(d)) for p, d in zip(primal, dual, strict=True)]
+    return ClusterResult(plan, W, certificates, passes, history, converged, stopped, messages)
+
+
+def fit_average(client, parts, rows, plan, clock_start):
     """The parts' models averaged, weighted by ``rows``: ``(W, primal, dual, history, messages)``."""
-    classes, signs, costs, spec, squared = tables
-    futures = [
-        _submit(client, train_part, params, source, label_counts, C, tol, max_iter, bias, worker=worker)
-        for worker, source in parts
-    ]
+    # Every part draws its seeds from the fit's seed, as a fit with random_state=plan.seed does.
+    part_seed = int(np.random.RandomState(plan.seed).randint(np.iinfo(np.int64).max, dtype=np.int64))
+    part_plan = plan.replace(seed=part_seed, calibration_seed=None)
+    futures = [_submit(client, train_part, part_plan, source, worker=worker) for worker, source in parts]
     results = _gather(client, futures)
     sent = 3 * sum(packed.nbytes for _, packed in parts)  # counting labels, training, certifying
     received = sum(r[0].nbytes for r in results)
@@ -307,7 +346,7 @@ def fit_average(client, parts, rows, params, label_counts, C, tol, max_iter, bia
     losses = _gather(
         client,
         [
-            _submit(client, part_loss, source, W, classes, signs, costs, spec, squared, bias, worker=worker)
+            _submit(client, part_loss, source, W, plan, worker=worker)
             for worker, source in parts
         ],
     )
@@ -318,7 +357,7 @@ def fit_average(client, parts, rows, params, label_counts, C, tol, max_iter, bia
             "worker": worker,
             "partitions": source.n_partitions,
             "rows": int(n),
-            "random_state": params.get("random_state"),
+            "random_state": plan.seed,
             "passes": r[3],
             "seconds": r[4],
             "primal": float(np.sum(r[1])),
@@ -346,35 +385,20 @@ def _relative_gap(primal, dual):
     return np.where(primal != 0.0, (primal - dual) / np.abs(np.where(primal != 0.0, primal, 1.0)), 0.0)
 
 
-def fit_cocoa(
-    client, parts, tol, max_iter, passes, seed, tables, n_features, bias, clock_start, on_round=None
-):
-    """CoCoA+ rounds to the relative gap ``tol``: ``(W, primal, dual, rounds, history, converged)``."""
-    classes, signs, costs, spec, squared = tables
-    k = signs.shape[0]
+def fit_cocoa(client, parts, plan, n_features, clock_start, on_round=None):
+    """CoCoA+ rounds to the relative gap ``plan.tol``, at most ``plan.max_iter`` of ``plan.inner_iter``
+    local passes: ``(W, primal, dual, rounds, history, converged, stopped)``."""
+    k, tol, max_iter, passes, seed = plan.n_problems, plan.tol, plan.max_iter, plan.inner_iter, plan.seed
     sigma = float(len(parts))
     placed = [worker for worker, _ in parts]
 
     def load(j, worker):
         source = parts[j][1]
-        return _submit(
-            client,
-            load_part,
-            source,
-            classes,
-            signs,
-            costs,
-            spec,
-            squared,
-            bias,
-            sigma,
-            n_features,
-            worker=worker,
-        )
+        return _submit(client, load_part, source, plan, sigma, n_features, worker=worker)
 
     states = [load(j, worker) for j, worker in enumerate(placed)]
     W = np.zeros((k, n_features + 1))
-    history, converged, recoveries = [], False, 0
+    history, converged, stop, recoveries = [], False, False, 0
     primal = dual = np.full(k, np.nan)
     rounds = 0
     while rounds < max_iter:
@@ -431,7 +455,7 @@ def fit_cocoa(
             break  # W is the certified one
         W = W + np.sum(dWs, axis=0)
         states = new_states
-    return W, primal, dual, rounds, history, converged
+    return W, primal, dual, rounds, history, converged, bool(stop)
 
 
 def _lost_worker(client, states, placed):

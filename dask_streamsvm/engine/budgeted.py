@@ -1,0 +1,151 @@
+"""The BSGD driver: budgeted SGD with merging for the Gaussian-kernel SVM, a block at a time.
+
+Budgeted stochastic gradient descent (Wang, Crammer & Vucetic 2012) on
+``lambda/2 ||w||^2 + mean hinge loss``, ``lambda = 1 / (n C)``, with
+``w = sum_j alpha_j phi(sv_j)`` kept to at most ``budget`` support vectors
+per one-vs-rest problem: a step that adds one too many merges the vector of
+smallest ``|alpha|`` into its best same-label partner (Glasmachers & Qaadan
+2018, Algorithm 1), the merge found by golden section search or read from
+precomputed tables of ``h(m, kappa)`` and ``WD(m, kappa)``.  The steps and
+the merge are :mod:`dask_streamsvm.kernels.bsgd`; :class:`BSGD` holds their
+state, runs them on blocks, and times them: the wall clock around each
+kernel call, and budget maintenance in counter ticks converted to seconds
+at the same rate.
+"""
+
+import time
+
+import numpy as np
+
+from ..kernels import bsgd as kb
+from .layout import as_kernel_rows
+from .reader import read_blocks
+
+MERGES = {"gss": kb.GSS, "gss-precise": kb.GSS_PRECISE, "lookup-h": kb.LOOKUP_H, "lookup-wd": kb.LOOKUP_WD}
+_TABLES = {}
+
+
+def merge_tables():
+    """``(h, WD)`` on the 401 x 401 grid of [0, 1]^2, by golden section search to 1e-10.
+
+    Computed on first use (about a second) and kept for the process.
+    """
+    if "tables" not in _TABLES:
+        _TABLES["tables"] = kb.build_tables(kb.GRID, 1e-10)
+    return _TABLES["tables"]
+
+
+def scale_gamma(X):
+    """scikit-learn's ``gamma="scale"``, ``1 / (n_features X.var())``, of rows in memory (1 if constant)."""
+    if hasattr(X, "multiply"):
+        mean = X.mean()
+        var = X.multiply(X).mean() - mean * mean
+    else:
+        var = X.var()
+    return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+
+
+def scale_gamma_of_source(source, prefetch):
+    """:func:`scale_gamma` of a Dask source: one read of the collection for the variance."""
+    total = square = count = 0.0
+    for _, block in read_blocks(source, prefetch=prefetch):
+        X = block.X
+        values = X.data if hasattr(X, "data") and not isinstance(X, np.ndarray) else X
+        total += float(np.sum(values, dtype=np.float64))
+        square += float(np.sum(np.square(values, dtype=np.float64)))
+        count += X.shape[0] * X.shape[1]
+    if count == 0:
+        return 1.0
+    var = square / count - (total / count) ** 2
+    return 1.0 / (source.n_input_features * var) if var > 0 else 1.0
+
+
+class BSGD:
+    """BSGD on ``n_problems`` problems over rows of ``n_features`` features.
+
+    ``lambda = 1 / (n_samples C)``; ``merge`` names the merge method (a key
+    of :data:`MERGES`).  ``shadow``, another method or None, makes its own
+    partner choice at every merge without acting on it, to count how often
+    the two agree (``merge_stats()["equal_decisions"]``); it slows the
+    merges, so it is for measurements only.
+    """
+
+    def __init__(self, n_problems, n_features, *, budget, gamma, C, n_samples, merge, shadow=None):
+        k, B = n_problems, int(budget)
+        width = n_features + 1  # the kernels' row layout: a bias slot, left at 0
+        method = MERGES[merge]
+        shadow = -1 if shadow is None else MERGES[shadow]
+        lookup = method in (kb.LOOKUP_H, kb.LOOKUP_WD) or shadow in (kb.LOOKUP_H, kb.LOOKUP_WD)
+        H, W = merge_tables() if lookup else (np.zeros((2, 2)), np.zeros((2, 2)))
+        lam = 1.0 / (max(n_samples, 1) * float(C))
+        self.settings = kb.BudgetSettings(float(gamma), lam, B, method, shadow, H, W)
+        self.state = kb.BudgetState(
+            t=np.ones(1, dtype=np.int64),
+            SV=np.zeros((k, B + 1, width)),
+            SVSQ=np.zeros((k, B + 1)),
+            BETA=np.zeros((k, B + 1)),
+            n_sv=np.zeros(k, dtype=np.int64),
+            stats=np.zeros((k, 5), dtype=np.int64),
+            merge_ticks=np.zeros(k, dtype=np.int64),
+        )
+        self.kernel_seconds = 0.0  # wall clock in bsgd_block
+        self.kernel_ticks = 0  # counter ticks over the same calls
+
+    def steps(self, X, signs, order):
+        """A step per row ``order`` of ``X``, in that order; ``signs[c, i]``: row i's +1/-1 in problem c."""
+        rows = as_kernel_rows(X)
+        signs, order = np.ascontiguousarray(signs), np.asarray(order, dtype=np.int64)
+        start, start_ticks = time.perf_counter(), kb.ticks()
+        kb.bsgd_block(rows, signs, order, self.settings, self.state)
+        self.kernel_ticks += kb.ticks() - start_ticks
+        self.kernel_seconds += time.perf_counter() - start
+
+    def epochs(self, X, signs, passes, rng=None):
+        """``passes`` epochs over rows in memory, each in a new ``rng.permutation`` (without: in order)."""
+        for _ in range(passes):
+            self.steps(X, signs, rng.permutation(X.shape[0]) if rng is not None else np.arange(X.shape[0]))
+
+    @property
+    def n_steps(self):
+        return int(self.state.t[0]) - 1
+
+    @property
+    def scale(self):
+        """``1 / (lambda t)``: the coefficients are ``beta`` times this."""
+        return 1.0 / (self.settings.lam * max(self.n_steps, 1))
+
+    def support(self):
+        """``(support vectors, dual coefficients)``, a list of arrays each, one per problem."""
+        s = self.state
+        vectors = [s.SV[c, :n, :-1].copy() for c, n in enumerate(s.n_sv)]
+        return vectors, [s.BETA[c, :n] * self.scale for c, n in enumerate(s.n_sv)]
+
+    def scores(self, X):
+        """``f_c(x)`` of every row (one column per problem)."""
+        out = np.zeros((X.shape[0], self.state.SV.shape[0]))
+        kb.predict_block(as_kernel_rows(X), self.state, self.settings.gamma, self.scale, out)
+        return out
+
+    def merge_seconds(self):
+        """Seconds in budget maintenance: its ticks at the kernel calls' rate (nan without a counter)."""
+        ticks = int(self.state.merge_ticks.sum())
+        if ticks == 0:
+            return 0.0
+        if self.kernel_ticks <= 0:
+            return float("nan")
+        return ticks * self.kernel_seconds / self.kernel_ticks
+
+    def merge_stats(self):
+        """Counts of the merges so far (see ``BudgetedSVC.merge_stats_``), ``fit_seconds`` aside."""
+        stats = self.state.stats.sum(axis=0)
+        steps, problems = self.n_steps, self.state.stats.shape[0]
+        return {
+            "steps": steps,
+            "margin_violations": int(stats[4]),
+            "merges": int(stats[0]),
+            "removals": int(stats[1]),
+            "merge_frequency": float((stats[0] + stats[1]) / max(steps * problems, 1)),
+            "shadow_decisions": int(stats[2]),
+            "equal_decisions": int(stats[3]),
+            "merge_seconds": self.merge_seconds(),
+        }

@@ -1,0 +1,257 @@
+"""The fit plan, and what every schedule needs to turn labels into binary problems.
+
+A :class:`FitPlan` is built once at the top of ``fit`` or ``partial_fit``
+from the estimator's validated parameters, completed with the label tables
+once the classes are known (:meth:`FitPlan.with_labels`), and handed down
+unchanged: to the in-memory solvers, to :func:`~.schedules.fit_stream` (every
+streaming schedule, ``partial_fit`` and each cluster worker) and to the
+cluster's combiners.  Nothing below the estimator parses a parameter again.
+
+Labels.  A fit over ``k`` classes solves ``n_problems`` binary problems
+(one for two classes, one per class for one-vs-rest) or one Crammer-Singer
+problem stored as ``k`` rows.  A row of class ``j`` has, in problem ``c``,
+the label ``signs[c, j]`` (+1/-1) and the cost
+``C_i = costs[c, j] * sample_weight_i``; :func:`encode_block` applies the
+tables to a block's raw labels.
+"""
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.extmath import safe_sparse_dot
+
+from ..kernels.features import spec_width
+from ..kernels.objective import decision_values
+from .calibration import held_out
+from .layout import kernel_rows
+
+LOSSES = ("hinge", "squared_hinge")
+SOLVERS = ("memory", "streamsvm", "sbm", "bm", "partial")
+CACHE_POLICIES = ("informative", "random")
+ALPHA_STORES = ("memory", "disk")
+
+
+def _check_int(name, value, low):
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {name}={value!r}.")
+
+
+def _check_choice(name, value, choices):
+    if value not in choices:
+        raise ValueError(
+            f"{name} must be one of {', '.join(map(repr, choices))}; got {name}={value!r}."
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class FitPlan:
+    """Everything a fit trains with, checked once.
+
+    Parameters of the problem
+        ``C``, ``loss`` (``"hinge"`` for Crammer-Singer), ``crammer_singer``,
+        ``class_weight`` (None, ``"balanced"`` or a dict), ``bias`` (the
+        constant feature's value, 0 for none), ``feature_map`` (a map's spec
+        record array, or None).
+    Stopping
+        ``tol`` (relative duality gap), ``max_iter`` (reader passes).
+    Schedule
+        ``solver`` (``"memory"``, ``"streamsvm"``, ``"sbm"``, ``"bm"`` or
+        ``"partial"``),
+        ``cache_bytes`` (bytes, ``0`` for BM), ``block_bytes`` (SBM and
+        BM), ``inner_iter``, ``cache_policy``, ``prefetch``, ``shuffle``,
+        ``retries``, ``alpha_store``.
+    Seeds
+        ``seed`` (row permutations, evictions, partition order) and
+        ``calibration_seed`` (the held-out rows of Platt scaling, or None).
+    Labels (set by :meth:`with_labels`)
+        ``classes``, ``signs`` and ``costs`` of shape ``(n_problems,
+        n_classes)``, ``labels`` (the class each problem's history records
+        name), and the label counts they came from: ``counts`` (rows per
+        class) and ``weighted_classes`` (the classes with positive weight),
+        which a checkpoint keeps so that a resumed fit need not count again.
+    """
+
+    C: float = 1.0
+    loss: str = "squared_hinge"
+    crammer_singer: bool = False
+    class_weight: object = None
+    bias: float = 1.0
+    feature_map: object = None
+    tol: float = 1e-3
+    max_iter: int = 1000
+    solver: str = "streamsvm"
+    cache_bytes: int = 10**9
+    block_bytes: int = 10**9
+    inner_iter: int = 10
+    cache_policy: str = "informative"
+    prefetch: int = 2
+    shuffle: bool = True
+    retries: int = 0
+    alpha_store: str = "memory"
+    seed: int = 0
+    calibration_seed: int = None
+    classes: np.ndarray = None
+    signs: np.ndarray = None
+    costs: np.ndarray = None
+    labels: tuple = None
+    counts: np.ndarray = None
+    weighted_classes: np.ndarray = None
+
+    def __post_init__(self):
+        _check_choice("loss", self.loss, LOSSES)
+        _check_choice("solver", self.solver, SOLVERS)
+        _check_int("cache_bytes", self.cache_bytes, 0)
+        if isinstance(self.block_bytes, bool) or not isinstance(self.block_bytes, int | np.integer) or (
+            self.block_bytes <= 0
+        ):
+            raise ValueError(f"block_bytes must be an integer > 0, got block_bytes={self.block_bytes!r}.")
+        _check_int("inner_iter", self.inner_iter, 1)
+        _check_choice("cache_policy", self.cache_policy, CACHE_POLICIES)
+        _check_int("prefetch", self.prefetch, 1)
+        _check_int("retries", self.retries, 0)
+        _check_choice("alpha_store", self.alpha_store, ALPHA_STORES)
+        if self.crammer_singer and self.loss != "hinge":
+            raise ValueError("a Crammer-Singer plan has loss='hinge' (its loss is its own).")
+
+    @property
+    def squared(self):
+        return self.loss == "squared_hinge"
+
+    @property
+    def n_problems(self):
+        """Rows of ``W``: one per problem, or per class for Crammer-Singer."""
+        return self.signs.shape[0]
+
+    def replace(self, **changes):
+        """A copy with ``changes`` (checked again)."""
+        return dataclasses.replace(self, **changes)
+
+    def with_labels(self, classes, counts, weighted_classes):
+        """The plan with its label tables, from every class, its row count and the classes of weight.
+
+        See :func:`problem_tables` for the errors it raises.
+        """
+        signs, costs = problem_tables(
+            classes, counts, weighted_classes, self.C, self.class_weight, self.crammer_singer
+        )
+        return self.replace(
+            classes=classes, signs=signs, costs=costs, labels=problem_labels(classes, self),
+            counts=np.asarray(counts, dtype=np.int64), weighted_classes=weighted_classes,
+        )  # fmt: skip
+
+    def model_width(self, n_features):
+        """Length of ``w`` without the bias for ``n_features`` raw features."""
+        return model_width(n_features, self.feature_map)
+
+
+def model_width(n_features, feature_map):
+    """Length of ``w`` without the bias: the map's output width, or the raw features."""
+    return n_features if feature_map is None else spec_width(feature_map)
+
+
+def problem_tables(classes, counts, weighted_classes, C, class_weight, crammer_singer):
+    """Labels and costs of each binary problem, by class index: ``(signs, costs)``.
+
+    ``signs`` and ``costs`` have shape (n_problems, n_classes): a row of
+    class j in problem c has label ``signs[c, j]`` and ``C_i = costs[c, j] *
+    sample_weight_i``.  Binary: one problem with ``classes[1]`` positive and
+    ``C * class_weight[y]``.  One-vs-rest: LIBLINEAR weights only the
+    positive class of each problem.  Crammer-Singer: one joint problem over
+    k classes, stored as k rows that share ``C * class_weight[y]``.
+    """
+    if classes.shape[0] < 2:
+        raise ValueError(
+            "LinearSVC needs samples of at least 2 classes, but the data contains "
+            f"only one class: {classes.tolist()[0]!r}. Pass y with two or more distinct labels."
+        )
+    if weighted_classes.shape[0] == 0:
+        raise ValueError(
+            "sample_weight is zero for every row, so there is nothing to train on. "
+            "Give some rows a positive weight."
+        )
+    if weighted_classes.shape[0] < 2:
+        raise ValueError(
+            "LinearSVC needs samples of at least 2 classes with positive sample_weight, "
+            f"but only class {weighted_classes.tolist()} has any. Give rows of another class "
+            "a positive weight."
+        )
+    y_for_weights = np.repeat(classes, counts)
+    weights = compute_class_weight(class_weight, classes=classes, y=y_for_weights)
+    k = classes.shape[0]
+    if crammer_singer:
+        signs = np.where(np.eye(k, dtype=bool), 1.0, -1.0)
+        return signs, np.repeat((C * weights)[None, :], k, axis=0)
+    if k == 2:
+        return np.array([[-1.0, 1.0]]), (C * weights)[None, :]
+    same = np.eye(k, dtype=bool)
+    return np.where(same, 1.0, -1.0), np.where(same, C * weights[None, :], C)
+
+
+def problem_labels(classes, plan):
+    """The class each problem's history records name (None for Crammer-Singer's joint problem)."""
+    if plan.crammer_singer:
+        return (None,)
+    labels = classes.tolist()
+    return (labels[1],) if len(labels) == 2 else tuple(labels)
+
+
+def class_index(classes, y, unknown):
+    """Index of each label of ``y`` in ``classes``; ``unknown(label)`` is the ValueError's message
+    for a label outside them."""
+    y = np.asarray(y).ravel()
+    index = np.minimum(np.searchsorted(classes, y), classes.shape[0] - 1)
+    outside = classes[index] != y
+    if outside.any():
+        raise ValueError(unknown(y[np.flatnonzero(outside)[0]].item()))
+    return index
+
+
+def encode_block(plan, block):
+    """``(y, cost)`` of a block's rows, each ``(n_problems, n_rows)`` float64.
+
+    Rows held out for Platt scaling (``plan.calibration_seed``) get cost 0:
+    they are read and scored, never trained on.
+    """
+    y_index = class_index(
+        plan.classes, block.y,
+        lambda label: (
+            f"partition {block.partition} has label {label!r}, which is not among the classes "
+            f"{plan.classes.tolist()} found in y; the collection changed between reads."
+        ),
+    )  # fmt: skip
+    cost = plan.costs[:, y_index] * block.sample_weight
+    if plan.calibration_seed is not None:
+        cost = cost * ~held_out(block.row_ids, plan.calibration_seed)
+    return plan.signs[:, y_index], cost
+
+
+def cs_model(W):
+    """Crammer-Singer weights as the model's rows: ``w_1 - w_0`` for two classes, as scikit-learn."""
+    return W[1:2] - W[0:1] if W.shape[0] == 2 else W
+
+
+def linear_scores(X, W, bias, feature_map=None):
+    """``[phi(x), bias] . w_c`` for every row of ``X`` and row ``w_c`` of ``W``, shape (n, k)."""
+    if feature_map is None:
+        return safe_sparse_dot(X, W[:, :-1].T, dense_output=True) + W[:, -1] * bias
+    rows = kernel_rows(X, feature_map)
+    scores = np.empty((W.shape[0], X.shape[0]))
+    for c in range(W.shape[0]):
+        decision_values(rows, np.ascontiguousarray(W[c]), bias, scores[c])
+    return scores.T
+
+
+def unconverged_message(plan, certificates, converged):
+    """The warning for a fit whose problems did not all reach ``plan.tol`` (``converged``: a bool
+    or one per problem)."""
+    gap = np.array([c.relative_gap for c in certificates])
+    flags = np.broadcast_to(np.asarray(converged), gap.shape)
+    unconverged = [plan.labels[c] for c, ok in enumerate(flags) if not ok]
+    which = "" if len(certificates) == 1 else f" for classes {unconverged}"
+    return (
+        f"LinearSVC did not reach tol={plan.tol:g} (relative duality gap) within "
+        f"max_iter={plan.max_iter} passes{which}; the final gap is {np.max(gap):.3g}. "
+        "Increase max_iter, loosen tol, or (for loss='hinge') use a smaller C."
+    )

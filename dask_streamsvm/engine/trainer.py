@@ -1,0 +1,271 @@
+"""What every multi-pass streaming trainer shares: the reader loop's frame and the pass certificate.
+
+:func:`run_trainer` sets up the dual store and the reader thread around a
+trainer and closes both however it ends.  :class:`PassCertifier` is the
+trainers' base (StreamSVM's in :mod:`.streamsvm`, SBM's and BM's in
+:mod:`.sbm`): it encodes each block's labels (:func:`~.problem.encode_block`),
+adds its loss under the snapshot the pass certifies, scores the rows held
+out for Platt scaling, and at the pass end computes the exact certificate
+and the history records, then asks the hooks whether to stop.
+
+Certificate of a pass.  At a pass's first block the trainer snapshots ``W``
+and the dual of the matching alpha (from the store's running sums); every
+block read adds its loss under the snapshot; at the pass end the exact
+primal and dual of the snapshot are known.  One-vs-rest problems get a
+certificate each; Crammer-Singer gets one for the joint problem.
+
+Hooks.  ``hooks`` may be None or any object with the attributes
+``on_pass(records, W)`` (after every pass, with that pass's history records,
+one per problem, and the certified weights, bias last; a true return value
+stops the fit at that certified state) and ``on_block(pass_k, block, W,
+fill)`` (for every block read, with the weights the pass certifies and the
+fraction of the row memory in use); either may be None.
+"""
+
+import contextlib
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..kernels.crammer_singer import cs_loss_sum
+from ..kernels.objective import weighted_loss_sum
+from ..kernels.rng import make_state
+from .archive import plain
+from .cache import AlphaStore, RowCache
+from .calibration import held_out
+from .certificate import Certificate
+from .layout import kernel_rows
+from .problem import cs_model, encode_block, linear_scores
+from .reader import Reader
+from .source import RowIds
+
+
+@dataclass
+class StreamResult:
+    """What a streaming fit returns: the certified model and how it got there."""
+
+    W: np.ndarray  # (k, n_features + 1), the certified state
+    passes: int
+    converged: bool
+    certificates: list
+    history: list
+    interrupted: bool = False  # a KeyboardInterrupt stopped the fit; W is the last certified pass's
+    # The decision values and labels of the rows held out for Platt scaling, from the last read
+    # (the one that certified W), when the plan has a calibration seed.
+    held_scores: np.ndarray = None
+    held_y: np.ndarray = None
+    state: object = field(default=None, repr=False)  # partial_fit: the stream to go on with
+
+
+def run_trainer(source, plan, trainer, *, checkpoints=None, resume=None):
+    """Run ``trainer(store)`` (a :class:`PassCertifier` factory) against a reader of
+    ``plan.max_iter + 1`` passes; its :class:`StreamResult`.
+
+    The dual store lives in RAM, or with ``plan.alpha_store="disk"`` in a
+    temporary directory removed on exit; reader thread and store are closed
+    however the trainer ends.  ``checkpoints`` (:class:`~.checkpoint.Checkpoints`)
+    makes the trainer write its state at pass ends; ``resume``, a loaded
+    checkpoint ``(state, arrays)``, restores the trainer and starts the
+    reader at the pass after it.
+
+    A KeyboardInterrupt stops the reader and, once a pass has been
+    certified, returns that pass's model with ``interrupted=True``; before
+    that it propagates.
+    """
+    interrupted = False
+    with contextlib.ExitStack() as stack:
+        directory = None
+        if plan.alpha_store == "disk":
+            directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="dask-streamsvm-alpha-"))
+        store = AlphaStore(plan.n_problems, directory)
+        stack.callback(store.close)
+        trainer = trainer(store)
+        trainer.checkpoints = checkpoints
+        start, row_ids = 0, None
+        if resume is not None:
+            trainer.restore(*resume)
+            start, row_ids = trainer.current + 1, RowIds.from_state(resume[1]["row_ids"])
+        reader = stack.enter_context(
+            Reader(
+                source, prefetch=plan.prefetch, max_passes=plan.max_iter + 1, shuffle=plan.shuffle,
+                seed=plan.seed, start_pass=start, retries=plan.retries, row_ids=row_ids,
+            )
+        )  # fmt: skip
+        try:
+            trainer.run(reader)
+        except KeyboardInterrupt:
+            if trainer.certified is None:
+                raise
+            interrupted = True
+    W, certificates, passes = trainer.certified
+    held = trainer.held
+    return StreamResult(
+        W=W,
+        passes=passes,
+        converged=trainer.converged and not interrupted,
+        certificates=certificates,
+        history=trainer.history[: trainer.certified_records],
+        interrupted=interrupted,
+        held_scores=np.vstack(held["scores"]) if held["scores"] else np.zeros((0, W.shape[0])),
+        held_y=np.concatenate(held["y"]) if held["y"] else np.zeros(0),
+    )
+
+
+class PassCertifier:
+    """The base of the multi-pass trainers: the certificate every reader pass carries.
+
+    Subclasses set ``ROW_MEMORY``, the name of their :class:`~.cache.RowCache`
+    attribute (saved in checkpoints), and implement ``run(reader)``.
+    """
+
+    ROW_MEMORY = None
+
+    def __init__(self, source, plan, store, hooks, clock_start):
+        self.source, self.plan, self.store = source, plan, store
+        self.k = plan.n_problems
+        self.squared = plan.squared
+        self.crammer_singer, self.feature_map = plan.crammer_singer, plan.feature_map
+        self.bias, self.tol, self.max_iter = plan.bias, plan.tol, plan.max_iter
+        self.labels = list(plan.labels)
+        self.clock_start = time.perf_counter() if clock_start is None else clock_start
+        self.on_pass = getattr(hooks, "on_pass", None)
+        self.on_block = getattr(hooks, "on_block", None)
+        self.W = np.zeros((self.k, plan.model_width(source.n_features) + 1))
+        self.rng_state = make_state(plan.seed)
+        self.history = []
+        self.certificates = None
+        self.W_snap = self.dual = self.loss_sum = None
+        self.converged = self.done = False
+        self.certified_pass = 0
+        self.current = -1
+        counters = ("wait_data", "visits", "rows", "bytes", "rows_skipped", "read_retries")
+        self.stats = dict.fromkeys(counters, 0)
+        self.certified, self.certified_records, self.checkpoints = None, 0, None
+        self.held = {"pass": None, "scores": [], "y": []}  # this read's held-out rows, for Platt
+
+    def _snapshot(self, pass_k, memory):
+        self.current = pass_k
+        if memory is not None:
+            memory.write_back(self.store)
+        self.W_snap = self.W.copy()
+        half_sq = 0.5 * np.einsum("ij,ij->i", self.W_snap, self.W_snap)
+        if self.crammer_singer:  # kernels.crammer_singer: D = 1/2 sum A - 1/2 ||W||^2
+            self.dual = np.array([0.5 * self.store.sums[:, 0].sum() - half_sq.sum()])
+            self.loss_sum = np.zeros(1)
+            return
+        self.dual = self.store.sums[:, 0] - half_sq - 0.5 * self.store.sums[:, 1]
+        self.loss_sum = np.zeros(self.k)
+
+    def _read(self, pass_k, block, fill):
+        """A block arrives: its ``(y, cost)``, its loss added to the pass's sum, held-out rows scored."""
+        if self.feature_map is not None and not sp.issparse(block.X):
+            block.X = sp.csr_matrix(block.X)  # a feature map reads sparse rows
+        y_pm, cost = encode_block(self.plan, block)
+        rows = kernel_rows(block.X, self.feature_map)
+        if self.crammer_singer:
+            y_index = np.argmax(y_pm, axis=0)
+            self.loss_sum[0] += cs_loss_sum(rows, y_index, cost[0], self.W_snap, self.bias)
+        for c in range(0 if self.crammer_singer else self.k):
+            self.loss_sum[c] += weighted_loss_sum(
+                rows, y_pm[c], cost[c], self.W_snap[c], self.bias, self.squared
+            )
+        self.stats["rows"] += block.n_rows
+        self.stats["bytes"] += block.nbytes
+        self.stats["rows_skipped"] += block.n_skipped
+        self.stats["read_retries"] += block.retries
+        if self.on_block is not None:
+            self.on_block(pass_k, block, self.W_snap, fill)
+        if self.plan.calibration_seed is not None:
+            self._score_held_out(pass_k, block)
+        return y_pm, cost
+
+    def _score_held_out(self, pass_k, block):
+        """Decision values of the block's held-out rows under the snapshot (Platt's data)."""
+        held = self.held
+        if pass_k != held["pass"]:
+            held.update({"pass": pass_k, "scores": [], "y": []})
+        mask = held_out(block.row_ids, self.plan.calibration_seed) & (block.sample_weight > 0)
+        if mask.any():
+            W = cs_model(self.W_snap) if self.crammer_singer else self.W_snap
+            held["scores"].append(linear_scores(block.X[mask], W, self.bias, self.feature_map))
+            held["y"].append(block.y[mask])
+
+    def _certify_pass(self, fields):
+        """Certificates and history records of the pass; decides whether the fit is done."""
+        half_sq = 0.5 * np.einsum("ij,ij->i", self.W_snap, self.W_snap)
+        primal = (half_sq.sum() if self.crammer_singer else half_sq) + self.loss_sum
+        self.certificates = [Certificate(float(p), float(d)) for p, d in zip(primal, self.dual, strict=True)]
+        self.certified_pass = self.current
+        base = {
+            "pass": self.current,
+            "seconds": time.perf_counter() - self.clock_start,
+            "rows_read": self.stats["rows"],
+            "bytes_read": self.stats["bytes"],
+            "rows_skipped": self.stats["rows_skipped"],
+            "read_retries": self.stats["read_retries"],
+            **fields,
+            "row_visits": self.stats["visits"],
+            "trainer_wait_s": self.stats["wait_data"],
+            "reader_wait_s": self.reader.wait_for_room,
+            "reader_busy_s": self.reader.busy_seconds,
+        }
+        records = [
+            {**base, "class": label, "primal": cert.primal, "dual": cert.dual, "gap": cert.relative_gap}
+            for label, cert in zip(self.labels, self.certificates, strict=True)
+        ]
+        self.history.extend(records)
+        # One assignment: an interrupt never sees weights of one pass with the certificate of another.
+        self.certified = (self.W_snap, self.certificates, self.current)
+        self.certified_records = len(self.history)
+        stop = self.on_pass is not None and bool(self.on_pass(records, self.W_snap))
+        if self.current > 0 and max(c.relative_gap for c in self.certificates) <= self.tol:
+            self.converged = self.done = True
+        elif self.current >= self.max_iter or stop:
+            self.done = True
+        if not self.done and self.checkpoints is not None and self.checkpoints.due():
+            self.checkpoints.save(*self.checkpoint_state())
+
+    # -- checkpoints (:mod:`.checkpoint`) -------------------------------------------------
+
+    def checkpoint_state(self):
+        """``(state, arrays)`` of the trainer at a pass end; :meth:`restore` takes them back."""
+        state = {
+            "current": self.current,
+            "seconds": time.perf_counter() - self.clock_start,
+            "certificates": [[c.primal, c.dual] for c in self.certificates],
+            "history": [{k: plain(v) for k, v in r.items()} for r in self.history],
+            "stats": {k: plain(v) for k, v in self.stats.items()},
+            "cache": None,
+        }
+        arrays = {"W": self.W, "W_snap": self.W_snap, "rng_state": self.rng_state}
+        arrays["row_ids"] = self.reader.row_ids.state()
+        arrays.update({f"store.{k}": v for k, v in self.store.state().items()})
+        cache = getattr(self, self.ROW_MEMORY)
+        if cache is not None:
+            state["cache"], cache_arrays = cache.state()
+            arrays.update({f"cache.{k}": v for k, v in cache_arrays.items()})
+        return state, arrays
+
+    def restore(self, state, arrays):
+        """The state :meth:`checkpoint_state` saved (a fresh trainer of the same fit)."""
+        if arrays["W"].shape != self.W.shape:
+            raise ValueError(f"the checkpoint's weights have shape {arrays['W'].shape}, not {self.W.shape}.")
+        self.W[:] = arrays["W"]
+        self.W_snap = arrays["W_snap"].copy()
+        self.rng_state[:] = arrays["rng_state"]
+        self.current = self.certified_pass = int(state["current"])
+        self.clock_start = time.perf_counter() - float(state["seconds"])
+        self.certificates = [Certificate(float(p), float(d)) for p, d in state["certificates"]]
+        self.history = list(state["history"])
+        self.certified = (self.W_snap, self.certificates, self.current)
+        self.certified_records = len(self.history)
+        self.stats.update(state["stats"])
+        self.store.restore({k[6:]: v for k, v in arrays.items() if k.startswith("store.")})
+        if state["cache"] is not None:
+            cache_arrays = {k[6:]: v for k, v in arrays.items() if k.startswith("cache.")}
+            setattr(
+                self, self.ROW_MEMORY, RowCache.from_state(state["cache"], cache_arrays, self.feature_map)
+            )

@@ -1,0 +1,75 @@
+"""Data and constants shared by the test files: the LIBSVM datasets and LIBLINEAR's optima.
+
+Test files import from here (``from ._helpers import ...``), never from each other
+or from ``conftest.py``, which holds only fixtures.
+"""
+
+import os
+from pathlib import Path
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from dask_streamsvm.datasets import compact_csr
+
+# LIBLINEAR optima from shared/DESIGN.md: fit_intercept=False, primal P*.
+LIBLINEAR_OPTIMA = {
+    ("a9a", "squared_hinge", 1.0): 13742.3973,
+    ("a9a", "hinge", 0.1): 1149.9041,
+    ("a9a", "hinge", 1.0): 11433.8077,
+    ("w8a", "squared_hinge", 1.0): 7816.1697,
+    ("w8a", "hinge", 0.1): 755.1134,
+    ("w8a", "hinge", 1.0): 6604.8866,
+    ("ijcnn1", "squared_hinge", 1.0): 11023.1900,
+    ("ijcnn1", "hinge", 0.1): 897.1785,
+    ("ijcnn1", "hinge", 1.0): 8596.0042,
+}
+N_FEATURES = {"a9a": 123, "w8a": 300, "ijcnn1": 22}
+
+
+def shared_data_dir():
+    """``$DASK_STREAMSVM_DATA`` or the ``shared/data`` folder beside the checkout."""
+    env = os.environ.get("DASK_STREAMSVM_DATA")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+_CACHE = {}
+
+
+def dataset_path(name):
+    """Path of ``name.bz2``: the shared data, or for a9a the copy shipped in the package; else skip."""
+    path = shared_data_dir() / f"{name}.bz2"
+    if not path.exists() and name == "a9a":
+        path = Path(__file__).resolve().parents[1] / "dask_streamsvm" / "data" / "a9a.bz2"
+    if not path.exists():
+        pytest.skip(f"{path} not found: set DASK_STREAMSVM_DATA to the folder with the LIBSVM datasets")
+    return path
+
+
+def load_libsvm_dataset(name):
+    """(X as float64 CSR, y as float64) of a LIBSVM file in the shared data."""
+    if name not in _CACHE:
+        from sklearn.datasets import load_svmlight_file
+
+        X, y = load_svmlight_file(str(dataset_path(name)), n_features=N_FEATURES[name])
+        _CACHE[name] = (compact_csr(X), y.astype(np.float64))
+    return _CACHE[name]
+
+
+def a9a_dask(layout, dtype, n_partitions=16):
+    """a9a as a Dask Array of ``n_partitions`` dense or CSR blocks, its labels, and its bytes."""
+    X, y = load_libsvm_dataset("a9a")
+    X = X.astype(dtype)
+    step = -(-X.shape[0] // n_partitions)
+    if layout == "dense":
+        Xd = da.from_array(X.toarray(), chunks=(step, X.shape[1]))
+        nbytes = X.shape[0] * X.shape[1] * np.dtype(dtype).itemsize
+    else:
+        dense = da.from_array(X.toarray(), chunks=(step, X.shape[1]))
+        Xd = dense.map_blocks(sp.csr_matrix, dtype=dtype, meta=sp.csr_matrix((0, X.shape[1]), dtype=dtype))
+        nbytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+    return Xd, da.from_array(y, chunks=step), nbytes
