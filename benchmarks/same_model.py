@@ -112,9 +112,11 @@ def models(include_cluster=True):
 def _arrays(clf):
     out = {}
     for name in ("coef_", "intercept_", "objective_", "duality_gap_", "probA_", "probB_", "n_iter_",
-                 "support_vectors_", "dual_coef_", "radius_"):  # fmt: skip
+                 "support_vectors_", "dual_coef_", "n_support_", "radius_", "n_core_vectors_"):  # fmt: skip
         if hasattr(clf, name):
             value = getattr(clf, name)
+            if isinstance(value, list | tuple):  # one array per problem (BudgetedSVC)
+                value = np.concatenate([np.ravel(np.asarray(v, dtype=float)) for v in value])
             if isinstance(value, np.ndarray) or np.isscalar(value):
                 out[name] = np.asarray(value)
     return out
