@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: test lint bench clean
+.PHONY: test test-slow lint bench clean
 
 # One install stamp per set of extras: .installed-test, -bench, -demo, -docs.
 EXTRAS_test := test
@@ -19,9 +19,16 @@ $(VENV)/.installed-%: pyproject.toml
 	$(PY) -m pip install --quiet -e ".[$(EXTRAS_$*)]"
 	touch $@
 
+# The default suite: every test not marked slow (README, "Two commands", for its time).
+# --durations lists the 25 slowest, to keep an eye on what belongs in test-slow.
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check dask_streamsvm tests benchmarks examples
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not slow" --durations=25
+
+# The tests marked slow: LIBLINEAR optima and streaming fits on the full a9a, w8a and
+# ijcnn1, feature maps against LIBLINEAR, killed workers and processes, examples, README.
+test-slow: $(VENV)/.installed-test
+	$(PY) -m pytest -m slow --durations=25
 
 # Every method against the peers (LIBLINEAR, dask-ml, Vowpal Wabbit, Snap ML): docs/peers.md.
 bench: $(VENV)/.installed-bench

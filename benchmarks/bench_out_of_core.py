@@ -11,7 +11,10 @@ For each dataset, in separate processes so that peak RSS is the fit's own:
 (c) peak RSS of the fit next to its budget: cache_bytes + prefetch
     partitions + model and dual state + 300 MB;
 (d) overlap: the fraction of the fit during which reader and trainer both
-    worked, at least ``busy_reader + busy_trainer - wall`` over ``wall``.
+    worked, at least ``busy_reader + busy_trainer - wall`` over ``wall``;
+(e) the in-memory solver (``solver="memory"``, LIBLINEAR's DCD with the
+    same certificate) on the same rows, read into RAM first: its fit
+    seconds (the read not included) and the ratio (b) / (e).
 
 Datasets: a synthetic Parquet directory (dense float32 features, labels
 from a noisy linear rule, written here, size set by ``--size-gb``), and
@@ -108,12 +111,38 @@ def child_fit(spec):
     }
 
 
+def child_memory(spec):
+    import scipy.sparse as sp
+
+    from dask_streamsvm import LinearSVC
+    from dask_streamsvm.engine.source import DaskSource
+
+    X, y = _open(spec)
+    source = DaskSource(X, y)
+    blocks = [source.load(p) for p in range(source.n_partitions)]
+    if any(sp.issparse(b.X) for b in blocks):
+        X = sp.vstack([sp.csr_matrix(b.X) for b in blocks], format="csr")
+    else:
+        X = np.vstack([b.X for b in blocks])
+    y = np.concatenate([b.y for b in blocks])
+    del blocks
+    clf = LinearSVC(C=1.0, fit_intercept=False, tol=spec["tol"], solver="memory", random_state=0)
+    t = time.perf_counter()
+    clf.fit(X, y)
+    return {
+        "seconds": time.perf_counter() - t,
+        "passes": clf.n_iter_,
+        "gap": float(np.max(clf.duality_gap_)),
+        "objective": float(np.max(clf.objective_)),
+    }
+
+
 def run_child(task, spec):
     """Run ``task`` in a fresh interpreter; returns its result and peak RSS."""
     code = (
         "import json, sys\n"
         "from benchmarks._common import peak_rss\n"
-        "from benchmarks.bench_out_of_core import child_floor, child_fit\n"
+        "from benchmarks.bench_out_of_core import child_floor, child_fit, child_memory\n"
         f"spec = json.loads({json.dumps(json.dumps(spec))})\n"
         f"out = child_{task}(spec)\n"
         "out['peak_rss_bytes'] = peak_rss()\n"
@@ -140,6 +169,7 @@ def measure(name, spec, data_bytes, partition_bytes, args):
     spec["cache_bytes"] = int(0.1 * data_bytes)
     floor = run_child("floor", spec)
     fit = run_child("fit", spec)
+    memory = run_child("memory", spec)
     busy_trainer = fit["seconds"] - fit["trainer_wait_s"]
     busy_reader = (
         fit["reader_busy_s"] if fit["reader_busy_s"] is not None else fit["seconds"] - fit["reader_wait_s"]
@@ -154,12 +184,15 @@ def measure(name, spec, data_bytes, partition_bytes, args):
         "floor": floor,
         "fit": fit,
         "ratio": fit["seconds"] / floor["seconds"],
+        "memory": memory,
+        "ratio_memory": fit["seconds"] / memory["seconds"],
         "rss_budget_bytes": budget,
         "overlap_fraction": overlap,
     }
     print(
         f"{name:10s} read {floor['seconds']:.2f}s, fit {fit['seconds']:.2f}s ({fit['reads']} reads, "
-        f"gap {fit['gap']:.1e}), ratio {row['ratio']:.1f}; peak RSS {fit['peak_rss_bytes'] / 1e6:.0f} MB "
+        f"gap {fit['gap']:.1e}), ratio {row['ratio']:.1f}; in memory {memory['seconds']:.2f}s "
+        f"(fit / in-memory {row['ratio_memory']:.1f}); peak RSS {fit['peak_rss_bytes'] / 1e6:.0f} MB "
         f"vs budget {budget / 1e6:.0f} MB (+ dual state); overlap {overlap:.0%}",
         flush=True,
     )
@@ -178,18 +211,20 @@ def write_report(payload):
         "duality gap is below tol (one read certifies the state the previous read left, so two reads "
         "is the least a certified fit can take). RSS budget = cache_bytes + prefetch partitions + "
         "300 MB; the dual state (12 bytes per row) and the model come on top. Overlap = the share of "
-        "the fit during which reader and trainer both worked (a lower bound).",
+        "the fit during which reader and trainer both worked (a lower bound). In memory = "
+        "`solver='memory'` on the same rows already in RAM, to the same tol (its fit alone).",
         "",
-        "| data | data in memory | partitions | floor s | fit s | reads | gap | fit / floor | peak RSS MB | "
-        "RSS budget MB | overlap |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| data | data in memory | partitions | floor s | fit s | reads | gap | fit / floor | in memory s | "
+        "fit / in memory | peak RSS MB | RSS budget MB | overlap |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in payload["results"]:
         f = r["fit"]
         lines.append(
             f"| {r['data']} | {r['data_bytes'] / 1e6:.0f} MB | {r['floor']['partitions']} | "
             f"{r['floor']['seconds']:.2f} | {f['seconds']:.2f} | {f['reads']} | {f['gap']:.1e} | "
-            f"{r['ratio']:.1f} | {f['peak_rss_bytes'] / 1e6:.0f} | {r['rss_budget_bytes'] / 1e6:.0f} | "
+            f"{r['ratio']:.1f} | {r['memory']['seconds']:.2f} | {r['ratio_memory']:.1f} | "
+            f"{f['peak_rss_bytes'] / 1e6:.0f} | {r['rss_budget_bytes'] / 1e6:.0f} | "
             f"{r['overlap_fraction']:.0%} |"
         )
     lines += ["", "Raw results: `benchmarks/results/bench_out_of_core.json`.", ""]

@@ -47,6 +47,7 @@ def primal(X, y, C, coef, intercept, squared):
 
 # CoCoA+'s certified gap closes far more slowly than its primal converges (its dual
 # moves by proximal-like steps): these tolerances are where the primal is within 1e-4.
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name, loss, C, tol", [("a9a", "squared_hinge", 1.0, 3e-3), ("ijcnn1", "hinge", 0.1, 5e-4)]
 )
@@ -86,6 +87,7 @@ def test_cocoa_one_vs_rest_is_certified_against_the_single_process_optimum(clien
     assert (clf.predict(X) == reference.predict(X)).mean() > 0.99
 
 
+@pytest.mark.slow
 def test_average_is_the_weighted_mean_of_the_parts_models(client):
     X, y = load_libsvm_dataset("a9a")
     Xd, yd = csr_to_dask(X, y, 6)
@@ -138,6 +140,7 @@ def test_no_data_is_computed_on_the_client(client, tmp_path):
     assert clf.score(test, y[20_000:30_000]) > 0.9
 
 
+@pytest.mark.slow
 def test_a_killed_worker_is_survived():
     X, y = load_libsvm_dataset("a9a")
     Xd, yd = csr_to_dask(X, y, 8)
@@ -192,6 +195,7 @@ def _slow_parts(X, y, n_parts, seconds, fail_at=None):
     return da.concatenate(parts), da.from_array(y[: n_parts * step], chunks=step)
 
 
+@pytest.mark.slow
 def test_average_survives_a_worker_killed_mid_training():
     import threading
     import time

@@ -143,6 +143,7 @@ def poly_problem(name):
     return _POLY[name]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(POLY_CASES))
 def test_degree_two_in_memory_matches_liblinear(name):
     X, y, Z, loss, C, expected = poly_problem(name)
@@ -176,6 +177,7 @@ def test_degree_two_out_of_core_matches_liblinear(name, solver):
     np.testing.assert_array_equal(lazy.compute()[:500], clf.predict(X[:500]))
 
 
+@pytest.mark.slow
 def test_hashed_map_matches_liblinear_on_its_own_transform():
     X, y = load_libsvm_dataset("a9a")
     X, y = X[:4000], y[:4000]
@@ -190,6 +192,7 @@ def test_hashed_map_matches_liblinear_on_its_own_transform():
         assert abs(clf.objective_ - expected) / expected < 1e-6
 
 
+@pytest.mark.slow
 def test_crammer_singer_and_partial_fit_take_a_map():
     from sklearn.datasets import load_digits
 
@@ -283,6 +286,7 @@ def test_hashing_is_scikit_learns_feature_hasher():
     np.testing.assert_allclose(numeric.toarray(), ref.toarray(), rtol=1e-15)
 
 
+@pytest.mark.slow
 def test_a_frame_of_strings_trains_without_encoding(tmp_path):
     """In memory, streamed and one pass: the same hashed problem as LIBLINEAR on FeatureHasher's output."""
     import dask
@@ -318,6 +322,7 @@ def test_a_frame_of_strings_trains_without_encoding(tmp_path):
     assert one_pass.score(X, y) > 0.8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["a9a", "ijcnn1"])
 def test_rows_hashed_as_they_are_read(name):
     from sklearn.feature_extraction import FeatureHasher
@@ -422,6 +427,7 @@ def test_weighted_degree_and_spectrum_are_their_kernels():
     assert sparse_dot(spectrum[0], spectrum[1]) == pytest.approx(expected)
 
 
+@pytest.mark.slow
 def test_weighted_degree_svm_matches_liblinear_on_its_transform():
     import dask.dataframe as dd
 
@@ -555,6 +561,7 @@ def test_column_maps_is_its_parts_side_by_side():
     assert_map_kernels(kernel_rows(raw, fmap.spec(raw.shape[1])), expected, seed=3)
 
 
+@pytest.mark.slow
 def test_column_maps_trains_in_memory_and_out_of_core(tmp_path):
     import dask.dataframe as dd
 

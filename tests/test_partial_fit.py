@@ -86,7 +86,7 @@ def test_same_seed_same_model(a9a_stream):
     assert not np.array_equal(run(3, "random"), run(4, "random"))
 
 
-def test_a_dask_collection_is_a_stream_of_its_partitions(a9a_stream):
+def test_a_dask_collection_is_a_stream_of_its_partitions(a9a_stream, scheduler):
     X, y, nbytes = a9a_stream
     X, y = X[:6000], y[:6000]
     dense = X.toarray()
@@ -154,7 +154,7 @@ def test_errors_name_the_problem(a9a_stream):
     np.testing.assert_array_equal(clf.coef_, coef)
 
 
-def test_a_dask_dataframe_with_a_label_column():
+def test_a_dask_dataframe_with_a_label_column(scheduler):
     import dask.dataframe as dd
     import pandas as pd
 

@@ -15,8 +15,8 @@ from sklearn.metrics import brier_score_loss
 from sklearn.svm import LinearSVC as LiblinearSVC
 
 from dask_streamsvm import LinearSVC
-from dask_streamsvm.engine.calibration import fit_sigmoid, held_out
 from dask_streamsvm.datasets import load_a9a
+from dask_streamsvm.engine.calibration import fit_sigmoid, held_out
 from dask_streamsvm.io import as_dask
 
 
@@ -35,7 +35,7 @@ def binary_model():
 
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("k", [2, 3])
-def test_dask_array_prediction_is_lazy_and_matches_in_memory(sparse, k):
+def test_dask_array_prediction_is_lazy_and_matches_in_memory(sparse, k, scheduler):
     X, y = _blobs(k=k)
     clf = LinearSVC(tol=1e-4, random_state=0).fit(X, y)
     Xd = da.from_array(X, chunks=(100, 5))
@@ -50,7 +50,7 @@ def test_dask_array_prediction_is_lazy_and_matches_in_memory(sparse, k):
         np.testing.assert_allclose(lazy.compute(), eager, rtol=1e-12, atol=1e-12)
 
 
-def test_dask_dataframe_prediction_keeps_partitions_and_ignores_the_label_column():
+def test_dask_dataframe_prediction_keeps_partitions_and_ignores_the_label_column(scheduler):
     X, y = _blobs(k=3)
     frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(5)])
     clf = LinearSVC(tol=1e-4, random_state=0).fit(frame, y)
@@ -67,7 +67,7 @@ def test_dask_dataframe_prediction_keeps_partitions_and_ignores_the_label_column
         clf.predict(ddf.drop(columns="f4"))
 
 
-def test_empty_partitions_give_empty_results(binary_model):
+def test_empty_partitions_give_empty_results(binary_model, scheduler):
     clf, X, _ = binary_model
     ddf = dd.from_pandas(pd.DataFrame(X), npartitions=4)
     # Keep only the first partition's rows: the other three are empty.
@@ -81,7 +81,7 @@ def test_empty_partitions_give_empty_results(binary_model):
     np.testing.assert_allclose(out.compute(), clf.decision_function(X), rtol=1e-12)
 
 
-def test_unknown_chunk_sizes_and_dataframe_meta(binary_model):
+def test_unknown_chunk_sizes_and_dataframe_meta(binary_model, scheduler):
     clf, X, _ = binary_model
     Xd = da.from_array(X, chunks=(100, 5))
     Xd = Xd[Xd[:, 0] > -np.inf]  # unknown (nan) chunk sizes
@@ -92,7 +92,7 @@ def test_unknown_chunk_sizes_and_dataframe_meta(binary_model):
     assert meta.dtype == clf.classes_.dtype and meta.name == "prediction"
 
 
-def test_prediction_input_errors_say_how_to_fix(binary_model):
+def test_prediction_input_errors_say_how_to_fix(binary_model, scheduler):
     clf, X, _ = binary_model
     with pytest.raises(ValueError, match=r"rechunk\(\{1: -1\}\)"):
         clf.predict(da.from_array(X, chunks=(100, 2)))
@@ -165,7 +165,7 @@ def test_streamed_probabilities_are_lazy_and_calibrated():
     np.testing.assert_allclose(np.exp(log_p.compute()), p)
 
 
-def test_multiclass_probabilities_sum_to_one_and_follow_scores():
+def test_multiclass_probabilities_sum_to_one_and_follow_scores(scheduler):
     X, y = _blobs(n=900, k=3)
     clf = LinearSVC(probability=True, tol=1e-4, random_state=0).fit(X, y)
     p = clf.predict_proba(X)

@@ -423,6 +423,7 @@ _KILLED_FIT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_sigkill_mid_fit_loses_at_most_one_pass_and_resume_matches(tmp_path):
     script = tmp_path / "fit.py"
     script.write_text(_KILLED_FIT)

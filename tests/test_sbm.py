@@ -177,6 +177,7 @@ def fit_a9a(setting, X, y, nbytes, **kw):
     return clf, (0 if s["solver"] == "bm" else cache), block
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting", list(A9A_SETTINGS))
 def test_a9a_reaches_the_certified_optimum_with_a_tenth_in_cache(setting):
     X, y, nbytes = a9a_dask("csr", np.float64)
@@ -195,6 +196,7 @@ def test_a9a_dense_float32(setting):
     assert max(r["memory_bytes"] for r in clf.history_) <= cache + block
 
 
+@pytest.mark.slow
 def test_a9a_hinge_loss():
     p_star = LIBLINEAR_OPTIMA[("a9a", "hinge", 0.1)]
     X, y, nbytes = a9a_dask("csr", np.float64)
@@ -311,7 +313,7 @@ def test_uneven_partitions_and_row_densities():
         assert 25_000 < most <= cache_bytes + 900 * (88 + 40 * 12) + 48
 
 
-def test_one_vs_rest_and_disk_alpha_store(tmp_path, monkeypatch):
+def test_one_vs_rest_and_disk_alpha_store(tmp_path, monkeypatch, scheduler):
     import tempfile
 
     rng = np.random.RandomState(0)
@@ -346,7 +348,7 @@ def test_bad_parameters_are_named(kw, match):
         solve(None, **kw)
 
 
-def test_bm_takes_a_partition_that_fills_its_block_exactly():
+def test_bm_takes_a_partition_that_fills_its_block_exactly(scheduler):
     """A partition of exactly block_bytes once divided to 249.999... rows and failed (BM has no
     cached row to evict for room)."""
     X, y = load_libsvm_dataset("a9a")

@@ -91,7 +91,7 @@ def test_read_libsvm_and_parquet_paths(tmp_path):
     assert_certified_optimum(clf, int(0.1 * 123 * 8 * Xm.shape[0]))
 
 
-def test_same_seed_same_model_and_unknown_chunk_sizes():
+def test_same_seed_same_model_and_unknown_chunk_sizes(scheduler):
     X, y = load_libsvm_dataset("a9a")
     X, y = X[:4000], y[:4000]
     Xd, yd = da.from_array(X.toarray(), chunks=(500, 123)), da.from_array(y, chunks=500)
@@ -107,7 +107,7 @@ def test_same_seed_same_model_and_unknown_chunk_sizes():
     assert (a.objective_ - ref.objective_) / ref.objective_ <= a.duality_gap_ + 1e-8
 
 
-def test_one_vs_rest_streams_all_problems_in_one_read():
+def test_one_vs_rest_streams_all_problems_in_one_read(scheduler):
     rng = np.random.RandomState(0)
     centers = rng.randn(3, 5) * 3
     labels = rng.randint(0, 3, 900)
@@ -132,7 +132,7 @@ def test_in_memory_input_can_be_streamed_too():
     assert clf.objective_ >= ref.objective_ * (1 - 1e-9)
 
 
-def test_streaming_errors_name_partition_and_fix():
+def test_streaming_errors_name_partition_and_fix(scheduler):
     X = np.random.RandomState(0).randn(40, 3)
     y = np.arange(40) % 2
     X[33, 2] = np.inf
@@ -154,7 +154,7 @@ def test_streaming_errors_name_partition_and_fix():
         LinearSVC().fit("data.parquet", None)
 
 
-def test_empty_partitions_are_fine():
+def test_empty_partitions_are_fine(scheduler):
     X = np.random.RandomState(0).randn(60, 3)
     y = (X[:, 0] > 0).astype(int)
     Xd = da.from_array(X, chunks=((20, 0, 20, 0, 20), (3,)))
@@ -218,7 +218,7 @@ def test_parse_bytes(text, expected):
     assert parse_bytes(text) == expected
 
 
-def test_a_failing_partition_stops_the_fit_with_the_original_error():
+def test_a_failing_partition_stops_the_fit_with_the_original_error(scheduler):
     import threading
 
     X = np.random.RandomState(0).randn(200, 3)
@@ -251,7 +251,7 @@ def test_labels_that_appear_only_on_a_later_read_are_named():
         LinearSVC(cache_bytes=5_000, max_iter=3, shuffle=False).fit(da.from_array(X, chunks=10), yd)
 
 
-def test_streaming_weights_intercept_and_verbose_match_the_memory_solver(capsys):
+def test_streaming_weights_intercept_and_verbose_match_the_memory_solver(capsys, scheduler):
     rng = np.random.RandomState(3)
     X = rng.randn(1500, 6)
     y = np.where(X @ rng.randn(6) + 0.3 * rng.randn(1500) > 0.4, "yes", "no")
