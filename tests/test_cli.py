@@ -219,7 +219,7 @@ def test_scheduler_address(three_classes, tmp_path):
     folder, _ = three_classes
     model_path = tmp_path / "m.model"
     with distributed.LocalCluster(
-        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0"
     ) as cluster:
         argv = ["train", folder / "parts", "--label", "label", "--model", model_path]
         code, out, err = run([*argv, "--scheduler", cluster.scheduler_address])
