@@ -19,11 +19,12 @@ $(VENV)/.installed-%: pyproject.toml
 	$(PY) -m pip install --quiet -e ".[$(EXTRAS_$*)]"
 	touch $@
 
-# The default suite: every test not marked slow (README, "Two commands", for its time).
+# The default suite: every test not marked slow (README, "Two commands", for its time), on two
+# pytest-xdist workers that take a test file at a time (most of a cold run is numba compiling).
 # --durations lists the 25 slowest, to keep an eye on what belongs in test-slow.
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check dask_streamsvm tests benchmarks examples
-	$(PY) -m pytest -m "not slow" --durations=25
+	$(PY) -m pytest -m "not slow" -n 2 --dist loadfile --durations=25
 
 # The tests marked slow: LIBLINEAR optima and streaming fits on the full a9a, w8a and
 # ijcnn1, feature maps against LIBLINEAR, killed workers and processes, examples, README.
