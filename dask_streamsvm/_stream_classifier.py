@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._lazy import map_rows
 from .engine.calibration import fit_sigmoid, probabilities
+from .engine.problem import class_index
 from .engine.reader import read_blocks
 from .engine.source import DaskSource, is_dask_collection, is_dask_dataframe
 from .io import open_path
@@ -109,14 +110,11 @@ class StreamClassifier(ClassifierMixin, BaseEstimator):
 
     def _signs(self, y):
         """+1/-1 labels of each problem, shape (n_problems, n_rows); unknown labels are an error."""
-        y = np.asarray(y).ravel()
-        index = np.minimum(np.searchsorted(self.classes_, y), self.classes_.shape[0] - 1)
-        unknown = self.classes_[index] != y
-        if unknown.any():
-            raise ValueError(
-                f"y has label {y[np.flatnonzero(unknown)[0]].item()!r}, which is not among the classes "
-                f"{self.classes_.tolist()}."
-            )
+        classes = self.classes_
+        def unknown(label):
+            return f"y has label {label!r}, which is not among the classes {classes.tolist()}."
+
+        index = class_index(classes, y, unknown)
         if self.classes_.shape[0] == 2:
             return np.where(index == 1, 1.0, -1.0)[None, :]
         return np.where(index[None, :] == np.arange(self.classes_.shape[0])[:, None], 1.0, -1.0)
