@@ -14,6 +14,9 @@ files (compressed or not), or globs of them; several paths of one format
 make one collection, read lazily by Dask.  ``--scheduler ADDRESS`` runs the
 work on a ``distributed`` cluster.
 
+Output paths are checked before any data is read, and no command writes
+over one of its inputs, even with ``--overwrite``.
+
 Exit status: 0 on success, 2 for a usage error or an error in the input
 (printed as one line, ``dask-streamsvm: error: ...``; add ``--traceback``
 for the full trace), 130 when interrupted.
@@ -24,9 +27,10 @@ import contextlib
 import json
 import os
 import sys
+import tempfile
 import time
 import warnings
-from glob import glob
+from glob import escape, glob
 
 import numpy as np
 
@@ -55,21 +59,34 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _expand(paths):
-    """Paths and globs -> existing paths (remote URLs are passed through unchecked)."""
+    """Paths and globs -> existing paths (remote URLs are passed through unchecked).
+
+    A name with ``*``, ``?`` or ``[`` that exists as given is that file, not a glob.
+    """
     found = []
     for path in paths:
-        if "://" in path:
+        if "://" in path or os.path.exists(path):
             found.append(path)
         elif any(c in path for c in "*?["):
             matches = sorted(glob(path))
             if not matches:
                 raise UserError(f"no file matches {path!r}")
             found.extend(matches)
-        elif os.path.exists(path):
-            found.append(path)
         else:
             raise UserError(f"no such file or directory: {path!r}")
     return found
+
+
+def _table_source(paths):
+    """``paths`` as Dask's table readers take them, each file read as named.
+
+    Dask reads one path as named but expands every path of a list as a
+    glob, and a name with ``[`` that matches nothing is then silently
+    dropped: those names are escaped.
+    """
+    if len(paths) == 1:
+        return paths[0]
+    return [p if "://" in p else escape(p) for p in paths]
 
 
 def _format_of(path):
@@ -102,14 +119,13 @@ class Data:
         return self.frame is not None
 
 
-def _open(args, *, label_needed, n_features=None):
-    """Open ``args.paths`` as :class:`Data`.
+def _open(args, paths, *, label_needed, n_features=None):
+    """Open ``paths`` (``args.paths`` expanded) as :class:`Data`.
 
     ``label_needed``: a table must name an existing label column
     (``--label``); otherwise ``--label`` is optional and only dropped when
     the table has that column.  ``n_features`` (LIBSVM only) fixes the width.
     """
-    paths = _expand(args.paths)
     fmt = args.format
     if fmt == "auto":
         formats = {p: _format_of(p) for p in paths}
@@ -128,14 +144,16 @@ def _open(args, *, label_needed, n_features=None):
                 f"--label {args.label} names a column of a table, but {paths[0]!r} is read as LIBSVM, "
                 "whose lines start with their label: drop --label"
             )
-        X, y = read_libsvm(paths, n_features=n_features)
+        X, y = read_libsvm(paths, n_features=n_features, zero_based=args.zero_based)
         return Data(fmt, X, y)
 
     import dask.dataframe as dd
 
     if getattr(args, "n_features", None) is not None:
         raise UserError("--n-features applies to LIBSVM files; a table's width is its number of columns")
-    source = paths[0] if len(paths) == 1 else paths
+    if args.zero_based:
+        raise UserError("--zero-based applies to LIBSVM files (their feature indices); drop it for a table")
+    source = _table_source(paths)
     frame = dd.read_parquet(source) if fmt == "parquet" else dd.read_csv(source)
     columns = [str(c) for c in frame.columns]
     label = args.label
@@ -228,7 +246,7 @@ def _fit_with_warnings(model, *fit_args, **fit_kwargs):
         warnings.simplefilter("always", ConvergenceWarning)
         model.fit(*fit_args, **fit_kwargs)
     for w in caught:
-        print(f"{PROG}: warning: {_one_line(str(w.message))}", file=sys.stderr)
+        print(f"{PROG}: warning: {_printable(_one_line(str(w.message)))}", file=sys.stderr)
 
 
 def _rows_streamed(model):
@@ -251,19 +269,101 @@ def _in_memory(data):
     return X, y
 
 
-def _check_output_path(path, what):
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise UserError(f"cannot write {what} {path!r}: the directory {parent!r} does not exist")
+def _inside(path, directory):
+    return path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def _check_not_an_input(path, flag, inputs, *, holds=False):
+    """Refuse an output that is one of the command's ``inputs`` (paths), or lies in an input directory.
+
+    ``holds``: the output is a directory replaced as a whole, so it must not
+    hold an input either.  Links are followed: a link to an input is that input.
+    """
+    real = os.path.realpath(path)
+    for source in inputs:
+        if "://" in source:
+            continue
+        source_real = os.path.realpath(source)
+        same = real == source_real
+        if not same and os.path.exists(path) and os.path.exists(source):
+            same = os.path.samefile(path, source)  # hard links
+        if same:
+            raise UserError(
+                f"{flag} {path!r} is {source!r}, an input of this command: writing it would destroy "
+                "the input (--overwrite does not allow that); choose another path"
+            )
+        if _inside(real, source_real):
+            raise UserError(
+                f"{flag} {path!r} is inside the input directory {source!r}; choose a path outside it"
+            )
+        if holds and _inside(source_real, real):
+            raise UserError(
+                f"{flag} {path!r} holds the input {source!r}, which writing it would delete; "
+                "choose another path"
+            )
+
+
+def _check_directory(directory, flag, path):
+    """Refuse now a missing, non-directory or unwritable ``directory`` that ``path`` is to be written in."""
+    if not os.path.isdir(directory):
+        above = directory
+        while not os.path.exists(above) and os.path.dirname(above) != above:
+            above = os.path.dirname(above)
+        if os.path.exists(above) and not os.path.isdir(above):
+            raise UserError(f"cannot write {flag} {path!r}: {above!r} is a file, not a directory")
+        raise UserError(f"cannot write {flag} {path!r}: the directory {directory!r} does not exist")
+    try:  # a test file: permissions, read-only file systems and full disks answer as the real write will
+        handle, probe = tempfile.mkstemp(dir=directory, prefix=".dask-streamsvm-write-test-")
+    except OSError as exc:
+        raise UserError(
+            f"cannot write {flag} {path!r}: the directory {directory!r} refuses new files "
+            f"({exc.strerror or exc}); choose a directory you can write to"
+        ) from None
+    os.close(handle)
+    os.remove(probe)
+
+
+def _check_output(path, flag, inputs, *, overwrite, directory=False):
+    """Refuse, before any work, an output that would replace an input or that cannot be written.
+
+    ``path`` is a file to write (``directory=True``: a directory of parts
+    replaced as a whole); an existing one needs ``overwrite``, and no input
+    is ever written over.
+    """
+    if not path:
+        raise UserError(f"{flag} is empty; give a file name")
+    _check_not_an_input(path, flag, inputs, holds=directory)
+    if os.path.isdir(path) and not directory:
+        raise UserError(f"{flag} {path!r} is a directory; give a file name")
+    if os.path.lexists(path) and not overwrite:
+        raise UserError(f"{flag} {path!r} exists: remove it or pass --overwrite")
+    _check_directory(os.path.dirname(os.path.abspath(path)), flag, path)
+
+
+def _check_checkpoint_dir(directory, checkpoint, inputs):
+    """Refuse, before any work, a ``--checkpoint-dir`` its ``checkpoint`` file could not be written in."""
+    flag = "--checkpoint-dir"
+    if os.path.lexists(directory) and not os.path.isdir(directory):
+        raise UserError(f"{flag} {directory!r} is a file, not a directory; give a directory")
+    _check_not_an_input(checkpoint, flag, inputs)
+    existing = os.path.abspath(directory)  # the fit creates the missing directories
+    while not os.path.exists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    _check_directory(existing, flag, directory)
 
 
 def cmd_train(args):
     from . import LinearSVC
+    from .engine.checkpoint import FILE
 
-    _check_output_path(args.model, "the model to")
-    if os.path.isdir(args.model):
-        raise UserError(f"--model {args.model!r} is a directory; give a file name")
-    data = _open(args, label_needed=True, n_features=args.n_features)
+    paths = _expand(args.paths)
+    if args.checkpoint_dir is None:
+        _check_output(args.model, "--model", paths, overwrite=args.overwrite)
+    else:  # the checkpoint is an input too when resuming
+        checkpoint = os.path.join(args.checkpoint_dir, FILE)
+        _check_output(args.model, "--model", [*paths, checkpoint], overwrite=args.overwrite)
+        _check_checkpoint_dir(args.checkpoint_dir, checkpoint, paths)
+    data = _open(args, paths, label_needed=True, n_features=args.n_features)
     model = LinearSVC(
         C=args.C,
         loss=args.loss,
@@ -357,11 +457,10 @@ def cmd_predict(args):
         kind = "csv"
     else:
         raise UserError(f"--out {out!r}: name a .parquet (a directory of parts) or a .csv file")
-    _check_output_path(out, "predictions to")
-    if os.path.exists(out) and not args.overwrite:
-        raise UserError(f"--out {out!r} exists: remove it or pass --overwrite")
+    paths = _expand(args.paths)
+    _check_output(out, "--out", [args.model, *paths], overwrite=args.overwrite, directory=kind == "parquet")
     model = _load_model(args.model)
-    data = _open(args, label_needed=False, n_features=model.n_features_in_)
+    data = _open(args, paths, label_needed=False, n_features=model.n_features_in_)
     with _scheduler(args.scheduler):
         frame = _prediction_frame(model, data)
         start = time.perf_counter()
@@ -410,7 +509,7 @@ def evaluation(model, data):
 
 def cmd_evaluate(args):
     model = _load_model(args.model)
-    data = _open(args, label_needed=True, n_features=model.n_features_in_)
+    data = _open(args, _expand(args.paths), label_needed=True, n_features=model.n_features_in_)
     with _scheduler(args.scheduler):
         result = evaluation(model, data)
     if args.json:
@@ -455,20 +554,27 @@ def cmd_info(args):
         "params": {k: v for k, v in params.items() if k not in ("callbacks", "validation_data")},
     }
     if args.json:
-        print(json.dumps(info, default=str))
+        print(json.dumps(info, default=str))  # JSON escapes control characters (and all non-ASCII)
         return 0
-    print(f"{'model file':16}{args.model} ({fmt} version {version}, written by dask_streamsvm {written_by})")
-    print(f"{'estimator':16}{info['estimator']}")
-    print(f"{'classes':16}{_short_list(info['classes'])}")
-    print(f"{'n_features':16}{info['n_features']:,}")
+    # The file's text goes to a terminal: _printable keeps its escape sequences from acting.
+    lines = [
+        f"{'model file':16}{args.model} ({fmt} version {version}, written by dask_streamsvm {written_by})",
+        f"{'estimator':16}{info['estimator']}",
+        f"{'classes':16}{_short_list(info['classes'])}",
+        f"{'n_features':16}{info['n_features']:,}",
+    ]
     if info["feature_names"] is not None:
-        print(f"{'feature names':16}{_short_list(info['feature_names'], 8)}")
-    print(f"{'passes':16}{info['passes']}")
+        lines.append(f"{'feature names':16}{_short_list(info['feature_names'], 8)}")
     gap = _numbers(info["duality_gap"], ".2e")
-    print(f"{'duality gap':16}{gap} (relative, certified at the end of training)")
-    print(f"{'objective':16}{_numbers(info['objective'], '.8g')}")
     shown = ", ".join(f"{k}={v!r}" for k, v in info["params"].items())
-    print(f"{'parameters':16}{shown}")
+    lines += [
+        f"{'passes':16}{info['passes']}",
+        f"{'duality gap':16}{gap} (relative, certified at the end of training)",
+        f"{'objective':16}{_numbers(info['objective'], '.8g')}",
+        f"{'parameters':16}{shown}",
+    ]
+    for line in lines:
+        print(_printable(line))
     return 0
 
 
@@ -478,7 +584,7 @@ def cmd_demo(args):
     if not args.cache_fraction > 0:
         raise UserError(f"--cache-fraction must be > 0, got {args.cache_fraction}")
     if args.plot is not None:
-        _check_output_path(args.plot, "the plot to")
+        _check_output(args.plot, "--plot", [], overwrite=True)
     run_demo(plot=args.plot, cache_fraction=args.cache_fraction, quick=args.quick)
     return 0
 
@@ -494,6 +600,11 @@ def _add_input_options(parser, label_help):
         choices=("auto", "parquet", "csv", "libsvm"),
         default="auto",
         help="input format (default: from the file names; directories are Parquet)",
+    )
+    parser.add_argument(
+        "--zero-based",
+        action="store_true",
+        help="LIBSVM: feature indices count from 0, as scikit-learn's dump_svmlight_file writes them",
     )
     parser.add_argument(
         "--scheduler", metavar="ADDRESS", help="run on the distributed scheduler at ADDRESS (tcp://host:8786)"
@@ -528,6 +639,9 @@ def build_parser():
         train, "label column of Parquet/CSV input (required there; LIBSVM lines carry their label)"
     )
     train.add_argument("--model", required=True, metavar="OUT", help="model file to write")
+    train.add_argument(
+        "--overwrite", action="store_true", help="replace OUT if it exists (never an input of the command)"
+    )
     train.add_argument(
         "--loss",
         choices=("squared_hinge", "hinge"),
@@ -587,7 +701,9 @@ def build_parser():
     predict.add_argument(
         "--out", required=True, metavar="OUT", help="OUT.parquet (a directory of parts) or OUT.csv (one file)"
     )
-    predict.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    predict.add_argument(
+        "--overwrite", action="store_true", help="replace OUT if it exists (never an input of the command)"
+    )
     predict.set_defaults(handler=cmd_predict)
 
     evaluate = commands.add_parser(
@@ -634,6 +750,16 @@ def _one_line(text):
     return " ".join(str(text).split())
 
 
+def _printable(text):
+    """``text`` with its non-printable characters escaped (``\\x1b``, ``\\n``, ``\\u202e``).
+
+    Text read from files (a model's metadata, a line quoted in an error)
+    could otherwise move the cursor, clear the screen or forge output;
+    letters of any script are kept as they are.
+    """
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text))
+
+
 def _message(exc):
     text = str(exc)
     notes = getattr(exc, "__notes__", ())
@@ -659,5 +785,5 @@ def main(argv=None):
     except (UserError, *_USER_ERRORS) as exc:
         if traceback:
             raise
-        print(f"{PROG}: error: {_message(exc)}", file=sys.stderr)
+        print(f"{PROG}: error: {_printable(_message(exc))}", file=sys.stderr)
         return 2

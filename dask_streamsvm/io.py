@@ -1,7 +1,10 @@
 """Readers that turn files into lazy Dask collections."""
 
 import io as _io
+import lzma
 import math
+import os
+import zlib
 from glob import glob
 
 import numpy as np
@@ -12,12 +15,17 @@ _INT_MAX = 2**31 - 1  # scikit-learn's reader holds feature indices in a C int
 _SHOWN = 80  # characters of an offending line quoted in an error
 
 
+def _is_glob(text):
+    """Whether ``text`` is a pattern to expand: it has ``*?[`` and names no existing file as given."""
+    return any(c in text for c in "*?[") and not os.path.exists(text)
+
+
 def _expand(path_or_glob):
     if isinstance(path_or_glob, (list, tuple)):
         paths = [str(p) for p in path_or_glob]
     else:
         text = str(path_or_glob)
-        paths = sorted(glob(text)) if any(c in text for c in "*?[") else [text]
+        paths = sorted(glob(text)) if _is_glob(text) else [text]
     if not paths:
         raise FileNotFoundError(f"no file matches {path_or_glob!r}")
     return paths
@@ -103,7 +111,10 @@ def _line_error(line, n_features, zero_based):
         if index < 0:
             return f"feature index {index} is negative"
         if index == 0 and not zero_based:
-            return "feature index 0 where indices count from 1", "pass zero_based=True if they count from 0"
+            return (
+                "feature index 0 where indices count from 1",
+                "pass zero_based=True if they count from 0. The dask-streamsvm command takes --zero-based",
+            )
         if index <= last:
             return f"feature index {index} follows {last}", "indices must increase along each line"
         try:
@@ -191,19 +202,65 @@ def _max_index(data, zero_based, where):
     return X.shape[1]
 
 
+class _RawReads:
+    """A compressed file's raw byte stream that remembers the I/O error its reads raised, if any.
+
+    What the decompressor raises is then either that error (an I/O fault,
+    maybe transient) or its own verdict on the bytes (damaged data).
+    """
+
+    def __init__(self, raw):
+        self.raw, self.failed = raw, None
+
+    def read(self, *args):
+        try:
+            return self.raw.read(*args)
+        except BaseException as exc:
+            self.failed = exc
+            raise
+
+    def __getattr__(self, name):
+        return getattr(self.raw, name)
+
+
+# What decompressors raise for bytes that are not their format, damaged or cut short:
+# gzip.BadGzipFile and bz2's "Invalid data stream" are OSErrors, which the reader would
+# retry as transient I/O errors; a truncated stream raises EOFError.
+_BAD_STREAM = (OSError, EOFError, lzma.LZMAError, zlib.error)
+
+
+def _decompressed(path, compression):
+    """The whole decompressed content of ``path``; a damaged stream raises a ValueError naming the file."""
+    import fsspec
+    from fsspec.compression import compr
+
+    with fsspec.open(path, "rb") as raw:
+        source = _RawReads(raw)
+        try:
+            with compr[compression](source, mode="rb") as f:
+                return f.read()
+        except _BAD_STREAM as exc:
+            if source.failed is not None:
+                raise
+            raise ValueError(
+                f"{path}: not valid {compression} data ({exc or type(exc).__name__}); "
+                "the file is damaged or its suffix does not match its format."
+            ) from None
+
+
 def _read_block(path, offset, length, compression):
     """Whole lines of ``path`` from ``offset`` on (see :class:`_FileBlock`); all if ``length`` is None."""
     import fsspec
     from fsspec.utils import read_block
 
-    with fsspec.open(path, "rb", compression=compression) as f:
+    if compression is not None:
+        return _decompressed(path, compression)
+    with fsspec.open(path, "rb") as f:
         return f.read() if length is None else read_block(f, offset, length, b"\n")
 
 
 def _file_blocks(path, blocksize):
     """``(offset, length, compression)`` of each block of ``path``: one for a compressed or empty file."""
-    import os
-
     import fsspec
     from fsspec.utils import infer_compression
 
@@ -233,7 +290,8 @@ def read_libsvm(path_or_glob, n_features=None, *, blocksize="64MB", dtype=np.flo
     path_or_glob : str, path, or list of them
         Files in LIBSVM format (``label idx:val ...``); ``.bz2``, ``.gz`` and
         ``.xz`` are decompressed on the fly (one partition per compressed
-        file, since they cannot be split).
+        file, since they cannot be split).  A string with ``*``, ``?`` or
+        ``[`` is a glob unless a file has that name; a list is never globbed.
     n_features : int, optional
         Number of features. When omitted the files are read once, now, to
         find the largest feature index.
@@ -257,7 +315,12 @@ def read_libsvm(path_or_glob, n_features=None, *, blocksize="64MB", dtype=np.flo
     ValueError
         When the partitions are computed, for malformed text: the message
         names the file, the line number in it, the line and what is wrong
-        (``"data.svm, line 12: malformed LIBSVM data: ..."``).
+        (``"data.svm, line 12: malformed LIBSVM data: ..."``); for a
+        compressed file that does not decompress (damaged, cut short, or
+        named with another format's suffix), the file and its format
+        (``"data.svm.gz: not valid gzip data ..."``).  Being a ValueError,
+        a streaming fit does not read it again as it does after an I/O
+        error.
     """
     import dask
     import dask.array as da
@@ -308,9 +371,8 @@ def open_path(path, y=None):
 
     Parquet and CSV give a Dask DataFrame; ``y`` must then name the label
     column.  LIBSVM files carry their labels, so ``y`` must be None.
+    A name with ``*``, ``?`` or ``[`` is a glob unless a file has that name.
     """
-    import os
-
     import dask.dataframe as dd
 
     text = os.fspath(path)
@@ -322,7 +384,7 @@ def open_path(path, y=None):
         frame = dd.read_parquet(text)
     elif lower.endswith((".csv", ".csv.gz", ".csv.bz2")):
         frame = dd.read_csv(text)
-    elif lower.endswith(_LIBSVM_SUFFIXES) or any(c in text for c in "*?["):
+    elif lower.endswith(_LIBSVM_SUFFIXES) or _is_glob(text):
         if y is not None:
             raise ValueError(
                 f"{text!r} is read as LIBSVM, whose files carry their labels: pass y=None, not y={y!r}."

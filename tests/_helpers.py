@@ -4,6 +4,8 @@ Test files import from here (``from ._helpers import ...``), never from each oth
 or from ``conftest.py``, which holds only fixtures.
 """
 
+import contextlib
+import io
 import os
 from pathlib import Path
 
@@ -73,3 +75,26 @@ def a9a_dask(layout, dtype, n_partitions=16):
         Xd = dense.map_blocks(sp.csr_matrix, dtype=dtype, meta=sp.csr_matrix((0, X.shape[1]), dtype=dtype))
         nbytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
     return Xd, da.from_array(y, chunks=step), nbytes
+
+
+def run(argv):
+    """The command line's ``main(argv)``: ``(exit status, stdout, stderr)``."""
+    from dask_streamsvm.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def assert_one_line_error(code, out, err, *fragments):
+    """The command failed with status 2 and one line of error naming every fragment, no traceback."""
+    assert code == 2, (code, out, err)
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("dask-streamsvm: error: ")
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+

@@ -1,7 +1,5 @@
 """The ``dask-streamsvm`` command line, run in-process through ``main(argv)``."""
 
-import contextlib
-import io
 import json
 import subprocess
 import sys
@@ -12,33 +10,16 @@ import pandas as pd
 import pytest
 
 import dask_streamsvm
-from dask_streamsvm import cli
+from dask_streamsvm import LinearSVC, cli, read_libsvm
 from dask_streamsvm.cli import main
 from dask_streamsvm.datasets import load_a9a
+
+from ._helpers import assert_one_line_error, run
 
 DATA = Path(dask_streamsvm.__file__).parent / "data"
 A9A_TRAIN = str(DATA / "a9a.bz2")
 A9A_TEST = str(DATA / "a9a.t.bz2")
 FAST = ["--tol", "1e-2", "--passes", "20", "--seed", "0"]
-
-
-def run(argv):
-    """``main(argv)`` -> (exit status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in argv])
-    return code, out.getvalue(), err.getvalue()
-
-
-def assert_one_line_error(code, out, err, *fragments):
-    assert code == 2
-    assert out == ""
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("dask-streamsvm: error: ")
-    assert "Traceback" not in err
-    for fragment in fragments:
-        assert fragment in lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -204,6 +185,40 @@ def test_csv_input_and_memory_solver(three_classes, tmp_path):
     assert len(pd.read_csv(target)) == len(frame)
 
 
+def test_zero_based_libsvm_as_scikit_learn_writes_it(three_classes, tmp_path):
+    from sklearn.datasets import dump_svmlight_file
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 4))
+    y = np.where(X @ [1.0, -1.0, 0.5, 0.0] > 0, 1, -1)
+    path = tmp_path / "zero.svm"
+    dump_svmlight_file(X, y, str(path), zero_based=True)  # indices from 0: scikit-learn's default
+    model_path = tmp_path / "zero.model"
+    argv = ["train", path, "--model", model_path, "--solver", "memory", "--seed", "0"]
+    # Without the flag: the line, and the flag that reads it.
+    assert_one_line_error(*run(argv), "zero.svm, line 1", "feature index 0", "--zero-based")
+    code, out, err = run([*argv, "--zero-based"])
+    assert code == 0, err
+    assert "300 rows x 4 features" in out
+    X_read, y_read = read_libsvm(str(path), zero_based=True)
+    expected = LinearSVC(solver="memory", tol=1e-3, max_iter=1000, random_state=0)
+    expected.fit(X_read.compute(), y_read.compute())
+    model = dask_streamsvm.load(model_path)
+    np.testing.assert_array_equal(model.coef_, expected.coef_)
+    np.testing.assert_array_equal(model.intercept_, expected.intercept_)
+    # evaluate and predict read the file the same way.
+    code, out, err = run(["evaluate", model_path, path, "--zero-based", "--json"])
+    assert code == 0, err
+    assert json.loads(out)["accuracy"] == pytest.approx(expected.score(X, y))
+    target = tmp_path / "predictions.csv"
+    code, out, err = run(["predict", model_path, path, "--zero-based", "--out", target])
+    assert code == 0, err
+    np.testing.assert_array_equal(pd.read_csv(target)["prediction"].to_numpy(), expected.predict(X))
+    folder, _ = three_classes
+    argv = ["train", folder / "all.csv", "--label", "label", "--zero-based", "--model", tmp_path / "t.model"]
+    assert_one_line_error(*run(argv), "--zero-based applies to LIBSVM")
+
+
 def test_memory_solver_on_libsvm_and_a_wider_file(tmp_path):
     model_path = tmp_path / "test.model"
     code, out, err = run(["train", A9A_TEST, "--model", model_path, "--solver", "memory", *FAST])
@@ -312,6 +327,7 @@ def test_help_and_version():
     assert code == 0 and dask_streamsvm.__version__ in out
     code, out, _ = run(["train", "--help"])
     assert code == 0 and "--cache" in out and "--scheduler" in out
+    assert "--zero-based" in out and "--overwrite" in out
 
 
 def test_python_m_dask_streamsvm_help():
