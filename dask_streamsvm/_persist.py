@@ -11,25 +11,40 @@ What a ``LinearSVC`` keeps is its schema here: :func:`model_params`,
 :func:`model_state` and :func:`set_model_state`.  This module imports no
 estimator: :func:`load_model` is given the classes a file may name.
 
-Loading reads the JSON with :mod:`json` and the arrays with
-``numpy.load(allow_pickle=False)``, so a file can carry data but never code.
-Every array is checked against its recorded checksum, dtype and shape, the
-estimator class against a list of known ones, and the parameters and
-attributes against the estimator's own checks: a truncated, edited or
-foreign file raises :class:`ValueError` naming what is wrong.
+Loading reads the JSON with :mod:`json` and the arrays without pickle, so a
+file can carry data but never code.  The parameters are checked as ``fit``
+checks them, the shapes the file declares against the parameters and
+attributes before any array is read, every array against its recorded
+checksum, dtype and shape, and the estimator class against a list of known
+ones: a truncated, edited or foreign file raises :class:`ValueError` naming
+what is wrong, and what reading it may allocate is bounded (see
+:mod:`.engine.archive`).  The parameters in :data:`NOT_SAVED`, which point
+at code, data or the file system (``callbacks``, ``validation_data``,
+``checkpoint_dir``), are neither saved nor restored: a loaded model has
+their defaults.
+
+The checksums detect damage, not tampering: whoever can write a model file
+can rewrite its checksums, and a file's parameters and weights decide what
+the model predicts.  Load only files you trust, as with scikit-learn's and
+XGBoost's model files.
 """
 
+import contextlib
 import os
 
 import numpy as np
+from sklearn.utils import check_random_state
 
-from .engine.archive import META, plain, plain_array, read_archive, write_archive
+from .engine.archive import META, ArchiveReader, cut, plain, plain_array, short, write_archive
 from .engine.problem import model_width
 from .features import ColumnMaps, HashingMap, MapOf, PolynomialMap, SpectrumMap, WeightedDegreeMap
 
 FORMAT = "dask-streamsvm-model"
 VERSION = 1
+WHAT = "dask_streamsvm model file"
 ESTIMATORS = ("LinearSVC",)  # the estimators whose model-file schema is below
+# Parameters that point at code, data or the file system: never saved, never restored from a file.
+NOT_SAVED = ("callbacks", "validation_data", "checkpoint_dir")
 FEATURE_MAPS = {
     cls.__name__: cls
     for cls in (ColumnMaps, HashingMap, MapOf, PolynomialMap, SpectrumMap, WeightedDegreeMap)
@@ -65,24 +80,42 @@ def _jsonable(value, what):
 
 
 def _from_json(value):
-    if isinstance(value, dict) and set(value) == {"__feature_map__"}:
-        name, params = value["__feature_map__"]
-        if name not in FEATURE_MAPS:
-            raise ValueError(f"unknown feature map {name!r}; known: {sorted(FEATURE_MAPS)}")
-        return FEATURE_MAPS[name](**{k: _from_json(v) for k, v in params.items()})
+    """The parameter or attribute value that :func:`_jsonable` wrote; ValueError for anything else."""
     if isinstance(value, dict):
-        if set(value) != {"__pairs__"}:
-            raise ValueError(f"unexpected JSON object {value!r}")
-        return {_from_json(k): _from_json(v) for k, v in value["__pairs__"]}
+        if set(value) == {"__feature_map__"}:
+            return _feature_map(value["__feature_map__"])
+        if set(value) == {"__pairs__"}:
+            return _pairs(value["__pairs__"])
+        raise ValueError(f"unexpected JSON object with keys {short(sorted(value))}")
     if isinstance(value, list):
         return [_from_json(v) for v in value]
     return value
 
 
+def _feature_map(entry):
+    """A feature map from ``[class name, {parameters}]``, of a fixed list of classes."""
+    if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], dict)):
+        raise ValueError(f"a feature map is saved as [class name, {{parameters}}], got {short(entry)}")
+    name, params = entry
+    if not isinstance(name, str) or name not in FEATURE_MAPS:
+        raise ValueError(f"unknown feature map {short(name)}; known: {sorted(FEATURE_MAPS)}")
+    return FEATURE_MAPS[name](**{k: _from_json(v) for k, v in params.items()})
+
+
+def _pairs(pairs):
+    """A dict from its ``[key, value]`` pairs (keys may be class labels of any type)."""
+    if not (isinstance(pairs, list) and all(isinstance(p, list) and len(p) == 2 for p in pairs)):
+        raise ValueError(f"a dict is saved as a list of [key, value] pairs, got {short(pairs)}")
+    items = [(_from_json(k), _from_json(v)) for k, v in pairs]
+    if any(isinstance(k, list | dict) for k, _ in items):
+        raise ValueError(f"dict keys must be numbers or strings, got {short(pairs)}")
+    return dict(items)
+
+
 def model_params(estimator):
-    """The parameters a model file keeps: those that are not data (callbacks, validation data) or RNGs."""
+    """The parameters a model file keeps: all but :data:`NOT_SAVED`, and random_state only if an int."""
     params = estimator.get_params(deep=False)
-    params["callbacks"] = params["validation_data"] = None
+    params.update(dict.fromkeys(NOT_SAVED))
     if not isinstance(params["random_state"], int | np.integer | None):
         params["random_state"] = None
     return params
@@ -91,7 +124,7 @@ def model_params(estimator):
 def model_state(estimator):
     """``(arrays, attributes)``: the fitted arrays and the JSON attributes of a fitted ``LinearSVC``."""
     arrays = {"coef_": estimator.coef_, "intercept_": estimator.intercept_, "classes_": estimator.classes_}
-    if hasattr(estimator, "probA_"):
+    if estimator.probability and hasattr(estimator, "probA_"):  # predict_proba needs both
         arrays.update(probA_=estimator.probA_, probB_=estimator.probB_)
     attributes = {
         "n_features_in_": estimator.n_features_in_,
@@ -105,55 +138,132 @@ def model_state(estimator):
     return arrays, attributes
 
 
+def _count(attributes, name, low):
+    """The integer attribute ``name`` (>= ``low``) of a model file."""
+    value = attributes[name]
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {short(value)}")
+    return value
+
+
+def restore_params(estimator, params):
+    """Set the parameters a model file holds on ``estimator``, checked as ``fit`` checks them.
+
+    Those in :data:`NOT_SAVED` are left at their defaults whatever the file
+    says.  Raises ValueError (or TypeError) naming the parameter.
+    """
+    if not isinstance(params, dict):
+        raise ValueError(f"'params' must be a JSON object, got {short(params)}")
+    unknown = sorted(set(params) - set(estimator.get_params(deep=False)))
+    if unknown:
+        raise ValueError(f"unknown parameters {short(unknown)}")
+    estimator.set_params(**{k: _from_json(v) for k, v in params.items() if k not in NOT_SAVED})
+    estimator._params()  # _parameter_constraints, through _validation.validate_params
+    try:
+        check_random_state(estimator.random_state)
+    except ValueError:
+        raise ValueError(
+            f"random_state must be None or an int in [0, 2**32 - 1], got {short(estimator.random_state)}"
+        ) from None
+
+
+def _shapes(estimator, n_features, n_classes):
+    """The shape of each fitted array of a model of ``n_classes`` classes and ``n_features`` features."""
+    if n_classes < 2:
+        raise ValueError(f"classes_ must hold at least 2 labels, got {n_classes}")
+    rows = 1 if n_classes == 2 else n_classes
+    feature_map = estimator.feature_map
+    raw = feature_map.raw_width(n_features) if feature_map is not None else n_features
+    width = model_width(raw, estimator._feature_spec(raw))
+    shapes = {"classes_": (n_classes,), "coef_": (rows, width), "intercept_": (rows,)}
+    return shapes, {"probA_": (rows,), "probB_": (rows,)}
+
+
+def check_table(estimator, attributes, table):
+    """Check the shapes the archive's array table declares, before any array is read.
+
+    A file whose arrays do not fit its parameters and attributes is refused
+    without reading (nor allocating) them.
+    """
+    classes = table.get("classes_", {}).get("shape")
+    if not (isinstance(classes, list) and len(classes) == 1):
+        raise ValueError("classes_ must be a 1-D array")
+    shapes, calibration = _shapes(estimator, _count(attributes, "n_features_in_", low=1), classes[0])
+    if "probA_" in table or "probB_" in table:
+        if not estimator.probability:
+            raise ValueError("probA_ and probB_ are saved, but probability is False")
+        shapes.update(calibration)
+    declared = {name: tuple(info["shape"]) for name, info in table.items()}
+    if declared.keys() != shapes.keys():
+        raise ValueError(f"the arrays are {sorted(declared)}, expected {sorted(shapes)}")
+    for name, shape in shapes.items():
+        if declared[name] != shape:
+            raise ValueError(
+                f"{name} has shape {declared[name]}, but {classes[0]} classes and "
+                f"n_features_in_={attributes['n_features_in_']} need {shape}"
+            )
+
+
 def set_model_state(estimator, arrays, attributes):
     """Set what :func:`model_state` wrote on ``estimator``, checked against its parameters.
 
     Raises ValueError (or KeyError for a missing entry) naming what does
-    not fit; ``estimator`` may then be partly set and is to be discarded.
+    not fit, before it sets anything.
     """
     estimator._params()  # the estimator's own parameter checks
+    fitted = _weights(estimator, arrays, attributes)
+    fitted.update(_records(estimator, attributes, fitted["intercept_"].shape[0]))
+    for name, value in fitted.items():
+        setattr(estimator, name, value)
+
+
+def _weights(estimator, arrays, attributes):
+    """``classes_``, ``coef_``, ``intercept_`` and ``probA_``, ``probB_`` if saved, checked."""
     classes = arrays["classes_"]
-    coef = np.asarray(arrays["coef_"], dtype=np.float64)
-    intercept = np.asarray(arrays["intercept_"], dtype=np.float64)
-    n_features = int(attributes["n_features_in_"])
-    k = classes.shape[0]
-    rows = 1 if k == 2 else k
-    if classes.ndim != 1 or k < 2 or np.unique(classes).shape[0] != k:
-        raise ValueError(f"classes_ must hold at least 2 distinct labels, got {classes!r}")
-    feature_map = estimator.feature_map
-    raw = feature_map.raw_width(n_features) if feature_map is not None else n_features
-    width = model_width(raw, estimator._feature_spec(raw))
-    if coef.shape != (rows, width) or intercept.shape != (rows,):
-        raise ValueError(
-            f"coef_ {coef.shape} and intercept_ {intercept.shape} do not fit {k} classes and {width} features"
-        )
-    if not (np.isfinite(coef).all() and np.isfinite(intercept).all()):
-        raise ValueError("coef_ or intercept_ holds NaN or infinity")
+    k = classes.shape[0] if classes.ndim == 1 else 0
+    if k < 2 or np.unique(classes).shape[0] != k:
+        raise ValueError(f"classes_ must hold at least 2 distinct labels, got {short(classes)}")
+    shapes, calibration = _shapes(estimator, _count(attributes, "n_features_in_", low=1), k)
+    if "probA_" in arrays:
+        shapes.update(calibration)
+    fitted = {"classes_": classes}
+    for name in [name for name in shapes if name != "classes_"]:
+        fitted[name] = np.asarray(arrays[name], dtype=np.float64)
+        if fitted[name].shape != shapes[name]:
+            raise ValueError(
+                f"{name} {fitted[name].shape} does not fit {k} classes and {shapes['coef_'][1]} features"
+            )
+        if name in ("coef_", "intercept_") and not np.isfinite(fitted[name]).all():
+            raise ValueError(f"{name} holds NaN or infinity")
+    return fitted
+
+
+def _records(estimator, attributes, rows):
+    """The JSON attributes: counts, certificates, history and feature names, checked."""
+    n_features = _count(attributes, "n_features_in_", low=1)
     objective = np.asarray(attributes["objective_"], dtype=np.float64)
     gap = np.asarray(attributes["duality_gap_"], dtype=np.float64)
     problems = 1 if estimator._crammer_singer else rows
     if objective.shape != (problems,) or gap.shape != (problems,):
         raise ValueError("objective_ and duality_gap_ need one value per problem")
-    estimator.classes_, estimator.coef_, estimator.intercept_ = classes, coef, intercept
-    estimator.n_features_in_ = n_features
-    estimator.n_iter_ = int(attributes["n_iter_"])
-    estimator.objective_ = float(objective[0]) if problems == 1 else objective
-    estimator.duality_gap_ = float(gap[0]) if problems == 1 else gap
     history = attributes.get("history_", [])
     if not isinstance(history, list) or not all(isinstance(r, dict) for r in history):
         raise ValueError("history_ must be a list of records")
-    estimator.history_ = history
-    if "feature_names_in_" in attributes:
-        names = np.asarray(attributes["feature_names_in_"], dtype=object)
-        if names.shape != (n_features,):
+    fitted = {
+        "n_features_in_": n_features,
+        "n_iter_": _count(attributes, "n_iter_", low=0),
+        "objective_": float(objective[0]) if problems == 1 else objective,
+        "duality_gap_": float(gap[0]) if problems == 1 else gap,
+        "history_": history,
+    }
+    names = attributes.get("feature_names_in_")
+    if names is not None:
+        if not (
+            isinstance(names, list) and len(names) == n_features and all(isinstance(c, str) for c in names)
+        ):
             raise ValueError("feature_names_in_ must name every feature")
-        estimator.feature_names_in_ = names
-    if "probA_" in arrays:
-        probA = np.asarray(arrays["probA_"], dtype=np.float64)
-        probB = np.asarray(arrays["probB_"], dtype=np.float64)
-        if probA.shape != (rows,) or probB.shape != (rows,):
-            raise ValueError("probA_ and probB_ need one value per problem")
-        estimator.probA_, estimator.probB_ = probA, probB
+        fitted["feature_names_in_"] = np.asarray(names, dtype=object)
+    return fitted
 
 
 def save_model(estimator, path):
@@ -171,26 +281,41 @@ def save_model(estimator, path):
     write_archive(path, FORMAT, VERSION, meta, arrays)
 
 
+@contextlib.contextmanager
+def _inconsistent(where):
+    """Errors of rebuilding the model from a file's values, as one ValueError naming the file."""
+    try:
+        yield
+    except (TypeError, ValueError, KeyError, OverflowError) as exc:
+        detail = f"{cut(str(exc))} is missing" if isinstance(exc, KeyError) else cut(str(exc))
+        raise ValueError(f"{where}: inconsistent model file: {detail}") from None
+
+
 def load_model(path, estimators):
     """Read a model written by :func:`save_model`; raises ValueError for anything else.
 
     ``estimators`` are the classes a file may name (``dask_streamsvm.load``
-    passes them, so this module imports no estimator).
+    passes them, so this module imports no estimator).  The parameters and
+    attributes are checked, and the shapes the file declares checked
+    against them, before any array is read.
     """
     where = os.fspath(path)
-    meta, arrays = read_archive(path, FORMAT, VERSION, "dask_streamsvm model file")
-    known = {cls.__name__: cls for cls in estimators if cls.__name__ in ESTIMATORS}
-    name = meta.get("estimator")
-    if name not in known:
-        raise ValueError(f"{where}: unknown estimator {name!r}; expected one of {sorted(known)}.")
-    if not isinstance(meta.get("attributes"), dict):
-        raise ValueError(f"{where}: {META} lacks its 'attributes' table.")
-    try:
-        params = {k: _from_json(v) for k, v in meta.get("params", {}).items()}
-        attributes = {k: _from_json(v) for k, v in meta["attributes"].items()}
+    with ArchiveReader(path, WHAT) as archive:
+        archive.expect(FORMAT, VERSION)
+        meta = archive.meta
+        known = {cls.__name__: cls for cls in estimators if cls.__name__ in ESTIMATORS}
+        name = meta.get("estimator")
+        if not isinstance(name, str) or name not in known:
+            raise ValueError(f"{where}: unknown estimator {short(name)}; expected one of {sorted(known)}.")
+        attributes = meta.get("attributes")
+        if not isinstance(attributes, dict):
+            raise ValueError(f"{where}: {META} lacks its 'attributes' table.")
         estimator = known[name]()
-        estimator.set_params(**params)
+        with _inconsistent(where):
+            restore_params(estimator, meta.get("params", {}))
+            attributes = {k: _from_json(v) for k, v in attributes.items()}
+            check_table(estimator, attributes, meta["arrays"])
+        arrays = archive.arrays()
+    with _inconsistent(where):
         set_model_state(estimator, arrays, attributes)
-    except (TypeError, ValueError, KeyError) as exc:
-        raise ValueError(f"{where}: inconsistent model file: {exc}") from None
     return estimator

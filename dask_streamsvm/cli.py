@@ -208,11 +208,11 @@ def _load_model(path):
 
 
 def _model_file_header(path):
-    """Format name, version and writing library version from a model file's ``model.json``."""
-    import zipfile
+    """Format name, version and writing library version from a model file's ``model.json`` (bounded)."""
+    from .engine.archive import ArchiveReader
 
-    with zipfile.ZipFile(path) as archive:
-        meta = json.loads(archive.read("model.json").decode("utf-8"))
+    with ArchiveReader(path, "dask_streamsvm model file") as archive:
+        meta = archive.meta
     return meta.get("format"), meta.get("version"), meta.get("library_version")
 
 

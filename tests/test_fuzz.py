@@ -10,27 +10,35 @@ fresh random seed each run.
   reader rejects the text, a ValueError naming the first bad line.
 * A fit either raises a ValueError or TypeError with a message, or gives a
   finite model whose ``predict`` works: never another exception.
+* A model file with bytes flipped, replaced, inserted, deleted or cut off,
+  or with crafted JSON metadata (deep nesting, wrong types in any field,
+  huge shapes, NaN), either loads as a model that predicts exactly as the
+  saved one or raises a ValueError naming the file: never another
+  exception, never a different model.
 """
 
 import io
-import os
+import json
 import re
 import warnings
+import zipfile
 
 import dask
 import dask.array as da
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import HealthCheck, event, example, given, settings
+from hypothesis import event, example, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from sklearn.datasets import load_svmlight_file
 from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
 
-from dask_streamsvm import LinearSVC
+from dask_streamsvm import LinearSVC, load
 from dask_streamsvm.io import _parse_block, _show, read_libsvm
 from dask_streamsvm.kernels.text import parse_block
+
+from ._helpers import fuzz_settings
 
 EXAMPLES = {
     "parse_block_mutated": 500,
@@ -38,18 +46,11 @@ EXAMPLES = {
     "read_libsvm": 120,
     "fit_numpy": 500,
     "fit_dask_sbm": 100,
+    "model_file_bytes": 300,
+    "model_file_json": 200,
 }
-_SCALE = int(os.environ.get("DASK_STREAMSVM_FUZZ_SCALE", "1"))
-
-
 def _settings(name):
-    return settings(
-        max_examples=EXAMPLES[name] * _SCALE,
-        deadline=None,
-        derandomize=_SCALE == 1,
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
+    return fuzz_settings(EXAMPLES[name])
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -327,3 +328,157 @@ def test_sbm_fit_on_any_small_dask_array_fits_or_raises_a_clear_error(inputs, k,
     wd = None if w is None else da.from_array(w, chunks=k)
     with dask.config.set(scheduler="sync"):
         _fit(lambda: LinearSVC(max_iter=5, tol=1e-2, solver="sbm"), Xd, yd, wd, X_predict=X)
+
+
+# --- model files -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def model_files(tmp_path_factory):
+    """``{name: (model, X, file bytes)}``: a binary model; a 3-class one with probabilities and weights."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(120, 3)
+    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0.8)
+    folder = tmp_path_factory.mktemp("models")
+    models = {
+        "binary": LinearSVC(random_state=0).fit(X, (y > 0).astype(int)),
+        "three classes": LinearSVC(
+            probability=True, class_weight={0: 2.0, 1: 1.0, 2: 0.5}, random_state=0
+        ).fit(X, y),
+    }
+    files = {}
+    for name, model in models.items():
+        model.save(folder / f"{name}.dsvm")
+        files[name] = (model, X, (folder / f"{name}.dsvm").read_bytes())
+    return files
+
+
+def _load_or_refuse(tmp_path_factory, data, original, X):
+    """Load ``data``: a ValueError naming the file, or a model that predicts exactly as ``original``.
+
+    Damage never gives another model (zip's CRC-32 covers model.json, SHA-256
+    every array).  Crafted metadata could describe another valid model on
+    purpose, which is tampering and beyond any checksum; the values drawn
+    here, with a field's type or range wrong, never do.
+    """
+    path = tmp_path_factory.getbasetemp() / "fuzz.dsvm"
+    path.write_bytes(data)
+    try:
+        model = load(path)
+    except ValueError as exc:
+        assert str(path) in str(exc), f"the error does not name the file: {exc}"
+        event(f"refused: {re.sub(r'[0-9]+', 'N', str(exc).replace(str(path), 'FILE'))[:60]}")
+        return "refused"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # feature names a crafted file may add
+        assert np.array_equal(model.classes_, original.classes_)
+        np.testing.assert_array_equal(model.decision_function(X), original.decision_function(X))
+        if original.probability:
+            np.testing.assert_array_equal(model.predict_proba(X), original.predict_proba(X))
+    event("loaded: the same model")
+    return "loaded"
+
+
+@st.composite
+def _damaged_bytes(draw, data):
+    """``data`` with one to three bit flips, byte replacements, insertions, deletions or a truncation."""
+    data = bytearray(data)
+    for _ in range(draw(st.integers(1, 3))):
+        op = draw(st.sampled_from(["flip", "flip", "replace", "insert", "delete", "truncate"]))
+        pos = draw(st.integers(0, max(len(data) - 1, 0)))
+        if op == "flip" and data:
+            data[pos] ^= 1 << draw(st.integers(0, 7))
+        elif op == "replace" and data:
+            data[pos] = draw(st.sampled_from([0x00, 0xFF, 0x7F, 0x80, 0x50, 0x4B])) ^ draw(st.integers(0, 1))
+        elif op == "insert":
+            data[pos:pos] = draw(st.binary(min_size=1, max_size=8))
+        elif op == "delete":
+            del data[pos : pos + draw(st.integers(1, 16))]
+        else:
+            del data[pos:]
+    return bytes(data)
+
+
+@given(st.sampled_from(["binary", "three classes"]), st.data())
+@_settings("model_file_bytes")
+def test_a_damaged_model_file_loads_the_same_model_or_raises_value_error(
+    tmp_path_factory, model_files, name, data
+):
+    original, X, saved = model_files[name]
+    _load_or_refuse(tmp_path_factory, data.draw(_damaged_bytes(saved)), original, X)
+
+
+_RAW = "__raw_json__"
+# JSON texts a crafted model.json may hold where a value belongs.
+_RAW_TEXTS = st.sampled_from([
+    "[" * 100_000 + "]" * 100_000, '{"a":' * 5_000 + "1" + "}" * 5_000, "[" * 70 + "]" * 70, "NaN",
+    "-Infinity", "1e999", "9" * 5_000, "[1e308, -1e308]", "[1000000000000, 1000000000000]",
+])  # fmt: skip
+_NAMES = st.sampled_from(
+    ["LinearSVC", "<f8", "|O", "coef_", "__pairs__", "__feature_map__", "shape", "dtype"]
+)
+_JSON_VALUES = st.recursive(
+    st.one_of(
+        st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(), st.text(max_size=8), _NAMES,
+    ),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.dictionaries(st.one_of(st.text(max_size=6), _NAMES), children, max_size=3),
+    ),
+    max_leaves=10,
+)  # fmt: skip
+
+
+def _json_paths(value, path=()):
+    """Every path (keys and indices) into a JSON value, the value's own first."""
+    yield path
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in items:
+        yield from _json_paths(child, (*path, key))
+
+
+@st.composite
+def _crafted_meta(draw, meta):
+    """model.json text of ``meta`` with one value replaced, one key removed or one unknown key added."""
+    meta = json.loads(json.dumps(meta))
+    section = draw(st.sampled_from(["", "format", "version", "estimator", "params", "attributes", "arrays"]))
+    paths = [p for p in _json_paths(meta) if p[:1] == (section,)] if section else [()]
+    path = draw(st.sampled_from(paths))
+    op = draw(st.sampled_from(["value", "value", "raw", "delete", "add"]))
+    if op == "value" or op == "raw" or not path:
+        replacement = _RAW if op == "raw" else draw(_JSON_VALUES)
+        if path:
+            parent = meta
+            for key in path[:-1]:
+                parent = parent[key]
+            parent[path[-1]] = replacement
+        else:
+            meta = replacement
+    else:
+        parent = meta
+        for key in path[:-1]:
+            parent = parent[key]
+        if op == "delete":
+            del parent[path[-1]]
+        elif isinstance(parent, dict):
+            parent[draw(st.text(min_size=1, max_size=8))] = draw(_JSON_VALUES)
+        else:
+            parent.append(draw(_JSON_VALUES))
+    text = json.dumps(meta, allow_nan=True)
+    return text.replace(json.dumps(_RAW), draw(_RAW_TEXTS)) if op == "raw" else text
+
+
+@given(st.sampled_from(["binary", "three classes"]), st.data())
+@_settings("model_file_json")
+def test_crafted_model_metadata_loads_the_same_model_or_raises_value_error(
+    tmp_path_factory, model_files, name, data
+):
+    original, X, saved = model_files[name]
+    with zipfile.ZipFile(io.BytesIO(saved)) as archive:
+        members = {member: archive.read(member) for member in archive.namelist()}
+    members["model.json"] = data.draw(_crafted_meta(json.loads(members["model.json"])))
+    crafted = io.BytesIO()
+    with zipfile.ZipFile(crafted, "w", zipfile.ZIP_DEFLATED) as archive:
+        for member, content in members.items():
+            archive.writestr(member, content)
+    _load_or_refuse(tmp_path_factory, crafted.getvalue(), original, X)

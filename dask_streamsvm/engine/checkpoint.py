@@ -9,24 +9,31 @@ fingerprint of the data layout and the parameters that shape the
 solution).  It is an archive of :mod:`.archive`, written by
 :func:`~.archive.write_archive`: streamed beside the old file, flushed to
 disk and renamed over it, so a crash at any moment leaves the previous
-checkpoint or the new one, whole.
+checkpoint or the new one, whole.  The directory is created, and proven
+writable, when the fit starts, before it reads any data.
 
-Resuming rebuilds the trainer from the file and starts the reader at the
-next pass.  Every decision of the trainers depends on the data, the seed
-and row counts only, never on timing, so a resumed fit makes the same
-steps as one that was never stopped and ends at the same model, bit for
-bit.
+Resuming reads the file with the checks and bounds of a model file
+(:class:`~.archive.ArchiveReader`: a damaged or foreign file raises
+ValueError), compares its fingerprint before reading its arrays, rebuilds
+the trainer from it and starts the reader at the next pass.  Every
+decision of the trainers depends on the data, the seed and row counts
+only, never on timing, so a resumed fit makes the same steps as one that
+was never stopped and ends at the same model, bit for bit.
 """
 
+import hashlib
 import json
 import os
 import time
 
-from .archive import read_archive, write_archive
+import numpy as np
+
+from .archive import ArchiveReader, cut, prepare_directory, write_archive
 
 FORMAT = "dask-streamsvm-checkpoint"
-VERSION = 1
+VERSION = 2  # 2: the fingerprint's parameters in canonical form (:func:`canonical`), not their repr
 FILE = "checkpoint.zip"
+WHAT = "dask_streamsvm checkpoint"
 
 
 class Checkpoints:
@@ -35,7 +42,9 @@ class Checkpoints:
     Parameters
     ----------
     directory : path
-        Created if missing; holds :data:`FILE`.
+        Created if missing; holds :data:`FILE`.  Checked here, before the
+        fit reads any data: a path that is not a directory, or one where no
+        file can be created, raises ValueError naming ``checkpoint_dir``.
     every : float or None
         Seconds: write at the end of the first pass that ends at least
         this long after the last checkpoint (the first pass always writes).
@@ -47,6 +56,7 @@ class Checkpoints:
 
     def __init__(self, directory, every, fingerprint):
         self.directory = os.fspath(directory)
+        prepare_directory(self.directory, "checkpoint_dir", FILE)
         self.every = every
         self.fingerprint = json.loads(json.dumps(fingerprint))
         self.last = None
@@ -74,7 +84,14 @@ class Checkpoints:
         """
         if not os.path.exists(self.path):
             return None
-        meta, arrays = read_archive(self.path, FORMAT, VERSION, "dask_streamsvm checkpoint")
+        with ArchiveReader(self.path, WHAT) as archive:
+            archive.expect(FORMAT, VERSION)
+            self._check_fingerprint(archive.meta)  # before the arrays are read
+            state, arrays = archive.meta["state"], archive.arrays()
+        self.last = time.perf_counter()
+        return state, arrays
+
+    def _check_fingerprint(self, meta):
         saved = meta.get("fingerprint")
         if not isinstance(saved, dict) or not isinstance(meta.get("state"), dict):
             raise ValueError(f"{self.path}: the checkpoint lacks its fingerprint or state.")
@@ -85,17 +102,15 @@ class Checkpoints:
             detail = "; ".join(f"{k}: {saved.get(k)!r} then, {self.fingerprint.get(k)!r} now" for k in differ)
             raise ValueError(
                 f"the checkpoint in {self.directory} was written by a fit with other data or parameters "
-                f"({detail}). Fit with the same ones to resume, or with resume=False (or another "
+                f"({cut(detail)}). Fit with the same ones to resume, or with resume=False (or another "
                 "checkpoint_dir) to start over."
             )
-        self.last = time.perf_counter()
-        return meta["state"], arrays
 
 
 # Parameters a resumed fit may change: they steer how long it runs and what it reports, not its steps.
 RESUMABLE_CHANGES = (
     "tol", "max_iter", "callbacks", "verbose", "validation_data", "prefetch", "retries", "checkpoint_dir",
-    "checkpoint_every", "alpha_store", "cluster",
+    "checkpoint_every", "alpha_store", "cluster", "read_timeout",
 )  # fmt: skip
 
 
@@ -103,13 +118,11 @@ def data_fingerprint(params, source):
     """What a checkpoint must match to be resumed: the data's layout and the parameters that shape w.
 
     ``params`` are the estimator's (``get_params(deep=False)``); those in
-    :data:`RESUMABLE_CHANGES` are left out, and values without a plain JSON
-    form are compared by their ``repr``.
+    :data:`RESUMABLE_CHANGES` are left out, and the others are compared in
+    :func:`canonical` form, so that equal values written differently (a
+    dict's keys in another order, a NumPy scalar for a number) match.
     """
-    kept = {k: v for k, v in params.items() if k not in RESUMABLE_CHANGES}
-    for name in ("random_state", "feature_map", "class_weight"):
-        if name in kept:
-            kept[name] = repr(kept[name])
+    kept = {k: canonical(v) for k, v in params.items() if k not in RESUMABLE_CHANGES}
     return {
         **kept,
         "n_partitions": source.n_partitions,
@@ -118,3 +131,39 @@ def data_fingerprint(params, source):
         "sparse": bool(source.is_sparse),
     }
 
+
+def canonical(value):
+    """A JSON form of a parameter value that equal values share however they are written.
+
+    NumPy scalars and arrays become Python numbers and lists; a dict
+    becomes ``{"dict": [[key, value], ...]}`` sorted by key; a feature map
+    (anything with ``get_params``) ``{class name: its parameters}``; a
+    ``RandomState`` a digest of its state (a generator in the same state
+    draws the same seeds); anything else its ``repr``.
+    """
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, dict):
+        return {"dict": sorted(([canonical(k), canonical(v)] for k, v in value.items()), key=_key_order)}
+    if isinstance(value, list | tuple):
+        return [canonical(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return canonical(value.tolist())
+    if isinstance(value, np.random.RandomState):
+        state = json.dumps(canonical(value.get_state(legacy=False)), sort_keys=True)
+        return {"RandomState": hashlib.sha256(state.encode()).hexdigest()}
+    if hasattr(value, "get_params"):
+        return {type(value).__name__: canonical(value.get_params(deep=False))}
+    return repr(value)
+
+
+def _key_order(pair):
+    """Sort key of a canonical ``[key, value]`` pair: numbers, then strings, then anything else."""
+    key = pair[0]
+    if isinstance(key, int | float):
+        return (0, key, "")
+    if isinstance(key, str):
+        return (1, 0, key)
+    return (2, 0, json.dumps(key, sort_keys=True))

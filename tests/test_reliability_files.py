@@ -1,0 +1,519 @@
+"""Model files and checkpoints under attack and accident (docs/reliability.md).
+
+Every test injects a fault or a bad value into what the library writes or
+reads (a planted symlink, a concurrent writer, a crashed writer's leftovers,
+an unusable ``checkpoint_dir``, a FIFO, a zip bomb, a damaged or crafted
+file) and checks what the user gets: a clear ValueError naming the file or
+parameter, or the same model, never a followed symlink, a lost file, a hang
+or an allocation the file's size does not bound.
+"""
+
+import functools
+import hashlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import tracemalloc
+import warnings
+import zipfile
+
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from dask_streamsvm import HashingMap, LinearSVC, load
+from dask_streamsvm.engine import archive
+from dask_streamsvm.engine import checkpoint as ckpt
+
+from ._helpers import noisy_linear_data, stream_model
+
+N_PARTS, PART_ROWS = 10, 40
+
+
+def _data(seed=0, n=N_PARTS * PART_ROWS, d=5):
+    return noisy_linear_data(n, d, seed)
+
+
+def _stream(**params):
+    return stream_model(**params)
+
+
+@pytest.fixture(scope="module")
+def model():
+    X, y = _data()
+    return LinearSVC(random_state=0).fit(X, y), X
+
+
+@pytest.fixture
+def saved(tmp_path, model):
+    path = tmp_path / "model.dsvm"
+    model[0].save(path)
+    return path
+
+
+def _predicts_like(loaded, model):
+    clf, X = model
+    return np.array_equal(loaded.decision_function(X), clf.decision_function(X)) and np.array_equal(
+        loaded.classes_, clf.classes_
+    )
+
+
+def _members(path):
+    with zipfile.ZipFile(path) as z:
+        return {name: z.read(name) for name in z.namelist()}
+
+
+def _write_zip(path, members):
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+
+
+def _edit_meta(path, edit):
+    """Rewrite ``path`` with ``edit(meta)`` applied to its model.json (its arrays untouched)."""
+    members = _members(path)
+    meta = json.loads(members["model.json"])
+    edit(meta)
+    members["model.json"] = json.dumps(meta)
+    _write_zip(path, members)
+
+
+# -- writing: temporary files ------------------------------------------------------------------
+
+
+def _first_names_tried(names):
+    """A stand-in for tempfile's name generator: ``names`` first, then random ones."""
+
+    def candidates():
+        yield from names
+        yield from _real_candidate_names()
+
+    return candidates
+
+
+_real_candidate_names = tempfile._get_candidate_names
+
+
+@pytest.mark.parametrize("where", ["the old predictable name", "the first name tried"])
+def test_a_planted_symlink_is_never_followed(tmp_path, model, monkeypatch, where):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    path = tmp_path / "model.dsvm"
+    if where == "the old predictable name":
+        (tmp_path / f"model.dsvm.tmp-{os.getpid()}").symlink_to(victim)
+    else:  # the name mkstemp tries first is taken by a symlink: it must take another name
+        os.symlink(victim, tmp_path / (archive.temp_prefix(path) + "planted"))
+        monkeypatch.setattr(tempfile, "_get_candidate_names", lambda: _first_names_tried(["planted"])())
+    model[0].save(path)
+    assert victim.read_text() == "precious"
+    assert path.is_file() and not path.is_symlink()
+    assert _predicts_like(load(path), model)
+
+
+def test_two_threads_writing_one_checkpoint_both_succeed_and_leave_it_whole(tmp_path, monkeypatch):
+    arrays = {name: np.full(50_000, float(i)) for i, name in enumerate(("first", "second"))}
+    both_writing = threading.Barrier(2, timeout=20)
+    original = np.lib.format.write_array
+
+    def write_array(fp, array, *args, **kwargs):  # both writers are mid-file at once
+        if array.shape == (50_000,):
+            both_writing.wait()
+        return original(fp, array, *args, **kwargs)
+
+    monkeypatch.setattr(np.lib.format, "write_array", write_array)
+    errors = []
+
+    def write(name):
+        try:
+            ckpt.Checkpoints(tmp_path, None, {"fit": 1}).save({"writer": name}, {"W": arrays[name]})
+        except Exception as exc:  # reported below, in the test's thread
+            errors.append(exc)
+
+    for _ in range(3):
+        threads = [threading.Thread(target=write, args=(name,)) for name in arrays]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert not errors, errors
+    state, saved = ckpt.Checkpoints(tmp_path, None, {"fit": 1}).load()
+    np.testing.assert_array_equal(saved["W"], arrays[state["writer"]])  # one writer's file, whole
+    assert sorted(os.listdir(tmp_path)) == [ckpt.FILE]  # no temporary file left
+
+
+def test_a_crashed_writers_temporary_file_is_removed_by_the_next_write(tmp_path, model):
+    path = tmp_path / "model.dsvm"
+    dead = _dead_pid()
+    stale = tmp_path / (archive.temp_prefix(path, pid=dead) + "k3j9x0qa")
+    stale.write_bytes(b"half a model")
+    live = tmp_path / (archive.temp_prefix(path, pid=os.getppid()) + "a1b2c3d4")  # a live writer's
+    live.write_bytes(b"being written")
+    others = [tmp_path / f"model.dsvm.tmp-{dead}", tmp_path / "notes.tmp-1-abc"]  # not ours
+    for other in others:
+        other.write_bytes(b"someone else's")
+    model[0].save(path)
+    assert not stale.exists()
+    assert live.exists() and all(other.exists() for other in others)
+    assert _predicts_like(load(path), model)
+
+
+def _dead_pid():
+    """The pid of a process that has exited (and been reaped)."""
+    child = subprocess.Popen([sys.executable, "-c", ""])
+    child.wait()
+    return child.pid
+
+
+# -- writing: checkpoint_dir is checked before training -------------------------------------------
+
+
+def _unusable_dir(kind, tmp_path):
+    if kind == "a file":
+        path = tmp_path / "not-a-dir"
+        path.write_text("x")
+        return path, "it exists and is not a directory"
+    if kind == "a path through a file":
+        (tmp_path / "file").write_text("x")
+        return tmp_path / "file" / "checkpoints", "a part of its path is a file"
+    if kind == "a read-only directory":
+        if os.geteuid() == 0:
+            pytest.skip("root writes into read-only directories; the sysfs case covers root")
+        path = tmp_path / "read-only"
+        path.mkdir(mode=0o500)
+        return path, "no file can be created in it"
+    if not os.path.isdir("/sys/kernel"):
+        pytest.skip("no sysfs here")
+    return "/sys/kernel", "no file can be created in it"  # not writable, even by root
+
+
+@pytest.mark.parametrize("kind", ["a file", "a path through a file", "a read-only directory", "sysfs"])
+def test_an_unusable_checkpoint_dir_fails_before_any_partition_is_read(tmp_path, kind):
+    directory, problem = _unusable_dir(kind, tmp_path)
+    X, y = _data()
+    reads = []
+
+    def counted(block):
+        reads.append(len(block))
+        return block
+
+    Xd = da.from_array(X, chunks=(PART_ROWS, -1)).map_blocks(counted, dtype=X.dtype, meta=np.empty((0, 0)))
+    yd = da.from_array(y, chunks=PART_ROWS)
+    with pytest.raises(
+        ValueError, match=re.escape(f"checkpoint_dir='{directory}' cannot be used: {problem}")
+    ):
+        _stream(checkpoint_dir=directory).fit(Xd, yd)
+    assert reads == []
+
+
+# -- reading: what is not a regular file ---------------------------------------------------------
+
+
+_LOAD_EACH = textwrap.dedent(
+    """
+    import json, resource, sys
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # a reader of /dev/zero fails, not the machine
+    from dask_streamsvm import load
+    for path in sys.argv[1:]:
+        try:
+            load(path)
+            print(json.dumps(["loaded", path]), flush=True)
+        except BaseException as exc:
+            kind = "ValueError" if isinstance(exc, ValueError) else type(exc).__name__
+            print(json.dumps([kind, str(exc)]), flush=True)
+    """
+)
+
+
+def test_load_refuses_what_is_not_a_regular_file_without_blocking(tmp_path):
+    os.mkfifo(tmp_path / "model.fifo")
+    (tmp_path / "model.dsvm").symlink_to(tmp_path / "model.fifo")
+    paths = [str(tmp_path), str(tmp_path / "model.fifo"), str(tmp_path / "model.dsvm"), "/dev/zero"]
+    # In a process of its own, with a memory limit: a reader that blocks or reads forever fails the test only.
+    try:
+        run = subprocess.run(
+            [sys.executable, "-c", _LOAD_EACH, *paths], capture_output=True, text=True, timeout=120
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"load blocked; done before: {exc.stdout}")
+    outcomes = [json.loads(line) for line in run.stdout.splitlines()]
+    assert len(outcomes) == len(paths), run.stderr[-2000:]
+    for path, (kind, message) in zip(paths, outcomes, strict=True):
+        assert kind == "ValueError" and path in message and "not a regular file" in message, (path, message)
+
+
+def _outcome(function, *args):
+    try:
+        return function(*args)
+    except Exception as exc:
+        return exc
+
+
+# -- reading: bounded allocation -----------------------------------------------------------------
+
+BOMB_FEATURES = 25_000_000  # 200 MB of float64 zeros, about 200 KB deflated
+
+
+@pytest.fixture(scope="module")
+def bomb(tmp_path_factory, model):
+    """A model file without model.json whose coef_ is 200 MB of zeros; and the model's meta, sha."""
+    clf, _ = model
+    folder = tmp_path_factory.mktemp("bomb")
+    clf.save(folder / "model.dsvm")
+    members = _members(folder / "model.dsvm")
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f8", "fortran_order": False, "shape": (1, BOMB_FEATURES)}
+    )
+    zeros, sha = bytes(8 << 20), hashlib.sha256(header.getvalue())
+    path = folder / "bomb-base.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        with z.open("arrays/coef_.npy", "w", force_zip64=True) as member:
+            member.write(header.getvalue())
+            for start in range(0, 8 * BOMB_FEATURES, len(zeros)):
+                chunk = zeros[: min(len(zeros), 8 * BOMB_FEATURES - start)]
+                member.write(chunk)
+                sha.update(chunk)
+        for name in ("arrays/intercept_.npy", "arrays/classes_.npy"):
+            z.writestr(name, members[name])
+    return path, json.loads(members["model.json"]), sha.hexdigest()
+
+
+def _bomb_variant(bomb, target, edit):
+    base, meta, sha = bomb
+    meta = json.loads(json.dumps(meta))
+    edit(meta, sha)
+    target.write_bytes(base.read_bytes())
+    with zipfile.ZipFile(target, "a") as z:  # the 200 MB member is copied, not compressed again
+        z.writestr("model.json", json.dumps(meta))
+    return target
+
+
+def _consistent_table(meta, sha):
+    meta["arrays"]["coef_"].update(shape=[1, BOMB_FEATURES], sha256=sha)
+
+
+def _consistent_model(meta, sha):
+    _consistent_table(meta, sha)
+    meta["attributes"]["n_features_in_"] = BOMB_FEATURES
+
+
+BOMBS = {
+    "table unchanged": (lambda meta, sha: None, "'coef_' takes 200000128 bytes, not the 40 its shape needs"),
+    "table consistent": (_consistent_table, r"coef_ has shape \(1, 25000000\), but 2 classes"),
+    "model consistent": (_consistent_model, "would decompress to 2000"),
+}
+
+
+@pytest.mark.parametrize("case", list(BOMBS))
+def test_a_zip_bomb_is_refused_before_it_is_inflated(tmp_path, bomb, monkeypatch, case):
+    edit, message = BOMBS[case]
+    path = _bomb_variant(bomb, tmp_path / "bomb.dsvm", edit)
+    assert path.stat().st_size < 1_000_000
+    if case == "model consistent":  # a valid model of 200 MB of zeros: over 64 times its size
+        monkeypatch.setattr(archive, "MIN_LIMIT_BYTES", 0)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=message):
+            load(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4_000_000, f"reading a refused file allocated {peak} bytes"
+
+
+def test_an_oversized_model_json_is_refused_unread(saved, monkeypatch):
+    monkeypatch.setattr(archive, "META_MAX_BYTES", 4096)
+    _edit_meta(saved, lambda meta: meta["attributes"].update(padding="x" * 5000))
+    with pytest.raises(ValueError, match="model.json is larger than 4096 bytes"):
+        load(saved)
+
+
+# -- reading: every malformed file is a ValueError -----------------------------------------------
+
+
+def test_every_one_byte_corruption_raises_value_error_or_loads_the_same_model(saved, model, tmp_path):
+    data = saved.read_bytes()
+    damaged = tmp_path / "damaged.dsvm"
+    outcomes = {"ValueError": 0, "same model": 0}
+    for position in range(0, len(data), 3):
+        for flip in (0xFF, 0x01):
+            edited = bytearray(data)
+            edited[position] ^= flip
+            damaged.write_bytes(bytes(edited))
+            try:
+                loaded = load(damaged)
+            except ValueError as exc:
+                assert str(damaged) in str(exc), exc
+                outcomes["ValueError"] += 1
+                continue
+            assert _predicts_like(loaded, model), f"byte {position} ^ {flip:#x} gave another model"
+            outcomes["same model"] += 1
+    for size in range(0, len(data), 7):
+        damaged.write_bytes(data[:size])
+        with pytest.raises(ValueError, match=re.escape(str(damaged))):
+            load(damaged)
+    assert outcomes["ValueError"] > outcomes["same model"] > 0
+
+
+def _deep(meta):
+    meta["params"]["class_weight"] = "DEEP"
+
+
+CRAFTED = {
+    "deep nesting": (_deep, "model.json is not valid JSON|nests deeper"),
+    "nesting just below the parser's limit": (
+        lambda meta: meta["params"].update(class_weight=json.loads("[" * 500 + "]" * 500)),
+        "nests deeper than 64",
+    ),
+    "an array entry that is a number": (
+        lambda meta: meta["arrays"].update(coef_=5),
+        "entry of array 'coef_'",
+    ),
+    "a shape that is a string": (lambda meta: meta["arrays"]["coef_"].update(shape="x"), "entry of array"),
+    "a negative shape": (lambda meta: meta["arrays"]["coef_"].update(shape=[-1, 5]), "entry of array"),
+    "a huge declared shape": (
+        lambda meta: meta["arrays"]["coef_"].update(shape=[10**6, 10**6]),
+        "coef_ has shape",
+    ),
+    "an unknown array": (
+        lambda meta: meta["arrays"].update(extra=dict(meta["arrays"]["coef_"])),
+        "array 'extra' is missing",
+    ),
+    "params that are a list": (lambda meta: meta.update(params=[1]), "'params' must be a JSON object"),
+    "an estimator that is a list": (lambda meta: meta.update(estimator=["LinearSVC"]), "unknown estimator"),
+    "attributes that are a string": (lambda meta: meta.update(attributes="x"), "lacks its 'attributes'"),
+    "n_features_in_ infinite": (
+        lambda meta: meta["attributes"].update(n_features_in_=float("inf")),
+        "n_features_in_ must be an integer",
+    ),
+    "n_iter_ NaN": (
+        lambda meta: meta["attributes"].update(n_iter_=float("nan")),
+        "n_iter_ must be an integer",
+    ),
+    "history_ a number": (lambda meta: meta["attributes"].update(history_=3), "history_ must be a list"),
+    "a feature map of a list": (
+        lambda meta: meta["params"].update(feature_map={"__feature_map__": 5}),
+        "a feature map is saved as",
+    ),
+    "class_weight pairs of lists": (
+        lambda meta: meta["params"].update(class_weight={"__pairs__": [[[0], 1]]}),
+        "dict keys must be numbers or strings",
+    ),
+    "a nested parameter name": (
+        lambda meta: meta["params"].update(feature_map__degree=3),
+        "unknown parameters",
+    ),
+    "random_state a string": (lambda meta: meta["params"].update(random_state="x"), "random_state must be"),
+    "C infinite": (lambda meta: meta["params"].update(C=float("inf")), "C must be a finite number"),
+    "loss unknown": (lambda meta: meta["params"].update(loss="evil"), "loss"),
+}
+
+
+@pytest.mark.parametrize("case", list(CRAFTED))
+def test_crafted_metadata_raises_a_value_error_naming_the_file(saved, case):
+    edit, message = CRAFTED[case]
+    members = _members(saved)
+    meta = json.loads(members["model.json"])
+    edit(meta)
+    text = json.dumps(meta).replace('"DEEP"', "[" * 100_000 + "]" * 100_000)
+    members["model.json"] = text
+    _write_zip(saved, members)
+    with pytest.raises(ValueError, match=message) as info:
+        load(saved)
+    assert str(saved) in str(info.value)
+
+
+def test_parameters_that_point_at_code_or_files_are_never_restored(saved):
+    _edit_meta(
+        saved,
+        lambda meta: meta["params"].update(
+            checkpoint_dir="/etc", callbacks=["os.system"], validation_data=[[1.0], [1]]
+        ),
+    )
+    loaded = load(saved)
+    assert loaded.checkpoint_dir is None and loaded.callbacks is None and loaded.validation_data is None
+
+
+def test_a_saved_model_keeps_no_checkpoint_dir(tmp_path):
+    X, y = _data()
+    fitted = _stream(checkpoint_dir=tmp_path / "ck", max_iter=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fitted.fit(da.from_array(X, chunks=PART_ROWS), da.from_array(y, chunks=PART_ROWS))
+    fitted.save(tmp_path / "m.dsvm")
+    with zipfile.ZipFile(tmp_path / "m.dsvm") as z:
+        assert json.loads(z.read("model.json"))["params"]["checkpoint_dir"] is None
+
+
+# -- reading: checkpoints get the same protections -------------------------------------------------
+
+
+def _checkpointed(tmp_path, **params):
+    X, y = _data()
+    Xd, yd = da.from_array(X, chunks=PART_ROWS), da.from_array(y, chunks=PART_ROWS)
+
+    def stop_at_2(record):
+        return record["pass"] == 2
+
+    _stream(checkpoint_dir=tmp_path, callbacks=[stop_at_2], **params).fit(Xd, yd)
+    return Xd, yd
+
+
+@pytest.mark.parametrize("damage", ["truncated", "a fifo", "a bomb of a declared size"])
+def test_resuming_from_a_damaged_checkpoint_raises_a_value_error_naming_it(tmp_path, damage):
+    Xd, yd = _checkpointed(tmp_path)
+    path = tmp_path / ckpt.FILE
+    if damage == "truncated":
+        path.write_bytes(path.read_bytes()[:-100])
+    elif damage == "a fifo":
+        path.unlink()
+        os.mkfifo(path)
+    else:
+        _edit_meta(path, lambda meta: meta["arrays"]["W"].update(shape=[10**9, 6]))
+    outcome = []
+    resume = functools.partial(_stream(checkpoint_dir=tmp_path).fit, Xd, yd, resume=True)
+    fit = threading.Thread(target=lambda: outcome.append(_outcome(resume)), daemon=True)
+    fit.start()
+    fit.join(60)
+    if fit.is_alive() and damage == "a fifo":
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+    assert not fit.is_alive(), "resuming blocked"
+    assert isinstance(outcome[0], ValueError) and str(path) in str(outcome[0]), outcome
+
+
+# -- resume: equal parameters written differently -----------------------------------------------
+
+
+def test_resume_accepts_equal_parameters_written_differently(tmp_path):
+    then = dict(class_weight={0: 1, 1: np.float64(2.0)}, random_state=np.int64(0), C=np.float64(0.5))
+    now = dict(class_weight={1: 2.0, 0: 1}, random_state=0, C=0.5)
+    Xd, yd = _checkpointed(tmp_path, **then)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        resumed = _stream(checkpoint_dir=tmp_path, **now).fit(Xd, yd, resume=True)
+        reference = _stream(**now).fit(Xd, yd)
+    np.testing.assert_array_equal(resumed.coef_, reference.coef_)
+    assert resumed.n_iter_ == reference.n_iter_
+
+
+def test_the_fingerprint_tells_different_parameters_apart_and_equal_ones_together():
+    def fingerprint(**params):
+        return ckpt.canonical(params)
+
+    assert fingerprint(w={0: 1, 1: 2}) == fingerprint(w={1: np.int64(2), 0: 1.0})
+    assert fingerprint(w={0: 1, 1: 2}) != fingerprint(w={0: 2, 1: 1})
+    assert fingerprint(r=np.random.RandomState(0)) == fingerprint(r=np.random.RandomState(0))
+    assert fingerprint(r=np.random.RandomState(0)) != fingerprint(r=np.random.RandomState(1))
+    # repr() elides long parameter lists, so it took these two maps for one.
+    columns = [f"column_{i}" for i in range(300)]
+    first, second = HashingMap(columns=columns), HashingMap(columns=[*columns[:-1], "other"])
+    assert repr(first) == repr(second)
+    assert fingerprint(m=first) != fingerprint(m=second)
+    assert json.loads(json.dumps(fingerprint(m=first, w={"a": 1}))) == fingerprint(m=first, w={"a": 1})
