@@ -4,12 +4,13 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .engine.source import is_dask_dataframe
+from .engine.source import check_sparse_structure, is_dask_dataframe
 
 
 def _check_rows(block, n_features):
     """A partition as a float NumPy array or CSR matrix, checked."""
     if sp.issparse(block):
+        block = check_sparse_structure(block, lambda r: "a partition" + ("" if r is None else f", row {r}"))
         rows = sp.csr_matrix(block)
         if rows.dtype not in (np.float32, np.float64):
             rows = rows.astype(np.float64)

@@ -1,21 +1,22 @@
 """What the single-model streaming classifiers share: parameters, input, labels and prediction."""
 
+import copy
 import os
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ._lazy import map_rows
+from ._validation import validated_rows
 from .engine.calibration import fit_sigmoid, probabilities
 from .engine.problem import class_index
 from .engine.reader import read_blocks
 from .engine.source import DaskSource, is_dask_collection, is_dask_dataframe
+from .engine.waiting import seceded
 from .io import open_path
-
-_ROWS = {"accept_sparse": "csr", "dtype": [np.float64, np.float32]}
 
 
 def input_names(source):
@@ -65,7 +66,11 @@ class StreamClassifier(ClassifierMixin, BaseEstimator):
             X, y = open_path(X, y)
         if not is_dask_collection(X):
             return (None, *self._validated(X, y, reset=reset))
-        source = DaskSource(X, y)
+        return self._adopt_width(DaskSource(X, y), reset=reset), None, None
+
+    def _adopt_width(self, source, *, reset):
+        """``source``; with ``reset`` its width and column names become ``n_features_in_`` and
+        ``feature_names_in_``, without it another width than the fitted one is an error."""
         if reset:
             self.n_features_in_ = source.n_input_features
             names = input_names(source)
@@ -78,10 +83,10 @@ class StreamClassifier(ClassifierMixin, BaseEstimator):
                 f"X has {source.n_input_features} features, but {type(self).__name__} is expecting "
                 f"{self.n_features_in_} features as input."
             )
-        return source, None, None
+        return source
 
     def _validated(self, X, y, *, reset):
-        X, y = validate_data(self, X, y, reset=reset, order="C", accept_large_sparse=True, **_ROWS)
+        X, y = validated_rows(self, X, y, reset=reset)
         check_classification_targets(y)
         return X, y
 
@@ -101,10 +106,30 @@ class StreamClassifier(ClassifierMixin, BaseEstimator):
             return np.unique(np.asarray(classes))
         if classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
             raise ValueError(
-                f"classes={np.unique(classes).tolist()!r} differs from the first call's "
-                f"{self.classes_.tolist()!r}."
+                f"`classes={np.unique(classes).tolist()!r}` is not the same as on the last call to "
+                f"partial_fit, was: {self.classes_.tolist()!r}."
             )
         return self.classes_
+
+    def _published(self, fit, *args, **kwargs):
+        """``fit(staged, *args, **kwargs)`` on a copy; its fitted attributes then replace these in one step.
+
+        Fitted attributes change together, at the end of a fit that
+        succeeds, or not at all: a fit that fails or is interrupted leaves
+        the estimator as it was (unfitted before its first fit, so that
+        ``predict`` meanwhile raises NotFittedError), and nobody sees
+        ``classes_`` of new data with ``coef_`` of the old model.  The
+        parameters stay this estimator's.  Run as a ``dask.distributed``
+        task, the fit leaves the worker's thread pool while it runs, so
+        that its reads can run on that worker.
+        """
+        staged = copy.copy(self)
+        with seceded():
+            fit(staged, *args, **kwargs)
+        params = self._get_param_names()
+        kept = {k: v for k, v in vars(self).items() if k in params}
+        self.__dict__ = {**{k: v for k, v in vars(staged).items() if k not in params}, **kept}
+        return self
 
     # -- labels ---------------------------------------------------------------------------
 
@@ -132,7 +157,7 @@ class StreamClassifier(ClassifierMixin, BaseEstimator):
 
     def _check_in_memory(self, X):
         """In-memory ``X`` checked against the fitted input: the rows ``_scores`` reads."""
-        return validate_data(self, X, reset=False, **_ROWS)
+        return validated_rows(self, X, reset=False)[0]
 
     def decision_function(self, X):
         """Signed distance to the hyperplane(s).

@@ -11,7 +11,13 @@ from sklearn.utils import check_array
 from sklearn.utils.validation import column_or_1d, validate_data
 
 from .engine.cache import parse_bytes
-from .engine.source import missing_labels
+from .engine.source import (
+    check_sparse_structure,
+    invalid_labels,
+    non_finite_encoded,
+    overflow_message,
+    overflowing_rows,
+)
 
 
 def check_positive_float(name, value, *, allow_zero=False):
@@ -85,27 +91,39 @@ def check_sample_weight(sample_weight, n_samples):
     return sw
 
 
-def drop_invalid(X, y, sample_weight):
+def drop_invalid(X, y, sample_weight, encoder=None):
     """In-memory input less the rows ``on_invalid="skip"`` drops: ``(X, y, sample_weight, n_dropped)``.
 
-    A row goes if a feature is NaN or infinite, its label is missing, or its
-    weight is NaN, infinite or negative; input whose shapes do not fit is
-    passed on as it is, for the checks that follow to name.
+    A row goes if a feature is NaN or infinite, its ``x . x`` overflows, its
+    label is missing or infinite, or its weight is NaN, infinite or
+    negative; input whose shapes do not fit is passed on as it is, for the
+    checks that follow to name.  With an ``encoder`` (a map that reads
+    strings), a DataFrame ``X`` stays a DataFrame and loses the rows whose
+    values the map reads are not finite.
     """
-    X = check_array(
-        X, accept_sparse="csr", dtype=[np.float64, np.float32], ensure_all_finite=False,
-        accept_large_sparse=True,
-    )  # fmt: skip
+    X = checked_sparse(X)
+    if encoder is not None and hasattr(X, "columns"):
+        bad_rows, n = non_finite_encoded(encoder, X)[0], X.shape[0]
+    else:
+        X = check_array(
+            X, accept_sparse="csr", dtype=[np.float64, np.float32], ensure_all_finite=False,
+            accept_large_sparse=True,
+        )  # fmt: skip
+        bad_rows, n = None, X.shape[0]
     y = np.asarray(y)
-    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+    if y.ndim != 1 or y.shape[0] != n:
         return X, y, sample_weight, 0  # the checks that follow name the problem
-    bad = missing_labels(y).copy()
-    if sp.issparse(X):
+    bad = invalid_labels(y)
+    if bad_rows is not None:
+        bad |= bad_rows
+    elif sp.issparse(X):
         X = sp.csr_matrix(X)
         bad_values = np.flatnonzero(~np.isfinite(X.data))
         bad[np.searchsorted(X.indptr, bad_values, side="right") - 1] = True
     else:
         bad |= ~np.isfinite(X).all(axis=1)
+    if bad_rows is None:
+        bad |= overflowing_rows(X)
     if sample_weight is not None and not np.isscalar(sample_weight):
         weights = np.asarray(sample_weight)
         if weights.shape == y.shape and weights.dtype.kind in "fiub":
@@ -116,8 +134,19 @@ def drop_invalid(X, y, sample_weight):
     keep = ~bad
     if sample_weight is not None and not np.isscalar(sample_weight):
         sample_weight = np.asarray(sample_weight)[keep]
-    return X[keep], y[keep], sample_weight, int(bad.sum())
+    X = X.iloc[keep] if hasattr(X, "iloc") else X[keep]
+    return X, y[keep], sample_weight, int(bad.sum())
 
+
+def checked_sparse(X):
+    """In-memory ``X``, with the index arrays of a sparse matrix checked (a ValueError naming the row).
+
+    A malformed matrix would have the kernels read outside their arrays;
+    see :func:`~.engine.source.check_sparse_structure`.
+    """
+    if not sp.issparse(X):
+        return X
+    return check_sparse_structure(X, lambda r: "X" if r is None else f"X, row {r}")
 
 
 def validated_rows(estimator, X, y=None, *, reset, encoder=None):
@@ -126,13 +155,18 @@ def validated_rows(estimator, X, y=None, *, reset, encoder=None):
     With an ``encoder`` (a feature map that reads strings, such as
     :class:`~dask_streamsvm.features.HashingMap`), ``X`` may hold strings;
     the names and number of its columns are checked, and ``rows`` are its
-    encoded raw rows.
+    encoded raw rows.  Beyond scikit-learn's checks: a sparse matrix's
+    index arrays (:func:`checked_sparse`) and, with ``y`` (to train on),
+    rows whose ``x . x`` overflows (an error that says to scale the
+    features; a prediction needs only ``w . x``).
     """
     check = {"accept_sparse": "csr", "dtype": [np.float64, np.float32], "accept_large_sparse": True}
+    X = checked_sparse(X)
     if encoder is None:
         if y is None:
             return validate_data(estimator, X, reset=reset, **check), None
-        return validate_data(estimator, X, y, reset=reset, order="C", **check)
+        rows, y = validate_data(estimator, X, y, reset=reset, order="C", **check)
+        return _finite_norms(estimator, rows), y
     if not hasattr(X, "columns"):
         X = check_array(X, **check)
     validate_data(estimator, X, skip_check_array=True, reset=reset)  # n_features_in_, feature_names_in_
@@ -142,7 +176,17 @@ def validated_rows(estimator, X, y=None, *, reset, encoder=None):
         y = column_or_1d(check_array(y, ensure_2d=False, dtype=None, input_name="y"), warn=True)
         if y.shape[0] != rows.shape[0]:
             raise ValueError(f"X has {rows.shape[0]} rows but y has {y.shape[0]} labels.")
+        _finite_norms(estimator, rows)
     return rows, y
+
+
+def _finite_norms(estimator, rows):
+    """``rows``, or a ValueError naming the first whose ``x . x`` overflows float64."""
+    over = overflowing_rows(rows)
+    if over.any():
+        r = int(np.flatnonzero(over)[0])
+        raise ValueError(overflow_message(f"X, row {r}", rows, r, skip=hasattr(estimator, "on_invalid")))
+    return rows
 
 
 # -- declared parameter constraints -------------------------------------------------------

@@ -56,6 +56,12 @@ class FeatureMap(TransformerMixin, BaseEstimator):
         """The kernels' record array for ``n_raw`` raw columns, or None (nothing computed on the fly)."""
         return None
 
+    def non_finite_rows(self, X):
+        """Rows of the DataFrame ``X`` that ``encode`` refuses for a value NaN or infinite (a bool
+        mask), and the first such cell ``(row, column, value)``, or None (``on_invalid="skip"``
+        drops the rows)."""
+        return np.zeros(len(X), dtype=bool), None
+
     def fit(self, X, y=None):
         """Record the input width (a map has nothing to learn)."""
         if not self.reads_strings:
@@ -229,7 +235,7 @@ class HashingMap(FeatureMap):
         n_rows = len(X)
         for c in self.selected(X.columns):
             col = X[c]
-            if pd.api.types.is_bool_dtype(col.dtype) or pd.api.types.is_numeric_dtype(col.dtype):
+            if _numeric_column(col):
                 values = col.to_numpy(dtype=np.float64, na_value=np.nan)
                 if not np.isfinite(values).all():
                     r = int(np.flatnonzero(~np.isfinite(values))[0])
@@ -259,6 +265,25 @@ class HashingMap(FeatureMap):
         out.sum_duplicates()
         out.eliminate_zeros()
         return out
+
+    def non_finite_rows(self, X):
+        bad, first = np.zeros(len(X), dtype=bool), None
+        for c in self.selected(X.columns):
+            if _numeric_column(X[c]):
+                values = X[c].to_numpy(dtype=np.float64, na_value=np.nan)
+                off = ~np.isfinite(values)
+                r = int(np.argmax(off))
+                if off[r] and (first is None or r < first[0]):
+                    first = (r, c, values[r])
+                bad |= off
+        return bad, first
+
+
+def _numeric_column(column):
+    """Whether a pandas column holds numbers (or booleans), which HashingMap hashes by name."""
+    import pandas as pd
+
+    return pd.api.types.is_bool_dtype(column.dtype) or pd.api.types.is_numeric_dtype(column.dtype)
 
 
 class _StringMap(FeatureMap):
@@ -439,6 +464,9 @@ class MapOf(FeatureMap):
     def encode(self, X, columns=None):
         self._check()
         return self.inner.encode(X, columns)
+
+    def non_finite_rows(self, X):
+        return self.inner.non_finite_rows(X)
 
     def raw_width(self, n_in):
         self._check()

@@ -98,3 +98,39 @@ def assert_one_line_error(code, out, err, *fragments):
     for fragment in fragments:
         assert fragment in lines[0], lines[0]
 
+
+def noisy_linear_data(n, d, seed=0):
+    """``(X, y)``: ``n`` Gaussian rows of ``d`` features, labels of a random hyperplane with noise."""
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    y = (X @ rng.randn(d) + 0.3 * rng.randn(n) > 0).astype(np.int64)
+    return X, y
+
+
+# The small streaming fit of the reliability tests: SBM with a cache of a few rows.
+STREAM_PARAMS = dict(solver="sbm", cache_bytes=4_000, tol=1e-4, max_iter=30, random_state=0, inner_iter=3)
+
+
+def stream_model(**params):
+    """A :class:`LinearSVC` with :data:`STREAM_PARAMS`, ``params`` replacing them."""
+    from dask_streamsvm import LinearSVC
+
+    return LinearSVC(**{**STREAM_PARAMS, **params})
+
+
+FUZZ_SCALE = int(os.environ.get("DASK_STREAMSVM_FUZZ_SCALE", "1"))
+
+
+def fuzz_settings(examples):
+    """Hypothesis settings for ``examples`` inputs per run, times ``DASK_STREAMSVM_FUZZ_SCALE``;
+    derandomised (the same inputs every run) at scale 1."""
+    from hypothesis import HealthCheck, settings
+
+    return settings(
+        max_examples=examples * FUZZ_SCALE,
+        deadline=None,
+        derandomize=FUZZ_SCALE == 1,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+

@@ -37,12 +37,13 @@ def merge_tables():
 
 def scale_gamma(X):
     """scikit-learn's ``gamma="scale"``, ``1 / (n_features X.var())``, of rows in memory (1 if constant)."""
-    if hasattr(X, "multiply"):
-        mean = X.mean()
-        var = X.multiply(X).mean() - mean * mean
-    else:
-        var = X.var()
-    return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        if hasattr(X, "multiply"):
+            mean = X.mean()
+            var = X.multiply(X).mean() - mean * mean
+        else:
+            var = X.var()
+    return _gamma_of_variance(var, X.shape[1])
 
 
 def scale_gamma_of_source(source, prefetch):
@@ -51,13 +52,25 @@ def scale_gamma_of_source(source, prefetch):
     for _, block in read_blocks(source, prefetch=prefetch):
         X = block.X
         values = X.data if hasattr(X, "data") and not isinstance(X, np.ndarray) else X
-        total += float(np.sum(values, dtype=np.float64))
-        square += float(np.sum(np.square(values, dtype=np.float64)))
+        with np.errstate(over="ignore", invalid="ignore"):
+            total += float(np.sum(values, dtype=np.float64))
+            square += float(np.sum(np.square(values, dtype=np.float64)))
         count += X.shape[0] * X.shape[1]
     if count == 0:
         return 1.0
-    var = square / count - (total / count) ** 2
-    return 1.0 / (source.n_input_features * var) if var > 0 else 1.0
+    mean = total / count
+    return _gamma_of_variance(square / count - mean * mean, source.n_input_features)
+
+
+def _gamma_of_variance(var, n_features):
+    """``1 / (n_features var)``, 1 for constant features; a ValueError if the variance overflows."""
+    if not np.isfinite(var):
+        raise ValueError(
+            "gamma='scale' needs the variance of the features, which overflows float64: the values are too "
+            "large. The features need scaling (e.g. sklearn.preprocessing.StandardScaler or MaxAbsScaler), "
+            "or pass a number as gamma."
+        )
+    return 1.0 / (n_features * var) if var > 0 else 1.0
 
 
 class BSGD:

@@ -24,6 +24,22 @@ _PG_EPS_START = 0.1
 _PG_EPS_FLOOR = 1e-14
 
 
+def check_sqnorms(sqnorms):
+    """A ValueError naming the first row whose ``||[phi(x), bias]||^2`` (``sqnorms``) is not finite.
+
+    The input checks refuse raw rows whose ``x . x`` overflows; this catches
+    what only the kernels see: a feature map's ``phi(x)`` or a large bias.
+    """
+    bad = ~np.isfinite(sqnorms)
+    if bad.any():
+        r = int(np.argmax(bad))
+        raise ValueError(
+            f"row {r}: its squared norm with the intercept feature, ||[phi(x), bias]||^2, overflows float64; "
+            "no solver can learn from it. The features need scaling (e.g. sklearn.preprocessing."
+            "StandardScaler or MaxAbsScaler), or a smaller intercept_scaling or feature map degree."
+        )
+
+
 @dataclass
 class BinaryProblem:
     """A binary SVM dual in the form the DCD kernel reads.
@@ -52,6 +68,7 @@ class BinaryProblem:
         self.upper, self.diag = upper_and_diag_arrays(cost, self.loss != "hinge")
         self.qd = np.empty_like(cost)
         row_sqnorms(self.X, self.bias, self.qd)
+        check_sqnorms(self.qd)
         self.qd += self.diag
 
     @property
@@ -209,9 +226,7 @@ def solve_problems(rows, y_index, weights, plan, *, width, seeds, clock_start=No
             bias=plan.bias, tol=plan.tol, max_iter=plan.max_iter, seed=int(seeds[0]),
             clock_start=clock_start, on_pass=None if hooks is None else hooks.joint,
         )  # fmt: skip
-        return MemoryResult(
-            result.W, [result.certificate], result.passes, result.history, [result.converged]
-        )
+        return MemoryResult(result.W, [result.certificate], result.passes, result.history, [result.converged])
     results = []
     for c in range(plan.n_problems):
         problem = BinaryProblem(

@@ -20,6 +20,7 @@ import numpy as np
 from ..kernels.dcd import row_sqnorms
 from ..kernels.meb import BallSettings, BallState, flush, meb_block
 from .layout import as_kernel_rows
+from .memory import check_sqnorms
 
 
 class Balls:
@@ -54,6 +55,7 @@ class Balls:
         rows = as_kernel_rows(X)
         sq = np.empty(X.shape[0])
         row_sqnorms(rows, self.settings.bias, sq)
+        check_sqnorms(sq)  # an infinite norm would scale its row to zero
         if self.normalize:
             with np.errstate(divide="ignore"):
                 inv_norm = np.where(sq > 0.0, 1.0 / np.sqrt(sq), 0.0)  # a zero row stays zero

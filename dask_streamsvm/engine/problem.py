@@ -61,7 +61,8 @@ class FitPlan:
         ``"partial"``),
         ``cache_bytes`` (bytes, ``0`` for BM), ``block_bytes`` (SBM and
         BM), ``inner_iter``, ``cache_policy``, ``prefetch``, ``shuffle``,
-        ``retries``, ``alpha_store``.
+        ``retries``, ``read_timeout`` (seconds a partition's read may
+        take, or None), ``alpha_store``.
     Seeds
         ``seed`` (row permutations, evictions, partition order) and
         ``calibration_seed`` (the held-out rows of Platt scaling, or None).
@@ -89,6 +90,7 @@ class FitPlan:
     prefetch: int = 2
     shuffle: bool = True
     retries: int = 0
+    read_timeout: float = None
     alpha_store: str = "memory"
     seed: int = 0
     calibration_seed: int = None
@@ -111,6 +113,8 @@ class FitPlan:
         _check_choice("cache_policy", self.cache_policy, CACHE_POLICIES)
         _check_int("prefetch", self.prefetch, 1)
         _check_int("retries", self.retries, 0)
+        if self.read_timeout is not None and not self.read_timeout > 0:
+            raise ValueError(f"read_timeout must be > 0 or None, got read_timeout={self.read_timeout!r}.")
         _check_choice("alpha_store", self.alpha_store, ALPHA_STORES)
         if self.crammer_singer and self.loss != "hinge":
             raise ValueError("a Crammer-Singer plan has loss='hinge' (its loss is its own).")

@@ -9,6 +9,7 @@ values (NaN, inf, lengths, columns) done there, naming the partition.  It
 runs on the reader thread, off the trainer's path.
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +17,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ._malloc import release_free_memory
+from .waiting import watched_compute
 
 
 @dataclass
@@ -86,6 +88,12 @@ class DaskSource:
         self.encoder = encoder
         self.on_invalid = on_invalid
         if is_dask_dataframe(X):
+            repeated = list(dict.fromkeys(X.columns[X.columns.duplicated()]))
+            if repeated:
+                raise ValueError(
+                    f"X has duplicated column names {repeated}; every column needs a name of its own. "
+                    "Rename or drop the copies first (X.loc[:, ~X.columns.duplicated()] keeps the first)."
+                )
             if isinstance(y, str):
                 if y not in X.columns:
                     raise ValueError(f"y={y!r} names no column of X; its columns are {list(X.columns)}.")
@@ -97,6 +105,16 @@ class DaskSource:
                 self._init_frame(X, y, sample_weight)
         elif is_dask_collection(X) and getattr(X, "ndim", None) == 2:
             self._init_array(X, y, sample_weight)
+        elif is_dask_collection(X) and hasattr(X, "ndim"):
+            fix = (
+                "for one feature, pass X.reshape(-1, 1) (a Dask Series: X.to_frame())"
+                if X.ndim == 1
+                else "flatten the trailing axes, X.reshape(X.shape[0], -1)"
+            )
+            raise ValueError(
+                f"X must be 2-D with shape (n_samples, n_features), got a Dask "
+                f"{type(X).__name__} with ndim={X.ndim} (shape {X.shape}): {fix}."
+            )
         else:
             raise TypeError(f"DaskSource needs a Dask Array or DataFrame for X, got {type(X).__name__}.")
         if self.n_input_features == 0:
@@ -118,6 +136,8 @@ class DaskSource:
         self.feature_names = None
         self.column_labels = None
         self.dtype = np.dtype(X.dtype)
+        if self.dtype.kind == "c":
+            raise ValueError(complex_message("X", self.dtype))
         self.is_sparse = isinstance(getattr(X, "_meta", None), sp.spmatrix | sp.sparray) or encoder_set(self)
         self._row_chunks = np.asarray(X.chunks[0], dtype=np.float64)
         parts_x = list(X.to_delayed().ravel())
@@ -138,6 +158,9 @@ class DaskSource:
                 f"X has non-numeric columns {bad}; LinearSVC needs numbers. Encode them "
                 "(one-hot, codes, or a hashing feature map) or drop them."
             )
+        complex_columns = [str(c) for c, t in dtypes.items() if pd.api.types.is_complex_dtype(t)]
+        if complex_columns:
+            raise ValueError(complex_message(f"X's columns {complex_columns}", "complex"))
         self.n_input_features = len(X.columns)
         self.n_features = self._encoded_width(self.n_input_features)
         self.feature_names = np.asarray([str(c) for c in X.columns], dtype=object)
@@ -192,13 +215,14 @@ class DaskSource:
                 )
         return parts
 
-    def label_counts(self, allow_empty=False):
+    def label_counts(self, allow_empty=False, read_timeout=None):
         """Classes, their row counts, and the classes with positive weight.
 
         Reads the labels (and weights) of every partition once; for a
         Parquet column this reads that column only.  With
         ``on_invalid="skip"`` it reads whole partitions, so that the rows
-        counted are the rows trained on.
+        counted are the rows trained on.  ``read_timeout``: see
+        :func:`~.waiting.watched_compute`.
         """
         import dask
 
@@ -211,9 +235,10 @@ class DaskSource:
                 dask.delayed(_count_labels)(self.partition_id(p), y if y is not None else x[label], w)
                 for p, (x, y, w) in enumerate(parts)
             ]
-        results = dask.compute(*tasks)
+        ids = [self.partition_id(p) for p in range(len(tasks))]
+        results = watched_compute(tasks, ids, read_timeout)
         release_free_memory()  # the partitions computed for their labels
-        return merge_label_counts(results, allow_empty)
+        return merge_label_counts(results, allow_empty, partitions=ids)
 
     def _count_valid(self, p, x, y, w):
         _, y, w, _ = self._checked(self.partition_id(p), x, y, w)
@@ -288,7 +313,7 @@ class DaskSource:
                 raise ValueError(f"partition {p}: sample_weight is not numeric ({exc}).") from None
             if w.shape[0] != n:
                 raise ValueError(f"partition {p}: X has {n} rows but sample_weight has {w.shape[0]}.")
-        bad = self._bad_rows(X, p) | missing_labels(y) | ~np.isfinite(w) | (w < 0)
+        bad = self._bad_rows(X, p) | invalid_labels(y) | ~np.isfinite(w) | (w < 0)
         if not bad.any():
             return X, y, w, 0
         if self.on_invalid == "skip":
@@ -296,10 +321,8 @@ class DaskSource:
             return X[keep], y[keep], w[keep], int(bad.sum())
         r = int(np.flatnonzero(bad)[0])
         where = self._where(p, r)
-        if missing_labels(y[r : r + 1])[0]:
-            raise ValueError(
-                f"{where}: the label is missing ({y[r]}). Drop such rows, or pass on_invalid='skip'."
-            )
+        if invalid_labels(y[r : r + 1])[0]:
+            raise ValueError(label_error(where, y[r]))
         raise ValueError(
             f"{where}: sample_weight is {float(w[r])!r}; weights must be finite and >= 0. "
             "Fix them, or pass on_invalid='skip' to drop such rows."
@@ -334,6 +357,8 @@ class DaskSource:
             values = np.empty((len(x), len(self._columns)), dtype=self.dtype)
             for j, column in enumerate(x.columns):
                 series = x[column]
+                if pd.api.types.is_complex_dtype(series.dtype):
+                    raise ValueError(complex_message(f"partition {p}, column {column!r}", series.dtype))
                 # Nullable (extension) columns turn pd.NA into NaN; a NumPy column is copied once, as is.
                 missing = {"na_value": np.nan} if pd.api.types.is_extension_array_dtype(series.dtype) else {}
                 try:
@@ -345,6 +370,9 @@ class DaskSource:
                     ) from None
             return values
         if sp.issparse(x):
+            if x.dtype.kind == "c":
+                raise ValueError(complex_message(f"partition {p}: X", x.dtype))
+            x = check_sparse_structure(x, lambda r: f"partition {p}" if r is None else self._where(p, r))
             X = sp.csr_matrix(x, dtype=x.dtype if x.dtype in (np.float32, np.float64) else np.float64)
             if not X.has_canonical_format:
                 X = X.copy()
@@ -353,6 +381,8 @@ class DaskSource:
                 raise ValueError(f"partition {p} has {X.shape[1]} columns, expected {self.n_input_features}.")
             return X
         values = np.asarray(x)
+        if values.dtype.kind == "c":
+            raise ValueError(complex_message(f"partition {p}: X", values.dtype))
         if values.dtype not in (np.float32, np.float64):
             if not (np.issubdtype(values.dtype, np.number) or values.dtype == bool):
                 raise ValueError(f"partition {p}: X has dtype {values.dtype}; it must be numeric.")
@@ -364,30 +394,44 @@ class DaskSource:
         return np.ascontiguousarray(values)
 
     def _bad_rows(self, X, p):
-        """Rows of ``X`` holding NaN or infinity; raises naming the first with ``on_invalid="raise"``."""
+        """Rows of ``X`` that no solver can use: a value NaN or infinite, or ``x . x`` overflowing.
+
+        With ``on_invalid="raise"`` the first such row is an error naming it.
+        """
         if hasattr(X, "columns"):  # strings for an encoding map: it checks what it reads
-            return np.zeros(len(X), dtype=bool)
+            rows, first = non_finite_encoded(self.encoder, X)
+            if first is not None and self.on_invalid != "skip":
+                row, column, value = first
+                raise ValueError(self._not_finite(p, row, f"column {column!r}", value, rows))
+            return rows
         values = X.data if sp.issparse(X) else X
         bad = ~np.isfinite(values)
-        if not bad.any():
-            return np.zeros(X.shape[0], dtype=bool)
-        if sp.issparse(X):
-            rows = np.zeros(X.shape[0], dtype=bool)
+        rows = np.zeros(X.shape[0], dtype=bool)
+        if bad.any() and sp.issparse(X):
             rows[np.searchsorted(X.indptr, np.flatnonzero(bad), side="right") - 1] = True
-        else:
+        elif bad.any():
             rows = bad.any(axis=1)
-        if self.on_invalid == "skip":
-            return rows
-        what = "NaN" if np.isnan(values[bad]).any() else "infinity"
-        if sp.issparse(X):
-            k = int(np.flatnonzero(bad)[0])
-            row = int(np.searchsorted(X.indptr, k, side="right") - 1)
-            col = f"feature {int(X.indices[k])}"
-        else:
-            row, c = (int(v[0]) for v in np.nonzero(bad))
-            col = f"column {self._columns[c]!r}" if self._frame else f"feature {c}"
-        raise ValueError(
-            f"{self._where(p, row)}, {col}: the value is {what}; {int(rows.sum())} rows of the partition "
+        if rows.any() and self.on_invalid != "skip":
+            if sp.issparse(X):
+                k = int(np.flatnonzero(bad)[0])
+                row = int(np.searchsorted(X.indptr, k, side="right") - 1)
+                col, value = f"feature {int(X.indices[k])}", values[k]
+            else:
+                row, c = (int(v[0]) for v in np.nonzero(bad))
+                col = f"column {self._columns[c]!r}" if self._frame else f"feature {c}"
+                value = values[row, c]
+            raise ValueError(self._not_finite(p, row, col, value, rows))
+        overflowing = overflowing_rows(X) & ~rows
+        if overflowing.any() and self.on_invalid != "skip":
+            r = int(np.flatnonzero(overflowing)[0])
+            raise ValueError(overflow_message(self._where(p, r), X, r))
+        return rows | overflowing
+
+    def _not_finite(self, p, row, column, value, rows):
+        """The error for the value NaN or infinity in ``column`` of row ``row`` (``rows``: every such row)."""
+        what = "NaN" if np.isnan(value) else "infinity"
+        return (
+            f"{self._where(p, row)}, {column}: the value is {what}; {int(rows.sum())} rows of the partition "
             "hold values that are not finite. Drop or impute them, or pass on_invalid='skip' to drop them."
         )
 
@@ -399,6 +443,179 @@ def missing_labels(y):
     if y.dtype.kind == "O":
         return np.asarray(pd.isna(y), dtype=bool)
     return np.zeros(y.shape[0], dtype=bool)
+
+
+def invalid_labels(y):
+    """Labels no class can have: missing (:func:`missing_labels`) or infinite."""
+    if y.dtype.kind == "f":
+        return ~np.isfinite(y)
+    bad = missing_labels(y)
+    if y.dtype.kind == "O" and pd.api.types.infer_dtype(y, skipna=True) not in ("string", "bytes", "empty"):
+        bad = bad | np.fromiter((isinstance(v, float) and math.isinf(v) for v in y), bool, y.shape[0])
+    return bad
+
+
+def label_error(where, label):
+    """The message for an invalid label (:func:`invalid_labels`), ``where`` naming its row."""
+    problem = f"missing ({label})" if pd.isna(label) else f"infinite ({label}), not a class"
+    return f"{where}: the label is {problem}. Drop such rows, or pass on_invalid='skip'."
+
+
+def complex_message(what, dtype):
+    """The error for complex features, ``what`` naming where they are."""
+    return (
+        f"{what} holds complex values (dtype {dtype}); complex values are not supported. Pass their "
+        "real and imaginary parts as separate features (e.g. X.real and X.imag side by side)."
+    )
+
+
+def non_finite_encoded(encoder, frame):
+    """Rows of ``frame`` whose values an encoding map reads are NaN or infinite, and the first such
+    ``(row, column, value)`` or None (maps without ``non_finite_rows`` check what they read)."""
+    check = getattr(encoder, "non_finite_rows", None)
+    return check(frame) if check is not None else (np.zeros(len(frame), dtype=bool), None)
+
+
+# A value below this bound squares to at most max / n_features: n of them cannot overflow x . x.
+_SQRT_MAX = float(np.sqrt(np.finfo(np.float64).max))
+
+
+def overflowing_rows(X):
+    """Rows of ``X`` (2-D array or CSR) of finite values whose ``x . x`` overflows float64.
+
+    The kernels accumulate ``x . x`` (and ``w . x``) in float64; such a row
+    (values near 1e154 and above) has an infinite norm and no solver can
+    use it.  Costs two reductions unless some value is that large.
+    """
+    values = (X.data if sp.issparse(X) else X).ravel()
+    rows = np.zeros(X.shape[0], dtype=bool)
+    if values.size == 0 or values.dtype.kind != "f":
+        return rows
+    top = max(abs(float(np.fmax.reduce(values))), abs(float(np.fmin.reduce(values))))
+    if not top > _SQRT_MAX / math.sqrt(max(X.shape[1], 1)):  # also False for NaN: nothing to check
+        return rows
+    finite = np.where(np.isfinite(values), values, 0.0).astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        squares = finite * finite
+        if sp.issparse(X):
+            entry_rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+            sq = np.bincount(entry_rows, weights=squares, minlength=X.shape[0])
+        else:
+            sq = squares.reshape(X.shape).sum(axis=1)
+    return ~np.isfinite(sq)
+
+
+def overflow_message(where, X, r, *, skip=True):
+    """The error for row ``r`` of ``X``, whose ``x . x`` overflows, ``where`` naming the row."""
+    row = X[r].toarray().ravel() if sp.issparse(X) else np.asarray(X[r])
+    fix = ", or pass on_invalid='skip' to drop such rows" if skip else ""
+    return (
+        f"{where}: the row's squared norm x . x overflows float64 (its largest value is "
+        f"{float(np.max(np.abs(row))):.3g}); no solver can learn from it. The features need scaling "
+        f"(e.g. sklearn.preprocessing.StandardScaler or MaxAbsScaler){fix}."
+    )
+
+
+def check_sparse_structure(X, where):
+    """``X`` (SciPy sparse) if its index arrays are consistent, else a ValueError naming the first flaw.
+
+    Neither SciPy's constructors nor scikit-learn's ``check_array`` look at
+    the values of ``indices`` and ``indptr``, while the kernels, and SciPy's
+    own conversions and products, read ``w[indices[k]]`` and
+    ``data[indptr[i]:indptr[i + 1]]`` without bounds checks: an index out
+    of range corrupts memory.  CSR, CSC and COO are checked here in
+    ``O(nnz)`` vectorised passes, BSR by SciPy's full check; other formats
+    are converted to CSR (SciPy converts them safely) and checked.
+    ``where(row)`` names a row of ``X``, ``where(None)`` the matrix.  A
+    matrix whose ``indptr`` ends before its storage (room SciPy allows)
+    comes back trimmed to its entries, as a new matrix.
+    """
+    fmt = X.format
+    if fmt == "bsr":
+        try:
+            X.copy().check_format(full_check=True)  # on a copy: the check may change the arrays
+        except ValueError as exc:
+            raise ValueError(f"{where(None)}: the sparse matrix is malformed: {exc}. {_REBUILD}") from None
+        return X
+    if fmt not in ("csr", "csc", "coo"):
+        X = X.tocsr()
+    row, flaw = _coo_flaw(X) if fmt == "coo" else _compressed_flaw(X)
+    if flaw is not None:
+        raise ValueError(f"{where(row)}: the sparse matrix is malformed: {flaw}. {_REBUILD}")
+    if fmt != "coo" and X.indptr[-1] < X.indices.shape[0]:
+        end = int(X.indptr[-1])
+        return type(X)((X.data[:end], X.indices[:end], X.indptr), shape=X.shape)
+    return X
+
+
+_REBUILD = (
+    "Its index arrays are inconsistent (built or changed by hand?); build it with the scipy.sparse "
+    "constructors, and X.check_format(full_check=True) finds such flaws."
+)
+
+
+def _index_arrays_flaw(arrays, n_values):
+    """What is wrong with the index ``arrays`` (name -> array), or None: they must be 1-D signed
+    integers (as SciPy's routines need), and all but ``indptr`` of ``n_values`` entries."""
+    for name, a in arrays.items():
+        if a.ndim != 1 or a.dtype.kind != "i":
+            return f"{name} must be a 1-D array of signed integers, got dtype {a.dtype} and shape {a.shape}"
+        if name != "indptr" and a.shape[0] != n_values:
+            return f"{name} has {a.shape[0]} entries and data {n_values}; they must match"
+    return None
+
+
+def _compressed_flaw(X):
+    """``(row or None, flaw)`` of a CSR or CSC matrix: its first inconsistency, or ``(None, None)``."""
+    csr = X.format == "csr"
+    n_major, n_minor = X.shape if csr else X.shape[::-1]
+    major, minor = ("row", "column") if csr else ("column", "row")
+    indptr, indices = X.indptr, X.indices
+
+    def at(i, flaw):  # a CSC matrix's flaw is in a column: it names no row
+        return (i if csr else None), flaw
+
+    if X.data.ndim != 1:
+        return None, f"data must be 1-D, got shape {X.data.shape}"
+    flaw = _index_arrays_flaw({"indptr": indptr, "indices": indices}, X.data.shape[0])
+    if flaw is not None:
+        return None, flaw
+    if indptr.shape[0] != n_major + 1:
+        return None, f"indptr has {indptr.shape[0]} entries; {n_major} {major}s need {n_major + 1}"
+    if indptr[0] != 0:
+        return None, f"indptr starts at {indptr[0]}, not 0"
+    stored = indices.shape[0]
+    past = np.flatnonzero(indptr > stored)
+    if past.shape[0]:
+        i = int(past[0]) - 1
+        return at(i, f"{major} {i} ends at entry {indptr[i + 1]}, past the {stored} entries stored")
+    down = np.flatnonzero(np.diff(indptr.astype(np.int64)) < 0)
+    if down.shape[0]:
+        i = int(down[0])
+        return at(i, f"indptr decreases at {major} {i} (from {indptr[i]} to {indptr[i + 1]})")
+    used = indices[: int(indptr[-1])]
+    out = np.flatnonzero((used < 0) | (used >= n_minor)) if used.shape[0] else used[:0]
+    if out.shape[0]:
+        k = int(out[0])
+        i = int(np.searchsorted(indptr, k, side="right") - 1)
+        whose = "its" if csr else f"{major} {i} has a"
+        return at(i, f"{whose} {minor} index {int(used[k])} is outside [0, {n_minor})")
+    return None, None
+
+
+def _coo_flaw(X):
+    """``(row or None, flaw)`` of a COO matrix: its first inconsistency, or ``(None, None)``."""
+    flaw = _index_arrays_flaw({"row": X.row, "col": X.col}, X.data.shape[0])
+    if flaw is not None:
+        return None, flaw
+    for name, index, n, at in (("row", X.row, X.shape[0], None), ("column", X.col, X.shape[1], X.row)):
+        out = np.flatnonzero((index < 0) | (index >= n))
+        if out.shape[0]:
+            k = int(out[0])
+            return (None if at is None else int(at[k])), (
+                f"entry {k} has {name} index {int(index[k])}, outside [0, {n})"
+            )
+    return None, None
 
 
 def _release_arrow_memory():
@@ -415,8 +632,13 @@ def _release_arrow_memory():
     pa.default_memory_pool().release_unused()
 
 
-def merge_label_counts(results, allow_empty=False):
-    """``(classes, counts, weighted classes)`` of the partitions' (or parts') label counts."""
+def merge_label_counts(results, allow_empty=False, partitions=None):
+    """``(classes, counts, weighted classes)`` of the partitions' (or parts') label counts.
+
+    ``partitions`` numbers the results, for the error when some hold
+    string labels and others numbers.
+    """
+    _check_label_types(results, partitions)
     counts = {}
     weighted = set()
     for labels, n, positive in results:
@@ -430,15 +652,45 @@ def merge_label_counts(results, allow_empty=False):
     return classes, n, np.array(sorted(weighted))
 
 
+def _label_type(label):
+    return "string" if isinstance(label, str | bytes) else "number"
+
+
+def _mixed_labels(string_at, number_at):
+    """The error for string and numeric labels: ``(where, label)`` of one of each."""
+    (ws, s), (wn, n) = string_at, number_at
+    return ValueError(
+        f"the labels mix strings and numbers: {ws} has the label {s!r} and {wn} the label {n!r}. Give y "
+        "one type in every partition (y.astype(str), or the strings converted to numbers)."
+    )
+
+
+def _check_label_types(results, partitions):
+    """A ValueError if some of ``results`` have string labels and others numbers."""
+    first = {}  # type -> (where, label)
+    for k, (labels, _, _) in enumerate(results):
+        where = f"part {k}" if partitions is None else f"partition {partitions[k]}"
+        for label in labels.tolist():
+            first.setdefault(_label_type(label), (where, label))
+        if len(first) == 2:
+            raise _mixed_labels(first["string"], first["number"])
+
+
 def _count_labels(p, y, w):
     y = np.asarray(y).ravel()
-    missing = missing_labels(y)
-    if missing.any():
-        raise ValueError(
-            f"partition {p}, row {int(np.flatnonzero(missing)[0])}: the label is missing. Drop such rows, "
-            "or pass on_invalid='skip'."
-        )
-    labels, counts = np.unique(y, return_counts=True)
+    invalid = invalid_labels(y)
+    if invalid.any():
+        r = int(np.flatnonzero(invalid)[0])
+        raise ValueError(label_error(f"partition {p}, row {r}", y[r]))
+    try:
+        labels, counts = np.unique(y, return_counts=True)
+    except TypeError:  # labels that do not sort together: strings and numbers
+        first = {}
+        for r, label in enumerate(y.tolist()):
+            first.setdefault(_label_type(label), (f"partition {p}, row {r}", label))
+        if len(first) < 2:
+            raise
+        raise _mixed_labels(first["string"], first["number"]) from None
     positive = labels if w is None else np.unique(y[np.asarray(w, dtype=np.float64).ravel() > 0])
     return labels, counts, positive
 
