@@ -135,5 +135,5 @@ def warn_interrupted(estimator, passes):
         f"(relative duality gap {gap:.3g}). Fit again to go on"
         + (", with resume=True to start from the last checkpoint." if estimator.checkpoint_dir else "."),
         UserWarning,
-        stacklevel=3,
+        stacklevel=5,
     )

@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _validation as v
 from ._hooks import PassHooks, warn_interrupted
 from ._persist import save_model
-from ._stream_classifier import StreamClassifier, input_names
+from ._stream_classifier import StreamClassifier
 from .engine.calibration import N_FOLDS, folds
 from .engine.checkpoint import Checkpoints, data_fingerprint
 from .engine.cluster import CLUSTER_MODES, fit_cluster, resolve_client
@@ -165,6 +165,11 @@ class LinearSVC(StreamClassifier):
         (:class:`OSError`, except a missing file or a refused permission) is
         read again, after 0.1, 0.2, 0.4 ... seconds, before the fit fails
         with that error. ``history_`` counts them (``read_retries``).
+    read_timeout : float or None, default=None
+        Streaming: seconds a partition's read may take; a read still
+        running after that stops the fit with a ``TimeoutError`` naming the
+        partition (a hung task cannot be stopped: its thread ends when it
+        does). None waits without limit.
     checkpoint_dir : str, path or None, default=None
         Streaming solvers: write the whole state of the fit (weights, every
         row's dual variable, the cache, the random state, the history) to
@@ -241,6 +246,7 @@ class LinearSVC(StreamClassifier):
         cluster=None,
         on_invalid="raise",
         retries=2,
+        read_timeout=None,
         checkpoint_dir=None,
         checkpoint_every=None,
         random_state=None,
@@ -269,6 +275,7 @@ class LinearSVC(StreamClassifier):
         self.validation_data = validation_data
         self.on_invalid = on_invalid
         self.retries = retries
+        self.read_timeout = read_timeout
         self.checkpoint_dir = checkpoint_dir
         self.checkpoint_every = checkpoint_every
         self.random_state = random_state
@@ -294,6 +301,7 @@ class LinearSVC(StreamClassifier):
         "cluster": v.optional(v.one_of(*CLUSTER_MODES)),
         "on_invalid": v.one_of("raise", "skip"),
         "retries": v.integer(low=0),
+        "read_timeout": v.optional(v.positive_float),
         "checkpoint_every": v.optional(v.non_negative_float),
     }
 
@@ -316,6 +324,7 @@ class LinearSVC(StreamClassifier):
             solver=solver, cache_bytes=0 if solver == "bm" else cache_bytes, block_bytes=block_bytes,
             inner_iter=params["inner_iter"], cache_policy=params["cache_policy"], prefetch=params["prefetch"],
             shuffle=bool(self.shuffle), retries=params["retries"], alpha_store=params["alpha_store"],
+            read_timeout=params["read_timeout"],
             seed=seed, calibration_seed=calibration_seed,
         )  # fmt: skip
 
@@ -357,8 +366,12 @@ class LinearSVC(StreamClassifier):
         has been certified, ``fit`` then returns with the model that pass
         certified (``objective_`` and ``duality_gap_`` are exact) and a
         warning saying so; in memory, with the current model, certified. An
-        interrupt before that propagates.
+        interrupt before that propagates. The fitted attributes change together when the fit
+        succeeds; a fit that fails or is interrupted before that leaves them as they were.
         """
+        return self._published(LinearSVC._fit, X, y, sample_weight, client, resume)
+
+    def _fit(self, X, y, sample_weight, client, resume):
         clock_start = time.perf_counter()
         params = self._params()
         self.__dict__.pop("_stream", None)  # a fit ends any partial_fit stream
@@ -424,9 +437,9 @@ class LinearSVC(StreamClassifier):
 
     def _drop_invalid(self, X, y, sample_weight):
         """In-memory input with the invalid rows dropped (``on_invalid="skip"``), and their count."""
-        if self.on_invalid != "skip" or self._encoding:
+        if self.on_invalid != "skip":
             return X, y, sample_weight, 0
-        return v.drop_invalid(X, y, sample_weight)
+        return v.drop_invalid(X, y, sample_weight, encoder=self.feature_map if self._encoding else None)
 
     def partial_fit(self, X, y=None, classes=None, sample_weight=None):
         """One pass of selective block minimization over a block of a stream.
@@ -464,8 +477,16 @@ class LinearSVC(StreamClassifier):
         while training, ``cache_rows`` and ``cache_bytes``).  After
         :meth:`fit`, ``partial_fit`` continues from the fitted model with an
         empty cache.  ``class_weight="balanced"`` and ``probability=True``
-        need the whole data and are refused.
+        need the whole data and are refused.  A call that fails or is
+        interrupted leaves the model as it was, and forgets the cache.
         """
+        try:
+            return self._published(LinearSVC._partial_fit, X, y, classes, sample_weight)
+        except BaseException:
+            self.__dict__.pop("_stream", None)  # the stream was trained in place, part-way
+            raise
+
+    def _partial_fit(self, X, y, classes, sample_weight):
         params = self._params()
         if isinstance(self.class_weight, str):
             raise ValueError(
@@ -481,19 +502,9 @@ class LinearSVC(StreamClassifier):
             )
         stream = getattr(self, "_stream", None)
         fitted = hasattr(self, "coef_")
-        if classes is None and stream is None and not fitted:
-            raise ValueError("classes must be passed on the first call to partial_fit.")
-        if classes is not None:
-            classes = np.unique(np.asarray(classes))
-            if (stream is not None or fitted) and not np.array_equal(classes, self.classes_):
-                raise ValueError(
-                    f"`classes={classes.tolist()!r}` is not the same as on the last call to partial_fit, "
-                    f"was: {self.classes_.tolist()!r}."
-                )
-        else:
-            classes = self.classes_
-        clock_start = time.perf_counter()
         first = stream is None and not fitted
+        classes = self._partial_fit_classes(classes, first=first)
+        clock_start = time.perf_counter()
         if is_dask_collection(X) or isinstance(X, str | os.PathLike):
             source = self._source(X, y, sample_weight, check_width=not first)
             n_features = source.n_features
@@ -515,7 +526,8 @@ class LinearSVC(StreamClassifier):
             if fitted:  # go on from the model fit() trained
                 stream.start_from(self.coef_, self.intercept_)
             self.history_ = []
-        self.history_.extend(fit_stream(source, plan, clock_start=clock_start, state=stream).history)
+        records = fit_stream(source, plan, clock_start=clock_start, state=stream).history
+        self.history_ = [*self.history_, *records]
         W = cs_model(stream.W) if self._crammer_singer else stream.W
         self.coef_ = W[:, :-1].copy()
         self.intercept_ = W[:, -1] * plan.bias
@@ -534,21 +546,9 @@ class LinearSVC(StreamClassifier):
         if isinstance(X, str | os.PathLike):
             X, y = open_path(X, y)
         if not is_dask_collection(X):
-            X, y, sample_weight = as_dask(X, y, sample_weight)
+            X, y, sample_weight = as_dask(v.checked_sparse(X), y, sample_weight)
         source = DaskSource(X, y, sample_weight, encoder=self._source_encoder(), on_invalid=self.on_invalid)
-        if check_width and source.n_input_features != self.n_features_in_:
-            raise ValueError(
-                f"X has {source.n_input_features} features, but LinearSVC is expecting "
-                f"{self.n_features_in_} features as input."
-            )
-        if not check_width:
-            self.n_features_in_ = source.n_input_features
-            names = input_names(source)
-            if names is not None:
-                self.feature_names_in_ = names
-            elif hasattr(self, "feature_names_in_"):
-                del self.feature_names_in_
-        return source
+        return self._adopt_width(source, reset=not check_width)
 
     def _seeds(self):
         """The streaming fit's seed, and Platt's held-out seed with ``probability=True``."""
@@ -566,7 +566,7 @@ class LinearSVC(StreamClassifier):
         if saved is not None:  # the classes counted by the fit that wrote it: no read to count them again
             labels = tuple(saved[1][k] for k in ("classes", "class_counts", "weighted_classes"))
         else:
-            labels = source.label_counts()
+            labels = source.label_counts(read_timeout=params["read_timeout"])
         self.classes_ = labels[0]
         solver = self.solver if self.solver in ("sbm", "bm") else "streamsvm"
         plan = self._plan(params, source.n_features, solver, *self._seeds()).with_labels(*labels)
@@ -613,7 +613,7 @@ class LinearSVC(StreamClassifier):
         result = fit_cluster(client, source, plan, self.cluster, clock_start=clock_start, on_round=on_round)
         self.classes_ = result.plan.classes
         for message in result.messages:
-            warnings.warn(f"on a worker: {message}", ConvergenceWarning, stacklevel=3)
+            warnings.warn(f"on a worker: {message}", ConvergenceWarning, stacklevel=5)
         self._set_model(result.plan, result, stopped=result.stopped)
         return self
 
@@ -635,7 +635,7 @@ class LinearSVC(StreamClassifier):
                 delattr(self, name)
         if not np.all(result.converged) and not stopped:
             message = unconverged_message(plan, result.certificates, result.converged)
-            warnings.warn(message, ConvergenceWarning, stacklevel=4)
+            warnings.warn(message, ConvergenceWarning, stacklevel=6)
 
     def _feature_spec(self, n_features):
         """The kernels' spec of ``feature_map`` for ``n_features`` raw features, or None."""
@@ -687,9 +687,10 @@ class LinearSVC(StreamClassifier):
         """Write the fitted model to ``path`` without pickle; read it with :func:`dask_streamsvm.load`.
 
         The file is a zip archive of ``.npy`` arrays and JSON metadata with a
-        format version and checksums.  ``callbacks`` and ``validation_data``
-        are not saved, and a ``random_state`` that is not an int is saved
-        as None.
+        format version and checksums.  ``callbacks``, ``validation_data`` and
+        ``checkpoint_dir`` are not saved, and a ``random_state`` that is not an
+        int is saved as None.  The checksums detect damage, not tampering:
+        load only files you trust.
         """
         check_is_fitted(self)
         save_model(self, path)

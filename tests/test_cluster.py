@@ -175,14 +175,15 @@ def test_a_killed_worker_is_survived():
     assert abs(clf.objective_ - expected) / expected < 1e-4
 
 
-def _slow_parts(X, y, n_parts, seconds, fail_at=None):
-    """A Dask Array whose partitions take ``seconds`` to compute (and partition ``fail_at`` raises)."""
+def _slow_parts(X, y, n_parts, seconds, fail_at=None, hang_at=(None, 0.0)):
+    """A Dask Array whose partitions take ``seconds`` to compute (partition ``fail_at`` raises, and
+    partition ``hang_at[0]`` takes ``hang_at[1]`` seconds)."""
     import dask
 
     def read(i, rows):
         import time
 
-        time.sleep(seconds)
+        time.sleep(hang_at[1] if i == hang_at[0] else seconds)
         if i == fail_at:
             raise ValueError(f"partition {i} cannot be read")
         return rows
@@ -285,3 +286,89 @@ def test_the_command_line_trains_on_the_cluster(client, tmp_path, capsys):
     assert clf.cluster == "cocoa" and clf.duality_gap_ <= 3e-3
     expected = LIBLINEAR_OPTIMA[("a9a", "squared_hinge", 1.0)]
     assert 0.0 <= (clf.objective_ - expected) / clf.objective_ <= clf.duality_gap_  # the certificate holds
+
+
+def _fit_in_task(X, y):
+    import dask.array as da_
+
+    model = LinearSVC(solver="sbm", cache_bytes=4000, max_iter=5, random_state=0)
+    return model.fit(da_.from_array(X, chunks=40), da_.from_array(y, chunks=40)).objective_
+
+
+def test_a_streaming_fit_run_inside_a_task_reads_its_partitions_on_the_same_worker():
+    """A fit as a task on a one-thread worker: its reads need that thread, which it leaves (secede)."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(400, 4)
+    y = (X[:, 0] > 0).astype(int)
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0", silence_logs=50
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        objective = client.submit(_fit_in_task, X, y).result(timeout=120)  # hung for good before
+    assert objective == _fit_in_task(X, y)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["average", "cocoa"])
+def test_a_hung_partition_on_the_cluster_stops_the_fit_after_read_timeout(mode):
+    rng = np.random.RandomState(0)
+    X = rng.randn(400, 4)
+    y = (X[:, 0] > 0).astype(int)
+    Xd, yd = _slow_parts(X, y, 8, 0.0, hang_at=(5, 6.0))
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=2, processes=False, dashboard_address=":0", silence_logs=50
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        late = r"partitions? (\[\[1, 3, 5, 7\]\]|5) (was|were) not read within"
+        with pytest.raises(TimeoutError, match=late):
+            LinearSVC(cluster=mode, max_iter=5, random_state=0, read_timeout=1.0).fit(Xd, yd, client=client)
+
+
+@pytest.mark.slow
+def test_a_killed_scheduler_is_named():
+    import subprocess
+    import sys
+    import tempfile
+    import threading
+    import time
+
+    with tempfile.TemporaryDirectory() as directory:
+        file = os.path.join(directory, "scheduler.json")
+        module = "distributed.cli.dask_"
+        scheduler = subprocess.Popen(
+            [sys.executable, "-m", module + "scheduler", "--scheduler-file", file, "--port", "0",
+             "--dashboard-address", ":0"],
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        worker = None
+        try:
+            deadline = time.monotonic() + 60
+            while not os.path.exists(file) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(0.5)  # the file is written before the scheduler listens
+            worker = subprocess.Popen(
+                [sys.executable, "-m", module + "worker", "--scheduler-file", file, "--nthreads", "1",
+                 "--nworkers", "2", "--dashboard-address", ":0"],
+                stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            with distributed.Client(scheduler_file=file) as client:
+                client.wait_for_workers(2, timeout=60)
+                rng = np.random.RandomState(0)
+                X = rng.randn(40000, 20)
+                y = (X[:, 0] + 0.5 * rng.randn(40000) > 0).astype(int)
+                Xd, yd = da.from_array(X, chunks=4000), da.from_array(y, chunks=4000)
+                timer = threading.Timer(2.0, scheduler.kill)
+                timer.start()
+                with pytest.raises(RuntimeError, match=r"lost the Dask scheduler at tcp://"):
+                    LinearSVC(cluster="cocoa", tol=1e-12, max_iter=100_000, random_state=0).fit(
+                        Xd, yd, client=client
+                    )
+        finally:
+            for process in (scheduler, worker):
+                if process is not None:
+                    process.kill()
+                    process.wait()

@@ -30,14 +30,13 @@ from sklearn.exceptions import ConvergenceWarning
 from dask_streamsvm import LinearSVC, read_libsvm
 from dask_streamsvm.engine import checkpoint as ckpt
 
+from ._helpers import noisy_linear_data, stream_model
+
 N_PARTS, PART_ROWS = 10, 40
 
 
 def _data(seed=0, n=N_PARTS * PART_ROWS, d=5):
-    rng = np.random.RandomState(seed)
-    X = rng.randn(n, d)
-    y = (X @ rng.randn(d) + 0.3 * rng.randn(n) > 0).astype(np.int64)
-    return X, y
+    return noisy_linear_data(n, d, seed)
 
 
 def _reader_threads():
@@ -45,8 +44,7 @@ def _reader_threads():
 
 
 def _stream(**params):
-    base = dict(solver="sbm", cache_bytes=4_000, tol=1e-4, max_iter=30, random_state=0, inner_iter=3)
-    return LinearSVC(**{**base, **params})
+    return stream_model(**params)
 
 
 @pytest.fixture(autouse=True)
@@ -472,3 +470,199 @@ def test_interrupt_then_resume_from_the_last_checkpoint(tmp_path):
         resumed = _stream(**params).fit(Xd, yd, resume=True)
         reference = _stream(tol=1e-5, max_iter=30).fit(Xd, yd)
     np.testing.assert_array_equal(resumed.coef_, reference.coef_)
+
+
+# -- data that changes under the fit (fingerprints, negative gaps) ------------------------------
+
+
+def _read_counter():
+    """``(count, reads)``: ``count(i)`` numbers the reads of partition ``i`` (1 for the first)."""
+    reads = {}
+    lock = threading.Lock()
+
+    def count(i):
+        with lock:
+            reads[i] = reads.get(i, 0) + 1
+            return reads[i]
+
+    return count, reads
+
+
+def _changing_collection(change, X, y, weights=False):
+    """``(X, y)`` as Dask Arrays whose partition ``i`` is ``change(i, read, rows, labels)`` on its
+    ``read``-th read; with ``weights``, ``change`` also returns sample weights, a third Dask Array."""
+    count, _ = _read_counter()
+
+    def part(i):
+        rows = slice(i * PART_ROWS, (i + 1) * PART_ROWS)
+        return change(i, count(i), X[rows].copy(), y[rows].copy())
+
+    parts = [dask.delayed(part, pure=False)(i) for i in range(N_PARTS)]
+    Xd = da.concatenate([da.from_delayed(p[0], (PART_ROWS, X.shape[1]), X.dtype) for p in parts])
+    yd = da.concatenate([da.from_delayed(p[1], (PART_ROWS,), y.dtype) for p in parts])
+    if not weights:
+        return Xd, yd
+    return Xd, yd, da.concatenate([da.from_delayed(p[2], (PART_ROWS,), np.float64) for p in parts])
+
+
+def reorder_partition_3_after_two_reads(i, read, rows, labels):
+    if i == 3 and read > 2:  # the label count and the first pass saw the stored order
+        order = np.random.RandomState(read).permutation(PART_ROWS)
+        return rows[order], labels[order]
+    return rows, labels
+
+
+@pytest.mark.parametrize("solver", ["streamsvm", "sbm", "bm"])
+def test_a_partition_read_in_another_order_stops_the_fit_naming_it(solver):
+    X, y = _data()
+    Xd, yd = _changing_collection(reorder_partition_3_after_two_reads, X, y)
+    with pytest.raises(ValueError, match="partition 3 gave other rows on this read than on its first"):
+        _stream(solver=solver, tol=1e-9, max_iter=20).fit(Xd, yd)
+
+
+def test_a_scaled_partition_gives_a_negative_gap_that_is_refused(monkeypatch):
+    """The certificate's own guard: with fingerprints off, data that changed makes P < D, an error."""
+    from dask_streamsvm.engine import fingerprint
+
+    monkeypatch.setattr(fingerprint.PartitionPrints, "check", lambda self, block: None)
+    X, y = _data()
+
+    vanished = threading.Event()
+
+    def weights_vanish(i, read, rows, labels):  # after the first pass no row has a loss: P = ||w||^2 / 2 < D
+        return rows, labels, np.full(len(labels), 0.0 if vanished.is_set() else 1.0)
+
+    Xd, yd, wd = _changing_collection(weights_vanish, X, y, weights=True)
+    model = _stream(solver="sbm", tol=1e-9, shuffle=False, prefetch=1, callbacks=[lambda r: vanished.set()])
+    with pytest.raises(ValueError, match=r"pass [1-3], class 1: the duality gap is negative \(primal"):
+        model.fit(Xd, yd, sample_weight=wd)
+
+
+def test_check_gap_refuses_only_gaps_negative_beyond_rounding():
+    from dask_streamsvm.engine.certificate import Certificate, check_gap
+
+    assert check_gap(Certificate(10.0, 10.0 + 1e-9), "here").gap < 0  # rounding: accepted
+    with pytest.raises(ValueError, match="here: the duality gap is negative"):
+        check_gap(Certificate(10.0, 10.001), "here")
+    with pytest.raises(ValueError, match="negative"):
+        check_gap(Certificate(float("nan"), 1.0), "here")
+
+
+@pytest.mark.parametrize("change", ["flip labels", "reorder rows"])
+def test_resume_on_changed_data_of_the_same_layout_is_refused_naming_the_partition(change, tmp_path):
+    X, y = _data()
+    Xd, yd = da.from_array(X, chunks=PART_ROWS), da.from_array(y, chunks=PART_ROWS)
+    with pytest.warns(ConvergenceWarning):  # stops unconverged, checkpointed
+        _stream(checkpoint_dir=tmp_path, max_iter=2, tol=1e-12).fit(Xd, yd)
+    if change == "flip labels":
+        X2, y2 = X, y.copy()
+        y2[4 * PART_ROWS : 5 * PART_ROWS] = 1 - y2[4 * PART_ROWS : 5 * PART_ROWS]
+    else:
+        order = np.arange(len(y))
+        order[4 * PART_ROWS : 5 * PART_ROWS] = order[4 * PART_ROWS : 5 * PART_ROWS][::-1]
+        X2, y2 = X[order], y[order]
+    Xd2, yd2 = da.from_array(X2, chunks=PART_ROWS), da.from_array(y2, chunks=PART_ROWS)
+    with pytest.raises(ValueError, match="partition 4 is not the one the checkpoint was written on"):
+        _stream(checkpoint_dir=tmp_path, max_iter=30).fit(Xd2, yd2, resume=True)
+    resumed = _stream(checkpoint_dir=tmp_path, max_iter=30).fit(Xd, yd, resume=True)  # the same data: fine
+    np.testing.assert_array_equal(resumed.coef_, _stream(max_iter=30).fit(Xd, yd).coef_)
+
+
+# -- the estimator's attributes change together -------------------------------------------------
+
+
+def test_a_streaming_refit_that_fails_leaves_the_previous_model_whole():
+    X, y = _data()
+    model = _stream().fit(da.from_array(X, chunks=PART_ROWS), da.from_array(y, chunks=PART_ROWS))
+    before = {k: v for k, v in vars(model).items() if k.endswith("_")}
+    predicted = model.predict(X)
+    X2 = np.hstack([X, X[:, :2]])  # other data: 7 features, classes 5 and 6
+    Xd2, yd2 = _failing_collection(explode_on_five, X2, y + 5)
+    with pytest.raises(Boom):
+        model.fit(Xd2, yd2)
+    assert sorted(k for k in vars(model) if k.endswith("_")) == sorted(before)
+    for name, value in before.items():
+        assert getattr(model, name) is value, name
+    np.testing.assert_array_equal(model.predict(X), predicted)  # the old labels, from the old weights
+
+
+def test_predict_during_a_first_fit_raises_not_fitted():
+    from sklearn.exceptions import NotFittedError
+
+    X, y = _data()
+    seen = []
+    model = _stream()
+
+    def predict_now(record):
+        try:
+            model.predict(X[:3])
+        except Exception as exc:  # noqa: BLE001 - the type is what is checked
+            seen.append(type(exc))
+
+    model.set_params(callbacks=[predict_now])
+    model.fit(da.from_array(X, chunks=PART_ROWS), da.from_array(y, chunks=PART_ROWS))
+    assert seen and set(seen) == {NotFittedError}
+    model.predict(X[:3])  # fitted now
+
+
+def test_an_interrupted_partial_fit_keeps_n_iter_equal_to_the_history():
+    X, y = _data()
+    model = LinearSVC(random_state=0)
+    model.partial_fit(X[:100], y[:100], classes=[0, 1])
+    coef = model.coef_.copy()
+    Xd, yd = _failing_collection(slow, X, y)
+    timer = _ctrl_c_after(0.1)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            model.partial_fit(Xd, yd)
+    finally:
+        timer.cancel()
+    assert model.n_iter_ == len(model.history_) == 1
+    np.testing.assert_array_equal(model.coef_, coef)  # the model before the call
+    model.partial_fit(X[100:200], y[100:200])
+    assert model.n_iter_ == len(model.history_)
+
+
+# -- hung reads --------------------------------------------------------------------------------
+
+
+def _hanging_collection(X, y, hang_from_read):
+    """Partition 6 blocks on its ``hang_from_read``-th read until ``release`` is set."""
+    release = threading.Event()
+
+    def hang(i, read, rows, labels):
+        if i == 6 and read >= hang_from_read:
+            release.wait(120)
+        return rows, labels
+
+    return (*_changing_collection(hang, X, y), release)
+
+
+@pytest.mark.parametrize("hang_from_read", [1, 3])  # in the label count, or in a training pass
+def test_a_hung_partition_read_stops_the_fit_after_read_timeout_naming_it(hang_from_read):
+    X, y = _data()
+    Xd, yd, release = _hanging_collection(X, y, hang_from_read)
+    try:
+        late = r"partition(\(s\))? 6 (was|were) not read within read_timeout=1.5"
+        with pytest.raises(TimeoutError, match=late):
+            _stream(read_timeout=1.5, shuffle=False, tol=1e-9).fit(Xd, yd)
+        assert not release.is_set()  # the fit did not wait for the hung read to end
+    finally:
+        release.set()
+
+
+def test_ctrl_c_during_a_hung_read_returns_without_waiting_for_it():
+    X, y = _data()
+    Xd, yd, release = _hanging_collection(X, y, hang_from_read=3)
+
+    def interrupt_at_pass_0(record):
+        if record["pass"] == 0:
+            _ctrl_c_after(0.3)
+
+    try:
+        with pytest.warns(UserWarning, match="interrupted"):
+            model = _stream(shuffle=False, tol=1e-9, callbacks=[interrupt_at_pass_0]).fit(Xd, yd)
+        assert not release.is_set()  # returned while partition 6 was still being read
+        assert model.n_iter_ == 0 and len(model.history_) == 1
+    finally:
+        release.set()

@@ -35,6 +35,30 @@ class Certificate:
         return self.gap / abs(self.primal)
 
 
+# A gap below -ROUNDING * max(|P|, |D|) cannot come from rounding: the sums behind P and D have relative
+# errors near n * 1e-16 at worst, far below this for any data that fits a disk.
+ROUNDING = 1e-6
+
+
+def check_gap(certificate, where):
+    """``certificate``, or ValueError if its gap is negative beyond rounding.
+
+    Weak duality makes ``P(w) >= D(alpha)`` for any data; a clearly negative
+    gap means ``P`` and ``D`` were not computed on the same rows: the data
+    changed under the fit.  Accepting it as convergence would certify a
+    model of rows nobody trained on.
+    """
+    scale = max(abs(certificate.primal), abs(certificate.dual))
+    if not certificate.gap >= -ROUNDING * scale:
+        raise ValueError(
+            f"{where}: the duality gap is negative (primal {certificate.primal!r} < dual "
+            f"{certificate.dual!r}), which no exact certificate can be: the rows read changed during the "
+            "fit. Train on data that gives the same rows on every read (persist the collection or "
+            "write it to Parquet first)."
+        )
+    return certificate
+
+
 def dual_value(alpha, diag, w):
     """``D(alpha) = sum alpha_i - 1/2 ||w||^2 - 1/2 sum D_ii alpha_i^2``."""
     half_sq_w = 0.5 * float(np.dot(w, w))

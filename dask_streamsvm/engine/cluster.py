@@ -46,11 +46,12 @@ import scipy.sparse as sp
 from ..kernels.dcd import ProblemArrays, Shrinking, dcd_passes, row_sqnorms
 from ..kernels.objective import add_weighted_rows, upper_and_diag_arrays, weighted_loss_sum
 from ..kernels.rng import make_state
-from .certificate import Certificate
+from .certificate import Certificate, check_gap
 from .layout import as_kernel_rows, kernel_rows
 from .problem import class_index, unconverged_message
 from .schedules import fit_stream
 from .source import merge_label_counts
+from .waiting import ReadTimeout
 
 CLUSTER_MODES = ("average", "cocoa")
 
@@ -88,8 +89,30 @@ def assign_parts(n_partitions, workers):
     return [(workers[k], list(range(k, n_partitions, n_parts))) for k in range(n_parts)]
 
 
+class SchedulerLost(RuntimeError):
+    """The client lost its connection to the Dask scheduler: the cluster fit cannot go on."""
+
+
+def _scheduler_lost(client, cause=None):
+    """:class:`SchedulerLost` naming ``client``'s scheduler if the client lost it, else None."""
+    status = getattr(client, "status", "running")
+    if status == "running":
+        return None
+    address = getattr(getattr(client, "scheduler", None), "address", None)
+    detail = f": {type(cause).__name__}" if cause is not None else ""
+    return SchedulerLost(
+        f"lost the Dask scheduler at {address} (the client is {status!r}{detail}); the cluster fit cannot "
+        "go on. Restart the scheduler (and its workers) and fit again."
+    )
+
+
 def _workers(client):
-    return sorted(client.scheduler_info()["workers"])
+    workers = client.scheduler_info().get("workers")
+    if workers is None:
+        raise _scheduler_lost(client) or SchedulerLost(
+            "the Dask scheduler sent no list of workers; it may have been lost. Check it and fit again."
+        )
+    return sorted(workers)
 
 
 def _submit(client, func, *args, worker=None):
@@ -103,23 +126,41 @@ class WorkerLost(RuntimeError):
     """A worker that held a part left the cluster while a round waited for it."""
 
 
-def _gather(client, futures, placed=()):
+def _gather(client, futures, placed=(), reads=None):
     """Results of ``futures``: the first task's error is raised, and so is :class:`WorkerLost`
-    when a worker of ``placed`` leaves, or an error when no worker is left: never a hang."""
+    when a worker of ``placed`` leaves, or an error when no worker is left: never a hang.
+
+    ``reads``, for tasks that read parts, is ``(seconds, partitions)``: how
+    long they may take, and the partitions each future reads; a
+    :class:`~.waiting.ReadTimeout` names those not read in time.
+    """
+    _wait(client, futures, placed, reads)
+    return client.gather(futures)
+
+
+def _wait(client, futures, placed=(), reads=None):
+    """Wait for ``futures`` as :func:`_gather` does, without gathering them."""
     from distributed import wait
 
+    start = time.monotonic()
     while True:
         try:
-            wait(futures, timeout=_POLL_SECONDS)
+            wait(futures, timeout=_POLL_SECONDS if reads is None else min(_POLL_SECONDS, reads[0]))
+            return
         except TimeoutError:
+            if reads is not None and time.monotonic() - start >= reads[0]:
+                late = [ids for f, ids in zip(futures, reads[1], strict=True) if not f.done()]
+                raise ReadTimeout(
+                    f"the cluster's parts of partitions {late} were not read within read_timeout times "
+                    f"the partitions of a part ({reads[0]:g} s): a task is hung or slower than allowed. "
+                    "Raise read_timeout (or pass None to wait without limit), or check their source."
+                ) from None
             alive = set(_workers(client))
             if not alive:
                 raise RuntimeError("every Dask worker is gone; the cluster fit cannot go on.") from None
             gone = sorted(set(placed) - alive)
             if gone:
                 raise WorkerLost(f"workers {gone} left the cluster") from None
-            continue
-        return client.gather(futures)
 
 
 def _sync():
@@ -305,9 +346,23 @@ def fit_cluster(client, source, plan, mode, *, clock_start, on_round=None):
     on their workers first.  ``on_round(record)``, after every CoCoA+ round,
     stops the rounds with a true value.
     """
+    try:
+        return _fit_cluster(client, source, plan, mode, clock_start, on_round)
+    except Exception as exc:
+        lost = _scheduler_lost(client, exc)
+        if lost is None:
+            raise
+        raise lost from exc
+
+
+def _fit_cluster(client, source, plan, mode, clock_start, on_round):
     assignment = assign_parts(source.n_partitions, _workers(client))
     parts = [(w, Packed(source.subset(ids))) for w, ids in assignment]
-    part_counts = _gather(client, [_submit(client, count_labels, s, worker=w) for w, s in parts])
+    reads = None
+    if plan.read_timeout is not None:  # a part reads its partitions one after the other
+        seconds = plan.read_timeout * max(len(ids) for _, ids in assignment)
+        reads = (seconds, [[source.partition_id(i) for i in ids] for _, ids in assignment])
+    part_counts = _gather(client, [_submit(client, count_labels, s, worker=w) for w, s in parts], reads=reads)
     plan = plan.with_labels(*merge_label_counts(part_counts))
     if mode == "average":
         rows = [int(np.sum(c[1])) for c in part_counts]
@@ -317,10 +372,13 @@ def fit_cluster(client, source, plan, mode, *, clock_start, on_round=None):
     else:
         width = plan.model_width(source.n_features)
         W, primal, dual, passes, history, converged, stopped = fit_cocoa(
-            client, parts, plan, width, clock_start, on_round=on_round
+            client, parts, plan, width, clock_start, on_round=on_round, reads=reads
         )
         messages = []
-    certificates = [Certificate(primal=float(p), dual=float(d)) for p, d in zip(primal, dual, strict=True)]
+    certificates = [
+        check_gap(Certificate(primal=float(p), dual=float(d)), f"class {label!r}")
+        for p, d, label in zip(primal, dual, plan.labels, strict=True)
+    ]
     return ClusterResult(plan, W, certificates, passes, history, converged, stopped, messages)
 
 
@@ -385,7 +443,7 @@ def _relative_gap(primal, dual):
     return np.where(primal != 0.0, (primal - dual) / np.abs(np.where(primal != 0.0, primal, 1.0)), 0.0)
 
 
-def fit_cocoa(client, parts, plan, n_features, clock_start, on_round=None):
+def fit_cocoa(client, parts, plan, n_features, clock_start, on_round=None, reads=None):
     """CoCoA+ rounds to the relative gap ``plan.tol``, at most ``plan.max_iter`` of ``plan.inner_iter``
     local passes: ``(W, primal, dual, rounds, history, converged, stopped)``."""
     k, tol, max_iter, passes, seed = plan.n_problems, plan.tol, plan.max_iter, plan.inner_iter, plan.seed
@@ -397,6 +455,7 @@ def fit_cocoa(client, parts, plan, n_features, clock_start, on_round=None):
         return _submit(client, load_part, source, plan, sigma, n_features, worker=worker)
 
     states = [load(j, worker) for j, worker in enumerate(placed)]
+    _wait(client, states, placed, reads)  # the parts' one read
     W = np.zeros((k, n_features + 1))
     history, converged, stop, recoveries = [], False, False, 0
     primal = dual = np.full(k, np.nan)

@@ -15,7 +15,14 @@ original exception, traceback included.
 A partition whose read fails with an I/O error (:class:`OSError`, other
 than a missing file, a directory, or a permission refused, which do not
 heal by waiting) is read again up to ``retries`` times, after 0.1, 0.2,
-0.4 ... seconds; the block records how many reads failed.
+0.4 ... seconds; the block records how many reads failed.  A read that
+takes longer than ``read_timeout`` seconds stops the fit with
+:class:`ReadTimeout` naming the partition (never retried: the task may be
+hung, and Dask cannot stop it).
+
+Every block read is fingerprinted (:mod:`.fingerprint`): a partition that
+gives other rows than on its first read (or than the checkpoint a fit
+resumes saved) stops the fit with an error naming it.
 """
 
 import queue
@@ -25,11 +32,17 @@ import time
 import numpy as np
 
 from ._malloc import release_free_memory
+from .fingerprint import PartitionPrints
 from .source import RowIds
+from .waiting import POLL, ReadTimeout
 
 RETRY_DELAY = 0.1  # seconds before the first repeated read; doubled for each next one, at most 5 s
 # I/O errors that repeating the read cannot mend.
 PERMANENT = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+
+
+class Stopped(Exception):
+    """The reader was closed while waiting for a read; ends the reader thread quietly."""
 
 
 class Reader:
@@ -39,13 +52,18 @@ class Reader:
     whatever happened inside.
     """
 
-    def __init__(self, source, *, prefetch, max_passes, shuffle, seed, start_pass=0, retries=0, row_ids=None):
+    def __init__(
+        self, source, *, prefetch, max_passes, shuffle, seed, start_pass=0, retries=0, row_ids=None,
+        prints=None, read_timeout=None,
+    ):  # fmt: skip
         self.source = source
         self.max_passes = max_passes
         self.start_pass = start_pass
         self.retries = retries
+        self.read_timeout = read_timeout
         self.shuffle = shuffle
         self.row_ids = RowIds() if row_ids is None else row_ids
+        self.prints = PartitionPrints() if prints is None else prints
         self._seed = seed
         self._queue = queue.Queue(maxsize=prefetch)
         self._stop = threading.Event()
@@ -66,8 +84,8 @@ class Reader:
         self.close()
         return False
 
-    def close(self, timeout=30.0):
-        """Stop the thread and wait for it (it finishes the partition it is computing)."""
+    def close(self, timeout=5.0):
+        """Stop the thread and wait for it: about :data:`POLL` seconds, as it does not wait for a read."""
         self._stop.set()
         while self._thread.is_alive():
             try:
@@ -114,9 +132,11 @@ class Reader:
         failed = 0
         while True:
             try:
-                block = self.source.load(p)
+                block = self._compute(p)
                 block.retries = failed
                 return block
+            except (ReadTimeout, Stopped):
+                raise
             except OSError as exc:
                 if failed >= self.retries or isinstance(exc, PERMANENT):
                     if failed:
@@ -125,6 +145,38 @@ class Reader:
                 if self._stop.wait(min(RETRY_DELAY * 2**failed, 5.0)):
                     raise
                 failed += 1
+
+    def _compute(self, p):
+        """``source.load(p)`` on a thread of its own, waited for while watching ``close`` and the timeout.
+
+        Dask cannot stop a task half-way, so the reader does not wait for a
+        read that is no longer wanted: ``close`` returns at once, and the
+        thread computing the partition ends when its task does.
+        """
+        done, out = threading.Event(), {}
+
+        def compute():
+            try:
+                out["block"] = self.source.load(p)
+            except BaseException as exc:  # noqa: BLE001 - re-raised by the reader thread
+                out["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=compute, name="dask-streamsvm-read", daemon=True).start()
+        deadline = None if self.read_timeout is None else time.monotonic() + self.read_timeout
+        while not done.wait(POLL):
+            if self._stop.is_set():
+                raise Stopped
+            if deadline is not None and time.monotonic() >= deadline:
+                raise ReadTimeout(
+                    f"partition {self.source.partition_id(p)} was not read within read_timeout="
+                    f"{self.read_timeout} s: its task is hung or slower than allowed. Raise read_timeout "
+                    "(or pass None to wait without limit), or check the source of that partition."
+                )
+        if "error" in out:
+            raise out["error"]
+        return out["block"]
 
     @property
     def busy_seconds(self):
@@ -144,6 +196,7 @@ class Reader:
                     release_free_memory()  # what the blocks the trainer has finished held
                     block = self._load(int(p))
                     block.row_ids = self.row_ids.ids(block.partition, block.n_rows)
+                    self.prints.check(block)
                     if self.shuffle:
                         # The order to visit rows in; moving the rows would copy the block.
                         block.order = np.random.default_rng([self._seed, k, int(p), 1]).permutation(
@@ -156,13 +209,15 @@ class Reader:
                     self._put(("block", k, block))
                 self._put(("end", k))
             self._put(("done", None))
+        except Stopped:
+            return
         except BaseException as exc:  # noqa: BLE001 - handed to the trainer, which re-raises it
             self._put(("error", exc))
         finally:
             self._finished = time.perf_counter()
 
 
-def read_blocks(source, *, passes=1, prefetch=2, shuffle=False, seed=0, retries=0):
+def read_blocks(source, *, passes=1, prefetch=2, shuffle=False, seed=0, retries=0, read_timeout=None):
     """Every block of ``passes`` reads of ``source``, as ``(pass, block)``, read ahead by a :class:`Reader`.
 
     The one loop over a reader's queue for the drivers that need no pass
@@ -171,8 +226,10 @@ def read_blocks(source, *, passes=1, prefetch=2, shuffle=False, seed=0, retries=
     leaving the loop, stops and joins the reader thread.
     """
     with Reader(
-        source, prefetch=prefetch, max_passes=passes, shuffle=shuffle, seed=seed, retries=retries
-    ) as reader:
+        source, prefetch=prefetch, max_passes=passes, shuffle=shuffle, seed=seed, retries=retries,
+        read_timeout=read_timeout,
+    ) as reader:  # fmt: skip
         while (item := reader.get())[0] != "done":
             if item[0] == "block":
                 yield item[1], item[2]
+

@@ -89,8 +89,9 @@ def _one_pass(source, plan, stream, clock_start):
         n_features = source[0].X.shape[1]
     else:
         blocks = read_blocks(
-            source, prefetch=plan.prefetch, shuffle=plan.shuffle, seed=plan.seed, retries=plan.retries
-        )
+            source, prefetch=plan.prefetch, shuffle=plan.shuffle, seed=plan.seed, retries=plan.retries,
+            read_timeout=plan.read_timeout,
+        )  # fmt: skip
         n_features = source.n_features
     if stream is None:
         stream = OnePassSBM(plan, n_features)

@@ -36,7 +36,8 @@ from ..kernels.rng import make_state
 from .archive import plain
 from .cache import AlphaStore, RowCache
 from .calibration import held_out
-from .certificate import Certificate
+from .certificate import Certificate, check_gap
+from .fingerprint import PartitionPrints
 from .layout import kernel_rows
 from .problem import cs_model, encode_block, linear_scores
 from .reader import Reader
@@ -84,14 +85,16 @@ def run_trainer(source, plan, trainer, *, checkpoints=None, resume=None):
         stack.callback(store.close)
         trainer = trainer(store)
         trainer.checkpoints = checkpoints
-        start, row_ids = 0, None
+        start, row_ids, prints = 0, None, None
         if resume is not None:
             trainer.restore(*resume)
             start, row_ids = trainer.current + 1, RowIds.from_state(resume[1]["row_ids"])
+            prints = PartitionPrints(resume[1].get("prints"))
         reader = stack.enter_context(
             Reader(
                 source, prefetch=plan.prefetch, max_passes=plan.max_iter + 1, shuffle=plan.shuffle,
-                seed=plan.seed, start_pass=start, retries=plan.retries, row_ids=row_ids,
+                seed=plan.seed, start_pass=start, retries=plan.retries, row_ids=row_ids, prints=prints,
+                read_timeout=plan.read_timeout,
             )
         )  # fmt: skip
         try:
@@ -197,7 +200,10 @@ class PassCertifier:
         """Certificates and history records of the pass; decides whether the fit is done."""
         half_sq = 0.5 * np.einsum("ij,ij->i", self.W_snap, self.W_snap)
         primal = (half_sq.sum() if self.crammer_singer else half_sq) + self.loss_sum
-        self.certificates = [Certificate(float(p), float(d)) for p, d in zip(primal, self.dual, strict=True)]
+        self.certificates = [
+            check_gap(Certificate(float(p), float(d)), f"pass {self.current}, class {label!r}")
+            for p, d, label in zip(primal, self.dual, self.labels, strict=True)
+        ]
         self.certified_pass = self.current
         base = {
             "pass": self.current,
@@ -242,6 +248,7 @@ class PassCertifier:
         }
         arrays = {"W": self.W, "W_snap": self.W_snap, "rng_state": self.rng_state}
         arrays["row_ids"] = self.reader.row_ids.state()
+        arrays["prints"] = self.reader.prints.state()
         arrays.update({f"store.{k}": v for k, v in self.store.state().items()})
         cache = getattr(self, self.ROW_MEMORY)
         if cache is not None:
