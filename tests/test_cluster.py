@@ -300,6 +300,10 @@ def test_a_streaming_fit_run_inside_a_task_reads_its_partitions_on_the_same_work
     rng = np.random.RandomState(0)
     X = rng.randn(400, 4)
     y = (X[:, 0] > 0).astype(int)
+    import dask
+
+    with dask.config.set(scheduler="sync"):  # not on whichever client another test made the default
+        expected = _fit_in_task(X, y)
     with (
         distributed.LocalCluster(
             n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0", silence_logs=50
@@ -307,7 +311,7 @@ def test_a_streaming_fit_run_inside_a_task_reads_its_partitions_on_the_same_work
         distributed.Client(cluster) as client,
     ):
         objective = client.submit(_fit_in_task, X, y).result(timeout=120)  # hung for good before
-    assert objective == _fit_in_task(X, y)
+    assert objective == expected
 
 
 @pytest.mark.slow
