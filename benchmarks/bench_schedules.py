@@ -235,7 +235,7 @@ def run_schedule(data, name, params, memory):
         for r in clf.history_
     ]  # fmt: skip
     last = history[-1]
-    # SBM/BM report the row memory they allocated; StreamSVM allocates its cache once, within cache_bytes.
+    # SBM/BM report the row memory they allocated; StreamSVM's cache grows with its rows, within cache_bytes.
     allocated = max(r["memory_bytes"] for r in history) if last["memory_bytes"] is not None else None
     row = {
         "data": data["name"],
@@ -436,8 +436,8 @@ def write_report(payload):
         f"{payload['partitions']} partitions, so that a block is several of them (*memory split* gives the "
         "blocks trained per read). SBM and BM train each block (plus cache) for 10 DCD passes.",
         "",
-        "Columns. *row memory / M*: the most the row memory allocated (SBM, BM; StreamSVM allocates its "
-        "cache once, within M). *reads to 1e-2*, *reads to 1e-3*: passes over the data until the certified "
+        "Columns. *row memory / M*: the most the row memory allocated (SBM, BM; StreamSVM's cache grows "
+        "with its rows, within M). *reads to 1e-2*, *reads to 1e-3*: passes over the data until the certified "
         "relative duality gap (P - D) / P first reaches that value, counting the read that certifies it "
         "(pass k certifies the state k reads of training left), with the seconds since the start of the fit. "
         "*block loads*: data read until then in units of M, i.e. of BM's block (reads x data / M): every "

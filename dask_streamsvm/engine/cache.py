@@ -1,11 +1,14 @@
 """The bounded row cache and the dual state of every row seen.
 
-``RowCache`` allocates, once, arrays whose sizes add up to at most
-``cache_bytes``: the rows themselves (a dense slot matrix, or a sparse
-arena) and, per slot, the global row id and each problem's ``y``, ``U``,
-``D``, ``Qbar`` and ``alpha``.  It never grows, so the budget holds by
-construction; ``nbytes`` is its own accounting of what it allocated and
-``used_bytes`` of what live rows occupy.
+``RowCache`` holds at most ``cache_bytes``: the rows themselves (a dense
+slot matrix, or a sparse arena) and, per slot, the global row id and each
+problem's ``y``, ``U``, ``D``, ``Qbar`` and ``alpha``.  The budget fixes its
+sizes (slots and arena values) once, and every decision is taken on them;
+the arrays grow with the rows actually cached, up to those sizes, so the
+budget holds by construction and a budget larger than the data (or than
+the machine's memory) costs only the data.  ``nbytes`` is its own
+accounting of what it allocated, ``used_bytes`` of what live rows occupy.
+A checkpoint saves the live rows only.
 
 ``AlphaStore`` keeps alpha for every row seen, by global row id, with the
 running sums the dual needs (``sum alpha`` and ``sum D alpha^2``); it grows
@@ -176,9 +179,16 @@ class RowCache:
 
     The bytes: :attr:`HEADER` for ``meta``, then per slot
     :func:`slot_overhead` and the row's values (:func:`value_bytes` each).
+    The budget fixes ``n_slots`` slots and, when sparse, an arena of
+    ``n_values`` values; every decision (which slot a row takes, when the
+    cache is full, which row leaves) is taken on these sizes.  The arrays
+    are allocated as rows arrive (:meth:`reserve`, before each insertion),
+    at least doubling each time and never beyond the budget's sizes, so a
+    budget far above the data costs only the data.
     """
 
     HEADER = kc.META_SIZE * 8  # bytes of `meta`, the only array not sized by the slots
+    _SLOT_ARRAYS = ("gid", "live", "pos", "free", "Y", "U", "D", "QD", "A", "starts", "ends")
 
     def __init__(
         self, cache_bytes, n_features, dtype, sparse, n_problems, nnz_per_row=None, feature_map=None
@@ -213,68 +223,225 @@ class RowCache:
                 f"cache_bytes={self.cache_bytes} cannot hold a single row of {self.n_features} "
                 f"features; give at least {meta_per_slot + max(row_bytes, 1)} bytes."
             )
-        self.n_slots = int(n_slots)
+        self.n_slots, self.n_values = int(n_slots), int(n_nnz)
+        self._meta_per_slot = meta_per_slot
         self.meta = np.zeros(kc.META_SIZE, dtype=np.int64)
+        self.meta[kc.N_FREE] = n_slots
+        self._allocate(k, 0, 0)
+        assert self.full_nbytes <= self.cache_bytes, (self.full_nbytes, self.cache_bytes)
+
+    def _allocate(self, k, n_slots, n_values):
+        """Fresh arrays for ``n_slots`` slots and, sparse, ``n_values`` arena values (none in use)."""
         self.gid = np.full(n_slots, -1, dtype=np.int64)
         self.live = np.zeros(n_slots, dtype=np.int64)
         self.pos = np.zeros(n_slots, dtype=np.int64)
+        # The free stack's top n_slots entries: n_slots - 1, ..., 1, 0 (kernels.cache).
         self.free = np.arange(n_slots, dtype=np.int64)[::-1].copy()
-        self.meta[kc.N_FREE] = n_slots
         self.Y, self.U, self.D, self.QD, self.A = (np.zeros((k, n_slots)) for _ in range(5))
         if self.sparse:
             self.starts = np.zeros(n_slots, dtype=np.int64)
             self.ends = np.zeros(n_slots, dtype=np.int64)
-            self.indices = np.zeros(int(n_nnz), dtype=np.int32)
-            self.data = np.zeros(int(n_nnz), dtype=self.dtype)
+            self.indices = np.zeros(n_values, dtype=np.int32)
+            self.data = np.zeros(n_values, dtype=self.dtype)
             self.rows = None
         else:
             self.starts = self.ends = np.empty(0, dtype=np.int64)
+            self.indices = self.data = None
             self.rows = np.zeros((n_slots, self.n_features), dtype=self.dtype)
-        self._meta_per_slot = meta_per_slot
-        assert self.nbytes <= self.cache_bytes, (self.nbytes, self.cache_bytes)
+        self._top = 0  # where the next sparse row is stored (``top`` of kernels.cache.insert_sparse)
 
-    _ARRAYS = ("meta", "gid", "live", "pos", "free", "Y", "U", "D", "QD", "A", "starts", "ends")
+    # -- growth -------------------------------------------------------------------
+
+    @property
+    def allocated_slots(self):
+        """Slots the arrays hold now (at most :attr:`n_slots`)."""
+        return self.gid.shape[0]
+
+    @property
+    def allocated_values(self):
+        """Arena values the arrays hold now (at most :attr:`n_values`; 0 when dense)."""
+        return self.data.shape[0] if self.sparse else 0
+
+    def reserve(self, n_rows, n_values):
+        """Make the arrays hold ``n_rows`` live rows of ``n_values`` values in all, within the budget.
+
+        The slots grow to at least twice what they were, so copying them
+        costs O(1) per row over a fit.  The arena grows to twice the live
+        values: squeezing out its garbage (:func:`~..kernels.cache.pack`)
+        then moves no more values than were inserted since it last did.
+        Neither grows beyond the budget's :attr:`n_slots` and
+        :attr:`n_values`.  Arrays are replaced one at a time: while one is
+        copied, its previous size is held on top of the new sizes.
+        """
+        if self.holds(n_rows, n_values):
+            return
+        slots = min(self.n_slots, int(n_rows))
+        if slots > self.allocated_slots:
+            self._grow_slots(min(self.n_slots, max(slots, 2 * self.allocated_slots)))
+        values = min(self.n_values, 2 * int(n_values))
+        if self.sparse and values > self.allocated_values:
+            self._grow_values(min(self.n_values, max(values, 2 * self.allocated_values)))
+
+    def holds(self, n_rows, n_values):
+        """Whether :meth:`reserve` of ``n_rows`` rows of ``n_values`` values leaves the arrays as they are."""
+        if min(self.n_slots, n_rows) > self.allocated_slots:
+            return False
+        return not self.sparse or min(self.n_values, 2 * n_values) <= self.allocated_values
+
+    def _grow_slots(self, size):
+        old = self.allocated_slots
+        # The free stack's entries below the old ones: size - 1, ..., old (kernels.cache).
+        self.free = np.concatenate([np.arange(size - 1, old - 1, -1, dtype=np.int64), self.free])
+        for name, fill in (("gid", -1), ("live", 0), ("pos", 0), ("starts", 0), ("ends", 0)):
+            if name in ("starts", "ends") and not self.sparse:
+                continue
+            setattr(self, name, _grown(getattr(self, name), size, 0, old, fill))
+        for name in ("Y", "U", "D", "QD", "A"):
+            setattr(self, name, _grown(getattr(self, name), size, 1, old, 0))
+        if not self.sparse:
+            self.rows = _grown(self.rows, size, 0, old, 0)
+
+    def _grow_values(self, size):
+        # Values above the storage top are garbage or unused: only those below move.
+        self.indices = _grown(self.indices, size, 0, self._top, 0)
+        self.data = _grown(self.data, size, 0, self._top, 0)
+
+    # -- checkpoints ----------------------------------------------------------------
 
     def state(self):
-        """``(scalars, arrays)`` that rebuild this cache with :meth:`from_state` (for checkpoints)."""
+        """``(scalars, arrays)`` that rebuild this cache with :meth:`from_state` (for checkpoints).
+
+        The live rows only, in their order, with their slots and per-row
+        values; ``meta``; and the free stack down to ``touched``: the slots
+        from ``touched`` up are free and lie at the stack's bottom in the
+        order a cache that never used them has them, so they are implied.
+        Where rows lie in the arena is not saved (it decides nothing): the
+        restored arena holds them in live order.
+        """
+        n = self.n_live
+        live = self.live[:n].copy()
+        depth = int(self.meta[kc.N_FREE]) - (self.n_slots - self.allocated_slots)
+        stack = self.free[:depth]
+        top = self.allocated_slots - 1
+        implied = stack == np.arange(top, top - depth, -1)  # never-used slots, at the stack's bottom
+        untouched = depth if implied.all() else int(np.argmin(implied))
         scalars = {
             "cache_bytes": self.cache_bytes, "sparse": self.sparse, "dtype": self.dtype.str,
-            "n_features": self.n_features, "n_slots": self.n_slots, "meta_per_slot": self._meta_per_slot,
+            "n_features": self.n_features, "n_slots": self.n_slots, "n_values": self.n_values,
+            "meta_per_slot": self._meta_per_slot, "touched": self.allocated_slots - untouched,
         }  # fmt: skip
-        arrays = {name: getattr(self, name) for name in self._ARRAYS}
+        arrays = {"meta": self.meta.copy(), "live": live, "free": stack[untouched:].copy()}
+        arrays["gid"] = self.gid[live]
+        for name in ("Y", "U", "D", "QD", "A"):
+            arrays[name] = getattr(self, name)[:, live]
         if self.sparse:
-            arrays.update(indices=self.indices, data=self.data)
+            X = self.rows_of(live)
+            arrays.update(lengths=np.diff(X.indptr), indices=X.indices, data=X.data)
         else:
-            arrays["rows"] = self.rows
+            arrays["rows"] = self.rows[live]
         return scalars, arrays
 
     @classmethod
     def from_state(cls, scalars, arrays, feature_map=None):
-        """The cache :meth:`state` described, slot for slot."""
+        """The cache :meth:`state` described: the same rows in the same slots, the same decisions to come.
+
+        A ValueError if the arrays do not describe a cache of the recorded
+        budget (the kernels would read outside them).
+        """
         cache = cls.__new__(cls)
         cache.feature_map = feature_map
         cache.cache_bytes, cache.sparse = int(scalars["cache_bytes"]), bool(scalars["sparse"])
         cache.dtype, cache.n_features = np.dtype(scalars["dtype"]), int(scalars["n_features"])
         cache.n_slots, cache._meta_per_slot = int(scalars["n_slots"]), int(scalars["meta_per_slot"])
-        for name in cls._ARRAYS:
-            setattr(cache, name, np.array(arrays[name]))  # writable copies the kernels may change
-        if cache.sparse:
-            cache.indices, cache.data, cache.rows = (
-                np.array(arrays["indices"]),
-                np.array(arrays["data"]),
-                None,
+        if "touched" not in scalars:
+            return cache._restore_whole(arrays)  # a checkpoint of a cache allocated whole
+        cache.n_values = int(scalars["n_values"])
+        touched = int(scalars["touched"])
+        meta = np.array(arrays["meta"], dtype=np.int64)
+        live = np.asarray(arrays["live"], dtype=np.int64)
+        free = np.asarray(arrays["free"], dtype=np.int64)
+        Y = np.asarray(arrays["Y"])
+        k, n = Y.shape[0], live.shape[0]
+        lengths = np.asarray(arrays["lengths"], dtype=np.int64) if cache.sparse else np.zeros(n, np.int64)
+        ok = (
+            meta.shape == (kc.META_SIZE,)
+            and 0 <= n <= touched <= cache.n_slots
+            and meta[kc.N_LIVE] == n
+            and meta[kc.N_FREE] == cache.n_slots - n
+            and np.array_equal(np.sort(np.concatenate([live, free])), np.arange(touched))
+            and cache._meta_per_slot == slot_overhead(k, cache.sparse)
+            and cache.full_nbytes <= cache.cache_bytes
+            and all(np.shape(arrays[name]) == (k, n) for name in ("Y", "U", "D", "QD", "A"))
+            and np.shape(arrays["gid"]) == (n,)
+            and np.unique(arrays["gid"]).shape == (n,)
+            and (n == 0 or np.min(arrays["gid"]) >= 0)
+            and lengths.shape == (n,)
+            and (lengths >= 0).all()
+        )
+        if ok and cache.sparse:
+            values = int(lengths.sum())
+            indices = np.asarray(arrays["indices"])
+            ok = (
+                0 <= meta[kc.GARBAGE]
+                and meta[kc.TOP] - meta[kc.GARBAGE] == values
+                and meta[kc.TOP] <= cache.n_values
+                and indices.shape == np.shape(arrays["data"]) == (values,)
+                and (indices.size == 0 or (indices.min() >= 0 and indices.max() < cache.n_features))
             )
-        else:
-            cache.rows = np.array(arrays["rows"])
-        if cache.gid.shape != (cache.n_slots,) or cache.nbytes > cache.cache_bytes:
+        elif ok:
+            ok = np.shape(arrays["rows"]) == (n, cache.n_features)
+        if not ok:
             raise ValueError("the saved row cache does not match its recorded size.")
+        cache.meta = meta
+        cache._allocate(k, touched, int(lengths.sum()))
+        cache.free[: free.shape[0]] = free
+        cache.live[:n] = live
+        cache.pos[live] = np.arange(n)
+        cache.gid[live] = arrays["gid"]
+        for name in ("Y", "U", "D", "QD", "A"):
+            getattr(cache, name)[:, live] = arrays[name]
+        if cache.sparse:
+            cache.ends[live] = np.cumsum(lengths)
+            cache.starts[live] = cache.ends[live] - lengths
+            cache._top = cache.indices.shape[0]
+            cache.indices[:] = arrays["indices"]
+            cache.data[:] = arrays["data"]
+        else:
+            cache.rows[live] = arrays["rows"]
         return cache
+
+    def _restore_whole(self, arrays):
+        """From the arrays of a cache allocated whole (checkpoints written before the cache grew)."""
+        for name in ("meta", *self._SLOT_ARRAYS):
+            setattr(self, name, np.array(arrays[name]))  # writable copies the kernels may change
+        if self.sparse:
+            self.indices, self.data, self.rows = np.array(arrays["indices"]), np.array(arrays["data"]), None
+            self.n_values, self._top = self.indices.shape[0], int(self.meta[kc.TOP])
+        else:
+            self.indices = self.data = None
+            self.rows, self.n_values, self._top = np.array(arrays["rows"]), 0, 0
+        if self.gid.shape != (self.n_slots,) or self.nbytes > self.cache_bytes:
+            raise ValueError("the saved row cache does not match its recorded size.")
+        return self
+
+    def check_dual(self, store):
+        """ValueError unless ``store`` (an :class:`AlphaStore`) has each cached row in its slot."""
+        live = self.live[: self.n_live]
+        gids = self.gid[live]
+        if (gids >= store.slot_of.shape[0]).any() or not np.array_equal(store.slot_of[gids], live):
+            raise ValueError("the saved row cache and the saved dual state do not match.")
 
     # -- accounting ---------------------------------------------------------------
 
     @property
+    def full_nbytes(self):
+        """What :attr:`nbytes` reaches once the arrays have the budget's sizes (at most ``cache_bytes``)."""
+        row = 0 if self.sparse else self.n_features * self._per_value
+        return self.HEADER + self.n_slots * (self._meta_per_slot + row) + self.n_values * self._per_value
+
+    @property
     def nbytes(self):
-        """Bytes allocated by the cache (never more than ``cache_bytes``)."""
+        """Bytes the cache's arrays allocate now (at most :attr:`full_nbytes`)."""
         arrays = [
             self.meta,
             self.gid,
@@ -329,7 +496,7 @@ class RowCache:
         if meta[kc.N_FREE] < n_rows:
             return False
         if self.sparse:
-            return self.data.shape[0] - (meta[kc.TOP] - meta[kc.GARBAGE]) >= nnz
+            return self.n_values - (meta[kc.TOP] - meta[kc.GARBAGE]) >= nnz
         return True
 
     @property
@@ -363,7 +530,8 @@ class RowCache:
             indices, data, rows = np.empty(0, dtype=np.int32), np.empty(0, dtype=self.dtype), self.rows
         slots = (self.meta, self.gid, self.live, self.pos, self.free)
         values = (self.Y, self.U, self.D, self.QD, self.A)
-        return kc.CacheArrays(*slots, *values, self.starts, self.ends, indices, data, rows)
+        sizes = (self.n_slots, self.n_values)
+        return kc.CacheArrays(*slots, *values, self.starts, self.ends, indices, data, rows, *sizes)
 
     def problem(self, c):
         """Problem ``c``'s per-slot ``(y, U, D, Qbar)`` for :func:`~..kernels.dcd.dcd_passes`."""
@@ -387,29 +555,56 @@ class RowCache:
     def insert(self, X, row_ids, block_y, block_cost, squared, bias, store, rng_state):
         """Insert a block's rows (random eviction when full); returns rows inserted."""
         store.reserve(int(row_ids.max()) + 1 if row_ids.size else 0)
-        cache, dual = self.arrays, store.arrays  # after reserve, which reallocates the store
         if self.sparse:
             X = sp.csr_matrix(X)
             if self.feature_map is not None and not X.has_canonical_format:
                 X = X.copy()
                 X.sum_duplicates()  # the map reads each row's nonzeros once, in column order
-            widest = int(np.diff(X.indptr).max()) if X.shape[0] else 0
-            if widest > self.data.shape[0]:
+            lengths = np.diff(X.indptr)
+            widest = int(lengths.max()) if X.shape[0] else 0
+            if widest > self.n_values:
                 raise ValueError(
-                    f"a row has {widest} nonzeros but the cache arena holds {self.data.shape[0]}; "
+                    f"a row has {widest} nonzeros but the cache arena holds {self.n_values}; "
                     "raise cache_bytes."
                 )
             X = X.astype(self.dtype, copy=False)
+            self._reserve_for(row_ids, block_cost, store, lengths)
             block = (X.indptr.astype(np.int64), X.indices, X.data)
             sq = self._sqnorms(X)
-            return kc.insert_sparse(
-                block, sq, row_ids, block_y, block_cost, squared, bias, cache, dual, rng_state
+            cache, dual = self.arrays, store.arrays  # after the reserves, which reallocate
+            inserted, self._top = kc.insert_sparse(
+                block, sq, row_ids, block_y, block_cost, squared, bias, cache, dual, rng_state, self._top
             )
-        if sp.issparse(X):
-            X = X.toarray()
-        X = np.ascontiguousarray(X, dtype=self.dtype)
-        sq = self._sqnorms(X)
-        return kc.insert_dense(X, sq, row_ids, block_y, block_cost, squared, bias, cache, dual, rng_state)
+        else:
+            if sp.issparse(X):
+                X = X.toarray()
+            X = np.ascontiguousarray(X, dtype=self.dtype)
+            self._reserve_for(row_ids, block_cost, store, None)
+            sq = self._sqnorms(X)
+            cache, dual = self.arrays, store.arrays  # after the reserves, which reallocate
+            inserted = kc.insert_dense(
+                X, sq, row_ids, block_y, block_cost, squared, bias, cache, dual, rng_state
+            )
+        if inserted < 0:
+            raise RuntimeError("the row cache's arrays were not grown for the rows inserted.")
+        return inserted
+
+    def _reserve_for(self, row_ids, block_cost, store, lengths):
+        """Grow the arrays for inserting a block's rows (``lengths``: their values when sparse).
+
+        An insertion reaches at most the live rows and values now plus
+        those of the block's rows not cached and of positive cost (the
+        bound the insertion kernels check).  The whole block bounds them
+        too, which is enough to know that the arrays need not grow: the
+        common case, once they have the budget's sizes.
+        """
+        live_values = int(self.meta[kc.TOP] - self.meta[kc.GARBAGE])
+        block_values = 0 if lengths is None else int(lengths.sum())
+        if self.holds(self.n_live + row_ids.shape[0], live_values + block_values):
+            return
+        new = (store.slot_of[row_ids] < 0) & (block_cost > 0.0).any(axis=0)
+        new_values = 0 if lengths is None else int(lengths[new].sum())
+        self.reserve(self.n_live + int(new.sum()), live_values + new_values)
 
     def _sqnorms(self, X):
         """``||phi(x)||^2`` of every row of ``X`` (in the cache's dtype), without the bias."""
@@ -428,7 +623,7 @@ class RowCache:
     def compact(self):
         """Squeeze the garbage that evicted rows left out of a sparse arena (no-op when none)."""
         if self.sparse and self.meta[kc.GARBAGE] > 0:
-            kc.compact(self.arrays)
+            self._top = kc.compact(self.arrays)
 
     def sweep(self, W, bias, eps, store, visit_budget, rng_state, *, beta, full_at, crammer_singer=False):
         """StreamSVM's trainer on the cached rows for ``visit_budget`` row visits; ``(visits, busy)``.
@@ -460,7 +655,7 @@ class RowCache:
         X = self.rows_of(live)
         values = [a[:, live].copy() for a in (self.Y, self.U, self.D, self.QD)]
         self.evict(live, store)  # alphas to the store
-        for name in (*self._ARRAYS, "indices", "data", "rows"):
+        for name in (*self._SLOT_ARRAYS, "indices", "data", "rows"):
             setattr(self, name, None)  # release them before allocating the new ones
         nnz_per_row = (nnz + (X.nnz if self.sparse else 0)) / max(n + n_rows, 1)
         new = RowCache(capacity, self.n_features, self.dtype, self.sparse, k, nnz_per_row, self.feature_map)
@@ -473,3 +668,13 @@ class RowCache:
             for dst, src in zip((new.Y, new.U, new.D, new.QD), values, strict=True):
                 dst[:, slots] = src
         return new
+
+
+def _grown(a, size, axis, keep, fill):
+    """``a`` with ``size`` entries along ``axis``: its first ``keep``, then ``fill`` (a new array)."""
+    shape = list(a.shape)
+    shape[axis] = size
+    out = np.full(shape, fill, dtype=a.dtype) if fill else np.zeros(shape, dtype=a.dtype)
+    head = (slice(None),) * axis + (slice(0, keep),)
+    out[head] = a[head]
+    return out

@@ -22,8 +22,9 @@ paper's Theorem 1).  Bytes are counted as the row cache counts them
 (:class:`~.cache.RowCache`: the row values and the per-row solver state).
 
 Row memory.  ``W`` lives in one :class:`~.cache.RowCache` of ``cache_bytes +
-block_bytes`` (the DCD kernel reads its slots directly); after each block the
-rows not selected are evicted, which writes their alphas back to the
+block_bytes`` (the DCD kernel reads its slots directly; its arrays grow with
+the rows it holds, up to that budget); after each block the rows not
+selected are evicted, which writes their alphas back to the
 :class:`~.cache.AlphaStore` and keeps the dual's sums exact.  A sparse row
 memory splits its bytes between row slots and a value arena from a guess of
 the nonzeros per row; a partition that does not fit that split (its rows
@@ -273,6 +274,11 @@ class BlockTrainer(PassCertifier):
     def restore(self, state, arrays):
         super().restore(state, arrays)
         self.kept = arrays["kept"].astype(np.int64)
+        memory = self.memory
+        if memory is not None:
+            memory.check_dual(self.store)
+            if not np.isin(self.kept, memory.gid[memory.live[: memory.n_live]]).all():
+                raise ValueError("the saved cache selection names rows that are not cached.")
 
     # -- pass end ----------------------------------------------------------------
 

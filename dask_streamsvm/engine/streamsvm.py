@@ -140,6 +140,8 @@ class StreamSVMTrainer(PassCertifier):
 
     def restore(self, state, arrays):
         super().restore(state, arrays)
+        if self.cache is not None:
+            self.cache.check_dual(self.store)
         self.visits_owed = int(state["visits_owed"])
         self.eps[:] = arrays["eps"]
 
@@ -163,4 +165,3 @@ def _new_cache(block, cache_bytes, source, k, feature_map):
     sparse = sp.issparse(block.X)
     nnz_per_row = block.X.nnz / max(block.n_rows, 1) if sparse else None
     return RowCache(cache_bytes, source.n_features, block.X.dtype, sparse, k, nnz_per_row, feature_map)
-

@@ -1,6 +1,6 @@
 """numba kernels of the row cache: insertion with random eviction, eviction, StreamSVM's trainer.
 
-State (all preallocated by ``engine.cache.RowCache`` and ``AlphaStore``;
+State (all allocated by ``engine.cache.RowCache`` and ``AlphaStore``;
 ``k`` problems share the rows, one per one-vs-rest class).  The kernels take
 it as two bundles of arrays, :data:`CacheArrays` (the budgeted cache) and
 :data:`DualArrays` (every row seen)::
@@ -9,10 +9,11 @@ it as two bundles of arrays, :data:`CacheArrays` (the budgeted cache) and
     meta              n_live, n_free, arena top, garbage, insertions, evictions
     gid[s]            global row id in slot s (-1: free)
     live[:n_live]     occupied slots;  pos[s] = position of s in live
-    free[:n_free]     free slots (a stack)
+    free              free slots (a stack, see below)
     Y, U, D, QD, A    (k, slots): y, upper bound U, D_ii, Qbar_ii, alpha
     starts, ends, indices, data   sparse: the rows of the slots in an arena
     rows              dense: (slots, n_features), one row per slot
+    n_slots, n_values the budget's slots and arena values (scalars)
 
     DualArrays (outside the budget)
     slot_of[g]        slot of global row g, or -1
@@ -27,6 +28,26 @@ the arena is full.  Insertion follows StreamSVM's reader (Matsushima et al.
 to make room.  Evicting writes the row's alphas back to ``alpha`` and keeps
 ``sums`` exact for the dual.  StreamSVM's trainer (Algorithm 2) is
 :func:`train_on_cache`, and its eviction rule :func:`evict_uninformative`.
+
+Every decision (which slot a row takes, when the arena is full, which row
+a full cache evicts) is made on the budget's sizes, ``n_slots`` slots and
+``n_values`` arena values, as if the cache had allocated them all: the
+arena's top and garbage in ``meta`` count in a budget-sized arena, and
+``meta[N_FREE]`` counts the budget's free slots.  The arrays themselves
+hold only what the caller allocated so far (``engine.cache.RowCache``
+grows them, before each insertion, to what the insertion can reach):
+
+* slots: ``gid.shape[0]`` of them.  Free slots are taken from the top of
+  a stack that starts as ``n_slots - 1, ..., 1, 0`` and takes evicted
+  slots back on top, so a slot is first used only when every lower one is
+  in use; ``free`` holds the top ``free.shape[0]`` entries of that stack,
+  whose bottom entries (``n_slots - 1`` down to ``gid.shape[0]``) are
+  implied.
+* values: ``data.shape[0]`` of them.  Rows are stored from a top of their
+  own (``insert_sparse``'s ``top``, never above the arena top in
+  ``meta``); when a row does not fit there, :func:`pack` squeezes out the
+  garbage, which changes where rows are stored, never which rows are
+  cached.
 """
 
 from collections import namedtuple
@@ -43,11 +64,19 @@ from .rng import next_uint64
 N_LIVE, N_FREE, TOP, GARBAGE, INSERTED, EVICTED = range(6)
 META_SIZE = 6
 
-CacheArrays = namedtuple("CacheArrays", "meta gid live pos free Y U D QD A starts ends indices data rows")
+CacheArrays = namedtuple(
+    "CacheArrays", "meta gid live pos free Y U D QD A starts ends indices data rows n_slots n_values"
+)
 CacheArrays.__doc__ = "The row cache's arrays (module docstring), from ``engine.cache.RowCache.arrays``."
 
 DualArrays = namedtuple("DualArrays", "slot_of alpha sums")
 DualArrays.__doc__ = "Every row's dual state (module docstring), from ``engine.cache.AlphaStore.arrays``."
+
+
+@njit(cache=True, nogil=True)
+def _stack_index(cache, depth):
+    """Index in ``free`` of the free stack's entry ``depth`` (0: the bottom, implied entries included)."""
+    return depth - (cache.n_slots - cache.free.shape[0])
 
 
 @njit(cache=True, nogil=True)
@@ -76,7 +105,7 @@ def evict(s, cache, dual):
     live[p] = last
     pos[last] = p
     meta[N_LIVE] -= 1
-    cache.free[meta[N_FREE]] = s
+    cache.free[_stack_index(cache, meta[N_FREE])] = s
     meta[N_FREE] += 1
     if cache.starts.shape[0] > 0:
         meta[GARBAGE] += cache.ends[s] - cache.starts[s]
@@ -87,10 +116,23 @@ def evict(s, cache, dual):
 
 @njit(cache=True, nogil=True)
 def compact(cache):
-    """Move the live rows of a sparse cache to the front of the arena, in arena order."""
-    meta, live, starts, ends = cache.meta, cache.live, cache.starts, cache.ends
+    """Squeeze the garbage out of a sparse cache's arena (:func:`pack`); its top is then the live values."""
+    top = pack(cache)
+    cache.meta[TOP] = top
+    cache.meta[GARBAGE] = 0
+    return top
+
+
+@njit(cache=True, nogil=True)
+def pack(cache):
+    """Move the live rows of a sparse cache to the front of the arena, in arena order; returns their values.
+
+    Where rows are stored only: the arena's top and garbage in ``meta``
+    are the caller's to set (:func:`compact`).
+    """
+    live, starts, ends = cache.live, cache.starts, cache.ends
     indices, data = cache.indices, cache.data
-    n = meta[N_LIVE]
+    n = cache.meta[N_LIVE]
     order = live[:n][np.argsort(starts[live[:n]])]
     top = 0
     for t in range(n):
@@ -103,8 +145,7 @@ def compact(cache):
         starts[s] = top
         ends[s] = top + m
         top += m
-    meta[TOP] = top
-    meta[GARBAGE] = 0
+    return top
 
 
 @njit(cache=True, nogil=True)
@@ -117,8 +158,8 @@ def _evict_random(cache, dual, rng_state):
 @njit(cache=True, nogil=True)
 def _take_slot(g, cache, dual):
     meta = cache.meta
+    s = cache.free[_stack_index(cache, meta[N_FREE] - 1)]
     meta[N_FREE] -= 1
-    s = cache.free[meta[N_FREE]]
     cache.gid[s] = g
     dual.slot_of[g] = s
     cache.live[meta[N_LIVE]] = s
@@ -148,7 +189,30 @@ def _weightless(block_cost, r):
 
 
 @njit(cache=True, nogil=True)
-def insert_sparse(block, block_sq, row_ids, block_y, block_cost, squared, bias, cache, dual, rng_state):
+def _allocated_for(cache, dual, row_ids, block_cost, indptr):
+    """Whether the arrays hold all that inserting the block's rows can reach (module docstring).
+
+    The rows inserted are those not cached and of positive cost (``indptr``
+    gives their values when sparse).  A cached row that an insertion
+    evicts may come back, but then it left first: the live rows never
+    outnumber those live now plus these, nor do their values, and the
+    budget's sizes bound both.
+    """
+    rows = 0
+    values = 0
+    for r in range(row_ids.shape[0]):
+        if dual.slot_of[row_ids[r]] < 0 and not _weightless(block_cost, r):
+            rows += 1
+            if indptr.shape[0] > 0:
+                values += indptr[r + 1] - indptr[r]
+    meta = cache.meta
+    if min(cache.n_slots, meta[N_LIVE] + rows) > cache.gid.shape[0]:
+        return False
+    return min(cache.n_values, meta[TOP] - meta[GARBAGE] + values) <= cache.data.shape[0]
+
+
+@njit(cache=True, nogil=True)
+def insert_sparse(block, block_sq, row_ids, block_y, block_cost, squared, bias, cache, dual, rng_state, top):
     """Insert the rows of a CSR block; rows already cached or of zero cost are skipped.
 
     ``block`` is ``(indptr, indices, data)``; block row ``r`` is global row
@@ -156,14 +220,21 @@ def insert_sparse(block, block_sq, row_ids, block_y, block_cost, squared, bias, 
     (one per problem), and ``block_sq[r]`` is ``||phi(x_r)||^2`` without the
     bias (the squared norm of the row itself unless a feature map applies).
     ``U``, ``D`` and ``Qbar`` follow from the costs and ``squared``
-    (:func:`~.objective.upper_and_diag`).  Returns the number of rows
-    inserted.  A row larger than the whole arena cannot be cached: the
-    caller checks that beforehand.
+    (:func:`~.objective.upper_and_diag`).
+
+    ``top`` is where the next row is stored in ``data`` (module docstring:
+    at most the arena top in ``meta``).  Returns ``(inserted, top)``: the
+    number of rows inserted and the new ``top``; ``inserted`` is -1, and
+    nothing changes, when the arrays are shorter than the insertion can
+    reach (the caller grows them first).  A row larger than the whole
+    arena cannot be cached: the caller checks that beforehand.
     """
     indptr, b_indices, b_data = block
+    if not _allocated_for(cache, dual, row_ids, block_cost, indptr):
+        return -1, top
     meta, indices, data = cache.meta, cache.indices, cache.data
     inserted = 0
-    cap_nnz = data.shape[0]
+    cap_nnz = cache.n_values
     for r in range(row_ids.shape[0]):
         g = row_ids[r]
         if dual.slot_of[g] >= 0 or _weightless(block_cost, r):
@@ -176,20 +247,22 @@ def insert_sparse(block, block_sq, row_ids, block_y, block_cost, squared, bias, 
             # evict random rows until it does.
             room = cap_nnz - (meta[TOP] - meta[GARBAGE])
             if meta[N_FREE] > 0 and room >= m and room >= cap_nnz // 8:
-                compact(cache)
+                top = compact(cache)
             else:
                 _evict_random(cache, dual, rng_state)
+        if top + m > data.shape[0]:
+            top = pack(cache)  # the arrays are shorter than the budget's arena: the row fits now
         s = _take_slot(g, cache, dual)
-        top = meta[TOP]
         for k in range(m):
             indices[top + k] = b_indices[lo + k]
             data[top + k] = b_data[lo + k]
         cache.starts[s] = top
         cache.ends[s] = top + m
-        meta[TOP] = top + m
+        top += m
+        meta[TOP] += m
         _set_problem_values(s, r, g, block_y, block_cost, squared, bias, block_sq[r], cache, dual)
         inserted += 1
-    return inserted
+    return inserted, top
 
 
 @njit(cache=True, nogil=True)
@@ -197,8 +270,12 @@ def insert_dense(X, block_sq, row_ids, block_y, block_cost, squared, bias, cache
     """Insert the rows of a dense block; rows already cached or of zero cost are skipped.
 
     The arguments are those of :func:`insert_sparse`, with the block as a
-    C-contiguous 2-D array ``X``.  Returns the number of rows inserted.
+    C-contiguous 2-D array ``X`` and no ``top``.  Returns the number of rows
+    inserted, or -1, with nothing changed, when the arrays are shorter than
+    the insertion can reach.
     """
+    if not _allocated_for(cache, dual, row_ids, block_cost, np.empty(0, dtype=np.int64)):
+        return -1
     rows = cache.rows
     inserted = 0
     for r in range(row_ids.shape[0]):
@@ -231,11 +308,11 @@ def write_back_all(cache, dual):
 
 @njit(cache=True, nogil=True)
 def nearly_full(cache, fraction):
-    """Whether more than ``fraction`` of the cache's slots, or of its arena, is in use."""
+    """Whether more than ``fraction`` of the budget's slots, or of its arena, is in use."""
     meta = cache.meta
-    if meta[N_LIVE] > fraction * cache.gid.shape[0]:
+    if meta[N_LIVE] > fraction * cache.n_slots:
         return True
-    cap_nnz = cache.data.shape[0]
+    cap_nnz = cache.n_values
     return cap_nnz > 0 and meta[TOP] - meta[GARBAGE] > fraction * cap_nnz
 
 
@@ -290,9 +367,9 @@ def train_on_cache(X, cache, dual, W, bias, eps, beta, full_at, visit_budget, rn
     """
     meta, live = cache.meta, cache.live
     k = cache.Y.shape[0]
-    n_slots = cache.gid.shape[0]
-    shrunk = np.zeros(n_slots, dtype=np.int64)
-    index = np.empty(n_slots, dtype=np.int64)
+    allocated = cache.gid.shape[0]  # every live slot is below it
+    shrunk = np.zeros(allocated, dtype=np.int64)
+    index = np.empty(allocated, dtype=np.int64)
     visits = 0
     busy = True
     while visits < visit_budget and meta[N_LIVE] > 0 and busy:

@@ -1,0 +1,253 @@
+"""The memory budget is a ceiling, not an allocation (docs/reliability.md).
+
+``cache_bytes`` far above the data, or above the machine's memory, costs
+only the rows the cache holds; checkpoints write those rows only; and the
+cache takes every decision as one allocated whole would, so the model and
+a resumed fit stay the same bit for bit.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+
+from dask_streamsvm import LinearSVC
+from dask_streamsvm.engine import checkpoint as ckpt
+from dask_streamsvm.engine.cache import AlphaStore, RowCache
+from dask_streamsvm.kernels.rng import make_state
+
+from ._helpers import noisy_linear_data
+
+N_PARTS, PART_ROWS = 10, 40
+
+
+def _data(seed=0, n=N_PARTS * PART_ROWS, d=5):
+    return noisy_linear_data(n, d, seed)
+
+
+def _sparse_collection(X, y):
+    Xs = np.where(np.abs(X) > 0.6, X, 0.0)
+    Xd = da.from_array(Xs, chunks=(PART_ROWS, X.shape[1])).map_blocks(sp.csr_matrix)
+    return Xd, da.from_array(y, chunks=PART_ROWS)
+
+
+def _fit(Xd, yd, resume=False, **params):
+    base = dict(tol=1e-5, max_iter=20, random_state=0, inner_iter=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return LinearSVC(**{**base, **params}).fit(Xd, yd, resume=resume)
+
+
+@pytest.fixture
+def allocations(monkeypatch):
+    """Every RowCache of the test, to read what it allocated after each insertion."""
+    seen = []
+    insert = RowCache.insert
+
+    def recording(self, *args, **kwargs):
+        out = insert(self, *args, **kwargs)
+        seen.append((self, self.nbytes, self.n_live))
+        return out
+
+    monkeypatch.setattr(RowCache, "insert", recording)
+    return seen
+
+
+# -- a budget above the data ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("solver", ["streamsvm", "sbm"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_budget_far_above_the_data_allocates_for_the_rows_held_and_gives_the_same_model(
+    solver, sparse, allocations
+):
+    X, y = _data()
+    if sparse:
+        Xd, yd = _sparse_collection(X, y)
+    else:
+        Xd, yd = da.from_array(X, chunks=PART_ROWS), da.from_array(y, chunks=PART_ROWS)
+    # 400 rows of 5 features take about 50 KB in the cache: 200 KB holds them all, in one
+    # block for SBM, never nearly full for StreamSVM.
+    held = _fit(Xd, yd, solver=solver, cache_bytes="200KB")
+    allocations.clear()
+    huge = _fit(Xd, yd, solver=solver, cache_bytes="100GB")
+    np.testing.assert_array_equal(huge.coef_, held.coef_)
+    np.testing.assert_array_equal(huge.intercept_, held.intercept_)
+    assert huge.n_iter_ == held.n_iter_ and huge.objective_ == held.objective_
+    assert allocations[-1][0].n_slots > 10**8  # the budget's slots: every decision is taken on them
+    assert max(nbytes for _, nbytes, _ in allocations) < 200_000  # not 100 GB, nor 1 GB
+    most = 0
+    for _, nbytes, n_live in allocations:
+        most = max(most, n_live)
+        assert nbytes <= 200 + 4 * most * 150  # a few times the most rows held, never the budget
+
+
+def test_a_budget_above_the_memory_limit_trains_within_it():
+    # In a process that may map 8 GB at most, a 100 GB budget used to fail on its first
+    # allocation (or, without a limit, get the process killed by the system).
+    if not sys.platform.startswith("linux"):
+        pytest.skip("RLIMIT_AS is enforced on Linux")
+    code = textwrap.dedent(
+        """
+        import resource, sys
+        resource.setrlimit(resource.RLIMIT_AS, (8 * 2**30, 8 * 2**30))
+        import dask, dask.array as da, numpy as np
+        from dask_streamsvm import LinearSVC
+        dask.config.set(scheduler="synchronous")
+        rng = np.random.RandomState(0)
+        X = rng.randn(400, 4)
+        y = (X @ rng.randn(4) > 0).astype(int)
+        Xd, yd = da.from_array(X, chunks=40), da.from_array(y, chunks=40)
+        for solver in ("streamsvm", "sbm"):
+            clf = LinearSVC(solver=solver, cache_bytes="100GB", max_iter=30, random_state=0).fit(Xd, yd)
+            print(solver, clf.n_iter_, clf.score(X, y))
+        """
+    )
+    env = dict(os.environ, MALLOC_ARENA_MAX="2", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    scores = [float(line.split()[2]) for line in done.stdout.splitlines()]
+    assert len(scores) == 2 and min(scores) > 0.8
+
+
+# -- the cache grows, its decisions do not change ------------------------------------------------
+
+
+def _churn(cache, store, data, sparse, seed):
+    """Insert blocks whose rows come back, evict some, sweep: what a fit does to a cache."""
+    rng = np.random.RandomState(seed)
+    state = make_state(seed)
+    W = np.zeros((2, data.shape[1] + 1))
+    eps = np.full(2, np.inf)
+    trace = []
+    for b in range(40):
+        ids = rng.choice(data.shape[0], size=40, replace=False)
+        X = sp.csr_matrix(data[ids]) if sparse else data[ids]
+        y = np.where(rng.rand(2, 40) < 0.5, 1.0, -1.0)
+        cost = np.where(rng.rand(2, 40) < 0.1, 0.0, 1.0)
+        cache.insert(X, ids, y, cost, True, 1.0, store, state)
+        if b % 7 == 3:
+            cache.evict(cache.live[: cache.n_live : 3].copy(), store)
+            cache.compact()
+        if b % 5 == 4:
+            cache.sweep(W, 1.0, eps, store, 200, state, beta=0.9, full_at=0.9)
+        live = cache.live[: cache.n_live].copy()
+        rows = cache.rows_of(live)
+        rows = rows.toarray() if sparse else rows
+        trace.append((cache.meta.copy(), live, cache.gid[live], cache.A[:, live], rows, W.copy()))
+    cache.write_back(store)
+    trace.append((store.alpha[:, : data.shape[0]].copy(), store.sums.copy()))
+    return trace
+
+
+def _assert_same(trace, expected):
+    for step, step_expected in zip(trace, expected, strict=True):
+        for got, want in zip(step, step_expected, strict=True):
+            np.testing.assert_array_equal(got, want)
+
+
+def _rows(seed):
+    rng = np.random.RandomState(seed)
+    return rng.randn(300, 20) * (rng.rand(300, 20) < rng.uniform(0.05, 0.5, size=(300, 1)))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("budget", [6_000, 30_000, 2_000_000])
+def test_a_growing_cache_takes_the_decisions_of_one_allocated_whole(sparse, budget):
+    data = _rows(1)
+    whole = RowCache(budget, 20, np.float64, sparse, 2, nnz_per_row=4)
+    whole.reserve(whole.n_slots, whole.n_values)  # allocated whole, as the cache used to be
+    assert whole.nbytes == whole.full_nbytes <= budget
+    grown = RowCache(budget, 20, np.float64, sparse, 2, nnz_per_row=4)
+    assert grown.nbytes == RowCache.HEADER
+    _assert_same(_churn(grown, AlphaStore(2), data, sparse, 0), _churn(whole, AlphaStore(2), data, sparse, 0))
+    assert grown.evictions > 0  # at random when full, by the sweeps, and by hand
+    assert grown.used_bytes <= grown.nbytes <= grown.full_nbytes <= budget
+    if budget == 2_000_000:  # every row fits: the arrays hold what the rows need
+        assert grown.n_live + grown.evictions == grown.insertions
+        assert grown.nbytes < 4 * grown.used_bytes
+
+
+# -- checkpoints ---------------------------------------------------------------------------------
+
+
+def _copy(store):
+    copy = AlphaStore(store.k)
+    copy.restore({name: np.array(a) for name, a in store.state().items()})
+    return copy
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("budget", [3_000, 10**9])
+def test_a_restored_cache_goes_on_as_the_cache_it_was_saved_from(sparse, budget):
+    data = _rows(2)
+    cache, store = RowCache(budget, 20, np.float64, sparse, 2, nnz_per_row=6), AlphaStore(2)
+    _churn(cache, store, data, sparse, 0)
+    scalars, arrays = cache.state()
+    assert sum(a.nbytes for a in arrays.values()) <= cache.used_bytes + 200  # the live rows
+    restored = RowCache.from_state(scalars, arrays)
+    restored.check_dual(store)
+    assert restored.nbytes <= cache.nbytes and restored.used_bytes == cache.used_bytes
+    _assert_same(_churn(restored, _copy(store), data, sparse, 5), _churn(cache, store, data, sparse, 5))
+    bad = dict(arrays, live=arrays["live"] + cache.n_slots)
+    with pytest.raises(ValueError, match="does not match"):
+        RowCache.from_state(scalars, bad)
+    with pytest.raises(ValueError, match="do not match"):
+        restored.check_dual(AlphaStore(2))
+
+
+def test_a_cache_saved_whole_by_an_earlier_version_restores():
+    data = _rows(3)
+    cache, store = RowCache(3_000, 20, np.float64, True, 2, nnz_per_row=6), AlphaStore(2)
+    cache.reserve(cache.n_slots, cache.n_values)
+    _churn(cache, store, data, True, 0)
+    scalars, _ = cache.state()
+    old_scalars = {k: v for k, v in scalars.items() if k not in ("touched", "n_values")}
+    old_arrays = {name: getattr(cache, name) for name in ("meta", *RowCache._SLOT_ARRAYS, "indices", "data")}
+    restored = RowCache.from_state(old_scalars, old_arrays)
+    _assert_same(_churn(restored, _copy(store), data, True, 5), _churn(cache, store, data, True, 5))
+
+
+@pytest.mark.parametrize("solver", ["streamsvm", "sbm"])
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("budget", ["4KB", "1GB"])
+def test_checkpoints_hold_the_live_rows_and_resume_bit_for_bit(solver, sparse, budget, tmp_path):
+    X, y = _data()  # 16 KB of data
+    reads = []
+
+    def counted(block):
+        reads.append(block.shape[0])
+        return block
+
+    Xd = da.from_array(X, chunks=PART_ROWS).map_blocks(counted, meta=np.zeros((0, 0)))
+    if sparse:
+        Xd = Xd.map_blocks(
+            lambda b: sp.csr_matrix(np.where(np.abs(b) > 0.6, b, 0.0)), meta=sp.csr_matrix((0, 0))
+        )
+    yd = da.from_array(y, chunks=PART_ROWS)
+    params = dict(solver=solver, cache_bytes=budget, max_iter=12, tol=1e-9)
+    sizes = []
+
+    def stop_at_2(record):
+        sizes.append(os.path.getsize(tmp_path / ckpt.FILE) if (tmp_path / ckpt.FILE).exists() else 0)
+        return record["pass"] == 2
+
+    reference = _fit(Xd, yd, **params)
+    reference_reads = len(reads)
+    _fit(Xd, yd, **params, checkpoint_dir=tmp_path, callbacks=[stop_at_2])
+    assert 0 < max(sizes) < 200_000  # the rows held, not the budget (1 GB per pass before)
+    reads.clear()
+    resumed = _fit(Xd, yd, **params, checkpoint_dir=tmp_path, resume=True)
+    assert reference.n_iter_ >= 3
+    assert len(reads) <= reference_reads - N_PARTS  # it went on from pass 2, with the saved cache
+    np.testing.assert_array_equal(resumed.coef_, reference.coef_)
+    np.testing.assert_array_equal(resumed.intercept_, reference.intercept_)
+    assert resumed.n_iter_ == reference.n_iter_
+    assert [r["primal"] for r in resumed.history_] == [r["primal"] for r in reference.history_]
