@@ -437,7 +437,7 @@ def write_report(payload):
         "blocks trained per read). SBM and BM train each block (plus cache) for 10 DCD passes.",
         "",
         "Columns. *row memory / M*: the most the row memory allocated (SBM, BM; StreamSVM's cache grows "
-        "with its rows, within M). *reads to 1e-2*, *reads to 1e-3*: passes over the data until the certified "
+        "to fit, within M). *reads to 1e-2*, *reads to 1e-3*: passes over the data until the certified "
         "relative duality gap (P - D) / P first reaches that value, counting the read that certifies it "
         "(pass k certifies the state k reads of training left), with the seconds since the start of the fit. "
         "*block loads*: data read until then in units of M, i.e. of BM's block (reads x data / M): every "
