@@ -304,9 +304,11 @@ def test_a_streaming_fit_run_inside_a_task_reads_its_partitions_on_the_same_work
 
     with dask.config.set(scheduler="sync"):  # not on whichever client another test made the default
         expected = _fit_in_task(X, y)
+    # Worker processes: the client the task's reads make on its worker (distributed makes it the
+    # default client of that process) goes with the worker, not left behind in this one.
     with (
         distributed.LocalCluster(
-            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0", silence_logs=50
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=50
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
