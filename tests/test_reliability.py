@@ -626,12 +626,13 @@ def test_an_interrupted_partial_fit_keeps_n_iter_equal_to_the_history():
 # -- hung reads --------------------------------------------------------------------------------
 
 
-def _hanging_collection(X, y, hang_from_read):
-    """Partition 6 blocks on its ``hang_from_read``-th read until ``release`` is set."""
+def _hanging_collection(X, y, hang_from_read, armed=None):
+    """Partition 6 blocks on its ``hang_from_read``-th read (or, given the event ``armed``, on its
+    reads once ``armed`` is set) until ``release`` is set."""
     release = threading.Event()
 
     def hang(i, read, rows, labels):
-        if i == 6 and read >= hang_from_read:
+        if i == 6 and (armed.is_set() if armed is not None else read >= hang_from_read):
             release.wait(120)
         return rows, labels
 
@@ -653,16 +654,19 @@ def test_a_hung_partition_read_stops_the_fit_after_read_timeout_naming_it(hang_f
 
 def test_ctrl_c_during_a_hung_read_returns_without_waiting_for_it():
     X, y = _data()
-    Xd, yd, release = _hanging_collection(X, y, hang_from_read=3)
+    armed = threading.Event()
+    Xd, yd, release = _hanging_collection(X, y, hang_from_read=None, armed=armed)
 
-    def interrupt_at_pass_0(record):
+    def interrupt_at_pass_0(record):  # pass 1 hangs on partition 6; Ctrl-C comes while it does
         if record["pass"] == 0:
+            armed.set()
             _ctrl_c_after(0.3)
 
     try:
         with pytest.warns(UserWarning, match="interrupted"):
             model = _stream(shuffle=False, tol=1e-9, callbacks=[interrupt_at_pass_0]).fit(Xd, yd)
         assert not release.is_set()  # returned while partition 6 was still being read
+        assert not _reader_threads()  # and the reader thread is gone, not left waiting for it
         assert model.n_iter_ == 0 and len(model.history_) == 1
     finally:
         release.set()
