@@ -260,5 +260,14 @@ def callables(name, value):
     return items
 
 
+def feature_map(name, value):
+    """None, or a map of :mod:`dask_streamsvm.features` (what has ``spec`` and ``raw_width``)."""
+    if value is not None and not (hasattr(value, "spec") and hasattr(value, "raw_width")):
+        raise TypeError(
+            f"{name} must be a map of dask_streamsvm.features (PolynomialMap, ...) or None, got {value!r}."
+        )
+    return value
+
+
 def anything(name, value):
     return value

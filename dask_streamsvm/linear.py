@@ -288,6 +288,7 @@ class LinearSVC(StreamClassifier):
         "fit_intercept": v.anything,
         "intercept_scaling": v.anything,  # checked with fit_intercept (see _params)
         "class_weight": v.class_weight,
+        "feature_map": v.feature_map,
         "tol": v.positive_float,
         "max_iter": v.integer(),
         "solver": v.one_of(*SOLVERS),

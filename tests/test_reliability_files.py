@@ -402,6 +402,10 @@ CRAFTED = {
         lambda meta: meta["params"].update(feature_map={"__feature_map__": 5}),
         "a feature map is saved as",
     ),
+    "a feature map that is true": (
+        lambda meta: meta["params"].update(feature_map=True),
+        "feature_map must be a map of dask_streamsvm.features",
+    ),
     "class_weight pairs of lists": (
         lambda meta: meta["params"].update(class_weight={"__pairs__": [[[0], 1]]}),
         "dict keys must be numbers or strings",

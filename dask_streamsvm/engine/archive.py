@@ -317,16 +317,17 @@ class _HashingReader:
         return data
 
 
-def _nesting_within(value, limit):
-    """Whether the JSON ``value`` nests at most ``limit`` lists and objects deep (no recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict | list):
-            if depth > limit:
-                return False
-            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
-    return True
+def _nesting(text):
+    """The deepest nesting of lists and objects in the JSON ``text`` (bytes), strings skipped.
+
+    Counted with array operations before the text is parsed, so that a
+    crafted file never drives the parser into a RecursionError.
+    """
+    raw = np.frombuffer(text.replace(b"\\\\", b"").replace(b'\\"', b""), dtype=np.uint8)
+    outside = np.cumsum(raw == ord('"')) % 2 == 0
+    opens, closes = np.isin(raw, (ord("["), ord("{"))), np.isin(raw, (ord("]"), ord("}")))
+    step = (opens.astype(np.int64) - closes) * outside
+    return int(np.cumsum(step).max(initial=0))
 
 
 def _array_dtype(text):
@@ -427,12 +428,12 @@ class ArchiveReader:
             text = member.read(META_MAX_BYTES + 1)  # the zip's sizes may lie: never read more
         if len(text) > META_MAX_BYTES:
             raise self._error(too_large)
+        if _nesting(text) > MAX_DEPTH:
+            raise self._error(f"{META} nests deeper than {MAX_DEPTH} levels; the file was modified.")
         try:
             meta = json.loads(text.decode("utf-8"))
         except (ValueError, RecursionError) as exc:
             raise self._error(f"{META} is not valid JSON ({cut(str(exc))}); the file is damaged.") from None
-        if not _nesting_within(meta, MAX_DEPTH):
-            raise self._error(f"{META} nests deeper than {MAX_DEPTH} levels; the file was modified.")
         if not isinstance(meta, dict):
             raise ArchiveError(f"{self.where} is not a {self.what} ({META} is not a JSON object).")
         return meta
