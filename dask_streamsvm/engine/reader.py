@@ -34,7 +34,7 @@ import numpy as np
 from ._malloc import release_free_memory
 from .fingerprint import PartitionPrints
 from .source import RowIds
-from .waiting import POLL, ReadTimeout
+from .waiting import POLL, OnThread, ReadTimeout
 
 RETRY_DELAY = 0.1  # seconds before the first repeated read; doubled for each next one, at most 5 s
 # I/O errors that repeating the read cannot mend.
@@ -153,19 +153,9 @@ class Reader:
         read that is no longer wanted: ``close`` returns at once, and the
         thread computing the partition ends when its task does.
         """
-        done, out = threading.Event(), {}
-
-        def compute():
-            try:
-                out["block"] = self.source.load(p)
-            except BaseException as exc:  # noqa: BLE001 - re-raised by the reader thread
-                out["error"] = exc
-            finally:
-                done.set()
-
-        threading.Thread(target=compute, name="dask-streamsvm-read", daemon=True).start()
+        read = OnThread(lambda: self.source.load(p))
         deadline = None if self.read_timeout is None else time.monotonic() + self.read_timeout
-        while not done.wait(POLL):
+        while not read.done.wait(POLL):
             if self._stop.is_set():
                 raise Stopped
             if deadline is not None and time.monotonic() >= deadline:
@@ -174,9 +164,7 @@ class Reader:
                     f"{self.read_timeout} s: its task is hung or slower than allowed. Raise read_timeout "
                     "(or pass None to wait without limit), or check the source of that partition."
                 )
-        if "error" in out:
-            raise out["error"]
-        return out["block"]
+        return read.result()
 
     @property
     def busy_seconds(self):

@@ -18,6 +18,29 @@ class ReadTimeout(TimeoutError):
     """A partition's read took longer than ``read_timeout``; never retried."""
 
 
+class OnThread:
+    """``fn()`` started on a daemon thread of its own; ``done`` is set when it returns or raises."""
+
+    def __init__(self, fn):
+        self.done, self._out = threading.Event(), {}
+
+        def run():
+            try:
+                self._out["value"] = fn()
+            except BaseException as exc:  # noqa: BLE001 - re-raised by result()
+                self._out["error"] = exc
+            finally:
+                self.done.set()
+
+        threading.Thread(target=run, name="dask-streamsvm-read", daemon=True).start()
+
+    def result(self):
+        """What ``fn`` returned, or its exception raised again (once ``done`` is set)."""
+        if "error" in self._out:
+            raise self._out["error"]
+        return self._out["value"]
+
+
 def watched_compute(tasks, ids, read_timeout):
     """``dask.compute(*tasks)``, one task per partition (``ids``), with ``read_timeout`` for each.
 
@@ -45,19 +68,9 @@ def watched_compute(tasks, ids, read_timeout):
         finished = [lambda i=i: marks[i] for i in range(len(tasks))]
         marked = [dask.delayed(mark, pure=False)(i, task) for i, task in enumerate(tasks)]
         collect = lambda: dask.compute(*marked)  # noqa: E731
-    done, out = threading.Event(), {}
-
-    def compute():
-        try:
-            out["value"] = collect()
-        except BaseException as exc:  # noqa: BLE001 - re-raised by the caller
-            out["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=compute, name="dask-streamsvm-read", daemon=True).start()
+    read = OnThread(collect)
     last, count = time.monotonic(), 0
-    while not done.wait(POLL):
+    while not read.done.wait(POLL):
         now, n = time.monotonic(), sum(f() for f in finished)
         if n != count:
             last, count = now, n
@@ -69,9 +82,7 @@ def watched_compute(tasks, ids, read_timeout):
                 "finished in that time): their tasks are hung or slower than allowed. Raise read_timeout "
                 "(or pass None to wait without limit), or check the source of those partitions."
             )
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
+    return read.result()
 
 
 def _distributed_client():
