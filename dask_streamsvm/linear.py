@@ -114,8 +114,13 @@ class LinearSVC(StreamClassifier):
         block, as in the paper; ``cluster="cocoa"``: local DCD passes per
         round.
     cache_policy : {"informative", "random"}, default="informative"
-        ``solver="sbm"``: keep the rows the paper's score ranks highest
-        (unbounded rows first), or a random subset (the paper's SBM-rand).
+        Which rows the cache keeps. ``"sbm"``: the rows the paper's score
+        ranks highest, or a random subset (SBM-rand). ``"streamsvm"``: the
+        rows with the largest share of the duality gap, and the paper's
+        eviction of uninformative rows; or random eviction.
+    deterministic : bool, default=False
+        ``"streamsvm"``: sweep the cache as often as the rows and the seed
+        say (one seed, one model), not whenever the reader is behind.
     prefetch : int, default=2
         Partitions the reader thread computes ahead of the trainer.
     shuffle : bool, default=True
@@ -128,13 +133,10 @@ class LinearSVC(StreamClassifier):
         dual state does not fit.
     probability : bool, default=False
         Also fit Platt's sigmoid (one per one-vs-rest problem, normalised)
-        so that ``predict_proba`` works.  In memory, as libsvm does: the
-        sigmoid is fitted on 5-fold cross-fitted decision values (folds from
-        a hash of the row number and ``random_state``), and the model on all
-        rows; six solves in all.  Streaming holds a tenth of the rows (by
-        the same hash) out of training and fits the sigmoid on their
-        decision values, collected during the read that certifies the final
-        model, at no extra I/O.
+        for ``predict_proba``.  In memory, as libsvm does, on 5-fold
+        cross-fitted decision values (six solves in all).  Streaming holds a
+        tenth of the rows out of training and fits the sigmoid on their
+        decision values from the read that certifies the model.
     callbacks : list of callables, default=None
         Called after every pass with its history record; a true return
         value stops the fit (see :mod:`dask_streamsvm.callbacks`).
@@ -162,25 +164,22 @@ class LinearSVC(StreamClassifier):
         (``rows_skipped``, cumulative over the reads).
     retries : int, default=2
         Streaming: times a partition whose read fails with an I/O error
-        (:class:`OSError`, except a missing file or a refused permission) is
-        read again, after 0.1, 0.2, 0.4 ... seconds, before the fit fails
-        with that error. ``history_`` counts them (``read_retries``).
+        (except a missing file or a refused permission) is read again, after
+        0.1, 0.2, 0.4 ... seconds (``history_``'s ``read_retries``).
     read_timeout : float or None, default=None
-        Streaming: seconds a partition's read may take; a read still
-        running after that stops the fit with a ``TimeoutError`` naming the
-        partition (a hung task cannot be stopped: its thread ends when it
-        does). None waits without limit.
+        Streaming: seconds a partition's read may take before the fit stops
+        with a ``TimeoutError`` naming it (None: no limit).
     checkpoint_dir : str, path or None, default=None
         Streaming solvers: write the whole state of the fit (weights, every
         row's dual variable, the cache, the random state, the history) to
         ``checkpoint_dir/checkpoint.zip`` at the end of every pass,
         atomically; ``fit(..., resume=True)`` continues from it.
     checkpoint_every : float or None, default=None
-        Seconds: with ``checkpoint_dir``, write at the end of the first pass
-        that ends at least this long after the last checkpoint, rather than
-        after every pass.
+        Seconds: with ``checkpoint_dir``, write at the first pass end at
+        least this long after the last checkpoint, not at every pass end.
     random_state : int, RandomState or None, default=None
-        Seeds the row permutations; the same seed gives the same model.
+        Seeds the row permutations; the same seed gives the same model
+        (``"streamsvm"``: with ``deterministic=True``).
     verbose : int, default=0
         1: a progress bar per read when streaming (rows read, cache fill,
         gap), a line per pass in memory; 2: a line per pass and class.
@@ -237,6 +236,7 @@ class LinearSVC(StreamClassifier):
         block_bytes=None,
         inner_iter=10,
         cache_policy="informative",
+        deterministic=False,
         prefetch=2,
         shuffle=True,
         alpha_store="memory",
@@ -266,6 +266,7 @@ class LinearSVC(StreamClassifier):
         self.block_bytes = block_bytes
         self.inner_iter = inner_iter
         self.cache_policy = cache_policy
+        self.deterministic = deterministic
         self.prefetch = prefetch
         self.shuffle = shuffle
         self.alpha_store = alpha_store
@@ -296,6 +297,7 @@ class LinearSVC(StreamClassifier):
         "block_bytes": v.optional(v.byte_size),
         "inner_iter": v.integer(),
         "cache_policy": v.one_of("informative", "random"),
+        "deterministic": v.anything,
         "prefetch": v.integer(),
         "alpha_store": v.one_of("memory", "disk"),
         "callbacks": v.callables,
@@ -325,7 +327,7 @@ class LinearSVC(StreamClassifier):
             solver=solver, cache_bytes=0 if solver == "bm" else cache_bytes, block_bytes=block_bytes,
             inner_iter=params["inner_iter"], cache_policy=params["cache_policy"], prefetch=params["prefetch"],
             shuffle=bool(self.shuffle), retries=params["retries"], alpha_store=params["alpha_store"],
-            read_timeout=params["read_timeout"],
+            read_timeout=params["read_timeout"], deterministic=bool(self.deterministic),
             seed=seed, calibration_seed=calibration_seed,
         )  # fmt: skip
 

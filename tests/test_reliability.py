@@ -300,11 +300,13 @@ def test_ctrl_c_before_any_certified_pass_propagates():
 # -- checkpoints -------------------------------------------------------------------------------
 
 CASES = {
-    "streamsvm": dict(solver="streamsvm"),
+    "streamsvm": dict(solver="streamsvm", deterministic=True),
     "sbm": dict(solver="sbm"),
     "bm": dict(solver="bm", cache_bytes=8_000),
     "crammer_singer": dict(solver="sbm", multi_class="crammer_singer"),
-    "ovr-disk-probability": dict(solver="streamsvm", alpha_store="disk", probability=True),
+    "ovr-disk-probability": dict(
+        solver="streamsvm", alpha_store="disk", probability=True, deterministic=True
+    ),
 }
 
 

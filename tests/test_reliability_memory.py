@@ -39,7 +39,7 @@ def _sparse_collection(X, y):
 
 
 def _fit(Xd, yd, resume=False, **params):
-    base = dict(tol=1e-5, max_iter=20, random_state=0, inner_iter=3)
+    base = dict(tol=1e-5, max_iter=20, random_state=0, inner_iter=3, deterministic=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         return LinearSVC(**{**base, **params}).fit(Xd, yd, resume=resume)
@@ -125,7 +125,8 @@ def _churn(cache, store, data, sparse, seed):
     rng = np.random.RandomState(seed)
     state = make_state(seed)
     W = np.zeros((2, data.shape[1] + 1))
-    eps = np.full(2, np.inf)
+    eps = np.zeros((2, 3))
+    eps[:, 0] = np.inf
     trace = []
     for b in range(40):
         ids = rng.choice(data.shape[0], size=40, replace=False)
@@ -137,7 +138,7 @@ def _churn(cache, store, data, sparse, seed):
             cache.evict(cache.live[: cache.n_live : 3].copy(), store)
             cache.compact()
         if b % 5 == 4:
-            cache.sweep(W, 1.0, eps, store, 200, state, beta=0.9, full_at=0.9)
+            cache.sweep(W, 1.0, eps, store, state, beta=0.9, full_at=0.9, window=100.0, rule=True)
         live = cache.live[: cache.n_live].copy()
         rows = cache.rows_of(live)
         rows = rows.toarray() if sparse else rows

@@ -23,7 +23,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..kernels import cache as kc
-from ..kernels.cache import train_on_cache
 from ..kernels.crammer_singer import cs_train_on_cache
 from ..kernels.dcd import ProblemArrays, row_sqnorms
 from .layout import kernel_rows
@@ -54,11 +53,12 @@ def parse_bytes(value, name="cache_bytes"):
 def slot_overhead(k, sparse):
     """Bytes of solver state per row of a :class:`RowCache` of ``k`` problems.
 
-    ``gid``, ``live``, ``pos`` and ``free`` (int64), ``Y``, ``U``, ``D``,
-    ``Qbar`` and ``alpha`` (float64, per problem), and ``starts`` and
-    ``ends`` (int64) when sparse.
+    ``gid``, ``live``, ``pos`` and ``free`` (int64), ``GAP`` (float64, the
+    row's share of the duality gap), ``Y``, ``U``, ``D``, ``Qbar`` and
+    ``alpha`` (float64, per problem), and ``starts`` and ``ends`` (int64)
+    when sparse.
     """
-    return 4 * 8 + 5 * 8 * k + (2 * 8 if sparse else 0)
+    return 5 * 8 + 5 * 8 * k + (2 * 8 if sparse else 0)
 
 
 def value_bytes(dtype, sparse):
@@ -188,7 +188,7 @@ class RowCache:
     """
 
     HEADER = kc.META_SIZE * 8  # bytes of `meta`, the only array not sized by the slots
-    _SLOT_ARRAYS = ("gid", "live", "pos", "free", "Y", "U", "D", "QD", "A", "starts", "ends")
+    _SLOT_ARRAYS = ("gid", "live", "pos", "free", "GAP", "Y", "U", "D", "QD", "A", "starts", "ends")
 
     def __init__(
         self, cache_bytes, n_features, dtype, sparse, n_problems, nnz_per_row=None, feature_map=None
@@ -237,6 +237,7 @@ class RowCache:
         self.pos = np.zeros(n_slots, dtype=np.int64)
         # The free stack's top n_slots entries: n_slots - 1, ..., 1, 0 (kernels.cache).
         self.free = np.arange(n_slots, dtype=np.int64)[::-1].copy()
+        self.GAP = np.zeros(n_slots)
         self.Y, self.U, self.D, self.QD, self.A = (np.zeros((k, n_slots)) for _ in range(5))
         if self.sparse:
             self.starts = np.zeros(n_slots, dtype=np.int64)
@@ -292,7 +293,7 @@ class RowCache:
         old = self.allocated_slots
         # The free stack's entries below the old ones: size - 1, ..., old (kernels.cache).
         self.free = np.concatenate([np.arange(size - 1, old - 1, -1, dtype=np.int64), self.free])
-        for name, fill in (("gid", -1), ("live", 0), ("pos", 0), ("starts", 0), ("ends", 0)):
+        for name, fill in (("gid", -1), ("live", 0), ("pos", 0), ("GAP", 0), ("starts", 0), ("ends", 0)):
             if name in ("starts", "ends") and not self.sparse:
                 continue
             setattr(self, name, _grown(getattr(self, name), size, 0, old, fill))
@@ -331,7 +332,7 @@ class RowCache:
             "meta_per_slot": self._meta_per_slot, "touched": self.allocated_slots - untouched,
         }  # fmt: skip
         arrays = {"meta": self.meta.copy(), "live": live, "free": stack[untouched:].copy()}
-        arrays["gid"] = self.gid[live]
+        arrays["gid"], arrays["GAP"] = self.gid[live], self.GAP[live]
         for name in ("Y", "U", "D", "QD", "A"):
             arrays[name] = getattr(self, name)[:, live]
         if self.sparse:
@@ -372,7 +373,7 @@ class RowCache:
             and cache._meta_per_slot == slot_overhead(k, cache.sparse)
             and cache.full_nbytes <= cache.cache_bytes
             and all(np.shape(arrays[name]) == (k, n) for name in ("Y", "U", "D", "QD", "A"))
-            and np.shape(arrays["gid"]) == (n,)
+            and np.shape(arrays["gid"]) == np.shape(arrays["GAP"]) == (n,)
             and np.unique(arrays["gid"]).shape == (n,)
             and (n == 0 or np.min(arrays["gid"]) >= 0)
             and lengths.shape == (n,)
@@ -398,6 +399,7 @@ class RowCache:
         cache.live[:n] = live
         cache.pos[live] = np.arange(n)
         cache.gid[live] = arrays["gid"]
+        cache.GAP[live] = arrays["GAP"]
         for name in ("Y", "U", "D", "QD", "A"):
             getattr(cache, name)[:, live] = arrays[name]
         if cache.sparse:
@@ -413,6 +415,9 @@ class RowCache:
     def _restore_whole(self, arrays):
         """From the arrays of a cache allocated whole (checkpoints written before the cache grew)."""
         for name in ("meta", *self._SLOT_ARRAYS):
+            if name == "GAP" and name not in arrays:  # saved before the cache kept gap shares
+                self.GAP = np.zeros(np.shape(arrays["gid"]))
+                continue
             setattr(self, name, np.array(arrays[name]))  # writable copies the kernels may change
         if self.sparse:
             self.indices, self.data, self.rows = np.array(arrays["indices"]), np.array(arrays["data"]), None
@@ -448,6 +453,7 @@ class RowCache:
             self.live,
             self.pos,
             self.free,
+            self.GAP,
             self.Y,
             self.U,
             self.D,
@@ -529,7 +535,7 @@ class RowCache:
         else:
             indices, data, rows = np.empty(0, dtype=np.int32), np.empty(0, dtype=self.dtype), self.rows
         slots = (self.meta, self.gid, self.live, self.pos, self.free)
-        values = (self.Y, self.U, self.D, self.QD, self.A)
+        values = (self.Y, self.U, self.D, self.QD, self.A, self.GAP)
         sizes = (self.n_slots, self.n_values)
         return kc.CacheArrays(*slots, *values, self.starts, self.ends, indices, data, rows, *sizes)
 
@@ -625,19 +631,90 @@ class RowCache:
         if self.sparse and self.meta[kc.GARBAGE] > 0:
             self._top = kc.compact(self.arrays)
 
-    def sweep(self, W, bias, eps, store, visit_budget, rng_state, *, beta, full_at, crammer_singer=False):
-        """StreamSVM's trainer on the cached rows for ``visit_budget`` row visits; ``(visits, busy)``.
+    def sweep(self, W, bias, eps, store, rng_state, *, beta, full_at, window, rule, crammer_singer=False):
+        """One sweep of StreamSVM's trainer over the cached rows; ``(visits, cache_gap)``.
 
-        :func:`~..kernels.cache.train_on_cache` (one-vs-rest: ``eps`` holds
-        a tolerance per problem) or, with ``crammer_singer``,
-        :func:`~..kernels.crammer_singer.cs_train_on_cache` (``eps[0]``).
-        ``W`` and ``eps`` are updated in place; uninformative rows are
-        evicted to ``store``.
+        :func:`~..kernels.cache.stream_sweep` (``eps`` holds the ``(eps,
+        eps_new, count)`` of each problem, ``window`` is the paper's n,
+        ``rule`` turns its eviction rule on) or, with ``crammer_singer``,
+        one sweep of :func:`~..kernels.crammer_singer.cs_train_on_cache`
+        (``eps[0, 0]``), whose ``cache_gap`` is ``inf`` while a sweep
+        changes something and 0 after.  ``W`` and ``eps`` are updated in
+        place; uninformative rows are evicted to ``store``.
         """
-        train = cs_train_on_cache if crammer_singer else train_on_cache
-        return train(
-            self.layout, self.arrays, store.arrays, W, bias, eps, beta, full_at, visit_budget, rng_state
+        if crammer_singer:
+            e = eps[0, :1].copy()
+            visits, busy = cs_train_on_cache(
+                self.layout, self.arrays, store.arrays, W, bias, e, beta, full_at, self.n_live, rng_state
+            )
+            eps[0, 0] = e[0]
+            return visits, np.inf if busy else 0.0
+        return kc.stream_sweep(
+            self.layout, self.arrays, store.arrays, W, bias, eps, beta, full_at, window, rule, rng_state
         )
+
+    def objective(self, W, bias):
+        """``(loss, gap)``: the cached rows' loss per problem and share of the gap under ``W``.
+
+        :func:`~..kernels.cache.cache_objective`, which also refreshes each
+        slot's ``GAP``.
+        """
+        loss = np.zeros(self.Y.shape[0])
+        gap = kc.cache_objective(self.layout, self.arrays, W, bias, loss)
+        return loss, gap
+
+    def admit(self, X, row_ids, block_y, block_cost, scores, squared, bias, store, rng_state):
+        """Insert the rows that carry the most duality gap (Dünner et al. 2017); rows left out.
+
+        ``scores`` are the rows' shares of the gap (:func:`~..kernels.cache.gap_scores`).
+        While the rows fit the free room, every one is inserted.  Otherwise
+        the rows cached and the rows offered compete by share: the cached
+        rows with the smallest shares are evicted for offered rows with
+        larger ones, and a row of share 0 (``alpha = 0``, margin >= 1: no
+        training would move it) is inserted only into room left free.  No
+        row is evicted at random.  Returns the number of offered rows of
+        positive weight, not cached, that were left out.
+        """
+        if row_ids.size == 0:
+            return 0
+        store.reserve(int(row_ids.max()) + 1)
+        new = (store.slot_of[row_ids] < 0) & (block_cost > 0.0).any(axis=0)
+        offered = np.flatnonzero(new)
+        lengths = np.zeros(offered.size, np.int64)
+        if self.sparse:
+            lengths = np.diff(sp.csr_matrix(X).indptr)[offered]
+        self.compact()
+        if offered.size == 0 or self.fits(offered.size, int(lengths.sum())):
+            self.insert(X[offered], row_ids[offered], block_y[:, offered], block_cost[:, offered],
+                        squared, bias, store, rng_state)  # fmt: skip
+            self.GAP[store.slot_of[row_ids[offered]]] = scores[offered]
+            return 0
+        n = self.n_live
+        live = self.live[:n]
+        cached_len = (self.ends[live] - self.starts[live]) if self.sparse else np.zeros(n, np.int64)
+        offered_scores = scores[offered]
+        positive = offered_scores > 0.0
+        pool = np.concatenate([self.GAP[live], offered_scores[positive]])
+        pool_len = np.concatenate([cached_len, lengths[positive]])
+        order = np.argsort(-pool, kind="stable")  # ties: cached rows first
+        keep = np.empty(order.size, dtype=np.bool_)
+        kc.select_by_gap(pool[order], pool_len[order], self.n_slots, self.n_values, keep)
+        kept = np.empty(order.size, dtype=np.bool_)
+        kept[order] = keep
+        self.evict(live[~kept[:n]].copy(), store)
+        self.compact()
+        chosen = np.flatnonzero(positive)[kept[n:]]
+        # Rows of share 0 take the room the others left, in their order.
+        room_rows = int(self.meta[kc.N_FREE]) - chosen.size
+        room_values = self.n_values - int(self.meta[kc.TOP]) - int(lengths[chosen].sum())
+        zero = np.flatnonzero(~positive)
+        fit = np.cumsum(lengths[zero]) <= room_values if self.sparse else np.ones(zero.size, dtype=bool)
+        zero = zero[fit][: max(room_rows, 0)]
+        take = offered[np.sort(np.concatenate([chosen, zero]))]
+        self.insert(X[take], row_ids[take], block_y[:, take], block_cost[:, take],
+                    squared, bias, store, rng_state)  # fmt: skip
+        self.GAP[store.slot_of[row_ids[take]]] = scores[take]
+        return offered.size - take.size
 
     def rebuild(self, capacity, n_rows, nnz, store, squared, bias, rng_state):
         """Move the rows to a new RowCache of ``capacity`` bytes and return it.

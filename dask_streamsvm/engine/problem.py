@@ -60,7 +60,8 @@ class FitPlan:
         ``solver`` (``"memory"``, ``"streamsvm"``, ``"sbm"``, ``"bm"`` or
         ``"partial"``),
         ``cache_bytes`` (bytes, ``0`` for BM), ``block_bytes`` (SBM and
-        BM), ``inner_iter``, ``cache_policy``, ``prefetch``, ``shuffle``,
+        BM), ``inner_iter``, ``cache_policy``, ``deterministic`` (StreamSVM's
+        count-based schedule), ``prefetch``, ``shuffle``,
         ``retries``, ``read_timeout`` (seconds a partition's read may
         take, or None), ``alpha_store``.
     Seeds
@@ -87,6 +88,7 @@ class FitPlan:
     block_bytes: int = 10**9
     inner_iter: int = 10
     cache_policy: str = "informative"
+    deterministic: bool = False
     prefetch: int = 2
     shuffle: bool = True
     retries: int = 0

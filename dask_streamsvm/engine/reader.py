@@ -108,6 +108,10 @@ class Reader:
             raise item[1]
         return item
 
+    def backlogged(self):
+        """Whether the reader is idle for the trainer: its queue is full, or it has nothing left to read."""
+        return self._queue.full() or not self._thread.is_alive()
+
     def partition_order(self, pass_index):
         """Partitions in the order of pass ``pass_index`` (reproducible from the seed)."""
         n = self.source.n_partitions

@@ -4,29 +4,52 @@ The reader thread (:class:`~.reader.Reader`) computes partitions ahead; this
 module is the trainer, and the only writer of the cache, alpha and w.  Its
 loop alternates
 
-1. intake: take the next block and insert its rows in the cache, evicting a
-   random cached row whenever the cache is full (Algorithm 1's reader);
-2. sweeps: one DCD pass in random order over the cached rows of each
-   problem (Algorithm 2's trainer), evicting the rows the paper calls
-   uninformative: ``alpha = 0`` and ``G > eps``, or ``alpha = C`` and
-   ``G < -eps``.  ``eps`` is the largest projected gradient of the previous
-   sweep (``+inf`` at the start: Algorithm 2 prints it as "9"), multiplied
-   by ``beta = 0.9`` after a sweep that found the cache over 90% full.
-   The paper shrinks eps by beta at every step while the cache is over 90%
-   full; once per sweep is our reading, which keeps eps from collapsing to
-   zero within one sweep.  The shrink test is LIBLINEAR's, with
-   ``(eps, -eps)`` as thresholds, so the kernel does the selection, and
-   ``kernels.cache.evict_uninformative`` evicts the rows it shrank.
+1. intake: take the next block and offer its rows to the cache (Algorithm
+   1's reader), a quarter of the cache at a time;
+2. sweeps: one pass in random order over the cached rows of each problem
+   (Algorithm 2's trainer, :func:`~..kernels.cache.stream_sweep`), which
+   evicts the rows the paper calls uninformative while the cache is over
+   90% full: ``alpha = 0`` and ``G > eps``, or ``alpha = U`` and ``G <
+   -eps``, with ``eps`` the largest projected gradient of the last n
+   visits (n: the rows seen), multiplied by ``beta = 0.9`` at every visit
+   over a nearly full cache, as the paper has it.  A cache with room
+   evicts nothing: every row it keeps is a row no read has to bring back.
 
-Between two intakes the trainer visits ``INNER_VISITS`` cached rows for
-every row it inserted, then waits for the next block; the reader meanwhile
-computes the next ``prefetch`` partitions.  A read costs far more than a
-row visit (parsing, decoding, conversion), so it pays to work the cache
-hard between reads: on a9a and on the synthetic benchmark 50 visits per
-inserted row needed fewer reads and less time than 10 (SBM's inner
-iterations) or 40, and about the time of 100.  The paper's trainer also sweeps
-while it waits; that makes the model depend on timing, and a seed must fix
-the model, so the schedule here depends on row counts only.
+Which rows the cache keeps (``cache_policy="informative"``).  Every row's
+share of the duality gap is known where it is seen (Dünner et al., NeurIPS
+2017, :func:`~..kernels.cache.row_gap`): offered rows are scored under the
+trainer's ``w`` as they arrive, cached rows at every sweep.  A full cache
+evicts the rows with the smallest shares for offered rows with larger
+ones, never a random row, and a row of share 0 (``alpha = 0``, margin
+>= 1) takes only room nobody else needs (:meth:`.RowCache.admit`).
+``cache_policy="random"`` is the paper's reader as printed: a random
+cached row leaves for every row inserted into a full cache, and no row is
+evicted by the eps rule.
+
+How long the trainer sweeps.  The cache is solved when its share of the
+gap, as the last sweep measured it, is below ``KAPPA`` times the smaller
+of the gap the cache had after its last intake and the last certified
+gap (no lower than a tenth of what the stopping rule asks for).  Two
+schedules share that rule:
+
+* asynchronous (the default; the paper's Algorithms 1 and 2): each piece
+  inserted gets one sweep; after that the trainer sweeps while the reader
+  is still reading, and takes the next block when the reader waits for
+  room in its queue (or has read everything) or when the cache is
+  solved.  Neither thread idles while the other has work for it; the
+  reader's speed sets the work per row, so the model depends on timing.
+  ``history_`` records the sweeps and visits made while the reader read.
+* ``deterministic=True``: after each piece the cache is swept until it is
+  solved (at most ``MAX_SWEEPS`` sweeps), then the trainer waits for the
+  next block.  The work depends on the rows and the seed only: one seed,
+  one model, bit for bit.
+
+No re-read when the cache holds everything.  A read that inserted every
+row of positive weight and evicted none leaves the whole problem in the
+cache: the next passes train and certify there (the cached rows' loss is
+the primal's loss term), as the in-memory solver does, and the reader
+stops.  Not with Platt scaling (its held-out rows are scored as they are
+read) or Crammer-Singer.
 """
 
 import time
@@ -34,12 +57,15 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from ..kernels.cache import gap_scores
 from .cache import RowCache
+from .layout import kernel_rows
 from .trainer import PassCertifier
 
-BETA = 0.9  # eps <- beta * eps after a sweep over a nearly full cache
+BETA = 0.9  # eps <- beta * eps at every visit over a nearly full cache
 NEARLY_FULL = 0.9
-INNER_VISITS = 50  # cached-row visits owed per inserted row
+KAPPA = 0.1  # the cache is solved at KAPPA x the gap to beat (module docstring)
+MAX_SWEEPS = 100  # deterministic: sweeps after one intake at most
 
 
 class StreamSVMTrainer(PassCertifier):
@@ -50,115 +76,188 @@ class StreamSVMTrainer(PassCertifier):
     def __init__(self, source, plan, store, hooks=None, clock_start=None):
         super().__init__(source, plan, store, hooks, clock_start)
         self.cache_bytes = plan.cache_bytes
-        self.eps = np.full(self.k, np.inf)
+        self.informative = plan.cache_policy == "informative"
+        self.deterministic = plan.deterministic
+        self.eps = np.zeros((self.k, 3))  # per problem: eps, eps_new, visits since eps was set
+        self.eps[:, 0] = np.inf
         self.cache = None
         self.pending = None  # (block, y, cost, next row) being inserted piecewise
-        self.visits_owed = 0
+        # The cache's gap as the last sweep measured it, after the last intake, and the
+        # rows seen so far (the paper's n).
+        self.gaps = np.array([np.inf, np.inf, 0.0])
+        self.in_cache = False  # the cache holds every row: passes need no read
+        self.pass_start = (0, 0)  # evictions and rows left out when this pass's first block came
+        self.snapshot_gap = np.nan  # the cached rows' share of the gap of the state this pass certifies
+        self.stats.update(sweeps=0, sweeps_waiting=0, visits_waiting=0, left_out=0)
+
+    @property
+    def cache_gap(self):
+        return self.gaps[0]
 
     def run(self, reader):
         self.reader = reader
-        idle = True
+        if self.in_cache:  # restored from a checkpoint taken while training from the cache
+            reader.close()
         while not self.done:
-            if idle or self.visits_owed <= 0:
-                self._intake()
-                if self.done:
-                    break
-            if self.cache is None or self.cache.n_live == 0 or self.current >= self.max_iter:
-                idle = True
-                continue
-            idle = not self._train()
+            if self.in_cache:
+                self._pass_from_cache()
+            elif self.pending is not None:
+                self._insert_next_piece()
+                self._train_after_intake()
+            elif self.deterministic or self._solved() or reader.backlogged():
+                start = time.perf_counter()
+                item = reader.get()
+                self.stats["wait_data"] += time.perf_counter() - start
+                self._handle(item)
+            else:
+                self._sweep(waiting=True)
+
+    def _handle(self, item):
+        kind = item[0]
+        if kind == "block":
+            self._take_block(item[1], item[2])
+        elif kind == "end":
+            self._certify()
+            if self.in_cache:
+                self.reader.close()
+        else:  # "done"
+            self.done = True
 
     # -- intake: blocks, pass ends ---------------------------------------------------
 
-    def _intake(self):
-        """Insert the next piece of a block; True if rows came in.
-
-        A partition larger than a quarter of the cache is inserted a piece
-        at a time, with sweeps in between, so that its rows get trained
-        before the next pieces evict them.
-        """
-        if self.pending is not None:
-            self._insert_next_piece()
-            return True
-        start = time.perf_counter()
-        item = self.reader.get()
-        self.stats["wait_data"] += time.perf_counter() - start
-        while item is not None:
-            kind = item[0]
-            if kind == "block":
-                self._take_block(item[1], item[2])
-                if self.pending is not None:
-                    self._insert_next_piece()
-                return True
-            if kind == "end":
-                self._certify()
-            else:  # "done"
-                self.done = True
-            if self.done:
-                return False
-            item = self.reader.get()
-        return False
-
     def _take_block(self, pass_k, block):
-        if pass_k != self.current:  # first block of a pass: snapshot the state it certifies
-            self._snapshot(pass_k, self.cache)
+        if pass_k != self.current:
+            self._start_pass(pass_k)
         fill = 0.0 if self.cache is None else self.cache.used_bytes / self.cache_bytes
         y_pm, cost = self._read(pass_k, block, fill)
+        if block.n_rows:
+            self.gaps[2] = max(self.gaps[2], float(block.row_ids.max()) + 1)
         if self.current < self.max_iter and block.n_rows > 0:
             if self.cache is None:
                 self.cache = _new_cache(block, self.cache_bytes, self.source, self.k, self.feature_map)
             self.pending = (block, y_pm, cost, 0)
+
+    def _start_pass(self, pass_k):
+        """Snapshot the state the pass certifies, and the cached rows' share of its gap."""
+        self._snapshot(pass_k, self.cache)
+        cache = self.cache
+        self.snapshot_gap = np.nan if cache is None else cache.objective(self.W_snap, self.bias)[1]
+        self.pass_start = (0 if cache is None else cache.evictions, self.stats["left_out"])
 
     def _insert_next_piece(self):
         block, y_pm, cost, start = self.pending
         piece = max(1, self.cache.n_slots // 4)
         stop = min(start + piece, block.n_rows)
         rows = block.order[start:stop]  # this pass's row order
-        self.visits_owed += INNER_VISITS * (stop - start)
-        self.cache.insert(
-            block.X[rows], block.row_ids[rows], y_pm[:, rows], cost[:, rows],
-            self.squared, self.bias, self.store, self.rng_state,
-        )  # fmt: skip
+        X, ids, y, c = block.X[rows], block.row_ids[rows], y_pm[:, rows], cost[:, rows]
+        args = (self.squared, self.bias, self.store, self.rng_state)
+        if self.informative and not self.crammer_singer:
+            self.store.reserve(int(ids.max()) + 1)
+            scores = np.empty(ids.shape[0])
+            gap_scores(
+                kernel_rows(X, self.feature_map), y, c, self.store.alpha[:, ids], self.W, self.bias,
+                self.squared, scores,
+            )  # fmt: skip
+            self.stats["left_out"] += self.cache.admit(X, ids, y, c, scores, *args)
+        else:
+            self.cache.insert(X, ids, y, c, *args)
         self.pending = None if stop == block.n_rows else (block, y_pm, cost, stop)
 
-    def _certify(self):
+    def _holds_everything(self):
+        """Whether the pass just read left every row of positive weight in the cache."""
         cache = self.cache
-        self._certify_pass(
-            {
+        return (
+            cache is not None
+            and cache.n_live > 0
+            and (cache.evictions, self.stats["left_out"]) == self.pass_start
+            and not self.crammer_singer
+            and self.plan.calibration_seed is None
+        )
+
+    def _pass_from_cache(self):
+        """A pass with no read: train the cached rows, then certify the state from them."""
+        self._train_after_intake(solve=True)
+        self._snapshot(self.current + 1, self.cache)
+        self.loss_sum, self.snapshot_gap = self.cache.objective(self.W_snap, self.bias)
+        self._certify()
+
+    def _certify(self):
+        cache, stats = self.cache, self.stats
+        read = not self.in_cache
+        # Decided before the certificate, so that a checkpoint of this pass resumes without a read.
+        self.in_cache = self.in_cache or self._holds_everything()
+
+        def fields(certificates):
+            total = sum(c.primal - c.dual for c in certificates)
+            return {
                 "cache_rows": cache.n_live if cache is not None else 0,
                 "cache_bytes": cache.used_bytes if cache is not None else 0,
                 "insertions": cache.insertions if cache is not None else 0,
                 "evictions": cache.evictions if cache is not None else 0,
+                "rows_left_out": stats["left_out"],
+                "sweeps": stats["sweeps"],
+                "sweeps_waiting": stats["sweeps_waiting"],
+                "visits_waiting": stats["visits_waiting"],
+                "cache_gap_share": float(self.snapshot_gap / total) if total > 0 else np.nan,
+                "in_cache": not read,
             }
-        )
+
+        self._certify_pass(fields)
 
     def checkpoint_state(self):
-        state, arrays = super().checkpoint_state()
-        state["visits_owed"] = int(self.visits_owed)  # pass ends come with no block half inserted
-        arrays["eps"] = self.eps
+        state, arrays = super().checkpoint_state()  # pass ends come with no block half inserted
+        state["in_cache"] = self.in_cache
+        arrays["eps"], arrays["gaps"] = self.eps, self.gaps
         return state, arrays
 
     def restore(self, state, arrays):
         super().restore(state, arrays)
         if self.cache is not None:
             self.cache.check_dual(self.store)
-        self.visits_owed = int(state["visits_owed"])
-        self.eps[:] = arrays["eps"]
+        if np.shape(arrays["eps"]) != self.eps.shape or np.shape(arrays["gaps"]) != (3,):
+            raise ValueError("the checkpoint's trainer state does not match this fit.")
+        self.eps[:], self.gaps[:] = arrays["eps"], arrays["gaps"]
+        self.in_cache = bool(state["in_cache"]) and self.cache is not None
 
     # -- training ------------------------------------------------------------------
 
-    def _train(self):
-        """Sweep the cache until the visits owed are paid; False if nothing changed."""
-        budget = max(self.visits_owed, 1)
-        # Crammer-Singer: one joint problem, one eps (the first entry).
-        visits, busy = self.cache.sweep(
-            self.W, self.bias, self.eps, self.store, budget, self.rng_state,
-            beta=BETA, full_at=NEARLY_FULL, crammer_singer=self.crammer_singer,
+    def _target(self):
+        """The cache gap below which the cache counts as solved (module docstring)."""
+        goal, floor = self.gaps[1], 0.0
+        if self.certificates:
+            goal = min(goal, sum(c.primal - c.dual for c in self.certificates))
+            floor = 0.1 * self.tol * sum(abs(c.primal) for c in self.certificates)
+        return max(KAPPA * goal, floor)
+
+    def _solved(self):
+        cache = self.cache
+        return cache is None or cache.n_live == 0 or self.current >= self.max_iter or (
+            self.cache_gap <= self._target()
+        )
+
+    def _sweep(self, waiting=False):
+        visits, self.gaps[0] = self.cache.sweep(
+            self.W, self.bias, self.eps, self.store, self.rng_state, beta=BETA, full_at=NEARLY_FULL,
+            window=max(self.gaps[2], 1.0), rule=self.informative, crammer_singer=self.crammer_singer,
         )  # fmt: skip
         self.stats["visits"] += visits
-        # A solved cache owes nothing more: new rows start a fresh account.
-        self.visits_owed = self.visits_owed - visits if busy else 0
-        return busy
+        self.stats["sweeps"] += 1
+        if waiting:
+            self.stats["sweeps_waiting"] += 1
+            self.stats["visits_waiting"] += visits
+
+    def _train_after_intake(self, solve=None):
+        """One sweep; then, deterministic (or ``solve``), sweeps until the cache is solved."""
+        if self.cache.n_live == 0:
+            return
+        self._sweep()
+        self.gaps[1] = self.cache_gap
+        if not (self.deterministic if solve is None else solve):
+            return
+        for _ in range(MAX_SWEEPS - 1):
+            if self._solved():
+                break
+            self._sweep()
 
 
 def _new_cache(block, cache_bytes, source, k, feature_map):

@@ -197,7 +197,11 @@ class PassCertifier:
             held["y"].append(block.y[mask])
 
     def _certify_pass(self, fields):
-        """Certificates and history records of the pass; decides whether the fit is done."""
+        """Certificates and history records of the pass; decides whether the fit is done.
+
+        ``fields``: the schedule's own entries of the records, or a callable
+        that makes them from the certificates.
+        """
         half_sq = 0.5 * np.einsum("ij,ij->i", self.W_snap, self.W_snap)
         primal = (half_sq.sum() if self.crammer_singer else half_sq) + self.loss_sum
         self.certificates = [
@@ -205,6 +209,8 @@ class PassCertifier:
             for p, d, label in zip(primal, self.dual, self.labels, strict=True)
         ]
         self.certified_pass = self.current
+        if callable(fields):  # fields that need the certificates
+            fields = fields(self.certificates)
         base = {
             "pass": self.current,
             "seconds": time.perf_counter() - self.clock_start,

@@ -11,6 +11,7 @@ it as two bundles of arrays, :data:`CacheArrays` (the budgeted cache) and
     live[:n_live]     occupied slots;  pos[s] = position of s in live
     free              free slots (a stack, see below)
     Y, U, D, QD, A    (k, slots): y, upper bound U, D_ii, Qbar_ii, alpha
+    GAP               the row's share of the duality gap (summed over problems)
     starts, ends, indices, data   sparse: the rows of the slots in an arena
     rows              dense: (slots, n_features), one row per slot
     n_slots, n_values the budget's slots and arena values (scalars)
@@ -27,7 +28,9 @@ the arena is full.  Insertion follows StreamSVM's reader (Matsushima et al.
 2012, Algorithm 1): when the cache is full, a random cached row is evicted
 to make room.  Evicting writes the row's alphas back to ``alpha`` and keeps
 ``sums`` exact for the dual.  StreamSVM's trainer (Algorithm 2) is
-:func:`train_on_cache`, and its eviction rule :func:`evict_uninformative`.
+:func:`stream_sweep`, and its eviction rule :func:`evict_uninformative`;
+the cache chosen by each row's share of the duality gap is
+:func:`row_gap`, :func:`gap_scores` and :func:`select_by_gap`.
 
 Every decision (which slot a row takes, when the arena is full, which row
 a full cache evicts) is made on the budget's sizes, ``n_slots`` slots and
@@ -55,9 +58,10 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .dcd import PG_SKIP, ProblemArrays, Shrinking, dcd_passes
+from .dcd import PG_SKIP
 from .objective import upper_and_diag
-from .rng import next_uint64
+from .rng import next_uint64, shuffle_prefix
+from .rows import n_rows, prefetch, row_axpy, row_dot, row_prefetch, row_prefetch_start
 
 # meta[0] = n_live, meta[1] = n_free, meta[2] = arena top (sparse), meta[3] = garbage nnz,
 # meta[4] = insertions, meta[5] = evictions
@@ -65,7 +69,7 @@ N_LIVE, N_FREE, TOP, GARBAGE, INSERTED, EVICTED = range(6)
 META_SIZE = 6
 
 CacheArrays = namedtuple(
-    "CacheArrays", "meta gid live pos free Y U D QD A starts ends indices data rows n_slots n_values"
+    "CacheArrays", "meta gid live pos free Y U D QD A GAP starts ends indices data rows n_slots n_values"
 )
 CacheArrays.__doc__ = "The row cache's arrays (module docstring), from ``engine.cache.RowCache.arrays``."
 
@@ -328,10 +332,9 @@ def evict_uninformative(cache, dual, shrunk, n_problems):
         alpha_i = 0     and  G_i >  eps_c,     or
         alpha_i = U_i   and  G_i < -eps_c
 
-    (it would stay at that bound: Hsieh et al. 2008, Theorem 2).  A DCD
-    pass with shrinking thresholds ``(eps_c, -eps_c)`` shrinks exactly these
-    rows, and ``shrunk[s]`` counts the problems in which the row of slot
-    ``s`` was shrunk during the sweep.  Rows with ``shrunk[s] ==
+    (it would stay at that bound: Hsieh et al. 2008, Theorem 2).
+    :func:`stream_sweep` marks these rows: ``shrunk[s]`` counts the
+    problems in which the row of slot ``s`` was marked during the sweep.  Rows with ``shrunk[s] ==
     n_problems`` leave the cache (their alphas go to the store); every count
     of a live slot is reset to 0.  Returns the number of rows evicted.
     """
@@ -347,50 +350,205 @@ def evict_uninformative(cache, dual, shrunk, n_problems):
 
 
 @njit(cache=True, nogil=True)
-def train_on_cache(X, cache, dual, W, bias, eps, beta, full_at, visit_budget, rng_state):
-    """StreamSVM's trainer (Algorithm 2) on the cached rows, for ``visit_budget`` row visits.
+def row_gap(g, a, upper, diag):
+    """Row ``i``'s share of the duality gap, ``P(w) - D(alpha) = sum_i gap_i`` (Dünner et al. 2017).
 
-    Each sweep runs one DCD pass (:func:`~.dcd.dcd_passes`) in random order
-    over the cached rows of every problem ``c``, with ``(eps[c], -eps[c])``
-    as the shrinking thresholds, then :func:`evict_uninformative` drops the
-    rows that every problem shrank.  ``eps[c]`` becomes the sweep's largest
-    projected gradient, times ``beta`` when the cache is
-    :func:`nearly_full` (more than ``full_at`` of it in use).
+    With ``w = sum_j alpha_j y_j [x_j, b]``, ``||w||^2 = sum_i alpha_i m_i``
+    (``m_i = y_i w . [x_i, b]``), so the gap splits by rows::
 
-    ``X`` is the cached rows' layout (``RowCache.layout``), ``cache`` and
-    ``dual`` the two state bundles (module docstring), ``W`` the ``(k,
-    n_features + 1)`` weights and ``eps`` the ``k`` tolerances, all updated
-    in place.
+        gap_i = alpha_i (m_i - 1) + C_i max(0, 1 - m_i)^p + 1/2 D_ii alpha_i^2
 
-    Returns ``(visits, busy)``; ``busy`` is false when a sweep found nothing
-    to change (the cached subproblem is solved), which also ends the call.
+    (p = 1, ``U_i = C_i``, ``D_ii = 0`` for the hinge; p = 2, ``C_i = 1 /
+    (2 D_ii)`` for the squared hinge).  Each term is >= 0 (Fenchel-Young),
+    and 0 exactly for a row at ``alpha_i = 0`` with ``m_i >= 1``: a row
+    that needs no training.  ``g = m_i - 1 + D_ii alpha_i`` is the DCD
+    gradient the trainer computes anyway.
+    """
+    m1 = g - diag * a  # m_i - 1
+    xi = -m1 if m1 < 0.0 else 0.0
+    if diag > 0.0:
+        gap = a * m1 + xi * xi / (2.0 * diag) + 0.5 * diag * a * a
+    else:
+        gap = a * m1 + upper * xi
+    return gap if gap > 0.0 else 0.0
+
+
+@njit(cache=True, nogil=True)
+def gap_scores(X, block_y, block_cost, alpha, W, bias, squared, out):
+    """``out[r] = sum_c gap_rc``: each row's share of the duality gap under ``W`` (:func:`row_gap`).
+
+    ``X`` is the rows' layout, ``block_y`` and ``block_cost`` ``(k, rows)``
+    and ``alpha`` ``(k, rows)`` their dual variables now (0 for rows never
+    seen).  Rows of no weight score 0.
+    """
+    k = W.shape[0]
+    for r in range(n_rows(X)):
+        total = 0.0
+        for c in range(k):
+            upper, diag = upper_and_diag(block_cost[c, r], squared)
+            if upper == 0.0:
+                continue
+            a = alpha[c, r]
+            g = block_y[c, r] * row_dot(X, r, W[c], bias) - 1.0 + diag * a
+            total += row_gap(g, a, upper, diag)
+        out[r] = total
+
+
+@njit(cache=True, nogil=True)
+def cache_objective(X, cache, W, bias, loss):
+    """The cached rows' exact loss and share of the gap under ``W``; refreshes ``GAP``.
+
+    ``loss[c] = sum_s C_s max(0, 1 - m_sc)^p`` over the live slots (``C``
+    from ``U`` and ``D``: :func:`~.objective.upper_and_diag` inverted), and
+    ``GAP[s]`` becomes the row's :func:`row_gap` summed over problems.
+    Returns ``sum_s GAP[s]``.  When the cache holds every row of positive
+    weight, ``loss`` is the primal's whole loss term.
+    """
+    k = W.shape[0]
+    live, Y, U, D, A, GAP = cache.live, cache.Y, cache.U, cache.D, cache.A, cache.GAP
+    loss[:] = 0.0
+    total = 0.0
+    for t in range(cache.meta[N_LIVE]):
+        s = live[t]
+        gap = 0.0
+        for c in range(k):
+            upper, diag, a = U[c, s], D[c, s], A[c, s]
+            if upper == 0.0:
+                continue
+            m = Y[c, s] * row_dot(X, s, W[c], bias)
+            xi = 1.0 - m
+            if xi > 0.0:
+                loss[c] += xi * xi / (2.0 * diag) if diag > 0.0 else upper * xi
+            gap += row_gap(m - 1.0 + diag * a, a, upper, diag)
+        GAP[s] = gap
+        total += gap
+    return total
+
+
+@njit(cache=True, nogil=True)
+def select_by_gap(scores, lengths, n_slots, n_values, keep):
+    """Greedily keep rows by ``scores``, highest first, within ``n_slots`` rows and ``n_values`` values.
+
+    ``lengths`` are the rows' values (all 0 for a dense cache, whose slots
+    are its only limit); ``scores`` must be sorted from high to low
+    (ties keep their order).  ``keep`` is filled with booleans; returns
+    the number kept.  A row that does not fit is skipped, and smaller ones
+    after it may still fit.
+    """
+    rows = 0
+    values = 0
+    for r in range(scores.shape[0]):
+        if rows < n_slots and values + lengths[r] <= n_values:
+            keep[r] = True
+            rows += 1
+            values += lengths[r]
+        else:
+            keep[r] = False
+    return rows
+
+
+@njit(cache=True, nogil=True)
+def _nearly_full_without(cache, fraction, gone_rows, gone_values):
+    """:func:`nearly_full` once ``gone_rows`` rows of ``gone_values`` values have left."""
+    meta = cache.meta
+    if meta[N_LIVE] - gone_rows > fraction * cache.n_slots:
+        return True
+    cap_nnz = cache.n_values
+    return cap_nnz > 0 and meta[TOP] - meta[GARBAGE] - gone_values > fraction * cap_nnz
+
+
+@njit(cache=True, nogil=True)
+def stream_sweep(X, cache, dual, W, bias, eps, beta, full_at, window, rule, rng_state):
+    """One sweep of StreamSVM's trainer (Algorithm 2) over the cached rows; ``(visits, cache_gap)``.
+
+    For each problem ``c``, the cached rows are visited once in random
+    order.  Each visit computes ``G = y w_c . [x, b] - 1 + D alpha``, adds
+    the row's :func:`row_gap` to ``GAP`` (``cache_gap`` is their sum: the
+    cache's share of the gap, measured as the sweep goes) and, unless the
+    row is uninformative, takes the DCD step.  With ``rule`` (StreamSVM's
+    eviction, section 3, "Maintaining the active set"), while the cache is
+    :func:`nearly_full` (more than ``full_at`` of its slots or arena in
+    use, the rows marked so far not counted)
+
+    * every visit first multiplies ``eps_c`` by ``beta`` (the paper's
+      "aggressively shrink eps"; it compounds), and
+    * a row with ``alpha = 0`` and ``G > eps_c``, or ``alpha = U`` and
+      ``G < -eps_c``, is marked instead of updated: it would stay at its
+      bound (Hsieh et al. 2008, Theorem 2).
+
+    ``eps[c] = (eps_c, eps_new, count)``: every ``window`` visits (the
+    paper's n, the rows seen) ``eps_c`` becomes the largest ``|PG|`` of
+    those visits (Algorithm 2's ``eps_new``); it starts at ``+inf``
+    (printed "9" in the paper's extracted text).  After the sweep the rows
+    marked in every problem leave the cache (:func:`evict_uninformative`).
+    A cache with room evicts nothing: every row it keeps saves a read.
     """
     meta, live = cache.meta, cache.live
     k = cache.Y.shape[0]
-    allocated = cache.gid.shape[0]  # every live slot is below it
-    shrunk = np.zeros(allocated, dtype=np.int64)
-    index = np.empty(allocated, dtype=np.int64)
+    n = meta[N_LIVE]
+    allocated = cache.gid.shape[0]
+    marked = np.zeros(allocated, dtype=np.int64)
+    index = np.empty(n, dtype=np.int64)
+    ends, starts = cache.ends, cache.starts
+    sparse = starts.shape[0] > 0
+    GAP = cache.GAP
     visits = 0
-    busy = True
-    while visits < visit_budget and meta[N_LIVE] > 0 and busy:
-        n = meta[N_LIVE]
-        busy = False
-        for c in range(k):
-            index[:n] = live[:n]
-            problem = ProblemArrays(cache.Y[c], cache.U[c], cache.D[c], cache.QD[c])
-            shrinking = Shrinking(n, eps[c], -eps[c])
-            out = dcd_passes(X, problem, index[:n], cache.A[c], W[c], bias, 1, -1.0, shrinking, rng_state)
-            active = out[1]
-            for t in range(active, n):
-                shrunk[index[t]] += 1
-            visits += n
-            if active > 0:
-                eps[c] = max(abs(out[2]), abs(out[3]))
-                if eps[c] > PG_SKIP:
-                    busy = True
-        if nearly_full(cache, full_at):
-            for c in range(k):
-                eps[c] *= beta
-        if evict_uninformative(cache, dual, shrunk, k) > 0:
-            busy = True
-    return visits, busy
+    cache_gap = 0.0
+    for c in range(k):
+        y, upper, diag, qd, alpha, w = cache.Y[c], cache.U[c], cache.D[c], cache.QD[c], cache.A[c], W[c]
+        index[:] = live[:n]
+        shuffle_prefix(index, n, rng_state)
+        e, e_new, count = eps[c, 0], eps[c, 1], eps[c, 2]
+        gone_rows = 0
+        gone_values = 0
+        full = rule and nearly_full(cache, full_at)
+        for t in range(n):
+            if t + 2 < n:
+                row_prefetch_start(X, index[t + 2])
+            if t + 1 < n:
+                nxt = index[t + 1]
+                row_prefetch(X, nxt)
+                prefetch(alpha, nxt)
+            s = index[t]
+            r = np.uint64(s)
+            yi = y[r]
+            a = alpha[r]
+            u = upper[r]
+            d = diag[r]
+            g = yi * row_dot(X, s, w, bias) - 1.0 + d * a
+            gap = row_gap(g, a, u, d)
+            GAP[r] = gap if c == 0 else GAP[r] + gap
+            cache_gap += gap
+            visits += 1
+            count += 1.0
+            if full:
+                e *= beta
+            pg = 0.0
+            if a == 0.0:
+                pg = g if g < 0.0 else 0.0
+                out = g > e
+            elif a == u:
+                pg = g if g > 0.0 else 0.0
+                out = g < -e
+            else:
+                pg = g
+                out = False
+            if full and out:
+                marked[s] += 1
+                if k == 1:  # the row leaves at the sweep's end: the cache counts it gone
+                    gone_rows += 1
+                    if sparse:
+                        gone_values += ends[s] - starts[s]
+                    full = _nearly_full_without(cache, full_at, gone_rows, gone_values)
+            elif abs(pg) > PG_SKIP:
+                q = qd[r]
+                new = min(max(a - g / q, 0.0), u) if q > 0.0 else (u if g < 0.0 else 0.0)
+                alpha[r] = new
+                row_axpy(X, s, (new - a) * yi, w, bias)
+            if abs(pg) > e_new:
+                e_new = abs(pg)
+            if count >= window:
+                e, e_new, count = e_new, 0.0, 0.0
+        eps[c, 0], eps[c, 1], eps[c, 2] = e, e_new, count
+    evict_uninformative(cache, dual, marked, k)
+    return visits, cache_gap

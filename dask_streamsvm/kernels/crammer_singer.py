@@ -259,8 +259,8 @@ def cs_train_on_cache(X, cache, dual, W, bias, eps, beta, full_at, visit_budget,
     most one variable that is not shrinkable by that margin.  ``eps[0]``
     then becomes the sweep's largest violation, times ``beta`` when the
     cache is :func:`~.cache.nearly_full` (more than ``full_at`` of it in
-    use), as :func:`~.cache.train_on_cache` does; the arguments are those
-    of :func:`~.cache.train_on_cache`.
+    use); ``X``, ``cache``, ``dual``, ``W``, ``bias`` and ``rng_state`` are
+    those of :func:`~.cache.stream_sweep`.
 
     Returns ``(visits, busy)``; ``busy`` is false when a sweep changed nothing.
     """

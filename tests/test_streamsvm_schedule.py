@@ -1,0 +1,201 @@
+"""StreamSVM's schedule: the gap each row carries, the cache it chooses, the eps rule, reads saved."""
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from dask_streamsvm import LinearSVC
+from dask_streamsvm.engine import streamsvm
+from dask_streamsvm.engine.cache import AlphaStore, RowCache, slot_overhead
+from dask_streamsvm.kernels import cache as kc
+from dask_streamsvm.kernels.rng import make_state
+
+from ._helpers import load_libsvm_dataset
+
+
+@pytest.mark.parametrize("squared", [True, False])
+def test_the_rows_gap_shares_add_up_to_the_exact_duality_gap(squared):
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 6)
+    y = np.where(rng.rand(300) < 0.5, 1.0, -1.0)
+    cost = rng.uniform(0.1, 2.0, 300)
+    upper = np.full(300, np.inf) if squared else cost
+    alpha = rng.uniform(0, 1.0, 300) * np.where(squared, 1.0, cost)
+    alpha[:100] = 0.0
+    bias = 1.0
+    Xb = np.hstack([X, np.ones((300, 1))])
+    w = (alpha * y) @ Xb
+    xi = np.maximum(0.0, 1.0 - y * (Xb @ w))
+    primal = 0.5 * w @ w + (cost * (xi**2 if squared else xi)).sum()
+    diag = 0.5 / cost if squared else np.zeros(300)
+    dual = alpha.sum() - 0.5 * w @ w - 0.5 * (diag * alpha**2).sum()
+    out = np.empty(300)
+    kc.gap_scores(X, y[None], cost[None], alpha[None], w[None], bias, squared, out)
+    assert (out >= 0).all()
+    assert out.sum() == pytest.approx(primal - dual, rel=1e-10)
+    assert upper.shape == (300,)
+    # alpha = 0 and margin >= 1: no share; every other row of this draw has one.
+    zero = (alpha == 0) & (y * (Xb @ w) >= 1)
+    assert zero.any() and (out[zero] == 0).all() and (out[~zero] > 0).all()
+
+
+def _full_cache(n_rows, n_features=4, slots=None, same=False):
+    """A dense cache of ``slots`` slots holding ``n_rows`` rows (alpha = 0), and its store.
+
+    ``same``: every row is the same, of label +1; DCD then never moves a
+    margin above 1, so no row is ever out of its box.
+    """
+    rng = np.random.RandomState(1)
+    X = np.tile(rng.randn(1, n_features), (n_rows, 1)) if same else rng.randn(n_rows, n_features)
+    y = np.ones((1, n_rows)) if same else np.where(rng.rand(1, n_rows) < 0.5, 1.0, -1.0)
+    per_row = slot_overhead(1, False) + n_features * 8
+    cache = RowCache(RowCache.HEADER + (slots or n_rows) * per_row, n_features, np.float64, False, 1)
+    store = AlphaStore(1)
+    cache.insert(X, np.arange(n_rows), y, np.ones((1, n_rows)), True, 1.0, store, make_state(0))
+    return cache, store, X, y
+
+
+def test_eps_compounds_by_beta_at_every_visit_over_a_nearly_full_cache():
+    cache, store, _, _ = _full_cache(50, same=True)  # 50 of 50 slots: nearly full
+    assert cache.n_slots == 50 and cache.n_live == 50
+    W = np.zeros((1, 5))
+    eps = np.array([[1.0, 0.0, 0.0]])  # no row is out of its box at alpha = 0, G = -1
+    visits, _ = cache.sweep(W, 1.0, eps, store, make_state(0), beta=0.9, full_at=0.9, window=1e9, rule=True)
+    expected = 1.0
+    for _ in range(visits):
+        expected *= 0.9
+    assert visits == 50 and eps[0, 0] == expected
+    # Over a cache with room it does not shrink, and nothing leaves.
+    roomy, store2, _, _ = _full_cache(20, slots=50, same=True)
+    eps = np.array([[1.0, 0.0, 0.0]])
+    roomy.sweep(W * 0, 1.0, eps, store2, make_state(0), beta=0.9, full_at=0.9, window=1e9, rule=True)
+    assert eps[0, 0] == 1.0 and roomy.n_live == 20
+
+
+def test_eps_is_reset_to_the_largest_projected_gradient_every_window_visits():
+    cache, store, X, y = _full_cache(50, slots=100, same=True)
+    W = np.zeros((1, 5))
+    eps = np.array([[np.inf, 0.0, 0.0]])
+    cache.sweep(W, 1.0, eps, store, make_state(0), beta=0.9, full_at=0.9, window=50.0, rule=True)
+    # The first visit sees G = -1 (alpha = 0, w = 0), the later ones margins closer to 1:
+    # the largest |PG| of the window is 1, and a new window starts.
+    assert eps[0, 0] == 1.0 and eps[0, 1] == 0.0 and eps[0, 2] == 0.0
+    cache.sweep(W, 1.0, eps, store, make_state(0), beta=0.9, full_at=0.9, window=80.0, rule=True)
+    assert eps[0, 0] == 1.0 and eps[0, 2] == 50.0  # 50 visits into a window of 80: not reset
+
+
+def test_uninformative_rows_leave_a_nearly_full_cache_and_only_then():
+    # Rows far on the right side at alpha = 0 (G > eps) are uninformative.
+    cache, store, X, y = _full_cache(50)
+    W = np.zeros((1, 5))
+    W[0, :4] = 50.0 * (y[0] @ X) / 50
+    margins = y[0] * (X @ W[0, :4] + W[0, 4])
+    eps = np.array([[0.5, 0.0, 0.0]])
+    cache.sweep(W, 1.0, eps, store, make_state(0), beta=0.9, full_at=0.9, window=1e9, rule=True)
+    assert cache.evictions > 0
+    left = store.slot_of[:50] < 0
+    assert (margins[left] > 1.0).all()  # only rows with G = margin - 1 > 0 at alpha = 0 left
+    roomy, store2, X2, y2 = _full_cache(50, slots=200)
+    W2 = np.zeros((1, 5))
+    W2[0, :4] = W[0, :4]
+    roomy.sweep(W2, 1.0, np.array([[0.5, 0.0, 0.0]]), store2, make_state(0), beta=0.9, full_at=0.9,
+                window=1e9, rule=True)  # fmt: skip
+    assert roomy.evictions == 0 and roomy.n_live == 50
+
+
+def test_a_full_cache_admits_rows_by_their_share_of_the_gap():
+    cache, store, X, y = _full_cache(40)
+    cache.GAP[cache.live[:40]] = np.arange(40, dtype=float)  # cached row g has share g
+    Xn = np.random.RandomState(2).randn(10, 4)
+    scores = np.array([100, 0, 0.5, 30.5, 0, 200, 1.5, 0, 2.5, 3.5])  # rows 40 ... 49
+    left = cache.admit(Xn, np.arange(40, 50), np.ones((1, 10)), np.ones((1, 10)), scores, True, 1.0, store,
+                       make_state(0))  # fmt: skip
+    cached = set(cache.gid[cache.live[: cache.n_live]].tolist())
+    # The 7 smallest of the 47 positive shares lose: cached rows 0-3, offered 0.5, 1.5, 2.5.
+    # Rows of share 0 (41, 44, 47) find no free room.  Nothing is evicted at random.
+    assert cached == set(range(4, 40)) | {40, 43, 45, 49}
+    assert left == 6 and cache.evictions == 4
+    slots = store.slot_of[[40, 43, 45, 49]]
+    np.testing.assert_array_equal(cache.GAP[slots], [100, 30.5, 200, 3.5])  # they carry their shares
+    # With room, every offered row goes in, share 0 or not.
+    roomy, store2, _, _ = _full_cache(10, slots=30)
+    assert roomy.admit(Xn, np.arange(10, 20), np.ones((1, 10)), np.ones((1, 10)), scores, True, 1.0, store2,
+                       make_state(0)) == 0  # fmt: skip
+    assert roomy.n_live == 20 and roomy.evictions == 0
+
+
+def _a9a_head(n=8000, chunk=1000):
+    X, y = load_libsvm_dataset("a9a")
+    X, y = X[:n], y[:n]
+    nbytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+    return da.from_array(X, chunks=(chunk, 123)), da.from_array(y, chunks=chunk), nbytes
+
+
+def _reads_to_1e3(Xd, yd, nbytes, **kw):
+    params = dict(cache_bytes=int(0.1 * nbytes), tol=1e-3, max_iter=100, random_state=0, deterministic=True)
+    clf = LinearSVC(**{**params, **kw}).fit(Xd, yd)
+    assert clf.duality_gap_ <= 1e-3
+    return len(clf.history_)
+
+
+def test_the_gap_chosen_cache_needs_far_fewer_reads_than_random_eviction():
+    # 8000 rows of a9a, a tenth of them in the cache: most support vectors do not fit.
+    Xd, yd, nbytes = _a9a_head()
+    informative = _reads_to_1e3(Xd, yd, nbytes)
+    random = _reads_to_1e3(Xd, yd, nbytes, cache_policy="random")
+    assert informative <= 0.6 * random  # measured: 8 reads against 18
+
+
+def test_the_eps_rule_saves_reads_over_random_eviction_alone(monkeypatch):
+    Xd, yd, nbytes = _a9a_head()
+
+    def random_insert(self, X, ids, y, cost, scores, *args):
+        self.insert(X, ids, y, cost, *args)
+        return 0
+
+    monkeypatch.setattr(RowCache, "admit", random_insert)  # the gap rule out: only eps evicts
+    with_rule = _reads_to_1e3(Xd, yd, nbytes)
+    monkeypatch.setattr(streamsvm, "NEARLY_FULL", np.inf)  # the cache never counts as full
+    without = _reads_to_1e3(Xd, yd, nbytes)
+    assert with_rule <= 0.85 * without  # measured: 14 reads against 18
+
+
+@pytest.mark.parametrize("deterministic", [True, False])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_cache_that_holds_every_row_reads_the_data_once(deterministic, sparse):
+    rng = np.random.RandomState(0)
+    X = rng.randn(600, 8)
+    y = np.where(X @ rng.randn(8) + 0.3 * rng.randn(600) > 0, 1, -1)
+    reads = []
+
+    def counted(block):
+        reads.append(block.shape[0])
+        return sp.csr_matrix(block) if sparse else block
+
+    meta = sp.csr_matrix((0, 8)) if sparse else np.zeros((0, 8))
+    Xd = da.from_array(X, chunks=(100, 8)).map_blocks(counted, meta=meta)
+    yd = da.from_array(y, chunks=100)
+    clf = LinearSVC(cache_bytes="10MB", tol=1e-6, max_iter=500, random_state=0, deterministic=deterministic)
+    clf.fit(Xd, yd)
+    # One read (and the 2 partitions the reader had fetched ahead when the trainer stopped it);
+    # the later passes train and certify from the cache.
+    assert 600 <= sum(reads) <= 800 and len(clf.history_) > 2
+    assert [r["in_cache"] for r in clf.history_] == [False] + [True] * (len(clf.history_) - 1)
+    assert clf.history_[-1]["rows_read"] == 600 and clf.duality_gap_ <= 1e-6
+    ref = LinearSVC(tol=1e-9, max_iter=100000, random_state=0).fit(X, y)
+    rel = (clf.objective_ - ref.objective_) / ref.objective_
+    assert -1e-8 <= rel <= clf.duality_gap_ + 1e-8
+    assert all(r["cache_gap_share"] == pytest.approx(1.0) for r in clf.history_[2:] if r["gap"] > 1e-12)
+
+
+def test_history_records_the_work_done_while_the_reader_read():
+    Xd, yd, nbytes = _a9a_head(4000, 500)
+    clf = LinearSVC(cache_bytes=int(0.1 * nbytes), tol=1e-3, max_iter=100, random_state=0).fit(Xd, yd)
+    assert clf.duality_gap_ <= 1e-3
+    h = clf.history_
+    for r in h:
+        assert 0 <= r["visits_waiting"] <= r["row_visits"] and 0 <= r["sweeps_waiting"] <= r["sweeps"]
+    shares = [r["cache_gap_share"] for r in h[1:]]
+    assert all(0.0 <= s <= 1.0 + 1e-9 for s in shares)
+    assert h[-1]["rows_left_out"] > 0  # the cache is a tenth of the rows: some were left out
