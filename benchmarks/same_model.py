@@ -49,7 +49,7 @@ def models(include_cluster=True):
 
     def linear(name, X_, y_, **params):
         sample_weight = params.pop("sample_weight", None)
-        base = {"tol": 1e-4, "max_iter": 60, "random_state": 0, "cache_bytes": "40KB"}
+        base = {"tol": 1e-4, "max_iter": 60, "random_state": 0, "cache_bytes": "40KB", "deterministic": True}
         clf = LinearSVC(**{**base, **params})
         if sample_weight is not None:
             clf.fit(X_, y_, sample_weight=sample_weight)

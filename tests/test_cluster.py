@@ -92,6 +92,7 @@ def test_average_is_the_weighted_mean_of_the_parts_models(client):
     X, y = load_libsvm_dataset("a9a")
     Xd, yd = csr_to_dask(X, y, 6)
     params = {"C": 1.0, "loss": "hinge", "tol": 1e-4, "cache_bytes": "400KB", "max_iter": 200}
+    params["deterministic"] = True  # the parts' fits are repeated here: one seed, one model
     clf = LinearSVC(cluster="average", random_state=0, **params).fit(Xd, yd)
     workers = sorted(client.scheduler_info()["workers"])
     parts = [r for r in clf.history_ if isinstance(r.get("part"), int)]
