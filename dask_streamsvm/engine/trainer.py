@@ -90,9 +90,11 @@ def run_trainer(source, plan, trainer, *, checkpoints=None, resume=None):
             trainer.restore(*resume)
             start, row_ids = trainer.current + 1, RowIds.from_state(resume[1]["row_ids"])
             prints = PartitionPrints(resume[1].get("prints"))
+        # A trainer restored while it trained from its cache reads nothing more.
+        passes = start if getattr(trainer, "in_cache", False) else plan.max_iter + 1
         reader = stack.enter_context(
             Reader(
-                source, prefetch=plan.prefetch, max_passes=plan.max_iter + 1, shuffle=plan.shuffle,
+                source, prefetch=plan.prefetch, max_passes=passes, shuffle=plan.shuffle,
                 seed=plan.seed, start_pass=start, retries=plan.retries, row_ids=row_ids, prints=prints,
                 read_timeout=plan.read_timeout,
             )
