@@ -113,13 +113,14 @@ def test_a_full_cache_admits_rows_by_their_share_of_the_gap():
     # The 7 smallest of the 47 positive shares lose: cached rows 0-3, offered 0.5, 1.5, 2.5.
     # Rows of share 0 (41, 44, 47) find no free room.  Nothing is evicted at random.
     assert cached == set(range(4, 40)) | {40, 43, 45, 49}
-    assert left == 6 and cache.evictions == 4
+    np.testing.assert_array_equal(left, [1, 2, 4, 6, 7, 8])  # offered 41, 42, 44, 46, 47, 48
+    assert cache.evictions == 4
     slots = store.slot_of[[40, 43, 45, 49]]
     np.testing.assert_array_equal(cache.GAP[slots], [100, 30.5, 200, 3.5])  # they carry their shares
     # With room, every offered row goes in, share 0 or not.
     roomy, store2, _, _ = _full_cache(10, slots=30)
     assert roomy.admit(Xn, np.arange(10, 20), np.ones((1, 10)), np.ones((1, 10)), scores, True, 1.0, store2,
-                       make_state(0)) == 0  # fmt: skip
+                       make_state(0)).size == 0  # fmt: skip
     assert roomy.n_live == 20 and roomy.evictions == 0
 
 
@@ -150,7 +151,7 @@ def test_the_eps_rule_saves_reads_over_random_eviction_alone(monkeypatch):
 
     def random_insert(self, X, ids, y, cost, scores, *args):
         self.insert(X, ids, y, cost, *args)
-        return 0
+        return np.zeros(0, np.int64)
 
     monkeypatch.setattr(RowCache, "admit", random_insert)  # the gap rule out: only eps evicts
     with_rule = _reads_to_1e3(Xd, yd, nbytes)

@@ -672,11 +672,12 @@ class RowCache:
         rows with the smallest shares are evicted for offered rows with
         larger ones, and a row of share 0 (``alpha = 0``, margin >= 1: no
         training would move it) is inserted only into room left free.  No
-        row is evicted at random.  Returns the number of offered rows of
-        positive weight, not cached, that were left out.
+        row is evicted at random.  Returns the positions in ``X`` of the
+        offered rows of positive weight, not cached, that were left out.
         """
+        none = np.zeros(0, np.int64)
         if row_ids.size == 0:
-            return 0
+            return none
         store.reserve(int(row_ids.max()) + 1)
         new = (store.slot_of[row_ids] < 0) & (block_cost > 0.0).any(axis=0)
         offered = np.flatnonzero(new)
@@ -688,7 +689,7 @@ class RowCache:
             self.insert(X[offered], row_ids[offered], block_y[:, offered], block_cost[:, offered],
                         squared, bias, store, rng_state)  # fmt: skip
             self.GAP[store.slot_of[row_ids[offered]]] = scores[offered]
-            return 0
+            return none
         n = self.n_live
         live = self.live[:n]
         cached_len = (self.ends[live] - self.starts[live]) if self.sparse else np.zeros(n, np.int64)
@@ -714,7 +715,7 @@ class RowCache:
         self.insert(X[take], row_ids[take], block_y[:, take], block_cost[:, take],
                     squared, bias, store, rng_state)  # fmt: skip
         self.GAP[store.slot_of[row_ids[take]]] = scores[take]
-        return offered.size - take.size
+        return np.setdiff1d(offered, take, assume_unique=True)
 
     def rebuild(self, capacity, n_rows, nnz, store, squared, bias, rng_state):
         """Move the rows to a new RowCache of ``capacity`` bytes and return it.

@@ -108,9 +108,9 @@ class Reader:
             raise item[1]
         return item
 
-    def backlogged(self):
-        """Whether the reader is idle for the trainer: its queue is full, or it has nothing left to read."""
-        return self._queue.full() or not self._thread.is_alive()
+    def ready(self):
+        """Whether :meth:`get` would return at once: an item is queued, or the thread has ended."""
+        return not self._queue.empty() or not self._thread.is_alive()
 
     def partition_order(self, pass_index):
         """Partitions in the order of pass ``pass_index`` (reproducible from the seed)."""
