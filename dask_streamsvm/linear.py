@@ -97,8 +97,8 @@ class LinearSVC(StreamClassifier):
         ``"streamsvm"`` streams partitions through a cache of at most
         ``cache_bytes`` (Matsushima et al. 2012). ``"sbm"`` (selective
         block minimization, Chang & Roth 2011) loads blocks of partitions
-        of up to ``block_bytes``, solves the dual on block plus cache for
-        ``inner_iter`` passes and keeps the most informative rows in a
+        of up to ``block_bytes``, solves the dual on block plus cache
+        (``inner_iter``) and keeps the most informative rows in a
         cache of ``cache_bytes``; ``"bm"`` is the same without a cache
         (Yu et al. 2010). ``"auto"`` streams Dask collections and file
         paths with ``"streamsvm"`` and solves in-memory data in memory.
@@ -109,10 +109,10 @@ class LinearSVC(StreamClassifier):
         ``solver="sbm"`` and ``"bm"``: bytes of rows loaded per block (None:
         ``cache_bytes`` for SBM, the paper's SBM-1/2, and ``2 * cache_bytes``
         for BM, which then uses the same memory as SBM).
-    inner_iter : int, default=10
-        ``solver="sbm"`` and ``"bm"``: DCD passes over block plus cache per
-        block, as in the paper; ``cluster="cocoa"``: local DCD passes per
-        round.
+    inner_iter : int, default=100
+        ``solver="sbm"``, ``"bm"`` and ``partial_fit``: the most DCD passes
+        over block plus cache per block (they end once its duality gap is a
+        tenth of the gap to beat); ``cluster="cocoa"``: local passes per round.
     cache_policy : {"informative", "random"}, default="informative"
         Which rows the cache keeps. ``"sbm"``: the rows the paper's score
         ranks highest, or a random subset (SBM-rand). ``"streamsvm"``: the
@@ -234,7 +234,7 @@ class LinearSVC(StreamClassifier):
         solver="auto",
         cache_bytes="1GB",
         block_bytes=None,
-        inner_iter=10,
+        inner_iter=100,
         cache_policy="informative",
         deterministic=False,
         prefetch=2,
@@ -450,7 +450,7 @@ class LinearSVC(StreamClassifier):
         SBM for streaming data (Chang & Roth 2011, section 4): the new rows
         start with ``alpha = 0``; the dual is solved on them plus a cache of
         the most informative rows kept from earlier blocks
-        (``inner_iter`` passes); then the cache is chosen anew within
+        (at most ``inner_iter`` passes); then the cache is chosen anew within
         ``cache_bytes`` (``cache_policy``).  Rows that leave memory are
         forgotten, dual variable included, so memory stays at the cache plus
         one block however long the stream.  ``solver`` and ``block_bytes``

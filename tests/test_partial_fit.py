@@ -9,6 +9,7 @@ from sklearn.linear_model import Perceptron
 from sklearn.svm import LinearSVC as LiblinearSVC
 
 from dask_streamsvm import LinearSVC
+from dask_streamsvm.engine import partial
 
 from ._helpers import dataset_path, load_libsvm_dataset
 
@@ -167,3 +168,20 @@ def test_a_dask_dataframe_with_a_label_column(scheduler):
     assert list(clf.feature_names_in_) == list("abcde") and len(clf.history_) == 6
     assert all(r["cache_bytes"] <= 20_000 for r in clf.history_)
     assert clf.score(frame[list("abcde")], y) > 0.95
+
+
+def test_a_blocks_passes_end_at_a_tenth_of_its_first_gap(a9a_stream, monkeypatch):
+    """``inner_iter`` caps the passes; the block's gap ends them sooner (engine.partial)."""
+    X, y, nbytes = a9a_stream
+    X, y = X[:8000], y[:8000]
+
+    def passes(**extra):
+        clf = LinearSVC(C=1.0, cache_bytes=nbytes // 10, random_state=0, **extra)
+        stream(clf, X, y, classes=[-1, 1])
+        return [r["passes"] for r in clf.history_]
+
+    with_rule = passes()
+    assert max(passes(inner_iter=3)) <= 3
+    monkeypatch.setattr(partial, "KAPPA", 0.0)  # the rule out: LIBLINEAR's eps or the cap end them
+    without = passes()
+    assert sum(with_rule) <= 0.5 * sum(without)

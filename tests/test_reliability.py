@@ -415,7 +415,8 @@ _KILLED_FIT = textwrap.dedent(
         print(record["pass"], flush=True)
         time.sleep(0.1)  # slow passes: the parent kills this process in the middle of one
 
-    model = LinearSVC(solver="sbm", cache_bytes=20_000, tol=1e-6, max_iter=60, random_state=0,
+    # inner_iter=2: enough passes (14) that the kill after pass 3 lands mid-fit
+    model = LinearSVC(solver="sbm", cache_bytes=20_000, tol=1e-6, max_iter=60, random_state=0, inner_iter=2,
                       checkpoint_dir=sys.argv[1], callbacks=[report] if sys.argv[2] == "slow" else None)
     model.fit(da.from_array(X, chunks=200), da.from_array(y, chunks=200), resume=sys.argv[2] == "resume")
     np.save(sys.argv[3], np.hstack([model.coef_.ravel(), model.intercept_, [model.n_iter_]]))
@@ -450,7 +451,7 @@ def test_sigkill_mid_fit_loses_at_most_one_pass_and_resume_matches(tmp_path):
     rng = np.random.RandomState(0)
     X = rng.randn(2000, 8)
     y = (X @ rng.randn(8) + 0.3 * rng.randn(2000) > 0).astype(int)
-    plain = LinearSVC(solver="sbm", cache_bytes=20_000, tol=1e-6, max_iter=60, random_state=0)
+    plain = LinearSVC(solver="sbm", cache_bytes=20_000, tol=1e-6, max_iter=60, random_state=0, inner_iter=2)
     plain.fit(da.from_array(X, chunks=200), da.from_array(y, chunks=200))
     expected = np.hstack([plain.coef_.ravel(), plain.intercept_, [plain.n_iter_]])
     np.testing.assert_array_equal(np.load(tmp_path / "resumed.npy"), expected)

@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine.cache import AlphaStore, RowCache
 from dask_streamsvm.engine.problem import FitPlan
+from dask_streamsvm.engine.sbm import BlockTrainer
 from dask_streamsvm.engine.schedules import fit_stream
 from dask_streamsvm.engine.source import DaskSource
 from dask_streamsvm.kernels.rng import make_state
@@ -357,3 +358,21 @@ def test_bm_takes_a_partition_that_fills_its_block_exactly(scheduler):
     clf = LinearSVC(solver="bm", loss="hinge", block_bytes=40_000, tol=5e-2, max_iter=50, random_state=0)
     clf.fit(Xd, da.from_array(y, chunks=250))
     assert clf.duality_gap_ <= 5e-2
+
+
+def test_block_passes_end_at_the_gap_rule_and_inner_iter_caps_them(monkeypatch):
+    """``inner_iter`` is a cap: a block's passes end once its gap is a tenth of the gap to beat."""
+    X, y = small_a9a()
+    kw = {"solver": "sbm", "cache_bytes": 100_000, "block_bytes": 100_000, "tol": 1e-3, "max_iter": 30}
+
+    def fit(**extra):
+        clf = LinearSVC(random_state=0, **{**kw, **extra}).fit(X, y)
+        assert clf.duality_gap_ <= 1e-3 * abs(clf.objective_)
+        return clf.history_[-1]["row_visits"], clf.history_[-1]["blocks"]
+
+    with_rule, blocks = fit(inner_iter=100)
+    capped, capped_blocks = fit(inner_iter=2, max_iter=200)
+    monkeypatch.setattr(BlockTrainer, "solved_below", lambda self, start_gap: -np.inf)
+    without_rule, _ = fit(inner_iter=100)  # every block gets its 100 passes (or LIBLINEAR's eps)
+    assert with_rule <= 0.5 * without_rule
+    assert capped / capped_blocks < with_rule / blocks

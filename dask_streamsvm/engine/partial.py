@@ -24,6 +24,7 @@ the selection keeps rows while that sum stays within ``cache_bytes``.
 import numpy as np
 import scipy.sparse as sp
 
+from ..kernels.cache import gap_scores
 from ..kernels.crammer_singer import cs_select_informative, cs_sweep
 from ..kernels.dcd import ProblemArrays, Shrinking, dcd_passes, row_sqnorms
 from ..kernels.objective import upper_and_diag_arrays
@@ -32,6 +33,7 @@ from ..kernels.sbm import gradients, select_informative, select_random
 from .layout import kernel_rows
 from .memory import BinaryProblem
 from .sbm import INNER_EPS
+from .trainer import KAPPA
 
 _PER_PROBLEM = 3 * 8  # label, cost and alpha of a row in one problem (float64)
 
@@ -134,7 +136,13 @@ class OnePassSBM:
         return np.ascontiguousarray(X, dtype=dtype)
 
     def _solve(self, rows, Y, cost, alpha):
-        """``inner_iter`` passes of DCD (or the sequential dual method) on the rows in memory."""
+        """DCD passes (or the sequential dual method's) on the rows in memory, at most ``inner_iter``.
+
+        DCD passes end once the rows' duality gap is ``KAPPA`` times its value
+        after the first pass (measured after passes 1, 2, 4, 8, 16, 24, ...), the rule
+        SBM follows (:meth:`~.sbm.BlockTrainer._solve_block`) with no
+        certificate to compare against.
+        """
         n = Y.shape[1]
         if self.crammer_singer:
             sq = np.empty(n)
@@ -150,17 +158,30 @@ class OnePassSBM:
                 if worst <= INNER_EPS:
                     break
             return done
-        passes = 0
-        for c in range(self.k):
-            problem = BinaryProblem(rows, Y[c], cost[c], self.loss, self.bias, self.n_features)
-            index = problem.trainable_rows()
-            out = dcd_passes(
-                rows, ProblemArrays(problem.y, problem.upper, problem.diag, problem.qd), index, alpha[c],
-                self.W[c], self.bias, self.inner_iter, INNER_EPS, Shrinking(index.shape[0], np.inf, -np.inf),
-                self.rng_state,
-            )  # fmt: skip
-            passes = max(passes, int(out[0]))
-        return passes
+        problems = [
+            BinaryProblem(rows, Y[c], cost[c], self.loss, self.bias, self.n_features) for c in range(self.k)
+        ]
+        index = [p.trainable_rows() for p in problems]
+        shrink = [Shrinking(i.shape[0], np.inf, -np.inf) for i in index]
+        done = np.zeros(self.k, dtype=bool)
+        start_gap, check, scores = None, 1, np.empty(n)
+        for sweep in range(1, self.inner_iter + 1):
+            for c in np.flatnonzero(~done):
+                p = ProblemArrays(problems[c].y, problems[c].upper, problems[c].diag, problems[c].qd)
+                out = dcd_passes(
+                    rows, p, index[c], alpha[c], self.W[c], self.bias, 1, INNER_EPS, shrink[c], self.rng_state
+                )
+                shrink[c] = Shrinking(int(out[1]), out[4], out[5])
+                done[c] = out[6]
+            if done.all():
+                return sweep
+            if sweep == check:  # the block's gap, as SBM measures it: stop at KAPPA x the first
+                check = 2 * check if check < 8 else check + 8
+                gap_scores(rows, Y, cost, alpha, self.W, self.bias, self.loss == "squared_hinge", scores)
+                start_gap = scores.sum() if start_gap is None else start_gap
+                if scores.sum() <= KAPPA * start_gap:
+                    return sweep
+        return self.inner_iter
 
     def _select(self, rows, Xw, Y, cost, alpha):
         """Positions of the rows to cache, best first, within ``cache_bytes``."""

@@ -86,7 +86,7 @@ class FitPlan:
     solver: str = "streamsvm"
     cache_bytes: int = 10**9
     block_bytes: int = 10**9
-    inner_iter: int = 10
+    inner_iter: int = 100
     cache_policy: str = "informative"
     deterministic: bool = False
     prefetch: int = 2

@@ -63,11 +63,10 @@ import scipy.sparse as sp
 from ..kernels.cache import gap_scores
 from .cache import RowCache
 from .layout import kernel_rows
-from .trainer import PassCertifier
+from .trainer import KAPPA, PassCertifier
 
 BETA = 0.9  # eps <- beta * eps at every visit over a nearly full cache
 NEARLY_FULL = 0.9
-KAPPA = 0.1  # the cache is solved at KAPPA x the gap to beat (module docstring)
 MAX_SWEEPS = 100  # deterministic: sweeps after one intake at most
 
 
@@ -241,11 +240,7 @@ class StreamSVMTrainer(PassCertifier):
 
     def _target(self):
         """The cache gap below which the cache counts as solved (module docstring)."""
-        goal, floor = self.gaps[1], 0.0
-        if self.certificates:
-            goal = min(goal, sum(c.primal - c.dual for c in self.certificates))
-            floor = 0.1 * self.tol * sum(abs(c.primal) for c in self.certificates)
-        return max(KAPPA * goal, floor)
+        return self.solved_below(self.gaps[1])
 
     def _sweep(self, intake=False):
         visits, self.gaps[0] = self.cache.sweep(

@@ -43,6 +43,10 @@ from .problem import cs_model, encode_block, linear_scores
 from .reader import Reader
 from .source import RowIds
 
+# Rows in memory are solved at KAPPA x the gap to beat (PassCertifier.solved_below): StreamSVM's
+# cache, SBM's block plus cache.
+KAPPA = 0.1
+
 
 @dataclass
 class StreamResult:
@@ -150,6 +154,20 @@ class PassCertifier:
         self.stats = dict.fromkeys(counters, 0)
         self.certified, self.certified_records, self.checkpoints = None, 0, None
         self.held = {"pass": None, "scores": [], "y": []}  # this read's held-out rows, for Platt
+
+    def solved_below(self, start_gap):
+        """The gap below which rows in memory (a cache, a block) count as solved.
+
+        ``KAPPA`` times the smaller of ``start_gap`` (their gap after the
+        first sweep since new rows came) and the last certified gap, and no
+        lower than a tenth of what the stopping rule asks for: inner work
+        in proportion to what is left to prove, and none spent past it.
+        """
+        goal, floor = start_gap, 0.0
+        if self.certificates:
+            goal = min(goal, sum(c.primal - c.dual for c in self.certificates))
+            floor = 0.1 * self.tol * sum(abs(c.primal) for c in self.certificates)
+        return max(KAPPA * goal, floor)
 
     def _snapshot(self, pass_k, memory):
         self.current = pass_k
