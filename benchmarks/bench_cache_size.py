@@ -135,7 +135,9 @@ def write_report(payload):
         f"(-: not within {payload['max_iter']} reads; then the final gap). *s*: seconds to that read. "
         "*plain reads*: those seconds over one warm plain read of the same collection. *x in-memory*: "
         "over the in-memory solver's time on the same rows. *visits*: row visits over the in-memory "
-        "solver's.",
+        "solver's. A partition larger than the block is a block of its own: on the one-partition "
+        "LIBSVM files SBM and BM hold the whole file while they train it, not the budget (StreamSVM holds "
+        "its cache), so their rows there are not at equal memory.",
         "",
         "| data | cache | solver | reads | s | plain reads | x in-memory | visits / in-memory |",
         "|---|---|---|---|---|---|---|---|",
