@@ -13,6 +13,7 @@ import json
 import lzma
 import os
 import tempfile
+import threading
 import zipfile
 
 import numpy as np
@@ -297,11 +298,16 @@ def test_a_transient_read_error_of_a_compressed_file_is_still_retried(tmp_path, 
         def __getattr__(self, name):
             return getattr(self.raw, name)
 
+    lock = threading.Lock()
+
     @contextlib.contextmanager
     def flaky_open(*args, **kwargs):
-        opened.append(args)
+        # A partition's X and y are read on two Dask threads at once: number the opens under a lock.
+        with lock:
+            opened.append(args)
+            fails = len(opened) == 2  # the first may count the labels, outside the reader
         with real_open(*args, **kwargs) as raw:
-            yield Flaky(raw, fails=len(opened) == 2)  # the first may count the labels, outside the reader
+            yield Flaky(raw, fails=fails)
 
     monkeypatch.setattr(fsspec, "open", flaky_open)
     # Below the decompressor, an I/O error stays itself: the reader's to retry, not damaged data.
