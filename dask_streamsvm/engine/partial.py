@@ -26,13 +26,13 @@ import scipy.sparse as sp
 
 from ..kernels.cache import gap_scores
 from ..kernels.crammer_singer import cs_select_informative, cs_sweep
-from ..kernels.dcd import ProblemArrays, Shrinking, dcd_passes, row_sqnorms
+from ..kernels.dcd import ProblemArrays, row_sqnorms
 from ..kernels.objective import upper_and_diag_arrays
 from ..kernels.rng import make_state
 from ..kernels.sbm import gradients, select_informative, select_random
 from .layout import kernel_rows
 from .memory import BinaryProblem
-from .sbm import INNER_EPS
+from .sbm import INNER_EPS, passes_to_gap
 from .trainer import KAPPA
 
 _PER_PROBLEM = 3 * 8  # label, cost and alpha of a row in one problem (float64)
@@ -140,7 +140,7 @@ class OnePassSBM:
 
         DCD passes end once the rows' duality gap is ``KAPPA`` times its value
         after the first pass (measured after passes 1, 2, 4, 8, 16, 24, ...), the rule
-        SBM follows (:meth:`~.sbm.BlockTrainer._solve_block`) with no
+        SBM follows (:func:`~.sbm.passes_to_gap`) with no
         certificate to compare against.
         """
         n = Y.shape[1]
@@ -162,26 +162,18 @@ class OnePassSBM:
             BinaryProblem(rows, Y[c], cost[c], self.loss, self.bias, self.n_features) for c in range(self.k)
         ]
         index = [p.trainable_rows() for p in problems]
-        shrink = [Shrinking(i.shape[0], np.inf, -np.inf) for i in index]
-        done = np.zeros(self.k, dtype=bool)
-        start_gap, check, scores = None, 1, np.empty(n)
-        for sweep in range(1, self.inner_iter + 1):
-            for c in np.flatnonzero(~done):
-                p = ProblemArrays(problems[c].y, problems[c].upper, problems[c].diag, problems[c].qd)
-                out = dcd_passes(
-                    rows, p, index[c], alpha[c], self.W[c], self.bias, 1, INNER_EPS, shrink[c], self.rng_state
-                )
-                shrink[c] = Shrinking(int(out[1]), out[4], out[5])
-                done[c] = out[6]
-            if done.all():
-                return sweep
-            if sweep == check:  # the block's gap, as SBM measures it: stop at KAPPA x the first
-                check = 2 * check if check < 8 else check + 8
-                gap_scores(rows, Y, cost, alpha, self.W, self.bias, self.loss == "squared_hinge", scores)
-                start_gap = scores.sum() if start_gap is None else start_gap
-                if scores.sum() <= KAPPA * start_gap:
-                    return sweep
-        return self.inner_iter
+        arrays = [ProblemArrays(p.y, p.upper, p.diag, p.qd) for p in problems]
+        scores = np.empty(n)
+
+        def measure():  # the block's gap, as SBM measures it
+            gap_scores(rows, Y, cost, alpha, self.W, self.bias, self.loss == "squared_hinge", scores)
+            return scores.sum()
+
+        passes, _ = passes_to_gap(
+            rows, arrays, index, alpha, self.W, self.bias, self.rng_state, self.inner_iter,
+            measure=measure, target=lambda start_gap: KAPPA * start_gap,
+        )  # fmt: skip
+        return passes
 
     def _select(self, rows, Xw, Y, cost, alpha):
         """Positions of the rows to cache, best first, within ``cache_bytes``."""

@@ -54,8 +54,42 @@ from .cache import RowCache, stored_bytes
 from .trainer import PassCertifier
 
 # Projected-gradient tolerance of a block's subproblem: passes end there at
-# the latest (the gap rule of ``_solve_block`` usually ends them sooner).
+# the latest (the gap rule of ``passes_to_gap`` usually ends them sooner).
 INNER_EPS = 1e-6
+
+
+def passes_to_gap(rows, problems, indices, alphas, W, bias, rng_state, inner_iter, measure, target):
+    """DCD on rows in memory, one pass at a time, until their duality gap is ``target(first gap)``.
+
+    ``problems``, ``indices`` and ``alphas`` hold each one-vs-rest problem's
+    arrays; each problem keeps its own active set from pass to pass
+    (LIBLINEAR's shrinking, continued) and stops at ``INNER_EPS``.  After
+    passes 1, 2, 4, 8, 16, 24, ... ``measure()`` gives the rows' gap (it costs
+    about half a pass, so at most 1 in 8 passes pays it); the passes end once
+    it is at most ``target(gap after pass 1)``, or after ``inner_iter``.
+    Returns ``(passes, visits)``.
+    """
+    k = len(problems)
+    shrink = [Shrinking(i.shape[0], np.inf, -np.inf) for i in indices]
+    done = np.zeros(k, dtype=bool)
+    start_gap, check, visits = None, 1, 0
+    for sweep in range(1, inner_iter + 1):
+        for c in np.flatnonzero(~done):
+            out = dcd_passes(
+                rows, problems[c], indices[c], alphas[c], W[c], bias, 1, INNER_EPS, shrink[c], rng_state
+            )
+            visits += int(shrink[c].active_size)
+            shrink[c] = Shrinking(int(out[1]), out[4], out[5])
+            done[c] = out[6]
+        if done.all():
+            return sweep, visits
+        if sweep == check:
+            check = 2 * check if check < 8 else check + 8
+            gap = measure()
+            start_gap = gap if start_gap is None else start_gap
+            if gap <= target(start_gap):
+                return sweep, visits
+    return inner_iter, visits
 
 
 class BlockTrainer(PassCertifier):
@@ -227,34 +261,15 @@ class BlockTrainer(PassCertifier):
         self.block_used = self.block_rows = 0
 
     def _solve_block(self, memory, n):
-        """DCD passes on block plus cache until its gap is solved (``solved_below``), ``inner_iter`` at most.
-
-        Each problem keeps its own active set from pass to pass (LIBLINEAR's
-        shrinking, continued); after passes 1, 2, 4, 8, 16, 24, ... the rows' exact
-        share of the duality gap is measured (one dot product a row).
-        """
+        """DCD passes on block plus cache until its exact gap is ``solved_below`` (:func:`passes_to_gap`)."""
         index = np.empty((self.k, n), dtype=np.int64)
         index[:] = memory.live[:n]
-        shrink = [Shrinking(n, np.inf, -np.inf)] * self.k
-        done = np.zeros(self.k, dtype=bool)
-        start_gap, check = None, 1
-        for sweep in range(1, self.inner_iter + 1):
-            for c in np.flatnonzero(~done):
-                out = dcd_passes(
-                    memory.layout, memory.problem(c), index[c], memory.A[c], self.W[c], self.bias, 1,
-                    INNER_EPS, shrink[c], self.rng_state,
-                )  # fmt: skip
-                self.stats["visits"] += int(shrink[c].active_size)
-                shrink[c] = Shrinking(int(out[1]), out[4], out[5])
-                done[c] = out[6]
-            if done.all():
-                break
-            if sweep == check:  # measuring costs half a pass: at most 1 in 8 of the passes
-                check = 2 * check if check < 8 else check + 8
-                gap = memory.objective(self.W, self.bias)[1]
-                start_gap = gap if start_gap is None else start_gap
-                if gap <= self.solved_below(start_gap):
-                    break
+        problems = [memory.problem(c) for c in range(self.k)]
+        _, visits = passes_to_gap(
+            memory.layout, problems, index, memory.A, self.W, self.bias, self.rng_state, self.inner_iter,
+            measure=lambda: memory.objective(self.W, self.bias)[1], target=self.solved_below,
+        )  # fmt: skip
+        self.stats["visits"] += visits
 
     def _select_cache(self):
         memory = self.memory
