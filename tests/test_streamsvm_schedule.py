@@ -198,3 +198,24 @@ def test_history_records_the_work_done_while_the_reader_read():
     shares = [r["cache_gap_share"] for r in h[1:]]
     assert all(0.0 <= s <= 1.0 + 1e-9 for s in shares)
     assert h[-1]["rows_left_out"] > 0  # the cache is a tenth of the rows: some were left out
+
+
+def test_the_cache_is_solved_once_per_cache_full_of_new_rows_not_after_every_piece(monkeypatch):
+    # Partitions of 1% of the rows and a cache of half of them: a piece is a partition.
+    rng = np.random.RandomState(0)
+    X = rng.randn(20000, 20).astype(np.float32)
+    y = np.where(X @ rng.randn(20) + 0.5 * rng.randn(20000) > 0, 1, -1)
+    Xd, yd = da.from_array(X, chunks=(200, 20)), da.from_array(y, chunks=200)
+
+    def fit():
+        clf = LinearSVC(
+            cache_bytes=X.nbytes // 2, tol=1e-3, max_iter=20, deterministic=True, fit_intercept=False,
+            random_state=0,
+        ).fit(Xd, yd)  # fmt: skip
+        assert clf.duality_gap_ <= 1e-3
+        return clf.history_[-1]["row_visits"]
+
+    with_rule = fit()
+    monkeypatch.setattr(streamsvm, "SOLVE_AFTER", 0.0)  # solved after every piece
+    without = fit()
+    assert with_rule <= 0.5 * without  # measured: 2.6 million visits against 19.6 million

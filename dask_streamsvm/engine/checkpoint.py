@@ -31,7 +31,8 @@ import numpy as np
 from .archive import ArchiveReader, cut, prepare_directory, write_archive
 
 FORMAT = "dask-streamsvm-checkpoint"
-VERSION = 2  # 2: the fingerprint's parameters in canonical form (:func:`canonical`), not their repr
+VERSION = 3  # 2: the fingerprint's parameters in canonical form (:func:`canonical`), not their repr;
+# 3: StreamSVM's schedule state (``piece_sweeps``, ``unsolved_rows``)
 FILE = "checkpoint.zip"
 WHAT = "dask_streamsvm checkpoint"
 

@@ -29,9 +29,14 @@ evicted by the eps rule.
 How long the trainer sweeps.  The cache is solved when its share of the
 gap, as the last sweep measured it, is below ``KAPPA`` times the smaller
 of the gap the cache had after its last intake and the last certified
-gap (no lower than a tenth of what the stopping rule asks for).  After
-each piece inserted the trainer sweeps until the cache is solved (at most
-``MAX_SWEEPS`` sweeps).  Two schedules share that rule:
+gap (no lower than a tenth of what the stopping rule asks for).  Each
+piece inserted gets one sweep; once the rows offered since the last solve
+fill the cache's slots (and at the end of a read), the trainer sweeps
+until the cache is solved, ``MAX_SWEEPS`` sweeps at most: SBM's rhythm,
+one solve per cache-full of new rows.  (Solving after every piece cost
+2.5-6.6x the visits with partitions smaller than the cache: 308 million
+against 46 million on the dense 100k x 50 set with a 50% cache, 41 s
+against 9 s.)  Two schedules share that rule:
 
 * asynchronous (the default; the paper's Algorithms 1 and 2): once the
   cache is solved, the trainer goes on sweeping while the reader has no
@@ -68,6 +73,7 @@ from .trainer import KAPPA, PassCertifier
 BETA = 0.9  # eps <- beta * eps at every visit over a nearly full cache
 NEARLY_FULL = 0.9
 MAX_SWEEPS = 100  # deterministic: sweeps after one intake at most
+SOLVE_AFTER = 1.0  # cache-fulls of rows offered between two solves of the cache
 
 
 class StreamSVMTrainer(PassCertifier):
@@ -89,6 +95,7 @@ class StreamSVMTrainer(PassCertifier):
         self.gaps = np.array([np.inf, np.inf, 0.0])
         self.in_cache = False  # the cache holds every row: passes need no read
         self.piece_sweeps = 0  # sweeps since the last intake
+        self.unsolved_rows = 0  # rows offered since the cache was last solved (or MAX_SWEEPS ended a solve)
         self.pass_start = (0, 0)  # evictions and rows left out when this pass's first block came
         self.snapshot_gap = np.nan  # the cached rows' share of the gap of the state this pass certifies
         self.stats.update(sweeps=0, sweeps_waiting=0, visits_waiting=0, left_out=0)
@@ -120,10 +127,14 @@ class StreamSVMTrainer(PassCertifier):
         cache = self.cache
         if cache is None or cache.n_live == 0 or self.current >= self.max_iter:
             return False
-        if self.piece_sweeps >= MAX_SWEEPS:
+        if self.piece_sweeps >= MAX_SWEEPS:  # as far as a solve goes
+            self.unsolved_rows = 0
             return False
         if self.cache_gap > self._target():
-            return True
+            if self.unsolved_rows >= SOLVE_AFTER * self.cache.n_slots:
+                return True
+        else:
+            self.unsolved_rows = 0
         # Solved: the asynchronous trainer goes on while the reader has nothing for it.
         return not self.deterministic and self.cache_gap > KAPPA * self._target() and not self.reader.ready()
 
@@ -132,6 +143,8 @@ class StreamSVMTrainer(PassCertifier):
         if kind == "block":
             self._take_block(item[1], item[2])
         elif kind == "end":
+            if self.cache is not None:  # solve the cache before the next pass (set before a checkpoint)
+                self.unsolved_rows = max(self.unsolved_rows, int(np.ceil(SOLVE_AFTER * self.cache.n_slots)))
             self._certify()
             if self.in_cache:
                 self.reader.close()
@@ -161,8 +174,8 @@ class StreamSVMTrainer(PassCertifier):
 
     def _insert_next_piece(self):
         block, y_pm, cost, start = self.pending
-        piece = max(1, self.cache.n_slots // 4)
-        stop = min(start + piece, block.n_rows)
+        stop = min(start + self._piece(), block.n_rows)
+        self.unsolved_rows += stop - start
         rows = block.order[start:stop]  # this pass's row order
         X, ids, y, c = block.X[rows], block.row_ids[rows], y_pm[:, rows], cost[:, rows]
         args = (self.squared, self.bias, self.store, self.rng_state)
@@ -223,6 +236,7 @@ class StreamSVMTrainer(PassCertifier):
     def checkpoint_state(self):
         state, arrays = super().checkpoint_state()  # pass ends come with no block half inserted
         state["in_cache"], state["piece_sweeps"] = self.in_cache, self.piece_sweeps
+        state["unsolved_rows"] = self.unsolved_rows
         arrays["eps"], arrays["gaps"] = self.eps, self.gaps
         return state, arrays
 
@@ -235,8 +249,13 @@ class StreamSVMTrainer(PassCertifier):
         self.eps[:], self.gaps[:] = arrays["eps"], arrays["gaps"]
         self.in_cache = bool(state["in_cache"]) and self.cache is not None
         self.piece_sweeps = int(state["piece_sweeps"])
+        self.unsolved_rows = int(state["unsolved_rows"])
 
     # -- training ------------------------------------------------------------------
+
+    def _piece(self):
+        """Rows inserted at a time: a quarter of the cache's slots."""
+        return max(1, self.cache.n_slots // 4)
 
     def _target(self):
         """The cache gap below which the cache counts as solved (module docstring)."""
