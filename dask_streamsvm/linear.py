@@ -109,10 +109,10 @@ class LinearSVC(StreamClassifier):
         ``solver="sbm"`` and ``"bm"``: bytes of rows loaded per block (None:
         ``cache_bytes`` for SBM, the paper's SBM-1/2, and ``2 * cache_bytes``
         for BM, which then uses the same memory as SBM).
-    inner_iter : int, default=100
-        ``solver="sbm"``, ``"bm"`` and ``partial_fit``: the most DCD passes
-        over block plus cache per block (they end once its duality gap is a
-        tenth of the gap to beat); ``cluster="cocoa"``: local passes per round.
+    inner_iter : int or None, default=None
+        ``solver="sbm"``, ``"bm"``, ``partial_fit``: the most DCD passes per
+        block (None: 100; they end once its gap is a tenth of the gap to beat);
+        Crammer-Singer blocks, ``cluster="cocoa"`` rounds: passes (None: 10).
     cache_policy : {"informative", "random"}, default="informative"
         Which rows the cache keeps. ``"sbm"``: the rows the paper's score
         ranks highest, or a random subset (SBM-rand). ``"streamsvm"``: the
@@ -234,7 +234,7 @@ class LinearSVC(StreamClassifier):
         solver="auto",
         cache_bytes="1GB",
         block_bytes=None,
-        inner_iter=100,
+        inner_iter=None,
         cache_policy="informative",
         deterministic=False,
         prefetch=2,
@@ -295,7 +295,7 @@ class LinearSVC(StreamClassifier):
         "solver": v.one_of(*SOLVERS),
         "cache_bytes": v.byte_size,
         "block_bytes": v.optional(v.byte_size),
-        "inner_iter": v.integer(),
+        "inner_iter": v.optional(v.integer()),
         "cache_policy": v.one_of("informative", "random"),
         "deterministic": v.anything,
         "prefetch": v.integer(),

@@ -376,3 +376,11 @@ def test_block_passes_end_at_the_gap_rule_and_inner_iter_caps_them(monkeypatch):
     without_rule, _ = fit(inner_iter=100)  # every block gets its 100 passes (or LIBLINEAR's eps)
     assert with_rule <= 0.5 * without_rule
     assert capped / capped_blocks < with_rule / blocks
+
+
+def test_inner_iter_none_caps_gap_ruled_passes_at_100_and_counts_10_where_no_gap_rule_ends_them():
+    # CoCoA+ rounds and Crammer-Singer blocks run their passes as a count: 100 would be 10x the work.
+    assert LinearSVC().inner_iter is None
+    default, set_ = FitPlan(), FitPlan(inner_iter=7)
+    assert (default.gap_ruled_passes, default.fixed_passes) == (100, 10)
+    assert (set_.gap_ruled_passes, set_.fixed_passes) == (7, 7)

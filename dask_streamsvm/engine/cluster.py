@@ -446,7 +446,7 @@ def _relative_gap(primal, dual):
 def fit_cocoa(client, parts, plan, n_features, clock_start, on_round=None, reads=None):
     """CoCoA+ rounds to the relative gap ``plan.tol``, at most ``plan.max_iter`` of ``plan.inner_iter``
     local passes: ``(W, primal, dual, rounds, history, converged, stopped)``."""
-    k, tol, max_iter, passes, seed = plan.n_problems, plan.tol, plan.max_iter, plan.inner_iter, plan.seed
+    k, tol, max_iter, passes, seed = plan.n_problems, plan.tol, plan.max_iter, plan.fixed_passes, plan.seed
     sigma = float(len(parts))
     placed = [worker for worker, _ in parts]
 

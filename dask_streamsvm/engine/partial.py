@@ -4,7 +4,7 @@ Each block of the stream is seen once::
 
     alpha_B = 0                                    the new rows start at zero
     W = B + cache                                  the rows in memory
-    solve the dual on W for ``inner_iter`` passes  (alpha outside W: forgotten)
+    solve the dual on W to the gap rule            (alpha outside W: forgotten)
     cache <- the rows of W to keep, within ``cache_bytes`` (section 2.2, or
              section 3 for Crammer-Singer; or a random subset)
 
@@ -46,8 +46,9 @@ class OnePassSBM:
     plan : :class:`~.problem.FitPlan` with ``solver="partial"``: its label
         tables give the problems (one binary, one per class for one-vs-rest
         or Crammer-Singer), and ``loss``, ``bias``, ``cache_bytes`` (bytes
-        of rows kept between blocks), ``inner_iter`` (passes over block plus
-        cache per block), ``cache_policy``, ``crammer_singer``, ``seed`` and
+        of rows kept between blocks), ``inner_iter`` (the passes' caps:
+        :attr:`~.problem.FitPlan.gap_ruled_passes`, ``fixed_passes``),
+        ``cache_policy``, ``crammer_singer``, ``seed`` and
         ``feature_map`` (a map's spec, :mod:`~dask_streamsvm.kernels.features`:
         the cache then holds raw rows as CSR and the kernels apply the map)
         shape the stream.
@@ -58,7 +59,8 @@ class OnePassSBM:
         self.k, self.n_features = plan.n_problems, plan.model_width(int(n_features))
         self.feature_map = plan.feature_map
         self.loss, self.bias = plan.loss, float(plan.bias)
-        self.cache_bytes, self.inner_iter = int(plan.cache_bytes), int(plan.inner_iter)
+        self.cache_bytes, self.inner_iter = int(plan.cache_bytes), int(plan.gap_ruled_passes)
+        self.cs_passes = int(plan.fixed_passes)
         self.informative = plan.cache_policy == "informative"
         self.crammer_singer = bool(plan.crammer_singer)
         self.W = np.zeros((self.k, self.n_features + 1))
@@ -151,7 +153,7 @@ class OnePassSBM:
             index = np.arange(n, dtype=np.int64)
             scratch = np.empty(n, dtype=np.int64)
             done = 0
-            while done < self.inner_iter:
+            while done < self.cs_passes:
                 done += 1
                 worst = cs_sweep(rows, Y, cost, QD, alpha, self.W, self.bias, index, n, np.inf, scratch,
                                  self.rng_state)  # fmt: skip

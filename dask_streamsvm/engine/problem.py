@@ -86,7 +86,7 @@ class FitPlan:
     solver: str = "streamsvm"
     cache_bytes: int = 10**9
     block_bytes: int = 10**9
-    inner_iter: int = 100
+    inner_iter: int | None = None
     cache_policy: str = "informative"
     deterministic: bool = False
     prefetch: int = 2
@@ -111,7 +111,8 @@ class FitPlan:
             self.block_bytes <= 0
         ):
             raise ValueError(f"block_bytes must be an integer > 0, got block_bytes={self.block_bytes!r}.")
-        _check_int("inner_iter", self.inner_iter, 1)
+        if self.inner_iter is not None:
+            _check_int("inner_iter", self.inner_iter, 1)
         _check_choice("cache_policy", self.cache_policy, CACHE_POLICIES)
         _check_int("prefetch", self.prefetch, 1)
         _check_int("retries", self.retries, 0)
@@ -124,6 +125,16 @@ class FitPlan:
     @property
     def squared(self):
         return self.loss == "squared_hinge"
+
+    @property
+    def gap_ruled_passes(self):
+        """The most DCD passes a block's gap rule may take (SBM, BM, partial_fit): ``inner_iter`` or 100."""
+        return 100 if self.inner_iter is None else self.inner_iter
+
+    @property
+    def fixed_passes(self):
+        """Passes run as a count, no gap rule (CoCoA+ rounds, Crammer-Singer blocks): ``inner_iter`` or 10."""
+        return 10 if self.inner_iter is None else self.inner_iter
 
     @property
     def n_problems(self):

@@ -6,7 +6,7 @@ SBM's Algorithm 1, on partitions that a reader thread streams in::
     for each reader pass t:
         for each block B_j (partitions gathered up to ``block_bytes``):
             W = B_j + cache
-            solve the dual on W, alpha outside W fixed: ``inner_iter`` DCD passes
+            solve the dual on W, alpha outside W fixed: DCD passes to the gap rule
             cache <- the rows of W to keep, within ``cache_bytes`` (section 2.2)
 
 Block minimization (Yu, Hsieh, Chang & Lin, KDD 2010) is the same loop with
@@ -97,8 +97,9 @@ class BlockTrainer(PassCertifier):
 
     ``plan.cache_bytes`` is the cache kept from one block to the next (0:
     block minimization), ``plan.block_bytes`` the bytes of partitions
-    gathered into a block, ``plan.inner_iter`` the DCD passes over block
-    plus cache per block (10 in the paper).  Both byte counts count rows as
+    gathered into a block, ``plan.gap_ruled_passes`` the most DCD passes
+    over block plus cache per block (:func:`passes_to_gap`; the paper runs
+    10), ``plan.fixed_passes`` the Crammer-Singer method's.  Both byte counts count rows as
     the row cache stores them: values and column indices, plus per row
     ``32 + 40 k`` bytes of solver state (``+ 16`` when sparse); the row
     memory's fixed 48 bytes count against the block.
@@ -118,7 +119,7 @@ class BlockTrainer(PassCertifier):
     def __init__(self, source, plan, store, hooks=None, clock_start=None):
         super().__init__(source, plan, store, hooks, clock_start)
         self.cache_bytes, self.block_bytes = plan.cache_bytes, plan.block_bytes
-        self.inner_iter = plan.inner_iter
+        self.inner_iter, self.cs_passes = plan.gap_ruled_passes, plan.fixed_passes
         self.informative = plan.cache_policy == "informative"
         self.memory = None  # RowCache holding W = block + cache
         self.kept = np.empty(0, dtype=np.int64)  # global ids of the cached rows, best first
@@ -246,7 +247,7 @@ class BlockTrainer(PassCertifier):
         if self.crammer_singer:
             index = memory.live[:n].copy()
             shrinkable = np.empty(n, dtype=np.int64)
-            for _ in range(self.inner_iter):
+            for _ in range(self.cs_passes):
                 worst = cs_sweep(
                     memory.layout, memory.Y, memory.U, memory.QD, memory.A, self.W, self.bias, index, n,
                     np.inf, shrinkable, self.rng_state,
