@@ -475,8 +475,7 @@ class RowCache:
         """Bytes occupied by the live rows and their per-slot values."""
         n = self.n_live
         if self.sparse:
-            live = self.live[:n]
-            nnz = int((self.ends[live] - self.starts[live]).sum())
+            nnz = int(self.meta[kc.TOP] - self.meta[kc.GARBAGE])  # the live rows' values, in O(1)
             return n * self._meta_per_slot + nnz * self._per_value
         return n * (self._meta_per_slot + self.n_features * self._per_value)
 
@@ -631,6 +630,11 @@ class RowCache:
         if self.sparse and self.meta[kc.GARBAGE] > 0:
             self._top = kc.compact(self.arrays)
 
+    def make_room(self, nnz):
+        """Compact only when ``nnz`` more values would not fit above the arena's top (then they do)."""
+        if self.sparse and self.meta[kc.TOP] + nnz > self.n_values:
+            self.compact()
+
     def sweep(self, W, bias, eps, store, rng_state, *, beta, full_at, window, rule, crammer_singer=False):
         """One sweep of StreamSVM's trainer over the cached rows; ``(visits, cache_gap)``.
 
@@ -684,8 +688,8 @@ class RowCache:
         lengths = np.zeros(offered.size, np.int64)
         if self.sparse:
             lengths = np.diff(sp.csr_matrix(X).indptr)[offered]
-        self.compact()
         if offered.size == 0 or self.fits(offered.size, int(lengths.sum())):
+            self.make_room(int(lengths.sum()))  # fits() counts the garbage as free: no row is evicted
             self.insert(X[offered], row_ids[offered], block_y[:, offered], block_cost[:, offered],
                         squared, bias, store, rng_state)  # fmt: skip
             self.GAP[store.slot_of[row_ids[offered]]] = scores[offered]
@@ -703,15 +707,17 @@ class RowCache:
         kept = np.empty(order.size, dtype=np.bool_)
         kept[order] = keep
         self.evict(live[~kept[:n]].copy(), store)
-        self.compact()
         chosen = np.flatnonzero(positive)[kept[n:]]
         # Rows of share 0 take the room the others left, in their order.
         room_rows = int(self.meta[kc.N_FREE]) - chosen.size
-        room_values = self.n_values - int(self.meta[kc.TOP]) - int(lengths[chosen].sum())
+        in_use = int(self.meta[kc.TOP] - self.meta[kc.GARBAGE])
+        room_values = self.n_values - in_use - int(lengths[chosen].sum())
         zero = np.flatnonzero(~positive)
         fit = np.cumsum(lengths[zero]) <= room_values if self.sparse else np.ones(zero.size, dtype=bool)
         zero = zero[fit][: max(room_rows, 0)]
-        take = offered[np.sort(np.concatenate([chosen, zero]))]
+        picked = np.sort(np.concatenate([chosen, zero]))
+        take = offered[picked]
+        self.make_room(int(lengths[picked].sum()))
         self.insert(X[take], row_ids[take], block_y[:, take], block_cost[:, take],
                     squared, bias, store, rng_state)  # fmt: skip
         self.GAP[store.slot_of[row_ids[take]]] = scores[take]
