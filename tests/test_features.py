@@ -578,7 +578,12 @@ def test_column_maps_trains_in_memory_and_out_of_core(tmp_path):
     for solver in ("sbm", "streamsvm"):
         streamed = LinearSVC(solver=solver, cache_bytes="300KB", max_iter=300, **params).fit(frames, "label")
         assert abs(streamed.objective_ - expected) / expected < 1e-6, solver
-    np.testing.assert_array_equal(streamed.predict(frames).compute().to_numpy(), clf.predict(frame))
+    # Asynchronous StreamSVM's model depends on timing: rows on the boundary (|margin| at the two
+    # models' tol-level difference) may fall either side; every other row must agree.
+    sure = np.abs(clf.decision_function(frame)) > 1e-3
+    got = streamed.predict(frames).compute().to_numpy()
+    np.testing.assert_array_equal(got[sure], clf.predict(frame)[sure])
+    assert sure.mean() > 0.99
     clf.save(tmp_path / "grouped.model")
     np.testing.assert_array_equal(
         load(tmp_path / "grouped.model").decision_function(frame), clf.decision_function(frame)
