@@ -127,12 +127,13 @@ class StreamSVMTrainer(PassCertifier):
                 self.stats["wait_data"] += time.perf_counter() - start
                 self._handle(item)
 
+    def _trainable(self):
+        """Whether the cache has rows to sweep and the fit passes to train."""
+        return self.cache is not None and self.cache.n_live > 0 and self.current < self.max_iter
+
     def _solve_due(self):
         """Whether a solve of the cache is under way: a cache-full of rows came in, and it is not solved."""
-        cache = self.cache
-        if cache is None or cache.n_live == 0 or self.current >= self.max_iter:
-            return False
-        if self.unsolved_rows < SOLVE_AFTER * cache.n_slots:
+        if not self._trainable() or self.unsolved_rows < SOLVE_AFTER * self.cache.n_slots:
             return False
         if self.piece_sweeps >= MAX_SWEEPS or self.cache_gap <= self._target():  # as far as a solve goes
             self.unsolved_rows = 0
@@ -141,10 +142,7 @@ class StreamSVMTrainer(PassCertifier):
 
     def _more_sweeps(self):
         """The asynchronous schedule: sweep on while the reader has nothing ready (module docstring)."""
-        cache = self.cache
-        if self.deterministic or cache is None or cache.n_live == 0 or self.current >= self.max_iter:
-            return False
-        if self.piece_sweeps >= MAX_SWEEPS:
+        if self.deterministic or not self._trainable() or self.piece_sweeps >= MAX_SWEEPS:
             return False
         return self.cache_gap > KAPPA * self._target() and not self.reader.ready()
 
