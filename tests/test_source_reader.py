@@ -419,3 +419,44 @@ def test_reader_stops_promptly_when_closed_with_a_full_queue(small):
     with reader:
         time.sleep(0.2)  # the queue fills and the reader waits for room
     assert not reader._thread.is_alive()
+
+
+class _SlowSource:
+    """A source whose reads take ``seconds`` each and record how many run at once."""
+
+    def __init__(self, source, seconds):
+        self._source, self.seconds = source, seconds
+        self.n_partitions = source.n_partitions
+        self.running = self.most = 0
+        self.lock = threading.Lock()
+
+    def partition_id(self, p):
+        return p
+
+    def load(self, p):
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        time.sleep(self.seconds)
+        with self.lock:
+            self.running -= 1
+        return self._source.load(p)
+
+
+@pytest.mark.parametrize("prefetch", [1, 3])
+def test_reads_run_ahead_up_to_prefetch_at_once_and_blocks_keep_their_order(small, prefetch):
+    X, y = small
+    src = _SlowSource(DaskSource(da.from_array(X, chunks=(5, 3)), da.from_array(y, chunks=5)), 0.05)
+    held = []
+    with Reader(src, prefetch=prefetch, max_passes=2, shuffle=True, seed=1) as reader:
+        time.sleep(0.3)  # a slow trainer: the reader's side fills up
+        seen = []
+        while (item := reader.get(timeout=10))[0] != "done":
+            held.append(len(reader._queue.queue) + len(reader._ahead))
+            seen.append(item)
+            time.sleep(0.01)
+    for k in (0, 1):
+        order = [it[2].partition for it in seen if it[0] == "block" and it[1] == k]
+        assert order == list(reader.partition_order(k))
+    assert src.most == prefetch  # prefetch reads at once (one at a time for prefetch=1)
+    assert max(held) <= prefetch  # queued blocks and reads in flight: the trainer's block makes prefetch + 1

@@ -20,6 +20,14 @@ takes longer than ``read_timeout`` seconds stops the fit with
 :class:`ReadTimeout` naming the partition (never retried: the task may be
 hung, and Dask cannot stop it).
 
+With ``prefetch`` > 1 the reader starts the next partitions' reads while
+it waits for the current one, so that up to ``prefetch`` partitions are
+computed at once (by Dask's scheduler: threads, or a distributed client's
+workers) and a machine with more cores reads faster.  Blocks still come in
+the pass's order.  A read starts only when the blocks queued and the reads
+in flight are fewer than ``prefetch``: with the trainer's block, at most
+``prefetch`` + 1 partitions are alive.
+
 Every block read is fingerprinted (:mod:`.fingerprint`): a partition that
 gives other rows than on its first read (or than the checkpoint a fit
 resumes saved) stops the fit with an error naming it.
@@ -65,6 +73,8 @@ class Reader:
         self.row_ids = RowIds() if row_ids is None else row_ids
         self.prints = PartitionPrints() if prints is None else prints
         self._seed = seed
+        self.prefetch = prefetch
+        self._ahead = {}  # (pass, partition) -> OnThread: reads started before their turn
         self._queue = queue.Queue(maxsize=prefetch)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dask-streamsvm-reader", daemon=True)
@@ -131,12 +141,48 @@ class Reader:
                 continue
         self.wait_for_room += time.perf_counter() - start
 
-    def _load(self, p):
-        """``source.load(p)``, repeated after a transient I/O error (see the module docstring)."""
+    def _wait_for_room(self):
+        """Wait until the queue and the reads ahead hold fewer than ``prefetch`` partitions.
+
+        So a new read never makes the reader's side hold more than
+        ``prefetch`` partitions (queued or being read); the trainer's block
+        makes ``prefetch + 1``.
+        """
+        start = time.perf_counter()
+        q = self._queue
+        with q.not_full:
+            while len(q.queue) + len(self._ahead) >= self.prefetch and not self._stop.is_set():
+                q.not_full.wait(0.05)
+        self.wait_for_room += time.perf_counter() - start
+
+    def _read_ahead(self, upcoming):
+        """Start the reads of the first of ``upcoming`` ``(pass, partition)`` that fit in ``prefetch``."""
+        room = self.prefetch - self._queue.qsize() - 1 - len(self._ahead)  # the current read counts
+        for key in upcoming:
+            if room <= 0:
+                break
+            if key not in self._ahead:
+                self._ahead[key] = OnThread(lambda p=key[1]: self.source.load(p))
+                room -= 1
+
+    def _upcoming(self, k, i):
+        """The next ``prefetch - 1`` ``(pass, partition)`` after the ``i``-th partition of pass ``k``.
+
+        Not past the pass's end: at a pass end the trainer may decide that
+        it needs no further read (its cache holds every row).
+        """
+        order = self.partition_order(k)
+        return [(k, int(p)) for p in order[i + 1 : i + self.prefetch]]
+
+    def _load(self, p, started=None):
+        """``source.load(p)``, repeated after a transient I/O error (see the module docstring).
+
+        ``started``: its read, if it was started ahead (:meth:`_read_ahead`).
+        """
         failed = 0
         while True:
             try:
-                block = self._compute(p)
+                block = self._compute(p, started if not failed else None)
                 block.retries = failed
                 return block
             except (ReadTimeout, Stopped):
@@ -150,14 +196,16 @@ class Reader:
                     raise
                 failed += 1
 
-    def _compute(self, p):
+    def _compute(self, p, read=None):
         """``source.load(p)`` on a thread of its own, waited for while watching ``close`` and the timeout.
 
         Dask cannot stop a task half-way, so the reader does not wait for a
         read that is no longer wanted: ``close`` returns at once, and the
-        thread computing the partition ends when its task does.
+        thread computing the partition ends when its task does.  ``read``:
+        the partition's read if already started.
         """
-        read = OnThread(lambda: self.source.load(p))
+        if read is None:
+            read = OnThread(lambda: self.source.load(p))
         deadline = None if self.read_timeout is None else time.monotonic() + self.read_timeout
         while not read.done.wait(POLL):
             if self._stop.is_set():
@@ -182,11 +230,16 @@ class Reader:
         self._started = time.perf_counter()
         try:
             for k in range(self.start_pass, self.max_passes):
-                for p in self.partition_order(k):
+                for i, p in enumerate(self.partition_order(k)):
                     if self._stop.is_set():
                         return
                     release_free_memory()  # what the blocks the trainer has finished held
-                    block = self._load(int(p))
+                    started = self._ahead.pop((k, int(p)), None)
+                    if started is None:
+                        self._wait_for_room()
+                    if self.prefetch > 1:
+                        self._read_ahead(self._upcoming(k, i))
+                    block = self._load(int(p), started)
                     block.row_ids = self.row_ids.ids(block.partition, block.n_rows)
                     self.prints.check(block)
                     if self.shuffle:
