@@ -231,6 +231,15 @@ def one_of(*choices):
     return check
 
 
+def auto_or_bool(name, value):
+    """Check: ``"auto"``, True or False."""
+    if isinstance(value, str) and value == "auto":
+        return value
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    raise ValueError(f"{name} must be 'auto', True or False; got {name}={value!r}.")
+
+
 def optional(check):
     """Check: None, or what ``check`` accepts."""
 

@@ -4,6 +4,7 @@ import io as _io
 import lzma
 import math
 import os
+import uuid
 import zlib
 from glob import glob
 
@@ -350,7 +351,13 @@ def read_libsvm(path_or_glob, n_features=None, *, blocksize="64MB", dtype=np.flo
     if n_features is None:
         widths = dask.compute(*[dask.delayed(_max_index)(b, zero_based, w) for b, w in blocks])
         n_features = max(widths)
-    parsed = [dask.delayed(_parse_block, nout=2)(b, int(n_features), dtype, zero_based, w) for b, w in blocks]
+    # Named read-libsvm-*: a streaming fit knows from it that the collection parses text (its spill).
+    parsed = [
+        dask.delayed(_parse_block, nout=2)(
+            b, int(n_features), dtype, zero_based, w, dask_key_name=f"read-libsvm-{uuid.uuid4().hex}"
+        )
+        for b, w in blocks
+    ]
     meta = sp.csr_matrix((0, n_features), dtype=dtype)
     X = da.concatenate(
         [da.from_delayed(p[0], shape=(math.nan, n_features), dtype=dtype, meta=meta) for p in parsed],

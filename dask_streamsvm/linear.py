@@ -169,6 +169,13 @@ class LinearSVC(StreamClassifier):
     read_timeout : float or None, default=None
         Streaming: seconds a partition's read may take before the fit stops
         with a ``TimeoutError`` naming it (None: no limit).
+    spill : {"auto", True, False}, default="auto"
+        Streaming: write each partition, once parsed and checked, to a binary
+        file that later reads load instead (``"auto"``: text sources only,
+        LIBSVM and CSV, while the disk keeps 1 GB free); removed when ``fit``
+        ends, however it ends (``history_``'s ``spill_bytes``).
+    spill_dir : str, path or None, default=None
+        Where the spill's temporary directory goes (None: the system's).
     checkpoint_dir : str, path or None, default=None
         Streaming solvers: write the whole state of the fit (weights, every
         row's dual variable, the cache, the random state, the history) to
@@ -247,6 +254,8 @@ class LinearSVC(StreamClassifier):
         on_invalid="raise",
         retries=2,
         read_timeout=None,
+        spill="auto",
+        spill_dir=None,
         checkpoint_dir=None,
         checkpoint_every=None,
         random_state=None,
@@ -277,6 +286,8 @@ class LinearSVC(StreamClassifier):
         self.on_invalid = on_invalid
         self.retries = retries
         self.read_timeout = read_timeout
+        self.spill = spill
+        self.spill_dir = spill_dir
         self.checkpoint_dir = checkpoint_dir
         self.checkpoint_every = checkpoint_every
         self.random_state = random_state
@@ -305,6 +316,7 @@ class LinearSVC(StreamClassifier):
         "on_invalid": v.one_of("raise", "skip"),
         "retries": v.integer(low=0),
         "read_timeout": v.optional(v.positive_float),
+        "spill": v.auto_or_bool,
         "checkpoint_every": v.optional(v.non_negative_float),
     }
 
@@ -566,17 +578,18 @@ class LinearSVC(StreamClassifier):
             fingerprint = data_fingerprint(self.get_params(deep=False), source)
             checkpoints = Checkpoints(self.checkpoint_dir, params["checkpoint_every"], fingerprint)
             saved = checkpoints.load() if resume else None
-        if saved is not None:  # the classes counted by the fit that wrote it: no read to count them again
-            labels = tuple(saved[1][k] for k in ("classes", "class_counts", "weighted_classes"))
-        else:
-            labels = source.label_counts(read_timeout=params["read_timeout"])
-        self.classes_ = labels[0]
-        solver = self.solver if self.solver in ("sbm", "bm") else "streamsvm"
-        plan = self._plan(params, source.n_features, solver, *self._seeds()).with_labels(*labels)
-        hooks = PassHooks(self, plan.bias, source.n_partitions, params["cache_bytes"])
-        result = fit_stream(
-            source, plan, hooks, clock_start=clock_start, checkpoints=checkpoints, resume=saved
-        )
+        with source.spilling(params["spill"], self.spill_dir):
+            if saved is not None:  # the classes counted by the fit that wrote it: no read to count them
+                labels = tuple(saved[1][k] for k in ("classes", "class_counts", "weighted_classes"))
+            else:
+                labels = source.label_counts(read_timeout=params["read_timeout"])
+            self.classes_ = labels[0]
+            solver = self.solver if self.solver in ("sbm", "bm") else "streamsvm"
+            plan = self._plan(params, source.n_features, solver, *self._seeds()).with_labels(*labels)
+            hooks = PassHooks(self, plan.bias, source.n_partitions, params["cache_bytes"])
+            result = fit_stream(
+                source, plan, hooks, clock_start=clock_start, checkpoints=checkpoints, resume=saved
+            )
         self._set_model(plan, result, stopped=hooks.stopped or result.interrupted)
         if result.interrupted:
             warn_interrupted(self, result.passes)

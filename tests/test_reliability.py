@@ -229,9 +229,13 @@ def test_a_file_deleted_mid_fit_stops_it_with_the_files_name(tmp_path):
 
     Xd, yd = read_libsvm(str(tmp_path / "part-*.svm"), n_features=5)
     start = time.perf_counter()
-    with pytest.raises(FileNotFoundError, match="part-06.svm"):
-        _stream(callbacks=[delete_after_first_pass], max_iter=50, tol=1e-9).fit(Xd, yd)
+    with pytest.raises(FileNotFoundError, match="part-06.svm"):  # without the spill, every read opens it
+        _stream(callbacks=[delete_after_first_pass], max_iter=50, tol=1e-9, spill=False).fit(Xd, yd)
     assert time.perf_counter() - start < 30
+    # With the spill (the default for text), the passes after the first read the spilled partitions.
+    victim.write_text((tmp_path / "part-05.svm").read_text())
+    model = _stream(callbacks=[delete_after_first_pass], max_iter=50, tol=1e-3).fit(Xd, yd)
+    assert not victim.exists() and len(model.history_) >= 2 and model.duality_gap_ <= 1e-3
 
 
 # -- interruption ------------------------------------------------------------------------------

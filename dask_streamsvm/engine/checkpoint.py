@@ -111,7 +111,7 @@ class Checkpoints:
 # Parameters a resumed fit may change: they steer how long it runs and what it reports, not its steps.
 RESUMABLE_CHANGES = (
     "tol", "max_iter", "callbacks", "verbose", "validation_data", "prefetch", "retries", "checkpoint_dir",
-    "checkpoint_every", "alpha_store", "cluster", "read_timeout",
+    "checkpoint_every", "alpha_store", "cluster", "read_timeout", "spill", "spill_dir",
 )  # fmt: skip
 
 

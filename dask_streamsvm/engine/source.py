@@ -9,6 +9,7 @@ values (NaN, inf, lengths, columns) done there, naming the partition.  It
 runs on the reader thread, off the trainer's path.
 """
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -18,6 +19,9 @@ import scipy.sparse as sp
 
 from ._malloc import release_free_memory
 from .waiting import watched_compute
+
+_LABEL = "__dask_streamsvm_label__"  # columns added to X when y (and the weights) come from its frame
+_WEIGHT = "__dask_streamsvm_weight__"
 
 
 @dataclass
@@ -100,7 +104,16 @@ class DaskSource:
                 # Keep one frame: its partitions hold features and labels
                 # alike, however the reader splits or fuses files.
                 self._label_column = y
-                self._init_frame(X.drop(columns=[y]), X[y], sample_weight, whole=X)
+                whole = self._one_frame(X, None, sample_weight) if sample_weight is not None else None
+                if whole is None:
+                    self._init_frame(X.drop(columns=[y]), X[y], sample_weight, whole=X)
+                else:
+                    self._weight_column = _WEIGHT
+                    self._init_frame(X.drop(columns=[y]), X[y], None, whole=whole, plan=(X, y, sample_weight))
+            elif (whole := self._one_frame(X, y, sample_weight)) is not None:
+                self._label_column = _LABEL
+                self._weight_column = None if sample_weight is None else _WEIGHT
+                self._init_frame(X, whole[_LABEL], None, whole=whole, plan=(X, y, sample_weight))
             else:
                 self._init_frame(X, y, sample_weight)
         elif is_dask_collection(X) and getattr(X, "ndim", None) == 2:
@@ -122,6 +135,9 @@ class DaskSource:
                 "Found array with 0 feature(s) in X while a minimum of 1 is required: X has no "
                 "feature columns."
             )
+        from .spill import text_source
+
+        self.text = text_source(X)  # parsed from text when computed: spilled by default
 
     # -- layout checks, done once ----------------------------------------------
 
@@ -140,13 +156,44 @@ class DaskSource:
             raise ValueError(complex_message("X", self.dtype))
         self.is_sparse = isinstance(getattr(X, "_meta", None), sp.spmatrix | sp.sparray) or encoder_set(self)
         self._row_chunks = np.asarray(X.chunks[0], dtype=np.float64)
-        parts_x = list(X.to_delayed().ravel())
-        parts_y = self._label_parts(y, len(parts_x), X.chunks[0], "y")
-        parts_w = self._label_parts(sample_weight, len(parts_x), X.chunks[0], "sample_weight")
+        # Unoptimised, so a partition's X, y and w tasks keep the keys they share (the parse of a
+        # LIBSVM block gives both X and y): computed together, the shared work runs once.  Optimised
+        # one by one, each would fuse its own copy of it.
+        parts_x = list(X.to_delayed(optimize_graph=False).ravel())
+        parts_y = self._label_parts(y, len(parts_x), X.chunks[0], "y", optimize=False)
+        parts_w = self._label_parts(sample_weight, len(parts_x), X.chunks[0], "sample_weight", optimize=False)
         self._parts = list(zip(parts_x, parts_y, parts_w, strict=True))
         self._frame = False
 
-    def _init_frame(self, X, y, sample_weight, whole=None):
+    _weight_column = None
+    parquet_plan = None  # a :class:`~.parquet.ParquetPlan` when the fast path reads the partitions
+
+    @staticmethod
+    def _one_frame(X, y, sample_weight):
+        """X with y (and the weights) as its last columns, when all come from one Dask expression.
+
+        ``fit(frame[cols], frame["y"])`` is how dask-ml users write it, but
+        Dask's optimiser may fuse the partitions of a narrow selection (the
+        label column alone), so X and y would be partitioned differently.
+        Built as one frame, they are read together.  None when they are not
+        co-aligned (different sources): those must match partition by
+        partition, as checked later.
+        """
+        import dask.dataframe as dd
+
+        try:
+            from dask.dataframe.dask_expr._expr import are_co_aligned
+        except ImportError:  # pragma: no cover - another dask layout
+            return None
+        columns = {name: v for name, v in ((_LABEL, y), (_WEIGHT, sample_weight)) if v is not None}
+        others = list(columns.values())
+        if not all(isinstance(v, dd.Series) for v in others):
+            return None
+        if not are_co_aligned(X.expr, *(v.expr for v in others)):
+            return None
+        return X.assign(**columns)
+
+    def _init_frame(self, X, y, sample_weight, whole=None, plan=None):
         dtypes = X.dtypes
         bad = [
             str(c)
@@ -170,12 +217,14 @@ class DaskSource:
         self.dtype = np.dtype(np.float32 if all32 else np.float64)
         self.is_sparse = encoder_set(self)
         self._frame = True
+        if self.encoder is None and self._init_parquet(*(plan or (whole, self._label_column, sample_weight))):
+            return
         if whole is not None:
             parts_x = list(whole.to_delayed())
             parts_w = self._label_parts(sample_weight, len(parts_x), None, "sample_weight")
             self._parts = [(x, None, w) for x, w in zip(parts_x, parts_w, strict=True)]
             # Counting labels reads the label column alone (unless weights count too).
-            if sample_weight is None:
+            if sample_weight is None and self._weight_column is None:
                 self._count_parts = [(None, yp, None) for yp in y.to_delayed()]
             return
         parts_x = list(X.to_delayed())
@@ -183,11 +232,39 @@ class DaskSource:
         parts_w = self._label_parts(sample_weight, len(parts_x), None, "sample_weight")
         self._parts = list(zip(parts_x, parts_y, parts_w, strict=True))
 
+    def _init_parquet(self, X, y, sample_weight):
+        """Read partitions with pyarrow straight into arrays (:mod:`.parquet`) if X and y allow it."""
+        import dask
+
+        from . import parquet
+
+        if X is None or not is_dask_dataframe(X):
+            return False
+        plan = parquet.parquet_plan(X, y, sample_weight)
+        if plan is None or plan.columns != [str(c) for c in self._columns]:
+            return False
+        self._parts = []
+        self._count_parts = []
+        for pieces in plan.parts:
+            rows = dask.delayed(parquet.read_part, nout=3)(
+                plan.fs, pieces, plan.columns, plan.label, plan.weight, self.dtype
+            )
+            self._parts.append((rows[0], rows[1], rows[2] if plan.weight is not None else None))
+            labels = dask.delayed(parquet.read_part, nout=3)(
+                plan.fs, pieces, [], plan.label, None, self.dtype
+            )
+            self._count_parts.append((None, labels[1], None))
+        if plan.weight is not None:
+            del self._count_parts  # counting reads the weights too
+        self._label_column = self._weight_column = None
+        self.parquet_plan = plan
+        return True
+
     def _encoded_width(self, n_in):
         return n_in if self.encoder is None else self.encoder.raw_width(n_in)
 
     @staticmethod
-    def _label_parts(v, n_parts, row_chunks, name):
+    def _label_parts(v, n_parts, row_chunks, name, optimize=True):
         if v is None:
             return [None] * n_parts
         if not is_dask_collection(v):
@@ -197,7 +274,7 @@ class DaskSource:
             )
         if getattr(v, "ndim", 1) != 1:
             raise ValueError(f"{name} must be 1-D, got {v.ndim} dimensions.")
-        parts = list(np.ravel(v.to_delayed()))
+        parts = list(np.ravel(v.to_delayed(optimize_graph=optimize)))
         if len(parts) != n_parts:
             raise ValueError(
                 f"{name} has {len(parts)} partitions but X has {n_parts}; partition them alike "
@@ -227,12 +304,18 @@ class DaskSource:
         import dask
 
         label = self._label_column
-        if self.on_invalid == "skip":
+        if self.spill is not None and _local_scheduler():  # one read parses, checks, spills and counts
+            tasks = [dask.delayed(self._spill_and_count)(p, *parts) for p, parts in enumerate(self._parts)]
+        elif self.on_invalid == "skip":
             tasks = [dask.delayed(self._count_valid)(p, *parts) for p, parts in enumerate(self._parts)]
         else:
             parts = getattr(self, "_count_parts", self._parts)
             tasks = [
-                dask.delayed(_count_labels)(self.partition_id(p), y if y is not None else x[label], w)
+                dask.delayed(_count_labels)(
+                    self.partition_id(p),
+                    y if y is not None else x[label],
+                    w if w is not None or self._weight_column is None else x[self._weight_column],
+                )
                 for p, (x, y, w) in enumerate(parts)
             ]
         ids = [self.partition_id(p) for p in range(len(tasks))]
@@ -260,7 +343,7 @@ class DaskSource:
 
         sub = copy.copy(self)
         ids = [self.partition_id(p) for p in partitions]
-        sub._parts = [self._parts[p] for p in partitions]
+        sub._parts = [_culled(self._parts[p]) for p in partitions]
         sub._ids = ids
         sub.__dict__.pop("_count_parts", None)
         return sub
@@ -271,21 +354,66 @@ class DaskSource:
         return p if ids is None else ids[p]
 
     def load(self, p):
-        """Compute partition ``p`` and return it as a checked :class:`Block`."""
+        """Compute partition ``p`` and return it as a checked :class:`Block` (from the spill once spilled)."""
         import dask
 
         parts, p = self._parts[p], self.partition_id(p)
+        if self.spill is not None and (spilled := self.spill.get(p)) is not None:
+            X, y, w, skipped = spilled
+            return Block(partition=p, X=X, y=y, sample_weight=w, n_skipped=skipped)
         try:
             x, y, w = dask.compute(*parts)
         except Exception as exc:
             exc.add_note(f"(raised while computing partition {p} of the training data)")
             raise
+        return self._block(p, x, y, w)
+
+    def _block(self, p, x, y, w):
+        """The checked, encoded :class:`Block` of partition ``p``'s computed parts (spilled if spilling)."""
         X, y, w, skipped = self._checked(p, x, y, w)
         if self.encoder is not None:
             X = self.encoder.encode(X) if self.encoder.reads_strings or not self._frame else X
             if hasattr(self.encoder, "expand"):
                 X, y, w = self.encoder.expand(X, y, w)  # virtual examples: the partition's variants
-        return Block(partition=p, X=X, y=y, sample_weight=w, n_skipped=skipped)
+        block = Block(partition=p, X=X, y=y, sample_weight=w, n_skipped=skipped)
+        if self.spill is not None:
+            self.spill.put(block)
+        return block
+
+    # -- the binary spill of text sources (:mod:`.spill`) ---------------------------
+
+    spill = None  # a :class:`~.spill.Spill` while one is open
+
+    @property
+    def spill_bytes(self):
+        """Bytes the open spill holds (0 without one)."""
+        return 0 if self.spill is None else self.spill.bytes
+
+    @contextlib.contextmanager
+    def spilling(self, spill="auto", spill_dir=None):
+        """Within the ``with`` block, partitions are spilled on their first read and read back from the spill.
+
+        ``spill``: ``"auto"`` (text sources: LIBSVM and CSV), True (any
+        source) or False.  The spill's directory is created in ``spill_dir``
+        (None: the system's temporary directory) and removed on leaving the
+        block, however it is left.
+        """
+        from .spill import Spill
+
+        if not (spill is True or (spill == "auto" and self.text)):
+            yield None
+            return
+        self.spill = Spill(spill_dir)
+        try:
+            yield self.spill
+        finally:
+            self.spill.close()
+            self.spill = None
+
+    def _spill_and_count(self, p, x, y, w):
+        """The label count of partition ``p``'s computed parts, spilling its checked block on the way."""
+        block = self._block(self.partition_id(p), x, y, w)
+        return _count_labels(self.partition_id(p), block.y, block.sample_weight)
 
     def _checked(self, p, x, y, w):
         """Rows (before any encoding), labels and weights of partition ``p``, and the rows dropped.
@@ -295,6 +423,8 @@ class DaskSource:
         weights.  A failed check raises (``on_invalid="raise"``) naming the
         partition, row and column, or drops the row (``"skip"``).
         """
+        if self._weight_column is not None:
+            x, w = x.drop(columns=[self._weight_column]), x[self._weight_column]
         if self._label_column is not None:
             x, y = x.drop(columns=[self._label_column]), x[self._label_column]
         X = self._rows(x, p)
@@ -343,6 +473,8 @@ class DaskSource:
     def _rows(self, x, p):
         """Partition ``p``'s features as numbers: a C-ordered array, CSR rows or (strings) a frame."""
         if self._frame:
+            if isinstance(x, np.ndarray):  # read by the Parquet fast path: numbers of the source's dtype
+                return x
             if list(x.columns) != self._columns:
                 missing = [c for c in self._columns if c not in x.columns]
                 extra = [c for c in x.columns if c not in self._columns]
@@ -434,6 +566,27 @@ class DaskSource:
             f"{self._where(p, row)}, {column}: the value is {what}; {int(rows.sum())} rows of the partition "
             "hold values that are not finite. Drop or impute them, or pass on_invalid='skip' to drop them."
         )
+
+
+def _culled(part):
+    """A partition's ``(x, y, w)`` delayed objects sharing one graph culled to their own tasks."""
+    from dask.delayed import Delayed
+    from dask.optimization import cull
+
+    present = [d for d in part if d is not None]
+    merged = {}
+    for d in present:
+        merged.update(d.__dask_graph__())
+    graph, _ = cull(merged, [d.key for d in present])
+    return tuple(None if d is None else Delayed(d.key, graph) for d in part)
+
+
+def _local_scheduler():
+    """Whether Dask computes on this process's threads (not on a distributed cluster's workers)."""
+    from dask.base import get_scheduler
+
+    owner = getattr(get_scheduler(), "__self__", None)
+    return owner is None or type(owner).__name__ != "Client"
 
 
 def missing_labels(y):

@@ -236,6 +236,7 @@ class PassCertifier:
             "seconds": time.perf_counter() - self.clock_start,
             "rows_read": self.stats["rows"],
             "bytes_read": self.stats["bytes"],
+            "spill_bytes": self.source.spill_bytes,
             "rows_skipped": self.stats["rows_skipped"],
             "read_retries": self.stats["read_retries"],
             **fields,

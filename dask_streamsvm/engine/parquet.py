@@ -1,0 +1,213 @@
+"""Parquet partitions straight to arrays: the reader's fast path.
+
+A Dask DataFrame from ``dd.read_parquet`` decodes each partition through an
+Arrow table into a pandas frame, which :class:`~.source.DaskSource` then
+copies into the C-ordered array the kernels read: three copies of the
+partition alive at once, and Dask's DataFrame machinery in between.  When
+X and y are plain column selections of one such read (``frame[cols]``,
+``frame.drop(columns=...)``, ``frame["y"]``, or ``fit(frame, "y")``), the
+collection's own read plan says which file and row groups make each
+partition.  :func:`parquet_plan` recognises that case, and
+:func:`read_part` reads a partition's row groups with pyarrow and writes
+each column straight into a preallocated C-ordered array of the source's
+dtype: one Arrow table and the final array, no pandas.
+
+Only what the general path would read the same way takes this path: the
+fsspec reader (``dd.read_parquet``'s default), no ``filters``, no hive
+partition columns, numeric or boolean feature columns, and labels that are
+numbers, booleans or strings.  Anything else keeps the general path, with
+its checks and messages.  The partitions are the read plan's (one per file,
+or per row-group split), before Dask's optimiser fuses the partitions of a
+narrow column selection, so the values, the row order and the partitions
+match what ``dd.read_parquet`` gives without fusion.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class ParquetPlan:
+    """Where each partition's rows are, and which columns to read."""
+
+    fs: object  # the fsspec filesystem of the read
+    parts: list  # per partition: a list of (path, row groups or None)
+    columns: list  # feature columns, in X's order
+    label: object  # the label column's name, or None
+    weight: object  # the weight column's name, or None
+
+    @property
+    def n_partitions(self):
+        return len(self.parts)
+
+
+def _read_parquet_root(expr):
+    """``(ReadParquetFSSpec, columns, is_series)`` behind ``expr`` when it only selects columns, or None."""
+    try:
+        from dask.dataframe.dask_expr._expr import Projection
+        from dask.dataframe.dask_expr.io.parquet import ReadParquetFSSpec
+    except ImportError:  # pragma: no cover - another dask layout: use the general path
+        return None
+    expr = expr.simplify()  # pushes column selections into the read
+    series = False
+    columns = None
+    if isinstance(expr, Projection):
+        columns = expr.operand("columns")
+        series = not isinstance(columns, list)
+        columns = [columns] if series else list(columns)
+        expr = expr.frame
+    if not isinstance(expr, ReadParquetFSSpec):
+        return None
+    if expr._series:
+        series = True
+    read_columns = list(expr.columns)
+    if columns is None:
+        columns = read_columns
+    elif not set(columns) <= set(read_columns):
+        return None
+    return expr, columns, series
+
+
+def _base_name(read):
+    """The read without its column selection: two selections of one read have the same base name."""
+    return read.substitute_parameters({"columns": None, "_series": False})._name
+
+
+def _plain_read(read):
+    """Whether ``read`` is one this module reads the same way as Dask: see the module's docstring."""
+    import pyarrow as pa
+
+    if read.operand("filters") is not None:
+        return False
+    info = read._dataset_info
+    plan = read._plan
+    if plan["empty"] or plan["common_kwargs"].get("partitions"):
+        return False
+    if (info["kwargs"].get("dtype_backend") or None) is not None:
+        return False
+    for part in plan["parts"]:
+        for entry in part if isinstance(part, list) else [part]:
+            piece = entry["piece"]
+            if entry.get("kwargs") or (not isinstance(piece, str) and piece[2]):
+                return False  # hive partition keys or per-piece options
+    return isinstance(info["schema"], pa.Schema)
+
+
+def _numeric(t):
+    import pyarrow as pa
+
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+
+
+def _label_type(t):
+    import pyarrow as pa
+
+    return _numeric(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def parquet_plan(X, y, sample_weight=None):
+    """The :class:`ParquetPlan` of ``(X, y, sample_weight)``, or None where the general path is needed.
+
+    ``X`` is a Dask DataFrame; ``y`` names one of its columns, or is a Dask
+    Series; ``sample_weight`` is None or a Dask Series.  The plan exists when
+    every one of them selects columns of the same ``dd.read_parquet`` call
+    and that read is plain (see the module's docstring).
+    """
+    found = _read_parquet_root(X.expr)
+    if found is None:
+        return None
+    read, x_columns, _ = found
+    label = weight = None
+    base = _base_name(read)
+    if isinstance(y, str):
+        if y not in x_columns:
+            return None
+        label = y
+        x_columns = [c for c in x_columns if c != y]
+    for name, v in (("y", y), ("sample_weight", sample_weight)):
+        if v is None or isinstance(v, str):
+            continue
+        other = _read_parquet_root(getattr(v, "expr", None)) if hasattr(v, "expr") else None
+        if other is None or not other[2] or len(other[1]) != 1 or _base_name(other[0]) != base:
+            return None
+        if name == "y":
+            label = other[1][0]
+        else:
+            weight = other[1][0]
+    if label is None or not _plain_read(read):
+        return None
+    schema = read._dataset_info["schema"]
+    names = set(schema.names)
+    if not set(x_columns) | {label} | ({weight} if weight is not None else set()) <= names:
+        return None
+    if not all(_numeric(schema.field(c).type) for c in x_columns):
+        return None
+    if not _label_type(schema.field(label).type):
+        return None
+    if weight is not None and not _numeric(schema.field(weight).type):
+        return None
+    plan = read._plan["parts"]
+    parts = []
+    for i in read._partitions:
+        entries = plan[i] if isinstance(plan[i], list) else [plan[i]]
+        pieces = []
+        for entry in entries:
+            piece = entry["piece"]
+            path, groups = (piece, None) if isinstance(piece, str) else (piece[0], piece[1])
+            if isinstance(groups, int):
+                groups = [groups]
+            pieces.append((path, None if groups is None else list(groups)))
+        parts.append(pieces)
+    return ParquetPlan(read._dataset_info["fs"], parts, list(x_columns), label, weight)
+
+
+def _column_into(out, j, column, start):
+    """Write an Arrow column's values into ``out[start:, j]``; nulls become NaN."""
+    import pyarrow as pa
+
+    for chunk in column.chunks:
+        n = len(chunk)
+        if chunk.null_count:
+            chunk = chunk.cast(pa.float64())  # its nulls read as NaN, which the checks then report
+        out[start : start + n, j] = chunk.to_numpy(zero_copy_only=False)
+        start += n
+
+
+def read_part(fs, pieces, columns, label, weight, dtype):
+    """One partition's rows: ``(X, y, w)`` with X C-ordered of ``dtype``, y the labels, w the weights or None.
+
+    ``pieces`` lists ``(path, row groups or None)``; ``columns`` are the
+    feature columns (empty to read the labels alone).
+    """
+    import pyarrow.parquet as pq
+
+    wanted = list(columns) + [label] + ([weight] if weight is not None else [])
+    tables = []
+    for path, groups in pieces:
+        with fs.open(path, "rb") as f:
+            file = pq.ParquetFile(f)
+            names = set(file.schema_arrow.names)
+            missing = [c for c in wanted if c not in names]
+            if missing:
+                raise ValueError(
+                    f"{path} has no column {missing[0]!r}: the files' schemas differ; give every file "
+                    "the same columns."
+                )
+            table = file.read(wanted) if groups is None else file.read_row_groups(groups, columns=wanted)
+        tables.append(table)
+    n = sum(t.num_rows for t in tables)
+    X = np.empty((n, len(columns)), dtype=dtype)
+    y, w = [], []
+    start = 0
+    for table in tables:
+        for j, name in enumerate(columns):
+            _column_into(X, j, table.column(name), start)
+        y.append(table.column(label).to_numpy())
+        if weight is not None:
+            w.append(table.column(weight).cast("float64").to_numpy())
+        start += table.num_rows
+    del tables
+    y = np.concatenate(y) if len(y) != 1 else y[0]
+    w = None if weight is None else np.concatenate(w)
+    return X, y, w
