@@ -192,3 +192,20 @@ def test_a9a_as_parquet_trains_the_same_model_on_both_paths(tmp_path, monkeypatc
     np.testing.assert_array_equal(fast.coef_, general.coef_)
     np.testing.assert_array_equal(fast.intercept_, general.intercept_)
     assert fast.history_[-1]["gap"] <= 1e-3
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_columns_into_rows_is_the_transpose(dtype):
+    from numba.typed import List
+
+    from dask_streamsvm.kernels.layout import TILE, columns_into_rows
+
+    rng = np.random.RandomState(4)
+    columns = [rng.randn(2 * TILE + 5).astype(dtype) for _ in range(7)]
+    out = np.full((len(columns[0]) + 3, 7), -1.0, dtype=dtype)
+    typed = List()
+    for c in columns:
+        typed.append(c)
+    columns_into_rows(out, typed, 3)
+    np.testing.assert_array_equal(out[3:], np.column_stack(columns))
+    assert (out[:3] == -1).all()  # rows before start untouched

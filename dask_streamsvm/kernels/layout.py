@@ -1,0 +1,26 @@
+"""Columns to C-ordered rows: the transposition at the end of a columnar read.
+
+Parquet (like Arrow and pandas) stores a table column by column; the
+kernels read rows.  Writing column ``j`` into ``out[:, j]`` one column at a
+time strides through the whole output for every column, and costs more
+than decoding the file (0.32 s against 0.12 s for 1M x 50 float32).
+:func:`columns_into_rows` writes a tile of rows at a time instead: a tile
+of 64 rows of the output stays in the first-level cache while every
+column's next 64 values are copied into it.
+"""
+
+import numba
+
+TILE = 64  # rows a tile: 64 x 50 float32 features are 12.8 KB
+
+
+@numba.njit(cache=True, nogil=True)
+def columns_into_rows(out, columns, start):
+    """``out[start + i, j] = columns[j][i]`` for all ``i``, ``j``; ``columns``: a typed list of 1-D arrays."""
+    n = columns[0].shape[0] if len(columns) else 0
+    for i0 in range(0, n, TILE):
+        i1 = min(i0 + TILE, n)
+        for j in range(len(columns)):
+            column = columns[j]
+            for i in range(i0, i1):
+                out[start + i, j] = column[i]
