@@ -54,8 +54,10 @@ def _fit(X, y, **kw):
     return LinearSVC(**{**params, **kw}).fit(X, y)
 
 
-def test_the_fast_path_reads_the_same_rows_labels_and_partitions(mixed, monkeypatch):
+@pytest.mark.parametrize("group_bytes", [parquet.GROUP_BYTES, 1])
+def test_the_fast_path_reads_the_same_rows_labels_and_partitions(mixed, monkeypatch, group_bytes):
     frame, path = mixed
+    monkeypatch.setattr(parquet, "GROUP_BYTES", group_bytes)  # 1: one column decoded at a time
     fast = DaskSource(dd.read_parquet(path), "label")
     assert fast.parquet_plan is not None and fast.n_partitions == 5
     _general(monkeypatch)
@@ -202,10 +204,10 @@ def test_columns_into_rows_is_the_transpose(dtype):
 
     rng = np.random.RandomState(4)
     columns = [rng.randn(2 * TILE + 5).astype(dtype) for _ in range(7)]
-    out = np.full((len(columns[0]) + 3, 7), -1.0, dtype=dtype)
     typed = List()
     for c in columns:
         typed.append(c)
-    columns_into_rows(out, typed, 3)
-    np.testing.assert_array_equal(out[3:], np.column_stack(columns))
-    assert (out[:3] == -1).all()  # rows before start untouched
+    out = np.full((len(columns[0]) + 3, 9), -1.0, dtype=dtype)
+    columns_into_rows(out, typed, 3, 2)
+    np.testing.assert_array_equal(out[3:, 2:], np.column_stack(columns))
+    assert (out[:3] == -1).all() and (out[:, :2] == -1).all()  # rows before start, columns before first

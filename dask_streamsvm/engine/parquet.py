@@ -174,16 +174,25 @@ def _values(array, dtype):
     return values
 
 
-def _rows_into(out, batch, columns, start):
-    """Write the feature ``columns`` of an Arrow record batch into ``out[start:]``, row by row."""
+def _rows_into(out, batch, start, first):
+    """Write the columns of an Arrow record batch into ``out[start:, first:]``, row by row."""
     from numba.typed import List
 
     from ..kernels.layout import columns_into_rows
 
     values = List()
-    for name in columns:
-        values.append(_values(batch.column(name), out.dtype))
-    columns_into_rows(out, values, start)
+    for j in range(batch.num_columns):
+        values.append(_values(batch.column(j), out.dtype))
+    columns_into_rows(out, values, start, first)
+
+
+GROUP_BYTES = 8 << 20  # decoded bytes of the columns read at once: the transient next to the array
+
+
+def _decode(reader, groups, indices):
+    if groups is None:
+        return reader.read_all(column_indices=indices, use_threads=True)
+    return reader.read_row_groups(groups, column_indices=indices, use_threads=True)
 
 
 def _reader(source):
@@ -233,19 +242,23 @@ def read_part(fs, pieces, columns, label, weight, dtype):
         y, w = [], []
         start = 0
         for reader, groups in readers:
-            indices = [reader.column_name_idx(c) for c in wanted]
-            if groups is None:
-                table = reader.read_all(column_indices=indices, use_threads=True)
-            else:
-                table = reader.read_row_groups(groups, column_indices=indices, use_threads=True)
-            for batch in table.to_batches():
-                if columns and batch.num_rows:
-                    _rows_into(X, batch, columns, start)
-                start += batch.num_rows
-            y.append(table.column(label).to_numpy())
+            n = _rows_of(reader, groups)
+            # A few columns at a time: the decoded Arrow columns beside X stay near GROUP_BYTES.
+            step = max(1, GROUP_BYTES // max(1, n * X.itemsize))
+            for first in range(0, len(columns), step):
+                names = columns[first : first + step]
+                table = _decode(reader, groups, [reader.column_name_idx(c) for c in names])
+                at = start
+                for batch in table.to_batches():
+                    if batch.num_rows:
+                        _rows_into(X, batch, at, first)
+                    at += batch.num_rows
+                del table
+            labels = _decode(reader, groups, [reader.column_name_idx(c) for c in wanted[len(columns) :]])
+            y.append(labels.column(label).to_numpy())
             if weight is not None:
-                w.append(table.column(weight).cast("float64").to_numpy())
-            del table
+                w.append(labels.column(weight).cast("float64").to_numpy())
+            start += n
     y = np.concatenate(y) if len(y) != 1 else y[0]
     w = None if weight is None else np.concatenate(w)
     return X, y, w

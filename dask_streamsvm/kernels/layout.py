@@ -15,12 +15,12 @@ TILE = 64  # rows a tile: 64 x 50 float32 features are 12.8 KB
 
 
 @numba.njit(cache=True, nogil=True)
-def columns_into_rows(out, columns, start):
-    """``out[start + i, j] = columns[j][i]`` for all ``i``, ``j``; ``columns``: a typed list of 1-D arrays."""
+def columns_into_rows(out, columns, start, first):
+    """``out[start + i, first + j] = columns[j][i]`` for all ``i``, ``j`` (a typed list of 1-D arrays)."""
     n = columns[0].shape[0] if len(columns) else 0
     for i0 in range(0, n, TILE):
         i1 = min(i0 + TILE, n)
         for j in range(len(columns)):
             column = columns[j]
             for i in range(i0, i1):
-                out[start + i, j] = column[i]
+                out[start + i, first + j] = column[i]
