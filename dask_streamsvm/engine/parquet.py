@@ -10,7 +10,8 @@ collection's own read plan says which file and row groups make each
 partition.  :func:`parquet_plan` recognises that case, and
 :func:`read_part` reads a partition's row groups with pyarrow and writes
 each column straight into a preallocated C-ordered array of the source's
-dtype: one Arrow table and the final array, no pandas.
+dtype, about :data:`GROUP_BYTES` of decoded columns at a time: beside the
+final array only those columns, and no pandas.
 
 Only what the general path would read the same way takes this path: the
 fsspec reader (``dd.read_parquet``'s default), no ``filters``, no hive
@@ -186,7 +187,7 @@ def _rows_into(out, batch, start, first):
     columns_into_rows(out, values, start, first)
 
 
-GROUP_BYTES = 8 << 20  # decoded bytes of the columns read at once: the transient next to the array
+GROUP_BYTES = 8 << 20  # decoded bytes of columns read at once (32 MB: 1.5-2.7x the excess over the formula)
 
 
 def _decode(reader, groups, indices):
