@@ -244,18 +244,16 @@ class DaskSource:
         if plan is None or plan.columns != [str(c) for c in self._columns]:
             return False
         self._parts = []
-        self._count_parts = []
         for pieces in plan.parts:
             rows = dask.delayed(parquet.read_part, nout=3)(
                 plan.fs, pieces, plan.columns, plan.label, plan.weight, self.dtype
             )
             self._parts.append((rows[0], rows[1], rows[2] if plan.weight is not None else None))
-            labels = dask.delayed(parquet.read_part, nout=3)(
-                plan.fs, pieces, [], plan.label, None, self.dtype
-            )
-            self._count_parts.append((None, labels[1], None))
-        if plan.weight is not None:
-            del self._count_parts  # counting reads the weights too
+        if plan.weight is None:  # counting reads the label column alone (with weights, the whole rows)
+            labels = dask.delayed(parquet.read_part, nout=3)
+            self._count_parts = [
+                (None, labels(plan.fs, p, [], plan.label, None, self.dtype)[1], None) for p in plan.parts
+            ]
         self._label_column = self._weight_column = None
         self.parquet_plan = plan
         return True
@@ -413,7 +411,7 @@ class DaskSource:
     def _spill_and_count(self, p, x, y, w):
         """The label count of partition ``p``'s computed parts, spilling its checked block on the way."""
         block = self._block(self.partition_id(p), x, y, w)
-        return _count_labels(self.partition_id(p), block.y, block.sample_weight)
+        return _count_labels(block.partition, block.y, block.sample_weight)
 
     def _checked(self, p, x, y, w):
         """Rows (before any encoding), labels and weights of partition ``p``, and the rows dropped.

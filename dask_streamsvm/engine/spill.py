@@ -39,10 +39,12 @@ def text_source(X):
         if any(key_split(e._name) in readers for e in expr.walk()):
             return True
     try:
-        keys = X.__dask_graph__().keys()
+        graph = X.__dask_graph__()
     except Exception:  # pragma: no cover - a collection without a graph to look at
         return False
-    return any(key_split(k) == "read-libsvm" for k in keys)  # read_libsvm's parse tasks
+    # read_libsvm's parse tasks; a high-level graph names its layers, so no task is materialised.
+    names = graph.layers if hasattr(graph, "layers") else graph.keys()
+    return any(key_split(k) == "read-libsvm" for k in names)
 
 
 class Spill:
