@@ -229,3 +229,39 @@ def test_model_file_round_trip(digits, tmp_path):
     again = load(tmp_path / "cs.model")
     assert again.multi_class == "crammer_singer" and again.objective_ == clf.objective_
     np.testing.assert_array_equal(again.decision_function(X), clf.decision_function(X))
+
+
+@pytest.mark.parametrize("multi_class", ["ovr", "crammer_singer"])
+@pytest.mark.parametrize("solver", ["streamsvm", "sbm"])
+def test_classes_seen_first_in_the_last_partition_are_trained_and_certified(digits, multi_class, solver):
+    """Rows sorted so that classes 8 and 9 appear only in the last of 6 partitions: every class is
+    learned, and each problem (or the joint one) reaches LIBLINEAR's optimum within its certified gap."""
+    X, y = digits
+    late = np.isin(y, [8, 9])
+    order = np.concatenate([np.flatnonzero(~late), np.flatnonzero(late)])
+    X, y = X[order], y[order]
+    early = int((~late).sum())
+    chunks = tuple(len(c) for c in np.array_split(np.arange(early), 5)) + (int(late.sum()),)
+    assert set(y[:early]) == set(range(8)) and set(y[early:]) == {8, 9}
+    C, tol = 0.1, 1e-4
+    clf = LinearSVC(
+        C=C, multi_class=multi_class, solver=solver, cache_bytes=int(0.3 * X.nbytes), tol=tol, max_iter=300,
+        random_state=0,
+    ).fit(da.from_array(X, chunks=(chunks, 64)), da.from_array(y, chunks=(chunks,)))  # fmt: skip
+    np.testing.assert_array_equal(clf.classes_, np.arange(10))
+    assert np.all(clf.duality_gap_ <= tol)
+    if multi_class == "crammer_singer":
+        expected = liblinear_objective(X, y, C)
+        assert abs(clf.objective_ - expected) / expected < tol
+        return
+    ref = LiblinearSVC(C=C, tol=1e-10, max_iter=200_000).fit(X, y)
+    for k in range(10):  # each one-vs-rest problem: its own primal against LIBLINEAR's
+        sign = np.where(y == k, 1.0, -1.0)
+
+        def primal(w, b, sign=sign):
+            return 0.5 * (w @ w + b * b) + C * np.square(np.maximum(0.0, 1 - sign * (X @ w + b))).sum()
+
+        expected = primal(ref.coef_[k], ref.intercept_[k])
+        assert primal(clf.coef_[k], clf.intercept_[k]) == pytest.approx(clf.objective_[k], rel=1e-9)
+        assert abs(clf.objective_[k] - expected) / expected < tol
+    assert (clf.predict(X) == y).mean() > 0.95

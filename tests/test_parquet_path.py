@@ -211,3 +211,16 @@ def test_columns_into_rows_is_the_transpose(dtype):
     columns_into_rows(out, typed, 3, 2)
     np.testing.assert_array_equal(out[3:, 2:], np.column_stack(columns))
     assert (out[:3] == -1).all() and (out[:, :2] == -1).all()  # rows before start, columns before first
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_first_non_finite_finds_the_first_bad_value_and_the_largest_magnitude_before_it(dtype):
+    from dask_streamsvm.engine.source import first_non_finite
+
+    X = np.arange(-30, 30, dtype=dtype).reshape(6, 10)
+    assert first_non_finite(X) == (-1, 30.0)
+    assert first_non_finite(X[:, ::2]) == (-1, 30.0)  # not contiguous: scanned in C order all the same
+    X[2, 3], X[4, 1] = np.inf, np.nan
+    assert first_non_finite(X) == (23, 30.0)  # -30 .. -8 came before
+    assert first_non_finite(np.arange(5)) == (-1, 0.0)  # integers cannot be NaN: nothing to scan
+    assert first_non_finite(np.zeros((0, 3), dtype=dtype)) == (-1, 0.0)

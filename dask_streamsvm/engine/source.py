@@ -535,12 +535,14 @@ class DaskSource:
                 raise ValueError(self._not_finite(p, row, f"column {column!r}", value, rows))
             return rows
         values = X.data if sp.issparse(X) else X
-        bad = ~np.isfinite(values)
         rows = np.zeros(X.shape[0], dtype=bool)
-        if bad.any() and sp.issparse(X):
-            rows[np.searchsorted(X.indptr, np.flatnonzero(bad), side="right") - 1] = True
-        elif bad.any():
-            rows = bad.any(axis=1)
+        first, top = first_non_finite(values)
+        if first >= 0:  # only then the mask of every value (a bool per value)
+            bad = ~np.isfinite(values)
+            if sp.issparse(X):
+                rows[np.searchsorted(X.indptr, np.flatnonzero(bad), side="right") - 1] = True
+            else:
+                rows = bad.any(axis=1)
         if rows.any() and self.on_invalid != "skip":
             if sp.issparse(X):
                 k = int(np.flatnonzero(bad)[0])
@@ -551,7 +553,7 @@ class DaskSource:
                 col = f"column {self._columns[c]!r}" if self._frame else f"feature {c}"
                 value = values[row, c]
             raise ValueError(self._not_finite(p, row, col, value, rows))
-        overflowing = overflowing_rows(X) & ~rows
+        overflowing = overflowing_rows(X, top=top if first < 0 else None) & ~rows
         if overflowing.any() and self.on_invalid != "skip":
             r = int(np.flatnonzero(overflowing)[0])
             raise ValueError(overflow_message(self._where(p, r), X, r))
@@ -631,18 +633,32 @@ def non_finite_encoded(encoder, frame):
 _SQRT_MAX = float(np.sqrt(np.finfo(np.float64).max))
 
 
-def overflowing_rows(X):
+def first_non_finite(values):
+    """``(k, top)`` for an array's values in C order: the index of the first NaN or infinite one
+    (-1 if none) and the largest magnitude before it, in one pass that allocates nothing."""
+    from ..kernels.layout import scan_values
+
+    if values.size == 0 or values.dtype.kind != "f":
+        return -1, 0.0
+    flat = values.reshape(-1) if values.flags.c_contiguous else np.ravel(values)
+    k, top = scan_values(flat)
+    return int(k), float(top)
+
+
+def overflowing_rows(X, top=None):
     """Rows of ``X`` (2-D array or CSR) of finite values whose ``x . x`` overflows float64.
 
     The kernels accumulate ``x . x`` (and ``w . x``) in float64; such a row
     (values near 1e154 and above) has an infinite norm and no solver can
-    use it.  Costs two reductions unless some value is that large.
+    use it.  Costs two reductions unless some value is that large, or
+    none if ``top``, the largest magnitude of the values, is known.
     """
     values = (X.data if sp.issparse(X) else X).ravel()
     rows = np.zeros(X.shape[0], dtype=bool)
     if values.size == 0 or values.dtype.kind != "f":
         return rows
-    top = max(abs(float(np.fmax.reduce(values))), abs(float(np.fmin.reduce(values))))
+    if top is None:
+        top = max(abs(float(np.fmax.reduce(values))), abs(float(np.fmin.reduce(values))))
     if not top > _SQRT_MAX / math.sqrt(max(X.shape[1], 1)):  # also False for NaN: nothing to check
         return rows
     finite = np.where(np.isfinite(values), values, 0.0).astype(np.float64)

@@ -9,6 +9,8 @@ of 64 rows of the output stays in the first-level cache while every
 column's next 64 values are copied into it.
 """
 
+import math
+
 import numba
 
 TILE = 64  # rows a tile: 64 x 50 float32 features are 12.8 KB
@@ -24,3 +26,22 @@ def columns_into_rows(out, columns, start, first):
             column = columns[j]
             for i in range(i0, i1):
                 out[start + i, first + j] = column[i]
+
+
+@numba.njit(cache=True, nogil=True)
+def scan_values(values):
+    """``(k, top)``: the index of the first value of the 1-D array that is NaN or infinite (-1 if none)
+    and the largest magnitude among the values before it, in one pass and without allocating.
+
+    The finiteness check of every partition read: ``~np.isfinite(X)`` would allocate a bool per
+    value (a quarter of a float32 partition) only to find, almost always, that none is set.
+    """
+    top = 0.0
+    for k in range(values.shape[0]):
+        v = values[k]
+        if not math.isfinite(v):
+            return k, top
+        a = abs(v)
+        if a > top:
+            top = a
+    return -1, top
