@@ -77,7 +77,8 @@ class PassHooks:
             for record in records:
                 record["validation_score"] = score
         if self.progress is not None:
-            self.progress.end_pass(records, records[0]["cache_bytes"] / self.cache_bytes)
+            fill = None if self.cache_bytes is None else records[0]["cache_bytes"] / self.cache_bytes
+            self.progress.end_pass(records, fill)
         elif self.verbose:
             for record in records:
                 print(pass_line(record), flush=True)

@@ -55,9 +55,10 @@ class PassProgress:
         filled = round(self.width * done / self.n_partitions)
         bar = "#" * filled + "." * (self.width - filled)
         gap_text = "" if gap is None else f" gap {gap:.2e}"
+        cache_text = "" if cache_fill is None else f" cache {cache_fill:.0%}"  # None: no cache
         return (
             f"pass {self.pass_k} [{bar}] {done}/{self.n_partitions} partitions "
-            f"{_count(self.rows)} rows cache {cache_fill:.0%}{gap_text}"
+            f"{_count(self.rows)} rows{cache_text}{gap_text}"
         )
 
     def _write(self, text, end="\n"):

@@ -30,12 +30,16 @@ from .engine.cluster import CLUSTER_MODES, fit_cluster, resolve_client
 from .engine.layout import kernel_rows
 from .engine.memory import solve_problems
 from .engine.partial import OnePassSBM
+from .engine.primal import MAX_WIDTH, memory_read, solve_primal, stream_read
 from .engine.problem import LOSSES, FitPlan, cs_model, linear_scores, unconverged_message
 from .engine.schedules import fit_stream, memory_blocks
 from .engine.source import DaskSource, is_dask_collection
 from .io import as_dask, open_path
 
 SOLVERS = ("auto", "memory", "streamsvm", "sbm", "bm")
+# dual="auto" picks the primal Newton solver when the rows outnumber the model's width (features plus
+# bias) this many times: measured in benchmarks/bench_primal.py (docs/benchmarks.md, "primal").
+PRIMAL_RATIO = 100
 _INT64_MAX = np.iinfo(np.int64).max
 
 
@@ -63,9 +67,24 @@ class LinearSVC(StreamClassifier):
     ----------
     C : float, default=1.0
         Regularisation parameter: cost of a unit of loss. Must be > 0.
+    penalty : {"l2"}, default="l2"
+        The regulariser ``1/2 ||w||^2``, the only one (as in scikit-learn's
+        ``LinearSVC``, whose other value, ``"l1"``, is not supported here).
     loss : {"squared_hinge", "hinge"}, default="squared_hinge"
         Squared hinge (LIBLINEAR ``-s 1``) or hinge (``-s 3``).  Ignored
         by ``multi_class="crammer_singer"``, whose loss is its own.
+    dual : {"auto", True, False}, default="auto"
+        ``True``: the dual solvers (``solver``). ``False``: the primal
+        Newton solver (LIBLINEAR ``-s 2``; squared hinge and one-vs-rest
+        only), one read of the data per Newton step, in memory or streaming
+        a Dask collection with no row cache; it suits tall data (many more
+        rows than features), and badly scaled features or a large ``C``,
+        where dual coordinate descent needs many passes. It forms the
+        features' Hessian, so the model is at most 4095 features wide.
+        ``"auto"``: the primal solver where it applies, ``solver`` is
+        ``"auto"`` or ``"memory"``, and the rows outnumber the features
+        (plus the bias) :data:`~dask_streamsvm.linear.PRIMAL_RATIO` times or
+        more; the dual solvers otherwise.
     multi_class : {"ovr", "crammer_singer"}, default="ovr"
         ``"ovr"`` trains one binary problem per class (one for two classes);
         ``"crammer_singer"`` solves the joint problem above by the
@@ -230,7 +249,9 @@ class LinearSVC(StreamClassifier):
         self,
         C=1.0,
         *,
+        penalty="l2",
         loss="squared_hinge",
+        dual="auto",
         multi_class="ovr",
         feature_map=None,
         fit_intercept=True,
@@ -262,7 +283,9 @@ class LinearSVC(StreamClassifier):
         verbose=0,
     ):
         self.C = C
+        self.penalty = penalty
         self.loss = loss
+        self.dual = dual
         self.multi_class = multi_class
         self.feature_map = feature_map
         self.fit_intercept = fit_intercept
@@ -295,7 +318,9 @@ class LinearSVC(StreamClassifier):
 
     _parameter_constraints = {
         "C": v.positive_float,
+        "penalty": v.one_of("l2"),
         "loss": v.one_of(*LOSSES),
+        "dual": v.auto_or_bool,
         "multi_class": v.one_of("ovr", "crammer_singer"),
         "fit_intercept": v.anything,
         "intercept_scaling": v.anything,  # checked with fit_intercept (see _params)
@@ -400,6 +425,8 @@ class LinearSVC(StreamClassifier):
             )
         if resume and self.checkpoint_dir is None:
             raise ValueError("resume=True needs checkpoint_dir, the directory the checkpoint is in.")
+        if params["dual"] is False:  # before any read: what the primal solver cannot do
+            self._use_primal(params, 0, 0)
         if self.cluster is not None:
             return self._fit_cluster(X, y, sample_weight, client, params, clock_start)
         if streaming:
@@ -424,8 +451,14 @@ class LinearSVC(StreamClassifier):
         weighted_classes = np.unique(y[trained]) if trained.any() else classes[:0]
         self.classes_ = classes
         plan = self._plan(params, X.shape[1], "memory").with_labels(classes, counts, weighted_classes)
-        rows = kernel_rows(X, plan.feature_map)
         y_index = np.searchsorted(classes, y)
+        if self._use_primal(params, X.shape[0], X.shape[1]):
+            self._fit_primal(plan, X.shape[1], clock_start, memory=(X, y_index, sample_weight))
+            if skipped:
+                for record in self.history_:
+                    record["rows_skipped"] = skipped
+            return self
+        rows = kernel_rows(X, plan.feature_map)
         width = plan.model_width(X.shape[1])
         problem = {"plan": plan, "width": width, "seeds": seeds, "clock_start": clock_start}
         scores = None
@@ -584,6 +617,9 @@ class LinearSVC(StreamClassifier):
             else:
                 labels = source.label_counts(read_timeout=params["read_timeout"])
             self.classes_ = labels[0]
+            if self._use_primal(params, int(np.sum(labels[1])), source.n_features):
+                plan = self._plan(params, source.n_features, "streamsvm").with_labels(*labels)
+                return self._fit_primal(plan, source.n_features, clock_start, source=source)
             solver = self.solver if self.solver in ("sbm", "bm") else "streamsvm"
             plan = self._plan(params, source.n_features, solver, *self._seeds()).with_labels(*labels)
             hooks = PassHooks(self, plan.bias, source.n_partitions, params["cache_bytes"])
@@ -595,6 +631,62 @@ class LinearSVC(StreamClassifier):
             warn_interrupted(self, result.passes)
         if self.probability:  # the last read certified the model: its held-out scores are the model's
             self._fit_platt(result.held_scores, result.held_y)
+        return self
+
+    def _primal_blocker(self, params):
+        """What of this model the primal Newton solver cannot train (a phrase for an error), or None."""
+        blockers = {
+            "loss='hinge' (the primal solver minimises the squared hinge, as LIBLINEAR's does)": (
+                params["loss"] != "squared_hinge"
+            ),
+            "multi_class='crammer_singer'": self._crammer_singer,
+            "a feature_map": self.feature_map is not None,
+            "probability=True": bool(self.probability),
+            f"solver={self.solver!r}, a dual solver": self.solver not in ("auto", "memory"),
+            "checkpoint_dir": self.checkpoint_dir is not None,
+            f"cluster={self.cluster!r}": self.cluster is not None,
+        }
+        return next((what for what, blocks in blockers.items() if blocks), None)
+
+    def _use_primal(self, params, n_rows, n_features):
+        """Whether this fit runs the primal Newton solver on ``n_rows`` rows of ``n_features``
+        (``dual=False``, or ``"auto"`` on tall data); ValueError if ``dual=False`` cannot."""
+        if params["dual"] is True:
+            return False
+        blocker = self._primal_blocker(params)
+        if params["dual"] is False:
+            if blocker is not None:
+                raise ValueError(
+                    f"dual=False (the primal Newton solver) does not support {blocker}; "
+                    "use dual=True (the dual solvers) or dual='auto'."
+                )
+            return True
+        width = n_features + 1
+        return blocker is None and width <= MAX_WIDTH and n_rows >= PRIMAL_RATIO * width
+
+    def _fit_primal(self, plan, n_features, clock_start, memory=None, source=None):
+        """The primal Newton solver (:mod:`.engine.primal`) on in-memory rows ``memory`` (``(X,
+        y_index, sample_weight)``) or on ``source``, and the model it certifies.
+
+        The hooks see what the dual solvers give them: in memory each problem's record through its
+        own hook; streaming one call per read and a progress bar per read.
+        """
+        if source is None:
+            hooks = PassHooks(self, plan.bias)
+            per_problem = [hooks.memory(c) for c in range(plan.n_problems)]
+
+            def on_pass(records, W):
+                return any([per_problem[c](record, W[c]) for c, record in enumerate(records)])
+
+            read = memory_read(*memory, plan)
+        else:
+            hooks = PassHooks(self, plan.bias, source.n_partitions)
+            on_pass = hooks.on_pass
+            read = stream_read(source, plan, lambda k, block: hooks.on_block(k, block, None, None))
+        result = solve_primal(read, plan, n_features, clock_start=clock_start, on_pass=on_pass, source=source)
+        self._set_model(plan, result, stopped=hooks.stopped or result.interrupted)
+        if result.interrupted:
+            warn_interrupted(self, result.passes)
         return self
 
     def _fit_cluster(self, X, y, sample_weight, client, params, clock_start):

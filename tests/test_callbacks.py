@@ -114,7 +114,7 @@ def test_early_stopping_on_the_gap_and_time_limit():
 
 def test_verbose_one_draws_a_bar_per_read(capsys):
     X, y = _data()
-    LinearSVC(tol=1e-3, cache_bytes=20_000, verbose=1, random_state=0).fit(
+    LinearSVC(tol=1e-3, cache_bytes=20_000, verbose=1, random_state=0, dual=True).fit(
         da.from_array(X, chunks=(250, 8)), da.from_array(y, chunks=250)
     )
     err = capsys.readouterr().err

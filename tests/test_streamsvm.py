@@ -18,7 +18,7 @@ SLACK = 0.5e-4 / P_STAR  # the reference is rounded to 4 decimals
 
 
 def fit_stream(X, y, nbytes, **kw):
-    params = {"fit_intercept": False, "tol": 1e-4, "max_iter": 200, "random_state": 0}
+    params = {"fit_intercept": False, "tol": 1e-4, "max_iter": 200, "random_state": 0, "dual": True}
     params.update(kw)
     return LinearSVC(cache_bytes=int(0.1 * nbytes), **params).fit(X, y)
 
@@ -87,6 +87,7 @@ def test_read_libsvm_and_parquet_paths(tmp_path):
         tol=1e-4,
         max_iter=200,
         random_state=0,
+        dual=True,
     ).fit(str(tmp_path / "a9a.parquet"), "label")
     assert_certified_optimum(clf, int(0.1 * 123 * 8 * Xm.shape[0]))
 
@@ -263,7 +264,7 @@ def test_streaming_weights_intercept_and_verbose_match_the_memory_solver(capsys,
     sw[::10] = 0.0
     params = {"C": 0.5, "class_weight": {"yes": 2.0, "no": 0.7}, "intercept_scaling": 2.0, "random_state": 0}
     ref = LinearSVC(tol=1e-9, max_iter=100000, **params).fit(X, y, sample_weight=sw)
-    clf = LinearSVC(cache_bytes=30_000, tol=1e-4, max_iter=300, verbose=2, **params)
+    clf = LinearSVC(cache_bytes=30_000, tol=1e-4, max_iter=300, verbose=2, dual=True, **params)
     clf.fit(
         da.from_array(X, chunks=(150, 6)),
         da.from_array(y, chunks=150),

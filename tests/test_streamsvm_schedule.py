@@ -216,7 +216,7 @@ def test_the_cache_is_solved_once_per_cache_full_of_new_rows_not_after_every_pie
     def fit():
         clf = LinearSVC(
             cache_bytes=X.nbytes // 2, tol=1e-3, max_iter=20, deterministic=True, fit_intercept=False,
-            random_state=0,
+            random_state=0, dual=True,
         ).fit(Xd, yd)  # fmt: skip
         assert clf.duality_gap_ <= 1e-3
         return clf.history_[-1]["row_visits"]

@@ -1,0 +1,245 @@
+"""The primal Newton solver (``dual=False``): LIBLINEAR's optimum, an exact certificate, any input."""
+
+import dask.array as da
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from sklearn.svm import LinearSVC as LiblinearSVC
+
+from dask_streamsvm import LinearSVC
+from dask_streamsvm.engine import primal
+from dask_streamsvm.engine.problem import FitPlan
+
+from ._helpers import load_libsvm_dataset
+
+# Dask's frame operations warn under pandas 3.1 (its own use of ``inplace``), once per process.
+pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame")
+
+
+def primal_value(X, y_sign, cost, w, b, bias=1.0):
+    """``1/2 (||w||^2 + (b/bias)^2) + sum C_i max(0, 1 - y_i (w . x_i + b))^2`` in plain NumPy."""
+    margin = y_sign * (np.asarray(X @ w).ravel() + b)
+    return 0.5 * (w @ w + (b / bias) ** 2) + float(cost @ np.square(np.maximum(0.0, 1.0 - margin)))
+
+
+def liblinear(X, y, **params):
+    return LiblinearSVC(dual=False, tol=1e-10, max_iter=100_000, **params).fit(X, y)
+
+
+def check_optimum(clf, X, y, C_rows, ref, bias=1.0):
+    """Each problem's objective is the returned model's exact primal, within its certified gap of
+    LIBLINEAR's, and the gap is a true bound (the dual value is below the optimum)."""
+    gaps = np.atleast_1d(clf.duality_gap_)
+    objectives = np.atleast_1d(clf.objective_)
+    classes = clf.classes_
+    ref_intercept = np.broadcast_to(ref.intercept_, (ref.coef_.shape[0],))
+    problems = [classes[1]] if len(classes) == 2 else list(classes)
+    for c, label in enumerate(problems):
+        sign = np.where(y == label, 1.0, -1.0)
+        cost = C_rows(label) if callable(C_rows) else C_rows
+        ours = primal_value(X, sign, cost, clf.coef_[c], clf.intercept_[c], bias)
+        theirs = primal_value(X, sign, cost, ref.coef_[c], ref_intercept[c], bias)
+        assert objectives[c] == pytest.approx(ours, rel=1e-10)
+        assert (ours - theirs) / theirs <= gaps[c] + 1e-9
+        dual = objectives[c] * (1 - gaps[c])
+        assert dual <= theirs * (1 + 1e-9)  # weak duality: the certificate never claims more
+        assert gaps[c] <= clf.tol
+
+
+@pytest.mark.parametrize("name", ["a9a", "ijcnn1", "w8a"])
+def test_in_memory_reaches_liblinears_optimum(name):
+    X, y = load_libsvm_dataset(name)
+    clf = LinearSVC(dual=False, tol=1e-6).fit(X, y)
+    check_optimum(clf, X, y, np.ones(len(y)), liblinear(X, y))
+    assert clf.n_iter_ <= 15
+    assert all(record["solver"] == "newton" for record in clf.history_)
+
+
+def test_intercept_scaling_class_and_sample_weights():
+    X, y = load_libsvm_dataset("a9a")
+    rng = np.random.RandomState(0)
+    weights = rng.uniform(0.0, 2.0, size=len(y))
+    params = dict(C=0.5, class_weight={-1.0: 1.0, 1.0: 3.0}, intercept_scaling=2.0)
+    clf = LinearSVC(dual=False, tol=1e-7, **params).fit(X, y, sample_weight=weights)
+    ref = liblinear(X, y, **params).fit(X, y, sample_weight=weights)
+    cost = 0.5 * weights * np.where(y == 1, 3.0, 1.0)
+    check_optimum(clf, X, y, cost, ref, bias=2.0)
+
+
+def test_no_intercept():
+    X, y = load_libsvm_dataset("ijcnn1")
+    clf = LinearSVC(dual=False, fit_intercept=False, tol=1e-7).fit(X, y)
+    ref = liblinear(X, y, fit_intercept=False)
+    assert clf.intercept_[0] == 0.0
+    check_optimum(clf, X, y, np.ones(len(y)), ref)
+
+
+@pytest.fixture(scope="module")
+def three_classes():
+    rng = np.random.RandomState(3)
+    centres = np.array([[0.0, 2.0, 0.0, 1.0], [2.0, -1.0, 0.0, 0.0], [-2.0, -1.0, 1.0, -1.0]])
+    y = rng.randint(0, 3, size=3000)
+    X = centres[y] + 1.3 * rng.randn(3000, 4)
+    return X, np.array(["ant", "bee", "cat"])[y]
+
+
+def test_one_vs_rest_from_one_read_per_step(three_classes):
+    X, y = three_classes
+    weights = {"ant": 1.0, "bee": 2.0, "cat": 0.5}
+    clf = LinearSVC(dual=False, tol=1e-7, class_weight=weights).fit(X, y)
+    ref = liblinear(X, y, class_weight=weights)
+
+    def cost(label):  # LIBLINEAR's one-vs-rest weights only the positive class
+        return np.where(y == label, weights[label], 1.0)
+
+    check_optimum(clf, X, y, cost, ref)
+    passes = [r["pass"] for r in clf.history_]
+    assert len(passes) == sum(passes.count(p) for p in set(passes))
+    assert max(passes) == clf.n_iter_  # all classes share the reads (numbered from 1 in memory)
+    Xd = da.from_array(X, chunks=(700, 4))
+    streamed = LinearSVC(dual=False, tol=1e-7, class_weight=weights).fit(Xd, da.from_array(y, chunks=700))
+    check_optimum(streamed, X, y, cost, ref)
+
+
+def _a9a_frame():
+    X, y = load_libsvm_dataset("a9a")
+    columns = {f"f{j}": column for j, column in enumerate(X.toarray().T)}
+    return X, y, pd.DataFrame({**columns, "label": np.where(y > 0, "yes", "no")})
+
+
+@pytest.mark.parametrize("kind", ["array", "csr-array", "frame", "parquet"])
+def test_out_of_core_gives_the_in_memory_model(kind, tmp_path):
+    X, y, frame = _a9a_frame()
+    if kind == "array":
+        Xd, yd = da.from_array(X.toarray(), chunks=(4000, 123)), da.from_array(y, chunks=4000)
+    elif kind == "csr-array":
+        dense = da.from_array(X.toarray(), chunks=(4000, 123))
+        Xd = dense.map_blocks(sp.csr_matrix, meta=sp.csr_matrix((0, 123)))
+        yd = da.from_array(y, chunks=4000)
+    else:
+        ddf = dd.from_pandas(frame, npartitions=8)
+        if kind == "parquet":
+            (tmp_path / "a9a").mkdir()
+            for k, start in enumerate(range(0, len(frame), 4100)):
+                frame.iloc[start : start + 4100].to_parquet(tmp_path / "a9a" / f"part-{k}.parquet")
+            ddf = dd.read_parquet(tmp_path / "a9a")
+        Xd, yd = ddf.drop(columns="label"), ddf["label"]
+    clf = LinearSVC(dual=False, tol=1e-6).fit(Xd, yd)
+    memory = LinearSVC(dual=False, tol=1e-6).fit(X, y)
+    np.testing.assert_allclose(clf.coef_, memory.coef_, rtol=1e-6, atol=1e-8)
+    assert clf.objective_ == pytest.approx(memory.objective_, rel=1e-9)
+    assert clf.duality_gap_ <= 1e-6
+    # One read per Newton step: as many as in memory, where reads are numbered from 1, not 0.
+    assert clf.n_iter_ + 1 == memory.n_iter_ == len(clf.history_)
+    assert [r["rows_read"] for r in clf.history_] == [len(y) * (k + 1) for k in range(memory.n_iter_)]
+
+
+def test_same_data_same_model_bit_for_bit():
+    X, y = load_libsvm_dataset("a9a")
+    Xd, yd = da.from_array(X.toarray(), chunks=(3000, 123)), da.from_array(y, chunks=3000)
+    first = LinearSVC(dual=False, random_state=1).fit(Xd, yd)
+    second = LinearSVC(dual=False, random_state=2).fit(Xd, yd)  # no randomness: seeds do not matter
+    np.testing.assert_array_equal(first.coef_, second.coef_)
+    np.testing.assert_array_equal(first.intercept_, second.intercept_)
+
+
+def raw_scale_tall(n=200_000, seed=0):
+    """Three colour-like features on a 0..255 scale, labels of a hyperplane away from the origin."""
+    rng = np.random.RandomState(seed)
+    X = rng.randint(0, 256, size=(n, 3)).astype(np.float64)
+    y = (X @ [0.02, -0.03, 0.01] + 0.8 * rng.randn(n) > -0.5).astype(int)
+    return X, y
+
+
+def test_raw_scale_features_take_as_few_reads_as_scaled_ones():
+    """Newton's steps do not care how the features are scaled, where dual coordinate descent does."""
+    X, y = raw_scale_tall()
+    raw = LinearSVC(dual=False, tol=1e-3).fit(X, y)
+    scaled = LinearSVC(dual=False, tol=1e-3).fit(X / 255.0, y)
+    assert raw.duality_gap_ <= 1e-3 and scaled.duality_gap_ <= 1e-3
+    assert raw.n_iter_ <= scaled.n_iter_ + 2 and raw.n_iter_ <= 15
+    ref = liblinear(X, y)
+    check_optimum(raw, X, y, np.ones(len(y)), ref)
+    # "auto" picks the primal solver for data this tall: the same model
+    auto = LinearSVC(tol=1e-3).fit(X, y)
+    assert auto.history_[-1]["solver"] == "newton"
+    np.testing.assert_array_equal(auto.coef_, raw.coef_)
+
+
+def test_auto_keeps_the_dual_solvers_where_the_primal_does_not_apply():
+    X, y = raw_scale_tall(20_000)
+    X = X / 255.0
+    for params in [{"loss": "hinge"}, {"multi_class": "crammer_singer"}, {"dual": True}]:
+        clf = LinearSVC(tol=1e-2, **params).fit(X, y)
+        assert "solver" not in clf.history_[-1]
+    wide = LinearSVC(tol=1e-2).fit(X[:300], y[:300])  # 300 rows of 3 features: not 100 times wider
+    assert "solver" not in wide.history_[-1]
+
+
+@pytest.mark.parametrize(
+    "params, fragment",
+    [
+        ({"loss": "hinge"}, "loss='hinge'"),
+        ({"multi_class": "crammer_singer"}, "crammer_singer"),
+        ({"solver": "sbm"}, "solver='sbm'"),
+        ({"probability": True}, "probability=True"),
+    ],
+)
+def test_dual_false_names_what_it_cannot_do(params, fragment):
+    X, y = raw_scale_tall(2_000)
+    with pytest.raises(ValueError, match="dual=False") as info:
+        LinearSVC(dual=False, **params).fit(X, y)
+    assert fragment in str(info.value) and "dual=True" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "params, fragment", [({"penalty": "l1"}, "'l2'"), ({"dual": "yes"}, "'auto', True or False")]
+)
+def test_bad_penalty_or_dual_is_named(params, fragment):
+    X, y = raw_scale_tall(2_000)
+    with pytest.raises(ValueError, match=next(iter(params))) as info:
+        LinearSVC(**params).fit(X, y)
+    assert fragment in str(info.value)
+
+
+def test_too_wide_a_model_is_refused_with_the_way_out():
+    rng = np.random.RandomState(0)
+    X = sp.random(50, primal.MAX_WIDTH, density=0.01, format="csr", random_state=rng)
+    y = rng.randint(0, 2, size=50)
+    with pytest.raises(ValueError, match="use dual=True"):
+        LinearSVC(dual=False).fit(X, y)
+
+
+def test_a_full_step_that_does_not_decrease_enough_is_shortened_from_the_same_read():
+    """Armijo's rule: a full Newton step that overshoots is not taken; the longest step length of
+    :data:`primal.STEPS` that decreases f enough is, chosen from the trial losses of the same read.
+    Every point the solver moves to is then better than the last; without the rule the overshoot
+    (here 60,768 after 41,463) would be taken."""
+    rng = np.random.RandomState(14)
+    X = rng.randn(60, 2) * rng.choice([1, 30], size=(60, 1), p=[0.9, 0.1])  # a few rows far out
+    y = (X[:, 0] + rng.randn(60) > 0).astype(int)
+    classes = np.array([0, 1])
+    plan = FitPlan(C=1000.0, tol=1e-12, max_iter=60, solver="memory").with_labels(
+        classes, np.bincount(y), classes
+    )
+    result = primal.solve_primal(primal.memory_read(X, y, np.ones(len(y)), plan), plan, 2)
+    assert result.converged[0] and result.certificates[0].relative_gap <= 1e-12
+    rejected = [r for r in result.history if not r["accepted"]]
+    assert rejected and all(0 < r["step"] < 1 for r in rejected)
+    accepted = [r["point_primal"] for r in result.history if r["accepted"]]
+    assert np.all(np.diff(accepted) < 0)
+    sign = np.where(y == 1, 1.0, -1.0)
+    w = result.W[0]
+    assert result.certificates[0].primal == pytest.approx(
+        primal_value(X, sign, np.full(len(y), 1000.0), w[:2], w[2]), rel=1e-12
+    )
+
+
+def test_verbose_one_draws_a_bar_per_read_without_a_cache(capsys):
+    X, y = raw_scale_tall(20_000)
+    LinearSVC(dual=False, verbose=1).fit(da.from_array(X, chunks=(2500, 3)), da.from_array(y, chunks=2500))
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0].startswith("pass 0 [####################] 8/8 partitions 20.0k rows gap ")
+    assert len(lines) >= 3 and not any("cache" in line for line in lines)
