@@ -59,9 +59,10 @@ class LinearSVC(StreamClassifier):
     bias ``b`` learned as the weight of a constant feature of value
     ``intercept_scaling`` (and therefore regularised, as in LIBLINEAR), and
     ``C_i = C * class_weight[y_i] * sample_weight[i]``.  The solver is dual
-    coordinate descent (Hsieh et al. 2008) with LIBLINEAR's shrinking; it
-    stops on the exact relative duality gap, a certificate that the primal
-    objective is within ``tol`` of the optimum.
+    coordinate descent (Hsieh et al. 2008) with LIBLINEAR's shrinking, or
+    for tall data (``dual``) primal Newton steps, one read of the rows each;
+    every solver stops on the exact relative duality gap, a certificate
+    that the primal objective is within ``tol`` of the optimum.
 
     Parameters
     ----------
@@ -426,7 +427,7 @@ class LinearSVC(StreamClassifier):
         if resume and self.checkpoint_dir is None:
             raise ValueError("resume=True needs checkpoint_dir, the directory the checkpoint is in.")
         if params["dual"] is False:  # before any read: what the primal solver cannot do
-            self._use_primal(params, 0, 0)
+            self._use_primal(params, 0, 0, streaming=streaming)
         if self.cluster is not None:
             return self._fit_cluster(X, y, sample_weight, client, params, clock_start)
         if streaming:
@@ -452,25 +453,33 @@ class LinearSVC(StreamClassifier):
         self.classes_ = classes
         plan = self._plan(params, X.shape[1], "memory").with_labels(classes, counts, weighted_classes)
         y_index = np.searchsorted(classes, y)
-        if self._use_primal(params, X.shape[0], X.shape[1]):
-            self._fit_primal(plan, X.shape[1], clock_start, memory=(X, y_index, sample_weight))
-            if skipped:
-                for record in self.history_:
-                    record["rows_skipped"] = skipped
-            return self
-        rows = kernel_rows(X, plan.feature_map)
-        width = plan.model_width(X.shape[1])
-        problem = {"plan": plan, "width": width, "seeds": seeds, "clock_start": clock_start}
+        primal = self._use_primal(params, X.shape[0], X.shape[1], streaming=False)
+        if not primal:
+            rows = kernel_rows(X, plan.feature_map)
+            width = plan.model_width(X.shape[1])
+            problem = {"plan": plan, "width": width, "seeds": seeds, "clock_start": clock_start}
         scores = None
         if self.probability:
             # libsvm's recipe: cross-fitted decision values for the sigmoid, then the model on all rows.
             fold = folds(X.shape[0], int(rng.randint(_INT64_MAX)))
             for f in range(N_FOLDS):
-                W = solve_problems(rows, y_index, sample_weight * (fold != f), **problem).W
+                weights = sample_weight * (fold != f)
+                if primal:
+                    W = solve_primal(memory_read(X, y_index, weights, plan), plan, X.shape[1]).W
+                else:
+                    W = solve_problems(rows, y_index, weights, **problem).W
                 W = cs_model(W) if self._crammer_singer else W
                 if scores is None:
                     scores = np.empty((X.shape[0], W.shape[0]))
                 scores[fold == f] = linear_scores(X[fold == f], W, plan.bias, plan.feature_map)
+        if primal:
+            self._fit_primal(plan, X.shape[1], clock_start, memory=(X, y_index, sample_weight))
+            if skipped:
+                for record in self.history_:
+                    record["rows_skipped"] = skipped
+            if scores is not None:
+                self._fit_platt(scores[trained], y[trained])
+            return self
         hooks = PassHooks(self, plan.bias)
         result = solve_problems(rows, y_index, sample_weight, hooks=hooks, **problem)
         self._set_model(plan, result, stopped=hooks.stopped or result.interrupted)
@@ -633,27 +642,28 @@ class LinearSVC(StreamClassifier):
             self._fit_platt(result.held_scores, result.held_y)
         return self
 
-    def _primal_blocker(self, params):
-        """What of this model the primal Newton solver cannot train (a phrase for an error), or None."""
+    def _primal_blocker(self, params, streaming=True):
+        """What of this model the primal Newton solver cannot train (a phrase for an error), or None
+        (``streaming``: on a Dask collection or path)."""
         blockers = {
             "loss='hinge' (the primal solver minimises the squared hinge, as LIBLINEAR's does)": (
                 params["loss"] != "squared_hinge"
             ),
             "multi_class='crammer_singer'": self._crammer_singer,
             "a feature_map": self.feature_map is not None,
-            "probability=True": bool(self.probability),
+            "probability=True on a Dask collection": bool(self.probability) and streaming,
             f"solver={self.solver!r}, a dual solver": self.solver not in ("auto", "memory"),
             "checkpoint_dir": self.checkpoint_dir is not None,
             f"cluster={self.cluster!r}": self.cluster is not None,
         }
         return next((what for what, blocks in blockers.items() if blocks), None)
 
-    def _use_primal(self, params, n_rows, n_features):
+    def _use_primal(self, params, n_rows, n_features, streaming=True):
         """Whether this fit runs the primal Newton solver on ``n_rows`` rows of ``n_features``
         (``dual=False``, or ``"auto"`` on tall data); ValueError if ``dual=False`` cannot."""
         if params["dual"] is True:
             return False
-        blocker = self._primal_blocker(params)
+        blocker = self._primal_blocker(params, streaming)
         if params["dual"] is False:
             if blocker is not None:
                 raise ValueError(

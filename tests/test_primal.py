@@ -184,13 +184,14 @@ def test_auto_keeps_the_dual_solvers_where_the_primal_does_not_apply():
         ({"loss": "hinge"}, "loss='hinge'"),
         ({"multi_class": "crammer_singer"}, "crammer_singer"),
         ({"solver": "sbm"}, "solver='sbm'"),
-        ({"probability": True}, "probability=True"),
+        ({"probability": True}, "probability=True on a Dask collection"),
     ],
 )
 def test_dual_false_names_what_it_cannot_do(params, fragment):
     X, y = raw_scale_tall(2_000)
+    Xd, yd = da.from_array(X, chunks=500), da.from_array(y, chunks=500)
     with pytest.raises(ValueError, match="dual=False") as info:
-        LinearSVC(dual=False, **params).fit(X, y)
+        LinearSVC(dual=False, **params).fit(Xd, yd)
     assert fragment in str(info.value) and "dual=True" in str(info.value)
 
 
@@ -243,3 +244,16 @@ def test_verbose_one_draws_a_bar_per_read_without_a_cache(capsys):
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines[0].startswith("pass 0 [####################] 8/8 partitions 20.0k rows gap ")
     assert len(lines) >= 3 and not any("cache" in line for line in lines)
+
+
+def test_probabilities_in_memory_come_from_the_primal_solver_too():
+    """probability=True cross-fits the sigmoid with the solver the model is fitted with; the model
+    is the ordinary fit on every row, as for the dual solvers."""
+    X, y = raw_scale_tall(20_000)
+    X = X / 255.0
+    plain = LinearSVC(dual=False).fit(X, y)
+    calibrated = LinearSVC(dual=False, probability=True, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(calibrated.coef_, plain.coef_)
+    proba = calibrated.predict_proba(X)[:, 1]
+    assert np.corrcoef(proba, calibrated.decision_function(X))[0, 1] > 0.9
+    assert abs(proba.mean() - y.mean()) < 0.02  # calibrated: the mean probability is the base rate
