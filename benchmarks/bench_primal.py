@@ -54,12 +54,12 @@ def in_memory_row(name, X, y, C, tol):
         dual, t_dual = _timed(lambda: dual_model.fit(X, y))
         ref, t_ref = _timed(lambda: Liblinear(C=C, dual=False).fit(X, y))
     p_ref = _objective(X, y, ref.coef_[0], ref.intercept_[0], C)
-    optimum = primal.objective_ * (1 - primal.duality_gap_)  # a lower bound: the certified dual
+    optimum = LinearSVC(C=C, dual=False, tol=1e-10).fit(X, y).objective_  # within 1e-10 of P*
     return {
         "data": name, "rows": int(X.shape[0]), "features": int(X.shape[1]), "C": C,
         "primal_s": t_primal, "primal_reads": int(primal.n_iter_), "primal_gap": float(primal.duality_gap_),
         "dual_s": t_dual, "dual_passes": int(dual.n_iter_), "dual_gap": float(dual.duality_gap_),
-        "liblinear_primal_s": t_ref, "liblinear_subopt": (p_ref - optimum) / optimum,
+        "liblinear_primal_s": t_ref, "liblinear_subopt": float((p_ref - optimum) / optimum),
     }  # fmt: skip
 
 
@@ -152,7 +152,7 @@ def write_report(payload):
         "",
         "In memory: seconds to the relative duality gap `tol` (ours) and scikit-learn's",
         "`LinearSVC(dual=False)` (LIBLINEAR's primal solver) at its default tolerance, with the",
-        "relative suboptimality it reached against our certified dual bound.",
+        "relative suboptimality it reached (against our fit to a gap of 1e-10).",
         "",
         "| data | rows x features | C | primal (ours) | reads | dual (ours, memory) | passes (gap) "
         "| LIBLINEAR primal | its suboptimality |",
