@@ -26,7 +26,7 @@ from ._persist import save_model
 from ._stream_classifier import StreamClassifier
 from .engine.calibration import N_FOLDS, folds
 from .engine.checkpoint import Checkpoints, data_fingerprint
-from .engine.cluster import CLUSTER_MODES, fit_cluster, resolve_client
+from .engine.cluster import CLUSTER_MODES, fit_cluster, fit_primal_cluster, resolve_client
 from .engine.layout import kernel_rows
 from .engine.memory import solve_problems
 from .engine.partial import OnePassSBM
@@ -175,7 +175,11 @@ class LinearSVC(StreamClassifier):
         worker updating its rows' dual variables, until the exact duality
         gap is at most ``tol``: the single-machine optimum. ``max_iter``
         counts rounds; ``history_`` has a record per round (seconds, bytes
-        moved, gap). None trains in this process.
+        moved, gap). With ``dual=False`` either value runs the primal
+        Newton solver on the workers: each step is one read of every part on
+        its worker, the parts' gradient and Hessian sums added up in a tree
+        on the workers, as exact as on one machine. None trains in this
+        process.
     on_invalid : {"raise", "skip"}, default="raise"
         What a row with a NaN or infinite feature, a missing label, or a
         NaN, infinite or negative sample weight does: ``"raise"`` stops the
@@ -654,7 +658,8 @@ class LinearSVC(StreamClassifier):
             "probability=True on a Dask collection": bool(self.probability) and streaming,
             f"solver={self.solver!r}, a dual solver": self.solver not in ("auto", "memory"),
             "checkpoint_dir": self.checkpoint_dir is not None,
-            f"cluster={self.cluster!r}": self.cluster is not None,
+            # dual=False trains on a cluster too; "auto" keeps cluster= meaning its dual method
+            f"cluster={self.cluster!r}": self.cluster is not None and params["dual"] == "auto",
         }
         return next((what for what, blocks in blockers.items() if blocks), None)
 
@@ -722,6 +727,14 @@ class LinearSVC(StreamClassifier):
         solver = self.solver if self.solver in ("sbm", "bm") else "streamsvm"
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         plan = self._plan(params, source.n_features, solver, seed)
+        if params["dual"] is False:  # Newton steps, each one read of every part on its worker
+            hooks = PassHooks(self, plan.bias)
+            plan, result = fit_primal_cluster(
+                client, source, plan, clock_start=clock_start, on_pass=hooks.on_pass
+            )
+            self.classes_ = plan.classes
+            self._set_model(plan, result, stopped=hooks.stopped)
+            return self
         callbacks = params["callbacks"]
 
         def on_round(record):

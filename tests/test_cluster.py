@@ -379,3 +379,22 @@ def test_a_killed_scheduler_is_named():
                 if process is not None:
                     process.kill()
                     process.wait()
+
+
+@pytest.mark.parametrize("name", ["a9a", "ijcnn1", "w8a"])
+def test_the_primal_solver_on_the_cluster_is_the_single_machine_one(client, name):
+    """dual=False on two worker processes: each Newton step one read of each worker's part, the
+    sums reduced on the workers, so the model is the in-memory one (same reads, same optimum)."""
+    X, y = load_libsvm_dataset(name)
+    Xd, yd = csr_to_dask(X, y, 8)
+    clf = LinearSVC(dual=False, cluster="cocoa", tol=1e-6).fit(Xd, yd, client=client)
+    memory = LinearSVC(dual=False, tol=1e-6).fit(X, y)
+    assert clf.duality_gap_ <= 1e-6
+    assert clf.objective_ == pytest.approx(memory.objective_, rel=1e-9)
+    np.testing.assert_allclose(clf.coef_, memory.coef_, rtol=1e-6, atol=1e-8)
+    assert clf.n_iter_ + 1 == memory.n_iter_  # the same reads (numbered from 0 out of core)
+    last = clf.history_[-1]
+    assert last["solver"] == "newton" and last["parts"] == 2
+    assert last["rows_read"] == len(y) * memory.n_iter_
+    # What came back per read: one reduced Hessian and gradient, not the data.
+    assert last["bytes_received"] <= memory.n_iter_ * 2 * 8 * (X.shape[1] + 1) ** 2

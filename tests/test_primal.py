@@ -105,8 +105,8 @@ def test_one_vs_rest_from_one_read_per_step(three_classes):
 
 def _a9a_frame():
     X, y = load_libsvm_dataset("a9a")
-    columns = {f"f{j}": column for j, column in enumerate(X.toarray().T)}
-    return X, y, pd.DataFrame({**columns, "label": np.where(y > 0, "yes", "no")})
+    frame = pd.DataFrame(X.toarray(), columns=[f"f{j}" for j in range(X.shape[1])])  # one block
+    return X, y, frame.assign(label=np.where(y > 0, "yes", "no"))
 
 
 @pytest.mark.parametrize("kind", ["array", "csr-array", "frame", "parquet"])

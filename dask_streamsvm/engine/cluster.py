@@ -563,3 +563,70 @@ def _recover(client, states, placed, load):
                 raise
             time.sleep(_POLL_SECONDS)
     raise AssertionError("unreachable")
+
+
+# -- the primal Newton solver on a cluster (dual=False) --------------------------------------
+
+
+def part_sums(packed, plan, W, S, todo):
+    """The :class:`~.primal.Sums` of one part's rows at ``W + S`` (one read of its partitions)."""
+    from .primal import stream_read
+
+    with _sync():
+        return stream_read(packed.source(), plan)(W, S, todo)
+
+
+def add_sums(first, second):
+    """Two parts' sums added: a node of the tree reduction, run on a worker."""
+    return first.add(second)
+
+
+def tree_sum(client, futures, workers):
+    """The sum of ``futures`` (each on the worker of the same index) added in pairs on the workers,
+    ``ceil(log2 K)`` levels deep: only the root comes back to the client."""
+    level = list(zip(futures, workers, strict=True))
+    while len(level) > 1:
+        paired = []
+        for i in range(0, len(level) - 1, 2):
+            (first, worker), (second, _) = level[i], level[i + 1]
+            paired.append((_submit(client, add_sums, first, second, worker=worker), worker))
+        level = paired + level[len(paired) * 2 :]  # an odd one out moves up a level as it is
+    return level[0][0]
+
+
+def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None):
+    """``dual=False`` on a cluster: every Newton step is one read of every part on its worker,
+    the parts' sums reduced on the workers; ``(plan with labels, PrimalResult)``.
+
+    Exact as on one machine (the sums are the data's sums), and what moves per step is ``W`` and
+    ``S`` out to each part and one :class:`~.primal.Sums` (``O(k D^2)`` floats) per tree edge.
+    """
+    from .primal import solve_primal
+
+    assignment = assign_parts(source.n_partitions, _workers(client))
+    parts = [(w, Packed(source.subset(ids))) for w, ids in assignment]
+    reads = None
+    if plan.read_timeout is not None:
+        seconds = plan.read_timeout * max(len(ids) for _, ids in assignment)
+        reads = (seconds, [[source.partition_id(i) for i in ids] for _, ids in assignment])
+    part_counts = _gather(client, [_submit(client, count_labels, s, worker=w) for w, s in parts], reads=reads)
+    plan = plan.with_labels(*merge_label_counts(part_counts))
+    moved = {"bytes_sent": 0, "bytes_received": 0}
+
+    def read(W, S, todo):
+        futures = [_submit(client, part_sums, packed, plan, W, S, todo, worker=w) for w, packed in parts]
+        _wait(client, futures, [w for w, _ in parts], reads)
+        root = tree_sum(client, futures, [w for w, _ in parts])
+        total = _gather(client, [root], [w for w, _ in parts])[0]
+        moved["bytes_sent"] += sum(packed.nbytes + W.nbytes + S.nbytes for _, packed in parts)
+        moved["bytes_received"] += total.v.nbytes + total.hessian.nbytes + total.trial.nbytes
+        return total
+
+    def on_read(records, W):
+        for record in records:
+            record.update(moved, parts=len(parts))
+        return on_pass is not None and on_pass(records, W)
+
+    width = plan.model_width(source.n_features)
+    result = solve_primal(read, plan, width, clock_start=clock_start, on_pass=on_read, source=source)
+    return plan, result
