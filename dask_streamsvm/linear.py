@@ -31,7 +31,7 @@ from .engine.layout import kernel_rows
 from .engine.memory import solve_problems
 from .engine.partial import OnePassSBM
 from .engine.primal import MAX_WIDTH, memory_read, solve_primal, stream_read
-from .engine.problem import LOSSES, FitPlan, cs_model, linear_scores, unconverged_message
+from .engine.problem import LOSSES, FitPlan, cs_model, linear_scores, model_width, unconverged_message
 from .engine.schedules import fit_stream, memory_blocks
 from .engine.source import DaskSource, is_dask_collection
 from .io import as_dask, open_path
@@ -469,7 +469,8 @@ class LinearSVC(StreamClassifier):
             for f in range(N_FOLDS):
                 weights = sample_weight * (fold != f)
                 if primal:
-                    W = solve_primal(memory_read(X, y_index, weights, plan), plan, X.shape[1]).W
+                    read = memory_read(X, y_index, weights, plan)
+                    W = solve_primal(read, plan, plan.model_width(X.shape[1])).W
                 else:
                     W = solve_problems(rows, y_index, weights, **problem).W
                 W = cs_model(W) if self._crammer_singer else W
@@ -654,7 +655,6 @@ class LinearSVC(StreamClassifier):
                 params["loss"] != "squared_hinge"
             ),
             "multi_class='crammer_singer'": self._crammer_singer,
-            "a feature_map": self.feature_map is not None,
             "probability=True on a Dask collection": bool(self.probability) and streaming,
             f"solver={self.solver!r}, a dual solver": self.solver not in ("auto", "memory"),
             "checkpoint_dir": self.checkpoint_dir is not None,
@@ -676,7 +676,7 @@ class LinearSVC(StreamClassifier):
                     "use dual=True (the dual solvers) or dual='auto'."
                 )
             return True
-        width = n_features + 1
+        width = model_width(n_features, self._feature_spec(n_features)) + 1
         return blocker is None and width <= MAX_WIDTH and n_rows >= PRIMAL_RATIO * width
 
     def _fit_primal(self, plan, n_features, clock_start, memory=None, source=None):
@@ -698,7 +698,8 @@ class LinearSVC(StreamClassifier):
             hooks = PassHooks(self, plan.bias, source.n_partitions)
             on_pass = hooks.on_pass
             read = stream_read(source, plan, lambda k, block: hooks.on_block(k, block, None, None))
-        result = solve_primal(read, plan, n_features, clock_start=clock_start, on_pass=on_pass, source=source)
+        width = plan.model_width(n_features)
+        result = solve_primal(read, plan, width, clock_start=clock_start, on_pass=on_pass, source=source)
         self._set_model(plan, result, stopped=hooks.stopped or result.interrupted)
         if result.interrupted:
             warn_interrupted(self, result.passes)

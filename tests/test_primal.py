@@ -257,3 +257,42 @@ def test_probabilities_in_memory_come_from_the_primal_solver_too():
     proba = calibrated.predict_proba(X)[:, 1]
     assert np.corrcoef(proba, calibrated.decision_function(X))[0, 1] > 0.9
     assert abs(proba.mean() - y.mean()) < 0.02  # calibrated: the mean probability is the base rate
+
+
+@pytest.mark.parametrize("fmap", ["poly", "hash"])
+def test_feature_maps_train_on_the_maps_features(fmap):
+    """A narrow map's features are written out a chunk of rows at a time: the optimum is LIBLINEAR's
+    on the materialised features, in memory and streaming."""
+    from dask_streamsvm.features import HashingMap, PolynomialMap, materialise
+
+    rng = np.random.RandomState(5)
+    X = rng.randn(6000, 4)
+    y = ((X[:, 0] * X[:, 1] + 0.5 * X[:, 2] ** 2 + 0.2 * rng.randn(6000)) > 0.4).astype(int)
+    if fmap == "poly":  # computed inside the solver from the spec
+        feature_map = PolynomialMap()
+        phi = materialise(X, feature_map.spec(4)).toarray()
+    else:  # an encoding map: the reader hashes the rows, the solver sees them hashed
+        feature_map = HashingMap(n_features=16)
+        phi = feature_map.fit_transform(X).toarray()
+    ref = liblinear(phi, y)
+    clf = LinearSVC(dual=False, feature_map=feature_map, tol=1e-7).fit(X, y)
+    assert clf.coef_.shape == (1, phi.shape[1])
+    check_optimum(clf, phi, y, np.ones(len(y)), ref)
+    streamed = LinearSVC(dual=False, feature_map=feature_map, tol=1e-7).fit(
+        da.from_array(X, chunks=(1000, 4)), da.from_array(y, chunks=1000)
+    )
+    check_optimum(streamed, phi, y, np.ones(len(y)), ref)
+    assert (streamed.predict(X) == clf.predict(X)).all()
+    auto = LinearSVC(feature_map=feature_map, tol=1e-7).fit(X, y)  # 6000 rows >= 100 x 16: primal
+    assert auto.history_[-1]["solver"] == "newton"
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_map_too_wide_for_the_hessian_is_refused_by_name():
+    from dask_streamsvm.features import HashingMap
+
+    X, y = raw_scale_tall(2_000)
+    with pytest.raises(ValueError, match="8193 x 8193 Hessian.*use dual=True"):
+        LinearSVC(dual=False, feature_map=HashingMap(n_features=2**13)).fit(X, y)
+    auto = LinearSVC(feature_map=HashingMap(n_features=2**13), max_iter=2).fit(X / 255.0, y)
+    assert "solver" not in auto.history_[-1]  # auto: the dual solvers, which compute the map in place

@@ -49,12 +49,13 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from .certificate import Certificate, check_gap
+from .layout import as_kernel_rows
 from .problem import encode_block
 
 # Step lengths a read tries along the Newton direction: 1, 1/2, ..., 1/2048.
 STEPS = 2.0 ** -np.arange(12)
 ARMIJO = 0.01  # sufficient decrease: f(w + t s) <= f(w) + ARMIJO t g . s
-CHUNK_ROWS = 4096  # rows converted to float64 at a time (at D = 51, 1.7 MB)
+CHUNK_BYTES = 16 << 20  # float64 rows made at a time (:func:`_chunk_rows`)
 # The widest model (features plus bias) whose D x D Hessian the solver forms: 128 MB a problem.
 MAX_WIDTH = 4096
 # CSR chunks narrower than this and at least DENSE_FILL full are made dense (at 1024 columns,
@@ -106,9 +107,23 @@ class Sums:
         return self
 
 
-def _augmented(X, lo, hi, bias):
+def _chunk_rows(width):
+    """Rows a chunk holds: :data:`CHUNK_BYTES` of float64 rows ``width`` wide (256 to 65,536)."""
+    return int(min(max(CHUNK_BYTES // (8 * width), 256), 65536))
+
+
+def _augmented(X, lo, hi, bias, feature_map=None):
     """Rows ``lo:hi`` of ``X`` with the bias column, as float64: dense, or CSR where the rows are
-    wide or sparse enough (:data:`DENSE_CHUNK_WIDTH`, :data:`DENSE_FILL`)."""
+    wide or sparse enough (:data:`DENSE_CHUNK_WIDTH`, :data:`DENSE_FILL`).  With a feature map's
+    spec, the map's features of the rows, dense (the primal solver's maps are narrow)."""
+    if feature_map is not None:
+        from ..kernels.features import map_rows_into, spec_width
+
+        indptr, indices, data = as_kernel_rows(sp.csr_matrix(X[lo:hi]))  # canonical: what maps read
+        out = np.zeros((hi - lo, spec_width(feature_map) + 1))
+        map_rows_into(indptr, indices, data, feature_map, out)
+        out[:, -1] = bias
+        return out
     part = X[lo:hi] if sp.issparse(X) else None
     dense = part is not None and X.shape[1] < DENSE_CHUNK_WIDTH
     if dense and part.nnz >= DENSE_FILL * part.shape[0] * X.shape[1]:
@@ -130,20 +145,22 @@ def _augmented(X, lo, hi, bias):
     return out
 
 
-def block_sums(X, Y, cost, W, S, bias):
+def block_sums(X, Y, cost, W, S, bias, feature_map=None):
     """The :class:`Sums` of the rows of ``X`` (labels ``Y`` and costs ``cost``, each (k, n)) at the
     points ``W + S`` (each (k, D)), with the trial losses along ``W + t S`` for ``t`` in :data:`STEPS`.
+    ``feature_map``: a map's spec, whose features of the rows the model reads.
 
-    Works through the rows :data:`CHUNK_ROWS` at a time in float64, so a float32 partition is never
-    copied whole and every sum accumulates in float64.
+    Works through the rows a chunk of :data:`CHUNK_BYTES` at a time in float64, so a float32
+    partition is never copied whole and every sum accumulates in float64.
     """
     k, width = W.shape
     sums = Sums.zeros(k, width)
     sums.rows = X.shape[0]
     trial_points = S.any(axis=1)
-    for lo in range(0, X.shape[0], CHUNK_ROWS):
-        hi = min(lo + CHUNK_ROWS, X.shape[0])
-        Xa = _augmented(X, lo, hi, bias)
+    step = _chunk_rows(width)
+    for lo in range(0, X.shape[0], step):
+        hi = min(lo + step, X.shape[0])
+        Xa = _augmented(X, lo, hi, bias, feature_map)
         Z0 = np.asarray(Xa @ W.T)  # (m, k)
         Z = Z0 + np.asarray(Xa @ S.T) if trial_points.any() else Z0
         for c in range(k):
@@ -256,9 +273,10 @@ def solve_primal(read, plan, width, *, clock_start=None, on_pass=None, source=No
     clock_start = time.perf_counter() if clock_start is None else clock_start
     k, D = plan.n_problems, width + 1
     if D > MAX_WIDTH:
+        what = "the feature map's features" if plan.feature_map is not None else "the features"
         raise ValueError(
-            f"dual=False forms the {D} x {D} Hessian of the features and the bias, wider than the "
-            f"{MAX_WIDTH} it supports; use dual=True (the dual solvers) for data this wide."
+            f"dual=False forms the {D} x {D} Hessian of {what} and the bias, wider than the "
+            f"{MAX_WIDTH} it supports; use dual=True (the dual solvers) for a model this wide."
         )
     problems = [_Problem(D) for _ in range(k)]
     converged = [False] * k
@@ -319,7 +337,7 @@ def memory_read(X, y_index, weights, plan):
     Y, cost = plan.signs[:, y_index], plan.costs[:, y_index] * weights
 
     def read(W, S, todo):
-        return block_sums(X, Y[todo], cost[todo], W, S, plan.bias)
+        return block_sums(X, Y[todo], cost[todo], W, S, plan.bias, plan.feature_map)
 
     return read
 
@@ -342,7 +360,7 @@ def stream_read(source, plan, on_block=None):
             total.retries += block.retries
             if block.n_rows:
                 Y, cost = encode_block(plan, block)
-                total.add(block_sums(block.X, Y[todo], cost[todo], W, S, plan.bias))
+                total.add(block_sums(block.X, Y[todo], cost[todo], W, S, plan.bias, plan.feature_map))
                 total.bytes += block.nbytes
             if on_block is not None:
                 on_block(reads[0], block)

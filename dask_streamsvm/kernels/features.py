@@ -454,3 +454,20 @@ def map_sqnorm(indices, data, lo, hi, spec_array):
         a, b = _part_span(indices, b, hi, spec_array[r])
         s += _part_sqnorm(indices, data, a, b, spec_array[r])
     return s
+
+
+@njit(cache=True, nogil=True)
+def map_rows_into(indptr, indices, data, spec_array, out):
+    """``out[r] += phi(x_r)`` for the canonical CSR rows ``(indptr, indices, data)``: the map's
+    features of a few rows written out densely (hashed features that collide add up, as in
+    ``phi``).  ``out`` has the map's width in columns and is zeroed by the caller."""
+    longest = 0
+    for r in range(indptr.shape[0] - 1):
+        longest = max(longest, np.int64(indptr[r + 1] - indptr[r]))
+    size = map_terms(spec_array, longest)
+    index = np.empty(size, dtype=np.int64)
+    value = np.empty(size)
+    for r in range(indptr.shape[0] - 1):
+        n = map_entries(indices, data, indptr[r], indptr[r + 1], spec_array, index, value)
+        for k in range(n):
+            out[r, index[k]] += value[k]
