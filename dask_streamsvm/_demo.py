@@ -44,8 +44,8 @@ def _warm_up(X, y, X_test, y_test):
     Xd, yd = csr_to_dask(X[rows], y[rows], 2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        LinearSVC(tol=1e-3, max_iter=50, random_state=0).fit(X[rows], y[rows])
-        LinearSVC(tol=1e-3, max_iter=5, cache_bytes=X.data.nbytes // 100, random_state=0,
+        LinearSVC(tol=1e-3, max_iter=50, dual=True, random_state=0).fit(X[rows], y[rows])
+        LinearSVC(tol=1e-3, max_iter=5, cache_bytes=X.data.nbytes // 100, dual=True, random_state=0,
                   validation_data=(X_test[:50], y_test[:50])).fit(Xd, yd)  # fmt: skip
 
 
@@ -98,14 +98,16 @@ def run_demo(plot=None, cache_fraction=0.1, quick=False, out=None):
     results = {}
 
     X_dask, y_dask = load_a9a_dask("train", n_partitions=N_PARTITIONS)
+    # The dual solvers, the row cache and LIBLINEAR's dual method: dual=True (the default, "auto",
+    # would pick the primal Newton solver for a set this tall).
     streamed = LinearSVC(
-        C=1.0, tol=tol, cache_bytes=cache_bytes, random_state=0, validation_data=(X_test, y_test)
+        C=1.0, tol=tol, cache_bytes=cache_bytes, dual=True, random_state=0, validation_data=(X_test, y_test)
     )
     start = time.perf_counter()
     streamed.fit(X_dask, y_dask)
     results["streamed"] = _ours(streamed, time.perf_counter() - start, X_test, y_test)
 
-    memory = LinearSVC(C=1.0, tol=tol, random_state=0)
+    memory = LinearSVC(C=1.0, tol=tol, dual=True, random_state=0)
     start = time.perf_counter()
     memory.fit(X, y)
     results["memory"] = _ours(memory, time.perf_counter() - start, X_test, y_test)

@@ -30,7 +30,7 @@ from .engine.cluster import CLUSTER_MODES, fit_cluster, fit_primal_cluster, reso
 from .engine.layout import kernel_rows
 from .engine.memory import solve_problems
 from .engine.partial import OnePassSBM
-from .engine.primal import MAX_WIDTH, memory_read, solve_primal, stream_read
+from .engine.primal import MAX_WIDTH, first_read, memory_read, solve_primal, stream_read
 from .engine.problem import LOSSES, FitPlan, cs_model, linear_scores, model_width, unconverged_message
 from .engine.schedules import fit_stream, memory_blocks
 from .engine.source import DaskSource, is_dask_collection
@@ -40,6 +40,8 @@ SOLVERS = ("auto", "memory", "streamsvm", "sbm", "bm")
 # dual="auto" picks the primal Newton solver when the rows outnumber the model's width (features plus
 # bias) this many times: measured in benchmarks/bench_primal.py (docs/benchmarks.md, "primal").
 PRIMAL_RATIO = 100
+# dual="auto" makes the read that counts the classes the primal solver's first read up to this width.
+FIRST_READ_WIDTH = 256
 _INT64_MAX = np.iinfo(np.int64).max
 
 
@@ -626,14 +628,27 @@ class LinearSVC(StreamClassifier):
             checkpoints = Checkpoints(self.checkpoint_dir, params["checkpoint_every"], fingerprint)
             saved = checkpoints.load() if resume else None
         with source.spilling(params["spill"], self.spill_dir):
+            first = hooks = None
+            primal_plan = self._plan(params, source.n_features, "streamsvm")
+            width = primal_plan.model_width(source.n_features)
             if saved is not None:  # the classes counted by the fit that wrote it: no read to count them
                 labels = tuple(saved[1][k] for k in ("classes", "class_counts", "weighted_classes"))
+            elif self._first_read_trains(params, width, source.known_rows):
+                # The read that counts the classes is the primal solver's first Newton read.
+                hooks = PassHooks(self, params["bias"], source.n_partitions)
+                on_block = None  # with "auto" the read may count for the dual solvers: no bar yet
+                if params["dual"] is False:
+                    on_block = lambda k, block: hooks.on_block(k, block, None, None)  # noqa: E731
+                labels, first = first_read(source, primal_plan, width, on_block=on_block)
             else:
                 labels = source.label_counts(read_timeout=params["read_timeout"])
             self.classes_ = labels[0]
             if self._use_primal(params, int(np.sum(labels[1])), source.n_features):
-                plan = self._plan(params, source.n_features, "streamsvm").with_labels(*labels)
-                return self._fit_primal(plan, source.n_features, clock_start, source=source)
+                plan = primal_plan.with_labels(*labels)
+                first = None if first is None else first(plan)
+                return self._fit_primal(
+                    plan, source.n_features, clock_start, source=source, first=first, hooks=hooks
+                )
             solver = self.solver if self.solver in ("sbm", "bm") else "streamsvm"
             plan = self._plan(params, source.n_features, solver, *self._seeds()).with_labels(*labels)
             hooks = PassHooks(self, plan.bias, source.n_partitions, params["cache_bytes"])
@@ -679,7 +694,24 @@ class LinearSVC(StreamClassifier):
         width = model_width(n_features, self._feature_spec(n_features)) + 1
         return blocker is None and width <= MAX_WIDTH and n_rows >= PRIMAL_RATIO * width
 
-    def _fit_primal(self, plan, n_features, clock_start, memory=None, source=None):
+    def _first_read_trains(self, params, width, known_rows):
+        """Whether the read that counts the classes also sums their rows' moments, so that it is the
+        primal solver's first Newton read: with ``dual=False``, and with ``"auto"`` where the primal
+        solver applies, the moments are cheap (at most :data:`FIRST_READ_WIDTH` features) and the
+        collection's rows, ``known_rows`` before any read, are enough for it.  Otherwise the classes
+        are counted as for the dual solvers, from the labels alone where the source allows."""
+        if params["dual"] is True:
+            return False
+        if params["dual"] is False:
+            return True
+        return (
+            self._primal_blocker(params) is None
+            and width + 1 <= FIRST_READ_WIDTH
+            and known_rows is not None
+            and known_rows >= PRIMAL_RATIO * (width + 1)
+        )
+
+    def _fit_primal(self, plan, n_features, clock_start, memory=None, source=None, first=None, hooks=None):
         """The primal Newton solver (:mod:`.engine.primal`) on in-memory rows ``memory`` (``(X,
         y_index, sample_weight)``) or on ``source``, and the model it certifies.
 
@@ -695,11 +727,14 @@ class LinearSVC(StreamClassifier):
 
             read = memory_read(*memory, plan)
         else:
-            hooks = PassHooks(self, plan.bias, source.n_partitions)
+            hooks = hooks or PassHooks(self, plan.bias, source.n_partitions)
             on_pass = hooks.on_pass
-            read = stream_read(source, plan, lambda k, block: hooks.on_block(k, block, None, None))
+            on_block = lambda k, block: hooks.on_block(k, block, None, None)  # noqa: E731
+            read = stream_read(source, plan, on_block, start=0 if first is None else 1)
         width = plan.model_width(n_features)
-        result = solve_primal(read, plan, width, clock_start=clock_start, on_pass=on_pass, source=source)
+        result = solve_primal(
+            read, plan, width, clock_start=clock_start, on_pass=on_pass, source=source, initial=first
+        )
         self._set_model(plan, result, stopped=hooks.stopped or result.interrupted)
         if result.interrupted:
             warn_interrupted(self, result.passes)

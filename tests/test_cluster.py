@@ -320,6 +320,8 @@ def test_a_streaming_fit_run_inside_a_task_reads_its_partitions_on_the_same_work
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["average", "cocoa"])
 def test_a_hung_partition_on_the_cluster_stops_the_fit_after_read_timeout(mode):
+    import time
+
     rng = np.random.RandomState(0)
     X = rng.randn(400, 4)
     y = (X[:, 0] > 0).astype(int)
@@ -333,6 +335,10 @@ def test_a_hung_partition_on_the_cluster_stops_the_fit_after_read_timeout(mode):
         late = r"partitions? (\[\[1, 3, 5, 7\]\]|5) (was|were) not read within"
         with pytest.raises(TimeoutError, match=late):
             LinearSVC(cluster=mode, max_iter=5, random_state=0, read_timeout=1.0).fit(Xd, yd, client=client)
+        # The hung task runs on a thread of this process (processes=False) inside dask.config.set
+        # (scheduler="sync"), a global setting: let it end before the client closes, so that the
+        # two settings unwind in order and the next test does not find a closed client's scheduler.
+        time.sleep(6.5)
 
 
 @pytest.mark.slow

@@ -296,3 +296,70 @@ def test_a_map_too_wide_for_the_hessian_is_refused_by_name():
         LinearSVC(dual=False, feature_map=HashingMap(n_features=2**13)).fit(X, y)
     auto = LinearSVC(feature_map=HashingMap(n_features=2**13), max_iter=2).fit(X / 255.0, y)
     assert "solver" not in auto.history_[-1]  # auto: the dual solvers, which compute the map in place
+
+
+def _counted_labels(X, y, rows_per_part):
+    """X and y as Dask Arrays whose label partitions count how often they are computed."""
+    import collections
+
+    import dask
+
+    calls = collections.Counter()
+
+    def labels(k):
+        calls[k] += 1
+        return y[k * rows_per_part : (k + 1) * rows_per_part]
+
+    n_parts = -(-len(y) // rows_per_part)
+    sizes = [min(rows_per_part, len(y) - k * rows_per_part) for k in range(n_parts)]
+    yd = da.concatenate(
+        [da.from_delayed(dask.delayed(labels)(k), shape=(m,), dtype=y.dtype) for k, m in enumerate(sizes)]
+    )
+    return da.from_array(X, chunks=(rows_per_part, X.shape[1])), yd, calls
+
+
+@pytest.mark.parametrize("dual", [False, "auto"])  # "auto": the chunks say the data is tall
+def test_the_read_that_finds_the_classes_is_the_first_newton_read(dual):
+    """No read before training: the first read counts the classes and sums each class's moments,
+    from which every problem's Newton sums at w = 0 follow (the labels are read once per read)."""
+    X, y = raw_scale_tall(40_000)
+    Xd, yd, calls = _counted_labels(X / 255.0, y, 5_000)
+    clf = LinearSVC(dual=dual, tol=1e-6).fit(Xd, yd)
+    assert clf.history_[-1]["solver"] == "newton"
+    reads = clf.n_iter_ + 1
+    assert set(calls.values()) == {reads}
+    memory = LinearSVC(dual=False, tol=1e-6).fit(X / 255.0, y)
+    assert memory.n_iter_ == reads and clf.objective_ == pytest.approx(memory.objective_, rel=1e-9)
+    assert clf.history_[0]["rows_read"] == len(y)
+
+
+def test_without_the_first_reads_moments_the_classes_cost_a_read_of_their_own(monkeypatch):
+    """The fallback when the classes' matrices would pass MOMENT_BYTES: the classes are counted,
+    and the first Newton read reads again; the same model."""
+    X, y = raw_scale_tall(40_000)
+    Xd, yd, calls = _counted_labels(X / 255.0, y, 5_000)
+    monkeypatch.setattr(primal, "MOMENT_BYTES", 100)
+    clf = LinearSVC(dual=False, tol=1e-6).fit(Xd, yd)
+    assert set(calls.values()) == {clf.n_iter_ + 2}
+    memory = LinearSVC(dual=False, tol=1e-6).fit(X / 255.0, y)
+    assert clf.objective_ == pytest.approx(memory.objective_, rel=1e-9)
+
+
+@pytest.mark.parametrize("class_weight", [None, "balanced"])
+def test_classes_first_seen_in_the_last_partition_start_from_the_first_read(three_classes, class_weight):
+    X, y = three_classes
+    order = np.argsort(y == "cat", kind="stable")  # every "cat" row in the last partition
+    X, y = X[order], y[order]
+    early = int((y != "cat").sum())
+    chunks = tuple(len(c) for c in np.array_split(np.arange(early), 4)) + (len(y) - early,)
+    assert set(y[:early]) == {"ant", "bee"} and set(y[early:]) == {"cat"}
+    clf = LinearSVC(dual=False, tol=1e-7, class_weight=class_weight)
+    clf.fit(da.from_array(X, chunks=(chunks, 4)), da.from_array(y, chunks=(chunks,)))
+    ref = liblinear(X, y, class_weight=class_weight)
+    counts = dict(zip(*np.unique(y, return_counts=True), strict=True))
+    weights = {c: len(y) / (3 * n) for c, n in counts.items()} if class_weight else dict.fromkeys(counts, 1.0)
+
+    def cost(label):
+        return np.where(y == label, weights[label], 1.0)
+
+    check_optimum(clf, X, y, cost, ref)

@@ -145,6 +145,14 @@ def _augmented(X, lo, hi, bias, feature_map=None):
     return out
 
 
+def _gram(rows, weights):
+    """``sum_i weights_i x_i x_i^T`` of the rows (dense or CSR), dense."""
+    scale = np.sqrt(weights)
+    rows = rows.multiply(scale[:, None]).tocsr() if sp.issparse(rows) else rows * scale[:, None]
+    gram = rows.T @ rows
+    return gram.toarray() if sp.issparse(gram) else gram
+
+
 def block_sums(X, Y, cost, W, S, bias, feature_map=None):
     """The :class:`Sums` of the rows of ``X`` (labels ``Y`` and costs ``cost``, each (k, n)) at the
     points ``W + S`` (each (k, D)), with the trial losses along ``W + t S`` for ``t`` in :data:`STEPS`.
@@ -172,12 +180,8 @@ def block_sums(X, Y, cost, W, S, bias, feature_map=None):
             sums.alpha[c] += float(alpha.sum())
             sums.v[c] += np.asarray(Xa.T @ (alpha * y)).ravel()
             sums.active[c] += int(active.sum())
-            rows = Xa[active]
-            if rows.shape[0]:
-                scale = np.sqrt(2.0 * C[active])
-                rows = rows.multiply(scale[:, None]).tocsr() if sp.issparse(rows) else rows * scale[:, None]
-                gram = rows.T @ rows
-                sums.hessian[c] += gram.toarray() if sp.issparse(gram) else gram
+            if active.any():
+                sums.hessian[c] += _gram(Xa[active], 2.0 * C[active])
             if trial_points[c]:
                 m0, dm = y * Z0[:, c], y * (Z[:, c] - Z0[:, c])
                 xi_t = np.maximum(0.0, 1.0 - m0[:, None] - dm[:, None] * STEPS[None, :])
@@ -258,7 +262,7 @@ class _Problem:
         return Certificate(primal=self.best_primal, dual=self.best_dual)
 
 
-def solve_primal(read, plan, width, *, clock_start=None, on_pass=None, source=None):
+def solve_primal(read, plan, width, *, clock_start=None, on_pass=None, source=None, initial=None):
     """Newton steps on every problem of ``plan`` until each relative gap is at most ``plan.tol``
     or ``plan.max_iter`` reads: a :class:`PrimalResult`.
 
@@ -267,8 +271,10 @@ def solve_primal(read, plan, width, *, clock_start=None, on_pass=None, source=No
     called after every read with one history record per problem (a problem already converged
     repeats its certificate), stops the solve with a true return value.  ``source``: the
     :class:`~.source.DaskSource` that ``read`` streams, whose reads the records count and number
-    from 0 as the streaming solvers do (in memory they are numbered from 1).  A KeyboardInterrupt
-    after the first read returns the best certified state, ``interrupted``.
+    from 0 as the streaming solvers do (in memory they are numbered from 1).  ``initial``: the sums
+    of every problem at ``w = 0`` from the read that found the classes (:func:`first_read`), which
+    is then the first Newton read.  A KeyboardInterrupt after the first read returns the best
+    certified state, ``interrupted``.
     """
     clock_start = time.perf_counter() if clock_start is None else clock_start
     k, D = plan.n_problems, width + 1
@@ -289,7 +295,7 @@ def solve_primal(read, plan, width, *, clock_start=None, on_pass=None, source=No
         W = np.array([problems[c].w for c in todo])
         S = np.array([problems[c].s if problems[c].trial else np.zeros(D) for c in todo])
         try:
-            sums = read(W, S, todo)
+            sums = initial if reads == 0 and initial is not None else read(W, S, todo)
         except KeyboardInterrupt:
             if reads == 0:
                 raise
@@ -342,13 +348,13 @@ def memory_read(X, y_index, weights, plan):
     return read
 
 
-def stream_read(source, plan, on_block=None):
+def stream_read(source, plan, on_block=None, start=0):
     """``read`` for :func:`solve_primal` on a :class:`~.source.DaskSource`: one read of every
     partition per call, the sums of each block added as it arrives.  ``on_block(k, block)`` is
-    called for every block of read ``k`` (from 0)."""
+    called for every block of read ``k`` (from ``start``)."""
     from .reader import read_blocks
 
-    reads = [0]
+    reads = [start]
 
     def read(W, S, todo):
         total = Sums.zeros(len(todo), W.shape[1])
@@ -368,3 +374,94 @@ def stream_read(source, plan, on_block=None):
         return total
 
     return read
+
+
+# The most the first read's per-class Gram matrices may take; beyond, it only counts the labels.
+MOMENT_BYTES = 256 << 20
+
+
+@dataclass
+class _ClassMoments:
+    """Sums over one class's rows: weights, rows of positive weight, ``sum w x`` and ``sum w x x^T``."""
+
+    weight: float
+    weighted_rows: int
+    first: np.ndarray
+    second: np.ndarray
+
+
+def first_read(source, plan, width, on_block=None):
+    """The read that finds the classes, made the first Newton read: ``(labels, first)``.
+
+    Counts the labels of every partition as :meth:`~.source.DaskSource.label_counts` does
+    (``labels`` is its ``(classes, counts, weighted classes)``), and sums, per class, the weights
+    and the first and second moments of its rows (with the bias, and the feature map's features).
+    At ``w = 0`` every row is active with ``xi = 1``, so each problem's Newton sums there are
+    combinations of these: ``first(plan)`` returns them as :class:`Sums` once ``plan`` has the
+    labels (None if the classes' matrices would pass :data:`MOMENT_BYTES`; the first Newton read
+    then reads again).  ``plan`` needs no labels; ``width`` is the model's width without the bias.
+    """
+    from .reader import read_blocks
+    from .source import _count_labels, merge_label_counts
+
+    D = width + 1
+    counts, ids, moments = [], [], {}
+    totals = Sums.zeros(0, D)
+    blocks = read_blocks(source, prefetch=plan.prefetch, retries=plan.retries, read_timeout=plan.read_timeout)
+    for _, block in blocks:
+        counts.append(_count_labels(block.partition, block.y, block.sample_weight))
+        ids.append(block.partition)
+        totals.skipped += block.n_skipped
+        totals.retries += block.retries
+        totals.rows += block.n_rows
+        totals.bytes += block.nbytes if block.n_rows else 0
+        if moments is not None and block.n_rows:
+            moments = _add_moments(moments, block, plan, D)
+        if on_block is not None:
+            on_block(0, block)
+    labels = merge_label_counts(counts, partitions=ids)
+
+    def first(plan):
+        if moments is None:
+            return None
+        k = plan.n_problems
+        sums = Sums.zeros(k, D)
+        for name in ("rows", "skipped", "retries", "bytes"):
+            setattr(sums, name, getattr(totals, name))
+        for j, label in enumerate(plan.classes.tolist()):
+            m = moments[label]
+            for c in range(k):
+                cost = plan.costs[c, j]
+                sums.loss[c] += cost * m.weight
+                sums.alpha[c] += 2.0 * cost * m.weight
+                sums.v[c] += 2.0 * cost * plan.signs[c, j] * m.first
+                sums.hessian[c] += 2.0 * cost * m.second
+                sums.active[c] += m.weighted_rows if cost > 0 else 0
+        return sums
+
+    return labels, first
+
+
+def _add_moments(moments, block, plan, D):
+    """``moments`` with the block's rows added per class; None once they would pass MOMENT_BYTES."""
+    labels, inverse = np.unique(np.asarray(block.y).ravel(), return_inverse=True)
+    keys = labels.tolist()
+    if len(set(moments) | set(keys)) * D * D * 8 > MOMENT_BYTES:
+        return None
+    for key in keys:
+        if key not in moments:
+            moments[key] = _ClassMoments(0.0, 0, np.zeros(D), np.zeros((D, D)))
+    weights = block.sample_weight
+    step = _chunk_rows(D)
+    for lo in range(0, block.n_rows, step):
+        hi = min(lo + step, block.n_rows)
+        Xa = _augmented(block.X, lo, hi, plan.bias, plan.feature_map)
+        which, w = inverse[lo:hi], weights[lo:hi]
+        for j in np.unique(which):
+            rows = which == j
+            m, wj = moments[keys[j]], w[rows]
+            m.weight += float(wj.sum())
+            m.weighted_rows += int((wj > 0).sum())
+            m.first += np.asarray(Xa[rows].T @ wj).ravel()
+            m.second += _gram(Xa[rows], wj)
+    return moments

@@ -360,7 +360,10 @@ class DaskSource:
             X, y, w, skipped = spilled
             return Block(partition=p, X=X, y=y, sample_weight=w, n_skipped=skipped)
         try:
-            x, y, w = dask.compute(*parts)
+            # pandas' advice that a frame is fragmented (the join of X and y of one frame, made
+            # here, inserts columns) is nothing the user can act on: it is not shown.
+            with pd.option_context("mode.performance_warnings", False):
+                x, y, w = dask.compute(*parts)
         except Exception as exc:
             exc.add_note(f"(raised while computing partition {p} of the training data)")
             raise
@@ -461,6 +464,15 @@ class DaskSource:
         offset = self._row_offset(p)
         at = f" (row {offset + r} of the collection)" if offset is not None else ""
         return f"partition {p}, row {r}{at}"
+
+    @property
+    def known_rows(self):
+        """Rows of the collection if its partitions' lengths are known without a read (a Dask
+        Array with known chunks), else None."""
+        chunks = getattr(self, "_row_chunks", None)
+        if chunks is None or getattr(self, "_ids", None) is not None or np.isnan(chunks).any():
+            return None
+        return int(chunks.sum())
 
     def _row_offset(self, p):
         chunks = getattr(self, "_row_chunks", None)
