@@ -59,6 +59,8 @@ CLUSTER_MODES = ("average", "cocoa")
 _POLL_SECONDS = 2.0
 # Seconds to hand w to a worker before its loss is assumed.
 _SCATTER_SECONDS = 60
+# Seconds a fit that finds no worker left waits for the client to notice a lost scheduler.
+_SCHEDULER_GRACE = 5.0
 # A fit gives up after this many rounds lost to failed workers.
 _MAX_RECOVERIES = 3
 
@@ -157,10 +159,22 @@ def _wait(client, futures, placed=(), reads=None):
                 ) from None
             alive = set(_workers(client))
             if not alive:
-                raise RuntimeError("every Dask worker is gone; the cluster fit cannot go on.") from None
+                raise _no_workers(client) from None
             gone = sorted(set(placed) - alive)
             if gone:
                 raise WorkerLost(f"workers {gone} left the cluster") from None
+
+
+def _no_workers(client):
+    """The error when no worker is left: a lost scheduler, which drops every worker at once, if the
+    client notices it within :data:`_SCHEDULER_GRACE` seconds (it sees the workers go first)."""
+    deadline = time.monotonic() + _SCHEDULER_GRACE
+    while time.monotonic() < deadline:
+        lost = _scheduler_lost(client)
+        if lost is not None:
+            return lost
+        time.sleep(0.1)
+    return RuntimeError("every Dask worker is gone; the cluster fit cannot go on.")
 
 
 def _sync():
