@@ -633,7 +633,7 @@ class LinearSVC(StreamClassifier):
             width = primal_plan.model_width(source.n_features)
             if saved is not None:  # the classes counted by the fit that wrote it: no read to count them
                 labels = tuple(saved[1][k] for k in ("classes", "class_counts", "weighted_classes"))
-            elif self._first_read_trains(params, width, source.known_rows):
+            elif self._first_read_trains(params, width, source.known_rows, source.n_features):
                 # The read that counts the classes is the primal solver's first Newton read.
                 hooks = PassHooks(self, params["bias"], source.n_partitions)
                 on_block = None  # with "auto" the read may count for the dual solvers: no bar yet
@@ -694,7 +694,7 @@ class LinearSVC(StreamClassifier):
         width = model_width(n_features, self._feature_spec(n_features)) + 1
         return blocker is None and width <= MAX_WIDTH and n_rows >= PRIMAL_RATIO * width
 
-    def _first_read_trains(self, params, width, known_rows):
+    def _first_read_trains(self, params, width, known_rows, n_features):
         """Whether the read that counts the classes also sums their rows' moments, so that it is the
         primal solver's first Newton read: with ``dual=False``, and with ``"auto"`` where the primal
         solver applies, the moments are cheap (at most :data:`FIRST_READ_WIDTH` features) and the
@@ -705,10 +705,9 @@ class LinearSVC(StreamClassifier):
         if params["dual"] is False:
             return True
         return (
-            self._primal_blocker(params) is None
-            and width + 1 <= FIRST_READ_WIDTH
+            width + 1 <= FIRST_READ_WIDTH
             and known_rows is not None
-            and known_rows >= PRIMAL_RATIO * (width + 1)
+            and self._use_primal(params, known_rows, n_features)
         )
 
     def _fit_primal(self, plan, n_features, clock_start, memory=None, source=None, first=None, hooks=None):

@@ -348,29 +348,38 @@ def memory_read(X, y_index, weights, plan):
     return read
 
 
+def _read_once(source, plan, counts):
+    """The blocks of one read of ``source`` with ``plan``'s reader settings; each block's rows,
+    bytes, skipped rows and retries are added to ``counts`` (a :class:`Sums`) as it passes."""
+    from .reader import read_blocks
+
+    blocks = read_blocks(source, prefetch=plan.prefetch, retries=plan.retries, read_timeout=plan.read_timeout)
+    for _, block in blocks:
+        counts.skipped += block.n_skipped
+        counts.retries += block.retries
+        counts.rows += block.n_rows
+        counts.bytes += block.nbytes if block.n_rows else 0
+        yield block
+
+
 def stream_read(source, plan, on_block=None, start=0):
     """``read`` for :func:`solve_primal` on a :class:`~.source.DaskSource`: one read of every
     partition per call, the sums of each block added as it arrives.  ``on_block(k, block)`` is
     called for every block of read ``k`` (from ``start``)."""
-    from .reader import read_blocks
-
     reads = [start]
 
     def read(W, S, todo):
         total = Sums.zeros(len(todo), W.shape[1])
-        blocks = read_blocks(
-            source, prefetch=plan.prefetch, retries=plan.retries, read_timeout=plan.read_timeout
-        )
-        for _, block in blocks:
-            total.skipped += block.n_skipped
-            total.retries += block.retries
+        counts = Sums.zeros(0, 0)
+        for block in _read_once(source, plan, counts):
             if block.n_rows:
                 Y, cost = encode_block(plan, block)
                 total.add(block_sums(block.X, Y[todo], cost[todo], W, S, plan.bias, plan.feature_map))
-                total.bytes += block.nbytes
             if on_block is not None:
                 on_block(reads[0], block)
         reads[0] += 1
+        for name in ("rows", "skipped", "retries", "bytes"):
+            setattr(total, name, getattr(counts, name))
         return total
 
     return read
@@ -401,20 +410,14 @@ def first_read(source, plan, width, on_block=None):
     labels (None if the classes' matrices would pass :data:`MOMENT_BYTES`; the first Newton read
     then reads again).  ``plan`` needs no labels; ``width`` is the model's width without the bias.
     """
-    from .reader import read_blocks
     from .source import _count_labels, merge_label_counts
 
     D = width + 1
     counts, ids, moments = [], [], {}
     totals = Sums.zeros(0, D)
-    blocks = read_blocks(source, prefetch=plan.prefetch, retries=plan.retries, read_timeout=plan.read_timeout)
-    for _, block in blocks:
+    for block in _read_once(source, plan, totals):
         counts.append(_count_labels(block.partition, block.y, block.sample_weight))
         ids.append(block.partition)
-        totals.skipped += block.n_skipped
-        totals.retries += block.retries
-        totals.rows += block.n_rows
-        totals.bytes += block.nbytes if block.n_rows else 0
         if moments is not None and block.n_rows:
             moments = _add_moments(moments, block, plan, D)
         if on_block is not None:
