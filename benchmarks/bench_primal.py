@@ -1,6 +1,7 @@
 """The primal Newton solver (``dual=False``) against LIBLINEAR's primal solver and our dual solvers.
 
-In memory, on the real sets and on dense tall synthetic sets: seconds to a relative duality gap of
+In memory, on the real sets, a wide sparse synthetic set (100,000 features: Hessian products) and
+dense tall synthetic sets: seconds to a relative duality gap of
 ``--tol`` (ours), and scikit-learn's ``LinearSVC(dual=False)`` at its default tolerance with the
 relative suboptimality it reached.  Out of core, on the dense synthetic set written as Parquet:
 reads to ``--tol``, seconds, one plain read through Dask, and the ratio of the fit to the in-memory
@@ -112,6 +113,15 @@ def synthetic(n, d, seed=0, raw=False):
     return X, y
 
 
+def wide_sparse(n, d=100_000, nnz=40, seed=0):
+    """Binary rows of about ``nnz`` of ``d`` features at unit norm (as tf-idf text), labels of a
+    hyperplane with noise: the sparse synthetic set of :mod:`benchmarks.bench_peers`."""
+    from benchmarks.bench_peers import _synthetic_rows
+
+    rng = np.random.default_rng(seed)
+    return _synthetic_rows("sparse", rng, rng.standard_normal(d), n, d, nnz)
+
+
 def write_parquet(path, X, y, rows_per_file=250_000):
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -150,6 +160,7 @@ def main(argv=None):
     parser.add_argument("--tol", type=float, default=1e-3)
     parser.add_argument("--workdir", default=None, help="where the Parquet files go (default: a temp dir)")
     parser.add_argument("--dual-passes", type=int, default=DUAL_PASSES, help="our dual solver's most passes")
+    parser.add_argument("--sparse-rows", type=int, default=None, help="rows of the wide sparse set")
     args = parser.parse_args(argv)
     from tests._helpers import load_libsvm_dataset
 
@@ -162,6 +173,13 @@ def main(argv=None):
     X, y = load_higgs()
     payload["memory"].append(in_memory_row("HIGGS subset (dense)", X, y, 1.0, args.tol))
     print(payload["memory"][-1], flush=True)
+    # Wide sparse rows (Hessian products, in memory): the sparse synthetic set of python -m benchmarks.
+    n_sparse = args.sparse_rows or (1_000_000 if args.full else 200_000)
+    X, y = wide_sparse(n_sparse)
+    name = f"sparse {n_sparse // 1000}k x 100k"
+    payload["memory"].append(in_memory_row(name, X, y, 1.0, args.tol, args.dual_passes))
+    print(payload["memory"][-1], flush=True)
+    del X, y
     payload["cluster"] = []
     work = Path(args.workdir or tempfile.mkdtemp(prefix="bench_primal_"))
     try:
@@ -193,7 +211,8 @@ def write_report(payload, marker=MARKER):
         "",
         f"`{payload['command']}` on {payload['machine']['cores']} cores, {payload['date']}.",
         "",
-        "In memory: seconds to the relative duality gap `tol` (ours) and scikit-learn's",
+        "In memory: seconds to the relative duality gap `tol` (ours: the Hessian on dense rows, Hessian",
+        "products by conjugate gradient on sparse ones) and scikit-learn's",
         "`LinearSVC(dual=False)` (LIBLINEAR's primal solver) at its default tolerance, with the",
         "relative suboptimality it reached (against our fit to a gap of 1e-10).",
         "",

@@ -63,6 +63,14 @@ MAX_WIDTH = 4096
 # Gram matrix of a row costs its nonzeros squared): measured on a9a (11% full) and w8a (4%).
 DENSE_CHUNK_WIDTH = 1024
 DENSE_FILL = 0.25
+# In memory, dense rows wider than this (features plus bias) take Hessian products instead of the
+# Hessian, as sparse rows always do (:func:`prefers_products`).  Measured at C = 1 on Gaussian rows
+# (benchmarks/bench_primal.py): the Hessian wins at 51 columns (2.5 s against 4.1 s on 1M rows),
+# 201 (2.3 against 3.0) and 501 (3.2 against 3.8), and loses at 1001 (4.8 against 3.8, 50k rows).
+CG_WIDTH = 1024
+CG_RESIDUAL = 0.1  # conjugate gradient stops at this fraction of the gradient's norm
+CG_MAX_STEPS = 250
+PRECONDITIONER = 0.01  # the weight of diag(H) in the conjugate gradient's preconditioner
 
 
 @dataclass
@@ -84,6 +92,9 @@ class Sums:
     skipped: int = 0
     bytes: int = 0
     retries: int = 0
+    # In memory with Hessian products (:class:`_ProductRead`): per problem, ``(product, diagonal)``
+    # of the Hessian at the evaluated point, and ``hessian`` is None.
+    operators: list = None
 
     @classmethod
     def zeros(cls, k, width):
@@ -214,9 +225,16 @@ class _Problem:
         self.best_w, self.best_primal, self.best_dual = self.w.copy(), np.inf, -np.inf
         self.step = 0.0  # the step length taken after the last read (0: none)
         self.accepted = False  # whether the last read's point became the iterate
+        self.operator = None  # (product, diagonal) of the Hessian at w, without the matrix
+        self.cg_steps = 0  # Hessian products the last direction took (0: a Cholesky solve)
 
     def direction(self):
-        """The Newton direction at ``w``, from the Hessian and gradient of the last read."""
+        """The Newton direction at ``w``, from the Hessian and gradient of the last read (or its
+        products, by preconditioned conjugate gradient)."""
+        if self.H is None:
+            s, self.cg_steps = _conjugate_gradient(*self.operator, self.g)
+            self.operator = None  # the active rows it holds are not needed any more
+            return s
         try:
             factor = scipy.linalg.cho_factor(self.H, check_finite=False)
             s = scipy.linalg.cho_solve(factor, -self.g, check_finite=False)
@@ -241,7 +259,10 @@ class _Problem:
         if self.accepted:
             self.w, self.f, self.step = point, primal, 1.0 if self.trial else 0.0
             self.g = point - v
-            self.H = sums.hessian[c] + np.eye(point.shape[0])
+            if sums.operators is None:
+                self.H = sums.hessian[c] + np.eye(point.shape[0])
+            else:
+                self.H, self.operator = None, sums.operators[c]
             self.s = self.direction()
             self.trial = True
             return certificate
@@ -278,11 +299,17 @@ def solve_primal(read, plan, width, *, clock_start=None, on_pass=None, source=No
     """
     clock_start = time.perf_counter() if clock_start is None else clock_start
     k, D = plan.n_problems, width + 1
-    if D > MAX_WIDTH:
-        what = "the feature map's features" if plan.feature_map is not None else "the features"
+    if D > MAX_WIDTH and not getattr(read, "hessian_products", False):
+        mapped = plan.feature_map is not None
+        what = "the feature map's features" if mapped else "the features"
+        where = "" if mapped else " out of core"
+        instead = "" if mapped else (
+            "train in memory (a NumPy array or SciPy sparse matrix: Hessian products instead) or "
+        )
         raise ValueError(
             f"dual=False forms the {D} x {D} Hessian of {what} and the bias, wider than the "
-            f"{MAX_WIDTH} it supports; use dual=True (the dual solvers) for a model this wide."
+            f"{MAX_WIDTH} it supports{where}; {instead}use dual=True (the dual solvers) for a "
+            "model this wide."
         )
     problems = [_Problem(D) for _ in range(k)]
     converged = [False] * k
@@ -319,7 +346,7 @@ def solve_primal(read, plan, width, *, clock_start=None, on_pass=None, source=No
                 point = check_gap(problem.update(sums, j), where)
                 active[c] = int(sums.active[j])
                 record.update(point_primal=point.primal, point_dual=point.dual, accepted=problem.accepted)
-                record["step"] = problem.step
+                record.update(step=problem.step, hessian_products=problem.cg_steps)
             best = check_gap(problem.certificate, where)
             converged[c] = best.relative_gap <= plan.tol
             record.update(primal=best.primal, dual=best.dual, gap=best.relative_gap, active=active[c])
@@ -338,14 +365,126 @@ def solve_primal(read, plan, width, *, clock_start=None, on_pass=None, source=No
     )
 
 
-def memory_read(X, y_index, weights, plan):
-    """``read`` for :func:`solve_primal` on in-memory rows (a 2-D array or CSR)."""
+def memory_read(X, y_index, weights, plan, products=None):
+    """``read`` for :func:`solve_primal` on in-memory rows (a 2-D array or CSR).
+
+    ``products``: whether the Newton directions come from Hessian products (conjugate gradient,
+    :class:`_ProductRead`) instead of the ``D x D`` Hessian; None picks by :func:`prefers_products`.
+    """
     Y, cost = plan.signs[:, y_index], plan.costs[:, y_index] * weights
+    if products is None:
+        products = prefers_products(X, plan)
+    if products:
+        return _ProductRead(X, Y, cost, plan.bias)
 
     def read(W, S, todo):
         return block_sums(X, Y[todo], cost[todo], W, S, plan.bias, plan.feature_map)
 
     return read
+
+
+def prefers_products(X, plan):
+    """Whether in-memory rows take Hessian products (conjugate gradient) rather than the Hessian:
+    sparse rows do (a product costs their nonzeros, the Hessian their nonzeros squared per row:
+    on a9a, w8a and ijcnn1 products took 0.22, 0.16 and 0.10 s to a gap of 1e-3, the Hessian
+    0.21, 0.35 and 0.18 s), and so do dense rows wider than :data:`CG_WIDTH`.  A feature map's
+    features form the Hessian (they are made a chunk at a time, never held)."""
+    if plan.feature_map is not None:
+        return False
+    return sp.issparse(X) or X.shape[1] + 1 > CG_WIDTH
+
+
+def _conjugate_gradient(product, diagonal, g):
+    """``(s, steps)``: an approximate solution of ``H s = -g`` by conjugate gradient on the
+    products ``product(p) = H p``, preconditioned by ``M = (1 - PRECONDITIONER) I + PRECONDITIONER
+    diag(H)`` (Hsia, Chiang and Lin, ACML 2018: the diagonal alone can slow some problems, the
+    mixture does not), stopped when the residual is :data:`CG_RESIDUAL` of the gradient's norm
+    (LIBLINEAR's truncated Newton rule) or after :data:`CG_MAX_STEPS` products."""
+    M = (1.0 - PRECONDITIONER) + PRECONDITIONER * diagonal
+    s = np.zeros_like(g)
+    r = -g
+    z = r / M
+    p = z.copy()
+    rz = float(r @ z)
+    limit = CG_RESIDUAL * float(np.linalg.norm(g))
+    steps = 0
+    while steps < min(CG_MAX_STEPS, g.shape[0]) and float(np.linalg.norm(r)) > limit:
+        Hp = product(p)
+        curvature = float(p @ Hp)
+        if not curvature > 0:  # H is I plus a positive semidefinite matrix: only rounding gets here
+            break
+        a = rz / curvature
+        s += a * p
+        r -= a * Hp
+        z = r / M
+        rz, previous = float(r @ z), rz
+        p = z + (rz / previous) * p
+        steps += 1
+    return (s if steps else -g), steps
+
+
+class _ProductRead:
+    """``read`` for :func:`solve_primal` on in-memory rows that never forms the Hessian: each
+    evaluated point's sums, and per problem the product ``p -> H p`` and ``diag(H)`` on its active
+    rows, for :func:`_conjugate_gradient` (a truncated Newton step, as LIBLINEAR's primal solver
+    takes on wide data).  Holds the rows once as float64 (a copy if they are not); a product
+    costs one pass over the active rows, which are copied out when fewer than half are active."""
+
+    hessian_products = True
+
+    def __init__(self, X, Y, cost, bias):
+        if sp.issparse(X):
+            X = sp.csr_matrix(X, dtype=np.float64)
+        else:
+            X = np.ascontiguousarray(X, dtype=np.float64)
+        self.X, self.Y, self.cost, self.bias = X, Y, cost, float(bias)
+
+    def _dot(self, X, w):
+        return np.asarray(X @ w[:-1]).ravel() + self.bias * w[-1]
+
+    def _tdot(self, X, u):
+        return np.append(np.asarray(X.T @ u).ravel(), self.bias * u.sum())
+
+    def _operator(self, active, weight):
+        rows = np.flatnonzero(active)
+        X, d = (self.X[rows], weight[rows]) if 2 * rows.shape[0] < self.X.shape[0] else (self.X, weight)
+        squares = X.multiply(X) if sp.issparse(X) else None
+        diagonal = 1.0 + self._tdot(squares if squares is not None else X * X, d) * np.append(
+            np.ones(X.shape[1]), self.bias
+        )
+        del squares
+
+        def product(p):
+            return p + self._tdot(X, d * self._dot(X, p))
+
+        return product, diagonal
+
+    def __call__(self, W, S, todo):
+        k, D = W.shape
+        sums = Sums(
+            np.zeros(k), np.zeros(k), np.zeros((k, D)), None, np.zeros(k, dtype=np.int64),
+            np.zeros((k, STEPS.shape[0])), rows=self.X.shape[0], operators=[],
+        )  # fmt: skip
+        for j, c in enumerate(todo):
+            y, C = self.Y[c], self.cost[c]
+            z0 = self._dot(self.X, W[j])
+            trial = bool(S[j].any())
+            dz = self._dot(self.X, S[j]) if trial else None
+            z = z0 + dz if trial else z0
+            xi = np.maximum(0.0, 1.0 - y * z)
+            active = (xi > 0) & (C > 0)
+            sums.loss[j] = float(C @ (xi * xi))
+            alpha = 2.0 * C * xi
+            sums.alpha[j] = float(alpha.sum())
+            sums.v[j] = self._tdot(self.X, alpha * y)
+            sums.active[j] = int(active.sum())
+            if trial:
+                m0, dm = y * z0, y * dz
+                for i, t in enumerate(STEPS):
+                    xi_t = np.maximum(0.0, 1.0 - m0 - t * dm)
+                    sums.trial[j, i] = float(C @ (xi_t * xi_t))
+            sums.operators.append(self._operator(active, np.where(active, 2.0 * C, 0.0)))
+        return sums
 
 
 def _read_once(source, plan, counts):
