@@ -254,7 +254,7 @@ def write_report(payload, marker=MARKER):
             f"{r['in_memory_s']:.2f} s | {r['bytes_received'] / 1e6:.2f} MB | "
             f"{r['bytes_sent'] / 1e6:.2f} MB | {r['data_bytes'] / 1e6:.0f} MB |"
         )
-    write_section(marker, lines)
+    write_section(marker, lines + [""])
 
 
 if __name__ == "__main__":
