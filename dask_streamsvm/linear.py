@@ -238,6 +238,9 @@ class LinearSVC(StreamClassifier):
     probA_, probB_ : ndarray of shape (n_problems,)
         Platt's sigmoid ``1 / (1 + exp(A f + B))`` per problem, when
         ``probability=True``.
+    cluster_parts_ : list of dict, only after a fit with ``cluster``
+        Per part of the cluster fit: the ``worker`` that trained it, its
+        ``partitions`` (numbers in the collection) and its ``rows``.
 
     Examples
     --------
@@ -769,6 +772,7 @@ class LinearSVC(StreamClassifier):
             )
             self.classes_ = plan.classes
             self._set_model(plan, result, stopped=hooks.stopped)
+            self.cluster_parts_ = result.parts
             return self
         callbacks = params["callbacks"]
 
@@ -779,14 +783,16 @@ class LinearSVC(StreamClassifier):
         result = fit_cluster(client, source, plan, self.cluster, clock_start=clock_start, on_round=on_round)
         self.classes_ = result.plan.classes
         for message in result.messages:
-            warnings.warn(f"on a worker: {message}", ConvergenceWarning, stacklevel=5)
+            warnings.warn(message, ConvergenceWarning, stacklevel=5)
         self._set_model(result.plan, result, stopped=result.stopped)
+        self.cluster_parts_ = result.parts
         return self
 
     def _set_model(self, plan, result, stopped=False):
         """Fitted attributes from an engine result (``W``, ``certificates``, ``passes``, ``history``,
         ``converged``: a bool or one per problem); warns if it did not converge."""
         W = cs_model(result.W) if self._crammer_singer else result.W
+        self.__dict__.pop("cluster_parts_", None)  # a cluster fit sets it again after this
         self.coef_ = W[:, :-1].copy()
         self.intercept_ = W[:, -1] * plan.bias
         self.n_iter_ = int(result.passes)

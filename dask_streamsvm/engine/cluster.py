@@ -50,7 +50,7 @@ from .certificate import Certificate, check_gap
 from .layout import as_kernel_rows, kernel_rows
 from .problem import class_index, unconverged_message
 from .schedules import fit_stream
-from .source import merge_label_counts
+from .source import _culled, merge_label_counts
 from .waiting import ReadTimeout
 
 CLUSTER_MODES = ("average", "cocoa")
@@ -118,10 +118,26 @@ def _workers(client):
 
 
 def _submit(client, func, *args, worker=None):
-    """A task on ``worker`` (or another worker if it is gone); never run on the client."""
+    """A task on ``worker`` (or another worker if it is gone); never run on the client.
+
+    A :class:`Packed` part whose data the cluster holds brings its futures as the task's
+    dependencies: Dask hands the task their data (from its own worker's memory when the part was
+    placed where its data is, :func:`make_parts`).
+    """
+    held = next((a.held for a in args if isinstance(a, Packed) and a.held is not None), None)
+    if held is not None:
+        func, args = _with_held, (func, args, held)
     return client.submit(
         func, *args, workers=None if worker is None else [worker], allow_other_workers=True, pure=False
     )
+
+
+def _with_held(func, args, held):
+    """``func(*args)`` with the :class:`Packed` of ``args`` reading ``held``, its partitions' data."""
+    for arg in args:
+        if isinstance(arg, Packed):
+            arg.given = held
+    return func(*args)
 
 
 class WorkerLost(RuntimeError):
@@ -189,14 +205,22 @@ def _sync():
 class Packed:
     """A part's source, pickled once on the client: every task that reads the part gets these bytes.
 
-    ``nbytes`` is what one task carries to its worker.
+    ``nbytes`` is what one task carries to its worker.  ``held``: per partition, the futures of
+    its ``(x, y, w)`` (None where it has none) when the cluster holds the data (a persisted or
+    in-memory collection, :func:`make_parts`); the source then carries no graph, and each task
+    gets the data from Dask (``given``, on the worker).
     """
 
-    def __init__(self, source):
+    def __init__(self, source, held=None):
         import cloudpickle
 
         self.data = cloudpickle.dumps(source)
         self.n_partitions = source.n_partitions
+        self.held = held
+        self.given = None
+
+    def __getstate__(self):  # the futures travel as the task's dependencies, not inside it
+        return {**self.__dict__, "held": None, "given": None}
 
     @property
     def nbytes(self):
@@ -205,7 +229,73 @@ class Packed:
     def source(self):
         import pickle
 
-        return pickle.loads(self.data)  # noqa: S301 - our own bytes, made by the client of this fit
+        source = pickle.loads(self.data)  # noqa: S301 - our own bytes, made by the client of this fit
+        if self.given is not None:
+            source.use_data(self.given)
+        return source
+
+
+def make_parts(client, source, read_timeout=None):
+    """The fit's parts: ``[(worker, Packed)]`` and, per part, its partitions (this source's numbers).
+
+    Where the cluster holds the data already (persisted: ``X.persist()``), the collection is split
+    by where its partitions are (``client.who_has``): every worker trains on the partitions it
+    holds, and no rows move.  Data the graph holds (``da.from_array``, ``dd.from_pandas``) is
+    computed once on the workers, partition ``p`` on worker ``p mod K``; the tasks of the fit
+    then take it from their worker's memory instead of carrying it.  Otherwise (files, tasks)
+    partition ``p`` is read on worker ``p mod K`` every time (:func:`assign_parts`), so that the
+    cluster trains on more than its memory; each of ``x``, ``y`` and the weights is treated so
+    on its own (labels in memory do not pull lazy rows into memory).  ``read_timeout``: seconds
+    a partition may take to compute.
+    """
+    workers = _workers(client)
+    kinds = source.held()
+    given = tuple(kind is not None for kind in kinds)
+    if not any(given):
+        assignment = assign_parts(source.n_partitions, workers)
+        return [(w, Packed(source.subset(ids))) for w, ids in assignment], [ids for _, ids in assignment]
+    futures = _held_futures(client, source, kinds, workers)
+    ids = [source.partition_id(p) for p in range(len(futures))]
+    limit = None if read_timeout is None else (read_timeout * -(-len(futures) // len(workers)), ids)
+    first = [next(f for f in part if f is not None) for part in futures]
+    _wait(client, first, reads=limit)
+    _wait(client, [f for part in futures for f in part if f is not None], reads=limit)
+    for part in futures:  # a partition that failed raises its error here
+        for future in part:
+            if future is not None and future.status == "error":
+                future.result()
+    n_parts = min(len(workers), len(futures))
+    by_worker = {}
+    who = client.who_has(first) if kinds[0] == "persisted" else {}
+    for p, future in enumerate(first):
+        holders = sorted(who.get(future.key) or [workers[p % n_parts]])
+        by_worker.setdefault(holders[0], []).append(p)
+    assignment = sorted(by_worker.items())
+    parts = [(w, Packed(source.subset(ids, given), held=[futures[p] for p in ids])) for w, ids in assignment]
+    return parts, [ids for _, ids in assignment]
+
+
+def _held_futures(client, source, kinds, workers):
+    """Per partition, futures of its ``x, y, w`` computed on the cluster where ``kinds`` (from
+    :meth:`~.source.DaskSource.held`) says the cluster or the graph holds them (None elsewhere):
+    persisted ones where they are, the others partition ``p`` on worker ``p mod K`` (its culled
+    graph goes to the scheduler once).  The futures keep their graphs: Dask computes again what
+    a lost worker held."""
+    n_parts = min(len(workers), source.n_partitions)
+    futures = []
+    for p, part in enumerate(source._parts):
+        held = [d if kind is not None else None for d, kind in zip(part, kinds, strict=True)]
+        culled = _culled(tuple(held))
+        row = []
+        for d, kind in zip(culled, kinds, strict=True):
+            if d is None:
+                row.append(None)
+            elif kind == "persisted":
+                row.append(client.compute(d))
+            else:
+                row.append(client.compute(d, workers=[workers[p % n_parts]], allow_other_workers=True))
+        futures.append(tuple(row))
+    return futures
 
 
 def count_labels(packed):
@@ -215,14 +305,16 @@ def count_labels(packed):
 
 
 def train_part(plan, packed):
-    """Fit the out-of-core engine on one part: ``(W, primal, dual, passes, seconds, warnings)``."""
+    """Fit the out-of-core engine on one part: ``(W, primal, dual, passes, seconds, warnings,
+    dual sums)``, the last per problem ``(sum alpha, sum D alpha^2)`` of the part's certified duals."""
     start = time.perf_counter()
     with _sync():
         result = fit_stream(packed.source(), plan, clock_start=start)
     primal = np.array([c.primal for c in result.certificates])
     dual = np.array([c.dual for c in result.certificates])
     messages = [] if result.converged else [unconverged_message(plan, result.certificates, result.converged)]
-    return result.W, primal, dual, int(result.passes), time.perf_counter() - start, messages
+    seconds = time.perf_counter() - start
+    return result.W, primal, dual, int(result.passes), seconds, messages, result.dual_sums
 
 
 class Part:
@@ -351,6 +443,7 @@ class ClusterResult:
     converged: bool
     stopped: bool  # a callback stopped CoCoA+; averaging reports its gap and never warns
     messages: list  # the workers' convergence warnings (averaging)
+    parts: list = None  # per part: its worker, its partitions (numbers in the collection), its rows
 
 
 def fit_cluster(client, source, plan, mode, *, clock_start, on_round=None):
@@ -370,30 +463,46 @@ def fit_cluster(client, source, plan, mode, *, clock_start, on_round=None):
 
 
 def _fit_cluster(client, source, plan, mode, clock_start, on_round):
-    assignment = assign_parts(source.n_partitions, _workers(client))
-    parts = [(w, Packed(source.subset(ids))) for w, ids in assignment]
-    reads = None
-    if plan.read_timeout is not None:  # a part reads its partitions one after the other
-        seconds = plan.read_timeout * max(len(ids) for _, ids in assignment)
-        reads = (seconds, [[source.partition_id(i) for i in ids] for _, ids in assignment])
+    parts, part_ids = make_parts(client, source, plan.read_timeout)
+    reads = _read_limits(plan, source, part_ids)
     part_counts = _gather(client, [_submit(client, count_labels, s, worker=w) for w, s in parts], reads=reads)
     plan = plan.with_labels(*merge_label_counts(part_counts))
+    skew = skewed_parts(part_counts, plan.classes, [w for w, _ in parts], mode)
     if mode == "average":
         rows = [int(np.sum(c[1])) for c in part_counts]
         W, primal, dual, history, messages = fit_average(client, parts, rows, plan, clock_start)
         passes = max(r.get("passes", 0) for r in history)
-        converged, stopped = True, True  # the average's gap is reported, not a target
+        converged, stopped = True, True  # the average's gap is reported (and warned of), not a target
     else:
         width = plan.model_width(source.n_features)
         W, primal, dual, passes, history, converged, stopped = fit_cocoa(
             client, parts, plan, width, clock_start, on_round=on_round, reads=reads
         )
         messages = []
+    messages = ([skew] if skew else []) + messages
     certificates = [
         check_gap(Certificate(primal=float(p), dual=float(d)), f"class {label!r}")
         for p, d, label in zip(primal, dual, plan.labels, strict=True)
     ]
-    return ClusterResult(plan, W, certificates, passes, history, converged, stopped, messages)
+    placement = _placement(parts, part_ids, part_counts, source)
+    return ClusterResult(plan, W, certificates, passes, history, converged, stopped, messages, placement)
+
+
+def _placement(parts, part_ids, part_counts, source):
+    """``cluster_parts_``: per part, its worker, its partitions' numbers and its rows."""
+    return [
+        {"worker": w, "partitions": [source.partition_id(i) for i in ids], "rows": int(np.sum(counts[1]))}
+        for (w, _), ids, counts in zip(parts, part_ids, part_counts, strict=True)
+    ]
+
+
+def _read_limits(plan, source, part_ids):
+    """``reads`` for :func:`_gather`: the seconds a part may take to read its partitions one after
+    the other, and their numbers; None without ``plan.read_timeout``."""
+    if plan.read_timeout is None:
+        return None
+    seconds = plan.read_timeout * max(len(ids) for ids in part_ids)
+    return seconds, [[source.partition_id(i) for i in ids] for ids in part_ids]
 
 
 def fit_average(client, parts, rows, plan, clock_start):
@@ -408,13 +517,8 @@ def fit_average(client, parts, rows, plan, clock_start):
     rows = np.asarray(rows, dtype=float)
     share = rows / rows.sum()
     W = sum(s * r[0] for s, r in zip(share, results, strict=True))
-    # Dual of the parts' alphas scaled by their shares: its w is the average, and
-    # s sum(alpha) - s^2 sum(D alpha^2) / 2 >= s (sum(alpha) - sum(D alpha^2) / 2).
     half_sq = 0.5 * np.einsum("ij,ij->i", W, W)
-    dual = sum(
-        s * (r[2] + 0.5 * np.einsum("ij,ij->i", r[0], r[0])) for s, r in zip(share, results, strict=True)
-    )
-    dual = dual - half_sq
+    dual, scales = combined_dual([r[0] for r in results], [r[6] for r in results], share, plan.squared)
     losses = _gather(
         client,
         [
@@ -434,6 +538,7 @@ def fit_average(client, parts, rows, plan, clock_start):
             "seconds": r[4],
             "primal": float(np.sum(r[1])),
             "dual": float(np.sum(r[2])),
+            "dual_scale": scales[:, k].tolist(),
         }
         for k, ((worker, source), n, r) in enumerate(zip(parts, rows, results, strict=True))
     ]
@@ -449,8 +554,87 @@ def fit_average(client, parts, rows, plan, clock_start):
             "gap": float(gap.max()),
         }
     )
-    messages = sorted({m for r in results for m in r[5]})
+    messages = sorted({f"on a worker: {m}" for r in results for m in r[5]})
+    if gap.max() > plan.tol:
+        messages.append(
+            f"cluster='average' certified a relative duality gap of {gap.max():.3g} for the averaged "
+            f"model, above tol={plan.tol:g}: the average of the parts' models is not the optimum of "
+            "all the rows. Use cluster='cocoa', which trains to tol."
+        )
     return W, primal, dual, history, messages
+
+
+# Parts whose shares of a class differ by more than this are "skewed" (:func:`skewed_parts`).
+SKEW = 0.25
+
+
+def skewed_parts(part_counts, classes, workers, mode):
+    """The warning for parts whose label mixes differ strongly (None if they are alike): a part
+    without a class that is 1% of the rows or more, or a class whose share differs by more than
+    :data:`SKEW` between parts.
+    Each part's model (averaging) or local steps (CoCoA+) then pull far from the others', and
+    the fit needs far more rounds, or averages to a poor model."""
+    if len(part_counts) < 2:
+        return None
+    shares = []
+    for labels, counts, _ in part_counts:
+        total = max(int(np.sum(counts)), 1)
+        found = dict(zip(labels.tolist(), (np.asarray(counts) / total).tolist(), strict=True))
+        shares.append([found.get(c, 0.0) for c in classes.tolist()])
+    shares = np.array(shares)
+    spread = shares.max(axis=0) - shares.min(axis=0)
+    rows = np.array([float(np.sum(c[1])) for c in part_counts])
+    overall = rows @ shares / max(rows.sum(), 1.0)
+    missing = (shares.min(axis=0) == 0.0) & (overall >= 0.01)
+    if spread.max() <= SKEW and not missing.any():
+        return None
+    c = int(np.argmax(np.where(missing, np.inf, spread)))
+    lo, hi = int(np.argmin(shares[:, c])), int(np.argmax(shares[:, c]))
+    return (
+        f"the cluster's parts hold different label mixes: class {classes[c]!r} is "
+        f"{shares[lo, c]:.0%} of the rows on worker {workers[lo]} and {shares[hi, c]:.0%} on "
+        f"{workers[hi]}. cluster={mode!r} then needs many more rounds or returns a worse model. "
+        "Shuffle the rows before fitting (for a DataFrame: ddf.sample(frac=1, random_state=0), "
+        "or sort by a random key) so that every partition mixes the classes."
+    )
+
+
+# Coordinate-descent sweeps of :func:`combined_dual`'s small quadratic (K variables per problem).
+_SCALE_SWEEPS = 200
+
+
+def combined_dual(Ws, dual_sums, share, squared):
+    """The best dual value of the union of the parts' dual variables, each part's scaled by its
+    own ``t_k``: ``(dual per problem, t (problems, K))``.
+
+    Part ``k``'s certified duals ``alpha_k`` (on disjoint rows) have ``sum_i alpha_i y_i x_i = W_k``,
+    ``A_k = sum alpha`` and ``E_k = sum D_ii alpha_i^2`` (``dual_sums[k]``, per problem), so the
+    union scaled by ``t`` has dual value
+
+        D(t) = sum_k t_k A_k - 1/2 ||sum_k t_k W_k||^2 - 1/2 sum_k t_k^2 E_k,
+
+    feasible for ``0 <= t_k`` (and ``t_k <= 1`` for the hinge, whose ``alpha <= C``): a concave
+    quadratic in ``K`` variables, maximised here by exact coordinate steps from ``t = share``
+    (the shares' point, whose ``w`` is the average: the bound :func:`fit_average` gave before).
+    Any feasible ``t`` bounds the optimum from below, so the gap of the averaged model against it
+    is a true bound; at ``t = share`` that gap is about ``1 - 1/K`` whatever the average's
+    quality, at the best ``t`` it tracks the average's true distance to the optimum.
+    """
+    K, problems = len(Ws), Ws[0].shape[0]
+    upper = np.inf if squared else 1.0
+    duals, scales = np.empty(problems), np.empty((problems, K))
+    for c in range(problems):
+        V = np.array([W[c] for W in Ws])  # (K, D)
+        A = np.array([sums[c, 0] for sums in dual_sums])
+        Q = V @ V.T + np.diag([sums[c, 1] for sums in dual_sums])
+        t = np.minimum(np.asarray(share, dtype=float), upper)
+        for _ in range(_SCALE_SWEEPS):
+            for k in range(K):
+                if Q[k, k] > 0.0:
+                    t[k] = min(max(t[k] + (A[k] - Q[k] @ t) / Q[k, k], 0.0), upper)
+        duals[c] = float(t @ A - 0.5 * t @ Q @ t)
+        scales[c] = t
+    return duals, scales
 
 
 def _relative_gap(primal, dual):
@@ -617,12 +801,8 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None):
     """
     from .primal import solve_primal
 
-    assignment = assign_parts(source.n_partitions, _workers(client))
-    parts = [(w, Packed(source.subset(ids))) for w, ids in assignment]
-    reads = None
-    if plan.read_timeout is not None:
-        seconds = plan.read_timeout * max(len(ids) for _, ids in assignment)
-        reads = (seconds, [[source.partition_id(i) for i in ids] for _, ids in assignment])
+    parts, part_ids = make_parts(client, source, plan.read_timeout)
+    reads = _read_limits(plan, source, part_ids)
     part_counts = _gather(client, [_submit(client, count_labels, s, worker=w) for w, s in parts], reads=reads)
     plan = plan.with_labels(*merge_label_counts(part_counts))
     moved = {"bytes_sent": 0, "bytes_received": 0}
@@ -643,4 +823,5 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None):
 
     width = plan.model_width(source.n_features)
     result = solve_primal(read, plan, width, clock_start=clock_start, on_pass=on_read, source=source)
+    result.parts = _placement(parts, part_ids, part_counts, source)
     return plan, result

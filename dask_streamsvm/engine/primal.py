@@ -210,6 +210,7 @@ class PrimalResult:
     history: list
     converged: list
     interrupted: bool = False
+    parts: list = None  # on a cluster: per part, its worker, partitions and rows
 
 
 class _Problem:

@@ -331,20 +331,67 @@ class DaskSource:
 
     # -- per partition, on the reader thread -------------------------------------
 
-    def subset(self, partitions):
+    def subset(self, partitions, given=(False, False, False)):
         """This source restricted to ``partitions`` (global numbers), which keep their numbers.
 
         Only their graphs are kept, so the subset ships to a Dask worker
-        without the other partitions' tasks.
+        without the other partitions' tasks.  ``given``: which of ``x, y,
+        w`` keep no graph because their data will be given on the worker
+        (:meth:`use_data`).
         """
         import copy
 
         sub = copy.copy(self)
         ids = [self.partition_id(p) for p in partitions]
-        sub._parts = [_culled(self._parts[p]) for p in partitions]
+        sub._parts = []
+        for p in partitions:
+            part = self._parts[p]
+            lazy = _culled(tuple(None if g else d for d, g in zip(part, given, strict=True)))
+            sub._parts.append(
+                tuple(_GIVEN if g and d is not None else c for d, c, g in zip(part, lazy, given, strict=True))
+            )
+        if any(given):
+            sub.parquet_plan = None
         sub._ids = ids
         sub.__dict__.pop("_count_parts", None)
         return sub
+
+    def use_data(self, data):
+        """Take ``data[p]``, partition ``p``'s computed ``(x, y, w)``, for the parts that
+        :meth:`subset` left to be given: a cluster's part whose data its worker already holds."""
+        self._parts = [
+            tuple(value if now is _GIVEN else now for now, value in zip(part, values, strict=True))
+            for part, values in zip(self._parts, data, strict=True)
+        ]
+        self.__dict__.pop("_count_parts", None)
+
+    def held(self):
+        """Where each of the collection's ``x, y, w`` already is (a tuple of three): ``"persisted"``
+        when its graph holds futures of a ``dask.distributed`` cluster (``X.persist()``),
+        ``"memory"`` when it holds the data itself (``da.from_array``, ``dd.from_pandas``,
+        :func:`~dask_streamsvm.io.csr_to_dask`), else None (computed from files or other tasks,
+        or absent).  Scans each distinct graph once."""
+        kinds = [None, None, None]
+        if self.parquet_plan is not None or self.spill is not None:
+            return tuple(kinds)
+        for j in range(3):
+            graphs = {}
+            for part in self._parts:
+                d = part[j]
+                if d is not None and hasattr(d, "__dask_graph__"):
+                    graph = d.__dask_graph__()
+                    graphs.setdefault(id(graph), graph)
+            for graph in graphs.values():
+                for value in dict(graph).values():
+                    value = value.value if type(value).__name__ == "DataNode" else value
+                    if type(value).__name__ == "Future":
+                        kinds[j] = "persisted"
+                        break
+                    if isinstance(value, np.ndarray | sp.spmatrix | sp.sparray | pd.DataFrame | pd.Series):
+                        kinds[j] = "memory"
+                if kinds[j] == "persisted":
+                    break
+        return tuple(kinds)
 
     def partition_id(self, p):
         """The number of this source's ``p``-th partition in the whole collection."""
@@ -578,6 +625,20 @@ class DaskSource:
             f"{self._where(p, row)}, {column}: the value is {what}; {int(rows.sum())} rows of the partition "
             "hold values that are not finite. Drop or impute them, or pass on_invalid='skip' to drop them."
         )
+
+
+class _Given:
+    """The placeholder of a partition's x, y or w whose data is given on the worker
+    (:meth:`DaskSource.use_data`); unpickled as the one :data:`_GIVEN`."""
+
+    def __reduce__(self):
+        return "_GIVEN"
+
+    def __repr__(self):
+        return "<given on the worker>"
+
+
+_GIVEN = _Given()
 
 
 def _culled(part):

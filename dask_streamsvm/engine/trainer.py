@@ -63,6 +63,9 @@ class StreamResult:
     held_scores: np.ndarray = None
     held_y: np.ndarray = None
     state: object = field(default=None, repr=False)  # partial_fit: the stream to go on with
+    # Per problem, (sum alpha, sum D_ii alpha_i^2) of the certified state's dual variables (the
+    # cluster's averaging certifies a combination of the parts' duals from them); None if unknown.
+    dual_sums: np.ndarray = None
 
 
 def run_trainer(source, plan, trainer, *, checkpoints=None, resume=None):
@@ -112,6 +115,7 @@ def run_trainer(source, plan, trainer, *, checkpoints=None, resume=None):
     W, certificates, passes = trainer.certified
     held = trainer.held
     return StreamResult(
+        dual_sums=trainer.certified_sums,
         W=W,
         passes=passes,
         converged=trainer.converged and not interrupted,
@@ -153,6 +157,7 @@ class PassCertifier:
         counters = ("wait_data", "visits", "rows", "bytes", "rows_skipped", "read_retries")
         self.stats = dict.fromkeys(counters, 0)
         self.certified, self.certified_records, self.checkpoints = None, 0, None
+        self.sums_snap = self.certified_sums = None
         self.held = {"pass": None, "scores": [], "y": []}  # this read's held-out rows, for Platt
 
     def solved_below(self, start_gap):
@@ -179,7 +184,8 @@ class PassCertifier:
             self.dual = np.array([0.5 * self.store.sums[:, 0].sum() - half_sq.sum()])
             self.loss_sum = np.zeros(1)
             return
-        self.dual = self.store.sums[:, 0] - half_sq - 0.5 * self.store.sums[:, 1]
+        self.sums_snap = self.store.sums[:, :2].copy()
+        self.dual = self.sums_snap[:, 0] - half_sq - 0.5 * self.sums_snap[:, 1]
         self.loss_sum = np.zeros(self.k)
 
     def _read(self, pass_k, block, fill):
@@ -252,6 +258,7 @@ class PassCertifier:
         self.history.extend(records)
         # One assignment: an interrupt never sees weights of one pass with the certificate of another.
         self.certified = (self.W_snap, self.certificates, self.current)
+        self.certified_sums = self.sums_snap
         self.certified_records = len(self.history)
         stop = self.on_pass is not None and bool(self.on_pass(records, self.W_snap))
         if self.current > 0 and max(c.relative_gap for c in self.certificates) <= self.tol:
