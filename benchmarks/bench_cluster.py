@@ -121,6 +121,8 @@ def measure(client, name, X, y, Xd, yd, test, args):
         "gap": cocoa.duality_gap_,
         "relative_suboptimality": (cocoa.objective_ - p_star) / p_star,
         "bytes_per_round": float(np.mean([r["bytes_sent"] + r["bytes_received"] for r in rounds])),
+        "bytes_between_workers_per_round": float(np.mean([r["bytes_between_workers"] for r in rounds])),
+        "parts": len(cocoa.cluster_parts_),
         "mean_round_seconds": float(np.mean([r["round_seconds"] for r in rounds])),
         "test_accuracy": accuracy(*test, cocoa.coef_.ravel()) if test else None,
     }
@@ -191,10 +193,10 @@ def report(payload):
         f"duality gap) {payload['settings']['tol']:g}.",
         "",
         "| data | rows | single process, memory (s) | single process, SBM (s) | CoCoA+ (s) | "
-        "CoCoA+ / memory | rounds | rounds to 1e-3 | bytes per round | average (s) | "
-        "average suboptimality | average certified gap | "
+        "CoCoA+ / memory | rounds | rounds to 1e-3 | bytes per round: client | between workers | "
+        "2 K (d + 1) x 8 | average (s) | average suboptimality | average certified gap | "
         "test acc. optimum | test acc. average |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     cap = payload["settings"]["max_rounds"]
 
@@ -207,7 +209,9 @@ def report(payload):
         lines.append(
             f"| {r['data']} | {r['n_rows']:,} | {r['memory']['seconds']:.1f} | {r['sbm']['seconds']:.1f} | "
             f"{c['seconds']:.1f} | {c['seconds'] / r['memory']['seconds']:.1f} | {c['rounds']} | "
-            f"{rounds(c['rounds_to_1e-3'])} | {c['bytes_per_round']:,.0f} | {a['seconds']:.1f} | "
+            f"{rounds(c['rounds_to_1e-3'])} | {c['bytes_per_round']:,.0f} | "
+            f"{c['bytes_between_workers_per_round']:,.0f} | "
+            f"{2 * c['parts'] * (r['n_features'] + 1) * 8:,} | {a['seconds']:.1f} | "
             f"{a['relative_suboptimality']:.2e} | {a['certified_gap']:.2e} | "
             f"{acc(r['optimum_test_accuracy'])} | "
             f"{acc(a['test_accuracy'])} |"
@@ -273,7 +277,7 @@ def main(argv=None):
     parser.add_argument("--partitions", type=int, default=16)
     parser.add_argument("--tol", type=float, default=1e-3)
     parser.add_argument("--max-rounds", type=int, default=500)
-    parser.add_argument("--simulate", type=int, nargs="*", default=[2, 10, 100])
+    parser.add_argument("--simulate", type=int, nargs="*", default=[8, 32, 100])
     args = parser.parse_args(argv)
     payload = {**payload_header("bench_cluster", argv), "machine": machine(), "settings": vars(args)}
     results = []

@@ -161,10 +161,11 @@ def main(argv=None):
     parser.add_argument("--workdir", default=None, help="where the Parquet files go (default: a temp dir)")
     parser.add_argument("--dual-passes", type=int, default=DUAL_PASSES, help="our dual solver's most passes")
     parser.add_argument("--sparse-rows", type=int, default=None, help="rows of the wide sparse set")
+    parser.add_argument("--rows", type=int, default=None, help="rows of the dense sets (1M; 10M with --full)")
     args = parser.parse_args(argv)
     from tests._helpers import load_libsvm_dataset
 
-    n = 10_000_000 if args.full else 1_000_000
+    n = args.rows or (10_000_000 if args.full else 1_000_000)
     payload = {**payload_header("bench_primal", argv), "machine": machine(), "memory": [], "out_of_core": []}
     for name in REAL:
         X, y = load_libsvm_dataset(name)
@@ -185,7 +186,7 @@ def main(argv=None):
     try:
         for raw in (False, True):
             X, y = synthetic(n, args.features, raw=raw)
-            name = f"{'raw 0..255' if raw else 'dense'} {n // 1_000_000}M x {args.features}"
+            name = f"{'raw 0..255' if raw else 'dense'} {n / 1e6:g}M x {args.features}"
             for C in (0.01, 1.0):
                 payload["memory"].append(in_memory_row(name, X, y, C, args.tol, args.dual_passes))
                 print(payload["memory"][-1], flush=True)
@@ -202,8 +203,8 @@ def main(argv=None):
     finally:
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
-    save_json(ROOT / "benchmarks" / "results" / f"primal{'_full' if args.full else ''}.json", payload)
-    write_report(payload, MARKER + (" at 10M rows" if args.full else ""))
+    save_json(ROOT / "benchmarks" / "results" / f"primal{'_full' if n >= 10_000_000 else ''}.json", payload)
+    write_report(payload, MARKER + (" at 10M rows" if n >= 10_000_000 else ""))
 
 
 def write_report(payload, marker=MARKER):

@@ -57,6 +57,19 @@ def test_in_memory_reaches_liblinears_optimum(name):
     assert all(record["solver"] == "newton" for record in clf.history_)
 
 
+@pytest.mark.parametrize("name", ["ijcnn1", "w8a"])
+def test_out_of_core_reaches_liblinears_optimum(name):
+    """As in memory, streaming a Dask Array of sparse partitions (a9a: the test below, in every
+    kind of collection)."""
+    from dask_streamsvm.io import csr_to_dask
+
+    X, y = load_libsvm_dataset(name)
+    Xd, yd = csr_to_dask(X, y, 6)
+    clf = LinearSVC(dual=False, tol=1e-6).fit(Xd, yd)
+    check_optimum(clf, X, y, np.ones(len(y)), liblinear(X, y))
+    assert clf.n_iter_ + 1 <= 15 and clf.history_[-1]["rows_read"] == len(y) * (clf.n_iter_ + 1)
+
+
 def test_intercept_scaling_class_and_sample_weights():
     X, y = load_libsvm_dataset("a9a")
     rng = np.random.RandomState(0)

@@ -655,64 +655,79 @@ def fit_cocoa(client, parts, plan, n_features, clock_start, on_round=None, reads
     states = [load(j, worker) for j, worker in enumerate(placed)]
     _wait(client, states, placed, reads)  # the parts' one read
     W = np.zeros((k, n_features + 1))
+    w_bytes = W.nbytes
     history, converged, stop, recoveries = [], False, False, 0
     primal = dual = np.full(k, np.nan)
     rounds = 0
+    # w lives on the workers: the parts' changes are added in a tree there, the new w is made at
+    # the root and fetched from it by the other parts' workers; the client gets the certificate.
+    W_at = client.scatter(W, workers=[placed[0]], hash=False, timeout=_SCATTER_SECONDS)
+    sent = w_bytes
     while rounds < max_iter:
         start = time.perf_counter()
         try:
             new_states = [
-                _submit(
-                    client,
-                    cocoa_round,
-                    state,
-                    # w goes straight to the part's worker (a broadcast would wait for every worker)
-                    client.scatter(W, workers=[placed[j]], hash=False, timeout=_SCATTER_SECONDS),
-                    passes,
-                    seed + 1_000_003 * rounds + 7919 * j,
-                    worker=placed[j],
-                )
+                _submit(client, cocoa_round, state, W_at, passes, seed + 1_000_003 * rounds + 7919 * j,
+                        worker=placed[j])
                 for j, state in enumerate(states)
-            ]
-            updates = _gather(
-                client,
-                [_submit(client, update_of, s, worker=placed[j]) for j, s in enumerate(new_states)],
-                placed,
-            )
+            ]  # fmt: skip
+            updates = [_submit(client, update_of, s, worker=placed[j]) for j, s in enumerate(new_states)]
+            root = tree_sum(client, updates, placed, add=add_updates)
+            next_W = _submit(client, apply_update, W_at, root, worker=placed[0])
+            certify = _submit(client, round_sums, W_at, root, worker=placed[0])
+            half_sq, sums = _gather(client, [certify], placed)[0]
         except Exception as exc:  # noqa: BLE001 - a lost worker shows as many kinds of error
             if not _lost_worker(client, states, placed) or recoveries >= _MAX_RECOVERIES:
                 raise
             recoveries += 1
             states, W = _recover(client, states, placed, load)
+            W_at = client.scatter(W, workers=[placed[0]], hash=False, timeout=_SCATTER_SECONDS)
+            sent += w_bytes
             history.append(
                 {"round": rounds, "recovered": repr(exc)[:200], "seconds": time.perf_counter() - clock_start}
             )
             continue
         rounds += 1
-        dWs = [u[0] for u in updates]
-        sums = np.sum([u[1] for u in updates], axis=0)
-        half_sq = 0.5 * np.einsum("ij,ij->i", W, W)
         primal = half_sq + sums[:, 0]
         dual = sums[:, 1] - half_sq - 0.5 * sums[:, 2]
         gap = _relative_gap(primal, dual)
+        n_parts = len(states)
         record = {
             "round": rounds,
             "seconds": time.perf_counter() - clock_start,
             "round_seconds": time.perf_counter() - start,
-            "bytes_sent": W.nbytes * len(states),
-            "bytes_received": sum(dW.nbytes + u[1].nbytes for dW, u in zip(dWs, updates, strict=True)),
+            "bytes_sent": sent,
+            "bytes_received": half_sq.nbytes + sums.nbytes,
+            # tree edges carry one change of w each, and every other part's worker fetches the new w
+            "bytes_between_workers": (n_parts - 1) * (w_bytes + sums.nbytes) + (n_parts - 1) * w_bytes,
             "primal": float(primal.sum()),
             "dual": float(dual.sum()),
             "gap": float(gap.max()),
         }
+        sent = 0
         history.append(record)
         converged = gap.max() <= tol
         stop = on_round is not None and on_round(record)
         if converged or stop or rounds == max_iter:
-            break  # W is the certified one
-        W = W + np.sum(dWs, axis=0)
-        states = new_states
+            break  # W_at is the certified one
+        W_at, states = next_W, new_states
+    W = _gather(client, [W_at], placed)[0]
     return W, primal, dual, rounds, history, converged, bool(stop)
+
+
+def add_updates(first, second):
+    """Two parts' ``(change of W, certificate sums)`` added: a node of CoCoA+'s tree, on a worker."""
+    return first[0] + second[0], first[1] + second[1]
+
+
+def apply_update(W, update):
+    """The next round's ``W``: this one plus the sum of the parts' changes (on the tree's root)."""
+    return W + update[0]
+
+
+def round_sums(W, update):
+    """What the client needs to certify ``W``: ``(1/2 ||W_c||^2, sums)`` per problem."""
+    return 0.5 * np.einsum("ij,ij->i", W, W), update[1]
 
 
 def _lost_worker(client, states, placed):
@@ -779,15 +794,15 @@ def add_sums(first, second):
     return first.add(second)
 
 
-def tree_sum(client, futures, workers):
-    """The sum of ``futures`` (each on the worker of the same index) added in pairs on the workers,
-    ``ceil(log2 K)`` levels deep: only the root comes back to the client."""
+def tree_sum(client, futures, workers, add=add_sums):
+    """The sum of ``futures`` (each on the worker of the same index) added in pairs on the workers
+    by ``add``, ``ceil(log2 K)`` levels deep: a future of the root, on ``workers[0]``."""
     level = list(zip(futures, workers, strict=True))
     while len(level) > 1:
         paired = []
         for i in range(0, len(level) - 1, 2):
             (first, worker), (second, _) = level[i], level[i + 1]
-            paired.append((_submit(client, add_sums, first, second, worker=worker), worker))
+            paired.append((_submit(client, add, first, second, worker=worker), worker))
         level = paired + level[len(paired) * 2 :]  # an odd one out moves up a level as it is
     return level[0][0]
 
