@@ -299,9 +299,9 @@ def _held_futures(client, source, kinds, workers):
 
 
 def count_labels(packed):
-    """``(classes, counts, weighted classes)`` of a part (empty arrays for a part without rows)."""
+    """Per partition of a part, ``(classes, counts, weighted classes)`` (empty arrays for none)."""
     with _sync():
-        return packed.source().label_counts(allow_empty=True)
+        return packed.source().label_counts(allow_empty=True, merged=False)
 
 
 def train_part(plan, packed):
@@ -465,9 +465,14 @@ def fit_cluster(client, source, plan, mode, *, clock_start, on_round=None):
 def _fit_cluster(client, source, plan, mode, clock_start, on_round):
     parts, part_ids = make_parts(client, source, plan.read_timeout)
     reads = _read_limits(plan, source, part_ids)
-    part_counts = _gather(client, [_submit(client, count_labels, s, worker=w) for w, s in parts], reads=reads)
-    plan = plan.with_labels(*merge_label_counts(part_counts))
+    counts = _gather(client, [_submit(client, count_labels, s, worker=w) for w, s in parts], reads=reads)
+    plan = plan.with_labels(*merge_label_counts([c for part in counts for c in part]))
+    part_counts = [merge_label_counts(part, allow_empty=True) for part in counts]
     skew = skewed_parts(part_counts, plan.classes, [w for w, _ in parts], mode)
+    if skew and not any(source.held()):  # read from files every time: deal the partitions anew
+        parts, part_ids, part_counts = _mixed_parts(source, parts, part_ids, counts, plan.classes)
+        skew = skewed_parts(part_counts, plan.classes, [w for w, _ in parts], mode)
+        reads = _read_limits(plan, source, part_ids)
     if mode == "average":
         rows = [int(np.sum(c[1])) for c in part_counts]
         W, primal, dual, history, messages = fit_average(client, parts, rows, plan, clock_start)
@@ -494,6 +499,37 @@ def _placement(parts, part_ids, part_counts, source):
         {"worker": w, "partitions": [source.partition_id(i) for i in ids], "rows": int(np.sum(counts[1]))}
         for (w, _), ids, counts in zip(parts, part_ids, part_counts, strict=True)
     ]
+
+
+def _mixed_parts(source, parts, part_ids, counts, classes):
+    """Parts dealt anew so that their label mixes are alike: ``(parts, part ids, part counts)``.
+
+    The partitions, sorted by their share of each class in turn (the class most unevenly spread
+    first), are dealt to the parts in a boustrophedon (0, 1, ..., K-1, K-1, ..., 0, ...), so each
+    part gets partitions from every stretch of the order.  For data read from files on every
+    read, where a partition's worker does not matter."""
+    workers = [w for w, _ in parts]
+    ids = [p for part in part_ids for p in part]
+    per_partition = [c for part in counts for c in part]
+    shares = []
+    for labels, n, _ in per_partition:
+        total = max(int(np.sum(n)), 1)
+        found = dict(zip(labels.tolist(), (np.asarray(n) / total).tolist(), strict=True))
+        shares.append([found.get(c, 0.0) for c in classes.tolist()])
+    shares = np.array(shares)
+    order = np.lexsort(shares.T[::-1])  # by the first class's share, ties by the next
+    K = len(workers)
+    dealt = [[] for _ in range(K)]
+    for rank, i in enumerate(order):
+        lap, place = divmod(rank, K)
+        dealt[place if lap % 2 == 0 else K - 1 - place].append(i)
+    new_ids = [sorted(ids[i] for i in part) for part in dealt]
+    new_parts = [(w, Packed(source.subset(part))) for w, part in zip(workers, new_ids, strict=True)]
+    position = {p: i for i, p in enumerate(ids)}
+    new_counts = [
+        merge_label_counts([per_partition[position[p]] for p in part], allow_empty=True) for part in new_ids
+    ]
+    return new_parts, new_ids, new_counts
 
 
 def _read_limits(plan, source, part_ids):
@@ -818,8 +854,9 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None):
 
     parts, part_ids = make_parts(client, source, plan.read_timeout)
     reads = _read_limits(plan, source, part_ids)
-    part_counts = _gather(client, [_submit(client, count_labels, s, worker=w) for w, s in parts], reads=reads)
-    plan = plan.with_labels(*merge_label_counts(part_counts))
+    counts = _gather(client, [_submit(client, count_labels, s, worker=w) for w, s in parts], reads=reads)
+    plan = plan.with_labels(*merge_label_counts([c for part in counts for c in part]))
+    part_counts = [merge_label_counts(part, allow_empty=True) for part in counts]
     moved = {"bytes_sent": 0, "bytes_received": 0}
 
     def read(W, S, todo):

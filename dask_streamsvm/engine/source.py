@@ -290,14 +290,14 @@ class DaskSource:
                 )
         return parts
 
-    def label_counts(self, allow_empty=False, read_timeout=None):
+    def label_counts(self, allow_empty=False, read_timeout=None, merged=True):
         """Classes, their row counts, and the classes with positive weight.
 
         Reads the labels (and weights) of every partition once; for a
         Parquet column this reads that column only.  With
         ``on_invalid="skip"`` it reads whole partitions, so that the rows
         counted are the rows trained on.  ``read_timeout``: see
-        :func:`~.waiting.watched_compute`.
+        :func:`~.waiting.watched_compute`.  ``merged=False``: the counts of each partition, a list.
         """
         import dask
 
@@ -319,6 +319,8 @@ class DaskSource:
         ids = [self.partition_id(p) for p in range(len(tasks))]
         results = watched_compute(tasks, ids, read_timeout)
         release_free_memory()  # the partitions computed for their labels
+        if not merged:
+            return list(results)
         return merge_label_counts(results, allow_empty, partitions=ids)
 
     def _count_valid(self, p, x, y, w):
