@@ -504,20 +504,14 @@ def _placement(parts, part_ids, part_counts, source):
 def _mixed_parts(source, parts, part_ids, counts, classes):
     """Parts dealt anew so that their label mixes are alike: ``(parts, part ids, part counts)``.
 
-    The partitions, sorted by their share of each class in turn (the class most unevenly spread
-    first), are dealt to the parts in a boustrophedon (0, 1, ..., K-1, K-1, ..., 0, ...), so each
-    part gets partitions from every stretch of the order.  For data read from files on every
-    read, where a partition's worker does not matter."""
+    The partitions, sorted by their share of the first class (ties by the next), are dealt to
+    the parts back and forth (0, 1, ..., K-1, K-1, ..., 0, ...), so each part gets partitions
+    from every stretch of the order.  For data read from files on every read, where a
+    partition's worker does not matter."""
     workers = [w for w, _ in parts]
     ids = [p for part in part_ids for p in part]
     per_partition = [c for part in counts for c in part]
-    shares = []
-    for labels, n, _ in per_partition:
-        total = max(int(np.sum(n)), 1)
-        found = dict(zip(labels.tolist(), (np.asarray(n) / total).tolist(), strict=True))
-        shares.append([found.get(c, 0.0) for c in classes.tolist()])
-    shares = np.array(shares)
-    order = np.lexsort(shares.T[::-1])  # by the first class's share, ties by the next
+    order = np.lexsort(class_shares(per_partition, classes).T[::-1])  # by the first class's share, ...
     K = len(workers)
     dealt = [[] for _ in range(K)]
     for rank, i in enumerate(order):
@@ -604,6 +598,17 @@ def fit_average(client, parts, rows, plan, clock_start):
 SKEW = 0.25
 
 
+def class_shares(counts, classes):
+    """``(len(counts), len(classes))``: each ``(labels, counts, _)``'s share of each class."""
+    shares = np.zeros((len(counts), len(classes)))
+    column = {label: j for j, label in enumerate(classes.tolist())}
+    for i, (labels, n, _) in enumerate(counts):
+        total = max(int(np.sum(n)), 1)
+        for label, count in zip(labels.tolist(), np.asarray(n).tolist(), strict=True):
+            shares[i, column[label]] = count / total
+    return shares
+
+
 def skewed_parts(part_counts, classes, workers, mode):
     """The warning for parts whose label mixes differ strongly (None if they are alike): a part
     without a class that is 1% of the rows or more, or a class whose share differs by more than
@@ -612,12 +617,7 @@ def skewed_parts(part_counts, classes, workers, mode):
     the fit needs far more rounds, or averages to a poor model."""
     if len(part_counts) < 2:
         return None
-    shares = []
-    for labels, counts, _ in part_counts:
-        total = max(int(np.sum(counts)), 1)
-        found = dict(zip(labels.tolist(), (np.asarray(counts) / total).tolist(), strict=True))
-        shares.append([found.get(c, 0.0) for c in classes.tolist()])
-    shares = np.array(shares)
+    shares = class_shares(part_counts, classes)
     spread = shares.max(axis=0) - shares.min(axis=0)
     rows = np.array([float(np.sum(c[1])) for c in part_counts])
     overall = rows @ shares / max(rows.sum(), 1.0)
