@@ -1,5 +1,6 @@
 """Text progress for ``verbose=1``: a bar per reader pass, a line per pass in memory."""
 
+import math
 import sys
 import time
 
@@ -54,7 +55,7 @@ class PassProgress:
         done = min(self.parts, self.n_partitions)
         filled = round(self.width * done / self.n_partitions)
         bar = "#" * filled + "." * (self.width - filled)
-        gap_text = "" if gap is None else f" gap {gap:.2e}"
+        gap_text = "" if gap is None else f" gap {max(gap, 0.0):.2e}"
         cache_text = "" if cache_fill is None else f" cache {cache_fill:.0%}"  # None: no cache
         return (
             f"pass {self.pass_k} [{bar}] {done}/{self.n_partitions} partitions "
@@ -67,10 +68,18 @@ class PassProgress:
 
 
 def pass_line(record):
-    """One line per in-memory pass (``verbose=1``) or per record (``verbose >= 2``)."""
+    """One line per in-memory pass (``verbose=1``) or per record (``verbose >= 2``): the certificate
+    where the pass computed one (in memory not every pass does: its values are NaN then), a gap
+    that rounding made negative shown as 0."""
     where = f"active={record['active']}" if "active" in record else f"cache_rows={record['cache_rows']}"
     extra = f" val={record['validation_score']:.4f}" if "validation_score" in record else ""
+    certified = all(math.isfinite(record.get(k, math.nan)) for k in ("primal", "dual", "gap"))
+    certificate = (
+        f"primal={record['primal']:.6f} dual={record['dual']:.6f} gap={max(record['gap'], 0.0):.3e} "
+        if certified
+        else ""
+    )
     return (
-        f"[LinearSVC] class={record['class']!r} pass {record['pass']}: primal={record['primal']:.6f} "
-        f"dual={record['dual']:.6f} gap={record['gap']:.3e} {where} t={record['seconds']:.3f}s{extra}"
+        f"[LinearSVC] class={record['class']!r} pass {record['pass']}: {certificate}{where} "
+        f"t={record['seconds']:.3f}s{extra}"
     )

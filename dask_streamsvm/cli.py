@@ -373,7 +373,8 @@ def cmd_train(args):
         solver=args.solver,
         cache_bytes=args.cache,
         random_state=args.seed,
-        verbose=int(args.verbose),
+        verbose=_verbosity(args),
+        class_weight=_class_weight(args.class_weight),
         cluster=args.cluster,
         on_invalid="skip" if args.skip_invalid else "raise",
         checkpoint_dir=args.checkpoint_dir,
@@ -398,7 +399,7 @@ def cmd_train(args):
             n_rows = _rows_streamed(model)
         seconds = time.perf_counter() - start
     model.save(args.model)
-    gap = float(np.max(model.duality_gap_))
+    gap = max(float(np.max(model.duality_gap_)), 0.0)  # rounding can make a gap of 0 negative
     objective = float(np.sum(model.objective_))
     problems = np.size(model.objective_)
     summed = "" if problems == 1 else f" (sum over {problems} one-vs-rest problems)"
@@ -415,6 +416,45 @@ def cmd_train(args):
         f"primal objective {objective:.6g}{summed}, {seconds:.2f} s. Model saved to {args.model}."
     )
     return 0
+
+
+def _verbosity(args, stream=None):
+    """``verbose`` of the fit: a progress bar per pass with ``--verbose``, and by default when
+    standard error is a terminal (as pip draws one); none with ``--quiet`` or in logs."""
+    if args.quiet:
+        return 0
+    stream = sys.stderr if stream is None else stream
+    return 1 if args.verbose or bool(getattr(stream, "isatty", lambda: False)()) else 0
+
+
+def _label(text):
+    """A label given on the command line: an int, a float, or the string itself."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _class_weight(value):
+    """``--class-weight``: None, ``"balanced"``, or ``"LABEL:WEIGHT,..."`` as a dict."""
+    if value is None or value == "balanced":
+        return value
+    weights = {}
+    for item in value.split(","):
+        label, sep, weight = item.strip().rpartition(":")
+        try:
+            number = float(weight)
+        except ValueError:
+            number = None
+        if not sep or not label or number is None:
+            raise UserError(
+                f"--class-weight {value!r}: give 'balanced' or LABEL:WEIGHT pairs separated by commas, "
+                "as in '1:5,-1:1' (the labels as they appear in the data)."
+            )
+        weights[_label(label)] = number
+    return weights
 
 
 def _prediction_frame(model, data):
@@ -497,13 +537,35 @@ def evaluation(model, data):
     predicted, scores, y = dask.compute(model.predict(data.X), model.decision_function(data.X), data.y)
     y = np.asarray(y)
     predicted, scores = np.asarray(predicted), np.asarray(scores)
-    gap, objective = model.duality_gap_, model.objective_
+    gap, objective = np.maximum(model.duality_gap_, 0.0), model.objective_  # rounding: never below 0
     return {
         "rows": int(y.shape[0]),
         "accuracy": float(np.mean(predicted == y)) if y.shape[0] else None,
         "roc_auc": _roc_auc(y, scores, model.classes_),
-        "training_duality_gap": gap if np.isscalar(gap) else np.asarray(gap).tolist(),
+        **_class_metrics(y, predicted, model.classes_),
+        "training_duality_gap": float(gap) if np.ndim(gap) == 0 else np.asarray(gap).tolist(),
         "training_objective": objective if np.isscalar(objective) else np.asarray(objective).tolist(),
+    }
+
+
+def _class_metrics(y, predicted, classes):
+    """Precision, recall and F1 (of the positive class, the second, for two classes; else the
+    mean over classes) and the confusion matrix (rows: true classes, columns: predicted)."""
+    from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
+
+    labels = list(classes)
+    binary = len(labels) == 2
+    if y.shape[0] == 0:
+        scores = (None, None, None)
+    else:
+        which = {"average": "binary", "pos_label": labels[-1]} if binary else {"average": "macro"}
+        scores = precision_recall_fscore_support(y, predicted, labels=labels, zero_division=0, **which)[:3]
+    return {
+        "precision": None if scores[0] is None else float(scores[0]),
+        "recall": None if scores[1] is None else float(scores[1]),
+        "f1": None if scores[2] is None else float(scores[2]),
+        "classes": [c.item() if hasattr(c, "item") else c for c in labels],
+        "confusion_matrix": confusion_matrix(y, predicted, labels=labels).tolist(),
     }
 
 
@@ -518,12 +580,29 @@ def cmd_evaluate(args):
     auc = "undefined (one class only)" if result["roc_auc"] is None else f"{result['roc_auc']:.4f}"
     accuracy = "undefined (no rows)" if result["accuracy"] is None else f"{result['accuracy']:.4f}"
     kind = "" if len(model.classes_) == 2 else " (one-vs-rest, macro)"
+    which = f" (class {model.classes_[-1]})" if len(model.classes_) == 2 else " (macro)"
     print(f"{'rows':32}{result['rows']:,}")
     print(f"{'accuracy':32}{accuracy}")
     print(f"{'ROC AUC' + kind:32}{auc}")
+    for name in ("precision", "recall", "f1"):
+        value = "undefined (no rows)" if result[name] is None else f"{result[name]:.4f}"
+        print(f"{(name if name != 'f1' else 'F1') + which:32}{value}")
+    for line in _confusion_text(result["classes"], result["confusion_matrix"]).splitlines():
+        print(_printable(line))  # the labels come from the data: no escape sequence acts
     print(f"{'training duality gap':32}{_numbers(result['training_duality_gap'], '.2e')}")
     print(f"{'training objective':32}{_numbers(result['training_objective'], '.6g')}")
     return 0
+
+
+def _confusion_text(classes, matrix):
+    """The confusion matrix as text: a row per true class, a column per predicted class."""
+    names = [str(c) for c in classes]
+    width = max([len(n) for n in names] + [len(f"{v:,}") for row in matrix for v in row] + [4])
+    lines = ["confusion matrix (rows: true class, columns: predicted)"]
+    lines.append(" " * (width + 2) + " ".join(n.rjust(width) for n in names))
+    for name, row in zip(names, matrix, strict=True):
+        lines.append(name.rjust(width) + "  " + " ".join(f"{v:,}".rjust(width) for v in row))
+    return "\n".join(lines)
 
 
 def _numbers(value, spec):
@@ -549,7 +628,7 @@ def cmd_info(args):
         if getattr(model, "feature_names_in_", None) is None
         else [str(c) for c in model.feature_names_in_],
         "passes": int(model.n_iter_),
-        "duality_gap": gap if np.isscalar(gap) else np.asarray(gap).tolist(),
+        "duality_gap": float(max(gap, 0.0)) if np.ndim(gap) == 0 else np.maximum(gap, 0.0).tolist(),
         "objective": objective if np.isscalar(objective) else np.asarray(objective).tolist(),
         "params": {k: v for k, v in params.items() if k not in ("callbacks", "validation_data")},
     }
@@ -675,7 +754,16 @@ def build_parser():
     train.add_argument(
         "--n-features", type=int, default=None, metavar="N", help="LIBSVM: number of features (default: read)"
     )
-    train.add_argument("--verbose", action="store_true", help="show progress per pass")
+    train.add_argument(
+        "--verbose", action="store_true", help="show a progress bar per pass (the default on a terminal)"
+    )
+    train.add_argument("--quiet", action="store_true", help="no progress bar, even on a terminal")
+    train.add_argument(
+        "--class-weight",
+        metavar="W",
+        default=None,
+        help="'balanced', or LABEL:WEIGHT pairs such as '1:5,-1:1' (default: every class 1)",
+    )
     train.add_argument(
         "--skip-invalid",
         action="store_true",

@@ -115,6 +115,69 @@ def test_info(a9a_model):
     assert info["params"]["tol"] == 1e-2 and info["params"]["random_state"] == 0
 
 
+def test_evaluate_reports_precision_recall_f1_and_the_confusion_matrix(a9a_model):
+    """Accuracy alone misleads on imbalanced data (a9a is 76% negative): evaluate gives the
+    positive class's precision, recall and F1 and the confusion matrix, as scikit-learn counts them."""
+    from sklearn.metrics import confusion_matrix, f1_score, precision_score, recall_score
+
+    path, _ = a9a_model
+    result = json.loads(run(["evaluate", path, A9A_TEST, "--json"])[1])
+    X_test, y_test = load_a9a("test")
+    predicted = dask_streamsvm.load(path).predict(X_test)
+    assert result["precision"] == pytest.approx(precision_score(y_test, predicted, pos_label=1.0))
+    assert result["recall"] == pytest.approx(recall_score(y_test, predicted, pos_label=1.0))
+    assert result["f1"] == pytest.approx(f1_score(y_test, predicted, pos_label=1.0))
+    assert result["classes"] == [-1.0, 1.0]
+    assert result["confusion_matrix"] == confusion_matrix(y_test, predicted, labels=[-1.0, 1.0]).tolist()
+    out = run(["evaluate", path, A9A_TEST])[1]
+    assert "precision (class 1.0)" in out and "recall" in out and "F1" in out
+    assert "confusion matrix (rows: true class, columns: predicted)" in out
+    assert f"{result['confusion_matrix'][0][0]:,}" in out
+
+
+def test_a_gap_that_rounding_makes_negative_prints_as_zero(a9a_model, tmp_path):
+    path, _ = a9a_model
+    model = dask_streamsvm.load(path)
+    model.duality_gap_ = -3e-17  # P - D of an exact optimum, after rounding
+    model.save(tmp_path / "rounded.model")
+    info = json.loads(run(["info", tmp_path / "rounded.model", "--json"])[1])
+    assert info["duality_gap"] == 0.0
+    assert "0.00e+00" in run(["info", tmp_path / "rounded.model"])[1]
+    out = run(["evaluate", tmp_path / "rounded.model", A9A_TEST])[1]
+    assert "training duality gap" in out and "-3.00e-17" not in out and "0.00e+00" in out
+
+
+def test_class_weight_option(tmp_path):
+    weighted = tmp_path / "weighted.model"
+    code, _, err = run(["train", A9A_TRAIN, "--model", weighted, "--class-weight", "1:3,-1:1", *FAST])
+    assert code == 0, err
+    model = dask_streamsvm.load(weighted)
+    assert model.class_weight == {1: 3.0, -1: 1.0}
+    X_test, _ = load_a9a("test")
+    plain = LinearSVC(tol=1e-2, max_iter=20, random_state=0).fit(*load_a9a("train"))
+    assert (model.predict(X_test) == 1).mean() > (plain.predict(X_test) == 1).mean() + 0.05
+    code, _, err = run(["train", A9A_TRAIN, "--model", weighted, "--class-weight", "balanced", "--overwrite"])
+    assert code == 0 and dask_streamsvm.load(weighted).class_weight == "balanced"
+    code, out, err = run(["train", A9A_TRAIN, "--model", tmp_path / "x.model", "--class-weight", "1=3"])
+    assert_one_line_error(code, out, err, "--class-weight '1=3'", "LABEL:WEIGHT")
+
+
+def test_a_progress_bar_by_default_on_a_terminal_and_never_with_quiet():
+    class Stream:
+        def __init__(self, tty):
+            self.tty = tty
+
+        def isatty(self):
+            return self.tty
+
+    args = cli.build_parser().parse_args(["train", A9A_TRAIN, "--model", "m"])
+    assert cli._verbosity(args, Stream(True)) == 1 and cli._verbosity(args, Stream(False)) == 0
+    quiet = cli.build_parser().parse_args(["train", A9A_TRAIN, "--model", "m", "--quiet"])
+    assert cli._verbosity(quiet, Stream(True)) == 0
+    verbose = cli.build_parser().parse_args(["train", A9A_TRAIN, "--model", "m", "--verbose"])
+    assert cli._verbosity(verbose, Stream(False)) == 1
+
+
 # -- tables ------------------------------------------------------------------------------
 
 

@@ -274,6 +274,18 @@ def test_verbose_prints_one_line_per_pass(binary_data, capsys):
     assert "gap=" in lines[0]
 
 
+def test_verbose_prints_only_what_a_pass_computed(capsys):
+    """In memory not every pass computes the certificate: those lines leave it out, not 'nan'."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(2000, 20, random_state=0)
+    clf = LinearSVC(dual=True, solver="memory", verbose=1, tol=1e-6, random_state=0).fit(X, y)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[LinearSVC]")]
+    assert len(lines) == clf.n_iter_ and not any("nan" in line for line in lines)
+    uncertified = [r for r in clf.history_ if not np.isfinite(r["primal"])]
+    assert uncertified and sum("gap=" not in line for line in lines) == len(uncertified)
+
+
 @pytest.mark.parametrize(
     ("params", "error", "match"),
     [
