@@ -6,12 +6,18 @@ estimator checks parameters and input; the balls are
 :mod:`dask_streamsvm.kernels.meb` (the kernels, with the maths).
 """
 
+import warnings
+
 import numpy as np
 from sklearn.utils import check_random_state
 
 from ._stream_classifier import StreamClassifier
 from ._validation import check_positive_float, check_positive_int
 from .engine.onepass import Balls
+
+
+class OneClassWarning(UserWarning):
+    """A fit whose model puts every training row in one class although the rows hold several."""
 
 
 class OnePassSVC(StreamClassifier):
@@ -30,6 +36,10 @@ class OnePassSVC(StreamClassifier):
 
     The answer is an approximation by construction: there is no
     duality-gap certificate as :class:`~dask_streamsvm.LinearSVC` gives.
+    A fit on in-memory rows whose model puts every training row in one
+    class, although they hold several, warns (:class:`OneClassWarning`):
+    on features of very different scales, or far from the origin, the ball
+    can miss the data.
 
     Parameters
     ----------
@@ -149,7 +159,26 @@ class OnePassSVC(StreamClassifier):
                 order = check_random_state(self.random_state).permutation(X.shape[0])
             self._balls.feed(X, self._signs(y), order)
         self._set_model(self._balls.finish())  # partial_fit may go on with the stream from here
+        if source is None:
+            self._warn_if_one_class(X, y)
         return self
+
+    def _warn_if_one_class(self, X, y):
+        """Warn when the model puts every training row (in memory: one more product) in one class
+        while the rows hold several: the ball's hyperplane missed the data."""
+        if np.unique(y).shape[0] < 2 or X.shape[0] == 0:
+            return
+        predicted = np.unique(self._labels(X))
+        if predicted.shape[0] == 1:
+            label = predicted[0].item() if hasattr(predicted[0], "item") else predicted[0]
+            warnings.warn(
+                f"OnePassSVC predicts class {label!r} for every one of its {X.shape[0]:,} training "
+                f"rows: the one-pass ball did not separate the classes (C={self.C:g}, "
+                f"fit_intercept={self.fit_intercept}). Scale the features to comparable ranges, try a "
+                "larger C or lookahead, or train LinearSVC, which certifies its model.",
+                OneClassWarning,
+                stacklevel=2,
+            )
 
     def partial_fit(self, X, y, classes=None):
         """Feed a block of a stream, in its order; the buffer carries over to the next call.

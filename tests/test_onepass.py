@@ -1,5 +1,7 @@
 """OnePassSVC against a pure-NumPy streaming minimum enclosing ball in the explicit augmented space."""
 
+import warnings
+
 import dask
 import dask.array as da
 import dask.dataframe as dd
@@ -11,6 +13,7 @@ from scipy.optimize import minimize
 
 from dask_streamsvm import OnePassSVC
 from dask_streamsvm.kernels.meb import enclose
+from dask_streamsvm.onepass import OneClassWarning
 
 from ._reference import exact_enclosing_ball, meb_points
 
@@ -210,3 +213,18 @@ def test_errors_are_named():
     model = OnePassSVC().partial_fit(X, y, classes=[0, 1])
     with pytest.raises(ValueError, match=r"label 5, which is not among the classes \[0, 1\]"):
         model.partial_fit(X[:3], np.full(3, 5))
+
+
+def test_a_model_that_puts_every_training_row_in_one_class_is_warned_of():
+    """Raw 0..255 features, labels of a hyperplane away from the origin: at a small C the one-pass
+    ball predicts the majority class for every row (0.56 accuracy); that is said, not returned
+    silently.  Standardized, the same rows train without the warning."""
+    rng = np.random.RandomState(0)
+    X = rng.randint(0, 256, size=(20_000, 3)).astype(float)
+    y = (X @ [0.02, -0.03, 0.01] + 0.8 * rng.randn(20_000) > -0.5).astype(int)
+    with pytest.warns(OneClassWarning, match="predicts class 1 for every one of its 20,000 training rows"):
+        OnePassSVC(C=0.01, random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = OnePassSVC(C=1.0, random_state=0).fit((X - 127.5) / 73.6, y)
+    assert np.unique(model.predict((X - 127.5) / 73.6)).shape[0] == 2
