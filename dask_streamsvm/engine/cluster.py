@@ -548,7 +548,8 @@ def fit_average(client, parts, rows, plan, clock_start):
     share = rows / rows.sum()
     W = sum(s * r[0] for s, r in zip(share, results, strict=True))
     half_sq = 0.5 * np.einsum("ij,ij->i", W, W)
-    dual, scales = combined_dual([r[0] for r in results], [r[6] for r in results], share, plan.squared)
+    # The duals' own weights (a part's model may be an earlier, better pass's) and their sums.
+    dual, scales = combined_dual([r[6][0] for r in results], [r[6][1] for r in results], share, plan.squared)
     losses = _gather(
         client,
         [

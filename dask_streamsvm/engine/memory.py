@@ -109,7 +109,9 @@ class SolveResult:
 def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, on_pass=None, label=None):
     """Minimise the dual of ``problem`` until the relative gap is <= ``tol``.
 
-    Returns a :class:`SolveResult`; ``history`` has one record per pass.
+    Returns a :class:`SolveResult`; ``history`` has one record per pass.  Unconverged, the
+    weights returned are the certified ones of lowest primal value (the last pass's primal can
+    be far above an earlier one's), with the last pass's dual, DCD's best.
     ``on_pass(record, w)``, when given, is called after each pass with its
     record and the current weights (bias last; do not modify them); a true
     return value stops the solve, which then certifies the current state.
@@ -146,6 +148,7 @@ def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, on_pass=N
     visited = 0  # rows visited by DCD since the last certificate
     stopped = False
     interrupted = False
+    best_primal, best_w = np.inf, None  # the certified point of lowest primal value
     try:
         while passes < max_iter and not converged and not stopped:
             visited += active
@@ -162,6 +165,8 @@ def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, on_pass=N
                     cert = problem.certificate(alpha, w)
                     converged = cert.relative_gap <= tol
                 visited = 0
+                if cert.primal < best_primal:
+                    best_primal, best_w = cert.primal, w.copy()
             record = {
                 "class": label,
                 "pass": passes,
@@ -188,6 +193,10 @@ def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, on_pass=N
     if not converged and passes > 0:
         w = problem.exact_w(alpha)
         cert = problem.certificate(alpha, w)
+        # DCD's dual only rises, so the last is the best; its primal can swing from pass to pass
+        # (unscaled features, a large C): the point returned is the certified one of lowest primal.
+        if best_primal < cert.primal:
+            w, cert = best_w, Certificate(primal=best_primal, dual=cert.dual)
     return SolveResult(
         w=w,
         alpha=alpha,

@@ -63,9 +63,10 @@ class StreamResult:
     held_scores: np.ndarray = None
     held_y: np.ndarray = None
     state: object = field(default=None, repr=False)  # partial_fit: the stream to go on with
-    # Per problem, (sum alpha, sum D_ii alpha_i^2) of the certified state's dual variables (the
-    # cluster's averaging certifies a combination of the parts' duals from them); None if unknown.
-    dual_sums: np.ndarray = None
+    # The last pass's weights and, per problem, (sum alpha, sum D_ii alpha_i^2) of its dual
+    # variables (the cluster's averaging certifies a combination of the parts' duals from them:
+    # these weights are those duals' own, W may be an earlier pass's); None if unknown.
+    dual_sums: tuple = None
 
 
 def run_trainer(source, plan, trainer, *, checkpoints=None, resume=None):
@@ -256,17 +257,37 @@ class PassCertifier:
             for label, cert in zip(self.labels, self.certificates, strict=True)
         ]
         self.history.extend(records)
+        W_best, best = self._best_certified()
         # One assignment: an interrupt never sees weights of one pass with the certificate of another.
-        self.certified = (self.W_snap, self.certificates, self.current)
-        self.certified_sums = self.sums_snap
+        self.certified = (W_best, best, self.current)
+        self.certified_sums = (self.W_snap, self.sums_snap)
         self.certified_records = len(self.history)
         stop = self.on_pass is not None and bool(self.on_pass(records, self.W_snap))
-        if self.current > 0 and max(c.relative_gap for c in self.certificates) <= self.tol:
+        if self.current > 0 and max(c.relative_gap for c in best) <= self.tol:
             self.converged = self.done = True
         elif self.current >= self.max_iter or stop:
             self.done = True
         if not self.done and self.checkpoints is not None and self.checkpoints.due():
             self.checkpoints.save(*self.checkpoint_state())
+
+    def _best_certified(self):
+        """``(W, certificates)``: per problem the certified weights of lowest primal value so far,
+        with this pass's dual (dual coordinate descent's dual only rises, so it is the best seen).
+
+        The last pass's primal can swing far above an earlier one's (unscaled features, a large
+        C): the model returned is the best certified one.  Crammer-Singer's one certificate
+        covers all the classes' weights together.
+        """
+        groups = [list(range(self.k))] if self.crammer_singer else [[c] for c in range(self.k)]
+        if getattr(self, "_best", None) is None or self._best[0].shape != self.W_snap.shape:
+            self._best = (self.W_snap.copy(), [c.primal for c in self.certificates])
+        W_best, primal_best = self._best
+        for j, rows in enumerate(groups):
+            if self.certificates[j].primal <= primal_best[j]:
+                W_best[rows] = self.W_snap[rows]
+                primal_best[j] = self.certificates[j].primal
+        best = [Certificate(p, c.dual) for p, c in zip(primal_best, self.certificates, strict=True)]
+        return W_best.copy(), best
 
     # -- checkpoints (:mod:`.checkpoint`) -------------------------------------------------
 
