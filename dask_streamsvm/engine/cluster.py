@@ -255,11 +255,10 @@ def make_parts(client, source, read_timeout=None):
         assignment = assign_parts(source.n_partitions, workers)
         return [(w, Packed(source.subset(ids))) for w, ids in assignment], [ids for _, ids in assignment]
     futures = _held_futures(client, source, kinds, workers)
-    ids = [source.partition_id(p) for p in range(len(futures))]
-    limit = None if read_timeout is None else (read_timeout * -(-len(futures) // len(workers)), ids)
+    flat = [(f, source.partition_id(p)) for p, part in enumerate(futures) for f in part if f is not None]
+    seconds = None if read_timeout is None else read_timeout * -(-len(futures) // len(workers))
+    _wait(client, [f for f, _ in flat], reads=None if seconds is None else (seconds, [p for _, p in flat]))
     first = [next(f for f in part if f is not None) for part in futures]
-    _wait(client, first, reads=limit)
-    _wait(client, [f for part in futures for f in part if f is not None], reads=limit)
     for part in futures:  # a partition that failed raises its error here
         for future in part:
             if future is not None and future.status == "error":
