@@ -457,6 +457,7 @@ def test_a_persisted_array_trains_where_its_partitions_are(client, mode):
     assert 0.0 <= (clf.objective_ - optimum) / clf.objective_ <= clf.duality_gap_ + 1e-9
 
 
+@pytest.mark.slow
 def test_a_persisted_dataframe_trains_in_both_modes(client):
     import dask.dataframe as dd
     import pandas as pd
@@ -519,6 +520,7 @@ def test_parts_with_different_label_mixes_are_warned_of(client):
         LinearSVC(C=0.1, cluster="cocoa", tol=1e-2, max_iter=300, random_state=0).fit(Xd, yd, client=client)
 
 
+@pytest.mark.slow
 def test_files_of_one_class_each_are_dealt_into_alike_parts(client, tmp_path, monkeypatch):
     """Files that each hold one class, alternating (a file per class per day): partition p mod K
     would give one worker every negative and the other every positive.  Read from files on every
