@@ -46,9 +46,11 @@ import scipy.sparse as sp
 from ..kernels.dcd import ProblemArrays, Shrinking, dcd_passes, row_sqnorms
 from ..kernels.objective import add_weighted_rows, upper_and_diag_arrays, weighted_loss_sum
 from ..kernels.rng import make_state
+from .cache import stored_bytes
 from .certificate import Certificate, check_gap
+from .cocoa_local import StreamingPart
 from .layout import as_kernel_rows, kernel_rows
-from .problem import class_index, unconverged_message
+from .problem import class_index, encode_block, unconverged_message
 from .schedules import fit_stream
 from .source import _culled, merge_label_counts
 from .waiting import ReadTimeout
@@ -345,11 +347,20 @@ class Part:
 
 
 def load_part(packed, plan, sigma, n_features):
-    """Read a part's partitions on this worker into a :class:`Part` with ``alpha = 0``."""
+    """Read a part's partitions on this worker: a :class:`Part` with ``alpha = 0``, or, once they
+    pass ``plan.cache_bytes`` (counted as the row cache stores rows), a
+    :class:`~.cocoa_local.StreamingPart` that reads them every round."""
     source = packed.source()
+    blocks, held = [], 0
     with _sync():
-        blocks = [source.load(p) for p in range(source.n_partitions)]
-    blocks = [b for b in blocks if b.n_rows > 0]
+        for p in range(source.n_partitions):
+            block = source.load(p)
+            held += _stored(block, plan.n_problems)
+            if held > plan.cache_bytes:
+                del blocks, block
+                return StreamingPart(source, plan, sigma, n_features)
+            if block.n_rows > 0:
+                blocks.append(block)
     if not blocks:
         empty = np.zeros((plan.n_problems, 0))
         return Part(as_kernel_rows(np.zeros((0, 1))), empty, empty, plan.squared, 0.0, sigma, n_features)
@@ -369,6 +380,23 @@ def load_part(packed, plan, sigma, n_features):
     rows = kernel_rows(X, plan.feature_map)
     cost = plan.costs[:, y_index] * weight
     return Part(rows, plan.signs[:, y_index], cost, plan.squared, plan.bias, sigma, n_features)
+
+
+def _stored(block, k):
+    """Bytes ``block``'s rows take in a row cache (:func:`~.cache.stored_bytes`)."""
+    X = block.X
+    if sp.issparse(X):
+        return stored_bytes(block.n_rows, X.nnz, k, X.dtype, True)
+    return stored_bytes(block.n_rows, X.size, k, X.dtype, False)
+
+
+def local_round(part, W, passes, seed, version):
+    """A part's CoCoA+ round at ``W``: :func:`cocoa_round` for a part in memory, one read of its
+    partitions for a :class:`~.cocoa_local.StreamingPart` (at its ``version``); the part after it."""
+    if isinstance(part, StreamingPart):
+        part.run_round(W, version)
+        return part
+    return cocoa_round(part, W, passes, seed)
 
 
 def cocoa_round(part, W, passes, seed):
@@ -405,26 +433,36 @@ def update_of(part):
 
 
 def part_weights(part):
-    """``sum_i alpha_i y_i [x_i, b]`` of a part, per problem: its exact share of ``W``."""
+    """``(sum_i alpha_i y_i [x_i, b] per problem, version)`` of a part: its exact share of ``W``, and
+    the version its next round must name (:class:`~.cocoa_local.StreamingPart`; 0 in memory)."""
+    if isinstance(part, StreamingPart):
+        return part.weights()
     W = np.zeros((part.cost.shape[0], part.n_features + 1))
     for c in range(W.shape[0]):
         if part.n_rows:
             add_weighted_rows(part.rows, part.Y[c], part.alpha[c], W[c], part.bias)
-    return W
+    return W, 0
 
 
 def part_loss(packed, W, plan):
-    """Per problem, the weighted loss sum of a part's rows at ``W`` (one read of the part)."""
-    part = load_part(packed, plan, 1.0, W.shape[1] - 1)
-    bias, squared = plan.bias, plan.squared
-    return np.array(
-        [
-            weighted_loss_sum(part.rows, part.Y[c], part.cost[c], np.ascontiguousarray(W[c]), bias, squared)
-            if part.n_rows
-            else 0.0
-            for c in range(W.shape[0])
-        ]
-    )
+    """Per problem, the weighted loss sum of a part's rows at ``W`` (one read, a partition at a time)."""
+    source = packed.source()
+    total = np.zeros(W.shape[0])
+    with _sync():
+        for p in range(source.n_partitions):
+            block = source.load(p)
+            if block.n_rows == 0:
+                continue
+            y_pm, cost = encode_block(plan, block)
+            X = block.X
+            if plan.feature_map is not None and not sp.issparse(X):
+                X = sp.csr_matrix(X)
+            rows = kernel_rows(X, plan.feature_map)
+            for c in range(W.shape[0]):
+                total[c] += weighted_loss_sum(
+                    rows, y_pm[c], cost[c], np.ascontiguousarray(W[c]), plan.bias, plan.squared
+                )
+    return total
 
 
 # -- the client side -----------------------------------------------------------------------
@@ -479,7 +517,7 @@ def _fit_cluster(client, source, plan, mode, clock_start, on_round):
         converged, stopped = True, True  # the average's gap is reported (and warned of), not a target
     else:
         width = plan.model_width(source.n_features)
-        W, primal, dual, passes, history, converged, stopped = fit_cocoa(
+        W, primal, dual, passes, history, converged, stopped, local = fit_cocoa(
             client, parts, plan, width, clock_start, on_round=on_round, reads=reads
         )
         messages = []
@@ -489,6 +527,9 @@ def _fit_cluster(client, source, plan, mode, clock_start, on_round):
         for p, d, label in zip(primal, dual, plan.labels, strict=True)
     ]
     placement = _placement(parts, part_ids, part_counts, source)
+    if mode == "cocoa":
+        for entry, stats in zip(placement, local, strict=True):
+            entry.update(stats)
     return ClusterResult(plan, W, certificates, passes, history, converged, stopped, messages, placement)
 
 
@@ -551,10 +592,7 @@ def fit_average(client, parts, rows, plan, clock_start):
     dual, scales = combined_dual([r[6][0] for r in results], [r[6][1] for r in results], share, plan.squared)
     losses = _gather(
         client,
-        [
-            _submit(client, part_loss, source, W, plan, worker=worker)
-            for worker, source in parts
-        ],
+        [_submit(client, part_loss, source, W, plan, worker=worker) for worker, source in parts],
     )
     primal = half_sq + np.sum(losses, axis=0)
     history = [
@@ -689,7 +727,8 @@ def fit_cocoa(client, parts, plan, n_features, clock_start, on_round=None, reads
         return _submit(client, load_part, source, plan, sigma, n_features, worker=worker)
 
     states = [load(j, worker) for j, worker in enumerate(placed)]
-    _wait(client, states, placed, reads)  # the parts' one read
+    _wait(client, states, placed, reads)  # the parts' one read (up to cache_bytes of each)
+    versions = [0] * len(states)  # rounds each part has done: a part read every round checks it
     W = np.zeros((k, n_features + 1))
     w_bytes = W.nbytes
     history, converged, stop, recoveries = [], False, False, 0
@@ -703,8 +742,8 @@ def fit_cocoa(client, parts, plan, n_features, clock_start, on_round=None, reads
         start = time.perf_counter()
         try:
             new_states = [
-                _submit(client, cocoa_round, state, W_at, passes, seed + 1_000_003 * rounds + 7919 * j,
-                        worker=placed[j])
+                _submit(client, local_round, state, W_at, passes, seed + 1_000_003 * rounds + 7919 * j,
+                        versions[j], worker=placed[j])
                 for j, state in enumerate(states)
             ]  # fmt: skip
             updates = [_submit(client, update_of, s, worker=placed[j]) for j, s in enumerate(new_states)]
@@ -716,7 +755,7 @@ def fit_cocoa(client, parts, plan, n_features, clock_start, on_round=None, reads
             if not _lost_worker(client, states, placed) or recoveries >= _MAX_RECOVERIES:
                 raise
             recoveries += 1
-            states, W = _recover(client, states, placed, load)
+            states, W, versions = _recover(client, states, placed, load)
             W_at = client.scatter(W, workers=[placed[0]], hash=False, timeout=_SCATTER_SECONDS)
             sent += w_bytes
             history.append(
@@ -747,8 +786,23 @@ def fit_cocoa(client, parts, plan, n_features, clock_start, on_round=None, reads
         if converged or stop or rounds == max_iter:
             break  # W_at is the certified one
         W_at, states = next_W, new_states
+        versions = [v + 1 for v in versions]
     W = _gather(client, [W_at], placed)[0]
-    return W, primal, dual, rounds, history, converged, bool(stop)
+    local = _gather(client, [_submit(client, part_stats, s, worker=placed[j]) for j, s in enumerate(states)])
+    return W, primal, dual, rounds, history, converged, bool(stop), local
+
+
+def part_stats(part):
+    """``cluster_parts_``'s entries of a CoCoA+ part: whether it is read every round, and the
+    most bytes its row memory allocated (the rows themselves, for a part held in memory)."""
+    if isinstance(part, StreamingPart):
+        return {"out_of_core": True, "memory_bytes": int(part.stats["memory_bytes"])}
+    return {"out_of_core": False, "memory_bytes": int(_rows_nbytes(part.rows))}
+
+
+def _rows_nbytes(rows):
+    arrays = rows if isinstance(rows, tuple) else (rows,)
+    return sum(a.nbytes for a in arrays if isinstance(a, np.ndarray))
 
 
 def add_updates(first, second):
@@ -806,7 +860,7 @@ def _recover(client, states, placed, load):
                 [_submit(client, part_weights, s, worker=placed[j]) for j, s in enumerate(states)],
                 placed,
             )
-            return states, np.sum(shares, axis=0)
+            return states, np.sum([w for w, _ in shares], axis=0), [v for _, v in shares]
         except Exception:  # noqa: BLE001 - another part was lost meanwhile: look again
             if attempt == 2:
                 raise
