@@ -254,6 +254,12 @@ def byte_size(name, value):
     return parse_bytes(value, name)
 
 
+def cache_size(name, value):
+    """:func:`byte_size`, or a share of the training data such as ``"10%"`` (a
+    :class:`~.engine.cache.CacheShare`)."""
+    return parse_bytes(value, name, share=True)
+
+
 def class_weight(name, value):
     return check_class_weight(value)
 

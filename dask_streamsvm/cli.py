@@ -729,7 +729,8 @@ def build_parser():
     )
     train.add_argument("--C", type=float, default=1.0, help="cost of a unit of loss (default: 1.0)")
     train.add_argument(
-        "--cache", default="1GB", metavar="BYTES", help="row cache budget when streaming (default: 1GB)"
+        "--cache", default="1GB", metavar="BYTES",
+        help="row cache budget when streaming: bytes, or a share of the rows such as 10%% (default: 1GB)",
     )
     train.add_argument(
         "--passes", type=int, default=1000, metavar="N", help="most passes over the data (default: 1000)"

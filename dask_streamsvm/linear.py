@@ -24,6 +24,7 @@ from . import _validation as v
 from ._hooks import PassHooks, warn_interrupted
 from ._persist import save_model
 from ._stream_classifier import StreamClassifier
+from .engine.cache import CacheShare, row_bytes, share_bytes
 from .engine.calibration import N_FOLDS, folds
 from .engine.checkpoint import Checkpoints, data_fingerprint
 from .engine.cluster import CLUSTER_MODES, fit_cluster, fit_primal_cluster, resolve_client
@@ -125,8 +126,12 @@ class LinearSVC(StreamClassifier):
         (Yu et al. 2010). ``"auto"`` streams Dask collections and file
         paths with ``"streamsvm"`` and solves in-memory data in memory.
     cache_bytes : int or str, default="1GB"
-        Memory budget of the row cache of the streaming solvers: an int or a
-        string such as ``"512MB"`` or ``"2GiB"``.
+        Memory budget of the row cache of the streaming solvers: an int, a
+        string such as ``"512MB"`` or ``"2GiB"``, or a share of the training
+        rows such as ``"10%"``: that share of the rows' bytes as the cache
+        stores them (the rows counted before training times the bytes per
+        row of the first partition, which costs one more read of that
+        partition; on a cluster, a share of each worker's part).
     block_bytes : int, str or None, default=None
         ``solver="sbm"`` and ``"bm"``: bytes of rows loaded per block (None:
         ``cache_bytes`` for SBM, the paper's SBM-1/2, and ``2 * cache_bytes``
@@ -339,7 +344,7 @@ class LinearSVC(StreamClassifier):
         "tol": v.positive_float,
         "max_iter": v.integer(),
         "solver": v.one_of(*SOLVERS),
-        "cache_bytes": v.byte_size,
+        "cache_bytes": v.cache_size,
         "block_bytes": v.optional(v.byte_size),
         "inner_iter": v.optional(v.integer()),
         "cache_policy": v.one_of("informative", "random"),
@@ -366,6 +371,8 @@ class LinearSVC(StreamClassifier):
     def _plan(self, params, n_features, solver, seed=0, calibration_seed=None):
         """The :class:`FitPlan` of these parameters for ``n_features`` raw features (no labels yet)."""
         cache_bytes = params["cache_bytes"]
+        if isinstance(cache_bytes, CacheShare):  # a share of the rows: resolved once they are counted
+            cache_bytes = 1
         block_bytes = params["block_bytes"] or (cache_bytes if solver == "sbm" else 2 * cache_bytes)
         return FitPlan(
             C=params["C"], loss="hinge" if self._crammer_singer else params["loss"],
@@ -654,6 +661,9 @@ class LinearSVC(StreamClassifier):
                 )
             solver = self.solver if self.solver in ("sbm", "bm") else "streamsvm"
             plan = self._plan(params, source.n_features, solver, *self._seeds()).with_labels(*labels)
+            if isinstance(params["cache_bytes"], CacheShare):
+                params = {**params, "cache_bytes": self._share_bytes(params["cache_bytes"], source, plan)}
+                plan = self._plan(params, source.n_features, solver, *self._seeds()).with_labels(*labels)
             hooks = PassHooks(self, plan.bias, source.n_partitions, params["cache_bytes"])
             result = fit_stream(
                 source, plan, hooks, clock_start=clock_start, checkpoints=checkpoints, resume=saved
@@ -664,6 +674,13 @@ class LinearSVC(StreamClassifier):
         if self.probability:  # the last read certified the model: its held-out scores are the model's
             self._fit_platt(result.held_scores, result.held_y)
         return self
+
+    @staticmethod
+    def _share_bytes(share, source, plan, n_rows=None):
+        """``cache_bytes="10%"`` in bytes: the share of ``n_rows`` (None: every row counted) times the
+        bytes per row of the first partition with rows (:func:`~.engine.cache.row_bytes`)."""
+        n_rows = int(np.sum(plan.counts)) if n_rows is None else n_rows
+        return share_bytes(share, n_rows, row_bytes(source, plan.n_problems, plan.feature_map))
 
     def _primal_blocker(self, params, streaming=True):
         """What of this model the primal Newton solver cannot train (a phrase for an error), or None
@@ -780,7 +797,15 @@ class LinearSVC(StreamClassifier):
             return any([bool(cb(record)) for cb in callbacks])
 
         on_round = on_round if callbacks else None
-        result = fit_cluster(client, source, plan, self.cluster, clock_start=clock_start, on_round=on_round)
+        share = params["cache_bytes"] if isinstance(params["cache_bytes"], CacheShare) else None
+
+        def replan(cache_bytes):  # cache_bytes="10%": the plan once a part's bytes are known
+            return self._plan({**params, "cache_bytes": cache_bytes}, source.n_features, solver, seed)
+
+        result = fit_cluster(
+            client, source, plan, self.cluster, clock_start=clock_start, on_round=on_round,
+            cache_share=None if share is None else (share, replan),
+        )  # fmt: skip
         self.classes_ = result.plan.classes
         for message in result.messages:
             warnings.warn(message, ConvergenceWarning, stacklevel=5)

@@ -162,6 +162,16 @@ def test_class_weight_option(tmp_path):
     assert_one_line_error(code, out, err, "--class-weight '1=3'", "LABEL:WEIGHT")
 
 
+def test_cache_as_a_share_of_the_rows(tmp_path):
+    path = tmp_path / "share.model"
+    argv = ["train", A9A_TRAIN, "--model", path, "--cache", "10%", "--solver", "streamsvm", *FAST]
+    code, _, err = run(argv)
+    assert code == 0, err
+    model = dask_streamsvm.load(path)
+    assert model.cache_bytes == "10%"
+    assert 0 < max(r["cache_bytes"] for r in model.history_) <= 0.1 * 8_544_960  # a9a as the cache stores it
+
+
 def test_a_progress_bar_by_default_on_a_terminal_and_never_with_quiet():
     class Stream:
         def __init__(self, tty):
@@ -353,6 +363,7 @@ def test_library_errors_and_usage_errors(a9a_model, tmp_path):
     model = tmp_path / "m.model"
     assert_one_line_error(*run(["train", A9A_TEST, "--model", model, "--C", "-1"]), "C must be")
     assert_one_line_error(*run(["train", A9A_TEST, "--model", model, "--cache", "12XB"]), "cache_bytes")
+    assert_one_line_error(*run(["train", A9A_TEST, "--model", model, "--cache", "0%"]), "above 0%")
     assert_one_line_error(*run(["train", A9A_TEST, "--model", tmp_path / "no" / "m"]), "does not exist")
     assert_one_line_error(*run(["train", A9A_TEST]), "--model", "--help")
     assert_one_line_error(*run(["train", A9A_TEST, "--model", model, "--loss", "log"]), "--loss")

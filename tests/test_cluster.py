@@ -462,15 +462,15 @@ def test_a_persisted_array_trains_where_its_partitions_are(client, mode):
 
 
 def test_cocoa_parts_larger_than_cache_bytes_are_read_every_round(client):
-    """Each worker's cache_bytes is a tenth of its part: the part is read every round by SBM on
-    CoCoA+'s local subproblem, its row memory stays at the cache plus one partition, and the
-    rounds reach the single-machine optimum within the certified gap."""
+    """cache_bytes="10%": each worker's cache is a tenth of its part, which is read every round by
+    SBM on CoCoA+'s local subproblem; its row memory stays at the cache plus one partition, and
+    the rounds reach the single-machine optimum within the certified gap."""
     from dask_streamsvm.engine.cache import RowCache, stored_bytes
 
     X, y, Xd, yd = _ijcnn1()
-    cache_bytes = X.nbytes // 2 // 10
+    cache_bytes = int(np.ceil(0.1 * stored_bytes(10_000, 10_000 * X.shape[1], 1, X.dtype, False)))
     params = {"C": 0.1, "tol": 1e-2, "max_iter": 1000, "random_state": 0}
-    clf = LinearSVC(cluster="cocoa", cache_bytes=cache_bytes, **params).fit(Xd, yd, client=client)
+    clf = LinearSVC(cluster="cocoa", cache_bytes="10%", **params).fit(Xd, yd, client=client)
     partition = stored_bytes(2_500, 2_500 * X.shape[1], 1, X.dtype, False)
     for part in clf.cluster_parts_:
         assert part["out_of_core"] is True
@@ -485,6 +485,48 @@ def test_cocoa_parts_larger_than_cache_bytes_are_read_every_round(client):
     held = LinearSVC(cluster="cocoa", **params).fit(Xd, yd, client=client)
     assert not any(part["out_of_core"] for part in held.cluster_parts_)
     assert abs(held.objective_ - clf.objective_) / optimum <= held.duality_gap_ + clf.duality_gap_
+
+
+def _few_columns_each(n_features=60_000, rows=4_000, seed=0):
+    """Sparse rows whose even and odd partitions use 5,000 columns each (and 100 shared) of
+    ``n_features``: parts that touch a twelfth of the columns each."""
+    rng = np.random.default_rng(seed)
+    blocks = []
+    for p in range(8):
+        start = 0 if p % 2 == 0 else 5_000
+        cols = np.concatenate(
+            [start + rng.integers(0, 5_000, (rows // 8, 8)), 10_000 + rng.integers(0, 100, (rows // 8, 2))],
+            axis=1,
+        )
+        blocks.append(
+            sp.csr_matrix(
+                (np.ones(cols.size), cols.ravel(), np.arange(0, cols.size + 1, 10)),
+                shape=(rows // 8, n_features),
+            )
+        )
+    X = sp.vstack(blocks, format="csr")
+    X.sum_duplicates()
+    w = rng.standard_normal(n_features)
+    y = np.where(X @ w + 0.3 * rng.standard_normal(rows) > 0, 1, -1)
+    return X, y
+
+
+def test_cocoa_on_parts_that_touch_few_columns_moves_those_columns_only(client):
+    """Each part fetches its columns of w and sends its change on them: bytes per round in
+    proportion to the touched columns, not to the width (at the same optimum)."""
+    X, y = _few_columns_each()
+    Xd, yd = csr_to_dask(X, y, 8)
+    before = _outgoing(client)
+    params = {"C": 0.1, "tol": 1e-2, "max_iter": 300, "random_state": 0}
+    clf = LinearSVC(cluster="cocoa", **params).fit(Xd, yd, client=client)
+    moved = _outgoing(client) - before
+    rounds = [r for r in clf.history_ if "round" in r]
+    dense = 2 * (X.shape[1] + 1) * 8  # a whole change up the tree and a whole w fetched, K = 2
+    touched = 5_101 * 16  # a part's columns (and the bias), an index and a value each
+    assert max(r["bytes_between_workers"] for r in rounds) <= 2 * touched + 1_000 < dense / 5
+    assert moved / len(rounds) < dense / 5, (moved, len(rounds))  # what the workers really sent
+    optimum = LinearSVC(**{**params, "tol": 1e-8, "max_iter": 5000}).fit(X, y).objective_
+    assert 0.0 <= (clf.objective_ - optimum) / clf.objective_ <= clf.duality_gap_ + 1e-9
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ here in one process: the rounds a cluster's workers run, checked against the exa
 import dask.array as da
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from dask_streamsvm.engine.cocoa_local import StaleRound, StreamingPart
 from dask_streamsvm.engine.problem import FitPlan
@@ -70,3 +71,54 @@ def test_a_round_for_a_version_the_part_has_left_changes_nothing(data):
         part.run_round(W + dW, 0)
     np.testing.assert_array_equal(part.store.alpha, before)
     assert part.version == 1
+
+
+# -- sparse CoCoA+ traffic: a part's columns of w, and its change on them only ------------------
+
+
+def _few_columns_part(n_features=6_000, seed=0):
+    from dask_streamsvm.engine.cluster import Part
+    from dask_streamsvm.engine.layout import as_kernel_rows
+
+    rng = np.random.default_rng(seed)
+    X = sp.random(300, 400, density=0.03, format="csr", random_state=seed)
+    X = sp.hstack([sp.csr_matrix((300, 1000)), X, sp.csr_matrix((300, n_features - 1400))], format="csr")
+    y = np.where(rng.random(300) < 0.5, 1.0, -1.0)
+    return Part(as_kernel_rows(X), y[None, :], np.ones((1, 300)), False, 1.0, 2.0, n_features), X
+
+
+def test_a_part_on_few_columns_rounds_the_same_on_its_columns_of_w():
+    """A part given only the columns of w its rows touch makes the same round as with all of w,
+    and sends its change on those columns only."""
+    from dask_streamsvm.engine.cluster import Change, cocoa_round, narrow
+
+    part, X = _few_columns_part()
+    assert part.cols.tolist() == np.unique(X.indices).tolist() + [6_000]  # and the bias's
+    W = np.random.default_rng(1).standard_normal((1, 6_001))
+    whole = cocoa_round(part, W, 3, 7)
+    few = cocoa_round(part, narrow(W, part.cols), 3, 7)
+    np.testing.assert_array_equal(whole.alpha, few.alpha)
+    np.testing.assert_array_equal(whole.update[1], few.update[1])
+    assert isinstance(few.update[0], Change) and few.update[0].nbytes < W.nbytes / 5
+    np.testing.assert_array_equal(whole.update[0].dense(), few.update[0].dense())
+
+
+def test_changes_add_on_the_union_of_their_columns():
+    from dask_streamsvm.engine.cluster import Change, add_changes, touched_columns
+
+    rng = np.random.default_rng(0)
+    width = 100
+    a = Change(np.array([1, 5, 9]), rng.standard_normal((2, 3)), width)
+    b = Change(np.array([5, 7]), rng.standard_normal((2, 2)), width)
+    total = add_changes(a, b)
+    assert isinstance(total, Change) and total.cols.tolist() == [1, 5, 7, 9]
+    np.testing.assert_allclose(total.dense(), a.dense() + b.dense())
+    wide = Change(np.arange(0, 40), rng.standard_normal((2, 40)), width)  # the union passes a third
+    np.testing.assert_allclose(add_changes(wide, a), wide.dense() + a.dense())
+    dense = rng.standard_normal((2, width))
+    np.testing.assert_allclose(add_changes(dense, b), dense + b.dense())
+    rows = (np.array([0, 2, 3]), np.array([4, 8, 4], dtype=np.int32), np.ones(3))
+    assert touched_columns(rows, 0.0, 30).tolist() == [4, 8]
+    rows = (np.array([0, 2, 3]), np.array([1, 3, 1], dtype=np.int32), np.ones(3))
+    assert touched_columns(rows, 0.0, 4) is None  # 2 of 5 columns, more than a third: sent whole
+    assert touched_columns(np.ones((3, 4)), 1.0, 4) is None  # dense rows touch every column

@@ -276,3 +276,39 @@ def test_streaming_weights_intercept_and_verbose_match_the_memory_solver(capsys,
     assert (clf.predict(X) == ref.predict(X)).mean() > 0.99
     out = capsys.readouterr().out
     assert out.count("[LinearSVC]") == len(clf.history_) and "cache_rows=" in out
+
+
+@pytest.mark.parametrize("kind", ["numpy", "dask array", "dask dataframe"])
+def test_cache_bytes_as_a_share_of_the_rows_is_one_rule_for_every_input(kind):
+    """cache_bytes="10%": a tenth of the rows' bytes as the row cache stores them, for in-memory
+    and Dask input alike; the cache fills up to it and not past it, and the fit is certified."""
+    from dask_streamsvm.engine.cache import stored_bytes
+
+    X, y = load_libsvm_dataset("a9a")
+    X, y = X[:8000].toarray(), y[:8000]
+    data = {
+        "numpy": (X, y),
+        "dask array": (da.from_array(X, chunks=(1000, -1)), da.from_array(y, chunks=1000)),
+        "dask dataframe": (
+            dd.from_pandas(
+                pd.DataFrame(X, columns=[f"f{j}" for j in range(123)]).assign(label=y), npartitions=8
+            ),
+            "label",
+        ),
+    }[kind]
+    budget = 0.1 * stored_bytes(8000, 8000 * 123, 1, np.float64, False)
+    clf = LinearSVC(cache_bytes="10%", solver="streamsvm", tol=1e-3, random_state=0).fit(*data)
+    used = max(r["cache_bytes"] for r in clf.history_)
+    assert 0.9 * budget <= used <= budget
+    assert clf.duality_gap_ <= 1e-3
+
+
+@pytest.mark.parametrize("value", ["0%", "150%", "ten%", "%"])
+def test_a_share_outside_0_to_100_percent_is_named(value):
+    X, y = load_libsvm_dataset("a9a")
+    with pytest.raises(
+        ValueError, match=r"share of the training data must be a percentage above 0% and at most"
+    ):
+        LinearSVC(cache_bytes=value, solver="streamsvm").fit(*a9a_dask("csr", np.float64)[:2])
+    with pytest.raises(ValueError, match="or a share of the training data such as '10%'"):
+        LinearSVC(cache_bytes="10 percent").fit(X[:100], y[:100])

@@ -21,17 +21,23 @@ parts' dual variables gives the averaged ``w`` exactly), so ``duality_gap_``
 bounds its suboptimality (exactly so for the hinge loss).
 
 ``"cocoa"`` (CoCoA+, Ma, Smith, Jaggi et al. 2015, adding with ``sigma' =
-K``): each part keeps its rows and its dual variables on its worker;
-every round the client broadcasts ``w``, each part computes its share of
-the certificate at ``w`` (loss sum, ``sum alpha``, ``sum D alpha^2``) and then
-runs ``inner_iter`` DCD passes of its local subproblem (steps scaled by
-``sigma'``, :func:`~dask_streamsvm.kernels.dcd.dcd_passes`), and returns
-its change of ``w``; the client adds the changes.  The exact duality gap
-of the broadcast ``w`` is known every round, and the fit stops at ``tol``:
-the result is the single-machine optimum.
+K``): each part keeps its dual variables on its worker, and its rows when
+they fit in ``cache_bytes`` (a larger part is read every round by SBM on
+the local subproblem, :mod:`.cocoa_local`).  Every round each part fetches
+``w`` (the columns its rows touch, when they are few: sparse data),
+computes its share of the certificate at ``w`` (loss sum, ``sum alpha``,
+``sum D alpha^2``), runs ``inner_iter`` DCD passes of its local subproblem
+(steps scaled by ``sigma'``, :func:`~dask_streamsvm.kernels.dcd.dcd_passes`),
+and sends its change of ``w`` up a tree of additions on the workers
+(:class:`Change`: only the touched columns, when they are few); at the
+root the next ``w`` is made and only the certificate's sums go to the
+client.  The exact duality gap of the broadcast ``w`` is known every
+round, and the fit stops at ``tol``: the result is the single-machine
+optimum.
 
 Tasks are pure functions of their inputs (the dual variables are copied
-before a round changes them, seeds are fixed), so Dask may retry them.  A
+before a round changes them, seeds are fixed), so Dask may retry them;
+a part read every round changes in place, and its rounds name its version.  A
 worker lost in a CoCoA+ round is survived: parts whose state was on it are
 read again from the collection on a live worker with ``alpha = 0``, ``w``
 is rebuilt exactly from every part's ``alpha``, and the rounds go on.
@@ -46,7 +52,7 @@ import scipy.sparse as sp
 from ..kernels.dcd import ProblemArrays, Shrinking, dcd_passes, row_sqnorms
 from ..kernels.objective import add_weighted_rows, upper_and_diag_arrays, weighted_loss_sum
 from ..kernels.rng import make_state
-from .cache import stored_bytes
+from .cache import row_bytes, share_bytes, stored_bytes
 from .certificate import Certificate, check_gap
 from .cocoa_local import StreamingPart
 from .layout import as_kernel_rows, kernel_rows
@@ -299,6 +305,12 @@ def _held_futures(client, source, kinds, workers):
     return futures
 
 
+def part_row_bytes(packed, plan):
+    """Bytes per row of a part as the row cache stores them (:func:`~.cache.row_bytes`)."""
+    with _sync():
+        return row_bytes(packed.source(), plan.n_problems, plan.feature_map)
+
+
 def count_labels(packed):
     """Per partition of a part, ``(classes, counts, weighted classes)`` (empty arrays for none)."""
     with _sync():
@@ -334,6 +346,7 @@ class Part:
         self.qd = sigma * sq[None, :] + self.diag
         self.alpha = np.zeros_like(cost)
         self.update = None
+        self.cols = touched_columns(rows, bias, n_features)
 
     @property
     def n_rows(self):
@@ -405,6 +418,7 @@ def cocoa_round(part, W, passes, seed):
     ``part.update`` of the result is ``(dW, sums)``: the part's change of
     ``W`` and, per problem, ``(loss sum at W, sum alpha, sum D alpha^2)``.
     """
+    W = widened(W, part.n_features + 1)
     k = W.shape[0]
     alpha = part.alpha.copy()  # the input part stays as it was: the task can be retried
     sums = np.zeros((k, 3))
@@ -425,11 +439,73 @@ def cocoa_round(part, W, passes, seed):
         dcd_passes(part.rows, problem, index, a, v, part.bias, passes, 0.0, shrinking, rng_state, part.sigma)
         alpha[c] = a
         dW[c] = (v - w) / part.sigma
-    return part.with_alpha(alpha, (dW, sums))
+    change = dW if part.cols is None else Change(part.cols, dW[:, part.cols], dW.shape[1])
+    return part.with_alpha(alpha, (change, sums))
 
 
 def update_of(part):
-    return part.update
+    """A part's ``(change of W, certificate sums, bytes moved between workers so far)``: a leaf
+    of CoCoA+'s tree."""
+    change, sums = part.update
+    return change, sums, 0
+
+
+class Change:
+    """A change of ``W`` on some of its columns only: ``values[:, i]`` is column ``cols[i]``'s
+    (``width`` columns in all).  What a part whose rows touch few of the columns sends up
+    CoCoA+'s tree, and the part of ``w`` it is sent: bytes in proportion to its columns."""
+
+    def __init__(self, cols, values, width):
+        self.cols, self.values, self.width = cols, values, int(width)
+
+    @property
+    def nbytes(self):
+        return self.cols.nbytes + self.values.nbytes
+
+    def dense(self):
+        out = np.zeros((self.values.shape[0], self.width))
+        out[:, self.cols] = self.values
+        return out
+
+
+def touched_columns(rows, bias, n_features):
+    """The columns of ``W`` a part's rows touch (the bias's too), int64 and sorted; None when
+    more than a third of them, where sending whole vectors costs about as much."""
+    if not isinstance(rows, tuple) or len(rows) != 3:  # dense rows (or a feature map's): all
+        return None
+    cols = np.unique(rows[1])
+    if bias != 0.0:
+        cols = np.append(cols, n_features)
+    cols = cols.astype(np.int64)
+    return cols if 3 * cols.size <= n_features + 1 else None
+
+
+def widened(W, width):
+    """``W`` as a dense ``(k, width)`` array (zeros outside a :class:`Change`'s columns)."""
+    return W.dense() if isinstance(W, Change) else W
+
+
+def narrow(W, cols):
+    """The columns ``cols`` of ``W``, as a :class:`Change` (run where ``W`` is: what the part
+    whose rows touch them fetches)."""
+    return Change(cols, W[:, cols], W.shape[1])
+
+
+def nbytes_of(change):
+    return change.nbytes
+
+
+def add_changes(first, second):
+    """The sum of two changes of ``W``, dense or :class:`Change`; a :class:`Change` while the
+    union of their columns stays under a third of ``W``'s."""
+    if isinstance(first, Change) and isinstance(second, Change):
+        cols = np.union1d(first.cols, second.cols)
+        if 3 * cols.size <= first.width:
+            values = np.zeros((first.values.shape[0], cols.size))
+            values[:, np.searchsorted(cols, first.cols)] += first.values
+            values[:, np.searchsorted(cols, second.cols)] += second.values
+            return Change(cols, values, first.width)
+    return widened(first, None) + widened(second, None)
 
 
 def part_weights(part):
@@ -483,15 +559,17 @@ class ClusterResult:
     parts: list = None  # per part: its worker, its partitions (numbers in the collection), its rows
 
 
-def fit_cluster(client, source, plan, mode, *, clock_start, on_round=None):
+def fit_cluster(client, source, plan, mode, *, clock_start, on_round=None, cache_share=None):
     """Train ``plan`` (without labels yet) on ``source`` over ``client``'s workers: a :class:`ClusterResult`.
 
     ``mode`` is ``"average"`` or ``"cocoa"``; the parts' labels are counted
     on their workers first.  ``on_round(record)``, after every CoCoA+ round,
-    stops the rounds with a true value.
+    stops the rounds with a true value.  ``cache_share``: ``(share, replan)`` for
+    ``cache_bytes="10%"``, the share of the largest part's bytes each worker's cache gets, and
+    the plan for a number of bytes (measured on the first part's worker once labels are counted).
     """
     try:
-        return _fit_cluster(client, source, plan, mode, clock_start, on_round)
+        return _fit_cluster(client, source, plan, mode, clock_start, on_round, cache_share)
     except Exception as exc:
         lost = _scheduler_lost(client, exc)
         if lost is None:
@@ -499,7 +577,7 @@ def fit_cluster(client, source, plan, mode, *, clock_start, on_round=None):
         raise lost from exc
 
 
-def _fit_cluster(client, source, plan, mode, clock_start, on_round):
+def _fit_cluster(client, source, plan, mode, clock_start, on_round, cache_share=None):
     parts, part_ids = make_parts(client, source, plan.read_timeout)
     reads = _read_limits(plan, source, part_ids)
     counts = _gather(client, [_submit(client, count_labels, s, worker=w) for w, s in parts], reads=reads)
@@ -510,6 +588,14 @@ def _fit_cluster(client, source, plan, mode, clock_start, on_round):
         parts, part_ids, part_counts = _mixed_parts(source, parts, part_ids, counts, plan.classes)
         skew = skewed_parts(part_counts, plan.classes, [w for w, _ in parts], mode)
         reads = _read_limits(plan, source, part_ids)
+    if cache_share is not None:
+        share, replan = cache_share
+        worker, packed = parts[0]
+        per_row = _gather(client, [_submit(client, part_row_bytes, packed, plan, worker=worker)], [worker])[0]
+        largest = max(int(np.sum(c[1])) for c in part_counts)
+        plan = replan(share_bytes(share, largest, per_row)).with_labels(
+            plan.classes, plan.counts, plan.weighted_classes
+        )
     if mode == "average":
         rows = [int(np.sum(c[1])) for c in part_counts]
         W, primal, dual, history, messages = fit_average(client, parts, rows, plan, clock_start)
@@ -738,11 +824,14 @@ def fit_cocoa(client, parts, plan, n_features, clock_start, on_round=None, reads
     # the root and fetched from it by the other parts' workers; the client gets the certificate.
     W_at = client.scatter(W, workers=[placed[0]], hash=False, timeout=_SCATTER_SECONDS)
     sent = w_bytes
+    cols, fetched = _touched(client, states, placed, k)
     while rounds < max_iter:
         start = time.perf_counter()
         try:
+            # A part whose rows touch few columns fetches those of w only (sparse data).
+            views = [W_at if c is None else _submit(client, narrow, W_at, c, worker=placed[0]) for c in cols]
             new_states = [
-                _submit(client, local_round, state, W_at, passes, seed + 1_000_003 * rounds + 7919 * j,
+                _submit(client, local_round, state, views[j], passes, seed + 1_000_003 * rounds + 7919 * j,
                         versions[j], worker=placed[j])
                 for j, state in enumerate(states)
             ]  # fmt: skip
@@ -750,12 +839,13 @@ def fit_cocoa(client, parts, plan, n_features, clock_start, on_round=None, reads
             root = tree_sum(client, updates, placed, add=add_updates)
             next_W = _submit(client, apply_update, W_at, root, worker=placed[0])
             certify = _submit(client, round_sums, W_at, root, worker=placed[0])
-            half_sq, sums = _gather(client, [certify], placed)[0]
+            half_sq, sums, tree_bytes = _gather(client, [certify], placed)[0]
         except Exception as exc:  # noqa: BLE001 - a lost worker shows as many kinds of error
             if not _lost_worker(client, states, placed) or recoveries >= _MAX_RECOVERIES:
                 raise
             recoveries += 1
             states, W, versions = _recover(client, states, placed, load)
+            cols, fetched = _touched(client, states, placed, k)
             W_at = client.scatter(W, workers=[placed[0]], hash=False, timeout=_SCATTER_SECONDS)
             sent += w_bytes
             history.append(
@@ -766,15 +856,16 @@ def fit_cocoa(client, parts, plan, n_features, clock_start, on_round=None, reads
         primal = half_sq + sums[:, 0]
         dual = sums[:, 1] - half_sq - 0.5 * sums[:, 2]
         gap = _relative_gap(primal, dual)
-        n_parts = len(states)
         record = {
             "round": rounds,
             "seconds": time.perf_counter() - clock_start,
             "round_seconds": time.perf_counter() - start,
             "bytes_sent": sent,
             "bytes_received": half_sq.nbytes + sums.nbytes,
-            # tree edges carry one change of w each, and every other part's worker fetches the new w
-            "bytes_between_workers": (n_parts - 1) * (w_bytes + sums.nbytes) + (n_parts - 1) * w_bytes,
+            # the tree's edges carry changes of w (counted on the way), and every part's worker but
+            # the root's fetches its columns of the new w (all of them, unless its rows touch few)
+            "bytes_between_workers": int(tree_bytes)
+            + sum(w_bytes if f is None else f for j, f in enumerate(fetched) if placed[j] != placed[0]),
             "primal": float(primal.sum()),
             "dual": float(dual.sum()),
             "gap": float(gap.max()),
@@ -792,6 +883,25 @@ def fit_cocoa(client, parts, plan, n_features, clock_start, on_round=None, reads
     return W, primal, dual, rounds, history, converged, bool(stop), local
 
 
+def _touched(client, states, placed, k):
+    """Per part, a future of the columns of ``W`` its rows touch (None: all, or too many to send
+    apart), and the bytes of those columns of ``W`` (None: the whole ``W``)."""
+    cols = [_submit(client, touched_of, s, worker=placed[j]) for j, s in enumerate(states)]
+    sizes = [_submit(client, _size_or_none, c, worker=placed[j]) for j, c in enumerate(cols)]
+    counts = _gather(client, sizes)
+    cols = [None if n is None else c for c, n in zip(cols, counts, strict=True)]
+    return cols, [None if n is None else n * (8 + 8 * k) for n in counts]
+
+
+def touched_of(part):
+    """A part's :func:`touched_columns` (None for a part read every round: it fetches all of ``w``)."""
+    return getattr(part, "cols", None)
+
+
+def _size_or_none(cols):
+    return None if cols is None else int(cols.size)
+
+
 def part_stats(part):
     """``cluster_parts_``'s entries of a CoCoA+ part: whether it is read every round, and the
     most bytes its row memory allocated (the rows themselves, for a part held in memory)."""
@@ -806,18 +916,20 @@ def _rows_nbytes(rows):
 
 
 def add_updates(first, second):
-    """Two parts' ``(change of W, certificate sums)`` added: a node of CoCoA+'s tree, on a worker."""
-    return first[0] + second[0], first[1] + second[1]
+    """Two ``(change of W, certificate sums, bytes moved)`` added: a node of CoCoA+'s tree, on the
+    worker of ``first``; ``second`` came from another worker (its change and sums moved)."""
+    moved = first[2] + second[2] + second[0].nbytes + second[1].nbytes
+    return add_changes(first[0], second[0]), first[1] + second[1], moved
 
 
 def apply_update(W, update):
     """The next round's ``W``: this one plus the sum of the parts' changes (on the tree's root)."""
-    return W + update[0]
+    return W + widened(update[0], W.shape[1])
 
 
 def round_sums(W, update):
-    """What the client needs to certify ``W``: ``(1/2 ||W_c||^2, sums)`` per problem."""
-    return 0.5 * np.einsum("ij,ij->i", W, W), update[1]
+    """What the client needs to certify ``W``: ``(1/2 ||W_c||^2, sums, bytes moved up the tree)``."""
+    return 0.5 * np.einsum("ij,ij->i", W, W), update[1], update[2]
 
 
 def _lost_worker(client, states, placed):
