@@ -7,6 +7,7 @@ from .features import (
     MapOf,
     PolynomialMap,
     SpectrumMap,
+    Standardize,
     VirtualExamples,
     WeightedDegreeMap,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "OnePassSVC",
     "PolynomialMap",
     "SpectrumMap",
+    "Standardize",
     "VirtualExamples",
     "WeightedDegreeMap",
     "load",

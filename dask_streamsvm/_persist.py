@@ -37,7 +37,15 @@ from sklearn.utils import check_random_state
 
 from .engine.archive import META, ArchiveReader, cut, plain, plain_array, short, write_archive
 from .engine.problem import model_width
-from .features import ColumnMaps, HashingMap, MapOf, PolynomialMap, SpectrumMap, WeightedDegreeMap
+from .features import (
+    ColumnMaps,
+    HashingMap,
+    MapOf,
+    PolynomialMap,
+    SpectrumMap,
+    Standardize,
+    WeightedDegreeMap,
+)
 
 FORMAT = "dask-streamsvm-model"
 VERSION = 1
@@ -47,7 +55,7 @@ ESTIMATORS = ("LinearSVC",)  # the estimators whose model-file schema is below
 NOT_SAVED = ("callbacks", "validation_data", "checkpoint_dir")
 FEATURE_MAPS = {
     cls.__name__: cls
-    for cls in (ColumnMaps, HashingMap, MapOf, PolynomialMap, SpectrumMap, WeightedDegreeMap)
+    for cls in (ColumnMaps, HashingMap, MapOf, PolynomialMap, SpectrumMap, Standardize, WeightedDegreeMap)
 }
 
 

@@ -222,16 +222,24 @@ def _model_file_header(path):
 def _add_feature_map_options(parser):
     """Options of the feature map applied to the rows before the linear model.
 
-    None yet: ``LinearSVC`` has no ``feature_map`` parameter.  When it gains
-    one, its options are added here (one argument group) and
-    :func:`_feature_map_params` turns them into ``LinearSVC`` keyword
-    arguments; ``train`` passes those on and the saved model carries the
-    map, so ``predict`` and ``evaluate`` need no options of their own.
+    ``--scale``: :class:`~dask_streamsvm.features.Standardize`.  :func:`_feature_map_params` turns
+    them into ``LinearSVC`` keyword arguments; ``train`` passes those on and the saved model
+    carries the map (a standardized model's coefficients are the raw features'), so ``predict``
+    and ``evaluate`` need no options of their own.
     """
+    parser.add_argument(
+        "--scale", action="store_true",
+        help="standardize each feature while training (one more read for the scales): for features "
+        "far from unit scale, such as raw pixel values or counts",
+    )  # fmt: skip
 
 
 def _feature_map_params(args):
-    """``LinearSVC`` keyword arguments of the feature-map options (none yet)."""
+    """``LinearSVC`` keyword arguments of the feature-map options."""
+    if getattr(args, "scale", False):
+        from .features import Standardize
+
+        return {"feature_map": Standardize()}
     return {}
 
 

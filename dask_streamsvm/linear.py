@@ -15,6 +15,7 @@ import time
 import warnings
 
 import numpy as np
+from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
@@ -32,9 +33,19 @@ from .engine.layout import kernel_rows
 from .engine.memory import solve_problems
 from .engine.partial import OnePassSBM
 from .engine.primal import MAX_WIDTH, first_read, memory_read, solve_primal, stream_read
-from .engine.problem import LOSSES, FitPlan, cs_model, linear_scores, model_width, unconverged_message
+from .engine.problem import (
+    LOSSES,
+    FitPlan,
+    column_max_abs,
+    cs_model,
+    linear_scores,
+    model_width,
+    unconverged_message,
+)
+from .engine.reader import read_blocks
 from .engine.schedules import fit_stream, memory_blocks
 from .engine.source import DaskSource, is_dask_collection
+from .features import Standardize
 from .io import as_dask, open_path
 
 SOLVERS = ("auto", "memory", "streamsvm", "sbm", "bm")
@@ -101,6 +112,11 @@ class LinearSVC(StreamClassifier):
         :class:`~dask_streamsvm.features.PolynomialMap`: the cache, blocks
         and partitions hold the raw rows, and ``coef_`` has one weight per
         feature of the map.  Prediction applies the same map.
+        :class:`~dask_streamsvm.features.Standardize` instead scales each
+        feature to unit variance while training (one more read learns the
+        scales) and folds the scaling into ``coef_`` and ``intercept_``,
+        which then apply to the raw features; its scales are kept as
+        ``standardize_``.
     fit_intercept : bool, default=True
         Learn an intercept, as the weight of a constant feature.
     intercept_scaling : float, default=1.0
@@ -432,6 +448,7 @@ class LinearSVC(StreamClassifier):
         clock_start = time.perf_counter()
         params = self._params()
         self.__dict__.pop("_stream", None)  # a fit ends any partial_fit stream
+        self.__dict__.pop("standardize_", None)  # set again by a fit with feature_map=Standardize()
         out_of_core = is_dask_collection(X) or isinstance(X, str | os.PathLike)
         streaming = self.solver in ("streamsvm", "sbm", "bm") or (self.solver == "auto" and out_of_core)
         if (self.checkpoint_dir is not None or resume) and (self.cluster is not None or not streaming):
@@ -444,11 +461,47 @@ class LinearSVC(StreamClassifier):
             raise ValueError("resume=True needs checkpoint_dir, the directory the checkpoint is in.")
         if params["dual"] is False:  # before any read: what the primal solver cannot do
             self._use_primal(params, 0, 0, streaming=streaming)
+        if isinstance(self.feature_map, Standardize):
+            self._check_standardize(params)
         if self.cluster is not None:
             return self._fit_cluster(X, y, sample_weight, client, params, clock_start)
         if streaming:
-            return self._fit_stream(X, y, sample_weight, params, clock_start, resume)
-        return self._fit_memory(X, y, sample_weight, params, clock_start)
+            self._fit_stream(X, y, sample_weight, params, clock_start, resume)
+        else:
+            self._fit_memory(X, y, sample_weight, params, clock_start)
+        scaler = self.__dict__.get("standardize_")
+        if scaler is not None:  # the standardized features' model, for the raw features
+            self.coef_, self.intercept_ = scaler.fold(self.coef_, self.intercept_)
+        return self
+
+    def _check_standardize(self, params):
+        """What ``feature_map=Standardize()`` cannot train with: a clear error, before any read."""
+        if self.cluster is not None:
+            raise ValueError(
+                f"feature_map=Standardize() is not supported with cluster={self.cluster!r} yet; scale the "
+                "features first (their mean and standard deviation are a Dask reduction: "
+                "X.mean(axis=0), X.std(axis=0)), or use cluster=None."
+            )
+        if self.validation_data is not None:
+            raise ValueError(
+                "feature_map=Standardize() does not support validation_data yet (its rows would be scored "
+                "before scaling); score a held-out set after the fit instead."
+            )
+        if self.feature_map.with_mean is True and params["bias"] == 0.0:
+            raise ValueError(
+                "Standardize(with_mean=True) with fit_intercept=False: centring the features adds an "
+                "intercept to the raw features' model. Use with_mean='auto' (no centring without an "
+                "intercept) or fit_intercept=True."
+            )
+
+    def _scaler(self, params, blocks, n_features):
+        """A :class:`Standardize` like ``feature_map``, its scales learned from ``blocks``; kept as
+        ``standardize_``.  Without an intercept the features are not centred."""
+        scaler = clone(self.feature_map)
+        if params["bias"] == 0.0 and scaler.with_mean == "auto":
+            scaler.set_params(with_mean=False)
+        self.standardize_ = scaler.learn(blocks, n_features)
+        return scaler
 
     def _fit_memory(self, X, y, sample_weight, params, clock_start):
         if any(is_dask_collection(a) for a in (X, y, sample_weight)):
@@ -461,6 +514,8 @@ class LinearSVC(StreamClassifier):
         sample_weight = v.check_sample_weight(sample_weight, X.shape[0])
         if hasattr(self.feature_map, "expand"):  # virtual examples: train on every row's variants
             X, y, sample_weight = self.feature_map.expand(X, y, sample_weight)
+        if isinstance(self.feature_map, Standardize):
+            X = self._scaler(params, [X[sample_weight > 0]], X.shape[1]).scale_rows(X)
         classes, counts = np.unique(y, return_counts=True)
         rng = check_random_state(self.random_state)
         seeds = rng.randint(_INT64_MAX, size=max(classes.shape[0], 1), dtype=np.int64)
@@ -499,6 +554,8 @@ class LinearSVC(StreamClassifier):
             return self
         hooks = PassHooks(self, plan.bias)
         result = solve_problems(rows, y_index, sample_weight, hooks=hooks, **problem)
+        if not np.all(result.converged):
+            self._feature_max = column_max_abs(X[trained])  # the advice of the warning
         self._set_model(plan, result, stopped=hooks.stopped or result.interrupted)
         if skipped:
             for record in self.history_:
@@ -569,6 +626,11 @@ class LinearSVC(StreamClassifier):
             )
         if self.probability:
             raise ValueError("probability=True is not supported by partial_fit; use fit.")
+        if isinstance(self.feature_map, Standardize):
+            raise ValueError(
+                "feature_map=Standardize() learns the scales from the whole training data, which "
+                "partial_fit does not see; scale the features first (or use fit)."
+            )
         if self.checkpoint_dir is not None:
             raise ValueError(
                 "partial_fit writes no checkpoints: the model after each call is its whole state. Save it "
@@ -638,6 +700,13 @@ class LinearSVC(StreamClassifier):
             checkpoints = Checkpoints(self.checkpoint_dir, params["checkpoint_every"], fingerprint)
             saved = checkpoints.load() if resume else None
         with source.spilling(params["spill"], self.spill_dir):
+            if isinstance(self.feature_map, Standardize):  # one read for the scales, then scaled reads
+                blocks = read_blocks(
+                    source, prefetch=params["prefetch"], retries=params["retries"],
+                    read_timeout=params["read_timeout"],
+                )  # fmt: skip
+                rows = (b.X[b.sample_weight > 0] for _, b in blocks)
+                source.row_transform = self._scaler(params, rows, source.n_features).scale_rows
             first = hooks = None
             primal_plan = self._plan(params, source.n_features, "streamsvm")
             width = primal_plan.model_width(source.n_features)
@@ -830,14 +899,16 @@ class LinearSVC(StreamClassifier):
         for name in ("probA_", "probB_"):
             if hasattr(self, name):
                 delattr(self, name)
+        feature_max = self.__dict__.pop("_feature_max", None)
+        feature_max = getattr(result, "feature_max", None) if feature_max is None else feature_max
         if not np.all(result.converged) and not stopped:
-            message = unconverged_message(plan, result.certificates, result.converged)
+            message = unconverged_message(plan, result.certificates, result.converged, feature_max)
             warnings.warn(message, ConvergenceWarning, stacklevel=6)
 
     def _feature_spec(self, n_features):
         """The kernels' spec of ``feature_map`` for ``n_features`` raw features, or None."""
-        if self.feature_map is None:
-            return None
+        if self.feature_map is None or isinstance(self.feature_map, Standardize):
+            return None  # Standardize scales the rows as they are read, and is folded into coef_
         if not hasattr(self.feature_map, "spec"):
             raise TypeError(
                 f"feature_map must be a map of dask_streamsvm.features (PolynomialMap, ...) or None, "

@@ -172,6 +172,16 @@ def test_cache_as_a_share_of_the_rows(tmp_path):
     assert 0 < max(r["cache_bytes"] for r in model.history_) <= 0.1 * 8_544_960  # a9a as the cache stores it
 
 
+def test_scale_option_standardizes_while_training(tmp_path):
+    path = tmp_path / "scaled.model"
+    code, _, err = run(["train", A9A_TRAIN, "--model", path, "--scale", *FAST])
+    assert code == 0, err
+    model = dask_streamsvm.load(path)
+    assert type(model.feature_map).__name__ == "Standardize"
+    X_test, y_test = load_a9a("test")
+    assert (model.predict(X_test) == y_test).mean() > 0.84
+
+
 def test_a_progress_bar_by_default_on_a_terminal_and_never_with_quiet():
     class Stream:
         def __init__(self, tty):

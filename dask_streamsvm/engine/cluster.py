@@ -54,7 +54,7 @@ from ..kernels.objective import add_weighted_rows, upper_and_diag_arrays, weight
 from ..kernels.rng import make_state
 from .cache import row_bytes, share_bytes, stored_bytes
 from .certificate import Certificate, check_gap
-from .cocoa_local import StreamingPart
+from .cocoa_local import StreamingPart, synchronous
 from .layout import as_kernel_rows, kernel_rows
 from .problem import class_index, encode_block, unconverged_message
 from .schedules import fit_stream
@@ -202,9 +202,7 @@ def _no_workers(client):
 
 
 def _sync():
-    import dask
-
-    return dask.config.set(scheduler="sync")
+    return synchronous()
 
 
 # -- tasks that run on the workers ---------------------------------------------------------

@@ -44,6 +44,14 @@ from .reader import Reader
 from .sbm import INNER_EPS, BlockTrainer
 
 
+def synchronous():
+    """Dask's synchronous scheduler while in the block: a worker's task computes its partitions
+    itself, on its own thread, rather than asking the cluster."""
+    import dask
+
+    return dask.config.set(scheduler="sync")
+
+
 class StaleRound(RuntimeError):
     """A CoCoA+ round for a state the part has left (a repeated or abandoned task)."""
 
@@ -120,15 +128,13 @@ class StreamingPart:
 
     def run_round(self, W, version):
         """One round from the broadcast ``W``: one read, SBM on the local subproblem; ``(dW, sums)``."""
-        from .cluster import _sync
-
         with self._lock:
             self._check(version)
             plan, trainer = self.plan, self.trainer
             trainer.W[:] = W
             trainer.done = False
             with (
-                _sync(),
+                synchronous(),
                 Reader(
                     self.source, prefetch=plan.prefetch, max_passes=self.version + 1, shuffle=plan.shuffle,
                     seed=plan.seed, start_pass=self.version, retries=plan.retries, row_ids=self.row_ids,
@@ -145,8 +151,6 @@ class StreamingPart:
     def weights(self):
         """``(sum_i alpha_i y_i [x_i, b] per problem, version)``: the part's exact share of ``W``
         (one read of its partitions; none before its first round)."""
-        from .cluster import _sync
-
         with self._lock:
             W = np.zeros((self.plan.n_problems, self.n_features + 1))
             if self.version == 0:
@@ -155,7 +159,7 @@ class StreamingPart:
             if memory is not None:
                 memory.write_back(self.store)
             alpha = self.store.alpha
-            with _sync():
+            with synchronous():
                 for p in range(self.source.n_partitions):
                     block = self.source.load(p)
                     if block.n_rows == 0:

@@ -400,8 +400,19 @@ class DaskSource:
         ids = getattr(self, "_ids", None)
         return p if ids is None else ids[p]
 
+    # A function of a block's rows applied as each partition is loaded (after the checks, the
+    # encoding and the spill: a spilled partition is scaled when read back), or None:
+    # :class:`~dask_streamsvm.features.Standardize`'s ``scale_rows``.
+    row_transform = None
+
     def load(self, p):
         """Compute partition ``p`` and return it as a checked :class:`Block` (from the spill once spilled)."""
+        block = self._load(p)
+        if self.row_transform is not None and block.n_rows > 0:
+            block.X = self.row_transform(block.X)
+        return block
+
+    def _load(self, p):
         import dask
 
         parts, p = self._parts[p], self.partition_id(p)

@@ -39,7 +39,7 @@ from .calibration import held_out
 from .certificate import Certificate, check_gap
 from .fingerprint import PartitionPrints
 from .layout import kernel_rows
-from .problem import cs_model, encode_block, linear_scores
+from .problem import column_max_abs, cs_model, encode_block, linear_scores
 from .reader import Reader
 from .source import RowIds
 
@@ -67,6 +67,7 @@ class StreamResult:
     # variables (the cluster's averaging certifies a combination of the parts' duals from them:
     # these weights are those duals' own, W may be an earlier pass's); None if unknown.
     dual_sums: tuple = None
+    feature_max: np.ndarray = None  # each column's largest |x| on the first read (scale advice)
 
 
 def run_trainer(source, plan, trainer, *, checkpoints=None, resume=None):
@@ -117,6 +118,7 @@ def run_trainer(source, plan, trainer, *, checkpoints=None, resume=None):
     held = trainer.held
     return StreamResult(
         dual_sums=trainer.certified_sums,
+        feature_max=trainer.feature_max,
         W=W,
         passes=passes,
         converged=trainer.converged and not interrupted,
@@ -160,6 +162,7 @@ class PassCertifier:
         self.certified, self.certified_records, self.checkpoints = None, 0, None
         self.sums_snap = self.certified_sums = None
         self.held = {"pass": None, "scores": [], "y": []}  # this read's held-out rows, for Platt
+        self.feature_max = self.feature_pass = None  # columns' largest |x| on the first read
 
     def solved_below(self, start_gap):
         """The gap below which rows in memory (a cache, a block) count as solved.
@@ -194,6 +197,11 @@ class PassCertifier:
         if self.feature_map is not None and not sp.issparse(block.X):
             block.X = sp.csr_matrix(block.X)  # a feature map reads sparse rows
         y_pm, cost = encode_block(self.plan, block)
+        if self.feature_pass is None:
+            self.feature_pass = pass_k
+        if pass_k == self.feature_pass and block.n_rows > 0:  # for the advice of an unconverged fit
+            top = column_max_abs(block.X)
+            self.feature_max = top if self.feature_max is None else np.maximum(self.feature_max, top)
         rows = kernel_rows(block.X, self.feature_map)
         if self.crammer_singer:
             y_index = np.argmax(y_pm, axis=0)

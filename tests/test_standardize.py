@@ -1,0 +1,113 @@
+"""feature_map=Standardize(): the scales learned in one read, rows scaled as they are read, the model
+folded back onto the raw features; and the scaling advice of an unconverged fit."""
+
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import LinearSVC as LiblinearSVC
+
+import dask_streamsvm
+from dask_streamsvm import LinearSVC, Standardize
+
+
+@pytest.fixture(scope="module")
+def raw():
+    """Raw 0..255 values (pixels, say) whose separating plane is far from the origin."""
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 256, (6_000, 12)).astype(np.float64)
+    w = rng.standard_normal(12)
+    y = np.where((X - 128.0) @ w + 30.0 * rng.standard_normal(6_000) > 0, 1, -1)
+    return X, y
+
+
+def _scaled_reference(X, y):
+    """LIBLINEAR on the scaled features: its objective and its decision values on them."""
+    Xs = StandardScaler().fit_transform(X)
+    ref = LiblinearSVC(C=1.0, tol=1e-10, max_iter=200_000).fit(Xs, y)
+    m, b = ref.coef_.ravel(), ref.intercept_[0]
+    objective = 0.5 * (m @ m + b * b) + np.sum(np.maximum(0.0, 1.0 - y * (Xs @ m + b)) ** 2)
+    return objective, Xs @ m + b
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["memory", "dask"])
+def test_standardize_solves_the_scaled_problem_and_predicts_on_raw_features(raw, stream):
+    X, y = raw
+    data = (da.from_array(X, chunks=(1_000, -1)), da.from_array(y, chunks=1_000)) if stream else (X, y)
+    params = {"dual": True, "random_state": 0, "tol": 1e-4, "max_iter": 300}
+    if stream:
+        params.update(solver="streamsvm", cache_bytes="20%")
+    clf = LinearSVC(feature_map=Standardize(), **params).fit(*data)
+    objective, decision = _scaled_reference(X, y)
+    assert clf.duality_gap_ <= 1e-4
+    assert 0.0 <= (clf.objective_ - objective) / clf.objective_ <= clf.duality_gap_ + 1e-9
+    # coef_ and intercept_ are the raw features' model: no scaling at predict.
+    np.testing.assert_allclose(clf.decision_function(X), decision, atol=0.05)
+    scaler = StandardScaler().fit(X)
+    np.testing.assert_allclose(clf.standardize_.mean_, scaler.mean_)
+    np.testing.assert_allclose(clf.standardize_.scale_, scaler.scale_)
+    # The raw features, unscaled, stop far from their optimum in the same passes.
+    with pytest.warns(ConvergenceWarning, match=r"not scaled \(column \d+ reaches \|x\| = 255"):
+        unscaled = LinearSVC(**params).fit(*data)
+    assert unscaled.duality_gap_ > 100 * clf.duality_gap_
+    assert (clf.predict(X) == y).mean() > (unscaled.predict(X) == y).mean()
+
+
+def test_a_scaled_fit_that_does_not_converge_gets_no_scaling_advice(raw):
+    X, y = raw
+    with pytest.warns(ConvergenceWarning) as caught:
+        LinearSVC(dual=True, max_iter=1, tol=1e-12, random_state=0).fit(X / 255.0, y)
+    assert all("not scaled" not in str(w.message) for w in caught)
+
+
+def test_sparse_rows_are_scaled_not_centred(raw):
+    X, y = raw
+    Xs = sp.csr_matrix(np.where(X > 128, X, 0.0))
+    clf = LinearSVC(feature_map=Standardize(), dual=True, tol=1e-4, random_state=0).fit(Xs, y)
+    assert np.all(clf.standardize_.mean_ == 0.0)
+    dense = LinearSVC(feature_map=Standardize(with_mean=False), dual=True, tol=1e-4, random_state=0)
+    dense.fit(Xs.toarray(), y)
+    np.testing.assert_allclose(clf.standardize_.scale_, dense.standardize_.scale_)
+    assert abs(clf.objective_ - dense.objective_) / dense.objective_ <= clf.duality_gap_ + dense.duality_gap_
+    with pytest.raises(ValueError, match="would centre sparse rows"):
+        LinearSVC(feature_map=Standardize(with_mean=True)).fit(Xs, y)
+
+
+def test_what_standardize_cannot_train_with_is_named(raw):
+    X, y = raw
+    with pytest.raises(ValueError, match="adds an intercept"):
+        LinearSVC(feature_map=Standardize(with_mean=True), fit_intercept=False).fit(X, y)
+    with pytest.raises(ValueError, match="partial_fit does not see"):
+        LinearSVC(feature_map=Standardize()).partial_fit(X, y, classes=[-1, 1])
+    with pytest.raises(ValueError, match="validation_data"):
+        LinearSVC(feature_map=Standardize(), validation_data=(X, y)).fit(X, y)
+    with pytest.raises(ValueError, match="with_mean must be"):
+        LinearSVC(feature_map=Standardize(with_mean="yes")).fit(X, y)
+    # Without an intercept the features are scaled only: the raw model has no intercept either.
+    clf = LinearSVC(feature_map=Standardize(), fit_intercept=False, dual=True, random_state=0).fit(X, y)
+    assert np.all(clf.standardize_.mean_ == 0.0) and np.all(clf.intercept_ == 0.0)
+
+
+def test_a_standardized_model_saves_and_loads(raw, tmp_path):
+    X, y = raw
+    clf = LinearSVC(feature_map=Standardize(), dual=True, random_state=0).fit(X, y)
+    clf.save(tmp_path / "m.dsvm")
+    loaded = dask_streamsvm.load(tmp_path / "m.dsvm")
+    assert isinstance(loaded.feature_map, Standardize)
+    np.testing.assert_array_equal(loaded.decision_function(X), clf.decision_function(X))
+
+
+def test_the_scales_combine_exactly_over_partitions():
+    rng = np.random.default_rng(1)
+    X = 1e6 + rng.standard_normal((5_000, 4)) * [1.0, 10.0, 1e3, 0.0]  # far from 0: cancellation
+    scaler = Standardize().learn(np.array_split(X, 7), 4)
+    np.testing.assert_allclose(scaler.mean_, X.mean(axis=0), rtol=1e-14)
+    np.testing.assert_allclose(scaler.scale_[:3], X.std(axis=0)[:3], rtol=1e-9)
+    assert scaler.scale_[3] == 1.0  # a constant column is left as it is
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(Standardize().fit_transform(X[:, :3]).std(axis=0), 1.0)
