@@ -19,12 +19,36 @@ from ._helpers import LIBLINEAR_OPTIMA, load_libsvm_dataset
 
 distributed = pytest.importorskip("distributed")
 
+# Worker processes under a loaded machine (another suite running, nice): no memory limit, so no
+# worker is paused, spilled or restarted for the memory a test's data takes (the tests measure
+# memory themselves), and generous timeouts for connections and heartbeats.  A killed worker is
+# still seen at once: its connection closes.
+ROBUST = {"memory_limit": 0}
+TIMEOUTS = {
+    "distributed.comm.timeouts.connect": "120s",
+    "distributed.comm.timeouts.tcp": "300s",
+    "distributed.scheduler.worker-ttl": "15 minutes",
+}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _patient_cluster():
+    import dask
+
+    with dask.config.set(TIMEOUTS):
+        yield
+
 
 @pytest.fixture(scope="module")
 def client():
     with (
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            silence_logs=40,
+            **ROBUST,
         ) as cluster,
         distributed.Client(cluster) as c,
     ):
@@ -152,7 +176,12 @@ def test_a_killed_worker_is_survived(cache_bytes):
     Xd, yd = csr_to_dask(X, y, 8)
     with (
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=50
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            silence_logs=50,
+            **ROBUST,
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
@@ -232,7 +261,12 @@ def test_average_survives_a_worker_killed_mid_training():
     params = dict(cluster="average", solver="sbm", cache_bytes=20_000, tol=1e-4, max_iter=20, random_state=0)
     with (
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=50
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            silence_logs=50,
+            **ROBUST,
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
@@ -329,7 +363,12 @@ def test_a_streaming_fit_run_inside_a_task_reads_its_partitions_on_the_same_work
     # default client of that process) goes with the worker, not left behind in this one.
     with (
         distributed.LocalCluster(
-            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=50
+            n_workers=1,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            silence_logs=50,
+            **ROBUST,
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
