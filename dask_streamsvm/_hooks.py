@@ -70,6 +70,14 @@ class PassHooks:
         if self.progress is not None:
             self.progress.block(pass_k, block.n_rows, fill)
 
+    def on_note(self, text):
+        """Advice the engine gives once, after the first pass (the features look unscaled): shown
+        with the progress, whatever the fit's outcome (the warning repeats it if it does not converge)."""
+        if self.progress is not None:
+            self.progress.note(f"note:{text}")
+        elif self.verbose:
+            print(f"note:{text}", flush=True)
+
     def on_pass(self, records, W):
         """After every streaming pass, with its records (the engine's hook); true stops the fit."""
         if self.validation is not None:

@@ -51,6 +51,10 @@ class PassProgress:
         text = self._line(cache_fill, gap) + f" {seconds:.1f}s{extra}"
         self._write(("\r" if self.live else "") + text)
 
+    def note(self, text):
+        """A line of advice under the finished pass's line (the bar goes on below it)."""
+        self._write(text)
+
     def _line(self, cache_fill, gap):
         done = min(self.parts, self.n_partitions)
         filled = round(self.width * done / self.n_partitions)

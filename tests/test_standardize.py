@@ -111,3 +111,18 @@ def test_the_scales_combine_exactly_over_partitions():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         np.testing.assert_allclose(Standardize().fit_transform(X[:, :3]).std(axis=0), 1.0)
+
+
+def test_the_progress_output_says_once_that_the_features_look_unscaled(raw, capsys):
+    X, y = raw
+    data = (da.from_array(X, chunks=(1_000, -1)), da.from_array(y, chunks=1_000))
+    params = {"dual": True, "solver": "streamsvm", "random_state": 0, "max_iter": 3, "verbose": 1}
+    with pytest.warns(ConvergenceWarning):
+        LinearSVC(**params).fit(*data)
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert text.count("note: The features are not scaled") == 1
+    assert "Standardize()" in text
+    LinearSVC(feature_map=Standardize(), **params).fit(*data)
+    out = capsys.readouterr()
+    assert "not scaled" not in out.out + out.err

@@ -19,7 +19,9 @@ Hooks.  ``hooks`` may be None or any object with the attributes
 one per problem, and the certified weights, bias last; a true return value
 stops the fit at that certified state) and ``on_block(pass_k, block, W,
 fill)`` (for every block read, with the weights the pass certifies and the
-fraction of the row memory in use); either may be None.
+fraction of the row memory in use), and ``on_note(text)`` (once, after the
+first pass, with advice on features far from unit scale,
+:func:`~.problem.scale_advice`); any may be None.
 """
 
 import contextlib
@@ -39,7 +41,7 @@ from .calibration import held_out
 from .certificate import Certificate, check_gap
 from .fingerprint import PartitionPrints
 from .layout import kernel_rows
-from .problem import column_max_abs, cs_model, encode_block, linear_scores
+from .problem import column_max_abs, cs_model, encode_block, linear_scores, scale_advice
 from .reader import Reader
 from .source import RowIds
 
@@ -149,6 +151,7 @@ class PassCertifier:
         self.clock_start = time.perf_counter() if clock_start is None else clock_start
         self.on_pass = getattr(hooks, "on_pass", None)
         self.on_block = getattr(hooks, "on_block", None)
+        self.on_note = getattr(hooks, "on_note", None)
         self.W = np.zeros((self.k, plan.model_width(source.n_features) + 1))
         self.rng_state = make_state(plan.seed)
         self.history = []
@@ -271,6 +274,10 @@ class PassCertifier:
         self.certified_sums = (self.W_snap, self.sums_snap)
         self.certified_records = len(self.history)
         stop = self.on_pass is not None and bool(self.on_pass(records, self.W_snap))
+        if self.current == self.feature_pass and self.on_note is not None:
+            advice = scale_advice(self.feature_max)
+            if advice:
+                self.on_note(advice)
         if self.current > 0 and max(c.relative_gap for c in best) <= self.tol:
             self.converged = self.done = True
         elif self.current >= self.max_iter or stop:
