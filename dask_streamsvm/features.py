@@ -24,11 +24,13 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_array
 
-from ._validation import check_positive_int
+from ._validation import check_positive_float, check_positive_int
 from .kernels.features import (
     LINEAR,
     POLY2,
+    POLYK,
     STRING,
+    binomial,
     concatenate_specs,
     make_spec,
     map_entries,
@@ -191,30 +193,47 @@ class Standardize(FeatureMap):
         return coef / self.scale_, intercept - coef @ (self.mean_ / self.scale_)
 
 
-class PolynomialMap(FeatureMap):
-    """Degree-2 polynomial features, computed inside the solver (COFFIN section 2.1.2).
+# The most monomials an unhashed kernel map writes out (above it, n_features must hash them).
+MAX_EXPLICIT = 2**31 - 1
 
+
+class PolynomialMap(FeatureMap):
+    """Polynomial features, computed inside the solver (COFFIN section 2.1.2).
+
+    Two maps.  With the defaults (``degree=2``, no ``gamma`` or ``coef0``):
     ``phi(x) = [x, x_i x_j for i <= j]`` in the column order of
     scikit-learn's ``PolynomialFeatures(degree=2, include_bias=False)``
-    (``i < j`` with ``interaction_only=True``).  The work per row is
-    quadratic in its nonzeros, not in the number of features, so it suits
-    sparse rows; dense rows are stored as CSR.
+    (``i < j`` with ``interaction_only=True``).  With another degree, or
+    ``gamma`` or ``coef0`` given: the map of the polynomial kernel, every
+    monomial of degree ``0 .. degree`` weighted so that ``phi(x) . phi(z) =
+    (gamma x.z + coef0)^degree`` exactly (the multinomial expansion; the
+    constant monomial carries ``coef0^degree``), in ``C(p + degree, degree)``
+    features for ``p`` inputs, or hashed into ``n_features``.  The work per
+    row grows with its nonzeros, ``C(m + degree, degree)`` monomials for
+    ``m`` of them, not with the number of features, so it suits sparse rows;
+    dense rows are stored as CSR.
 
     Parameters
     ----------
     degree : int, default=2
-        Only 2 is supported.
+        Highest degree of the monomials (>= 1).
     interaction_only : bool, default=False
-        Leave out the squares ``x_i^2``.
+        The plain degree-2 map only: leave out the squares ``x_i^2``.
     n_features : int or None, default=None
         None keeps every monomial (``p + p (p + 1) / 2`` features for ``p``
-        inputs); an int hashes them into that many buckets, for inputs whose
-        explicit space is too large.
+        inputs with the plain map, ``C(p + degree, degree)`` with the
+        kernel's, at most 2**31 - 1); an int hashes them into that many
+        buckets, for inputs whose explicit space is too large (the kernel
+        is then exact up to the collisions).
     alternate_sign : bool, default=True
         With ``n_features``: give each monomial a hashed sign, so that
         collisions cancel on average (Weinberger et al. 2009).
     seed : int, default=0
         Seed of the hash; the same in every process.
+    gamma : float or None, default=None
+        The kernel's ``gamma`` (> 0; None: 1.0 when the kernel's map is used).
+    coef0 : float or None, default=None
+        The kernel's ``coef0`` (>= 0; None: 1.0 when the kernel's map is used).
 
     Examples
     --------
@@ -224,17 +243,27 @@ class PolynomialMap(FeatureMap):
     array([[1., 2., 1., 2., 4.]])
     """
 
-    def __init__(self, degree=2, interaction_only=False, n_features=None, alternate_sign=True, seed=0):
+    def __init__(
+        self, degree=2, interaction_only=False, n_features=None, alternate_sign=True, seed=0, gamma=None,
+        coef0=None,
+    ):  # fmt: skip
         self.degree = degree
         self.interaction_only = interaction_only
         self.n_features = n_features
         self.alternate_sign = alternate_sign
         self.seed = seed
+        self.gamma = gamma
+        self.coef0 = coef0
+
+    @property
+    def _kernel(self):
+        """Whether this is the weighted map of the polynomial kernel (any degree but plain 2)."""
+        return self.gamma is not None or self.coef0 is not None or self.degree != 2
 
     def spec(self, n_in):
         """The kernels' record array for ``n_in`` raw features (parameters checked here)."""
-        if self.degree != 2:
-            raise ValueError(f"PolynomialMap supports degree=2 only, got degree={self.degree!r}.")
+        if self._kernel:
+            return self._kernel_spec(int(n_in))
         hashed = self.n_features is not None
         if hashed:
             n_out = check_positive_int("n_features", self.n_features)
@@ -244,6 +273,34 @@ class PolynomialMap(FeatureMap):
         return make_spec(
             POLY2, int(n_in), n_out, interaction_only=bool(self.interaction_only), hashed=hashed,
             alternate_sign=bool(self.alternate_sign), seed=int(self.seed),
+        )  # fmt: skip
+
+
+    def _kernel_spec(self, n_in):
+        degree = check_positive_int("degree", self.degree)
+        gamma = 1.0 if self.gamma is None else check_positive_float("gamma", self.gamma)
+        coef0 = 1.0 if self.coef0 is None else float(self.coef0)
+        if not coef0 >= 0.0 or not np.isfinite(coef0):
+            raise ValueError(f"coef0 must be a finite number >= 0, got coef0={self.coef0!r}.")
+        if self.interaction_only:
+            raise ValueError(
+                "interaction_only applies to the plain degree-2 map; the polynomial kernel's map "
+                "(degree other than 2, or gamma or coef0 given) keeps every monomial."
+            )
+        check_positive_int("seed", self.seed, low=0)
+        hashed = self.n_features is not None
+        if hashed:
+            n_out = check_positive_int("n_features", self.n_features)
+        else:
+            n_out = int(binomial(n_in + degree, degree))
+            if n_out > MAX_EXPLICIT:
+                raise ValueError(
+                    f"PolynomialMap(degree={degree}) of {n_in} features has {n_out:,} monomials, more than "
+                    f"{MAX_EXPLICIT:,}; pass n_features (say 2**20) to hash them into that many."
+                )
+        return make_spec(
+            POLYK, n_in, n_out, hashed=hashed, alternate_sign=bool(self.alternate_sign), seed=int(self.seed),
+            degree=degree, gamma=gamma, coef0=coef0,
         )  # fmt: skip
 
 

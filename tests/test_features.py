@@ -15,6 +15,7 @@ from dask_streamsvm.datasets import make_splice_sites
 from dask_streamsvm.engine.cache import AlphaStore, RowCache
 from dask_streamsvm.engine.layout import as_kernel_rows, kernel_rows
 from dask_streamsvm.features import materialise
+from dask_streamsvm.io import csr_to_dask
 from dask_streamsvm.kernels.dcd import row_sqnorms
 from dask_streamsvm.kernels.objective import add_weighted_rows, decision_values, weighted_loss_sum
 from dask_streamsvm.kernels.rng import make_state
@@ -33,6 +34,9 @@ MAPS = [
     PolynomialMap(n_features=7),  # many collisions
     PolynomialMap(n_features=1000, alternate_sign=False),
     PolynomialMap(n_features=64, interaction_only=True, seed=5),
+    PolynomialMap(degree=3, gamma=0.5, coef0=1.0),  # the polynomial kernel's weighted map
+    PolynomialMap(degree=2, gamma=2.0, coef0=0.0),
+    PolynomialMap(degree=4, n_features=64, seed=3),  # hashed, many collisions
 ]
 
 
@@ -65,6 +69,37 @@ def test_dot_add_and_norm_equal_the_materialised_rows(fmap, dtype):
     add_weighted_rows(rows, y, alpha, v, 0.7)  # ADD
     np.testing.assert_allclose(v[:-1], Z.T @ (alpha * y), rtol=1e-12, atol=1e-12)
     assert v[-1] == pytest.approx(0.7 * (alpha * y).sum())
+
+
+@pytest.mark.parametrize("degree, gamma, coef0", [(3, 1.0, 1.0), (2, 0.5, 2.0), (4, 0.3, 0.0), (5, 0.2, 1.5)])
+def test_the_weighted_map_s_gram_matrix_is_the_polynomial_kernel(degree, gamma, coef0):
+    """phi(x) . phi(z) = (gamma x.z + coef0)^degree exactly, and ||phi(x)||^2 in closed form."""
+    X = random_sparse(n=12, p=5, density=0.5).toarray()
+    fmap = PolynomialMap(degree=degree, gamma=gamma, coef0=coef0)
+    Z = fmap.fit_transform(X).toarray()
+    from math import comb
+
+    assert Z.shape == (12, comb(5 + degree, degree))
+    np.testing.assert_allclose(Z @ Z.T, (gamma * X @ X.T + coef0) ** degree, rtol=1e-12, atol=1e-12)
+    sq = np.empty(12)
+    row_sqnorms(kernel_rows(sp.csr_matrix(X), fmap.spec(5)), 0.0, sq)
+    np.testing.assert_allclose(sq, (gamma * (X * X).sum(axis=1) + coef0) ** degree, rtol=1e-12)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["memory", "dask"])
+def test_a_degree_three_kernel_map_trains_to_liblinears_optimum_on_its_transform(stream):
+    X, y = load_libsvm_dataset("ijcnn1")
+    X, y = X[:3000], y[:3000]
+    fmap = PolynomialMap(degree=3, gamma=0.5, coef0=1.0)
+    Z = fmap.fit_transform(X)
+    expected = liblinear_primal(Z, y, 1.0, "squared_hinge")
+    data = csr_to_dask(X, y, 4) if stream else (X, y)
+    params = {"solver": "streamsvm", "cache_bytes": "30%"} if stream else {}
+    clf = LinearSVC(feature_map=fmap, fit_intercept=False, tol=1e-5, dual=True, random_state=0, **params).fit(
+        *data
+    )
+    assert clf.coef_.shape == (1, Z.shape[1])
+    assert 0.0 <= (clf.objective_ - expected) / clf.objective_ <= clf.duality_gap_ + 1e-9
 
 
 def test_the_cache_reads_raw_rows_through_the_map():
@@ -104,8 +139,16 @@ def test_hashing_is_the_same_in_another_process():
 
 def test_bad_maps_are_named():
     X = random_sparse()
-    with pytest.raises(ValueError, match="degree=2 only, got degree=3"):
-        LinearSVC(feature_map=PolynomialMap(degree=3)).fit(X, np.arange(60) % 2)
+    with pytest.raises(ValueError, match="interaction_only applies to the plain degree-2 map"):
+        LinearSVC(feature_map=PolynomialMap(degree=3, interaction_only=True)).fit(X, np.arange(60) % 2)
+    with pytest.raises(ValueError, match="has 2,872,408,791 monomials.*pass n_features"):
+        PolynomialMap(degree=5, gamma=1.0).spec(200)
+    with pytest.raises(ValueError, match="gamma must be"):
+        PolynomialMap(degree=3, gamma=0.0).spec(4)
+    with pytest.raises(ValueError, match="coef0 must be a finite number >= 0"):
+        PolynomialMap(degree=3, coef0=-1.0).spec(4)
+    with pytest.raises(ValueError, match="degree must be an integer >= 1"):
+        PolynomialMap(degree=0).spec(4)
     with pytest.raises(ValueError, match="n_features must be an integer >= 1"):
         PolynomialMap(n_features=0).fit(X)
     with pytest.raises(TypeError, match="feature_map must be a map"):

@@ -20,6 +20,11 @@ include_bias=False)``::
 Only the nonzero monomials of a row are visited: ``O(m^2)`` work for a row
 of ``m`` nonzeros, whatever ``p``.
 
+The polynomial kernel's map (``kind = POLYK``, :func:`_polyk_walk`): every
+monomial of degree ``0 .. degree``, weighted so that its dot products are
+``(gamma x.z + coef0)^degree``; its explicit features are ranked by the
+combinatorial number system, and its squared norm is the kernel itself.
+
 Each map walks its features three times over: for DOT, for ADD and to
 list them (``map_entries``, for the squared norm under collisions and for
 ``transform``).  The loops are written out for each: DOT and ADD are the
@@ -53,11 +58,14 @@ MAP_SPEC = np.dtype(
         ("col_lo", np.int64),  # the raw columns this map reads: [col_lo, col_hi)
         ("col_hi", np.int64),
         ("out_lo", np.int64),  # where its features start in phi(x)
+        ("gamma", np.float64),  # kernel polynomial: (gamma x.z + coef0)^degree
+        ("coef0", np.float64),
     ]
 )
 LINEAR = 0
 POLY2 = 1
 STRING = 2
+POLYK = 3
 
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
@@ -66,13 +74,13 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 def make_spec(
     kind, n_in, n_out, *, interaction_only=False, hashed=False, alternate_sign=True, seed=0, degree=0,
-    min_degree=0, positional=False, normalize=False,
+    min_degree=0, positional=False, normalize=False, gamma=0.0, coef0=0.0,
 ):  # fmt: skip
     """The one-element record array of a map."""
     spec = np.zeros(1, dtype=MAP_SPEC)
     spec[0] = (
         kind, n_in, n_out, int(interaction_only), int(hashed), int(alternate_sign), seed, degree, min_degree,
-        int(positional), int(normalize), 0, n_in, 0,
+        int(positional), int(normalize), 0, n_in, 0, float(gamma), float(coef0),
     )  # fmt: skip
     return spec
 
@@ -216,9 +224,101 @@ def string_terms(data, lo, hi, spec, out_index, out_value):
 
 
 @njit(cache=True, nogil=True)
+def binomial(n, k):
+    """``C(n, k)`` in integers (0 outside ``0 <= k <= n``)."""
+    if k < 0 or n < k:
+        return 0
+    r = 1
+    for j in range(1, k + 1):
+        r = r * (n - k + j) // j
+    return r
+
+
+@njit(cache=True, nogil=True)
+def _degree_weight(spec, k):
+    """``sqrt(C(d, k) coef0^(d - k) gamma^k)``: the binomial expansion's factor of degree ``k``."""
+    d = spec.degree
+    return np.sqrt(binomial(d, k) * spec.coef0 ** (d - k) * spec.gamma**k)
+
+
+@njit(cache=True, nogil=True)
+def _polyk_walk(indices, data, lo, hi, spec, mode, w_read, w_write, a_scale, out_index, out_value):
+    """Every monomial of degree ``0 .. d`` of the row's entries ``lo:hi``, weighted so that
+    ``phi(x) . phi(z) = (gamma x.z + coef0)^d`` (``kind = POLYK``).
+
+    The monomial of the multiset ``i_1 <= ... <= i_k`` of columns has the weight
+    ``sqrt(C(d, k) coef0^(d-k) gamma^k k! / prod_j m_j!)`` (``m_j``: how often column ``j``
+    repeats), so the multinomial expansion of ``(gamma x.z + coef0)^d`` is a dot product.
+    Explicit features: degree ``k`` takes ``C(p + k - 1, k)`` places after the lower degrees',
+    the multiset's place its rank ``sum_t C(i_t + t - 1, t)`` (the combinatorial number system of
+    ``c_t = i_t + t - 1``); hashed: a hash of the degree and the columns in order.
+
+    ``mode`` 0 returns ``w_read . phi(x)``; 1 adds ``a_scale phi(x)`` to ``w_write``; 2 writes the
+    features to ``out_index``/``out_value`` and returns their count.  (Reading and writing take
+    different arrays so that a read-only ``w`` can be read.)
+    """
+    d = spec.degree
+    o = spec.out_lo
+    c = spec.col_lo
+    p = spec.n_in
+    m = hi - lo
+    pos = np.zeros(d + 1, dtype=np.int64)
+    s = 0.0
+    n = 0
+    offset = 0
+    for k in range(d + 1):
+        factor = _degree_weight(spec, k)
+        size = binomial(p + k - 1, k)
+        if k > 0 and m == 0:
+            offset += size
+            continue
+        for t in range(k + 1):
+            pos[t] = 0
+        while True:
+            value = factor
+            weight2 = 1.0
+            rank = 0
+            h = mix64(np.uint64(k), spec.seed)
+            run = 0
+            for t in range(1, k + 1):
+                a = lo + pos[t]
+                col = np.int64(indices[a]) - c
+                run = run + 1 if t > 1 and pos[t] == pos[t - 1] else 1
+                weight2 *= t / run
+                value *= data[a]
+                rank += binomial(col + t - 1, t)
+                h = mix64(h ^ np.uint64(col), t)
+            value *= np.sqrt(weight2)
+            if spec.hashed == 0:
+                target, sign = offset + rank, 1.0
+            else:
+                target, sign = _bucket(spec, h)
+            if mode == 0:
+                s += sign * w_read[_u(o + target)] * value
+            elif mode == 1:
+                w_write[_u(o + target)] += sign * a_scale * value
+            else:
+                out_index[n] = o + target
+                out_value[n] = sign * value
+                n += 1
+            t = k  # the next multiset: the odometer of non-decreasing positions
+            while t >= 1 and pos[t] == m - 1:
+                t -= 1
+            if t == 0:
+                break
+            pos[t] += 1
+            for u in range(t + 1, k + 1):
+                pos[u] = pos[t]
+        offset += size
+    return s if mode == 0 else float(n)
+
+
+@njit(cache=True, nogil=True)
 def _part_terms(spec, m):
     if spec.kind == STRING:
         return m * spec.degree
+    if spec.kind == POLYK:
+        return binomial(m + spec.degree, spec.degree)
     if spec.kind == LINEAR:
         return m
     return m + m * (m + 1) // 2
@@ -283,6 +383,9 @@ def _part_dot(indices, data, lo, hi, w, spec):
     c = spec.col_lo
     if spec.kind == STRING:
         return _string_dot(data, lo, hi, w[o:], spec)
+    if spec.kind == POLYK:
+        nothing = np.empty(0)
+        return _polyk_walk(indices, data, lo, hi, spec, 0, w, nothing, 0.0, np.empty(0, np.int64), nothing)
     s = 0.0
     if spec.kind == LINEAR:
         for a in range(lo, hi):
@@ -333,6 +436,10 @@ def _part_axpy(indices, data, lo, hi, a_scale, w, spec):
     if spec.kind == STRING:
         _string_axpy(data, lo, hi, a_scale, w[o:], spec)
         return
+    if spec.kind == POLYK:
+        nothing = np.empty(0)
+        _polyk_walk(indices, data, lo, hi, spec, 1, nothing, w, a_scale, np.empty(0, np.int64), nothing)
+        return
     if spec.kind == LINEAR:
         for a in range(lo, hi):
             w[_u(o + np.int64(indices[a]) - c)] += a_scale * data[a]
@@ -379,6 +486,11 @@ def _part_entries(indices, data, lo, hi, spec, out_index, out_value, n):
         m = string_terms(data, lo, hi, spec, out_index[n:], out_value[n:])
         out_index[n : n + m] += o
         return n + m
+    if spec.kind == POLYK:
+        nothing = np.empty(0)
+        rest_index, rest_value = out_index[n:], out_value[n:]
+        count = _polyk_walk(indices, data, lo, hi, spec, 2, nothing, nothing, 0.0, rest_index, rest_value)
+        return n + int(count)
     if spec.kind == LINEAR:
         for a in range(lo, hi):
             out_index[n] = o + np.int64(indices[a]) - c
@@ -418,6 +530,12 @@ def map_entries(indices, data, lo, hi, spec_array, out_index, out_value):
 @njit(cache=True, nogil=True)
 def _part_sqnorm(indices, data, lo, hi, spec):
     """``||phi(x)||^2`` of one map over its entries ``lo:hi``; exact under hash collisions."""
+    if spec.kind == POLYK and spec.hashed == 0:  # the kernel itself: (gamma ||x||^2 + coef0)^d
+        sq = 0.0
+        for a in range(lo, hi):
+            v = data[a] * 1.0
+            sq += v * v
+        return (spec.gamma * sq + spec.coef0) ** spec.degree
     if spec.kind == LINEAR or (spec.kind == POLY2 and spec.hashed == 0):
         s = 0.0
         for a in range(lo, hi):
