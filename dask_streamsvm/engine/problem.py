@@ -268,13 +268,30 @@ UNSCALED_MAX = 100.0
 UNSCALED_SPREAD = 1e3
 
 
+# Values per slice that :func:`column_max_abs` takes its absolute values of: the copy it makes
+# stays small against a partition (a streaming fit's memory budget counts partitions, not this).
+_MAX_ABS_SLICE = 1 << 18
+
+
 def column_max_abs(X):
-    """Each column's largest absolute value (0 for an empty one): what :func:`scale_advice` reads."""
+    """Each column's largest absolute value (0 for an empty one): what :func:`scale_advice` reads.
+
+    A slice of at most ``_MAX_ABS_SLICE`` values at a time, so that a partition is never copied whole.
+    """
+    out = np.zeros(X.shape[1])
     if X.shape[0] == 0:
-        return np.zeros(X.shape[1])
+        return out
     if sp.issparse(X):
-        return np.asarray(abs(sp.csr_matrix(X)).max(axis=0).todense()).ravel().astype(np.float64)
-    return np.abs(np.asarray(X)).max(axis=0).astype(np.float64)
+        X = sp.csr_matrix(X)
+        for start in range(0, X.nnz, _MAX_ABS_SLICE):
+            stop = start + _MAX_ABS_SLICE
+            np.maximum.at(out, X.indices[start:stop], np.abs(X.data[start:stop]))
+        return out
+    X = np.asarray(X)
+    step = max(1, _MAX_ABS_SLICE // max(X.shape[1], 1))
+    for start in range(0, X.shape[0], step):
+        np.maximum(out, np.abs(X[start : start + step]).max(axis=0), out=out)
+    return out
 
 
 def scale_advice(feature_max):
