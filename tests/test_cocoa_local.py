@@ -122,3 +122,17 @@ def test_changes_add_on_the_union_of_their_columns():
     rows = (np.array([0, 2, 3]), np.array([1, 3, 1], dtype=np.int32), np.ones(3))
     assert touched_columns(rows, 0.0, 4) is None  # 2 of 5 columns, more than a third: sent whole
     assert touched_columns(np.ones((3, 4)), 1.0, 4) is None  # dense rows touch every column
+
+
+def test_a_round_started_before_w_was_rebuilt_changes_nothing(data):
+    """Recovery rebuilds w from every part's alpha (``weights``): a round of the version before,
+    still queued on a worker, must not change alpha afterwards, even before the first round."""
+    X, y = data
+    (part,) = _parts(X, y, sigma=1.0, cache_bytes=40_000, n_parts=1)
+    W = np.zeros((1, X.shape[1] + 1))
+    share, version = part.weights()
+    assert version == 1 and not share.any()
+    with pytest.raises(StaleRound):
+        part.run_round(W, 0)
+    part.run_round(W, version)
+    assert part.version == 2

@@ -150,11 +150,13 @@ class StreamingPart:
 
     def weights(self):
         """``(sum_i alpha_i y_i [x_i, b] per problem, version)``: the part's exact share of ``W``
-        (one read of its partitions; none before its first round)."""
+        (one read of its partitions; none before its first round), and the version its next round
+        must name (one more than before: a round started before this call fails)."""
         with self._lock:
             W = np.zeros((self.plan.n_problems, self.n_features + 1))
-            if self.version == 0:
-                return W, 0
+            if self.version == 0:  # alpha = 0; a round started before this must still not run
+                self.version = 1
+                return W, 1
             memory = self.trainer.memory
             if memory is not None:
                 memory.write_back(self.store)
