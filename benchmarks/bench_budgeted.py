@@ -77,12 +77,15 @@ def _subsample(X, y, n, seed):
     return X, y, True
 
 
-def datasets(max_rows, max_test_rows, seed):
-    """name -> dict of the rows, labels, C, gamma and notes; missing files are skipped with a note."""
+def datasets(max_rows, max_test_rows, seed, names=None):
+    """name -> dict of the rows, labels, C, gamma and notes (``names``: these only); missing files are
+    skipped with a note."""
     from sklearn.model_selection import train_test_split
 
     out = {}
     for name, (label, train, test, width, C, gamma) in DATASETS.items():
+        if names is not None and name not in names:
+            continue
         path = data_dir() / train
         if not path.exists():
             print(f"skipped {name}: {path} not found")
@@ -185,10 +188,14 @@ def main(argv=None):
     parser.add_argument("--max-test-rows", type=int, default=20_000, help="test rows kept (default 20000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the subsamples (default 0)")
     parser.add_argument("--no-svc", action="store_true", help="skip the exact SVC reference")
+    parser.add_argument("--datasets", nargs="+", choices=sorted(DATASETS), help="these only (default: all)")
+    parser.add_argument(
+        "--tag", help="a run of its own: results in bench_budgeted_TAG.json and a docs section of its own"
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
     merge_tables()
-    data = datasets(args.max_rows, args.max_test_rows, args.seed)
+    data = datasets(args.max_rows, args.max_test_rows, args.seed, args.datasets)
     table = {}
     for name, d in data.items():
         warm_up(d["X"], d["y"])
@@ -218,7 +225,8 @@ def main(argv=None):
         "seconds": time.perf_counter() - start,
         "table": table,
     }
-    save_json(RESULTS, payload)
+    payload["tag"] = args.tag
+    save_json(RESULTS if args.tag is None else RESULTS.with_name(f"bench_budgeted_{args.tag}.json"), payload)
     write_report(payload)
 
 
@@ -338,7 +346,7 @@ def write_report(payload):
             + " |"
         )
     lines.append("")
-    write_section(MARKER, lines)
+    write_section(MARKER if payload.get("tag") is None else f"{MARKER} ({payload['tag']})", lines)
 
 
 if __name__ == "__main__":
