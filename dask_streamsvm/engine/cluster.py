@@ -201,10 +201,6 @@ def _no_workers(client):
     return RuntimeError("every Dask worker is gone; the cluster fit cannot go on.")
 
 
-def _sync():
-    return synchronous()
-
-
 # -- tasks that run on the workers ---------------------------------------------------------
 
 
@@ -305,13 +301,13 @@ def _held_futures(client, source, kinds, workers):
 
 def part_row_bytes(packed, plan):
     """Bytes per row of a part as the row cache stores them (:func:`~.cache.row_bytes`)."""
-    with _sync():
+    with synchronous():
         return row_bytes(packed.source(), plan.n_problems, plan.feature_map)
 
 
 def count_labels(packed):
     """Per partition of a part, ``(classes, counts, weighted classes)`` (empty arrays for none)."""
-    with _sync():
+    with synchronous():
         return packed.source().label_counts(allow_empty=True, merged=False)
 
 
@@ -319,7 +315,7 @@ def train_part(plan, packed):
     """Fit the out-of-core engine on one part: ``(W, primal, dual, passes, seconds, warnings,
     dual sums)``, the last per problem ``(sum alpha, sum D alpha^2)`` of the part's certified duals."""
     start = time.perf_counter()
-    with _sync():
+    with synchronous():
         result = fit_stream(packed.source(), plan, clock_start=start)
     primal = np.array([c.primal for c in result.certificates])
     dual = np.array([c.dual for c in result.certificates])
@@ -363,7 +359,7 @@ def load_part(packed, plan, sigma, n_features):
     :class:`~.cocoa_local.StreamingPart` that reads them every round."""
     source = packed.source()
     blocks, held = [], 0
-    with _sync():
+    with synchronous():
         for p in range(source.n_partitions):
             block = source.load(p)
             held += _stored(block, plan.n_problems)
@@ -522,16 +518,13 @@ def part_loss(packed, W, plan):
     """Per problem, the weighted loss sum of a part's rows at ``W`` (one read, a partition at a time)."""
     source = packed.source()
     total = np.zeros(W.shape[0])
-    with _sync():
+    with synchronous():
         for p in range(source.n_partitions):
             block = source.load(p)
             if block.n_rows == 0:
                 continue
             y_pm, cost = encode_block(plan, block)
-            X = block.X
-            if plan.feature_map is not None and not sp.issparse(X):
-                X = sp.csr_matrix(X)
-            rows = kernel_rows(X, plan.feature_map)
+            rows = kernel_rows(block.X, plan.feature_map)  # CSR for a feature map
             for c in range(W.shape[0]):
                 total[c] += weighted_loss_sum(
                     rows, y_pm[c], cost[c], np.ascontiguousarray(W[c]), plan.bias, plan.squared
@@ -985,7 +978,7 @@ def part_sums(packed, plan, W, S, todo):
     """The :class:`~.primal.Sums` of one part's rows at ``W + S`` (one read of its partitions)."""
     from .primal import stream_read
 
-    with _sync():
+    with synchronous():
         return stream_read(packed.source(), plan)(W, S, todo)
 
 

@@ -33,7 +33,6 @@ import sys
 import threading
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..kernels.dcd import ProblemArrays, Shrinking, dcd_passes
 from ..kernels.objective import add_weighted_rows
@@ -168,10 +167,7 @@ class StreamingPart:
                         continue
                     ids = self.row_ids.ids(block.partition, block.n_rows)
                     y_pm, _ = encode_block(self.plan, block)
-                    X = block.X
-                    if self.plan.feature_map is not None and not sp.issparse(X):
-                        X = sp.csr_matrix(X)
-                    rows = kernel_rows(X, self.plan.feature_map)
+                    rows = kernel_rows(block.X, self.plan.feature_map)  # CSR for a feature map
                     for c in range(W.shape[0]):
                         a = np.ascontiguousarray(alpha[c, ids])
                         add_weighted_rows(rows, y_pm[c], a, W[c], self.plan.bias)
