@@ -40,7 +40,7 @@ def expected_failed(estimator):
         LinearSVC(feature_map=PolynomialMap(), random_state=0),
         LinearSVC(feature_map=HashingMap(n_features=64), random_state=0),
         OnePassSVC(random_state=0),
-        OnePassSVC(lookahead=10, random_state=0),
+        OnePassSVC(lookahead=1, random_state=0),
         BudgetedSVC(budget=50, max_iter=5, random_state=0),
     ],
     expected_failed_checks=expected_failed,

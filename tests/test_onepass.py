@@ -69,7 +69,7 @@ def test_algorithm_1_matches_the_explicit_ball_step_by_step(layout):
     X[X < -0.5] = 0.0  # some zeros, for the sparse rows
     C = 0.7
     points = _points(X, y, C)
-    model = OnePassSVC(C=C, random_state=0)
+    model = OnePassSVC(C=C, lookahead=1, standardize=False, random_state=0)
     rows = sp.csr_matrix(X) if layout == "csr" else X
     D = X.shape[1] + 1
     for n, (c, R, M) in enumerate(_reference(points, 1)):
@@ -93,7 +93,7 @@ def test_the_ball_encloses_every_point_within_3_2_of_the_exact_ball(lookahead, s
     assert distances.max() <= R * (1 + 1e-9)  # every point seen is inside
     exact = exact_enclosing_ball(points)[1]
     assert exact * (1 - 1e-6) <= R <= 1.5 * exact
-    model = OnePassSVC(C=C, lookahead=lookahead, shuffle=False).fit(X, y)
+    model = OnePassSVC(C=C, lookahead=lookahead, standardize=False, shuffle=False).fit(X, y)
     D = X.shape[1] + 1
     np.testing.assert_allclose(np.append(model.coef_[0], model.intercept_), centre[:D], atol=1e-9)
     assert model.radius_ == pytest.approx(R, rel=1e-9) and model.n_core_vectors_ == M
@@ -130,18 +130,55 @@ def test_enclose_is_the_minimum_ball_of_a_ball_and_points():
 @pytest.mark.parametrize("lookahead", [1, 3])
 def test_the_model_does_not_depend_on_how_the_stream_is_cut(lookahead):
     X, y = _data(n=100)
-    whole = OnePassSVC(lookahead=lookahead, shuffle=False).fit(X, y)
+    whole = OnePassSVC(lookahead=lookahead, standardize=False, shuffle=False).fit(X, y)
     for cuts in ([7, 40, 41, 90], [1, 2, 3, 50], list(range(5, 100, 5))):
-        model = OnePassSVC(lookahead=lookahead)
+        model = OnePassSVC(lookahead=lookahead, standardize=False)
         for a, b in zip([0, *cuts], [*cuts, 100], strict=True):
             model.partial_fit(X[a:b], y[a:b], classes=[0, 1])
         np.testing.assert_array_equal(model.coef_, whole.coef_)
         np.testing.assert_array_equal(model.intercept_, whole.intercept_)
     for chunks in (10, 33, 100):
-        streamed = OnePassSVC(lookahead=lookahead, shuffle=False).fit(
+        streamed = OnePassSVC(lookahead=lookahead, standardize=False, shuffle=False).fit(
             da.from_array(X, chunks=chunks), da.from_array(y, chunks=chunks)
         )
         np.testing.assert_array_equal(streamed.coef_, whole.coef_)
+
+
+@pytest.mark.parametrize("lookahead", [1, 3])
+def test_standardizing_takes_the_first_block_and_the_rest_of_the_stream_may_be_cut_anyhow(lookahead):
+    """The scaling comes from the first block read (in memory: every row; streamed: the first
+    partition; partial_fit: the first call), and after it cutting the stream does not matter."""
+    X, y = _data(n=100, scale=40.0)
+    X += 300.0
+    first = X[:33]
+    streamed = OnePassSVC(lookahead=lookahead, shuffle=False).fit(
+        da.from_array(X, chunks=33), da.from_array(y, chunks=33)
+    )
+    np.testing.assert_allclose(streamed.standardize_.mean_, first.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(streamed.standardize_.scale_, first.std(axis=0), rtol=1e-12)
+    assert streamed.standardize_.n_samples_seen_ == 33
+    for cuts in ([33, 40, 41, 90], [33, 34, 35, 36, 99]):
+        model = OnePassSVC(lookahead=lookahead)
+        for a, b in zip([0, *cuts], [*cuts, 100], strict=True):
+            model.partial_fit(X[a:b], y[a:b], classes=[0, 1])
+        np.testing.assert_array_equal(model.coef_, streamed.coef_)
+        np.testing.assert_array_equal(model.intercept_, streamed.intercept_)
+    whole = OnePassSVC(lookahead=lookahead, shuffle=False).fit(X, y)
+    np.testing.assert_allclose(whole.standardize_.mean_, X.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(whole.standardize_.scale_, X.std(axis=0), rtol=1e-12)
+    # The fold: raw rows score as the standardized rows do under the ball trained on them.
+    Z = (X - X.mean(axis=0)) / X.std(axis=0)
+    plain = OnePassSVC(lookahead=lookahead, standardize=False, shuffle=False).fit(Z, y)
+    np.testing.assert_allclose(whole.decision_function(X), plain.decision_function(Z), rtol=1e-9, atol=1e-12)
+    # Sparse rows are scaled, never centred; without an intercept nothing is centred.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OneClassWarning)  # uncentred rows this far out: one class
+        sparse = OnePassSVC(shuffle=False).fit(sp.csr_matrix(X), y).standardize_
+        assert not OnePassSVC(fit_intercept=False).fit(X, y).standardize_.mean_.any()
+        assert OnePassSVC(standardize=False).fit(X, y).standardize_ is None
+    assert not sparse.mean_.any() and np.allclose(sparse.scale_, X.std(axis=0), rtol=1e-12)
+    unit = Z / np.linalg.norm(Z, axis=1, keepdims=True)  # normalize=False takes rows as they are
+    assert OnePassSVC(normalize=False, fit_intercept=False).fit(unit, y).standardize_ is None
 
 
 def test_same_seed_same_model_and_one_read_of_each_partition():
@@ -182,7 +219,7 @@ def test_norms_must_be_equal_without_normalize():
         OnePassSVC(normalize=False, shuffle=False).fit(X, y)
     unit = X / np.linalg.norm(X, axis=1, keepdims=True)
     plain = OnePassSVC(normalize=False, fit_intercept=False, shuffle=False).fit(unit, y)
-    scaled = OnePassSVC(fit_intercept=False, shuffle=False).fit(X, y)  # normalize=True scales the same rows
+    scaled = OnePassSVC(fit_intercept=False, standardize=False, shuffle=False).fit(X, y)  # scales the rows
     np.testing.assert_allclose(plain.coef_, scaled.coef_, atol=1e-12)
 
 
@@ -216,15 +253,61 @@ def test_errors_are_named():
 
 
 def test_a_model_that_puts_every_training_row_in_one_class_is_warned_of():
-    """Raw 0..255 features, labels of a hyperplane away from the origin: at a small C the one-pass
-    ball predicts the majority class for every row (0.56 accuracy); that is said, not returned
-    silently.  Standardized, the same rows train without the warning."""
+    """Raw 0..255 features, labels of a hyperplane away from the origin: without standardizing, at a
+    small C the one-pass ball predicts one class for every row (0.56 accuracy); that is said, not
+    returned silently, in memory and streamed (checked on the first partition's rows)."""
     rng = np.random.RandomState(0)
     X = rng.randint(0, 256, size=(20_000, 3)).astype(float)
     y = (X @ [0.02, -0.03, 0.01] + 0.8 * rng.randn(20_000) > -0.5).astype(int)
     with pytest.warns(OneClassWarning, match="predicts class 1 for every one of its 20,000 training rows"):
-        OnePassSVC(C=0.01, random_state=0).fit(X, y)
+        OnePassSVC(C=0.01, lookahead=1, standardize=False, random_state=0).fit(X, y)
+    with pytest.warns(OneClassWarning, match="class [01] for every one of the 4,096 training rows it"):
+        OnePassSVC(C=0.01, lookahead=1, standardize=False, random_state=0).fit(
+            da.from_array(X, chunks=5000), da.from_array(y, chunks=5000)
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        model = OnePassSVC(C=1.0, random_state=0).fit((X - 127.5) / 73.6, y)
-    assert np.unique(model.predict((X - 127.5) / 73.6)).shape[0] == 2
+        model = OnePassSVC(C=0.01, random_state=0).fit(X, y)  # standardized: both classes
+    assert np.unique(model.predict(X)).shape[0] == 2
+
+
+@pytest.mark.parametrize("C", [0.01, 1.0, 100.0])
+def test_rows_far_from_the_origin_need_the_intercept_and_the_standardizing(C):
+    """Normalizing rows far from the origin puts the classes near opposite poles of the sphere and
+    the ball's centre near the origin: no better than the majority class (77%), with or without
+    the constant feature.  Standardized by the first block, the ball separates them, in memory
+    and streamed; without the constant feature it cannot, the hyperplane being off the origin."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(20_000, 3) * [1.0, 2.0, 0.5] + [3.0, -1.0, 2.0]
+    s = X @ [1.0, -0.5, 2.0]
+    y = (s + 0.7 * rng.randn(20_000) > np.quantile(s, 0.79)).astype(int)
+    majority = 1 - y.mean()
+    Xd, yd = da.from_array(X, chunks=4000), da.from_array(y, chunks=4000)
+
+    def mean_score(data, **params):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OneClassWarning)
+            fits = [OnePassSVC(C=C, lookahead=10, random_state=r, **params).fit(*data) for r in range(5)]
+        return np.mean([model.score(X, y) for model in fits])
+
+    assert mean_score((X, y), standardize=False) < majority + 0.01
+    assert mean_score((X, y)) > majority + 0.05
+    assert mean_score((Xd, yd)) > majority + 0.05
+    assert mean_score((X, y), fit_intercept=False) < majority + 0.01
+
+
+def test_a_fitted_model_keeps_no_training_rows_and_pickles_mid_stream():
+    """The rows the fit checks its model on are dropped after the check; a pickled model goes on
+    with the stream, standardizing as before."""
+    import pickle
+
+    X, y = _data(n=200, scale=30.0)
+    X += 100.0
+    model = OnePassSVC(random_state=0).fit(X, y)
+    assert model._probe[0] is None
+    assert all(not (isinstance(v, np.ndarray) and v.shape[0] == X.shape[0]) for v in vars(model).values())
+    first = OnePassSVC().partial_fit(X[:100], y[:100], classes=[0, 1])
+    again = pickle.loads(pickle.dumps(first)).partial_fit(X[100:], y[100:])
+    first.partial_fit(X[100:], y[100:])
+    np.testing.assert_array_equal(again.coef_, first.coef_)
+    np.testing.assert_allclose(again.standardize_.mean_, X[:100].mean(axis=0), rtol=1e-14)
