@@ -162,3 +162,87 @@ class BSGD:
             "equal_decisions": int(stats[3]),
             "merge_seconds": self.merge_seconds(),
         }
+
+
+def hinge_intercepts(read, *, bins=4096, cap=1 << 20):
+    """The offsets ``b_c`` that minimise ``sum_i max(0, 1 - y_ci (f_c(x_i) + b_c))`` exactly.
+
+    The bias of the paper's objective, ``lambda/2 ||w||^2 + mean hinge
+    loss of w . phi(x) + b``, is not regularised, so for the final ``w``
+    the best ``b`` is a one-dimensional convex piecewise-linear problem.
+    Its right derivative is ``#{z_i <= b} - n_positive`` with ``z_i = y_i -
+    f(x_i)``: every ``b`` between the ``n_positive``-th and the next
+    smallest ``z`` is optimal, and the midpoint is returned (with one class
+    only, the extreme ``z``, an end of the optimal ray; the second array
+    returned says which problems had rows of both labels).  ``read()`` yields
+    ``(y, f)`` of every training row as ``(n_problems, rows)`` blocks of
+    +1/-1 labels and decision values, anew at each call: a first read
+    counts the rows and finds the range of ``z``, and
+    :func:`order_statistics` reads on from there.
+    """
+    n_rows, positive, lo, hi = 0, 0, np.inf, -np.inf
+    for y, f in read():
+        if y.shape[1]:
+            z = y - f
+            n_rows, positive = n_rows + y.shape[1], positive + (y > 0).sum(axis=1)
+            lo, hi = np.minimum(lo, z.min(axis=1)), np.maximum(hi, z.max(axis=1))
+    if n_rows == 0:
+        raise ValueError("no training rows to fit the intercept on.")
+    first = np.clip(positive, 1, n_rows)
+    second = np.where(positive > 0, np.minimum(positive + 1, n_rows), 1)
+    low, high = order_statistics(
+        lambda: (y - f for y, f in read()), first, second, lo, hi, n_rows, bins=bins, cap=cap
+    )
+    return 0.5 * (low + high), (positive > 0) & (positive < n_rows)
+
+
+def order_statistics(read, first, second, lo, hi, n_rows, *, bins=4096, cap=1 << 20):
+    """Per problem c, the ``first[c]``-th and ``second[c]``-th smallest (1-based, ``second - first``
+    at most 1) of the ``n_rows`` values in ``[lo[c], hi[c]]`` that ``read()`` yields as
+    ``(n_problems, rows)`` blocks, anew at each call; exactly.
+
+    Memory stays bounded however many rows there are: each read either
+    keeps the values of a window holding at most ``cap`` of them (and then
+    sorts them) or counts the window's values in ``bins`` bins and narrows
+    it to the bins holding the two ranks.  Rows in memory (at most ``cap``)
+    take one read; streamed rows typically two.
+    """
+    k = len(first)
+    window = [[lo[c], hi[c], True, 0, n_rows] for c in range(k)]  # lo, hi, closed at hi, below, inside
+    out = np.zeros((2, k))
+    todo, stuck = set(range(k)), set()  # stuck: a window the bins no longer narrow (floats too close)
+    while todo:
+        keep = {c: [] for c in todo if window[c][4] <= cap or c in stuck}
+        counts = {c: np.zeros(bins, dtype=np.int64) for c in todo if c not in keep}
+        edges = {c: np.linspace(window[c][0], window[c][1], bins + 1) for c in counts}
+        seen = {c: [np.inf, -np.inf] for c in counts}
+        for z in read():
+            for c in todo:
+                low, high, closed = window[c][:3]
+                v = z[c][(z[c] >= low) & ((z[c] <= high) if closed else (z[c] < high))]
+                if c in keep:
+                    keep[c].append(v)
+                elif v.shape[0]:
+                    j = np.clip(np.searchsorted(edges[c], v, side="right") - 1, 0, bins - 1)
+                    counts[c] += np.bincount(j, minlength=bins)
+                    seen[c] = [min(seen[c][0], v.min()), max(seen[c][1], v.max())]
+        for c in list(todo):
+            below = window[c][3]
+            if c in keep:
+                values = np.sort(np.concatenate(keep[c]))
+                out[:, c] = values[first[c] - below - 1], values[second[c] - below - 1]
+            elif seen[c][0] == seen[c][1]:  # every value of the window is the same
+                out[:, c] = seen[c][0]
+            else:
+                cum = below + np.cumsum(counts[c])
+                a, b = np.searchsorted(cum, first[c]), np.searchsorted(cum, second[c])
+                narrowed = [
+                    edges[c][a], edges[c][b + 1], window[c][2] and b == bins - 1,
+                    below + int(counts[c][:a].sum()), int(counts[c][a : b + 1].sum()),
+                ]  # fmt: skip
+                if narrowed[4] == window[c][4]:
+                    stuck.add(c)
+                window[c] = narrowed
+                continue
+            todo.discard(c)
+    return out
