@@ -55,8 +55,8 @@ class BudgetedSVC(StreamClassifier):
         for the final ``w`` exactly (every ``b`` between the
         ``n_positive``-th and the next smallest ``y_i - f(x_i)`` does; the
         midpoint is taken).  It costs one more pass of predictions over
-        the training rows (in memory), or two or three more reads of a
-        Dask collection.  The budget's merges move the model's offset from
+        the training rows (in memory), or two more reads of a Dask
+        collection (typically three above a million rows).  The budget's merges move the model's offset from
         epoch to epoch, and the last iterate's can be far off: on UCI Adult
         (B = 100, 20 epochs) test accuracy over 5 seeds went from
         81.3 +- 3.1% without it to 84.7 +- 0.1% with it.  ``partial_fit``

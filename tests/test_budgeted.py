@@ -265,3 +265,25 @@ def test_partial_fit_fits_the_offset_on_each_calls_rows_and_keeps_it_for_one_lab
     negatives = np.flatnonzero(y[200:] == 0) + 200
     model.partial_fit(X[negatives], y[negatives])  # one label: no offset to fit from these rows
     np.testing.assert_array_equal(model.intercept_, before)
+
+
+def test_the_offset_of_a_streamed_fit_costs_two_more_reads():
+    import dask
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(120, 3))
+    y = (X[:, 0] > 0.5).astype(int)
+    reads = []
+
+    def part(i, rows):
+        reads.append(i)
+        return rows
+
+    Xd = da.concatenate(
+        [da.from_delayed(dask.delayed(part)(i, X[i * 30 : (i + 1) * 30]), (30, 3), X.dtype) for i in range(4)]
+    )
+    yd = da.from_array(y, chunks=30)
+    for fit_intercept, passes in ((False, 2), (True, 4)):
+        reads.clear()
+        BudgetedSVC(gamma=0.5, budget=10, max_iter=2, fit_intercept=fit_intercept).fit(Xd, yd)
+        assert sorted(reads) == sorted(list(range(4)) * passes)
