@@ -1,7 +1,8 @@
 """The demo behind ``dask-streamsvm demo`` and ``make demo``: a9a out of core next to LIBLINEAR.
 
 UCI Adult (LIBSVM's ``a9a``, shipped with the package) is trained three
-ways to the same squared-hinge problem (C=1, regularised intercept):
+ways to the same problem (the default loss of both ``LinearSVC``, as
+LIBLINEAR's ``-s 1``; C=1, regularised intercept):
 
 - streamed: a Dask Array of 16 CSR partitions, through a row cache of a
   tenth of the data's bytes (``solver="streamsvm"``), with the test set as
@@ -25,12 +26,13 @@ TOL = 1e-4
 QUICK_TOL = 1e-2
 
 
-def squared_hinge_primal(coef, intercept, X, y, C):
-    """Primal objective of a binary squared-hinge model, the intercept regularised (LIBLINEAR -B 1)."""
+def primal_objective(coef, intercept, X, y, C):
+    """Primal objective of a binary model of the demo's problem, LIBLINEAR's ``-s 1`` with the
+    intercept regularised (``-B 1``): ``1/2 ||[w, b]||^2 + C sum_i max(0, 1 - y_i (w . x_i + b))^2``."""
     w = np.r_[np.ravel(coef), np.ravel(intercept)]
     margins = np.where(y > 0, 1.0, -1.0) * (X @ np.ravel(coef) + float(np.ravel(intercept)[0]))
-    loss = np.maximum(0.0, 1.0 - margins)
-    return 0.5 * w @ w + C * (loss**2).sum()
+    slacks = np.maximum(0.0, 1.0 - margins)
+    return 0.5 * w @ w + C * (slacks**2).sum()
 
 
 def _warm_up(X, y, X_test, y_test):
@@ -90,19 +92,19 @@ def run_demo(plot=None, cache_fraction=0.1, quick=False, out=None):
         f"a9a (UCI Adult): {X.shape[0]:,} training rows, {X.shape[1]} features, "
         f"{X.nnz:,} nonzeros ({data_bytes / 1e6:.1f} MB as CSR); {X_test.shape[0]:,} test rows."
     )
-    say(
-        f"Squared hinge, C=1, tol={tol:g}. Streamed: {N_PARTITIONS} Dask partitions through a row cache "
-        f"of {cache_bytes / 1e6:.2f} MB ({cache_fraction:.0%} of the data).\n"
-    )
-    _warm_up(X, y, X_test, y_test)
-    results = {}
-
-    X_dask, y_dask = load_a9a_dask("train", n_partitions=N_PARTITIONS)
     # The dual solvers, the row cache and LIBLINEAR's dual method: dual=True (the default, "auto",
     # would pick the primal Newton solver for a set this tall).
     streamed = LinearSVC(
         C=1.0, tol=tol, cache_bytes=cache_bytes, dual=True, random_state=0, validation_data=(X_test, y_test)
     )
+    say(
+        f"loss={streamed.loss}, C=1, tol={tol:g}. Streamed: {N_PARTITIONS} Dask partitions through a row "
+        f"cache of {cache_bytes / 1e6:.2f} MB ({cache_fraction:.0%} of the data).\n"
+    )
+    _warm_up(X, y, X_test, y_test)
+    results = {}
+
+    X_dask, y_dask = load_a9a_dask("train", n_partitions=N_PARTITIONS)
     start = time.perf_counter()
     streamed.fit(X_dask, y_dask)
     results["streamed"] = _ours(streamed, time.perf_counter() - start, X_test, y_test)
@@ -121,7 +123,7 @@ def run_demo(plot=None, cache_fraction=0.1, quick=False, out=None):
         "model": liblinear,
         "seconds": time.perf_counter() - start,
         "accuracy": float(liblinear.score(X_test, y_test)),
-        "objective": float(squared_hinge_primal(liblinear.coef_, liblinear.intercept_, X, y, 1.0)),
+        "objective": float(primal_objective(liblinear.coef_, liblinear.intercept_, X, y, 1.0)),
         "gap": None,
         "passes": int(liblinear.n_iter_),
     }

@@ -9,27 +9,36 @@ live above the engine.
 import warnings
 
 import numpy as np
-from sklearn.utils import check_array
 
-from ._lazy import feature_frame
 from ._progress import PassProgress, pass_line
 from .engine.problem import linear_scores
-from .engine.source import is_dask_collection, is_dask_dataframe
 
 
 class PassHooks:
-    """What ``fit`` does after every pass: validation score, progress, callbacks."""
+    """What ``fit`` does after every pass: validation score, progress, callbacks.
 
-    def __init__(self, estimator, bias, n_partitions=None, cache_bytes=None):
-        self.estimator = estimator
-        self.bias = bias
-        self.callbacks = list(estimator.callbacks or [])
-        self.verbose = estimator.verbose
-        self.validation = validation_set(estimator)
-        self.cache_bytes = cache_bytes
-        self.progress = PassProgress(n_partitions) if n_partitions is not None and self.verbose == 1 else None
+    ``callbacks`` and ``verbose`` are the estimator's parameters, ``validation`` its checked
+    ``(X_val, y_val)`` or None, ``feature_map`` the kernels' spec of its feature map (None for
+    none).  The engine calls :meth:`start` once it knows the classes (and the partitions and the
+    cache of a streamed fit), then the other hooks.
+    """
+
+    def __init__(self, callbacks=None, verbose=0, validation=None, feature_map=None):
+        self.callbacks = list(callbacks or [])
+        self.verbose = verbose
+        self.validation = validation
+        self.feature_map = feature_map
+        self.bias = 1.0
+        self.classes = None
+        self.cache_bytes = None
+        self.progress = None
         self.stopped = False
-        self.interrupted = None  # in memory: the pass an interrupt stopped at
+
+    def start(self, plan, n_partitions=None, cache_bytes=None):
+        """The fit's plan (bias, classes), and for a streamed fit its partitions and cache budget."""
+        self.bias, self.classes, self.cache_bytes = plan.bias, plan.classes, cache_bytes
+        if self.progress is None and n_partitions is not None and self.verbose == 1:
+            self.progress = PassProgress(n_partitions)
 
     def _call(self, record):
         stop = False
@@ -38,11 +47,14 @@ class PassHooks:
         self.stopped = self.stopped or stop
         return stop
 
+    def on_round(self, record):
+        """After every CoCoA+ round: true (some callback said stop) stops the rounds."""
+        return any([bool(callback(record)) for callback in self.callbacks])
+
     def _score(self, W, c=None):
         X_val, y_val = self.validation
-        spec = self.estimator._feature_spec(self.estimator._raw_width())
-        scores = linear_scores(X_val, W, self.bias, spec)
-        classes = self.estimator.classes_
+        scores = linear_scores(X_val, W, self.bias, self.feature_map)
+        classes = self.classes
         if c is not None:  # one one-vs-rest problem: its own binary accuracy
             return float(np.mean((scores[:, 0] > 0) == (y_val == classes[c])))
         if W.shape[0] == 1:
@@ -50,7 +62,7 @@ class PassHooks:
         return float(np.mean(classes[scores.argmax(axis=1)] == y_val))
 
     def memory(self, c):
-        multi = self.estimator.classes_.shape[0] > 2
+        multi = self.classes.shape[0] > 2
 
         def on_pass(record, w):
             if self.validation is not None:
@@ -103,41 +115,8 @@ class PassHooks:
         return self._call(summary)
 
 
-def validation_set(estimator):
-    """``validation_data`` as checked in-memory rows and labels, or None."""
-    data = estimator.validation_data
-    if data is None:
-        return None
-    if not isinstance(data, tuple | list) or len(data) != 2:
-        raise ValueError("validation_data must be a pair (X_val, y_val).")
-    X_val, y_val = data
-    if is_dask_dataframe(X_val):
-        if isinstance(y_val, str):
-            y_val = X_val[y_val]
-        X_val = feature_frame(estimator, X_val)
-    elif hasattr(X_val, "columns") and hasattr(estimator, "feature_names_in_"):
-        X_val = X_val[list(estimator.feature_names_in_)]
-    if is_dask_collection(X_val) or is_dask_collection(y_val):
-        import dask
-
-        X_val, y_val = dask.compute(X_val, y_val)
-
-    if estimator._encoding:
-        X_val = estimator._validated(X_val, reset=False)[0]
-    else:
-        X_val = check_array(
-            X_val, accept_sparse="csr", dtype=[np.float64, np.float32], accept_large_sparse=True
-        )
-    y_val = np.asarray(y_val).ravel()
-    if X_val.shape[1] != estimator._raw_width() or y_val.shape[0] != X_val.shape[0]:
-        raise ValueError(
-            f"validation_data has {X_val.shape[0]} rows x {X_val.shape[1]} features and {y_val.shape[0]} "
-            f"labels; the training data has {estimator.n_features_in_} features."
-        )
-    return X_val, y_val
-
-
 def warn_interrupted(estimator, passes):
+    """The warning of a fit a KeyboardInterrupt stopped, once the estimator holds the certified model."""
     gap = np.max(np.atleast_1d(estimator.duality_gap_))
     warnings.warn(
         f"fit was interrupted (KeyboardInterrupt); the model is the one certified after pass {passes} "

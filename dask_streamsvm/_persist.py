@@ -35,6 +35,7 @@ import os
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ._stream_classifier import checked_params, feature_spec
 from .engine.archive import META, ArchiveReader, cut, plain, plain_array, short, write_archive
 from .engine.problem import model_width
 from .features import (
@@ -166,7 +167,7 @@ def restore_params(estimator, params):
     if unknown:
         raise ValueError(f"unknown parameters {short(unknown)}")
     estimator.set_params(**{k: _from_json(v) for k, v in params.items() if k not in NOT_SAVED})
-    estimator._params()  # _parameter_constraints, through _validation.validate_params
+    checked_params(estimator)  # _parameter_constraints, through _validation.validate_params
     try:
         check_random_state(estimator.random_state)
     except ValueError:
@@ -182,7 +183,7 @@ def _shapes(estimator, n_features, n_classes):
     rows = 1 if n_classes == 2 else n_classes
     feature_map = estimator.feature_map
     raw = feature_map.raw_width(n_features) if feature_map is not None else n_features
-    width = model_width(raw, estimator._feature_spec(raw))
+    width = model_width(raw, feature_spec(feature_map, raw))
     shapes = {"classes_": (n_classes,), "coef_": (rows, width), "intercept_": (rows,)}
     return shapes, {"probA_": (rows,), "probB_": (rows,)}
 
@@ -218,7 +219,7 @@ def set_model_state(estimator, arrays, attributes):
     Raises ValueError (or KeyError for a missing entry) naming what does
     not fit, before it sets anything.
     """
-    estimator._params()  # the estimator's own parameter checks
+    checked_params(estimator)  # the estimator's own parameter checks
     fitted = _weights(estimator, arrays, attributes)
     fitted.update(_records(estimator, attributes, fitted["intercept_"].shape[0]))
     for name, value in fitted.items():
@@ -251,7 +252,7 @@ def _records(estimator, attributes, rows):
     n_features = _count(attributes, "n_features_in_", low=1)
     objective = np.asarray(attributes["objective_"], dtype=np.float64)
     gap = np.asarray(attributes["duality_gap_"], dtype=np.float64)
-    problems = 1 if estimator._crammer_singer else rows
+    problems = 1 if estimator.multi_class == "crammer_singer" else rows
     if objective.shape != (problems,) or gap.shape != (problems,):
         raise ValueError("objective_ and duality_gap_ need one value per problem")
     history = attributes.get("history_", [])

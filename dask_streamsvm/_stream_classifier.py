@@ -10,13 +10,38 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._lazy import map_rows
-from ._validation import validated_rows
-from .engine.calibration import fit_sigmoid, probabilities
+from ._validation import check_positive_float, validate_params, validated_rows
+from .engine.calibration import probabilities
 from .engine.problem import class_index
 from .engine.reader import read_blocks
 from .engine.source import DaskSource, is_dask_collection, is_dask_dataframe
 from .engine.waiting import seceded
+from .features import Standardize
 from .io import open_path
+
+
+def feature_spec(feature_map, n_features):
+    """The kernels' spec of ``feature_map`` for ``n_features`` raw features, or None (no map, or
+    :class:`~dask_streamsvm.features.Standardize`, which scales the rows as they are read and is
+    folded into the model)."""
+    if feature_map is None or isinstance(feature_map, Standardize):
+        return None
+    if not hasattr(feature_map, "spec"):
+        raise TypeError(
+            f"feature_map must be a map of dask_streamsvm.features (PolynomialMap, ...) or None, "
+            f"got {feature_map!r}."
+        )
+    return feature_map.spec(n_features)
+
+
+def checked_params(estimator):
+    """The estimator's parameters, checked once (its ``_parameter_constraints``): ``{name: value}``,
+    with ``bias``, the constant feature's value (``intercept_scaling``; 0 without ``fit_intercept``)."""
+    params = validate_params(estimator)
+    params["bias"] = check_positive_float("intercept_scaling", estimator.intercept_scaling) if (
+        estimator.fit_intercept
+    ) else 0.0
+    return params
 
 
 def input_names(source):
@@ -234,12 +259,3 @@ class StreamClassifier(ClassifierMixin, BaseEstimator):
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
         return np.log(self.predict_proba(X))  # lazy for Dask results too
-
-    def _fit_platt(self, scores, y):
-        """Platt's sigmoid per problem on held-out decision values ``scores`` (n, n_problems)."""
-        scores = np.asarray(scores).reshape(y.shape[0], -1)
-        k = scores.shape[1]
-        positives = [y == self.classes_[1]] if k == 1 else [y == label for label in self.classes_]
-        fitted = [fit_sigmoid(scores[:, c], positives[c]) for c in range(k)]
-        self.probA_ = np.array([a for a, _ in fitted])
-        self.probB_ = np.array([b for _, b in fitted])

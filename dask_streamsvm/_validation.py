@@ -231,6 +231,17 @@ def one_of(*choices):
     return check
 
 
+def positive_float_or(*words):
+    """Check: one of the strings ``words`` (such as ``"scale"``), or a finite number > 0 (as a float)."""
+
+    def check(name, value):
+        if isinstance(value, str) and value in words:
+            return value
+        return check_positive_float(name, value)
+
+    return check
+
+
 def auto_or_bool(name, value):
     """Check: ``"auto"``, True or False."""
     if isinstance(value, str) and value == "auto":

@@ -13,8 +13,8 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ._stream_classifier import StreamClassifier
-from ._validation import check_choice, check_positive_float, check_positive_int
-from .engine.budgeted import BSGD, MERGES, hinge_intercepts, scale_gamma, scale_gamma_of_source
+from ._validation import anything, integer, one_of, positive_float, positive_float_or, validate_params
+from .engine.budgeted import BSGD, MERGES, best_offsets, scale_gamma, scale_gamma_of_source
 
 
 class BudgetedSVC(StreamClassifier):
@@ -123,36 +123,38 @@ class BudgetedSVC(StreamClassifier):
         self.merge = merge
         self.fit_intercept = fit_intercept
 
-    def _check_params(self):
-        check_positive_float("C", self.C)
-        check_positive_int("budget", self.budget, low=2)
-        check_positive_int("max_iter", self.max_iter)
-        check_choice("merge", self.merge, tuple(MERGES))
-        check_positive_int("prefetch", self.prefetch)
-        if not (isinstance(self.gamma, str) and self.gamma == "scale"):
-            check_positive_float("gamma", self.gamma)
+    _parameter_constraints = {
+        "C": positive_float,
+        "budget": integer(low=2),
+        "max_iter": integer(),
+        "merge": one_of(*MERGES),
+        "prefetch": integer(),
+        "gamma": positive_float_or("scale"),
+        "fit_intercept": anything,
+        "shuffle": anything,
+    }
 
     # -- training -----------------------------------------------------------------------
 
     def fit(self, X, y):
         """Train for ``max_iter`` epochs on ``X``, ``y`` (in memory, Dask, or a path)."""
         start = time.perf_counter()
-        self._check_params()
+        params = validate_params(self)
         source, X, y = self._input(X, y, reset=True)
         rng = check_random_state(self.random_state)
         if source is not None:
             classes, counts, _ = source.label_counts()
-            self._start(classes, int(counts.sum()), self._gamma_for(source, X))
+            self._start(classes, int(counts.sum()), params, source, X)
             seed = int(rng.randint(np.iinfo(np.int32).max))
             for rows, signs, order in self._signed_blocks(
-                source, passes=self.max_iter, shuffle=bool(self.shuffle), seed=seed
+                source, passes=params["max_iter"], shuffle=bool(self.shuffle), seed=seed
             ):
                 self._bsgd.steps(rows, signs, order)
         else:
-            self._start(np.unique(y), X.shape[0], self._gamma_for(source, X))
-            self._bsgd.epochs(X, self._signs(y), self.max_iter, rng if self.shuffle else None)
+            self._start(np.unique(y), X.shape[0], params, source, X)
+            self._bsgd.epochs(X, self._signs(y), params["max_iter"], rng if self.shuffle else None)
         self._fit_offsets(source, X, y)
-        self.n_iter_ = int(self.max_iter)
+        self.n_iter_ = params["max_iter"]
         self._set_model(time.perf_counter() - start)
         return self
 
@@ -164,18 +166,18 @@ class BudgetedSVC(StreamClassifier):
         coefficients are stored scaled by ``1 / (lambda t)``.
         """
         start = time.perf_counter()
-        self._check_params()
+        params = validate_params(self)
         first = not hasattr(self, "_bsgd")
         classes = self._partial_fit_classes(classes, first=first)
         source, X, y = self._input(X, y, reset=first)
         if source is not None:
             if first:
-                self._start(classes, int(source.label_counts()[1].sum()), self._gamma_for(source, X))
+                self._start(classes, int(source.label_counts()[1].sum()), params, source, X)
             for rows, signs, order in self._signed_blocks(source):
                 self._bsgd.steps(rows, signs, order)
         else:
             if first:
-                self._start(classes, X.shape[0], self._gamma_for(source, X))
+                self._start(classes, X.shape[0], params, source, X)
             self._bsgd.steps(X, self._signs(y), np.arange(X.shape[0]))
         self._fit_offsets(source, X, y)
         self.n_iter_ = 1 if first else self.n_iter_ + 1
@@ -183,30 +185,35 @@ class BudgetedSVC(StreamClassifier):
         self._set_model(before + time.perf_counter() - start)
         return self
 
-    def _gamma_for(self, source, X):
-        """``gamma``; "scale" from the rows ``X`` in memory, or from one more read of a Dask ``source``."""
-        if not isinstance(self.gamma, str):
-            return float(self.gamma)
+    def _gamma_for(self, gamma, source, X):
+        """The checked ``gamma``; "scale" from the rows ``X`` in memory, or from one more read of a Dask
+        ``source``."""
+        if not isinstance(gamma, str):
+            return gamma
         return scale_gamma(X) if source is None else scale_gamma_of_source(source, self.prefetch)
 
-    def _start(self, classes, n_samples, gamma):
+    def _start(self, classes, n_samples, params, source, X):
+        """A fresh model of the checked ``params`` for ``classes`` and ``n_samples`` rows (``lambda = 1 /
+        (n C)``); ``gamma="scale"`` is learned from ``X`` or ``source`` (:meth:`_gamma_for`)."""
+        gamma = self._gamma_for(params["gamma"], source, X)
         k = self._check_classes(classes, "BudgetedSVC")
         self._bsgd = self._driver(
             k,
             self.n_features_in_,
-            budget=self.budget,
+            budget=params["budget"],
             gamma=gamma,
-            C=self.C,
+            C=params["C"],
             n_samples=n_samples,
-            merge=self.merge,
+            merge=params["merge"],
         )
         self.gamma_ = self._bsgd.settings.gamma
         self._offsets = np.zeros(self._bsgd.state.SV.shape[0])
 
     def _fit_offsets(self, source, X, y):
-        """With ``fit_intercept``: the offsets that minimise the hinge loss of the rows trained on (in
-        memory ``X, y``, else one more read of ``source`` per pass of :func:`hinge_intercepts`) for the
-        model as it is; a problem whose rows hold one label only keeps its offset."""
+        """With ``fit_intercept``: the offsets that minimise the training loss (the class docstring's
+        ``b``) of the rows trained on, for the model as it is: in memory from ``X, y``, else from one
+        more read of ``source`` per pass of the engine's search; a problem whose rows hold one label
+        only keeps its offset."""
         if not self.fit_intercept:
             return
         if source is None:
@@ -219,7 +226,7 @@ class BudgetedSVC(StreamClassifier):
             for block, signs, _ in self._signed_blocks(source):
                 yield signs, self._bsgd.scores(block).T
 
-        offsets, mixed = hinge_intercepts(blocks)
+        offsets, mixed = best_offsets(blocks)
         self._offsets = np.where(mixed, offsets, self._offsets)
 
     def _set_model(self, seconds):

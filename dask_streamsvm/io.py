@@ -370,7 +370,7 @@ def read_libsvm(path_or_glob, n_features=None, *, blocksize="64MB", dtype=np.flo
     return X, y
 
 
-_LIBSVM_SUFFIXES = (".svm", ".libsvm", ".svmlight", ".txt", ".t", ".bz2", ".gz", ".xz")
+LIBSVM_SUFFIXES = (".svm", ".libsvm", ".svmlight", ".txt", ".t", ".bz2", ".gz", ".xz")
 
 
 def open_path(path, y=None):
@@ -391,7 +391,7 @@ def open_path(path, y=None):
         frame = dd.read_parquet(text)
     elif lower.endswith((".csv", ".csv.gz", ".csv.bz2")):
         frame = dd.read_csv(text)
-    elif lower.endswith(_LIBSVM_SUFFIXES) or _is_glob(text):
+    elif lower.endswith(LIBSVM_SUFFIXES) or _is_glob(text):
         if y is not None:
             raise ValueError(
                 f"{text!r} is read as LIBSVM, whose files carry their labels: pass y=None, not y={y!r}."

@@ -1,13 +1,11 @@
 """``LinearSVC``: LIBLINEAR's L1/L2-loss linear SVM with an exact certificate.
 
-The estimator validates its parameters once into a
-:class:`~dask_streamsvm.engine.problem.FitPlan`, turns the input into rows
-(in memory) or a :class:`~dask_streamsvm.engine.source.DaskSource`
-(streaming, cluster), calls the engine, and sets the fitted attributes:
-:func:`~dask_streamsvm.engine.memory.solve_problems` in memory,
-:func:`~dask_streamsvm.engine.schedules.fit_stream` for every streaming
-schedule and ``partial_fit``, :func:`~dask_streamsvm.engine.cluster.fit_cluster`
-on a cluster.
+The estimator validates its parameters, builds one
+:class:`~dask_streamsvm.engine.problem.FitPlan`, turns its input into rows
+(:mod:`dask_streamsvm._linear_input`), calls :func:`dask_streamsvm.engine.fit.fit`
+(``partial_fit``: :func:`~dask_streamsvm.engine.fit.fit_partial`), which chooses the
+solver, and sets the fitted attributes from the one
+:class:`~dask_streamsvm.engine.result.FitResult` it returns.
 """
 
 import os
@@ -15,49 +13,50 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from . import _validation as v
 from ._hooks import PassHooks, warn_interrupted
+from ._linear_input import LinearInput
 from ._persist import save_model
-from ._stream_classifier import StreamClassifier
-from .engine.cache import CacheShare, row_bytes, share_bytes
-from .engine.calibration import N_FOLDS, folds
-from .engine.checkpoint import Checkpoints, data_fingerprint
-from .engine.cluster import CLUSTER_MODES, fit_cluster, fit_primal_cluster, resolve_client
-from .engine.layout import kernel_rows
-from .engine.memory import solve_problems
-from .engine.partial import OnePassSBM
-from .engine.primal import MAX_WIDTH, first_read, memory_read, solve_primal, stream_read
-from .engine.problem import (
-    LOSSES,
-    FitPlan,
-    column_max_abs,
-    cs_model,
-    linear_scores,
-    model_width,
-    unconverged_message,
+from ._stream_classifier import checked_params, feature_spec
+from ._validation import (
+    anything,
+    auto_or_bool,
+    cache_size,
+    callables,
+    integer,
+    non_negative_float,
+    one_of,
+    optional,
+    positive_float,
 )
-from .engine.reader import read_blocks
-from .engine.schedules import fit_stream, memory_blocks
-from .engine.source import DaskSource, is_dask_collection
+from ._validation import byte_size as byte_size_check
+from ._validation import class_weight as class_weight_check
+from ._validation import feature_map as feature_map_check
+from .engine.fit import (
+    CLUSTER_MODES,
+    LOSSES,
+    SOLVERS,
+    CacheShare,
+    Checkpoints,
+    MemoryData,
+    check,
+    check_partial,
+    data_fingerprint,
+    fit,
+    fit_partial,
+    streams,
+)
+from .engine.problem import FitPlan, cs_model, unconverged_message
+from .engine.source import is_dask_collection
 from .features import Standardize
-from .io import as_dask, open_path
 
-SOLVERS = ("auto", "memory", "streamsvm", "sbm", "bm")
-# dual="auto" picks the primal Newton solver when the rows outnumber the model's width (features plus
-# bias) this many times: measured in benchmarks/bench_primal.py (docs/benchmarks.md, "primal").
-PRIMAL_RATIO = 100
-# dual="auto" makes the read that counts the classes the primal solver's first read up to this width.
-FIRST_READ_WIDTH = 256
 _INT64_MAX = np.iinfo(np.int64).max
 
 
-class LinearSVC(StreamClassifier):
+class LinearSVC(LinearInput):
     """Linear support vector classifier solved in the dual, as LIBLINEAR does.
 
     Minimises, for each binary problem (one-vs-rest for more classes)::
@@ -98,7 +97,7 @@ class LinearSVC(StreamClassifier):
         features' Hessian, so the model is at most 4095 features wide.
         ``"auto"``: the primal solver where it applies, ``solver`` is
         ``"auto"`` or ``"memory"``, and the rows outnumber the features
-        (plus the bias) :data:`~dask_streamsvm.linear.PRIMAL_RATIO` times or
+        (plus the bias) :data:`~dask_streamsvm.engine.fit.PRIMAL_RATIO` times or
         more; the dual solvers otherwise.
     multi_class : {"ovr", "crammer_singer"}, default="ovr"
         ``"ovr"`` trains one binary problem per class (one for two classes);
@@ -348,57 +347,50 @@ class LinearSVC(StreamClassifier):
         self.verbose = verbose
 
     _parameter_constraints = {
-        "C": v.positive_float,
-        "penalty": v.one_of("l2"),
-        "loss": v.one_of(*LOSSES),
-        "dual": v.auto_or_bool,
-        "multi_class": v.one_of("ovr", "crammer_singer"),
-        "fit_intercept": v.anything,
-        "intercept_scaling": v.anything,  # checked with fit_intercept (see _params)
-        "class_weight": v.class_weight,
-        "feature_map": v.feature_map,
-        "tol": v.positive_float,
-        "max_iter": v.integer(),
-        "solver": v.one_of(*SOLVERS),
-        "cache_bytes": v.cache_size,
-        "block_bytes": v.optional(v.byte_size),
-        "inner_iter": v.optional(v.integer()),
-        "cache_policy": v.one_of("informative", "random"),
-        "deterministic": v.anything,
-        "prefetch": v.integer(),
-        "alpha_store": v.one_of("memory", "disk"),
-        "callbacks": v.callables,
-        "cluster": v.optional(v.one_of(*CLUSTER_MODES)),
-        "on_invalid": v.one_of("raise", "skip"),
-        "retries": v.integer(low=0),
-        "read_timeout": v.optional(v.positive_float),
-        "spill": v.auto_or_bool,
-        "checkpoint_every": v.optional(v.non_negative_float),
+        "C": positive_float,
+        "penalty": one_of("l2"),
+        "loss": one_of(*LOSSES),
+        "dual": auto_or_bool,
+        "multi_class": one_of("ovr", "crammer_singer"),
+        "fit_intercept": anything,
+        "intercept_scaling": anything,  # checked with fit_intercept (checked_params)
+        "class_weight": class_weight_check,
+        "feature_map": feature_map_check,
+        "tol": positive_float,
+        "max_iter": integer(),
+        "solver": one_of(*SOLVERS),
+        "cache_bytes": cache_size,
+        "block_bytes": optional(byte_size_check),
+        "inner_iter": optional(integer()),
+        "cache_policy": one_of("informative", "random"),
+        "deterministic": anything,
+        "prefetch": integer(),
+        "alpha_store": one_of("memory", "disk"),
+        "callbacks": callables,
+        "cluster": optional(one_of(*CLUSTER_MODES)),
+        "on_invalid": one_of("raise", "skip"),
+        "retries": integer(low=0),
+        "read_timeout": optional(positive_float),
+        "spill": auto_or_bool,
+        "checkpoint_every": optional(non_negative_float),
     }
 
-    def _params(self):
-        """The parameters, checked once: ``{name: value}`` with ``bias`` (0 without an intercept)."""
-        params = v.validate_params(self)
-        params["bias"] = v.check_positive_float("intercept_scaling", self.intercept_scaling) if (
-            self.fit_intercept
-        ) else 0.0
-        return params
-
-    def _plan(self, params, n_features, solver, seed=0, calibration_seed=None):
-        """The :class:`FitPlan` of these parameters for ``n_features`` raw features (no labels yet)."""
-        cache_bytes = params["cache_bytes"]
-        if isinstance(cache_bytes, CacheShare):  # a share of the rows: resolved once they are counted
-            cache_bytes = 1
-        block_bytes = params["block_bytes"] or (cache_bytes if solver == "sbm" else 2 * cache_bytes)
+    def _plan(self, params, solver):
+        """The one :class:`FitPlan` of a fit: these parameters, no features or labels yet."""
+        cache_bytes, share = params["cache_bytes"], None
+        if isinstance(cache_bytes, CacheShare):  # a share of the rows: the engine resolves it
+            cache_bytes, share = None, float(cache_bytes)
+        scaler = self.feature_map if isinstance(self.feature_map, Standardize) else None
         return FitPlan(
-            C=params["C"], loss="hinge" if self._crammer_singer else params["loss"],
-            crammer_singer=self._crammer_singer, class_weight=self.class_weight, bias=params["bias"],
-            feature_map=self._feature_spec(n_features), tol=params["tol"], max_iter=params["max_iter"],
-            solver=solver, cache_bytes=0 if solver == "bm" else cache_bytes, block_bytes=block_bytes,
+            C=params["C"], loss=params["loss"], crammer_singer=self.multi_class == "crammer_singer",
+            class_weight=self.class_weight, bias=params["bias"], tol=params["tol"],
+            max_iter=params["max_iter"], solver=solver, dual=params["dual"], cluster=self.cluster,
+            cache_bytes=cache_bytes, block_bytes=params["block_bytes"], cache_share=share,
             inner_iter=params["inner_iter"], cache_policy=params["cache_policy"], prefetch=params["prefetch"],
             shuffle=bool(self.shuffle), retries=params["retries"], alpha_store=params["alpha_store"],
-            read_timeout=params["read_timeout"], deterministic=bool(self.deterministic),
-            seed=seed, calibration_seed=calibration_seed,
+            read_timeout=params["read_timeout"], spill=params["spill"], spill_dir=self.spill_dir,
+            deterministic=bool(self.deterministic), random_state=self.random_state,
+            probability=bool(self.probability), scaler=scaler,
         )  # fmt: skip
 
     def fit(self, X, y, sample_weight=None, client=None, resume=False):
@@ -444,133 +436,34 @@ class LinearSVC(StreamClassifier):
         """
         return self._published(LinearSVC._fit, X, y, sample_weight, client, resume)
 
+
     def _fit(self, X, y, sample_weight, client, resume):
         clock_start = time.perf_counter()
-        params = self._params()
+        plan = self._plan(checked_params(self), self.solver)
         self.__dict__.pop("_stream", None)  # a fit ends any partial_fit stream
-        self.__dict__.pop("standardize_", None)  # set again by a fit with feature_map=Standardize()
         out_of_core = is_dask_collection(X) or isinstance(X, str | os.PathLike)
-        streaming = self.solver in ("streamsvm", "sbm", "bm") or (self.solver == "auto" and out_of_core)
-        if (self.checkpoint_dir is not None or resume) and (self.cluster is not None or not streaming):
-            raise ValueError(
-                "checkpoint_dir and resume=True apply to the streaming solvers (solver='streamsvm', 'sbm' "
-                "or 'bm', or 'auto' on a Dask collection or path) without cluster; this fit is "
-                f"solver={self.solver!r}, cluster={self.cluster!r} on {type(X).__name__}."
-            )
-        if resume and self.checkpoint_dir is None:
-            raise ValueError("resume=True needs checkpoint_dir, the directory the checkpoint is in.")
-        if params["dual"] is False:  # before any read: what the primal solver cannot do
-            self._use_primal(params, 0, 0, streaming=streaming)
-        if isinstance(self.feature_map, Standardize):
-            self._check_standardize(params)
-        if self.cluster is not None:
-            return self._fit_cluster(X, y, sample_weight, client, params, clock_start)
-        if streaming:
-            self._fit_stream(X, y, sample_weight, params, clock_start, resume)
+        client = check(
+            plan, out_of_core=out_of_core, input_name=type(X).__name__, client=client, resume=resume,
+            checkpointing=self.checkpoint_dir is not None, validating=self.validation_data is not None,
+        )  # fmt: skip
+        if plan.cluster is not None:
+            data = self._cluster_source(X, y, sample_weight)
+        elif streams(plan, out_of_core):
+            data = self._source(X, y, sample_weight)
         else:
-            self._fit_memory(X, y, sample_weight, params, clock_start)
-        scaler = self.__dict__.get("standardize_")
-        if scaler is not None:  # the standardized features' model, for the raw features
-            self.coef_, self.intercept_ = scaler.fold(self.coef_, self.intercept_)
+            data = self._memory_data(X, y, sample_weight)
+        n_features = data.X.shape[1] if isinstance(data, MemoryData) else data.n_features
+        plan = plan.replace(feature_map=feature_spec(self.feature_map, n_features))
+        checkpoints = None
+        if self.checkpoint_dir is not None:
+            fingerprint = data_fingerprint(self.get_params(deep=False), data)
+            checkpoints = Checkpoints(self.checkpoint_dir, self.checkpoint_every, fingerprint)
+        hooks = PassHooks(self.callbacks, self.verbose, self._validation_set(), plan.feature_map)
+        result = fit(
+            data, plan, hooks, client=client, checkpoints=checkpoints, resume=resume, clock_start=clock_start
+        )
+        self._set_model(result)
         return self
-
-    def _check_standardize(self, params):
-        """What ``feature_map=Standardize()`` cannot train with: a clear error, before any read."""
-        if self.cluster is not None:
-            raise ValueError(
-                f"feature_map=Standardize() is not supported with cluster={self.cluster!r} yet; scale the "
-                "features first (their mean and standard deviation are a Dask reduction: "
-                "X.mean(axis=0), X.std(axis=0)), or use cluster=None."
-            )
-        if self.validation_data is not None:
-            raise ValueError(
-                "feature_map=Standardize() does not support validation_data yet (its rows would be scored "
-                "before scaling); score a held-out set after the fit instead."
-            )
-        if self.feature_map.with_mean is True and params["bias"] == 0.0:
-            raise ValueError(
-                "Standardize(with_mean=True) with fit_intercept=False: centring the features adds an "
-                "intercept to the raw features' model. Use with_mean='auto' (no centring without an "
-                "intercept) or fit_intercept=True."
-            )
-
-    def _scaler(self, params, blocks, n_features):
-        """A :class:`Standardize` like ``feature_map``, its scales learned from ``blocks``; kept as
-        ``standardize_``.  Without an intercept the features are not centred."""
-        scaler = clone(self.feature_map)
-        if params["bias"] == 0.0 and scaler.with_mean == "auto":
-            scaler.set_params(with_mean=False)
-        self.standardize_ = scaler.learn(blocks, n_features)
-        return scaler
-
-    def _fit_memory(self, X, y, sample_weight, params, clock_start):
-        if any(is_dask_collection(a) for a in (X, y, sample_weight)):
-            import dask
-
-            X, y, sample_weight = dask.compute(X, y, sample_weight)
-        X, y, sample_weight, skipped = self._drop_invalid(X, y, sample_weight)
-        X, y = self._validated(X, y, reset=True)
-        check_classification_targets(y)
-        sample_weight = v.check_sample_weight(sample_weight, X.shape[0])
-        if hasattr(self.feature_map, "expand"):  # virtual examples: train on every row's variants
-            X, y, sample_weight = self.feature_map.expand(X, y, sample_weight)
-        if isinstance(self.feature_map, Standardize):
-            X = self._scaler(params, [X[sample_weight > 0]], X.shape[1]).scale_rows(X)
-        classes, counts = np.unique(y, return_counts=True)
-        rng = check_random_state(self.random_state)
-        seeds = rng.randint(_INT64_MAX, size=max(classes.shape[0], 1), dtype=np.int64)
-        trained = sample_weight > 0
-        weighted_classes = np.unique(y[trained]) if trained.any() else classes[:0]
-        self.classes_ = classes
-        plan = self._plan(params, X.shape[1], "memory").with_labels(classes, counts, weighted_classes)
-        y_index = np.searchsorted(classes, y)
-        primal = self._use_primal(params, X.shape[0], X.shape[1], streaming=False)
-        if not primal:
-            rows = kernel_rows(X, plan.feature_map)
-            width = plan.model_width(X.shape[1])
-            problem = {"plan": plan, "width": width, "seeds": seeds, "clock_start": clock_start}
-        scores = None
-        if self.probability:
-            # libsvm's recipe: cross-fitted decision values for the sigmoid, then the model on all rows.
-            fold = folds(X.shape[0], int(rng.randint(_INT64_MAX)))
-            for f in range(N_FOLDS):
-                weights = sample_weight * (fold != f)
-                if primal:
-                    read = memory_read(X, y_index, weights, plan)
-                    W = solve_primal(read, plan, plan.model_width(X.shape[1])).W
-                else:
-                    W = solve_problems(rows, y_index, weights, **problem).W
-                W = cs_model(W) if self._crammer_singer else W
-                if scores is None:
-                    scores = np.empty((X.shape[0], W.shape[0]))
-                scores[fold == f] = linear_scores(X[fold == f], W, plan.bias, plan.feature_map)
-        if primal:
-            self._fit_primal(plan, X.shape[1], clock_start, memory=(X, y_index, sample_weight))
-            if skipped:
-                for record in self.history_:
-                    record["rows_skipped"] = skipped
-            if scores is not None:
-                self._fit_platt(scores[trained], y[trained])
-            return self
-        hooks = PassHooks(self, plan.bias)
-        result = solve_problems(rows, y_index, sample_weight, hooks=hooks, **problem)
-        if not np.all(result.converged):
-            self._feature_max = column_max_abs(X[trained])  # the advice of the warning
-        self._set_model(plan, result, stopped=hooks.stopped or result.interrupted)
-        if skipped:
-            for record in self.history_:
-                record["rows_skipped"] = skipped
-        if result.interrupted:
-            warn_interrupted(self, result.passes)
-        if scores is not None:
-            self._fit_platt(scores[trained], y[trained])
-        return self
-
-    def _drop_invalid(self, X, y, sample_weight):
-        """In-memory input with the invalid rows dropped (``on_invalid="skip"``), and their count."""
-        if self.on_invalid != "skip":
-            return X, y, sample_weight, 0
-        return v.drop_invalid(X, y, sample_weight, encoder=self.feature_map if self._encoding else None)
 
     def partial_fit(self, X, y=None, classes=None, sample_weight=None):
         """One pass of selective block minimization over a block of a stream.
@@ -617,278 +510,58 @@ class LinearSVC(StreamClassifier):
             self.__dict__.pop("_stream", None)  # the stream was trained in place, part-way
             raise
 
+
     def _partial_fit(self, X, y, classes, sample_weight):
-        params = self._params()
-        if isinstance(self.class_weight, str):
-            raise ValueError(
-                "class_weight='balanced' needs the class counts of the whole stream, which partial_fit "
-                "does not see; pass a dict of weights or compute them first."
-            )
-        if self.probability:
-            raise ValueError("probability=True is not supported by partial_fit; use fit.")
-        if isinstance(self.feature_map, Standardize):
-            raise ValueError(
-                "feature_map=Standardize() learns the scales from the whole training data, which "
-                "partial_fit does not see; scale the features first (or use fit)."
-            )
-        if self.checkpoint_dir is not None:
-            raise ValueError(
-                "partial_fit writes no checkpoints: the model after each call is its whole state. Save it "
-                "with save() (or pickle) between calls, and leave checkpoint_dir=None."
-            )
+        plan = self._plan(checked_params(self), "partial")
+        check_partial(plan, checkpointing=self.checkpoint_dir is not None)
         stream = getattr(self, "_stream", None)
         fitted = hasattr(self, "coef_")
         first = stream is None and not fitted
         classes = self._partial_fit_classes(classes, first=first)
         clock_start = time.perf_counter()
         if is_dask_collection(X) or isinstance(X, str | os.PathLike):
-            source = self._source(X, y, sample_weight, check_width=not first)
-            n_features = source.n_features
+            data = self._source(X, y, sample_weight, check_width=not first)
+            n_features = data.n_features
         else:
-            X, y, sample_weight, skipped = self._drop_invalid(X, y, sample_weight)
-            X, y = self._validated(X, y, reset=first)
-            check_classification_targets(y)
-            sample_weight = v.check_sample_weight(sample_weight, X.shape[0])
-            if hasattr(self.feature_map, "expand"):
-                X, y, sample_weight = self.feature_map.expand(X, y, sample_weight)
-            source, n_features = memory_blocks(X, y, sample_weight, skipped), X.shape[1]
+            data = self._memory_data(X, y, sample_weight, reset=first)
+            n_features = data.X.shape[1]
         self.classes_ = classes
         seed = int(check_random_state(self.random_state).randint(_INT64_MAX, dtype=np.int64))
-        plan = self._plan(params, n_features, "partial", seed).with_labels(
+        plan = plan.replace(feature_map=feature_spec(self.feature_map, n_features), seed=seed).with_labels(
             classes, np.ones(classes.shape[0], dtype=np.int64), classes
         )
+        if plan.cache_share is not None:  # a share of a stream of unknown size: no rows are kept
+            plan = plan.with_cache_bytes(1)
+        start_from = (self.coef_, self.intercept_) if stream is None and fitted else None
         if stream is None:
-            stream = self._stream = OnePassSBM(plan, n_features)
-            if fitted:  # go on from the model fit() trained
-                stream.start_from(self.coef_, self.intercept_)
             self.history_ = []
-        records = fit_stream(source, plan, clock_start=clock_start, state=stream).history
-        self.history_ = [*self.history_, *records]
-        W = cs_model(stream.W) if self._crammer_singer else stream.W
-        self.coef_ = W[:, :-1].copy()
-        self.intercept_ = W[:, -1] * plan.bias
-        self.n_iter_ = stream.blocks
-        problems = 1 if self._crammer_singer else self.coef_.shape[0]
+        result = fit_partial(data, plan, stream, start_from, clock_start)
+        self._stream = result.state
+        self.history_ = [*self.history_, *result.history]
+        self._set_weights(plan, result.W)
+        self.n_iter_ = result.state.blocks
+        problems = 1 if plan.crammer_singer else self.coef_.shape[0]
         self.objective_ = np.nan if problems == 1 else np.full(problems, np.nan)
         self.duality_gap_ = np.nan if problems == 1 else np.full(problems, np.nan)
         return self
 
-    def _source(self, X, y, sample_weight, check_width=False):
-        """A :class:`DaskSource` of the input (paths opened, in-memory data wrapped).
-
-        Sets ``n_features_in_`` and ``feature_names_in_``, or with
-        ``check_width`` checks the input's width against them.
-        """
-        if isinstance(X, str | os.PathLike):
-            X, y = open_path(X, y)
-        if not is_dask_collection(X):
-            X, y, sample_weight = as_dask(v.checked_sparse(X), y, sample_weight)
-        source = DaskSource(X, y, sample_weight, encoder=self._source_encoder(), on_invalid=self.on_invalid)
-        return self._adopt_width(source, reset=not check_width)
-
-    def _seeds(self):
-        """The streaming fit's seed, and Platt's held-out seed with ``probability=True``."""
-        rng = check_random_state(self.random_state)
-        seed = int(rng.randint(_INT64_MAX, dtype=np.int64))
-        return seed, int(rng.randint(_INT64_MAX)) if self.probability else None
-
-    def _fit_stream(self, X, y, sample_weight, params, clock_start, resume=False):
-        source = self._source(X, y, sample_weight)
-        checkpoints = saved = None
-        if self.checkpoint_dir is not None:
-            fingerprint = data_fingerprint(self.get_params(deep=False), source)
-            checkpoints = Checkpoints(self.checkpoint_dir, params["checkpoint_every"], fingerprint)
-            saved = checkpoints.load() if resume else None
-        with source.spilling(params["spill"], self.spill_dir):
-            if isinstance(self.feature_map, Standardize):  # one read for the scales, then scaled reads
-                blocks = read_blocks(
-                    source, prefetch=params["prefetch"], retries=params["retries"],
-                    read_timeout=params["read_timeout"],
-                )  # fmt: skip
-                rows = (b.X[b.sample_weight > 0] for _, b in blocks)
-                source.row_transform = self._scaler(params, rows, source.n_features).scale_rows
-            first = hooks = None
-            primal_plan = self._plan(params, source.n_features, "streamsvm")
-            width = primal_plan.model_width(source.n_features)
-            if saved is not None:  # the classes counted by the fit that wrote it: no read to count them
-                labels = tuple(saved[1][k] for k in ("classes", "class_counts", "weighted_classes"))
-            elif self._first_read_trains(params, width, source.known_rows, source.n_features):
-                # The read that counts the classes is the primal solver's first Newton read.
-                hooks = PassHooks(self, params["bias"], source.n_partitions)
-                on_block = None  # with "auto" the read may count for the dual solvers: no bar yet
-                if params["dual"] is False:
-                    on_block = lambda k, block: hooks.on_block(k, block, None, None)  # noqa: E731
-                labels, first = first_read(source, primal_plan, width, on_block=on_block)
-            else:
-                labels = source.label_counts(read_timeout=params["read_timeout"])
-            self.classes_ = labels[0]
-            if self._use_primal(params, int(np.sum(labels[1])), source.n_features):
-                plan = primal_plan.with_labels(*labels)
-                first = None if first is None else first(plan)
-                return self._fit_primal(
-                    plan, source.n_features, clock_start, source=source, first=first, hooks=hooks
-                )
-            solver = self.solver if self.solver in ("sbm", "bm") else "streamsvm"
-            plan = self._plan(params, source.n_features, solver, *self._seeds()).with_labels(*labels)
-            if isinstance(params["cache_bytes"], CacheShare):
-                params = {**params, "cache_bytes": self._share_bytes(params["cache_bytes"], source, plan)}
-                plan = self._plan(params, source.n_features, solver, *self._seeds()).with_labels(*labels)
-            hooks = PassHooks(self, plan.bias, source.n_partitions, params["cache_bytes"])
-            result = fit_stream(
-                source, plan, hooks, clock_start=clock_start, checkpoints=checkpoints, resume=saved
-            )
-        self._set_model(plan, result, stopped=hooks.stopped or result.interrupted)
-        if result.interrupted:
-            warn_interrupted(self, result.passes)
-        if self.probability:  # the last read certified the model: its held-out scores are the model's
-            self._fit_platt(result.held_scores, result.held_y)
-        return self
-
-    @staticmethod
-    def _share_bytes(share, source, plan, n_rows=None):
-        """``cache_bytes="10%"`` in bytes: the share of ``n_rows`` (None: every row counted) times the
-        bytes per row of the first partition with rows (:func:`~.engine.cache.row_bytes`)."""
-        n_rows = int(np.sum(plan.counts)) if n_rows is None else n_rows
-        return share_bytes(share, n_rows, row_bytes(source, plan.n_problems, plan.feature_map))
-
-    def _primal_blocker(self, params, streaming=True):
-        """What of this model the primal Newton solver cannot train (a phrase for an error), or None
-        (``streaming``: on a Dask collection or path)."""
-        blockers = {
-            "loss='hinge' (the primal solver minimises the squared hinge, as LIBLINEAR's does)": (
-                params["loss"] != "squared_hinge"
-            ),
-            "multi_class='crammer_singer'": self._crammer_singer,
-            "probability=True on a Dask collection": bool(self.probability) and streaming,
-            f"solver={self.solver!r}, a dual solver": self.solver not in ("auto", "memory"),
-            "checkpoint_dir": self.checkpoint_dir is not None,
-            # dual=False trains on a cluster too; "auto" keeps cluster= meaning its dual method
-            f"cluster={self.cluster!r}": self.cluster is not None and params["dual"] == "auto",
-        }
-        return next((what for what, blocks in blockers.items() if blocks), None)
-
-    def _use_primal(self, params, n_rows, n_features, streaming=True):
-        """Whether this fit runs the primal Newton solver on ``n_rows`` rows of ``n_features``
-        (``dual=False``, or ``"auto"`` on tall data); ValueError if ``dual=False`` cannot."""
-        if params["dual"] is True:
-            return False
-        blocker = self._primal_blocker(params, streaming)
-        if params["dual"] is False:
-            if blocker is not None:
-                raise ValueError(
-                    f"dual=False (the primal Newton solver) does not support {blocker}; "
-                    "use dual=True (the dual solvers) or dual='auto'."
-                )
-            return True
-        width = model_width(n_features, self._feature_spec(n_features)) + 1
-        return blocker is None and width <= MAX_WIDTH and n_rows >= PRIMAL_RATIO * width
-
-    def _first_read_trains(self, params, width, known_rows, n_features):
-        """Whether the read that counts the classes also sums their rows' moments, so that it is the
-        primal solver's first Newton read: with ``dual=False``, and with ``"auto"`` where the primal
-        solver applies, the moments are cheap (at most :data:`FIRST_READ_WIDTH` features) and the
-        collection's rows, ``known_rows`` before any read, are enough for it.  Otherwise the classes
-        are counted as for the dual solvers, from the labels alone where the source allows."""
-        if params["dual"] is True:
-            return False
-        if params["dual"] is False:
-            return True
-        return (
-            width + 1 <= FIRST_READ_WIDTH
-            and known_rows is not None
-            and self._use_primal(params, known_rows, n_features)
-        )
-
-    def _fit_primal(self, plan, n_features, clock_start, memory=None, source=None, first=None, hooks=None):
-        """The primal Newton solver (:mod:`.engine.primal`) on in-memory rows ``memory`` (``(X,
-        y_index, sample_weight)``) or on ``source``, and the model it certifies.
-
-        The hooks see what the dual solvers give them: in memory each problem's record through its
-        own hook; streaming one call per read and a progress bar per read.
-        """
-        if source is None:
-            hooks = PassHooks(self, plan.bias)
-            per_problem = [hooks.memory(c) for c in range(plan.n_problems)]
-
-            def on_pass(records, W):
-                return any([per_problem[c](record, W[c]) for c, record in enumerate(records)])
-
-            read = memory_read(*memory, plan)
-        else:
-            hooks = hooks or PassHooks(self, plan.bias, source.n_partitions)
-            on_pass = hooks.on_pass
-            on_block = lambda k, block: hooks.on_block(k, block, None, None)  # noqa: E731
-            read = stream_read(source, plan, on_block, start=0 if first is None else 1)
-        width = plan.model_width(n_features)
-        result = solve_primal(
-            read, plan, width, clock_start=clock_start, on_pass=on_pass, source=source, initial=first
-        )
-        self._set_model(plan, result, stopped=hooks.stopped or result.interrupted)
-        if result.interrupted:
-            warn_interrupted(self, result.passes)
-        return self
-
-    def _fit_cluster(self, X, y, sample_weight, client, params, clock_start):
-        """``cluster="average"`` or ``"cocoa"`` on a ``dask.distributed`` cluster (:mod:`.engine.cluster`)."""
-        unsupported = {
-            "multi_class='crammer_singer'": self._crammer_singer,
-            "probability=True": bool(self.probability),
-            "validation_data": self.validation_data is not None,
-        }
-        for what, used in unsupported.items():
-            if used:
-                raise ValueError(f"cluster={self.cluster!r} does not support {what} yet; use cluster=None.")
-        client = resolve_client(client)
-        if isinstance(X, str | os.PathLike):
-            X, y = open_path(X, y)
-        if not is_dask_collection(X):
-            raise TypeError(
-                f"cluster={self.cluster!r} trains on a Dask Array or DataFrame (or a path), got "
-                f"{type(X).__name__}; wrap it with dask.array.from_array or dask.dataframe.from_pandas, "
-                "or set cluster=None to train in this process."
-            )
-        source = self._source(X, y, sample_weight)
-        solver = self.solver if self.solver in ("sbm", "bm") else "streamsvm"
-        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-        plan = self._plan(params, source.n_features, solver, seed)
-        if params["dual"] is False:  # Newton steps, each one read of every part on its worker
-            hooks = PassHooks(self, plan.bias)
-            plan, result = fit_primal_cluster(
-                client, source, plan, clock_start=clock_start, on_pass=hooks.on_pass
-            )
-            self.classes_ = plan.classes
-            self._set_model(plan, result, stopped=hooks.stopped)
-            self.cluster_parts_ = result.parts
-            return self
-        callbacks = params["callbacks"]
-
-        def on_round(record):
-            return any([bool(cb(record)) for cb in callbacks])
-
-        on_round = on_round if callbacks else None
-        share = params["cache_bytes"] if isinstance(params["cache_bytes"], CacheShare) else None
-
-        def replan(cache_bytes):  # cache_bytes="10%": the plan once a part's bytes are known
-            return self._plan({**params, "cache_bytes": cache_bytes}, source.n_features, solver, seed)
-
-        result = fit_cluster(
-            client, source, plan, self.cluster, clock_start=clock_start, on_round=on_round,
-            cache_share=None if share is None else (share, replan),
-        )  # fmt: skip
-        self.classes_ = result.plan.classes
-        for message in result.messages:
-            warnings.warn(message, ConvergenceWarning, stacklevel=5)
-        self._set_model(result.plan, result, stopped=result.stopped)
-        self.cluster_parts_ = result.parts
-        return self
-
-    def _set_model(self, plan, result, stopped=False):
-        """Fitted attributes from an engine result (``W``, ``certificates``, ``passes``, ``history``,
-        ``converged``: a bool or one per problem); warns if it did not converge."""
-        W = cs_model(result.W) if self._crammer_singer else result.W
-        self.__dict__.pop("cluster_parts_", None)  # a cluster fit sets it again after this
+    def _set_weights(self, plan, W):
+        """``coef_`` and ``intercept_`` from the engine's ``W`` (a row per problem, bias weight last)."""
+        W = cs_model(W) if plan.crammer_singer else W
         self.coef_ = W[:, :-1].copy()
         self.intercept_ = W[:, -1] * plan.bias
+
+    def _set_model(self, result):
+        """Every fitted attribute from the engine's :class:`~dask_streamsvm.engine.result.FitResult`;
+        warns if it did not converge, or was interrupted."""
+        plan = result.plan
+        self.classes_ = plan.classes
+        self.__dict__.pop("cluster_parts_", None)
+        self.__dict__.pop("standardize_", None)
+        self._set_weights(plan, result.W)
+        if result.scaler is not None:  # the standardized features' model, for the raw features
+            self.standardize_ = result.scaler
+            self.coef_, self.intercept_ = result.scaler.fold(self.coef_, self.intercept_)
         self.n_iter_ = int(result.passes)
         objective = np.array([c.primal for c in result.certificates])
         gap = np.array([c.relative_gap for c in result.certificates])
@@ -897,57 +570,18 @@ class LinearSVC(StreamClassifier):
         self.duality_gap_ = float(gap[0]) if single else gap
         self.history_ = result.history
         for name in ("probA_", "probB_"):
-            if hasattr(self, name):
-                delattr(self, name)
-        feature_max = self.__dict__.pop("_feature_max", None)
-        feature_max = getattr(result, "feature_max", None) if feature_max is None else feature_max
-        if not np.all(result.converged) and not stopped:
-            message = unconverged_message(plan, result.certificates, result.converged, feature_max)
-            warnings.warn(message, ConvergenceWarning, stacklevel=6)
-
-    def _feature_spec(self, n_features):
-        """The kernels' spec of ``feature_map`` for ``n_features`` raw features, or None."""
-        if self.feature_map is None or isinstance(self.feature_map, Standardize):
-            return None  # Standardize scales the rows as they are read, and is folded into coef_
-        if not hasattr(self.feature_map, "spec"):
-            raise TypeError(
-                f"feature_map must be a map of dask_streamsvm.features (PolynomialMap, ...) or None, "
-                f"got {self.feature_map!r}."
-            )
-        return self.feature_map.spec(n_features)
-
-    @property
-    def _crammer_singer(self):
-        return self.multi_class == "crammer_singer"
-
-    # -- prediction ----------------------------------------------------------------------
-
-    def _scores(self, rows):
-        W = np.hstack([self.coef_, self.intercept_[:, None]])
-        scores = linear_scores(rows, W, 1.0, self._feature_spec(self._raw_width()))
-        return scores.ravel() if scores.shape[1] == 1 else scores
-
-    def _check_in_memory(self, X):
-        return self._validated(X, reset=False)[0]
-
-    def _validated(self, X, y=None, *, reset):
-        return v.validated_rows(self, X, y, reset=reset, encoder=self.feature_map if self._encoding else None)
-
-    def _source_encoder(self):
-        """The map the Dask source applies to each partition as it is read, or None."""
-        if self._encoding or hasattr(self.feature_map, "expand"):
-            return self.feature_map
-        return None
-
-    @property
-    def _encoding(self):
-        """Whether ``feature_map`` encodes the input (its columns may hold strings)."""
-        return bool(getattr(self.feature_map, "reads_strings", False))
-
-    def _raw_width(self):
-        """Columns of the (encoded) raw rows the kernels read, for the fitted input width."""
-        fmap = self.feature_map
-        return self.n_features_in_ if fmap is None else fmap.raw_width(self.n_features_in_)
+            self.__dict__.pop(name, None)
+        if result.platt is not None:
+            self.probA_, self.probB_ = result.platt
+        if result.parts is not None:
+            self.cluster_parts_ = result.parts
+        for message in result.messages:
+            warnings.warn(message, ConvergenceWarning, stacklevel=5)
+        if not np.all(result.converged) and not (result.stopped or result.interrupted):
+            message = unconverged_message(plan, result.certificates, result.converged, result.feature_max)
+            warnings.warn(message, ConvergenceWarning, stacklevel=5)
+        if result.interrupted:
+            warn_interrupted(self, result.passes)
 
     # -- model files ---------------------------------------------------------------------
 

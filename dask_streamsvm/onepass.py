@@ -12,8 +12,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
-from ._stream_classifier import StreamClassifier
-from ._validation import check_positive_float, check_positive_int
+from ._stream_classifier import StreamClassifier, checked_params
+from ._validation import anything, integer, positive_float
 from .engine.onepass import Balls
 from .features import Standardize
 
@@ -163,14 +163,16 @@ class OnePassSVC(StreamClassifier):
         tags.classifier_tags.poor_score = self.lookahead < 10
         return tags
 
-    def _check_params(self):
-        C = check_positive_float("C", self.C)
-        lookahead = check_positive_int("lookahead", self.lookahead)
-        bias = (
-            check_positive_float("intercept_scaling", self.intercept_scaling) if self.fit_intercept else 0.0
-        )
-        check_positive_int("prefetch", self.prefetch)
-        return C, lookahead, bias
+    _parameter_constraints = {
+        "C": positive_float,
+        "lookahead": integer(),
+        "fit_intercept": anything,
+        "intercept_scaling": anything,  # checked with fit_intercept (checked_params)
+        "normalize": anything,
+        "standardize": anything,
+        "shuffle": anything,
+        "prefetch": integer(),
+    }
 
     # -- training -----------------------------------------------------------------------
 
@@ -189,16 +191,16 @@ class OnePassSVC(StreamClassifier):
         -------
         self
         """
-        C, lookahead, bias = self._check_params()
+        params = checked_params(self)
         self.__dict__.pop("_balls", None)
         source, X, y = self._input(X, y, reset=True)
         if source is not None:
-            self._start(source.label_counts()[0], C, lookahead, bias, probe="first")
+            self._start(source.label_counts()[0], params, probe="first")
             seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
             for rows, signs, order in self._signed_blocks(source, shuffle=bool(self.shuffle), seed=seed):
                 self._feed(rows, signs, order)
         else:
-            self._start(np.unique(y), C, lookahead, bias, probe="all")
+            self._start(np.unique(y), params, probe="all")
             order = np.arange(X.shape[0])
             if self.shuffle:
                 order = check_random_state(self.random_state).permutation(X.shape[0])
@@ -240,12 +242,12 @@ class OnePassSVC(StreamClassifier):
         buffered, so cutting a stream into blocks differently gives the
         same model.
         """
-        C, lookahead, bias = self._check_params()
+        params = checked_params(self)
         first = getattr(self, "_balls", None) is None
         classes = self._partial_fit_classes(classes, first=first)
         source, X, y = self._input(X, y, reset=first)
         if first:
-            self._start(classes, C, lookahead, bias)
+            self._start(classes, params)
         if source is not None:
             for rows, signs, order in self._signed_blocks(source):
                 self._feed(rows, signs, order)
@@ -254,14 +256,21 @@ class OnePassSVC(StreamClassifier):
         self._set_model(self._balls.finished_copy())
         return self
 
-    def _start(self, classes, C, lookahead, bias, probe=None):
-        """A fresh ball per problem, over ``n_features_in_`` features; the scaling comes with the
-        first block fed, and so do the rows the model is checked on (``probe``: "all" of them,
-        the "first" ``PROBE_ROWS``, or None)."""
+    def _start(self, classes, params, probe=None):
+        """A fresh ball per problem, over ``n_features_in_`` features, of the checked ``params``; the
+        scaling comes with the first block fed, and so do the rows the model is checked on
+        (``probe``: "all" of them, the "first" ``PROBE_ROWS``, or None)."""
         k = self._check_classes(classes, "OnePassSVC")
-        self._bias = bias
+        self._bias = bias = params["bias"]
         normalize = bool(self.normalize)
-        self._balls = Balls(k, self.n_features_in_, C=C, lookahead=lookahead, bias=bias, normalize=normalize)
+        self._balls = Balls(
+            k,
+            self.n_features_in_,
+            C=params["C"],
+            lookahead=params["lookahead"],
+            bias=bias,
+            normalize=normalize,
+        )
         self._scaler = _FIRST_BLOCK if (self.standardize and normalize) else None
         self._probe_rows = probe
         self._probe = (None, None, True)

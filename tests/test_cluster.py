@@ -641,7 +641,7 @@ def test_files_of_one_class_each_are_dealt_into_alike_parts(client, tmp_path, mo
     import dask.dataframe as dd
     import pandas as pd
 
-    from dask_streamsvm.engine import cluster
+    from dask_streamsvm.engine.cluster import parts as cluster
     from dask_streamsvm.engine.source import merge_label_counts
 
     X, y = load_libsvm_dataset("ijcnn1")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dask_streamsvm.engine.cocoa_local import StaleRound, StreamingPart
+from dask_streamsvm.engine.cluster.cocoa_local import StaleRound, StreamingPart
 from dask_streamsvm.engine.problem import FitPlan
 from dask_streamsvm.engine.source import DaskSource
 

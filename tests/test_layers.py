@@ -7,6 +7,7 @@ cannot hide a cycle.
 """
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -124,3 +125,113 @@ def test_no_function_takes_more_than_12_positional_arguments():
                 if n > MAX_POSITIONAL:
                     wide.append(f"{name}.{node.name}: {n}")
     assert wide == []
+
+
+# LinearSVC's modules reach the engine through its front door, the plan, the source and the archive.
+ESTIMATOR_ENGINE = {
+    "dask_streamsvm.engine.fit",
+    "dask_streamsvm.engine.problem",
+    "dask_streamsvm.engine.source",
+    "dask_streamsvm.engine.archive",
+}
+LINEAR_MODULES = ("dask_streamsvm.linear", "dask_streamsvm._linear_input")
+# The rooms of losses: only they name one (in code, strings and comments; docstrings are docs).
+LOSS_ROOMS = {"dask_streamsvm.kernels.losses", "dask_streamsvm.engine.losses"}
+# A loss's name: the hinge, or "squared" on its own (a squared norm is no loss, and the messages
+# that name it are the reliability tests' to keep).
+LOSS_NAME = re.compile(r"hinge|squared(?![ _]norm)", re.IGNORECASE)
+MAX_LINES = 600
+
+
+def _engine_imports(name):
+    return {m for m in _imports(name, _sources()[name]) if m.startswith("dask_streamsvm.engine")}
+
+
+@pytest.mark.parametrize("module", LINEAR_MODULES)
+def test_the_estimator_reaches_the_engine_only_through_its_front_door(module):
+    assert _engine_imports(module) <= ESTIMATOR_ENGINE
+
+
+def test_the_front_door_rule_sees_an_engine_import():
+    """The rule above reads the imports it should: linear.py does import engine.fit."""
+    assert "dask_streamsvm.engine.fit" in _engine_imports("dask_streamsvm.linear")
+
+
+def _docs_and_defaults(tree):
+    """The ids of the docstrings (docs) and of the defaults of ``__init__`` parameters (an
+    estimator's declared parameters): the strings that may name a loss."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                found.add(id(body[0].value))
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+            found.update(id(d) for d in [*node.args.defaults, *node.args.kw_defaults] if d is not None)
+    return found
+
+
+def _loss_names(text):
+    """``(line, text)`` of every identifier, string and comment that names a loss (docstrings and the
+    defaults of ``__init__`` aside)."""
+    import io
+    import tokenize
+
+    tree = ast.parse(text)
+    docs = _docs_and_defaults(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            words = [node.value]
+        elif isinstance(node, ast.Name):
+            words = [node.id]
+        elif isinstance(node, ast.Attribute):
+            words = [node.attr]
+        elif isinstance(node, ast.arg):
+            words = [node.arg]
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            words = [node.name]
+        elif isinstance(node, ast.alias):
+            words = [node.name, node.asname or ""]
+        else:
+            continue
+        found += [(getattr(node, "lineno", 0), w) for w in words if LOSS_NAME.search(w)]
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.COMMENT and LOSS_NAME.search(token.string):
+            found.append((token.start[0], token.string))
+    return found
+
+
+def test_only_the_rooms_of_losses_name_a_loss():
+    named = {
+        name: _loss_names(path.read_text())
+        for name, path in _sources().items()
+        if name not in LOSS_ROOMS
+    }
+    assert {name: found for name, found in named.items() if found} == {}
+
+
+def test_the_loss_rule_finds_a_planted_name():
+    planted = (
+        'x = 1  # the squared loss\ndef f(hinge_loss):\n    """Docs may say hinge."""\n    return "hinge"\n'
+        'y = "its squared norm x . x"\nclass E:\n    def __init__(self, loss="squared_hinge"):\n'
+        '        self.loss = "hinge"\n'
+    )
+    found = [line for line, _ in _loss_names(planted)]
+    assert found.count(1) == 1 and found.count(2) == 1 and found.count(4) == 1 and 3 not in found
+    assert 5 not in found and 7 not in found and found.count(8) == 1
+
+
+def test_no_module_is_longer_than_600_lines():
+    lines = {name: len(path.read_text().splitlines()) for name, path in _sources().items()}
+    assert {name: n for name, n in lines.items() if n > MAX_LINES} == {}
+
+
+def test_the_solvers_table_of_the_docs_lists_the_registered_solvers():
+    """docs/guide/solvers.md's table names every solver of the registry, and no other."""
+    from dask_streamsvm.engine.problem import SOLVERS
+
+    table = (PACKAGE.parent / "docs" / "guide" / "solvers.md").read_text().split("| `solver` |")[1]
+    rows = [line for line in table.split("\n\n")[0].splitlines() if line.startswith('| `"')]
+    listed = {re.match(r'\| `"([a-z]+)"`', line).group(1) for line in rows}
+    assert listed == set(SOLVERS) - {"auto"}

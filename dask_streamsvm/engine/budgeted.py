@@ -1,7 +1,7 @@
 """The BSGD driver: budgeted SGD with merging for the Gaussian-kernel SVM, a block at a time.
 
 Budgeted stochastic gradient descent (Wang, Crammer & Vucetic 2012) on
-``lambda/2 ||w||^2 + mean hinge loss``, ``lambda = 1 / (n C)``, with
+``lambda/2 ||w||^2 + mean max(0, 1 - y f(x))`` (the L1 loss), ``lambda = 1 / (n C)``, with
 ``w = sum_j alpha_j phi(sv_j)`` kept to at most ``budget`` support vectors
 per one-vs-rest problem: a step that adds one too many merges the vector of
 smallest ``|alpha|`` into its best same-label partner (Glasmachers & Qaadan
@@ -164,11 +164,11 @@ class BSGD:
         }
 
 
-def hinge_intercepts(read, *, bins=4096, cap=1 << 20):
+def best_offsets(read, *, bins=4096, cap=1 << 20):
     """The offsets ``b_c`` that minimise ``sum_i max(0, 1 - y_ci (f_c(x_i) + b_c))`` exactly.
 
-    The bias of the paper's objective, ``lambda/2 ||w||^2 + mean hinge
-    loss of w . phi(x) + b``, is not regularised, so for the final ``w``
+    The bias of the paper's objective, ``lambda/2 ||w||^2 + mean max(0,
+    1 - y (w . phi(x) + b))``, is not regularised, so for the final ``w``
     the best ``b`` is a one-dimensional convex piecewise-linear problem.
     Its right derivative is ``#{z_i <= b} - n_positive`` with ``z_i = y_i -
     f(x_i)``: every ``b`` between the ``n_positive``-th and the next
@@ -246,3 +246,4 @@ def order_statistics(read, first, second, lo, hi, n_rows, *, bins=4096, cap=1 <<
                 continue
             todo.discard(c)
     return out
+

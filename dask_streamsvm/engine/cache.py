@@ -1,4 +1,4 @@
-"""The bounded row cache and the dual state of every row seen.
+"""The bounded row cache: :class:`RowCache`.
 
 ``RowCache`` holds at most ``cache_bytes``: the rows themselves (a dense
 slot matrix, or a sparse arena) and, per slot, the global row id and each
@@ -8,16 +8,15 @@ the arrays grow with the rows actually cached, up to those sizes, so the
 budget holds by construction and a budget larger than the data (or than
 the machine's memory) costs only the data.  ``nbytes`` is its own
 accounting of what it allocated, ``used_bytes`` of what live rows occupy.
-A checkpoint saves the live rows only.
+A checkpoint saves the live rows only (:mod:`.cache_checkpoint`).
 
-``AlphaStore`` keeps alpha for every row seen, by global row id, with the
-running sums the dual needs (``sum alpha`` and ``sum D alpha^2``); it grows
-as the first pass discovers rows.  It lives outside the cache budget: its
-size is fixed by the number of rows, not by the user's choice.
+The rows' dual variables live in an :class:`~.dual_store.AlphaStore` (every
+row seen, outside the budget), and the bytes are counted as
+:mod:`.sizes` says; both are importable from here as they always were.
+Each row's ``U`` and ``D`` follow from its cost and the loss's code
+(:func:`~dask_streamsvm.kernels.losses.upper_and_diag`), given to each
+insertion; a sweep scores the rows' gap shares by the store's loss.
 """
-
-import os
-import re
 
 import numpy as np
 import scipy.sparse as sp
@@ -25,185 +24,18 @@ import scipy.sparse as sp
 from ..kernels import cache as kc
 from ..kernels.crammer_singer import cs_train_on_cache
 from ..kernels.dcd import ProblemArrays, row_sqnorms
+from .cache_checkpoint import CacheCheckpoint
+from .dual_store import AlphaStore
 from .layout import kernel_rows
+from .sizes import CacheShare, parse_bytes, row_bytes, share_bytes, slot_overhead, stored_bytes, value_bytes
 
-_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}  # fmt: skip
-
-
-class CacheShare(float):
-    """``cache_bytes="10%"``: a share of the training rows, in bytes as the row cache stores them.
-
-    Resolved once the fit has counted the rows (:func:`share_bytes`): the share times the rows
-    times the bytes per row of the first partition with rows (one more read of that partition).
-    On a cluster it is a share of each worker's part.
-    """
-
-    def __repr__(self):
-        return f"'{100 * float(self):g}%'"
+__all__ = [
+    "AlphaStore", "CacheShare", "RowCache", "parse_bytes", "row_bytes", "share_bytes", "slot_overhead",
+    "stored_bytes", "value_bytes",
+]  # fmt: skip
 
 
-def share_bytes(share, n_rows, row_bytes):
-    """The bytes ``share`` (a :class:`CacheShare`) of ``n_rows`` rows of ``row_bytes`` each: at least 1."""
-    return max(1, int(np.ceil(float(share) * n_rows * row_bytes)))
-
-
-def row_bytes(source, k, feature_map=None):
-    """Bytes per row as a :class:`RowCache` of ``k`` problems stores them, from the first partition
-    of ``source`` with rows (0.0 if none has any)."""
-    for p in range(source.n_partitions):
-        block = source.load(p)
-        if block.n_rows == 0:
-            continue
-        X = block.X
-        if feature_map is not None and not sp.issparse(X):
-            X = sp.csr_matrix(X)  # a feature map reads sparse rows
-        values = X.nnz if sp.issparse(X) else X.size
-        return stored_bytes(block.n_rows, values, k, X.dtype, sp.issparse(X)) / block.n_rows
-    return 0.0
-
-
-def parse_bytes(value, name="cache_bytes", share=False):
-    """``512MB``, ``"2 GiB"``, ``10**9`` -> int bytes, or a ValueError naming ``name``; with
-    ``share``, ``"10%"`` -> a :class:`CacheShare`."""
-    if share and isinstance(value, str) and value.strip().endswith("%"):
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*%\s*", value)
-        if not m or not 0.0 < float(m.group(1)) <= 100.0:
-            raise ValueError(
-                f"{name} as a share of the training data must be a percentage above 0% and at most 100%, "
-                f"such as '10%', got {value!r}."
-            )
-        return CacheShare(float(m.group(1)) / 100.0)
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        nbytes = int(value)
-    elif isinstance(value, str):
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", value)
-        unit = m.group(2).upper() if m else None
-        if not m or unit not in _UNITS:
-            also = ", or a share of the training data such as '10%'" if share else ""
-            raise ValueError(
-                f"{name} must be a number of bytes or a string such as '512MB' or '2GiB'{also}, "
-                f"got {value!r}."
-            )
-        nbytes = int(float(m.group(1)) * _UNITS[unit])
-    else:
-        raise TypeError(f"{name} must be an int or a string such as '512MB', got {type(value).__name__}.")
-    if nbytes <= 0:
-        raise ValueError(f"{name} must be positive, got {value!r}.")
-    return nbytes
-
-
-def slot_overhead(k, sparse):
-    """Bytes of solver state per row of a :class:`RowCache` of ``k`` problems.
-
-    ``gid``, ``live``, ``pos`` and ``free`` (int64), ``GAP`` (float64, the
-    row's share of the duality gap), ``Y``, ``U``, ``D``, ``Qbar`` and
-    ``alpha`` (float64, per problem), and ``starts`` and ``ends`` (int64)
-    when sparse.
-    """
-    return 5 * 8 + 5 * 8 * k + (2 * 8 if sparse else 0)
-
-
-def value_bytes(dtype, sparse):
-    """Bytes per value a :class:`RowCache` stores: the value, and its int32 column index when sparse."""
-    return np.dtype(dtype).itemsize + (4 if sparse else 0)
-
-
-def stored_bytes(n_rows, n_values, k, dtype, sparse):
-    """Bytes that ``n_rows`` rows holding ``n_values`` values in all occupy in a :class:`RowCache`.
-
-    Each row's solver state (:func:`slot_overhead`) plus each value
-    (:func:`value_bytes`); dense rows hold ``n_features`` values each.
-    """
-    return n_rows * slot_overhead(k, sparse) + n_values * value_bytes(dtype, sparse)
-
-
-class AlphaStore:
-    """alpha of every row seen, ``(n_problems, n_rows)``, with the dual's running sums.
-
-    ``alpha[c, g]`` is the dual variable of row ``g`` in problem ``c``;
-    ``slot_of[g]`` is the cache slot of row ``g`` or -1.  With
-    ``directory`` both live in memory-mapped files there (SBM, Chang & Roth
-    2011, section 5.2: dual variables beyond RAM), row-major so that a row's
-    alphas sit together and the files grow at the end; the operating system
-    keeps the pages in use in memory and writes the rest out.  Close the
-    store to release the files.
-    """
-
-    def __init__(self, n_problems, directory=None, capacity=1024):
-        self.k = int(n_problems)
-        self.directory = directory
-        self.sums = np.zeros((self.k, 2))  # sum alpha, sum D alpha^2
-        self._capacity = 0
-        self._alpha_rows = None  # (capacity, k)
-        self.slot_of = None
-        self._allocate(capacity)
-
-    @property
-    def alpha(self):
-        """``(k, capacity)`` view (a transposed view of the row-major storage)."""
-        return np.asarray(self._alpha_rows).T
-
-    @property
-    def nbytes(self):
-        return self._alpha_rows.nbytes + self.slot_of.nbytes
-
-    @property
-    def arrays(self):
-        """``(slot_of, alpha, sums)`` as the kernels take them (:data:`~..kernels.cache.DualArrays`).
-
-        :meth:`reserve` reallocates: take the bundle after it.
-        """
-        return kc.DualArrays(self.slot_of, self.alpha, self.sums)
-
-    def reserve(self, n_rows):
-        """Make room for global row ids below ``n_rows``."""
-        if n_rows > self._capacity:
-            self._allocate(max(n_rows, 2 * self._capacity))
-
-    def _allocate(self, capacity):
-        old_cap = self._capacity
-        if self.directory is None:
-            alpha = np.zeros((capacity, self.k))
-            slot_of = np.full(capacity, -1, dtype=np.int32)
-            if old_cap:
-                alpha[:old_cap] = self._alpha_rows
-                slot_of[:old_cap] = self.slot_of
-        else:
-            alpha = self._grow_file("alpha.f64", np.float64, (capacity, self.k))
-            slot_of = self._grow_file("slot_of.i32", np.int32, (capacity,))
-            slot_of[old_cap:] = -1
-        # Kernels get plain ndarray views (numba does not type np.memmap).
-        self._alpha_rows, self.slot_of, self._capacity = alpha, np.asarray(slot_of), capacity
-
-    def _grow_file(self, name, dtype, shape):
-        path = os.path.join(self.directory, name)
-        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
-        with open(path, "ab") as f:
-            f.truncate(nbytes)  # extends with zeros, keeps what is there
-        return np.memmap(path, dtype=dtype, mode="r+", shape=shape)
-
-    def state(self):
-        """Arrays that restore the store with :meth:`restore` (for checkpoints)."""
-        n = self._capacity
-        return {"alpha": np.asarray(self._alpha_rows[:n]), "slot_of": self.slot_of[:n], "sums": self.sums}
-
-    def restore(self, arrays):
-        """Take the alphas, slots and sums of :meth:`state` (the store must be new)."""
-        alpha, slot_of, sums = arrays["alpha"], arrays["slot_of"], arrays["sums"]
-        if alpha.shape != (slot_of.shape[0], self.k) or sums.shape != self.sums.shape:
-            raise ValueError(f"the saved dual state has shape {alpha.shape}, not (rows, {self.k}).")
-        self.reserve(slot_of.shape[0])
-        self._alpha_rows[: alpha.shape[0]] = alpha
-        self.slot_of[: slot_of.shape[0]] = slot_of
-        self.sums[:] = sums
-
-    def close(self):
-        """Drop the memory maps (their files can then be deleted)."""
-        self._alpha_rows = self.slot_of = None
-
-
-class RowCache:
+class RowCache(CacheCheckpoint):
     """At most ``cache_bytes`` of rows, in slots the DCD kernel reads directly.
 
     Parameters
@@ -350,135 +182,6 @@ class RowCache:
         self.indices = _grown(self.indices, size, 0, self._top, 0)
         self.data = _grown(self.data, size, 0, self._top, 0)
 
-    # -- checkpoints ----------------------------------------------------------------
-
-    def state(self):
-        """``(scalars, arrays)`` that rebuild this cache with :meth:`from_state` (for checkpoints).
-
-        The live rows only, in their order, with their slots and per-row
-        values; ``meta``; and the free stack down to ``touched``: the slots
-        from ``touched`` up are free and lie at the stack's bottom in the
-        order a cache that never used them has them, so they are implied.
-        Where rows lie in the arena is not saved (it decides nothing): the
-        restored arena holds them in live order.
-        """
-        n = self.n_live
-        live = self.live[:n].copy()
-        depth = int(self.meta[kc.N_FREE]) - (self.n_slots - self.allocated_slots)
-        stack = self.free[:depth]
-        top = self.allocated_slots - 1
-        implied = stack == np.arange(top, top - depth, -1)  # never-used slots, at the stack's bottom
-        untouched = depth if implied.all() else int(np.argmin(implied))
-        scalars = {
-            "cache_bytes": self.cache_bytes, "sparse": self.sparse, "dtype": self.dtype.str,
-            "n_features": self.n_features, "n_slots": self.n_slots, "n_values": self.n_values,
-            "meta_per_slot": self._meta_per_slot, "touched": self.allocated_slots - untouched,
-        }  # fmt: skip
-        arrays = {"meta": self.meta.copy(), "live": live, "free": stack[untouched:].copy()}
-        arrays["gid"], arrays["GAP"] = self.gid[live], self.GAP[live]
-        for name in ("Y", "U", "D", "QD", "A"):
-            arrays[name] = getattr(self, name)[:, live]
-        if self.sparse:
-            X = self.rows_of(live)
-            arrays.update(lengths=np.diff(X.indptr), indices=X.indices, data=X.data)
-        else:
-            arrays["rows"] = self.rows[live]
-        return scalars, arrays
-
-    @classmethod
-    def from_state(cls, scalars, arrays, feature_map=None):
-        """The cache :meth:`state` described: the same rows in the same slots, the same decisions to come.
-
-        A ValueError if the arrays do not describe a cache of the recorded
-        budget (the kernels would read outside them).
-        """
-        cache = cls.__new__(cls)
-        cache.feature_map = feature_map
-        cache.cache_bytes, cache.sparse = int(scalars["cache_bytes"]), bool(scalars["sparse"])
-        cache.dtype, cache.n_features = np.dtype(scalars["dtype"]), int(scalars["n_features"])
-        cache.n_slots, cache._meta_per_slot = int(scalars["n_slots"]), int(scalars["meta_per_slot"])
-        if "touched" not in scalars:
-            return cache._restore_whole(arrays)  # a checkpoint of a cache allocated whole
-        cache.n_values = int(scalars["n_values"])
-        touched = int(scalars["touched"])
-        meta = np.array(arrays["meta"], dtype=np.int64)
-        live = np.asarray(arrays["live"], dtype=np.int64)
-        free = np.asarray(arrays["free"], dtype=np.int64)
-        Y = np.asarray(arrays["Y"])
-        k, n = Y.shape[0], live.shape[0]
-        lengths = np.asarray(arrays["lengths"], dtype=np.int64) if cache.sparse else np.zeros(n, np.int64)
-        ok = (
-            meta.shape == (kc.META_SIZE,)
-            and 0 <= n <= touched <= cache.n_slots
-            and meta[kc.N_LIVE] == n
-            and meta[kc.N_FREE] == cache.n_slots - n
-            and np.array_equal(np.sort(np.concatenate([live, free])), np.arange(touched))
-            and cache._meta_per_slot == slot_overhead(k, cache.sparse)
-            and cache.full_nbytes <= cache.cache_bytes
-            and all(np.shape(arrays[name]) == (k, n) for name in ("Y", "U", "D", "QD", "A"))
-            and np.shape(arrays["gid"]) == np.shape(arrays["GAP"]) == (n,)
-            and np.unique(arrays["gid"]).shape == (n,)
-            and (n == 0 or np.min(arrays["gid"]) >= 0)
-            and lengths.shape == (n,)
-            and (lengths >= 0).all()
-        )
-        if ok and cache.sparse:
-            values = int(lengths.sum())
-            indices = np.asarray(arrays["indices"])
-            ok = (
-                0 <= meta[kc.GARBAGE]
-                and meta[kc.TOP] - meta[kc.GARBAGE] == values
-                and meta[kc.TOP] <= cache.n_values
-                and indices.shape == np.shape(arrays["data"]) == (values,)
-                and (indices.size == 0 or (indices.min() >= 0 and indices.max() < cache.n_features))
-            )
-        elif ok:
-            ok = np.shape(arrays["rows"]) == (n, cache.n_features)
-        if not ok:
-            raise ValueError("the saved row cache does not match its recorded size.")
-        cache.meta = meta
-        cache._allocate(k, touched, int(lengths.sum()))
-        cache.free[: free.shape[0]] = free
-        cache.live[:n] = live
-        cache.pos[live] = np.arange(n)
-        cache.gid[live] = arrays["gid"]
-        cache.GAP[live] = arrays["GAP"]
-        for name in ("Y", "U", "D", "QD", "A"):
-            getattr(cache, name)[:, live] = arrays[name]
-        if cache.sparse:
-            cache.ends[live] = np.cumsum(lengths)
-            cache.starts[live] = cache.ends[live] - lengths
-            cache._top = cache.indices.shape[0]
-            cache.indices[:] = arrays["indices"]
-            cache.data[:] = arrays["data"]
-        else:
-            cache.rows[live] = arrays["rows"]
-        return cache
-
-    def _restore_whole(self, arrays):
-        """From the arrays of a cache allocated whole (checkpoints written before the cache grew)."""
-        for name in ("meta", *self._SLOT_ARRAYS):
-            if name == "GAP" and name not in arrays:  # saved before the cache kept gap shares
-                self.GAP = np.zeros(np.shape(arrays["gid"]))
-                continue
-            setattr(self, name, np.array(arrays[name]))  # writable copies the kernels may change
-        if self.sparse:
-            self.indices, self.data, self.rows = np.array(arrays["indices"]), np.array(arrays["data"]), None
-            self.n_values, self._top = self.indices.shape[0], int(self.meta[kc.TOP])
-        else:
-            self.indices = self.data = None
-            self.rows, self.n_values, self._top = np.array(arrays["rows"]), 0, 0
-        if self.gid.shape != (self.n_slots,) or self.nbytes > self.cache_bytes:
-            raise ValueError("the saved row cache does not match its recorded size.")
-        return self
-
-    def check_dual(self, store):
-        """ValueError unless ``store`` (an :class:`AlphaStore`) has each cached row in its slot."""
-        live = self.live[: self.n_live]
-        gids = self.gid[live]
-        if (gids >= store.slot_of.shape[0]).any() or not np.array_equal(store.slot_of[gids], live):
-            raise ValueError("the saved row cache and the saved dual state do not match.")
-
     # -- accounting ---------------------------------------------------------------
 
     @property
@@ -600,8 +303,11 @@ class RowCache:
 
     # -- changes ----------------------------------------------------------------
 
-    def insert(self, X, row_ids, block_y, block_cost, squared, bias, store, rng_state):
-        """Insert a block's rows (random eviction when full); returns rows inserted."""
+    def insert(self, X, row_ids, block_y, block_cost, loss, bias, store, rng_state):
+        """Insert a block's rows (random eviction when full); returns rows inserted.
+
+        ``loss`` is the kernels' code of the loss, whose ``U`` and ``D`` the rows take.
+        """
         store.reserve(int(row_ids.max()) + 1 if row_ids.size else 0)
         if self.sparse:
             X = sp.csr_matrix(X)
@@ -621,7 +327,7 @@ class RowCache:
             sq = self._sqnorms(X)
             cache, dual = self.arrays, store.arrays  # after the reserves, which reallocate
             inserted, self._top = kc.insert_sparse(
-                block, sq, row_ids, block_y, block_cost, squared, bias, cache, dual, rng_state, self._top
+                block, sq, row_ids, block_y, block_cost, loss, bias, cache, dual, rng_state, self._top
             )
         else:
             if sp.issparse(X):
@@ -631,7 +337,7 @@ class RowCache:
             sq = self._sqnorms(X)
             cache, dual = self.arrays, store.arrays  # after the reserves, which reallocate
             inserted = kc.insert_dense(
-                X, sq, row_ids, block_y, block_cost, squared, bias, cache, dual, rng_state
+                X, sq, row_ids, block_y, block_cost, loss, bias, cache, dual, rng_state
             )
         if inserted < 0:
             raise RuntimeError("the row cache's arrays were not grown for the rows inserted.")
@@ -687,7 +393,8 @@ class RowCache:
         one sweep of :func:`~..kernels.crammer_singer.cs_train_on_cache`
         (``eps[0, 0]``), whose ``cache_gap`` is ``inf`` while a sweep
         changes something and 0 after.  ``W`` and ``eps`` are updated in
-        place; uninformative rows are evicted to ``store``.
+        place; uninformative rows are evicted to ``store``, whose loss
+        scores the rows' gap shares.
         """
         if crammer_singer:
             e = eps[0, :1].copy()
@@ -700,17 +407,17 @@ class RowCache:
             self.layout, self.arrays, store.arrays, W, bias, eps, beta, full_at, window, rule, rng_state
         )
 
-    def objective(self, W, bias):
-        """``(loss, gap)``: the cached rows' loss per problem and share of the gap under ``W``.
+    def objective(self, W, bias, loss):
+        """``(loss sums, gap)``: the cached rows' loss per problem and share of the gap under ``W``.
 
-        :func:`~..kernels.cache.cache_objective`, which also refreshes each
-        slot's ``GAP``.
+        :func:`~..kernels.cache.cache_objective` for the loss of code
+        ``loss``, which also refreshes each slot's ``GAP``.
         """
-        loss = np.zeros(self.Y.shape[0])
-        gap = kc.cache_objective(self.layout, self.arrays, W, bias, loss)
-        return loss, gap
+        sums = np.zeros(self.Y.shape[0])
+        gap = kc.cache_objective(self.layout, self.arrays, W, bias, loss, sums)
+        return sums, gap
 
-    def admit(self, X, row_ids, block_y, block_cost, scores, squared, bias, store, rng_state):
+    def admit(self, X, row_ids, block_y, block_cost, scores, loss, bias, store, rng_state):
         """Insert the rows that carry the most duality gap (Dünner et al. 2017); rows left out.
 
         ``scores`` are the rows' shares of the gap (:func:`~..kernels.cache.gap_scores`).
@@ -734,7 +441,7 @@ class RowCache:
         if offered.size == 0 or self.fits(offered.size, int(lengths.sum())):
             self.make_room(int(lengths.sum()))  # fits() counts the garbage as free: no row is evicted
             self.insert(X[offered], row_ids[offered], block_y[:, offered], block_cost[:, offered],
-                        squared, bias, store, rng_state)  # fmt: skip
+                        loss, bias, store, rng_state)  # fmt: skip
             self.GAP[store.slot_of[row_ids[offered]]] = scores[offered]
             return none
         n = self.n_live
@@ -762,11 +469,11 @@ class RowCache:
         take = offered[picked]
         self.make_room(int(lengths[picked].sum()))
         self.insert(X[take], row_ids[take], block_y[:, take], block_cost[:, take],
-                    squared, bias, store, rng_state)  # fmt: skip
+                    loss, bias, store, rng_state)  # fmt: skip
         self.GAP[store.slot_of[row_ids[take]]] = scores[take]
         return np.setdiff1d(offered, take, assume_unique=True)
 
-    def rebuild(self, capacity, n_rows, nnz, store, squared, bias, rng_state):
+    def rebuild(self, capacity, n_rows, nnz, store, loss, bias, rng_state):
         """Move the rows to a new RowCache of ``capacity`` bytes and return it.
 
         Its slot/arena split fits the rows here plus ``n_rows`` rows of
@@ -788,7 +495,7 @@ class RowCache:
         new = RowCache(capacity, self.n_features, self.dtype, self.sparse, k, nnz_per_row, self.feature_map)
         if n:
             ones = np.ones((k, n))  # any positive cost inserts the row; U, D, Qbar follow
-            new.insert(X, gids, values[0], ones, squared, bias, store, rng_state)
+            new.insert(X, gids, values[0], ones, loss, bias, store, rng_state)
             if new.n_live != n or new.evictions:
                 raise RuntimeError(f"rebuilding the row memory kept {new.n_live} of {n} rows.")
             slots = store.slot_of[gids]

@@ -87,6 +87,17 @@ def fit_sigmoid(f, positive, max_iter=100):
     return float(A), float(B)
 
 
+def platt_sigmoids(scores, y, classes):
+    """Platt's sigmoid per problem on held-out decision values ``scores`` (n, n_problems) of rows
+    labelled ``y``: ``(probA, probB)``, an array each (problem ``c`` of one-vs-rest is ``classes[c]``
+    against the rest; a binary problem is ``classes[1]`` against ``classes[0]``)."""
+    scores = np.asarray(scores).reshape(y.shape[0], -1)
+    k = scores.shape[1]
+    positives = [y == classes[1]] if k == 1 else [y == label for label in classes]
+    fitted = [fit_sigmoid(scores[:, c], positives[c]) for c in range(k)]
+    return np.array([a for a, _ in fitted]), np.array([b for _, b in fitted])
+
+
 def sigmoid_proba(scores, A, B):
     """``1 / (1 + exp(A f + B))`` without overflow."""
     return np.exp(-np.logaddexp(0.0, np.asarray(A) * scores + np.asarray(B)))

@@ -11,7 +11,6 @@ LIBLINEAR's 0.1 and is divided by ten each time the gap is still above
 """
 
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -20,6 +19,7 @@ from ..kernels.dcd import row_sqnorms
 from ..kernels.objective import add_weighted_rows
 from ..kernels.rng import make_state
 from .certificate import Certificate
+from .result import FitResult
 
 _VIOLATION_START = 0.1
 _VIOLATION_FLOOR = 1e-14
@@ -51,15 +51,6 @@ def cs_exact_w(X, Y, A, bias, n_features):
     return W
 
 
-@dataclass
-class CSResult:
-    W: np.ndarray  # (k, n_features + 1)
-    passes: int
-    converged: bool
-    certificate: Certificate
-    history: list
-
-
 def solve_crammer_singer(
     X, y_index, cost, *, k, n_features, bias, tol, max_iter, seed, clock_start=None, on_pass=None
 ):
@@ -72,6 +63,8 @@ def solve_crammer_singer(
     cost : float64 array, ``C_i`` of every row (0 drops the row)
     k : int, number of classes
 
+    Returns a :class:`~.result.FitResult`: ``W`` ``(k, n_features + 1)``, the
+    joint problem's one certificate, a bool ``converged``.
     ``on_pass(record, W)`` is called after every pass; a true return value
     stops the solve at the current state.  Passes without a certificate
     record ``primal`` and ``gap`` as NaN.
@@ -120,4 +113,4 @@ def solve_crammer_singer(
     if not converged and passes > 0:
         W = cs_exact_w(X, Y, A, bias, n_features)
         cert = cs_certificate(X, y_index, cost, A, W, bias)
-    return CSResult(W=W, passes=passes, converged=converged, certificate=cert, history=history)
+    return FitResult(W=W, certificates=[cert], passes=passes, converged=converged, history=history)

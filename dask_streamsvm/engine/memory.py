@@ -14,10 +14,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..kernels.dcd import ProblemArrays, Shrinking, dcd_passes, row_sqnorms
-from ..kernels.objective import add_weighted_rows, upper_and_diag_arrays
+from ..kernels.losses import upper_and_diag_arrays
+from ..kernels.objective import add_weighted_rows
 from ..kernels.rng import make_state
 from .certificate import Certificate, binary_certificate, dual_value
 from .crammer_singer import solve_crammer_singer
+from .losses import loss_of
+from .result import FitResult
 
 # Start and floor of the projected-gradient tolerance that steers shrinking.
 _PG_EPS_START = 0.1
@@ -49,7 +52,7 @@ class BinaryProblem:
     X : 2-D ndarray or CSR tuple ``(indptr, indices, data)``
     y : float64 ndarray of +1/-1
     cost : float64 ndarray, ``C_i`` per row (0 drops the row)
-    loss : {"hinge", "squared_hinge"}
+    loss : str, a loss's name (:data:`~.losses.LOSSES`)
     bias : float, value of the constant bias feature (0 for none)
     """
 
@@ -65,15 +68,16 @@ class BinaryProblem:
 
     def __post_init__(self):
         cost = self.cost
-        self.upper, self.diag = upper_and_diag_arrays(cost, self.loss != "hinge")
+        self.upper, self.diag = upper_and_diag_arrays(cost, self.loss_code)
         self.qd = np.empty_like(cost)
         row_sqnorms(self.X, self.bias, self.qd)
         check_sqnorms(self.qd)
         self.qd += self.diag
 
     @property
-    def squared(self):
-        return self.loss == "squared_hinge"
+    def loss_code(self):
+        """The kernels' code of the loss (:mod:`~dask_streamsvm.kernels.losses`)."""
+        return loss_of(self.loss).code
 
     def trainable_rows(self):
         """Row ids with ``C_i > 0``; rows of zero cost keep ``alpha_i = 0``."""
@@ -86,7 +90,7 @@ class BinaryProblem:
         return dcd_passes(self.X, problem, index, alpha, w, self.bias, n_passes, eps, shrinking, rng_state)
 
     def certificate(self, alpha, w):
-        return binary_certificate(self.X, self.y, self.cost, self.diag, alpha, w, self.bias, self.squared)
+        return binary_certificate(self.X, self.y, self.cost, self.diag, alpha, w, self.bias, self.loss_code)
 
     def exact_w(self, alpha):
         """``w(alpha) = sum_i alpha_i y_i [x_i, b]`` rebuilt from scratch."""
@@ -95,21 +99,11 @@ class BinaryProblem:
         return w
 
 
-@dataclass
-class SolveResult:
-    w: np.ndarray
-    alpha: np.ndarray
-    passes: int
-    converged: bool
-    certificate: Certificate
-    history: list
-    interrupted: bool = False  # a KeyboardInterrupt ended the solve; w is certified all the same
-
-
 def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, on_pass=None, label=None):
     """Minimise the dual of ``problem`` until the relative gap is <= ``tol``.
 
-    Returns a :class:`SolveResult`; ``history`` has one record per pass.  Unconverged, the
+    Returns a :class:`~.result.FitResult` of one problem (``w``, ``certificate``, ``alpha``, a
+    bool ``converged``); ``history`` has one record per pass.  Unconverged, the
     weights returned are the certified ones of lowest primal value (the last pass's primal can
     be far above an earlier one's), with the last pass's dual, DCD's best.
     ``on_pass(record, w)``, when given, is called after each pass with its
@@ -172,7 +166,7 @@ def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, on_pass=N
                 "pass": passes,
                 "seconds": clock() - clock_start,
                 "primal": cert.primal if due else np.nan,
-                "dual": cert.dual if due else dual_value(alpha, problem.diag, w),
+                "dual": cert.dual if due else dual_value(alpha, problem.diag, w, problem.loss_code),
                 "gap": cert.relative_gap if due else np.nan,
                 "active": int(active),
             }
@@ -197,31 +191,22 @@ def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, on_pass=N
         # (unscaled features, a large C): the point returned is the certified one of lowest primal.
         if best_primal < cert.primal:
             w, cert = best_w, Certificate(primal=best_primal, dual=cert.dual)
-    return SolveResult(
-        w=w,
-        alpha=alpha,
+    return FitResult(
+        W=w[None, :],
+        certificates=[cert],
         passes=passes,
         converged=converged,
-        certificate=cert,
         history=history,
         interrupted=interrupted,
+        alpha=alpha,
     )
 
 
-@dataclass
-class MemoryResult:
-    """Every problem of an in-memory fit solved: the model's rows and their certificates."""
-
-    W: np.ndarray  # (n_problems, width + 1); Crammer-Singer's (k, width + 1), see problem.cs_model
-    certificates: list
-    passes: int
-    history: list
-    converged: list
-    interrupted: bool = False  # a KeyboardInterrupt ended a solve; W is certified all the same
-
-
 def solve_problems(rows, y_index, weights, plan, *, width, seeds, clock_start=None, hooks=None):
-    """Solve every problem of ``plan`` on in-memory rows: a :class:`MemoryResult`.
+    """Solve every problem of ``plan`` on in-memory rows: a :class:`~.result.FitResult` (``W``
+    ``(n_problems, width + 1)``, Crammer-Singer's ``(k, width + 1)``: :func:`~.problem.cs_model`;
+    ``converged`` one per problem; ``interrupted`` if a KeyboardInterrupt ended a solve, ``W``
+    certified all the same).
 
     ``rows`` is a kernel layout, ``y_index`` each row's class index,
     ``weights`` its sample weight, ``seeds`` one seed per problem.
@@ -235,7 +220,8 @@ def solve_problems(rows, y_index, weights, plan, *, width, seeds, clock_start=No
             bias=plan.bias, tol=plan.tol, max_iter=plan.max_iter, seed=int(seeds[0]),
             clock_start=clock_start, on_pass=None if hooks is None else hooks.joint,
         )  # fmt: skip
-        return MemoryResult(result.W, [result.certificate], result.passes, result.history, [result.converged])
+        result.converged = [result.converged]
+        return result
     results = []
     for c in range(plan.n_problems):
         problem = BinaryProblem(
@@ -252,11 +238,11 @@ def solve_problems(rows, y_index, weights, plan, *, width, seeds, clock_start=No
                 f"interrupted while training class {plan.labels[c]!r}; the classes after "
                 "it were not trained, so no model was kept"
             )
-    return MemoryResult(
-        np.vstack([r.w for r in results]),
-        [r.certificate for r in results],
-        max(r.passes for r in results),
-        [record for r in results for record in r.history],
-        [r.converged for r in results],
+    return FitResult(
+        W=np.vstack([r.w for r in results]),
+        certificates=[r.certificate for r in results],
+        passes=max(r.passes for r in results),
+        converged=[r.converged for r in results],
+        history=[record for r in results for record in r.history],
         interrupted=any(r.interrupted for r in results),
     )

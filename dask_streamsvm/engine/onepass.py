@@ -48,7 +48,7 @@ class Balls:
             buf_y=np.zeros((k, depth)),
             n_buf=np.zeros(k, dtype=np.int64),
         )
-        self.norm = None  # normalize=False: the squared norm every row must have
+        self.norm = None  # normalize=False: the x . x every row must have
 
     def feed(self, X, signs, order):
         """Rows ``order`` of ``X`` (dense or CSR) in order; ``signs[c, i]``: row i's sign in problem c."""
@@ -76,8 +76,8 @@ class Balls:
             i = int(np.flatnonzero(off)[0])
             raise ValueError(
                 f"OnePassSVC(normalize=False) needs every row (with its intercept feature) to have the same "
-                f"norm, as the ball's equivalence with the SVM assumes: row {i} of this block has squared "
-                f"norm {sq[i]:.6g}, the first row {self.norm:.6g}. Use normalize=True (the default), or "
+                f"norm, as the ball's equivalence with the SVM assumes: row {i} of this block has x . x = "
+                f"{sq[i]:.6g}, the first row {self.norm:.6g}. Use normalize=True (the default), or "
                 "scale the rows to equal norms yourself."
             )
 

@@ -27,10 +27,11 @@ import scipy.sparse as sp
 from ..kernels.cache import gap_scores
 from ..kernels.crammer_singer import cs_select_informative, cs_sweep
 from ..kernels.dcd import ProblemArrays, row_sqnorms
-from ..kernels.objective import upper_and_diag_arrays
+from ..kernels.losses import upper_and_diag_arrays
 from ..kernels.rng import make_state
 from ..kernels.sbm import gradients, select_informative, select_random
 from .layout import kernel_rows
+from .losses import loss_of
 from .memory import BinaryProblem
 from .sbm import INNER_EPS, passes_to_gap
 from .trainer import KAPPA
@@ -69,6 +70,11 @@ class OnePassSBM:
         self.layout = None  # (sparse, dtype) of the first block, kept by every later one
         self.Y = self.cost = self.alpha = np.zeros((self.k, 0))
         self.blocks = self.rows_seen = 0
+
+    @property
+    def loss_code(self):
+        """The kernels' code of the stream's loss (``loss`` is its name)."""
+        return loss_of(self.loss).code
 
     def start_from(self, coef, intercept):
         """Start ``W`` from a fitted model's ``coef_`` and ``intercept_`` (``partial_fit`` after ``fit``)."""
@@ -168,7 +174,7 @@ class OnePassSBM:
         scores = np.empty(n)
 
         def measure():  # the block's gap, as SBM measures it
-            gap_scores(rows, Y, cost, alpha, self.W, self.bias, self.loss == "squared_hinge", scores)
+            gap_scores(rows, Y, cost, alpha, self.W, self.bias, self.loss_code, scores)
             return scores.sum()
 
         passes, _ = passes_to_gap(
@@ -191,7 +197,7 @@ class OnePassSBM:
         elif self.crammer_singer:
             m = cs_select_informative(rows, Y, cost, alpha, self.W, self.bias, slots, sizes, budget, keep)
         else:
-            upper, diag = upper_and_diag_arrays(cost, self.loss != "hinge")
+            upper, diag = upper_and_diag_arrays(cost, self.loss_code)
             grad = np.empty((self.k, n))
             gradients(rows, Y, diag, alpha, self.W, self.bias, slots, grad)
             m = select_informative(alpha, grad, upper, sizes, budget, keep)

@@ -25,11 +25,21 @@ from sklearn.utils.extmath import safe_sparse_dot
 
 from ..kernels.features import spec_width
 from ..kernels.objective import decision_values
+from . import losses
 from .calibration import held_out
 from .layout import kernel_rows
 
-LOSSES = ("hinge", "squared_hinge")
-SOLVERS = ("memory", "streamsvm", "sbm", "bm", "partial")
+# The losses ``loss=`` accepts, by name: :data:`.losses.LOSSES`, where each loss's pieces are.
+LOSSES = tuple(losses.LOSSES)
+# What a Crammer-Singer plan records as its loss, whatever the estimator's ``loss``: its own loss
+# is a boxed one of the margins, and its dual box is this loss's (``alpha <= C``).
+CRAMMER_SINGER_LOSS = losses.CRAMMER_SINGER.name
+# The solver names, declared once: the streaming schedules (:data:`.schedules.TRAINERS`), and
+# what ``solver=`` accepts (``"auto"`` lets :func:`.fit.choose_method` pick).
+STREAMING_SOLVERS = ("streamsvm", "sbm", "bm")
+SOLVERS = ("auto", "memory", *STREAMING_SOLVERS)
+# A plan's schedule: the above, and ``partial_fit``'s one pass.
+PLAN_SOLVERS = (*SOLVERS, "partial")
 CACHE_POLICIES = ("informative", "random")
 ALPHA_STORES = ("memory", "disk")
 
@@ -51,7 +61,8 @@ class FitPlan:
     """Everything a fit trains with, checked once.
 
     Parameters of the problem
-        ``C``, ``loss`` (``"hinge"`` for Crammer-Singer), ``crammer_singer``,
+        ``C``, ``loss`` (a name of :data:`LOSSES`; :data:`CRAMMER_SINGER_LOSS`
+        for Crammer-Singer), ``crammer_singer``,
         ``class_weight`` (None, ``"balanced"`` or a dict), ``bias`` (the
         constant feature's value, 0 for none), ``feature_map`` (a map's spec
         record array, or None).
@@ -59,15 +70,26 @@ class FitPlan:
         ``tol`` (relative duality gap), ``max_iter`` (reader passes).
     Schedule
         ``solver`` (``"memory"``, ``"streamsvm"``, ``"sbm"``, ``"bm"`` or
-        ``"partial"``),
-        ``cache_bytes`` (bytes, ``0`` for BM), ``block_bytes`` (SBM and
-        BM), ``inner_iter``, ``cache_policy``, ``deterministic`` (StreamSVM's
+        ``"partial"``; ``"auto"`` until :func:`~.fit.fit` chooses), ``dual``
+        (``"auto"``, True or False: whether the primal Newton solver may or
+        must run), ``cluster`` (None, ``"average"`` or ``"cocoa"``),
+        ``cache_bytes`` (bytes, ``0`` for BM; None while ``cache_share``, a
+        share of the rows' bytes such as 0.1, waits for the rows to be
+        counted: :meth:`FitPlan.with_cache_bytes`), ``block_bytes`` (SBM and
+        BM; None: the papers' split, ``cache_bytes`` for SBM and twice it
+        for BM), ``inner_iter``, ``cache_policy``, ``deterministic`` (StreamSVM's
         count-based schedule), ``prefetch``, ``shuffle``,
         ``retries``, ``read_timeout`` (seconds a partition's read may
-        take, or None), ``alpha_store``.
+        take, or None), ``alpha_store``, ``spill`` and ``spill_dir`` (the
+        parsed partitions' binary copy, :meth:`~.source.DaskSource.spilling`).
     Seeds
+        ``random_state`` (the estimator's, which the seeds are drawn from),
         ``seed`` (row permutations, evictions, partition order) and
         ``calibration_seed`` (the held-out rows of Platt scaling, or None).
+    Extras
+        ``probability`` (fit Platt's sigmoids), ``scaler`` (an unfitted
+        :class:`~dask_streamsvm.features.Standardize` whose scales one read
+        learns, or None).
     Labels (set by :meth:`with_labels`)
         ``classes``, ``signs`` and ``costs`` of shape ``(n_problems,
         n_classes)``, ``labels`` (the class each problem's history records
@@ -77,7 +99,7 @@ class FitPlan:
     """
 
     C: float = 1.0
-    loss: str = "squared_hinge"
+    loss: str = losses.DEFAULT.name
     crammer_singer: bool = False
     class_weight: object = None
     bias: float = 1.0
@@ -85,8 +107,11 @@ class FitPlan:
     tol: float = 1e-3
     max_iter: int = 1000
     solver: str = "streamsvm"
+    dual: object = True
+    cluster: str = None
     cache_bytes: int = 10**9
-    block_bytes: int = 10**9
+    block_bytes: int = None
+    cache_share: float = None
     inner_iter: int | None = None
     cache_policy: str = "informative"
     deterministic: bool = False
@@ -95,8 +120,13 @@ class FitPlan:
     retries: int = 0
     read_timeout: float = None
     alpha_store: str = "memory"
+    spill: object = "auto"
+    spill_dir: object = None
+    random_state: object = None
     seed: int = 0
     calibration_seed: int = None
+    probability: bool = False
+    scaler: object = None
     classes: np.ndarray = None
     signs: np.ndarray = None
     costs: np.ndarray = None
@@ -106,12 +136,25 @@ class FitPlan:
 
     def __post_init__(self):
         _check_choice("loss", self.loss, LOSSES)
-        _check_choice("solver", self.solver, SOLVERS)
+        _check_choice("solver", self.solver, PLAN_SOLVERS)
+        _check_choice("dual", self.dual, ("auto", True, False))
+        if self.cache_share is not None:
+            if not 0 < self.cache_share:
+                raise ValueError(f"cache_share must be > 0, got cache_share={self.cache_share!r}.")
+            return self._check_rest()  # the byte sizes wait for the rows to be counted
         _check_int("cache_bytes", self.cache_bytes, 0)
+        if self.block_bytes is None:  # the papers' split: SBM-1/2, and BM with SBM's memory
+            block = self.cache_bytes if self.solver == "sbm" else 2 * self.cache_bytes
+            object.__setattr__(self, "block_bytes", max(int(block), 1))
+        if self.solver == "bm":
+            object.__setattr__(self, "cache_bytes", 0)
         if isinstance(self.block_bytes, bool) or not isinstance(self.block_bytes, int | np.integer) or (
             self.block_bytes <= 0
         ):
             raise ValueError(f"block_bytes must be an integer > 0, got block_bytes={self.block_bytes!r}.")
+        self._check_rest()
+
+    def _check_rest(self):
         if self.inner_iter is not None:
             _check_int("inner_iter", self.inner_iter, 1)
         _check_choice("cache_policy", self.cache_policy, CACHE_POLICIES)
@@ -120,12 +163,13 @@ class FitPlan:
         if self.read_timeout is not None and not self.read_timeout > 0:
             raise ValueError(f"read_timeout must be > 0 or None, got read_timeout={self.read_timeout!r}.")
         _check_choice("alpha_store", self.alpha_store, ALPHA_STORES)
-        if self.crammer_singer and self.loss != "hinge":
-            raise ValueError("a Crammer-Singer plan has loss='hinge' (its loss is its own).")
+        if self.crammer_singer and self.loss != CRAMMER_SINGER_LOSS:  # its loss is its own
+            object.__setattr__(self, "loss", CRAMMER_SINGER_LOSS)
 
     @property
-    def squared(self):
-        return self.loss == "squared_hinge"
+    def loss_code(self):
+        """The kernels' code of the plan's loss (:mod:`dask_streamsvm.kernels.losses`)."""
+        return losses.loss_of(self.loss).code
 
     @property
     def gap_ruled_passes(self):
@@ -145,6 +189,11 @@ class FitPlan:
     def replace(self, **changes):
         """A copy with ``changes`` (checked again)."""
         return dataclasses.replace(self, **changes)
+
+    def with_cache_bytes(self, n_bytes):
+        """The plan with its share of memory (``cache_share``) resolved to ``n_bytes``; block bytes
+        not given follow from them."""
+        return self.replace(cache_share=None, cache_bytes=int(n_bytes))
 
     def with_labels(self, classes, counts, weighted_classes):
         """The plan with its label tables, from every class, its row count and the classes of weight.
@@ -323,5 +372,6 @@ def unconverged_message(plan, certificates, converged, feature_max=None):
     return (
         f"LinearSVC did not reach tol={plan.tol:g} (relative duality gap) within "
         f"max_iter={plan.max_iter} passes{which}; the final gap is {np.max(gap):.3g}. "
-        "Increase max_iter, loosen tol, or (for loss='hinge') use a smaller C." + scale_advice(feature_max)
+        "Increase max_iter, loosen tol, or use a smaller C (the dual solvers need more passes the "
+        "larger C is)." + scale_advice(feature_max)
     )

@@ -25,7 +25,7 @@ Row memory.  ``W`` lives in one :class:`~.cache.RowCache` of ``cache_bytes +
 block_bytes`` (the DCD kernel reads its slots directly; its arrays grow with
 the rows it holds, up to that budget); after each block the rows not
 selected are evicted, which writes their alphas back to the
-:class:`~.cache.AlphaStore` and keeps the dual's sums exact.  A sparse row
+:class:`~.dual_store.AlphaStore` and keeps the dual's sums exact.  A sparse row
 memory splits its bytes between row slots and a value arena from a guess of
 the nonzeros per row; a partition that does not fit that split (its rows
 denser or sparser than the guess) has the row memory rebuilt with a split
@@ -180,7 +180,7 @@ class BlockTrainer(PassCertifier):
             memory = self.memory
             before = memory.evictions
             inserted = memory.insert(
-                block.X, block.row_ids, y_pm, cost, self.squared, self.bias, self.store, self.rng_state
+                block.X, block.row_ids, y_pm, cost, self.loss.code, self.bias, self.store, self.rng_state
             )
             if inserted != n_rows or memory.evictions != before:
                 raise RuntimeError(
@@ -234,7 +234,9 @@ class BlockTrainer(PassCertifier):
         are allocated.
         """
         old, self.memory = self.memory, None
-        self.memory = old.rebuild(capacity, n_rows, nnz, self.store, self.squared, self.bias, self.rng_state)
+        self.memory = old.rebuild(
+            capacity, n_rows, nnz, self.store, self.loss.code, self.bias, self.rng_state
+        )
         self.stats["rebuilds"] += 1
         self._note_memory()
 
@@ -268,7 +270,7 @@ class BlockTrainer(PassCertifier):
         problems = [memory.problem(c) for c in range(self.k)]
         _, visits = passes_to_gap(
             memory.layout, problems, index, memory.A, self.W, self.bias, self.rng_state, self.inner_iter,
-            measure=lambda: memory.objective(self.W, self.bias)[1], target=self.solved_below,
+            measure=lambda: memory.objective(self.W, self.bias, self.loss.code)[1], target=self.solved_below,
         )  # fmt: skip
         self.stats["visits"] += visits
 

@@ -21,18 +21,20 @@ import time
 
 from .archive import plain_array
 from .partial import OnePassSBM
-from .problem import class_index
+from .problem import STREAMING_SOLVERS, class_index
 from .reader import read_blocks
+from .result import FitResult
 from .sbm import BlockTrainer
 from .source import Block
 from .streamsvm import StreamSVMTrainer
-from .trainer import StreamResult, run_trainer
+from .trainer import run_trainer
 
-TRAINERS = {"streamsvm": StreamSVMTrainer, "sbm": BlockTrainer, "bm": BlockTrainer}
+# The trainer of each streaming schedule, by the names :data:`.problem.STREAMING_SOLVERS` declares.
+TRAINERS = dict(zip(STREAMING_SOLVERS, (StreamSVMTrainer, BlockTrainer, BlockTrainer), strict=True))
 
 
 def fit_stream(source, plan, hooks=None, *, clock_start=None, checkpoints=None, resume=None, state=None):
-    """Train ``plan`` on ``source``: a :class:`~.trainer.StreamResult`.
+    """Train ``plan`` on ``source``: a :class:`~.result.FitResult`.
 
     Parameters
     ----------
@@ -111,7 +113,7 @@ def _one_pass(source, plan, stream, clock_start):
         record["seconds"] = time.perf_counter() - clock_start
         record["rows_skipped"] = block.n_skipped
         history.append(record)
-    return StreamResult(
+    return FitResult(
         W=stream.W, passes=stream.blocks, converged=False, certificates=[], history=history, state=stream
     )
 

@@ -7,10 +7,13 @@ and turns it into a :class:`Block`: the rows in the layout the kernels read,
 the raw labels and the sample weights, with every check that needs the
 values (NaN, inf, lengths, columns) done there, naming the partition.  It
 runs on the reader thread, off the trainer's path.
+
+The checks and their messages are in :mod:`.checks`, the labels' layout
+and counts in :mod:`.labels`, the partitions' graphs (what a cluster's
+worker is sent) in :mod:`.graphs`, and the global row ids in :mod:`.row_ids`.
 """
 
 import contextlib
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +21,32 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ._malloc import release_free_memory
+from .checks import (
+    check_sparse_structure,
+    chunk_rows,
+    complex_message,
+    first_non_finite,
+    frame_rows,
+    invalid_labels,
+    label_error,
+    non_finite_encoded,
+    non_finite_message,
+    overflow_message,
+    overflowing_rows,
+    unusable_rows,
+)
+from .graphs import GIVEN, culled_graph, held_kinds
+from .labels import count_labels_of, label_partitions, merge_label_counts
+from .row_ids import RowIds
 from .waiting import watched_compute
+
+# What other modules import from here.  The checks, the label counts, the graphs and the row ids
+# live in :mod:`.checks`, :mod:`.labels`, :mod:`.graphs` and :mod:`.row_ids`.
+__all__ = [
+    "Block", "DaskSource", "RowIds", "check_sparse_structure", "count_labels_of", "culled_graph",
+    "encoder_set", "first_non_finite", "invalid_labels", "is_dask_collection", "is_dask_dataframe",
+    "merge_label_counts", "non_finite_encoded", "overflow_message", "overflowing_rows",
+]  # fmt: skip
 
 _LABEL = "__dask_streamsvm_label__"  # columns added to X when y (and the weights) come from its frame
 _WEIGHT = "__dask_streamsvm_weight__"
@@ -160,8 +188,8 @@ class DaskSource:
         # LIBSVM block gives both X and y): computed together, the shared work runs once.  Optimised
         # one by one, each would fuse its own copy of it.
         parts_x = list(X.to_delayed(optimize_graph=False).ravel())
-        parts_y = self._label_parts(y, len(parts_x), X.chunks[0], "y", optimize=False)
-        parts_w = self._label_parts(sample_weight, len(parts_x), X.chunks[0], "sample_weight", optimize=False)
+        parts_y = label_partitions(y, len(parts_x), X.chunks[0], "y", optimize=False)
+        parts_w = label_partitions(sample_weight, len(parts_x), X.chunks[0], "sample_weight", optimize=False)
         self._parts = list(zip(parts_x, parts_y, parts_w, strict=True))
         self._frame = False
 
@@ -221,15 +249,15 @@ class DaskSource:
             return
         if whole is not None:
             parts_x = list(whole.to_delayed())
-            parts_w = self._label_parts(sample_weight, len(parts_x), None, "sample_weight")
+            parts_w = label_partitions(sample_weight, len(parts_x), None, "sample_weight")
             self._parts = [(x, None, w) for x, w in zip(parts_x, parts_w, strict=True)]
             # Counting labels reads the label column alone (unless weights count too).
             if sample_weight is None and self._weight_column is None:
                 self._count_parts = [(None, yp, None) for yp in y.to_delayed()]
             return
         parts_x = list(X.to_delayed())
-        parts_y = self._label_parts(y, len(parts_x), None, "y")
-        parts_w = self._label_parts(sample_weight, len(parts_x), None, "sample_weight")
+        parts_y = label_partitions(y, len(parts_x), None, "y")
+        parts_w = label_partitions(sample_weight, len(parts_x), None, "sample_weight")
         self._parts = list(zip(parts_x, parts_y, parts_w, strict=True))
 
     def _init_parquet(self, X, y, sample_weight):
@@ -261,35 +289,6 @@ class DaskSource:
     def _encoded_width(self, n_in):
         return n_in if self.encoder is None else self.encoder.raw_width(n_in)
 
-    @staticmethod
-    def _label_parts(v, n_parts, row_chunks, name, optimize=True):
-        if v is None:
-            return [None] * n_parts
-        if not is_dask_collection(v):
-            raise TypeError(
-                f"{name} must be a Dask Array or Series like X, got {type(v).__name__}; "
-                f"wrap it with dask.array.from_array({name}, chunks=X.chunks[0])."
-            )
-        if getattr(v, "ndim", 1) != 1:
-            raise ValueError(f"{name} must be 1-D, got {v.ndim} dimensions.")
-        parts = list(np.ravel(v.to_delayed(optimize_graph=optimize)))
-        if len(parts) != n_parts:
-            raise ValueError(
-                f"{name} has {len(parts)} partitions but X has {n_parts}; partition them alike "
-                f"(for arrays: {name}.rechunk(X.chunks[0]); for frames: pass the whole frame and "
-                "the label column's name, fit(frame, 'label'), since Dask may merge the partitions "
-                "of a frame read from Parquet when only a few of its columns are selected)."
-            )
-        chunks = getattr(v, "chunks", None)
-        if row_chunks is not None and chunks is not None:
-            known = not (any(np.isnan(row_chunks)) or any(np.isnan(chunks[0])))
-            if known and tuple(chunks[0]) != tuple(row_chunks):
-                raise ValueError(
-                    f"{name}'s chunks {chunks[0]} do not match X's row chunks {row_chunks}; "
-                    f"rechunk with {name} = {name}.rechunk((X.chunks[0],))."
-                )
-        return parts
-
     def label_counts(self, allow_empty=False, read_timeout=None, merged=True):
         """Classes, their row counts, and the classes with positive weight.
 
@@ -309,7 +308,7 @@ class DaskSource:
         else:
             parts = getattr(self, "_count_parts", self._parts)
             tasks = [
-                dask.delayed(_count_labels)(
+                dask.delayed(count_labels_of)(
                     self.partition_id(p),
                     y if y is not None else x[label],
                     w if w is not None or self._weight_column is None else x[self._weight_column],
@@ -325,7 +324,7 @@ class DaskSource:
 
     def _count_valid(self, p, x, y, w):
         _, y, w, _ = self._checked(self.partition_id(p), x, y, w)
-        return _count_labels(self.partition_id(p), y, w)
+        return count_labels_of(self.partition_id(p), y, w)
 
     @property
     def n_partitions(self):
@@ -348,9 +347,9 @@ class DaskSource:
         sub._parts = []
         for p in partitions:
             part = self._parts[p]
-            lazy = _culled(tuple(None if g else d for d, g in zip(part, given, strict=True)))
+            lazy = culled_graph(tuple(None if g else d for d, g in zip(part, given, strict=True)))
             sub._parts.append(
-                tuple(_GIVEN if g and d is not None else c for d, c, g in zip(part, lazy, given, strict=True))
+                tuple(GIVEN if g and d is not None else c for d, c, g in zip(part, lazy, given, strict=True))
             )
         if any(given):
             sub.parquet_plan = None
@@ -362,38 +361,24 @@ class DaskSource:
         """Take ``data[p]``, partition ``p``'s computed ``(x, y, w)``, for the parts that
         :meth:`subset` left to be given: a cluster's part whose data its worker already holds."""
         self._parts = [
-            tuple(value if now is _GIVEN else now for now, value in zip(part, values, strict=True))
+            tuple(value if now is GIVEN else now for now, value in zip(part, values, strict=True))
             for part, values in zip(self._parts, data, strict=True)
         ]
         self.__dict__.pop("_count_parts", None)
 
     def held(self):
-        """Where each of the collection's ``x, y, w`` already is (a tuple of three): ``"persisted"``
-        when its graph holds futures of a ``dask.distributed`` cluster (``X.persist()``),
-        ``"memory"`` when it holds the data itself (``da.from_array``, ``dd.from_pandas``,
-        :func:`~dask_streamsvm.io.csr_to_dask`), else None (computed from files or other tasks,
-        or absent).  Scans each distinct graph once."""
-        kinds = [None, None, None]
+        """Where each of the collection's ``x, y, w`` already is (:func:`~.graphs.held_kinds`: e.g.
+        ``"memory"`` for :func:`~dask_streamsvm.io.csr_to_dask`); None for each when the Parquet
+        fast path reads the partitions or a spill holds them."""
         if self.parquet_plan is not None or self.spill is not None:
-            return tuple(kinds)
-        for j in range(3):
-            graphs = {}
-            for part in self._parts:
-                d = part[j]
-                if d is not None and hasattr(d, "__dask_graph__"):
-                    graph = d.__dask_graph__()
-                    graphs.setdefault(id(graph), graph)
-            for graph in graphs.values():
-                for value in dict(graph).values():
-                    value = value.value if type(value).__name__ == "DataNode" else value
-                    if type(value).__name__ == "Future":
-                        kinds[j] = "persisted"
-                        break
-                    if isinstance(value, np.ndarray | sp.spmatrix | sp.sparray | pd.DataFrame | pd.Series):
-                        kinds[j] = "memory"
-                if kinds[j] == "persisted":
-                    break
-        return tuple(kinds)
+            return (None, None, None)
+        return held_kinds(self._parts)
+
+    @property
+    def partitions(self):
+        """Per partition, the delayed objects ``(x, y, w)`` a read computes (None where there is none;
+        with the Parquet fast path, the tasks that decode its files)."""
+        return tuple(self._parts)
 
     def partition_id(self, p):
         """The number of this source's ``p``-th partition in the whole collection."""
@@ -474,7 +459,7 @@ class DaskSource:
     def _spill_and_count(self, p, x, y, w):
         """The label count of partition ``p``'s computed parts, spilling its checked block on the way."""
         block = self._block(self.partition_id(p), x, y, w)
-        return _count_labels(block.partition, block.y, block.sample_weight)
+        return count_labels_of(block.partition, block.y, block.sample_weight)
 
     def _checked(self, p, x, y, w):
         """Rows (before any encoding), labels and weights of partition ``p``, and the rows dropped.
@@ -542,129 +527,42 @@ class DaskSource:
 
     def _rows(self, x, p):
         """Partition ``p``'s features as numbers: a C-ordered array, CSR rows or (strings) a frame."""
-        if self._frame:
-            if isinstance(x, np.ndarray):  # read by the Parquet fast path: numbers of the source's dtype
-                return x
-            if list(x.columns) != self._columns:
-                missing = [c for c in self._columns if c not in x.columns]
-                extra = [c for c in x.columns if c not in self._columns]
-                raise ValueError(
-                    f"partition {p} has columns {list(x.columns)}, expected {self._columns} "
-                    f"(missing {missing}, unexpected {extra}): the partitions' schemas differ."
-                )
-            if self.encoder is not None and self.encoder.reads_strings:
-                return x
-            # Fill a C-ordered array column by column: one copy of the data
-            # (DataFrame.to_numpy builds an F-ordered array first).
-            values = np.empty((len(x), len(self._columns)), dtype=self.dtype)
-            for j, column in enumerate(x.columns):
-                series = x[column]
-                if pd.api.types.is_complex_dtype(series.dtype):
-                    raise ValueError(complex_message(f"partition {p}, column {column!r}", series.dtype))
-                # Nullable (extension) columns turn pd.NA into NaN; a NumPy column is copied once, as is.
-                missing = {"na_value": np.nan} if pd.api.types.is_extension_array_dtype(series.dtype) else {}
-                try:
-                    values[:, j] = series.to_numpy(dtype=self.dtype, **missing)
-                except (TypeError, ValueError) as exc:
-                    raise ValueError(
-                        f"partition {p}, column {column!r}: its values (dtype {series.dtype}) are not "
-                        f"numbers ({exc}). Convert or drop the column, or encode it with a feature map."
-                    ) from None
-            return values
-        if sp.issparse(x):
-            if x.dtype.kind == "c":
-                raise ValueError(complex_message(f"partition {p}: X", x.dtype))
-            x = check_sparse_structure(x, lambda r: f"partition {p}" if r is None else self._where(p, r))
-            X = sp.csr_matrix(x, dtype=x.dtype if x.dtype in (np.float32, np.float64) else np.float64)
-            if not X.has_canonical_format:
-                X = X.copy()
-                X.sum_duplicates()
-            if X.shape[1] != self.n_input_features:
-                raise ValueError(f"partition {p} has {X.shape[1]} columns, expected {self.n_input_features}.")
-            return X
-        values = np.asarray(x)
-        if values.dtype.kind == "c":
-            raise ValueError(complex_message(f"partition {p}: X", values.dtype))
-        if values.dtype not in (np.float32, np.float64):
-            if not (np.issubdtype(values.dtype, np.number) or values.dtype == bool):
-                raise ValueError(f"partition {p}: X has dtype {values.dtype}; it must be numeric.")
-            values = values.astype(np.float64)
-        if values.ndim != 2 or values.shape[1] != self.n_input_features:
+        if not self._frame:
+
+            def where(r):
+                return f"partition {p}" if r is None else self._where(p, r)
+
+            return chunk_rows(x, p, self.n_input_features, where)
+        if isinstance(x, np.ndarray):  # read by the Parquet fast path: numbers of the source's dtype
+            return x
+        if list(x.columns) != self._columns:
+            missing = [c for c in self._columns if c not in x.columns]
+            extra = [c for c in x.columns if c not in self._columns]
             raise ValueError(
-                f"partition {p} has shape {values.shape}, expected (rows, {self.n_input_features})."
+                f"partition {p} has columns {list(x.columns)}, expected {self._columns} "
+                f"(missing {missing}, unexpected {extra}): the partitions' schemas differ."
             )
-        return np.ascontiguousarray(values)
+        if self.encoder is not None and self.encoder.reads_strings:
+            return x
+        return frame_rows(x, self._columns, self.dtype, p)
 
     def _bad_rows(self, X, p):
-        """Rows of ``X`` that no solver can use: a value NaN or infinite, or ``x . x`` overflowing.
+        """Rows of ``X`` that no solver can use (:func:`~.checks.unusable_rows`).
 
         With ``on_invalid="raise"`` the first such row is an error naming it.
         """
+        raising = self.on_invalid != "skip"
         if hasattr(X, "columns"):  # strings for an encoding map: it checks what it reads
             rows, first = non_finite_encoded(self.encoder, X)
-            if first is not None and self.on_invalid != "skip":
+            if first is not None and raising:
                 row, column, value = first
-                raise ValueError(self._not_finite(p, row, f"column {column!r}", value, rows))
+                raise ValueError(non_finite_message(self._where(p, row), f"column {column!r}", value, rows))
             return rows
-        values = X.data if sp.issparse(X) else X
-        rows = np.zeros(X.shape[0], dtype=bool)
-        first, top = first_non_finite(values)
-        if first >= 0:  # only then the mask of every value (a bool per value)
-            bad = ~np.isfinite(values)
-            if sp.issparse(X):
-                rows[np.searchsorted(X.indptr, np.flatnonzero(bad), side="right") - 1] = True
-            else:
-                rows = bad.any(axis=1)
-        if rows.any() and self.on_invalid != "skip":
-            if sp.issparse(X):
-                k = int(np.flatnonzero(bad)[0])
-                row = int(np.searchsorted(X.indptr, k, side="right") - 1)
-                col, value = f"feature {int(X.indices[k])}", values[k]
-            else:
-                row, c = (int(v[0]) for v in np.nonzero(bad))
-                col = f"column {self._columns[c]!r}" if self._frame else f"feature {c}"
-                value = values[row, c]
-            raise ValueError(self._not_finite(p, row, col, value, rows))
-        overflowing = overflowing_rows(X, top=top if first < 0 else None) & ~rows
-        if overflowing.any() and self.on_invalid != "skip":
-            r = int(np.flatnonzero(overflowing)[0])
-            raise ValueError(overflow_message(self._where(p, r), X, r))
-        return rows | overflowing
 
-    def _not_finite(self, p, row, column, value, rows):
-        """The error for the value NaN or infinity in ``column`` of row ``row`` (``rows``: every such row)."""
-        what = "NaN" if np.isnan(value) else "infinity"
-        return (
-            f"{self._where(p, row)}, {column}: the value is {what}; {int(rows.sum())} rows of the partition "
-            "hold values that are not finite. Drop or impute them, or pass on_invalid='skip' to drop them."
-        )
+        def column_name(c):
+            return f"column {self._columns[c]!r}" if self._frame else f"feature {c}"
 
-
-class _Given:
-    """The placeholder of a partition's x, y or w whose data is given on the worker
-    (:meth:`DaskSource.use_data`); unpickled as the one :data:`_GIVEN`."""
-
-    def __reduce__(self):
-        return "_GIVEN"
-
-    def __repr__(self):
-        return "<given on the worker>"
-
-
-_GIVEN = _Given()
-
-
-def _culled(part):
-    """A partition's ``(x, y, w)`` delayed objects sharing one graph culled to their own tasks."""
-    from dask.delayed import Delayed
-    from dask.optimization import cull
-
-    present = [d for d in part if d is not None]
-    merged = {}
-    for d in present:
-        merged.update(d.__dask_graph__())
-    graph, _ = cull(merged, [d.key for d in present])
-    return tuple(None if d is None else Delayed(d.key, graph) for d in part)
+        return unusable_rows(X, lambda r: self._where(p, r), column_name, raising=raising)
 
 
 def _local_scheduler():
@@ -673,202 +571,6 @@ def _local_scheduler():
 
     owner = getattr(get_scheduler(), "__self__", None)
     return owner is None or type(owner).__name__ != "Client"
-
-
-def missing_labels(y):
-    """Labels that are absent: NaN, None or pandas' NA."""
-    if y.dtype.kind == "f":
-        return np.isnan(y)
-    if y.dtype.kind == "O":
-        return np.asarray(pd.isna(y), dtype=bool)
-    return np.zeros(y.shape[0], dtype=bool)
-
-
-def invalid_labels(y):
-    """Labels no class can have: missing (:func:`missing_labels`) or infinite."""
-    if y.dtype.kind == "f":
-        return ~np.isfinite(y)
-    bad = missing_labels(y)
-    if y.dtype.kind == "O" and pd.api.types.infer_dtype(y, skipna=True) not in ("string", "bytes", "empty"):
-        bad = bad | np.fromiter((isinstance(v, float) and math.isinf(v) for v in y), bool, y.shape[0])
-    return bad
-
-
-def label_error(where, label):
-    """The message for an invalid label (:func:`invalid_labels`), ``where`` naming its row."""
-    problem = f"missing ({label})" if pd.isna(label) else f"infinite ({label}), not a class"
-    return f"{where}: the label is {problem}. Drop such rows, or pass on_invalid='skip'."
-
-
-def complex_message(what, dtype):
-    """The error for complex features, ``what`` naming where they are."""
-    return (
-        f"{what} holds complex values (dtype {dtype}); complex values are not supported. Pass their "
-        "real and imaginary parts as separate features (e.g. X.real and X.imag side by side)."
-    )
-
-
-def non_finite_encoded(encoder, frame):
-    """Rows of ``frame`` whose values an encoding map reads are NaN or infinite, and the first such
-    ``(row, column, value)`` or None (maps without ``non_finite_rows`` check what they read)."""
-    check = getattr(encoder, "non_finite_rows", None)
-    return check(frame) if check is not None else (np.zeros(len(frame), dtype=bool), None)
-
-
-# A value below this bound squares to at most max / n_features: n of them cannot overflow x . x.
-_SQRT_MAX = float(np.sqrt(np.finfo(np.float64).max))
-
-
-def first_non_finite(values):
-    """``(k, top)`` for an array's values in C order: the index of the first NaN or infinite one
-    (-1 if none) and the largest magnitude before it, in one pass that allocates nothing."""
-    from ..kernels.layout import scan_values
-
-    if values.size == 0 or values.dtype.kind != "f":
-        return -1, 0.0
-    flat = values.reshape(-1) if values.flags.c_contiguous else np.ravel(values)
-    k, top = scan_values(flat)
-    return int(k), float(top)
-
-
-def overflowing_rows(X, top=None):
-    """Rows of ``X`` (2-D array or CSR) of finite values whose ``x . x`` overflows float64.
-
-    The kernels accumulate ``x . x`` (and ``w . x``) in float64; such a row
-    (values near 1e154 and above) has an infinite norm and no solver can
-    use it.  Costs two reductions unless some value is that large, or
-    none if ``top``, the largest magnitude of the values, is known.
-    """
-    values = (X.data if sp.issparse(X) else X).ravel()
-    rows = np.zeros(X.shape[0], dtype=bool)
-    if values.size == 0 or values.dtype.kind != "f":
-        return rows
-    if top is None:
-        top = max(abs(float(np.fmax.reduce(values))), abs(float(np.fmin.reduce(values))))
-    if not top > _SQRT_MAX / math.sqrt(max(X.shape[1], 1)):  # also False for NaN: nothing to check
-        return rows
-    finite = np.where(np.isfinite(values), values, 0.0).astype(np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        squares = finite * finite
-        if sp.issparse(X):
-            entry_rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-            sq = np.bincount(entry_rows, weights=squares, minlength=X.shape[0])
-        else:
-            sq = squares.reshape(X.shape).sum(axis=1)
-    return ~np.isfinite(sq)
-
-
-def overflow_message(where, X, r, *, skip=True):
-    """The error for row ``r`` of ``X``, whose ``x . x`` overflows, ``where`` naming the row."""
-    row = X[r].toarray().ravel() if sp.issparse(X) else np.asarray(X[r])
-    fix = ", or pass on_invalid='skip' to drop such rows" if skip else ""
-    return (
-        f"{where}: the row's squared norm x . x overflows float64 (its largest value is "
-        f"{float(np.max(np.abs(row))):.3g}); no solver can learn from it. The features need scaling "
-        f"(e.g. sklearn.preprocessing.StandardScaler or MaxAbsScaler){fix}."
-    )
-
-
-def check_sparse_structure(X, where):
-    """``X`` (SciPy sparse) if its index arrays are consistent, else a ValueError naming the first flaw.
-
-    Neither SciPy's constructors nor scikit-learn's ``check_array`` look at
-    the values of ``indices`` and ``indptr``, while the kernels, and SciPy's
-    own conversions and products, read ``w[indices[k]]`` and
-    ``data[indptr[i]:indptr[i + 1]]`` without bounds checks: an index out
-    of range corrupts memory.  CSR, CSC and COO are checked here in
-    ``O(nnz)`` vectorised passes, BSR by SciPy's full check; other formats
-    are converted to CSR (SciPy converts them safely) and checked.
-    ``where(row)`` names a row of ``X``, ``where(None)`` the matrix.  A
-    matrix whose ``indptr`` ends before its storage (room SciPy allows)
-    comes back trimmed to its entries, as a new matrix.
-    """
-    fmt = X.format
-    if fmt == "bsr":
-        try:
-            X.copy().check_format(full_check=True)  # on a copy: the check may change the arrays
-        except ValueError as exc:
-            raise ValueError(f"{where(None)}: the sparse matrix is malformed: {exc}. {_REBUILD}") from None
-        return X
-    if fmt not in ("csr", "csc", "coo"):
-        X = X.tocsr()
-    row, flaw = _coo_flaw(X) if fmt == "coo" else _compressed_flaw(X)
-    if flaw is not None:
-        raise ValueError(f"{where(row)}: the sparse matrix is malformed: {flaw}. {_REBUILD}")
-    if fmt != "coo" and X.indptr[-1] < X.indices.shape[0]:
-        end = int(X.indptr[-1])
-        return type(X)((X.data[:end], X.indices[:end], X.indptr), shape=X.shape)
-    return X
-
-
-_REBUILD = (
-    "Its index arrays are inconsistent (built or changed by hand?); build it with the scipy.sparse "
-    "constructors, and X.check_format(full_check=True) finds such flaws."
-)
-
-
-def _index_arrays_flaw(arrays, n_values):
-    """What is wrong with the index ``arrays`` (name -> array), or None: they must be 1-D signed
-    integers (as SciPy's routines need), and all but ``indptr`` of ``n_values`` entries."""
-    for name, a in arrays.items():
-        if a.ndim != 1 or a.dtype.kind != "i":
-            return f"{name} must be a 1-D array of signed integers, got dtype {a.dtype} and shape {a.shape}"
-        if name != "indptr" and a.shape[0] != n_values:
-            return f"{name} has {a.shape[0]} entries and data {n_values}; they must match"
-    return None
-
-
-def _compressed_flaw(X):
-    """``(row or None, flaw)`` of a CSR or CSC matrix: its first inconsistency, or ``(None, None)``."""
-    csr = X.format == "csr"
-    n_major, n_minor = X.shape if csr else X.shape[::-1]
-    major, minor = ("row", "column") if csr else ("column", "row")
-    indptr, indices = X.indptr, X.indices
-
-    def at(i, flaw):  # a CSC matrix's flaw is in a column: it names no row
-        return (i if csr else None), flaw
-
-    if X.data.ndim != 1:
-        return None, f"data must be 1-D, got shape {X.data.shape}"
-    flaw = _index_arrays_flaw({"indptr": indptr, "indices": indices}, X.data.shape[0])
-    if flaw is not None:
-        return None, flaw
-    if indptr.shape[0] != n_major + 1:
-        return None, f"indptr has {indptr.shape[0]} entries; {n_major} {major}s need {n_major + 1}"
-    if indptr[0] != 0:
-        return None, f"indptr starts at {indptr[0]}, not 0"
-    stored = indices.shape[0]
-    past = np.flatnonzero(indptr > stored)
-    if past.shape[0]:
-        i = int(past[0]) - 1
-        return at(i, f"{major} {i} ends at entry {indptr[i + 1]}, past the {stored} entries stored")
-    down = np.flatnonzero(np.diff(indptr.astype(np.int64)) < 0)
-    if down.shape[0]:
-        i = int(down[0])
-        return at(i, f"indptr decreases at {major} {i} (from {indptr[i]} to {indptr[i + 1]})")
-    used = indices[: int(indptr[-1])]
-    out = np.flatnonzero((used < 0) | (used >= n_minor)) if used.shape[0] else used[:0]
-    if out.shape[0]:
-        k = int(out[0])
-        i = int(np.searchsorted(indptr, k, side="right") - 1)
-        whose = "its" if csr else f"{major} {i} has a"
-        return at(i, f"{whose} {minor} index {int(used[k])} is outside [0, {n_minor})")
-    return None, None
-
-
-def _coo_flaw(X):
-    """``(row or None, flaw)`` of a COO matrix: its first inconsistency, or ``(None, None)``."""
-    flaw = _index_arrays_flaw({"row": X.row, "col": X.col}, X.data.shape[0])
-    if flaw is not None:
-        return None, flaw
-    for name, index, n, at in (("row", X.row, X.shape[0], None), ("column", X.col, X.shape[1], X.row)):
-        out = np.flatnonzero((index < 0) | (index >= n))
-        if out.shape[0]:
-            k = int(out[0])
-            return (None if at is None else int(at[k])), (
-                f"entry {k} has {name} index {int(index[k])}, outside [0, {n})"
-            )
-    return None, None
 
 
 def _release_arrow_memory():
@@ -883,105 +585,3 @@ def _release_arrow_memory():
     except ImportError:  # pragma: no cover - pyarrow is a core dependency
         return
     pa.default_memory_pool().release_unused()
-
-
-def merge_label_counts(results, allow_empty=False, partitions=None):
-    """``(classes, counts, weighted classes)`` of the partitions' (or parts') label counts.
-
-    ``partitions`` numbers the results, for the error when some hold
-    string labels and others numbers.
-    """
-    _check_label_types(results, partitions)
-    counts = {}
-    weighted = set()
-    for labels, n, positive in results:
-        for label, c in zip(labels.tolist(), n.tolist(), strict=True):
-            counts[label] = counts.get(label, 0) + c
-        weighted.update(positive.tolist())
-    if not counts and not allow_empty:
-        raise ValueError("the collection has no rows: every partition is empty.")
-    classes = np.array(sorted(counts))
-    n = np.array([counts[c] for c in classes.tolist()], dtype=np.int64)
-    return classes, n, np.array(sorted(weighted))
-
-
-def _label_type(label):
-    return "string" if isinstance(label, str | bytes) else "number"
-
-
-def _mixed_labels(string_at, number_at):
-    """The error for string and numeric labels: ``(where, label)`` of one of each."""
-    (ws, s), (wn, n) = string_at, number_at
-    return ValueError(
-        f"the labels mix strings and numbers: {ws} has the label {s!r} and {wn} the label {n!r}. Give y "
-        "one type in every partition (y.astype(str), or the strings converted to numbers)."
-    )
-
-
-def _check_label_types(results, partitions):
-    """A ValueError if some of ``results`` have string labels and others numbers."""
-    first = {}  # type -> (where, label)
-    for k, (labels, _, _) in enumerate(results):
-        where = f"part {k}" if partitions is None else f"partition {partitions[k]}"
-        for label in labels.tolist():
-            first.setdefault(_label_type(label), (where, label))
-        if len(first) == 2:
-            raise _mixed_labels(first["string"], first["number"])
-
-
-def _count_labels(p, y, w):
-    y = np.asarray(y).ravel()
-    invalid = invalid_labels(y)
-    if invalid.any():
-        r = int(np.flatnonzero(invalid)[0])
-        raise ValueError(label_error(f"partition {p}, row {r}", y[r]))
-    try:
-        labels, counts = np.unique(y, return_counts=True)
-    except TypeError:  # labels that do not sort together: strings and numbers
-        first = {}
-        for r, label in enumerate(y.tolist()):
-            first.setdefault(_label_type(label), (f"partition {p}, row {r}", label))
-        if len(first) < 2:
-            raise
-        raise _mixed_labels(first["string"], first["number"]) from None
-    positive = labels if w is None else np.unique(y[np.asarray(w, dtype=np.float64).ravel() > 0])
-    return labels, counts, positive
-
-
-class RowIds:
-    """Global row ids, learned partition by partition on the first pass.
-
-    Partition lengths may be unknown up front (``nan`` chunks); the first
-    read of a partition assigns it the next free range of ids, and later
-    reads must return as many rows.
-    """
-
-    def __init__(self):
-        self._offsets = {}
-        self.n_rows = 0
-
-    def ids(self, partition, n_rows):
-        if partition not in self._offsets:
-            self._offsets[partition] = (self.n_rows, n_rows)
-            self.n_rows += n_rows
-        offset, known = self._offsets[partition]
-        if known != n_rows:
-            raise ValueError(
-                f"partition {partition} had {known} rows on the first pass and {n_rows} now; the "
-                "collection must give the same rows on every read (persist it or write it to "
-                "Parquet first)."
-            )
-        return np.arange(offset, offset + n_rows, dtype=np.int64)
-
-    def state(self):
-        """The ids learned so far, as an ``(n, 3)`` array of partition, offset, rows (for checkpoints)."""
-        table = [(p, offset, n) for p, (offset, n) in sorted(self._offsets.items())]
-        return np.array(table, dtype=np.int64).reshape(-1, 3)
-
-    @classmethod
-    def from_state(cls, table):
-        ids = cls()
-        for p, offset, n in np.asarray(table, dtype=np.int64).tolist():
-            ids._offsets[p] = (offset, n)
-            ids.n_rows = max(ids.n_rows, offset + n)
-        return ids

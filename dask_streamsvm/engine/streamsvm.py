@@ -17,7 +17,7 @@ loop alternates
 
 Which rows the cache keeps (``cache_policy="informative"``).  Every row's
 share of the duality gap is known where it is seen (Dünner et al., NeurIPS
-2017, :func:`~..kernels.cache.row_gap`): offered rows are scored under the
+2017, :func:`~..kernels.losses.row_gap`): offered rows are scored under the
 trainer's ``w`` as they arrive, cached rows at every sweep.  A full cache
 evicts the rows with the smallest shares for offered rows with larger
 ones, never a random row, and a row of share 0 (``alpha = 0``, margin
@@ -178,7 +178,10 @@ class StreamSVMTrainer(PassCertifier):
         """Snapshot the state the pass certifies, and the cached rows' share of its gap."""
         self._snapshot(pass_k, self.cache)
         cache = self.cache
-        self.snapshot_gap = np.nan if cache is None else cache.objective(self.W_snap, self.bias)[1]
+        if cache is None:
+            self.snapshot_gap = np.nan
+        else:
+            self.snapshot_gap = cache.objective(self.W_snap, self.bias, self.loss.code)[1]
         self.pass_start = (0 if cache is None else cache.evictions, self.stats["left_out"])
 
     def _insert_next_piece(self):
@@ -187,13 +190,13 @@ class StreamSVMTrainer(PassCertifier):
         self.unsolved_rows += stop - start
         rows = block.order[start:stop]  # this pass's row order
         X, ids, y, c = block.X[rows], block.row_ids[rows], y_pm[:, rows], cost[:, rows]
-        args = (self.squared, self.bias, self.store, self.rng_state)
+        args = (self.loss.code, self.bias, self.store, self.rng_state)
         if self.informative and not self.crammer_singer:
             self.store.reserve(int(ids.max()) + 1)
             scores = np.empty(ids.shape[0])
             gap_scores(
                 kernel_rows(X, self.feature_map), y, c, self.store.alpha[:, ids], self.W, self.bias,
-                self.squared, scores,
+                self.loss.code, scores,
             )  # fmt: skip
             left = self.cache.admit(X, ids, y, c, scores, *args)
             self.stats["left_out"] += left.size
@@ -216,7 +219,7 @@ class StreamSVMTrainer(PassCertifier):
         """A pass with no read: train the cached rows, then certify the state from them."""
         self._solve_cache()
         self._snapshot(self.current + 1, self.cache)
-        self.loss_sum, self.snapshot_gap = self.cache.objective(self.W_snap, self.bias)
+        self.loss_sum, self.snapshot_gap = self.cache.objective(self.W_snap, self.bias, self.loss.code)
         self._certify()
 
     def _certify(self):

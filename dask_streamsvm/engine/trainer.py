@@ -27,7 +27,6 @@ first pass, with advice on features far from unit scale,
 import contextlib
 import tempfile
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -41,8 +40,10 @@ from .calibration import held_out
 from .certificate import Certificate, check_gap
 from .fingerprint import PartitionPrints
 from .layout import kernel_rows
+from .losses import loss_of
 from .problem import column_max_abs, cs_model, encode_block, linear_scores, scale_advice
 from .reader import Reader
+from .result import FitResult
 from .source import RowIds
 
 # Rows in memory are solved at KAPPA x the gap to beat (PassCertifier.solved_below): StreamSVM's
@@ -50,31 +51,13 @@ from .source import RowIds
 KAPPA = 0.1
 
 
-@dataclass
-class StreamResult:
-    """What a streaming fit returns: the certified model and how it got there."""
-
-    W: np.ndarray  # (k, n_features + 1), the certified state
-    passes: int
-    converged: bool
-    certificates: list
-    history: list
-    interrupted: bool = False  # a KeyboardInterrupt stopped the fit; W is the last certified pass's
-    # The decision values and labels of the rows held out for Platt scaling, from the last read
-    # (the one that certified W), when the plan has a calibration seed.
-    held_scores: np.ndarray = None
-    held_y: np.ndarray = None
-    state: object = field(default=None, repr=False)  # partial_fit: the stream to go on with
-    # The last pass's weights and, per problem, (sum alpha, sum D_ii alpha_i^2) of its dual
-    # variables (the cluster's averaging certifies a combination of the parts' duals from them:
-    # these weights are those duals' own, W may be an earlier pass's); None if unknown.
-    dual_sums: tuple = None
-    feature_max: np.ndarray = None  # each column's largest |x| on the first read (scale advice)
-
-
 def run_trainer(source, plan, trainer, *, checkpoints=None, resume=None):
     """Run ``trainer(store)`` (a :class:`PassCertifier` factory) against a reader of
-    ``plan.max_iter + 1`` passes; its :class:`StreamResult`.
+    ``plan.max_iter + 1`` passes; its :class:`~.result.FitResult`: the certified ``W`` (a
+    KeyboardInterrupt's: the last certified pass's), the held-out rows' decision values and labels
+    of the read that certified it (Platt's, with a calibration seed), the last pass's weights and
+    the dual's sums of its dual variables (``dual_sums``), and each column's largest ``|x|`` on
+    the first read (``feature_max``).
 
     The dual store lives in RAM, or with ``plan.alpha_store="disk"`` in a
     temporary directory removed on exit; reader thread and store are closed
@@ -92,7 +75,7 @@ def run_trainer(source, plan, trainer, *, checkpoints=None, resume=None):
         directory = None
         if plan.alpha_store == "disk":
             directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="dask-streamsvm-alpha-"))
-        store = AlphaStore(plan.n_problems, directory)
+        store = AlphaStore(plan.n_problems, directory, loss=plan.loss_code)
         stack.callback(store.close)
         trainer = trainer(store)
         trainer.checkpoints = checkpoints
@@ -118,7 +101,7 @@ def run_trainer(source, plan, trainer, *, checkpoints=None, resume=None):
             interrupted = True
     W, certificates, passes = trainer.certified
     held = trainer.held
-    return StreamResult(
+    return FitResult(
         dual_sums=trainer.certified_sums,
         feature_max=trainer.feature_max,
         W=W,
@@ -144,7 +127,7 @@ class PassCertifier:
     def __init__(self, source, plan, store, hooks, clock_start):
         self.source, self.plan, self.store = source, plan, store
         self.k = plan.n_problems
-        self.squared = plan.squared
+        self.loss = loss_of(plan.loss)  # its code for the kernels, its dual from the store's sums
         self.crammer_singer, self.feature_map = plan.crammer_singer, plan.feature_map
         self.bias, self.tol, self.max_iter = plan.bias, plan.tol, plan.max_iter
         self.labels = list(plan.labels)
@@ -191,8 +174,8 @@ class PassCertifier:
             self.dual = np.array([0.5 * self.store.sums[:, 0].sum() - half_sq.sum()])
             self.loss_sum = np.zeros(1)
             return
-        self.sums_snap = self.store.sums[:, :2].copy()
-        self.dual = self.sums_snap[:, 0] - half_sq - 0.5 * self.sums_snap[:, 1]
+        self.sums_snap = self.store.sums.copy()
+        self.dual = self.loss.dual_value(self.sums_snap, half_sq)
         self.loss_sum = np.zeros(self.k)
 
     def _read(self, pass_k, block, fill):
@@ -211,7 +194,7 @@ class PassCertifier:
             self.loss_sum[0] += cs_loss_sum(rows, y_index, cost[0], self.W_snap, self.bias)
         for c in range(0 if self.crammer_singer else self.k):
             self.loss_sum[c] += weighted_loss_sum(
-                rows, y_pm[c], cost[c], self.W_snap[c], self.bias, self.squared
+                rows, y_pm[c], cost[c], self.W_snap[c], self.bias, self.loss.code
             )
         self.stats["rows"] += block.n_rows
         self.stats["bytes"] += block.nbytes
@@ -241,7 +224,7 @@ class PassCertifier:
         that makes them from the certificates.
         """
         half_sq = 0.5 * np.einsum("ij,ij->i", self.W_snap, self.W_snap)
-        primal = (half_sq.sum() if self.crammer_singer else half_sq) + self.loss_sum
+        primal = self.loss.primal_value(half_sq.sum() if self.crammer_singer else half_sq, self.loss_sum)
         self.certificates = [
             check_gap(Certificate(float(p), float(d)), f"pass {self.current}, class {label!r}")
             for p, d, label in zip(primal, self.dual, self.labels, strict=True)

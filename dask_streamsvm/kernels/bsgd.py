@@ -1,7 +1,7 @@
 """Budgeted stochastic gradient descent for the Gaussian-kernel SVM, with merging.
 
 BSGD (Wang, Crammer & Vucetic, JMLR 2012) as Glasmachers & Qaadan (2018)
-run it: Pegasos steps on ``lambda/2 ||w||^2 + hinge``, ``lambda = 1/(n C)``,
+run it: Pegasos steps on ``lambda/2 ||w||^2 + mean max(0, 1 - y f(x))``, ``lambda = 1/(n C)``,
 ``w = sum_j alpha_j phi(sv_j)``, at most ``budget`` support vectors.
 
 Step ``t`` on row ``(x, y)``: the margin ``y f(x)`` is taken with the model
@@ -50,7 +50,7 @@ _INV_PHI = (np.sqrt(5.0) - 1.0) / 2.0
 
 # Every problem's model, updated in place: ``t[0]`` the next step, and per problem c the support
 # vectors ``SV[c, :n_sv[c]]`` (dense, width ``n_features + 1``: a bias slot left at 0), their
-# squared norms ``SVSQ`` and ``BETA`` (``alpha = beta / (lambda t)``), the counters ``stats[c]``
+# ``sv . sv`` (``SVSQ``) and ``BETA`` (``alpha = beta / (lambda t)``), the counters ``stats[c]``
 # (merges, removals, shadowed decisions, equal decisions, margin violations) and the ticks
 # spent in budget maintenance, ``merge_ticks[c]``.
 BudgetState = namedtuple("BudgetState", ["t", "SV", "SVSQ", "BETA", "n_sv", "stats", "merge_ticks"])

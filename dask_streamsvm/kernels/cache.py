@@ -1,6 +1,6 @@
 """numba kernels of the row cache: insertion with random eviction, eviction, StreamSVM's trainer.
 
-State (all allocated by ``engine.cache.RowCache`` and ``AlphaStore``;
+State (all allocated by ``engine.cache.RowCache`` and ``engine.dual_store.AlphaStore``;
 ``k`` problems share the rows, one per one-vs-rest class).  The kernels take
 it as two bundles of arrays, :data:`CacheArrays` (the budgeted cache) and
 :data:`DualArrays` (every row seen)::
@@ -20,6 +20,8 @@ it as two bundles of arrays, :data:`CacheArrays` (the budgeted cache) and
     slot_of[g]        slot of global row g, or -1
     alpha[:, g]       alpha of every row seen
     sums[:, 0], sums[:, 1]   sum_g alpha[c, g] and sum_g D_g alpha[c, g]^2
+    loss              the loss's code (:mod:`.losses`): its leaves keep ``sums``
+                      and score the rows' shares of the gap
 
 A dense cache has empty ``starts``, ``ends``, ``indices`` and ``data``; a
 sparse one an empty ``rows``.  The arena of a sparse cache grows with a bump
@@ -30,7 +32,7 @@ to make room.  Evicting writes the row's alphas back to ``alpha`` and keeps
 ``sums`` exact for the dual.  StreamSVM's trainer (Algorithm 2) is
 :func:`stream_sweep`, and its eviction rule :func:`evict_uninformative`;
 the cache chosen by each row's share of the duality gap is
-:func:`row_gap`, :func:`gap_scores` and :func:`select_by_gap`.
+:func:`~.losses.row_gap`, :func:`gap_scores` and :func:`select_by_gap`.
 
 Every decision (which slot a row takes, when the arena is full, which row
 a full cache evicts) is made on the budget's sizes, ``n_slots`` slots and
@@ -59,7 +61,7 @@ import numpy as np
 from numba import njit
 
 from .dcd import PG_SKIP
-from .objective import upper_and_diag
+from .losses import box_loss, dual_sums_change, row_gap, upper_and_diag
 from .rng import next_uint64, shuffle_prefix
 from .rows import n_rows, prefetch, row_axpy, row_dot, row_prefetch, row_prefetch_start
 
@@ -73,8 +75,8 @@ CacheArrays = namedtuple(
 )
 CacheArrays.__doc__ = "The row cache's arrays (module docstring), from ``engine.cache.RowCache.arrays``."
 
-DualArrays = namedtuple("DualArrays", "slot_of alpha sums")
-DualArrays.__doc__ = "Every row's dual state (module docstring), from ``engine.cache.AlphaStore.arrays``."
+DualArrays = namedtuple("DualArrays", "slot_of alpha sums loss")
+DualArrays.__doc__ = "Every row's dual state and its loss (module docstring), from ``AlphaStore.arrays``."
 
 
 @njit(cache=True, nogil=True)
@@ -85,15 +87,16 @@ def _stack_index(cache, depth):
 
 @njit(cache=True, nogil=True)
 def write_back(s, cache, dual):
-    """Copy the alphas of slot ``s`` to the store, keeping the dual sums exact."""
+    """Copy the alphas of slot ``s`` to the store, keeping its dual sums exact (by the store's loss)."""
     A, D, alpha, sums = cache.A, cache.D, dual.alpha, dual.sums
     g = cache.gid[s]
     for c in range(A.shape[0]):
         new = A[c, s]
         old = alpha[c, g]
         if new != old:
-            sums[c, 0] += new - old
-            sums[c, 1] += D[c, s] * (new * new - old * old)
+            change, weighted = dual_sums_change(dual.loss, new, old, D[c, s])
+            sums[c, 0] += change
+            sums[c, 1] += weighted
             alpha[c, g] = new
 
 
@@ -174,12 +177,12 @@ def _take_slot(g, cache, dual):
 
 
 @njit(cache=True, nogil=True)
-def _set_problem_values(s, r, g, block_y, block_cost, squared, bias, sqnorm, cache, dual):
+def _set_problem_values(s, r, g, block_y, block_cost, loss, bias, sqnorm, cache, dual):
     """Slot ``s`` takes block row ``r`` (global row ``g``): its ``y``, ``U``, ``D``, ``Qbar`` and alpha."""
     Y, U, D, QD, A = cache.Y, cache.U, cache.D, cache.QD, cache.A
     for c in range(Y.shape[0]):
         Y[c, s] = block_y[c, r]
-        U[c, s], D[c, s] = upper_and_diag(block_cost[c, r], squared)
+        U[c, s], D[c, s] = upper_and_diag(loss, block_cost[c, r])
         QD[c, s] = sqnorm + bias * bias + D[c, s]
         A[c, s] = dual.alpha[c, g]
 
@@ -216,15 +219,15 @@ def _allocated_for(cache, dual, row_ids, block_cost, indptr):
 
 
 @njit(cache=True, nogil=True)
-def insert_sparse(block, block_sq, row_ids, block_y, block_cost, squared, bias, cache, dual, rng_state, top):
+def insert_sparse(block, block_sq, row_ids, block_y, block_cost, loss, bias, cache, dual, rng_state, top):
     """Insert the rows of a CSR block; rows already cached or of zero cost are skipped.
 
     ``block`` is ``(indptr, indices, data)``; block row ``r`` is global row
     ``row_ids[r]`` with labels ``block_y[:, r]`` and costs ``block_cost[:, r]``
     (one per problem), and ``block_sq[r]`` is ``||phi(x_r)||^2`` without the
-    bias (the squared norm of the row itself unless a feature map applies).
-    ``U``, ``D`` and ``Qbar`` follow from the costs and ``squared``
-    (:func:`~.objective.upper_and_diag`).
+    bias (``x_r . x_r`` unless a feature map applies).  ``U``, ``D`` and
+    ``Qbar`` follow from the costs and the loss of code ``loss``
+    (:func:`~.losses.upper_and_diag`).
 
     ``top`` is where the next row is stored in ``data`` (module docstring:
     at most the arena top in ``meta``).  Returns ``(inserted, top)``: the
@@ -264,13 +267,13 @@ def insert_sparse(block, block_sq, row_ids, block_y, block_cost, squared, bias, 
         cache.ends[s] = top + m
         top += m
         meta[TOP] += m
-        _set_problem_values(s, r, g, block_y, block_cost, squared, bias, block_sq[r], cache, dual)
+        _set_problem_values(s, r, g, block_y, block_cost, loss, bias, block_sq[r], cache, dual)
         inserted += 1
     return inserted, top
 
 
 @njit(cache=True, nogil=True)
-def insert_dense(X, block_sq, row_ids, block_y, block_cost, squared, bias, cache, dual, rng_state):
+def insert_dense(X, block_sq, row_ids, block_y, block_cost, loss, bias, cache, dual, rng_state):
     """Insert the rows of a dense block; rows already cached or of zero cost are skipped.
 
     The arguments are those of :func:`insert_sparse`, with the block as a
@@ -291,7 +294,7 @@ def insert_dense(X, block_sq, row_ids, block_y, block_cost, squared, bias, cache
         s = _take_slot(g, cache, dual)
         for j in range(X.shape[1]):
             rows[s, j] = X[r, j]
-        _set_problem_values(s, r, g, block_y, block_cost, squared, bias, block_sq[r], cache, dual)
+        _set_problem_values(s, r, g, block_y, block_cost, loss, bias, block_sq[r], cache, dual)
         inserted += 1
     return inserted
 
@@ -350,63 +353,40 @@ def evict_uninformative(cache, dual, shrunk, n_problems):
 
 
 @njit(cache=True, nogil=True)
-def row_gap(g, a, upper, diag):
-    """Row ``i``'s share of the duality gap, ``P(w) - D(alpha) = sum_i gap_i`` (Dünner et al. 2017).
-
-    With ``w = sum_j alpha_j y_j [x_j, b]``, ``||w||^2 = sum_i alpha_i m_i``
-    (``m_i = y_i w . [x_i, b]``), so the gap splits by rows::
-
-        gap_i = alpha_i (m_i - 1) + C_i max(0, 1 - m_i)^p + 1/2 D_ii alpha_i^2
-
-    (p = 1, ``U_i = C_i``, ``D_ii = 0`` for the hinge; p = 2, ``C_i = 1 /
-    (2 D_ii)`` for the squared hinge).  Each term is >= 0 (Fenchel-Young),
-    and 0 exactly for a row at ``alpha_i = 0`` with ``m_i >= 1``: a row
-    that needs no training.  ``g = m_i - 1 + D_ii alpha_i`` is the DCD
-    gradient the trainer computes anyway.
-    """
-    m1 = g - diag * a  # m_i - 1
-    xi = -m1 if m1 < 0.0 else 0.0
-    if diag > 0.0:
-        gap = a * m1 + xi * xi / (2.0 * diag) + 0.5 * diag * a * a
-    else:
-        gap = a * m1 + upper * xi
-    return gap if gap > 0.0 else 0.0
-
-
-@njit(cache=True, nogil=True)
-def gap_scores(X, block_y, block_cost, alpha, W, bias, squared, out):
-    """``out[r] = sum_c gap_rc``: each row's share of the duality gap under ``W`` (:func:`row_gap`).
+def gap_scores(X, block_y, block_cost, alpha, W, bias, loss, out):
+    """``out[r] = sum_c gap_rc``: each row's share of the duality gap under ``W`` (:func:`~.losses.row_gap`).
 
     ``X`` is the rows' layout, ``block_y`` and ``block_cost`` ``(k, rows)``
     and ``alpha`` ``(k, rows)`` their dual variables now (0 for rows never
-    seen).  Rows of no weight score 0.
+    seen), ``loss`` the loss's code.  Rows of no weight score 0.
     """
     k = W.shape[0]
     for r in range(n_rows(X)):
         total = 0.0
         for c in range(k):
-            upper, diag = upper_and_diag(block_cost[c, r], squared)
+            upper, diag = upper_and_diag(loss, block_cost[c, r])
             if upper == 0.0:
                 continue
             a = alpha[c, r]
             g = block_y[c, r] * row_dot(X, r, W[c], bias) - 1.0 + diag * a
-            total += row_gap(g, a, upper, diag)
+            total += row_gap(loss, g, a, upper, diag)
         out[r] = total
 
 
 @njit(cache=True, nogil=True)
-def cache_objective(X, cache, W, bias, loss):
+def cache_objective(X, cache, W, bias, loss, loss_sums):
     """The cached rows' exact loss and share of the gap under ``W``; refreshes ``GAP``.
 
-    ``loss[c] = sum_s C_s max(0, 1 - m_sc)^p`` over the live slots (``C``
-    from ``U`` and ``D``: :func:`~.objective.upper_and_diag` inverted), and
-    ``GAP[s]`` becomes the row's :func:`row_gap` summed over problems.
-    Returns ``sum_s GAP[s]``.  When the cache holds every row of positive
-    weight, ``loss`` is the primal's whole loss term.
+    ``loss_sums[c] = sum_s C_s loss(m_sc)`` over the live slots, for the
+    loss of code ``loss`` (:func:`~.losses.box_loss`: ``C`` from ``U`` and
+    ``D``), and ``GAP[s]`` becomes the row's :func:`~.losses.row_gap`
+    summed over problems.  Returns ``sum_s GAP[s]``.  When the cache holds
+    every row of positive weight, ``loss_sums`` is the primal's whole loss
+    term.
     """
     k = W.shape[0]
     live, Y, U, D, A, GAP = cache.live, cache.Y, cache.U, cache.D, cache.A, cache.GAP
-    loss[:] = 0.0
+    loss_sums[:] = 0.0
     total = 0.0
     for t in range(cache.meta[N_LIVE]):
         s = live[t]
@@ -418,8 +398,8 @@ def cache_objective(X, cache, W, bias, loss):
             m = Y[c, s] * row_dot(X, s, W[c], bias)
             xi = 1.0 - m
             if xi > 0.0:
-                loss[c] += xi * xi / (2.0 * diag) if diag > 0.0 else upper * xi
-            gap += row_gap(m - 1.0 + diag * a, a, upper, diag)
+                loss_sums[c] += box_loss(loss, xi, upper, diag)
+            gap += row_gap(loss, m - 1.0 + diag * a, a, upper, diag)
         GAP[s] = gap
         total += gap
     return total
@@ -463,7 +443,7 @@ def stream_sweep(X, cache, dual, W, bias, eps, beta, full_at, window, rule, rng_
 
     For each problem ``c``, the cached rows are visited once in random
     order.  Each visit computes ``G = y w_c . [x, b] - 1 + D alpha``, adds
-    the row's :func:`row_gap` to ``GAP`` (``cache_gap`` is their sum: the
+    the row's :func:`~.losses.row_gap` (of the loss ``dual.loss``) to ``GAP`` (``cache_gap`` is their sum: the
     cache's share of the gap, measured as the sweep goes) and, unless the
     row is uninformative, takes the DCD step.  With ``rule`` (StreamSVM's
     eviction, section 3, "Maintaining the active set"), while the cache is
@@ -516,7 +496,7 @@ def stream_sweep(X, cache, dual, W, bias, eps, beta, full_at, window, rule, rng_
             u = upper[r]
             d = diag[r]
             g = yi * row_dot(X, s, w, bias) - 1.0 + d * a
-            gap = row_gap(g, a, u, d)
+            gap = row_gap(dual.loss, g, a, u, d)
             GAP[r] = gap if c == 0 else GAP[r] + gap
             cache_gap += gap
             visits += 1

@@ -6,9 +6,9 @@ LIBLINEAR ``solve_l2r_l1l2_svc``)::
     min_alpha  1/2 alpha' (Q + D) alpha - e' alpha
     s.t.       0 <= alpha_i <= U_i,        Q_ij = y_i y_j [x_i, b] . [x_j, b]
 
-    hinge (L1 loss):          U_i = C_i,   D_ii = 0
-    squared hinge (L2 loss):  U_i = inf,   D_ii = 1 / (2 C_i)
-    (rows of C_i = 0: U_i = D_ii = 0; :func:`~.objective.upper_and_diag`)
+    U_i and D_ii from the loss and C_i: :func:`~.losses.upper_and_diag`
+    (L1 loss: U_i = C_i, D_ii = 0; L2 loss: U_i = inf, D_ii = 1 / (2 C_i);
+    rows of C_i = 0: U_i = D_ii = 0)
 
 with ``w = sum_i alpha_i y_i [x_i, b]`` kept up to date.  One coordinate
 step on row i (Hsieh et al., Algorithm 1)::
@@ -45,7 +45,7 @@ ProblemArrays.__doc__ = """A binary problem's per-row arrays, float64 and indexe
 
 ``y`` (+1/-1), ``upper`` (``U_i``), ``diag`` (``D_ii``) and ``qd``
 (``Qbar_ii = ||[x_i, b]||^2 + D_ii``); ``U_i`` and ``D_ii`` follow from
-the loss and ``C_i`` (:func:`~.objective.upper_and_diag`).
+the loss and ``C_i`` (:func:`~.losses.upper_and_diag`).
 """
 
 Shrinking = namedtuple("Shrinking", "active_size pg_max_old pg_min_old")

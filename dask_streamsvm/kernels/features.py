@@ -23,10 +23,10 @@ of ``m`` nonzeros, whatever ``p``.
 The polynomial kernel's map (``kind = POLYK``, :func:`_polyk_walk`): every
 monomial of degree ``0 .. degree``, weighted so that its dot products are
 ``(gamma x.z + coef0)^degree``; its explicit features are ranked by the
-combinatorial number system, and its squared norm is the kernel itself.
+combinatorial number system, and ``phi(x) . phi(x)`` is the kernel itself.
 
 Each map walks its features three times over: for DOT, for ADD and to
-list them (``map_entries``, for the squared norm under collisions and for
+list them (``map_entries``, for ``||phi(x)||^2`` under collisions and for
 ``transform``).  The loops are written out for each: DOT and ADD are the
 solver's hot path, and numba has no cheap way to hand a loop the action to
 take per feature.
@@ -36,7 +36,7 @@ Hashing (``hashed = 1``): feature ``f`` of the map goes to bucket
 (``alternate_sign``; Weinberger et al. 2009), ``h`` being SplitMix64's
 finaliser of ``f`` and the seed: a pure function of integers, the same in
 every process.  DOT and ADD are exact for the hashed vector, collisions
-included; its squared norm adds up the buckets a row shares.
+included; its ``||phi(x)||^2`` adds up the buckets a row shares.
 """
 
 import numpy as np

@@ -55,7 +55,7 @@ def meb_block(X, signs, order, inv_norm, sqnorm, settings, balls):
 
     ``signs[c, i]`` is row i's label (+1/-1) in problem c (0: not in it);
     ``inv_norm[i]`` scales row i (with its bias feature) and ``sqnorm[i]``
-    is its squared norm after scaling.  ``settings`` is a
+    is its ``||x||^2`` after scaling.  ``settings`` is a
     :class:`BallSettings`, ``balls`` the :class:`BallState` it updates.  A
     point at distance ``d^2 = ||w - y x||^2 + xi2 + 1/C`` from the centre is
     dropped if ``d < R``; otherwise it grows the ball (:func:`grow_ball`,

@@ -1,4 +1,4 @@
-"""Row primitives shared by every kernel: DOT, ADD and the squared norm.
+"""Row primitives shared by every kernel: DOT, ADD and the norm ``||x||^2``.
 
 A kernel sees one training set ``X`` in one of three layouts and never asks
 which: the primitives below dispatch on the numba type of ``X``.

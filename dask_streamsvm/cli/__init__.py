@@ -1,0 +1,255 @@
+"""The ``dask-streamsvm`` command: train, predict, evaluate and inspect models from the shell.
+
+::
+
+    dask-streamsvm train data/*.parquet --label income --model adult.model --cache 2GB
+    dask-streamsvm train train.svm.bz2 --model a9a.model --passes 20 --tol 1e-4
+    dask-streamsvm predict adult.model new/*.parquet --out predictions.parquet
+    dask-streamsvm evaluate adult.model test/*.parquet --label income --json
+    dask-streamsvm info adult.model
+    dask-streamsvm demo --plot demo_convergence.png
+
+Input paths are Parquet files or directories, CSV files or LIBSVM text
+files (compressed or not), or globs of them; several paths of one format
+make one collection, read lazily by Dask.  ``--scheduler ADDRESS`` runs the
+work on a ``distributed`` cluster.
+
+Output paths are checked before any data is read, and no command writes
+over one of its inputs, even with ``--overwrite``.
+
+Exit status: 0 on success, 2 for a usage error or an error in the input
+(printed as one line, ``dask-streamsvm: error: ...``; add ``--traceback``
+for the full trace), 130 when interrupted.
+
+The parser and :func:`main` are here; the commands are in
+:mod:`.commands`, the paths they read and write in :mod:`.paths`, and what
+they print in :mod:`.text`.  Each command's handler is looked up here
+(``cmd_train``, ...) when the parser is built.
+"""
+
+import argparse
+import sys
+
+from .commands import cmd_demo, cmd_evaluate, cmd_info, cmd_predict, cmd_train, evaluation
+from .commands import verbosity as _verbosity  # noqa: F401 - the name the tests read
+from .paths import Data
+from .text import PROG, USER_ERRORS, UserError, error_message, printable
+
+__all__ = [
+    "PROG", "Data", "UserError", "build_parser", "cmd_demo", "cmd_evaluate", "cmd_info", "cmd_predict",
+    "cmd_train", "evaluation", "main",
+]  # fmt: skip
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors raised so that ``main`` prints them as one line."""
+
+    def error(self, message):
+        raise UserError(f"{message} (see '{self.prog} --help')")
+
+
+# -- parser ------------------------------------------------------------------------------
+
+
+def _add_feature_map_options(parser):
+    """Options of the feature map applied to the rows before the linear model.
+
+    ``--scale``: :class:`~dask_streamsvm.features.Standardize`.  ``train``
+    turns them into ``LinearSVC`` keyword arguments (:mod:`.commands`) and
+    the saved model carries the map (a standardized model's coefficients
+    are the raw features'), so ``predict`` and ``evaluate`` need no options
+    of their own.
+    """
+    parser.add_argument(
+        "--scale", action="store_true",
+        help="standardize each feature while training (one more read for the scales): for features "
+        "far from unit scale, such as raw pixel values or counts",
+    )  # fmt: skip
+
+
+def _add_input_options(parser, label_help):
+    """The input paths and how to read them: the options of every command that reads data."""
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="Parquet, CSV or LIBSVM files, or globs")
+    parser.add_argument("--label", metavar="COL", help=label_help)
+    parser.add_argument(
+        "--format",
+        choices=("auto", "parquet", "csv", "libsvm"),
+        default="auto",
+        help="input format (default: from the file names; directories are Parquet)",
+    )
+    parser.add_argument(
+        "--zero-based",
+        action="store_true",
+        help="LIBSVM: feature indices count from 0, as scikit-learn's dump_svmlight_file writes them",
+    )
+    parser.add_argument(
+        "--scheduler", metavar="ADDRESS", help="run on the distributed scheduler at ADDRESS (tcp://host:8786)"
+    )
+
+
+def build_parser():
+    """The ``dask-streamsvm`` argument parser; each command's ``handler`` is its ``cmd_NAME`` here."""
+    from ..engine.problem import LOSSES, SOLVERS  # the registries: names declared once, in the engine
+
+    traceback = argparse.ArgumentParser(add_help=False)
+    traceback.add_argument(
+        "--traceback", action="store_true", default=argparse.SUPPRESS, help="show the full trace on errors"
+    )
+    parser = _Parser(
+        prog=PROG,
+        description="Linear SVMs on data larger than memory, with Dask, and a certificate of optimality.",
+        epilog="Run 'dask-streamsvm COMMAND --help' for a command's options.",
+    )
+    from .. import __version__
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--traceback", action="store_true", default=False, help="show the full trace on errors"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    train = commands.add_parser(
+        "train",
+        parents=[traceback],
+        help="fit a LinearSVC and save it",
+        description="Fit a LinearSVC and save it.",
+    )
+    _add_input_options(
+        train, "label column of Parquet/CSV input (required there; LIBSVM lines carry their label)"
+    )
+    train.add_argument("--model", required=True, metavar="OUT", help="model file to write")
+    train.add_argument(
+        "--overwrite", action="store_true", help="replace OUT if it exists (never an input of the command)"
+    )
+    train.add_argument(
+        "--loss",
+        choices=LOSSES,
+        default=None,
+        help=f"the loss: {' or '.join(LOSSES)} (default: LinearSVC's)",
+    )
+    train.add_argument("--C", type=float, default=1.0, help="cost of a unit of loss (default: 1.0)")
+    train.add_argument(
+        "--cache", default="1GB", metavar="BYTES",
+        help="row cache budget when streaming: bytes, or a share of the rows such as 10%% (default: 1GB)",
+    )
+    train.add_argument(
+        "--passes", type=int, default=1000, metavar="N", help="most passes over the data (default: 1000)"
+    )
+    train.add_argument(
+        "--tol", type=float, default=1e-3, help="relative duality gap to reach (default: 1e-3)"
+    )
+    train.add_argument(
+        "--solver",
+        choices=SOLVERS,
+        default="auto",
+        help="streamsvm (auto), sbm or bm stream files through the cache; memory loads them",
+    )
+    train.add_argument(
+        "--cluster",
+        choices=("average", "cocoa"),
+        default=None,
+        help="with --scheduler: a model per worker, averaged, or CoCoA+ rounds to the optimum",
+    )
+    train.add_argument("--no-intercept", action="store_true", help="fit no intercept")
+    train.add_argument("--seed", type=int, default=None, metavar="N", help="random seed of the row order")
+    train.add_argument(
+        "--n-features", type=int, default=None, metavar="N", help="LIBSVM: number of features (default: read)"
+    )
+    train.add_argument(
+        "--verbose", action="store_true", help="show a progress bar per pass (the default on a terminal)"
+    )
+    train.add_argument("--quiet", action="store_true", help="no progress bar, even on a terminal")
+    train.add_argument(
+        "--class-weight",
+        metavar="W",
+        default=None,
+        help="'balanced', or LABEL:WEIGHT pairs such as '1:5,-1:1' (default: every class 1)",
+    )
+    train.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="drop rows with NaN or infinite values or missing labels, and count them (default: stop)",
+    )
+    train.add_argument(
+        "--checkpoint-dir", metavar="DIR", default=None, help="streaming: write a checkpoint after every pass"
+    )
+    train.add_argument(
+        "--resume", action="store_true", help="go on from the checkpoint in --checkpoint-dir, if there is one"
+    )
+    _add_feature_map_options(train)
+    train.set_defaults(handler=cmd_train)
+
+    predict = commands.add_parser(
+        "predict",
+        parents=[traceback],
+        help="write predictions of a saved model",
+        description="Predict with a saved model; writes 'prediction' and 'decision' column(s).",
+    )
+    predict.add_argument("model", metavar="MODEL", help="model file")
+    _add_input_options(predict, "label column to leave out, if the input has it")
+    predict.add_argument(
+        "--out", required=True, metavar="OUT", help="OUT.parquet (a directory of parts) or OUT.csv (one file)"
+    )
+    predict.add_argument(
+        "--overwrite", action="store_true", help="replace OUT if it exists (never an input of the command)"
+    )
+    predict.set_defaults(handler=cmd_predict)
+
+    evaluate = commands.add_parser(
+        "evaluate",
+        parents=[traceback],
+        help="accuracy and ROC AUC of a saved model",
+        description="Accuracy, ROC AUC and the training certificate of a saved model on labelled data.",
+    )
+    evaluate.add_argument("model", metavar="MODEL", help="model file")
+    _add_input_options(evaluate, "label column of Parquet/CSV input")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON object")
+    evaluate.set_defaults(handler=cmd_evaluate)
+
+    info = commands.add_parser(
+        "info", parents=[traceback], help="describe a saved model", description="Describe a saved model."
+    )
+    info.add_argument("model", metavar="MODEL", help="model file")
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+    info.set_defaults(handler=cmd_info)
+
+    demo = commands.add_parser(
+        "demo",
+        parents=[traceback],
+        help="a9a streamed out of core next to LIBLINEAR",
+        description="Train on UCI Adult (a9a) streamed through a small cache, in memory, and with LIBLINEAR.",
+    )
+    demo.add_argument("--plot", metavar="PNG", help="write the convergence plot here (needs matplotlib)")
+    demo.add_argument(
+        "--cache-fraction",
+        type=float,
+        default=0.1,
+        metavar="F",
+        help="row cache as a fraction of the data's bytes (default: 0.1)",
+    )
+    demo.add_argument("--quick", action="store_true", help="a looser tolerance, for a run of a few seconds")
+    demo.set_defaults(handler=cmd_demo)
+    return parser
+
+
+# -- entry point -------------------------------------------------------------------------
+
+
+def main(argv=None):
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    traceback = "--traceback" in (sys.argv[1:] if argv is None else argv)
+    try:
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as exit_:  # --help and --version
+            return exit_.code if isinstance(exit_.code, int) else 0
+        traceback = args.traceback
+        return args.handler(args)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except (UserError, *USER_ERRORS) as exc:
+        if traceback:
+            raise
+        print(f"{PROG}: error: {printable(error_message(exc))}", file=sys.stderr)
+        return 2

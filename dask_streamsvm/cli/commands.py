@@ -1,0 +1,402 @@
+"""The commands: ``train``, ``predict``, ``evaluate``, ``info`` and ``demo``, each ``cmd_NAME(args)``
+returning the exit status.
+
+They import the estimators, Dask and scikit-learn when they run, so that
+``--help`` and a usage error import none of them.
+"""
+
+import contextlib
+import json
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from .paths import (
+    TABLE_SUFFIXES,
+    check_checkpoint_dir,
+    check_output,
+    expand_paths,
+    load_model,
+    model_file_header,
+    open_data,
+)
+from .text import PROG, UserError, one_line, printable, short_list
+
+
+@contextlib.contextmanager
+def _scheduler(address):
+    """Run the block inside ``distributed.Client(address)``, or on the local scheduler."""
+    if address is None:
+        yield None
+        return
+    try:
+        from distributed import Client
+    except ImportError as exc:  # pragma: no cover - distributed is a dependency
+        raise UserError(f"--scheduler needs the 'distributed' package ({exc})") from None
+    try:
+        client = Client(address)
+    except OSError as exc:
+        raise UserError(f"cannot connect to the scheduler at {address!r}: {exc}") from None
+    with client:
+        yield client
+
+
+def _feature_map_params(args):
+    """``LinearSVC`` keyword arguments of the feature-map options."""
+    if getattr(args, "scale", False):
+        from ..features import Standardize
+
+        return {"feature_map": Standardize()}
+    return {}
+
+
+def _fit_with_warnings(model, *fit_args, **fit_kwargs):
+    """``model.fit`` with warnings printed as one line each (the model is kept)."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        model.fit(*fit_args, **fit_kwargs)
+    for w in caught:
+        print(f"{PROG}: warning: {printable(one_line(str(w.message)))}", file=sys.stderr)
+
+
+def _rows_streamed(model):
+    """Rows of the training data, from the streaming history (every read counts them), or None."""
+    records = [r for r in model.history_ if "rows_read" in r and "pass" in r]
+    if not records:
+        return None
+    first = min(records, key=lambda r: r["pass"])
+    return int(first["rows_read"]) // (int(first["pass"]) + 1)
+
+
+def _in_memory(data):
+    """Compute the collections (``--solver memory``): pandas/SciPy ``X`` and NumPy ``y``."""
+    import dask
+
+    if data.is_table:
+        frame = data.frame.compute()
+        return frame.drop(columns=[data.label]), frame[data.label].to_numpy()
+    X, y = dask.compute(data.X, data.y)
+    return X, y
+
+
+def cmd_train(args):
+    """Fit a ``LinearSVC`` on the input and save it; prints what was trained and its certificate."""
+    from .. import LinearSVC
+    from ..engine.checkpoint import FILE
+
+    paths = expand_paths(args.paths)
+    if args.checkpoint_dir is None:
+        check_output(args.model, "--model", paths, overwrite=args.overwrite)
+    else:  # the checkpoint is an input too when resuming
+        checkpoint = os.path.join(args.checkpoint_dir, FILE)
+        check_output(args.model, "--model", [*paths, checkpoint], overwrite=args.overwrite)
+        check_checkpoint_dir(args.checkpoint_dir, checkpoint, paths)
+    data = open_data(args, paths, label_needed=True, n_features=args.n_features)
+    chosen = {} if args.loss is None else {"loss": args.loss}  # else LinearSVC's default
+    model = LinearSVC(
+        C=args.C,
+        fit_intercept=not args.no_intercept,
+        tol=args.tol,
+        max_iter=args.passes,
+        solver=args.solver,
+        cache_bytes=args.cache,
+        random_state=args.seed,
+        verbose=verbosity(args),
+        class_weight=_class_weight(args.class_weight),
+        cluster=args.cluster,
+        on_invalid="skip" if args.skip_invalid else "raise",
+        checkpoint_dir=args.checkpoint_dir,
+        **chosen,
+        **_feature_map_params(args),
+    )
+    if args.resume and args.checkpoint_dir is None:
+        raise UserError("--resume continues from a checkpoint: give --checkpoint-dir DIR too")
+    resume = {"resume": True} if args.resume else {}
+    if args.cluster is not None and (args.scheduler is None or args.solver == "memory"):
+        raise UserError("--cluster trains on a Dask cluster: give --scheduler ADDRESS (not --solver memory)")
+    with _scheduler(args.scheduler):
+        start = time.perf_counter()
+        if args.solver == "memory":
+            X, y = _in_memory(data)
+            n_rows = X.shape[0]
+            _fit_with_warnings(model, X, y)
+        elif data.is_table:
+            _fit_with_warnings(model, data.frame, data.label, **resume)
+        else:
+            _fit_with_warnings(model, data.X, data.y, **resume)
+        if args.solver != "memory":
+            n_rows = _rows_streamed(model)
+        seconds = time.perf_counter() - start
+    model.save(args.model)
+    gap = max(float(np.max(model.duality_gap_)), 0.0)  # rounding can make a gap of 0 negative
+    objective = float(np.sum(model.objective_))
+    problems = np.size(model.objective_)
+    summed = "" if problems == 1 else f" (sum over {problems} one-vs-rest problems)"
+    rows = "" if n_rows is None else f"{n_rows:,} rows x "
+    classes = ", ".join(repr(c) for c in model.classes_.tolist()[:10])
+    more = ", ..." if len(model.classes_) > 10 else ""
+    status = "converged" if gap <= args.tol else "not converged: raise --passes or loosen --tol"
+    solver = "in memory" if args.solver == "memory" else "streamed"
+    passes = f"{model.n_iter_} pass{'' if model.n_iter_ == 1 else 'es'}"
+    print(
+        f"Trained LinearSVC (loss={model.loss}, C={args.C:g}) {solver} on {rows}"
+        f"{model.n_features_in_:,} features, {len(model.classes_)} classes ({classes}{more}): "
+        f"{passes}, relative duality gap {gap:.2e} (tol {args.tol:g}, {status}), "
+        f"primal objective {objective:.6g}{summed}, {seconds:.2f} s. Model saved to {args.model}."
+    )
+    return 0
+
+
+def verbosity(args, stream=None):
+    """``verbose`` of the fit: a progress bar per pass with ``--verbose``, and by default when
+    standard error is a terminal (as pip draws one); none with ``--quiet`` or in logs."""
+    if args.quiet:
+        return 0
+    stream = sys.stderr if stream is None else stream
+    return 1 if args.verbose or bool(getattr(stream, "isatty", lambda: False)()) else 0
+
+
+def _label(text):
+    """A label given on the command line: an int, a float, or the string itself."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _class_weight(value):
+    """``--class-weight``: None, ``"balanced"``, or ``"LABEL:WEIGHT,..."`` as a dict."""
+    if value is None or value == "balanced":
+        return value
+    weights = {}
+    for item in value.split(","):
+        label, sep, weight = item.strip().rpartition(":")
+        try:
+            number = float(weight)
+        except ValueError:
+            number = None
+        if not sep or not label or number is None:
+            raise UserError(
+                f"--class-weight {value!r}: give 'balanced' or LABEL:WEIGHT pairs separated by commas, "
+                "as in '1:5,-1:1' (the labels as they appear in the data)."
+            )
+        weights[_label(label)] = number
+    return weights
+
+
+def _prediction_frame(model, data):
+    """A lazy Dask DataFrame with ``prediction`` and ``decision`` column(s)."""
+    import dask.dataframe as dd
+
+    multi = len(model.classes_) > 2
+    prediction = model.predict(data.X)
+    decision = model.decision_function(data.X)
+    if data.is_table:
+        if multi:
+            decision = decision.rename(columns={c: f"decision_{c}" for c in decision.columns})
+            return decision.assign(prediction=prediction)[["prediction", *decision.columns]]
+        return prediction.to_frame(name="prediction").assign(decision=decision)
+
+    import dask
+    import pandas as pd
+
+    columns = [f"decision_{c}" for c in model.classes_] if multi else ["decision"]
+
+    def to_frame(labels, scores):
+        frame = pd.DataFrame(np.reshape(scores, (len(labels), len(columns))), columns=columns)
+        frame.insert(0, "prediction", labels)
+        return frame
+
+    meta = to_frame(model.classes_[:0], np.zeros((0, len(columns))))
+    parts = [
+        dask.delayed(to_frame)(p, d)
+        for p, d in zip(prediction.to_delayed().ravel(), decision.to_delayed().ravel(), strict=True)
+    ]
+    return dd.from_delayed(parts, meta=meta, verify_meta=False)
+
+
+def cmd_predict(args):
+    out = args.out
+    lower = out.lower().rstrip("/")
+    if lower.endswith(TABLE_SUFFIXES["parquet"]):
+        kind = "parquet"
+    elif lower.endswith((".csv", ".csv.gz", ".csv.bz2")):
+        kind = "csv"
+    else:
+        raise UserError(f"--out {out!r}: name a .parquet (a directory of parts) or a .csv file")
+    paths = expand_paths(args.paths)
+    check_output(out, "--out", [args.model, *paths], overwrite=args.overwrite, directory=kind == "parquet")
+    model = load_model(args.model)
+    data = open_data(args, paths, label_needed=False, n_features=model.n_features_in_)
+    with _scheduler(args.scheduler):
+        frame = _prediction_frame(model, data)
+        start = time.perf_counter()
+        if kind == "parquet":
+            frame.to_parquet(out, write_index=False, overwrite=bool(args.overwrite))
+        else:
+            frame.to_csv(out, single_file=True, index=False)
+        seconds = time.perf_counter() - start
+    print(f"Predictions ({', '.join(frame.columns)}) written to {out} in {seconds:.2f} s.")
+    return 0
+
+
+def _roc_auc(y, scores, classes):
+    """Binary ROC AUC on the decision values, or one-vs-rest macro over classes."""
+    from sklearn.metrics import roc_auc_score
+
+    if scores.ndim == 1:
+        positive = y == classes[1]
+        if positive.all() or not positive.any():
+            return None
+        return float(roc_auc_score(positive, scores))
+    aucs = []
+    for c, label in enumerate(classes):
+        positive = y == label
+        if positive.any() and not positive.all():
+            aucs.append(roc_auc_score(positive, scores[:, c]))
+    return float(np.mean(aucs)) if aucs else None
+
+
+def evaluation(model, data):
+    """Accuracy, ROC AUC and the training certificate of ``model`` on ``data`` (a dict)."""
+    import dask
+
+    predicted, scores, y = dask.compute(model.predict(data.X), model.decision_function(data.X), data.y)
+    y = np.asarray(y)
+    predicted, scores = np.asarray(predicted), np.asarray(scores)
+    gap, objective = np.maximum(model.duality_gap_, 0.0), model.objective_  # rounding: never below 0
+    return {
+        "rows": int(y.shape[0]),
+        "accuracy": float(np.mean(predicted == y)) if y.shape[0] else None,
+        "roc_auc": _roc_auc(y, scores, model.classes_),
+        **_class_metrics(y, predicted, model.classes_),
+        "training_duality_gap": float(gap) if np.ndim(gap) == 0 else np.asarray(gap).tolist(),
+        "training_objective": objective if np.isscalar(objective) else np.asarray(objective).tolist(),
+    }
+
+
+def _class_metrics(y, predicted, classes):
+    """Precision, recall and F1 (of the positive class, the second, for two classes; else the
+    mean over classes) and the confusion matrix (rows: true classes, columns: predicted)."""
+    from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
+
+    labels = list(classes)
+    binary = len(labels) == 2
+    if y.shape[0] == 0:
+        scores = (None, None, None)
+    else:
+        which = {"average": "binary", "pos_label": labels[-1]} if binary else {"average": "macro"}
+        scores = precision_recall_fscore_support(y, predicted, labels=labels, zero_division=0, **which)[:3]
+    return {
+        "precision": None if scores[0] is None else float(scores[0]),
+        "recall": None if scores[1] is None else float(scores[1]),
+        "f1": None if scores[2] is None else float(scores[2]),
+        "classes": [c.item() if hasattr(c, "item") else c for c in labels],
+        "confusion_matrix": confusion_matrix(y, predicted, labels=labels).tolist(),
+    }
+
+
+def cmd_evaluate(args):
+    model = load_model(args.model)
+    data = open_data(args, expand_paths(args.paths), label_needed=True, n_features=model.n_features_in_)
+    with _scheduler(args.scheduler):
+        result = evaluation(model, data)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    auc = "undefined (one class only)" if result["roc_auc"] is None else f"{result['roc_auc']:.4f}"
+    accuracy = "undefined (no rows)" if result["accuracy"] is None else f"{result['accuracy']:.4f}"
+    kind = "" if len(model.classes_) == 2 else " (one-vs-rest, macro)"
+    which = f" (class {model.classes_[-1]})" if len(model.classes_) == 2 else " (macro)"
+    print(f"{'rows':32}{result['rows']:,}")
+    print(f"{'accuracy':32}{accuracy}")
+    print(f"{'ROC AUC' + kind:32}{auc}")
+    for name in ("precision", "recall", "f1"):
+        value = "undefined (no rows)" if result[name] is None else f"{result[name]:.4f}"
+        print(f"{(name if name != 'f1' else 'F1') + which:32}{value}")
+    for line in _confusion_text(result["classes"], result["confusion_matrix"]).splitlines():
+        print(printable(line))  # the labels come from the data: no escape sequence acts
+    print(f"{'training duality gap':32}{_numbers(result['training_duality_gap'], '.2e')}")
+    print(f"{'training objective':32}{_numbers(result['training_objective'], '.6g')}")
+    return 0
+
+
+def _confusion_text(classes, matrix):
+    """The confusion matrix as text: a row per true class, a column per predicted class."""
+    names = [str(c) for c in classes]
+    width = max([len(n) for n in names] + [len(f"{v:,}") for row in matrix for v in row] + [4])
+    lines = ["confusion matrix (rows: true class, columns: predicted)"]
+    lines.append(" " * (width + 2) + " ".join(n.rjust(width) for n in names))
+    for name, row in zip(names, matrix, strict=True):
+        lines.append(name.rjust(width) + "  " + " ".join(f"{v:,}".rjust(width) for v in row))
+    return "\n".join(lines)
+
+
+def _numbers(value, spec):
+    if isinstance(value, list):
+        return "[" + ", ".join(format(v, spec) for v in value) + "]"
+    return format(value, spec)
+
+
+def cmd_info(args):
+    model = load_model(args.model)
+    fmt, version, written_by = model_file_header(args.model)
+    params = model.get_params(deep=False)
+    gap, objective = model.duality_gap_, model.objective_
+    info = {
+        "file": args.model,
+        "format": fmt,
+        "format_version": version,
+        "written_by": written_by,
+        "estimator": type(model).__name__,
+        "classes": model.classes_.tolist(),
+        "n_features": int(model.n_features_in_),
+        "feature_names": None
+        if getattr(model, "feature_names_in_", None) is None
+        else [str(c) for c in model.feature_names_in_],
+        "passes": int(model.n_iter_),
+        "duality_gap": float(max(gap, 0.0)) if np.ndim(gap) == 0 else np.maximum(gap, 0.0).tolist(),
+        "objective": objective if np.isscalar(objective) else np.asarray(objective).tolist(),
+        "params": {k: v for k, v in params.items() if k not in ("callbacks", "validation_data")},
+    }
+    if args.json:
+        print(json.dumps(info, default=str))  # JSON escapes control characters (and all non-ASCII)
+        return 0
+    # The file's text goes to a terminal: printable keeps its escape sequences from acting.
+    lines = [
+        f"{'model file':16}{args.model} ({fmt} version {version}, written by dask_streamsvm {written_by})",
+        f"{'estimator':16}{info['estimator']}",
+        f"{'classes':16}{short_list(info['classes'])}",
+        f"{'n_features':16}{info['n_features']:,}",
+    ]
+    if info["feature_names"] is not None:
+        lines.append(f"{'feature names':16}{short_list(info['feature_names'], 8)}")
+    gap = _numbers(info["duality_gap"], ".2e")
+    shown = ", ".join(f"{k}={v!r}" for k, v in info["params"].items())
+    lines += [
+        f"{'passes':16}{info['passes']}",
+        f"{'duality gap':16}{gap} (relative, certified at the end of training)",
+        f"{'objective':16}{_numbers(info['objective'], '.8g')}",
+        f"{'parameters':16}{shown}",
+    ]
+    for line in lines:
+        print(printable(line))
+    return 0
+
+
+def cmd_demo(args):
+    from .._demo import run_demo
+
+    if not args.cache_fraction > 0:
+        raise UserError(f"--cache-fraction must be > 0, got {args.cache_fraction}")
+    if args.plot is not None:
+        check_output(args.plot, "--plot", [], overwrite=True)
+    run_demo(plot=args.plot, cache_fraction=args.cache_fraction, quick=args.quick)
+    return 0

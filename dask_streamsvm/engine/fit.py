@@ -1,0 +1,410 @@
+"""The one entry of every fit: :func:`fit`, and the choice of method it makes.
+
+An estimator validates its parameters, builds one
+:class:`~.problem.FitPlan`, turns its input into :class:`MemoryData` or a
+:class:`~.source.DaskSource`, and calls :func:`fit`, which returns one
+:class:`~.result.FitResult`.  Everything between is decided here:
+
+- **where**: on a cluster (``plan.cluster``), streaming (a streaming
+  ``plan.solver``, or ``"auto"`` on a collection or path: :func:`streams`)
+  or in memory;
+- **primal or dual** (:func:`use_primal`): the primal Newton solver
+  (:mod:`.primal`) with ``dual=False``, or with ``"auto"`` on tall data
+  (:data:`PRIMAL_RATIO`) where it applies (:func:`primal_blocker`); the dual
+  solvers otherwise;
+- **which schedule**: the plan's, ``"streamsvm"`` for ``"auto"``
+  (:data:`.schedules.TRAINERS`);
+- the reads around the solve: the one that learns
+  :class:`~dask_streamsvm.features.Standardize`'s scales, the one that
+  counts the classes (the primal solver's first Newton read where it
+  can be: :func:`first_read_trains`), a share of memory resolved once the
+  rows are counted, and Platt's sigmoids (cross-fitted folds in memory,
+  held-out rows streaming).
+
+The one path of a fit::
+
+    estimator.fit -> check -> fit -> _fit_cluster -> cluster.fit_cluster / fit_primal_cluster
+                                  -> _fit_memory  -> memory.solve_problems / primal.solve_primal
+                                  -> _fit_stream  -> schedules.fit_stream / primal.solve_primal
+    estimator.partial_fit -> fit_partial -> schedules.fit_stream (one pass)
+"""
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.utils import check_random_state
+
+from .sizes import CacheShare, row_bytes, share_bytes
+from .calibration import N_FOLDS, folds, platt_sigmoids
+from .checkpoint import Checkpoints, data_fingerprint
+from .cluster import CLUSTER_MODES, fit_cluster, fit_primal_cluster, resolve_client
+from .layout import kernel_rows
+from .losses import newton_blocker
+from .memory import solve_problems
+from .partial import OnePassSBM
+from .primal import MAX_WIDTH, first_read, memory_read, solve_primal, stream_read
+from .problem import LOSSES, SOLVERS, STREAMING_SOLVERS, column_max_abs, cs_model, linear_scores, model_width
+from .reader import read_blocks
+from .schedules import fit_stream, memory_blocks
+
+__all__ = [
+    "CLUSTER_MODES", "LOSSES", "SOLVERS", "CacheShare", "Checkpoints", "MemoryData", "check",
+    "check_partial", "data_fingerprint", "fit", "fit_partial", "streams", "use_primal",
+]  # fmt: skip
+
+# dual="auto" picks the primal Newton solver when the rows outnumber the model's width (features plus
+# bias) this many times: measured in benchmarks/bench_primal.py (docs/benchmarks.md, "primal").
+PRIMAL_RATIO = 100
+# dual="auto" makes the read that counts the classes the primal solver's first read up to this width.
+FIRST_READ_WIDTH = 256
+# The schedule a streaming fit runs when the plan says "auto".
+DEFAULT_STREAMING = STREAMING_SOLVERS[0]
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+@dataclass
+class MemoryData:
+    """In-memory training rows, validated: ``X`` (2-D array or CSR), labels ``y``, ``sample_weight``,
+    and the rows ``on_invalid="skip"`` dropped before (counted in the history)."""
+
+    X: object
+    y: np.ndarray
+    sample_weight: np.ndarray
+    skipped: int = 0
+
+
+def streams(plan, out_of_core):
+    """Whether a fit of ``plan`` streams its rows (a streaming solver, or ``"auto"`` on a Dask
+    collection or path: ``out_of_core``) rather than solving them in memory."""
+    return plan.solver in STREAMING_SOLVERS or (plan.solver == "auto" and out_of_core)
+
+
+def check(plan, *, out_of_core, input_name, checkpointing=False, resume=False, validating=False, client=None):
+    """What ``plan`` cannot do with this input, as a ValueError, before any read; the cluster's
+    client for a cluster fit (``client`` or the active one), else None.
+
+    ``checkpointing``: a ``checkpoint_dir`` is set; ``validating``: ``validation_data`` is.
+    """
+    streaming = streams(plan, out_of_core)
+    if (checkpointing or resume) and (plan.cluster is not None or not streaming):
+        raise ValueError(
+            "checkpoint_dir and resume=True apply to the streaming solvers (solver='streamsvm', 'sbm' "
+            "or 'bm', or 'auto' on a Dask collection or path) without cluster; this fit is "
+            f"solver={plan.solver!r}, cluster={plan.cluster!r} on {input_name}."
+        )
+    if resume and not checkpointing:
+        raise ValueError("resume=True needs checkpoint_dir, the directory the checkpoint is in.")
+    if plan.dual is False:
+        use_primal(plan, 0, 0, streaming=streaming, checkpointing=checkpointing)
+    if plan.scaler is not None:
+        _check_scaler(plan, validating)
+    if plan.cluster is None:
+        return None
+    unsupported = {
+        "multi_class='crammer_singer'": plan.crammer_singer,
+        "probability=True": plan.probability,
+        "validation_data": validating,
+    }
+    for what, used in unsupported.items():
+        if used:
+            raise ValueError(f"cluster={plan.cluster!r} does not support {what} yet; use cluster=None.")
+    return resolve_client(client)
+
+
+def check_partial(plan, *, checkpointing=False):
+    """What ``partial_fit`` cannot do with ``plan``: a clear error, before any read."""
+    if isinstance(plan.class_weight, str):
+        raise ValueError(
+            "class_weight='balanced' needs the class counts of the whole stream, which partial_fit "
+            "does not see; pass a dict of weights or compute them first."
+        )
+    if plan.probability:
+        raise ValueError("probability=True is not supported by partial_fit; use fit.")
+    if plan.scaler is not None:
+        raise ValueError(
+            "feature_map=Standardize() learns the scales from the whole training data, which "
+            "partial_fit does not see; scale the features first (or use fit)."
+        )
+    if checkpointing:
+        raise ValueError(
+            "partial_fit writes no checkpoints: the model after each call is its whole state. Save it "
+            "with save() (or pickle) between calls, and leave checkpoint_dir=None."
+        )
+
+
+def _check_scaler(plan, validating):
+    """What ``feature_map=Standardize()`` cannot train with: a clear error, before any read."""
+    if plan.cluster is not None:
+        raise ValueError(
+            f"feature_map=Standardize() is not supported with cluster={plan.cluster!r} yet; scale the "
+            "features first (their mean and standard deviation are a Dask reduction: "
+            "X.mean(axis=0), X.std(axis=0)), or use cluster=None."
+        )
+    if validating:
+        raise ValueError(
+            "feature_map=Standardize() does not support validation_data yet (its rows would be scored "
+            "before scaling); score a held-out set after the fit instead."
+        )
+    if plan.scaler.with_mean is True and plan.bias == 0.0:
+        raise ValueError(
+            "Standardize(with_mean=True) with fit_intercept=False: centring the features adds an "
+            "intercept to the raw features' model. Use with_mean='auto' (no centring without an "
+            "intercept) or fit_intercept=True."
+        )
+
+
+def primal_blocker(plan, streaming=True, checkpointing=False):
+    """What of ``plan`` the primal Newton solver cannot train (a phrase for an error), or None
+    (``streaming``: on a Dask collection or path)."""
+    loss = None if plan.crammer_singer else newton_blocker(plan.loss)  # Crammer-Singer's is its own
+    blockers = {
+        loss: loss is not None,
+        "multi_class='crammer_singer'": plan.crammer_singer,
+        "probability=True on a Dask collection": plan.probability and streaming,
+        f"solver={plan.solver!r}, a dual solver": plan.solver not in ("auto", "memory"),
+        "checkpoint_dir": checkpointing,
+        # dual=False trains on a cluster too; "auto" keeps cluster= meaning its dual method
+        f"cluster={plan.cluster!r}": plan.cluster is not None and plan.dual == "auto",
+    }
+    return next((what for what, blocks in blockers.items() if blocks), None)
+
+
+def use_primal(plan, n_rows, n_features, *, streaming=True, checkpointing=False):
+    """Whether a fit of ``plan`` on ``n_rows`` rows of ``n_features`` runs the primal Newton solver
+    (``dual=False``, or ``"auto"`` on tall data); ValueError if ``dual=False`` cannot."""
+    if plan.dual is True:
+        return False
+    blocker = primal_blocker(plan, streaming, checkpointing)
+    if plan.dual is False:
+        if blocker is not None:
+            raise ValueError(
+                f"dual=False (the primal Newton solver) does not support {blocker}; "
+                "use dual=True (the dual solvers) or dual='auto'."
+            )
+        return True
+    width = model_width(n_features, plan.feature_map) + 1
+    return blocker is None and width <= MAX_WIDTH and n_rows >= PRIMAL_RATIO * width
+
+
+def first_read_trains(plan, width, known_rows, n_features, checkpointing=False):
+    """Whether the read that counts the classes also sums their rows' moments, so that it is the
+    primal solver's first Newton read: with ``dual=False``, and with ``"auto"`` where the primal
+    solver applies, the moments are cheap (at most :data:`FIRST_READ_WIDTH` features) and the
+    collection's rows, ``known_rows`` before any read, are enough for it.  Otherwise the classes
+    are counted as for the dual solvers, from the labels alone where the source allows."""
+    if plan.dual is True:
+        return False
+    if plan.dual is False:
+        return True
+    return (
+        width + 1 <= FIRST_READ_WIDTH
+        and known_rows is not None
+        and use_primal(plan, known_rows, n_features, checkpointing=checkpointing)
+    )
+
+
+def fit(data, plan, hooks, *, client=None, checkpoints=None, resume=False, clock_start=None):
+    """Train ``plan`` on ``data``: one :class:`~.result.FitResult`, its ``plan`` with the labels.
+
+    Parameters
+    ----------
+    data : :class:`MemoryData` or :class:`~.source.DaskSource`
+    plan : :class:`~.problem.FitPlan` without labels (:func:`check` passed)
+    hooks : the estimator's pass hooks (``start``, ``on_pass``, ``on_block``, ``memory``...)
+    client : distributed.Client, for ``plan.cluster``
+    checkpoints, resume : a :class:`~.checkpoint.Checkpoints`, and whether to go on from it
+    clock_start : ``time.perf_counter()`` at the start of the fit (None: now)
+    """
+    clock_start = time.perf_counter() if clock_start is None else clock_start
+    if plan.cluster is not None:
+        result = _fit_cluster(data, plan, hooks, client, clock_start)
+    elif isinstance(data, MemoryData):
+        result = _fit_memory(data, plan, hooks, clock_start)
+    else:
+        result = _fit_stream(data, plan, hooks, checkpoints, resume, clock_start)
+    result.stopped = result.stopped or hooks.stopped
+    return result
+
+
+def _seeds(plan):
+    """A streaming fit's seed, and Platt's held-out seed with ``probability=True``."""
+    rng = check_random_state(plan.random_state)
+    seed = int(rng.randint(_INT64_MAX, dtype=np.int64))
+    return seed, int(rng.randint(_INT64_MAX)) if plan.probability else None
+
+
+def _learned_scaler(plan, blocks, n_features):
+    """A copy of ``plan.scaler`` (:class:`~dask_streamsvm.features.Standardize`) with its scales
+    learned from the rows of ``blocks``; without an intercept (``with_mean="auto"``) it does not centre."""
+    scaler = clone(plan.scaler)
+    if plan.bias == 0.0 and scaler.with_mean == "auto":
+        scaler.set_params(with_mean=False)
+    return scaler.learn(blocks, n_features)
+
+
+def _fit_memory(data, plan, hooks, clock_start):
+    """Every problem solved on in-memory rows: cross-fitted Platt folds first with ``probability``."""
+    X, y, sample_weight = data.X, data.y, data.sample_weight
+    scaler = None
+    if plan.scaler is not None:
+        scaler = _learned_scaler(plan, [X[sample_weight > 0]], X.shape[1])
+        X = scaler.scale_rows(X)
+    classes, counts = np.unique(y, return_counts=True)
+    rng = check_random_state(plan.random_state)
+    seeds = rng.randint(_INT64_MAX, size=max(classes.shape[0], 1), dtype=np.int64)
+    trained = sample_weight > 0
+    weighted_classes = np.unique(y[trained]) if trained.any() else classes[:0]
+    primal = use_primal(plan, X.shape[0], X.shape[1], streaming=False)
+    plan = plan.replace(solver="memory").with_labels(classes, counts, weighted_classes)
+    hooks.start(plan)
+    y_index = np.searchsorted(classes, y)
+    width = plan.model_width(X.shape[1])
+    if primal:
+        solve = lambda weights, hooks=None: _solve_primal_memory(  # noqa: E731
+            X, y_index, weights, plan, width, hooks, clock_start
+        )
+    else:
+        rows = kernel_rows(X, plan.feature_map)
+        solve = lambda weights, hooks=None: solve_problems(  # noqa: E731
+            rows, y_index, weights, plan, width=width, seeds=seeds, clock_start=clock_start, hooks=hooks
+        )
+    platt = None
+    if plan.probability:
+        # libsvm's recipe: cross-fitted decision values for the sigmoid, then the model on all rows.
+        fold = folds(X.shape[0], int(rng.randint(_INT64_MAX)))
+        scores = None
+        for f in range(N_FOLDS):
+            W = solve(sample_weight * (fold != f)).W
+            W = cs_model(W) if plan.crammer_singer else W
+            if scores is None:
+                scores = np.empty((X.shape[0], W.shape[0]))
+            scores[fold == f] = linear_scores(X[fold == f], W, plan.bias, plan.feature_map)
+        platt = platt_sigmoids(scores[trained], y[trained], classes)
+    result = solve(sample_weight, hooks)
+    if not primal and not np.all(result.converged):
+        result.feature_max = column_max_abs(X[trained])  # the advice of the warning
+    if data.skipped:
+        for record in result.history:
+            record["rows_skipped"] = data.skipped
+    result.plan, result.scaler, result.platt = plan, scaler, platt
+    return result
+
+
+def _solve_primal_memory(X, y_index, weights, plan, width, hooks, clock_start):
+    """The primal Newton solver on in-memory rows; ``hooks`` see each problem's records as the
+    dual solvers give them (None: no hooks)."""
+    on_pass = None
+    if hooks is not None:
+        per_problem = [hooks.memory(c) for c in range(plan.n_problems)]
+
+        def on_pass(records, W):
+            return any([per_problem[c](record, W[c]) for c, record in enumerate(records)])
+
+    read = memory_read(X, y_index, weights, plan)
+    return solve_primal(read, plan, width, clock_start=clock_start, on_pass=on_pass)
+
+
+def _fit_stream(source, plan, hooks, checkpoints, resume, clock_start):
+    """A streamed fit: the scales' read, the read that counts the classes, then the primal solver or
+    a streaming schedule (:func:`~.schedules.fit_stream`)."""
+    checkpointing = checkpoints is not None
+    saved = checkpoints.load() if checkpointing and resume else None
+    with source.spilling(plan.spill, plan.spill_dir):
+        scaler = None
+        if plan.scaler is not None:  # one read for the scales, then scaled reads
+            blocks = read_blocks(
+                source, prefetch=plan.prefetch, retries=plan.retries, read_timeout=plan.read_timeout
+            )
+            rows = (b.X[b.sample_weight > 0] for _, b in blocks)
+            scaler = _learned_scaler(plan, rows, source.n_features)
+            source.row_transform = scaler.scale_rows
+        primal_plan = plan.replace(solver=DEFAULT_STREAMING, seed=0, calibration_seed=None)
+        labels, first = _count_classes(source, plan, primal_plan, hooks, saved, checkpointing)
+        if use_primal(plan, int(np.sum(labels[1])), source.n_features, checkpointing=checkpointing):
+            plan = primal_plan.with_labels(*labels)
+            first = None if first is None else first(plan)
+            result = _solve_primal_stream(source, plan, hooks, first, clock_start)
+        else:
+            plan = _dual_plan(source, plan, labels)
+            hooks.start(plan, n_partitions=source.n_partitions, cache_bytes=plan.cache_bytes or None)
+            result = fit_stream(
+                source, plan, hooks, clock_start=clock_start, checkpoints=checkpoints, resume=saved
+            )
+    if plan.probability:  # the last read certified the model: its held-out scores are the model's
+        result.platt = platt_sigmoids(result.held_scores, result.held_y, plan.classes)
+    result.plan, result.scaler = plan, scaler
+    return result
+
+
+def _count_classes(source, plan, primal_plan, hooks, saved, checkpointing):
+    """``(labels, first)``: the classes, their row counts and the classes of positive weight, from
+    the checkpoint ``saved`` (no read), from the primal solver's first Newton read (``first`` its
+    sums, see :func:`~.primal.first_read`), or from a read of the labels (``first`` None)."""
+    if saved is not None:  # the classes counted by the fit that wrote it: no read to count them
+        return tuple(saved[1][k] for k in ("classes", "class_counts", "weighted_classes")), None
+    width = plan.model_width(source.n_features)
+    if not first_read_trains(plan, width, source.known_rows, source.n_features, checkpointing):
+        return source.label_counts(read_timeout=plan.read_timeout), None
+    # The read that counts the classes is the primal solver's first Newton read.
+    hooks.start(primal_plan, n_partitions=source.n_partitions)
+    on_block = None  # with "auto" the read may count for the dual solvers: no bar yet
+    if plan.dual is False:
+        on_block = lambda k, block: hooks.on_block(k, block, None, None)  # noqa: E731
+    return first_read(source, primal_plan, width, on_block=on_block)
+
+
+def _dual_plan(source, plan, labels):
+    """The plan of a streaming schedule: its solver, seeds and labels, and a share of memory
+    resolved, now that the rows are counted, as bytes of rows as the cache stores them."""
+    solver = plan.solver if plan.solver in STREAMING_SOLVERS else DEFAULT_STREAMING
+    seed, calibration_seed = _seeds(plan)
+    plan = plan.replace(solver=solver, seed=seed, calibration_seed=calibration_seed).with_labels(*labels)
+    if plan.cache_share is None:
+        return plan
+    per_row = row_bytes(source, plan.n_problems, plan.feature_map)
+    return plan.with_cache_bytes(share_bytes(plan.cache_share, int(np.sum(plan.counts)), per_row))
+
+
+def _solve_primal_stream(source, plan, hooks, first, clock_start):
+    """The primal Newton solver streaming ``source``, a read per step (``first``: the sums of the
+    read that counted the classes, which is then the first step's)."""
+    hooks.start(plan, n_partitions=source.n_partitions)
+    on_block = lambda k, block: hooks.on_block(k, block, None, None)  # noqa: E731
+    read = stream_read(source, plan, on_block, start=0 if first is None else 1)
+    width = plan.model_width(source.n_features)
+    return solve_primal(
+        read, plan, width, clock_start=clock_start, on_pass=hooks.on_pass, source=source, initial=first
+    )
+
+
+def _fit_cluster(source, plan, hooks, client, clock_start):
+    """``plan.cluster`` on ``client``'s workers: primal Newton steps summed in a tree with
+    ``dual=False``, else averaging or CoCoA+ (:mod:`.cluster`)."""
+    solver = plan.solver if plan.solver in STREAMING_SOLVERS else DEFAULT_STREAMING
+    seed = int(check_random_state(plan.random_state).randint(np.iinfo(np.int32).max))
+    plan = plan.replace(solver=solver, seed=seed)
+    if plan.dual is False:  # Newton steps, each one read of every part on its worker
+        return fit_primal_cluster(client, source, plan, clock_start=clock_start, on_pass=hooks.on_pass)
+    on_round = hooks.on_round if hooks.callbacks else None
+    return fit_cluster(client, source, plan, clock_start=clock_start, on_round=on_round)
+
+
+def fit_partial(data, plan, state=None, start_from=None, clock_start=None):
+    """``partial_fit``'s pass over ``data`` (:class:`MemoryData` or a source) with ``plan`` (solver
+    ``"partial"``, its labels set): a :class:`~.result.FitResult` whose ``state`` is the stream to go
+    on with (``state``, or a new one started from ``start_from = (coef, intercept)`` if given)."""
+    clock_start = time.perf_counter() if clock_start is None else clock_start
+    if isinstance(data, MemoryData):
+        n_features = data.X.shape[1]
+        data = memory_blocks(data.X, data.y, data.sample_weight, data.skipped)
+    else:
+        n_features = data.n_features
+    if state is None:
+        state = OnePassSBM(plan, n_features)
+        if start_from is not None:  # go on from the model fit() trained
+            state.start_from(*start_from)
+    result = fit_stream(data, plan, clock_start=clock_start, state=state)
+    result.plan = plan
+    return result

@@ -1,0 +1,113 @@
+"""The labels of a collection: partitioned as X is, counted partition by partition, merged.
+
+:func:`label_partitions` checks that the labels (and the weights) are
+partitioned as X is.  :meth:`~.source.DaskSource.label_counts` runs
+:func:`count_labels_of` on each partition's labels and weights and
+:func:`merge_label_counts` on the results; a cluster runs the first on
+its workers.  Labels that mix strings and numbers are an error that
+names a partition holding each.
+"""
+
+import numpy as np
+
+from .checks import invalid_labels, label_error
+
+
+def label_partitions(v, n_parts, row_chunks, name, optimize=True):
+    """The delayed partitions of the labels or weights ``v`` (``name``: ``"y"`` or ``"sample_weight"``).
+
+    They must match X's ``n_parts`` partitions, and its ``row_chunks``
+    when both are known; ``[None] * n_parts`` without ``v``.
+    ``optimize=False`` keeps the graph's keys, which X's tasks may share.
+    """
+    if v is None:
+        return [None] * n_parts
+    if not hasattr(v, "__dask_graph__"):  # not a Dask collection
+        raise TypeError(
+            f"{name} must be a Dask Array or Series like X, got {type(v).__name__}; "
+            f"wrap it with dask.array.from_array({name}, chunks=X.chunks[0])."
+        )
+    if getattr(v, "ndim", 1) != 1:
+        raise ValueError(f"{name} must be 1-D, got {v.ndim} dimensions.")
+    parts = list(np.ravel(v.to_delayed(optimize_graph=optimize)))
+    if len(parts) != n_parts:
+        raise ValueError(
+            f"{name} has {len(parts)} partitions but X has {n_parts}; partition them alike "
+            f"(for arrays: {name}.rechunk(X.chunks[0]); for frames: pass the whole frame and "
+            "the label column's name, fit(frame, 'label'), since Dask may merge the partitions "
+            "of a frame read from Parquet when only a few of its columns are selected)."
+        )
+    chunks = getattr(v, "chunks", None)
+    if row_chunks is not None and chunks is not None:
+        known = not (any(np.isnan(row_chunks)) or any(np.isnan(chunks[0])))
+        if known and tuple(chunks[0]) != tuple(row_chunks):
+            raise ValueError(
+                f"{name}'s chunks {chunks[0]} do not match X's row chunks {row_chunks}; "
+                f"rechunk with {name} = {name}.rechunk((X.chunks[0],))."
+            )
+    return parts
+
+
+def merge_label_counts(results, allow_empty=False, partitions=None):
+    """``(classes, counts, weighted classes)`` of the partitions' (or parts') label counts.
+
+    ``partitions`` numbers the results, for the error when some hold
+    string labels and others numbers.
+    """
+    _check_label_types(results, partitions)
+    counts = {}
+    weighted = set()
+    for labels, n, positive in results:
+        for label, c in zip(labels.tolist(), n.tolist(), strict=True):
+            counts[label] = counts.get(label, 0) + c
+        weighted.update(positive.tolist())
+    if not counts and not allow_empty:
+        raise ValueError("the collection has no rows: every partition is empty.")
+    classes = np.array(sorted(counts))
+    n = np.array([counts[c] for c in classes.tolist()], dtype=np.int64)
+    return classes, n, np.array(sorted(weighted))
+
+
+def _label_type(label):
+    return "string" if isinstance(label, str | bytes) else "number"
+
+
+def _mixed_labels(string_at, number_at):
+    """The error for string and numeric labels: ``(where, label)`` of one of each."""
+    (ws, s), (wn, n) = string_at, number_at
+    return ValueError(
+        f"the labels mix strings and numbers: {ws} has the label {s!r} and {wn} the label {n!r}. Give y "
+        "one type in every partition (y.astype(str), or the strings converted to numbers)."
+    )
+
+
+def _check_label_types(results, partitions):
+    """A ValueError if some of ``results`` have string labels and others numbers."""
+    first = {}  # type -> (where, label)
+    for k, (labels, _, _) in enumerate(results):
+        where = f"part {k}" if partitions is None else f"partition {partitions[k]}"
+        for label in labels.tolist():
+            first.setdefault(_label_type(label), (where, label))
+        if len(first) == 2:
+            raise _mixed_labels(first["string"], first["number"])
+
+
+def count_labels_of(p, y, w):
+    """``(labels, counts, labels of positive weight)`` of partition ``p``'s labels ``y`` and weights
+    ``w`` (None: every row weighs 1); a missing or infinite label is an error naming its row."""
+    y = np.asarray(y).ravel()
+    invalid = invalid_labels(y)
+    if invalid.any():
+        r = int(np.flatnonzero(invalid)[0])
+        raise ValueError(label_error(f"partition {p}, row {r}", y[r]))
+    try:
+        labels, counts = np.unique(y, return_counts=True)
+    except TypeError:  # labels that do not sort together: strings and numbers
+        first = {}
+        for r, label in enumerate(y.tolist()):
+            first.setdefault(_label_type(label), (f"partition {p}, row {r}", label))
+        if len(first) < 2:
+            raise
+        raise _mixed_labels(first["string"], first["number"]) from None
+    positive = labels if w is None else np.unique(y[np.asarray(w, dtype=np.float64).ravel() > 0])
+    return labels, counts, positive

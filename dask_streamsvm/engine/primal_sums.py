@@ -1,0 +1,312 @@
+"""The primal Newton solver's reads: the sums over rows that one Newton step needs.
+
+At a point ``w`` of one problem the loss's Newton terms of each row
+(:func:`~dask_streamsvm.kernels.losses.newton_terms`, at the shortfall
+``s_i = 1 - y_i w . x_i``) give the step's sums::
+
+    loss    sum_i C_i loss(m_i)              the primal's loss term
+    alpha   sum_i alpha_i                    alpha_i = -C_i loss'(m_i), the gradient's factors
+    v       sum_i alpha_i y_i x_i            the gradient is w - v
+    hessian sum_i D_ii x_i x_i^T             the generalised Hessian is I + this
+
+and the loss at ``w + t s`` for each step length ``t`` of :data:`STEPS`:
+sums over rows, so the sums of the partitions (or of the workers) are the
+sums of the data.  :func:`block_sums` makes them from rows in memory or a
+block, :func:`memory_read` and :func:`stream_read` are the ``read`` that
+:func:`~.primal.solve_primal` calls, and :class:`ProductRead` keeps, instead
+of the Hessian, its products on the active rows (truncated Newton on wide
+data).  Every sum accumulates in float64, a chunk of rows at a time.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..kernels.losses import newton_losses, newton_rows
+from .layout import as_kernel_rows
+from .problem import encode_block
+
+# Step lengths a read tries along the Newton direction: 1, 1/2, ..., 1/2048.
+STEPS = 2.0 ** -np.arange(12)
+CHUNK_BYTES = 16 << 20  # float64 rows made at a time (:func:`chunk_rows`)
+# CSR chunks narrower than this and at least DENSE_FILL full are made dense (at 1024 columns,
+# 34 MB a chunk): the Hessian's products are then BLAS calls.  Sparser rows cost less as CSR (the
+# Gram matrix of a row costs its nonzeros' count times itself): measured on a9a (11% full) and w8a (4%).
+DENSE_CHUNK_WIDTH = 1024
+DENSE_FILL = 0.25
+# In memory, dense rows wider than this (features plus bias) take Hessian products instead of the
+# Hessian, as sparse rows always do (:func:`prefers_products`).  Measured at C = 1 on Gaussian rows
+# (benchmarks/bench_primal.py): the Hessian wins at 51 columns (2.5 s against 4.1 s on 1M rows),
+# 201 (2.3 against 3.0) and 501 (3.2 against 3.8), and loses at 1001 (4.8 against 3.8, 50k rows).
+CG_WIDTH = 1024
+
+
+@dataclass
+class Sums:
+    """Sums over rows at one point of every problem: what a Newton step and its certificate need.
+
+    ``loss`` (k,): sum C_i loss(m_i); ``alpha`` (k,): sum alpha_i; ``v`` (k, D): sum alpha_i y_i x_i;
+    ``hessian`` (k, D, D): sum D_ii x_i x_i^T; ``active`` (k,): rows of D_ii > 0;
+    ``trial`` (k, len(STEPS)): sum C_i loss at ``w + t s``; ``rows``: rows read (module docstring).
+    """
+
+    loss: np.ndarray
+    alpha: np.ndarray
+    v: np.ndarray
+    hessian: np.ndarray
+    active: np.ndarray
+    trial: np.ndarray
+    rows: int = 0
+    skipped: int = 0
+    bytes: int = 0
+    retries: int = 0
+    # In memory with Hessian products (:class:`ProductRead`): per problem, ``(product, diagonal)``
+    # of the Hessian at the evaluated point, and ``hessian`` is None.
+    operators: list = None
+
+    @classmethod
+    def zeros(cls, k, width):
+        return cls(
+            np.zeros(k), np.zeros(k), np.zeros((k, width)), np.zeros((k, width, width)),
+            np.zeros(k, dtype=np.int64), np.zeros((k, STEPS.shape[0])),
+        )  # fmt: skip
+
+    def add(self, other):
+        """``self += other`` (the sums of more rows); returns self."""
+        self.loss += other.loss
+        self.alpha += other.alpha
+        self.v += other.v
+        self.hessian += other.hessian
+        self.active += other.active
+        self.trial += other.trial
+        self.rows += other.rows
+        self.skipped += other.skipped
+        self.bytes += other.bytes
+        self.retries += other.retries
+        return self
+
+
+def chunk_rows(width):
+    """Rows a chunk holds: :data:`CHUNK_BYTES` of float64 rows ``width`` wide (256 to 65,536)."""
+    return int(min(max(CHUNK_BYTES // (8 * width), 256), 65536))
+
+
+def augmented_rows(X, lo, hi, bias, feature_map=None):
+    """Rows ``lo:hi`` of ``X`` with the bias column, as float64: dense, or CSR where the rows are
+    wide or sparse enough (:data:`DENSE_CHUNK_WIDTH`, :data:`DENSE_FILL`).  With a feature map's
+    spec, the map's features of the rows, dense (the primal solver's maps are narrow)."""
+    if feature_map is not None:
+        from ..kernels.features import map_rows_into, spec_width
+
+        indptr, indices, data = as_kernel_rows(sp.csr_matrix(X[lo:hi]))  # canonical: what maps read
+        out = np.zeros((hi - lo, spec_width(feature_map) + 1))
+        map_rows_into(indptr, indices, data, feature_map, out)
+        out[:, -1] = bias
+        return out
+    part = X[lo:hi] if sp.issparse(X) else None
+    dense = part is not None and X.shape[1] < DENSE_CHUNK_WIDTH
+    if dense and part.nnz >= DENSE_FILL * part.shape[0] * X.shape[1]:
+        out = np.zeros((hi - lo, X.shape[1] + 1))
+        rows = np.repeat(np.arange(hi - lo), np.diff(part.indptr))
+        if part.has_canonical_format:
+            out[rows, part.indices] = part.data
+        else:  # duplicate entries add up, as in every other use of the matrix
+            np.add.at(out, (rows, part.indices), part.data)
+        out[:, -1] = bias
+        return out
+    if part is not None:
+        part = part.astype(np.float64)
+        column = sp.csr_matrix(np.full((hi - lo, 1), float(bias)))
+        return sp.hstack([part, column], format="csr")
+    out = np.empty((hi - lo, X.shape[1] + 1))
+    out[:, :-1] = X[lo:hi]
+    out[:, -1] = bias
+    return out
+
+
+def gram(rows, weights):
+    """``sum_i weights_i x_i x_i^T`` of the rows (dense or CSR), dense."""
+    scale = np.sqrt(weights)
+    rows = rows.multiply(scale[:, None]).tocsr() if sp.issparse(rows) else rows * scale[:, None]
+    gram = rows.T @ rows
+    return gram.toarray() if sp.issparse(gram) else gram
+
+
+def newton_sums(loss, C, s):
+    """Per row of costs ``C`` at shortfalls ``s``: ``(loss, factor, weight)`` arrays of the loss of
+    code ``loss`` (:func:`~dask_streamsvm.kernels.losses.newton_terms`)."""
+    terms, factor, weight = np.empty_like(s), np.empty_like(s), np.empty_like(s)
+    newton_rows(loss, C, s, terms, factor, weight)
+    return terms, factor, weight
+
+
+def trial_losses(loss, s):
+    """The loss of code ``loss`` at every shortfall of the array ``s`` (any shape): the trial steps'."""
+    out = np.empty_like(s)
+    newton_losses(loss, s.reshape(-1), out.reshape(-1))
+    return out
+
+
+def block_sums(X, Y, cost, W, S, bias, loss, feature_map=None):
+    """The :class:`Sums` of the rows of ``X`` (labels ``Y`` and costs ``cost``, each (k, n)) at the
+    points ``W + S`` (each (k, D)), with the trial losses along ``W + t S`` for ``t`` in :data:`STEPS`,
+    for the loss of code ``loss``.  ``feature_map``: a map's spec, whose features of the rows the
+    model reads.
+
+    Works through the rows a chunk of :data:`CHUNK_BYTES` at a time in float64, so a float32
+    partition is never copied whole and every sum accumulates in float64.
+    """
+    k, width = W.shape
+    sums = Sums.zeros(k, width)
+    sums.rows = X.shape[0]
+    trial_points = S.any(axis=1)
+    step = chunk_rows(width)
+    for lo in range(0, X.shape[0], step):
+        hi = min(lo + step, X.shape[0])
+        Xa = augmented_rows(X, lo, hi, bias, feature_map)
+        Z0 = np.asarray(Xa @ W.T)  # (m, k)
+        Z = Z0 + np.asarray(Xa @ S.T) if trial_points.any() else Z0
+        for c in range(k):
+            y, C = Y[c, lo:hi], cost[c, lo:hi]
+            terms, alpha, weight = newton_sums(loss, C, 1.0 - y * Z[:, c])
+            active = weight > 0.0
+            sums.loss[c] += float(C @ terms)
+            sums.alpha[c] += float(alpha.sum())
+            sums.v[c] += np.asarray(Xa.T @ (alpha * y)).ravel()
+            sums.active[c] += int(active.sum())
+            if active.any():
+                sums.hessian[c] += gram(Xa[active], weight[active])
+            if trial_points[c]:
+                m0, dm = y * Z0[:, c], y * (Z[:, c] - Z0[:, c])
+                sums.trial[c] += C @ trial_losses(loss, 1.0 - m0[:, None] - dm[:, None] * STEPS[None, :])
+    return sums
+
+
+def memory_read(X, y_index, weights, plan, products=None):
+    """``read`` for :func:`~.primal.solve_primal` on in-memory rows (a 2-D array or CSR).
+
+    ``products``: whether the Newton directions come from Hessian products (conjugate gradient,
+    :class:`ProductRead`) instead of the ``D x D`` Hessian; None picks by :func:`prefers_products`.
+    """
+    Y, cost = plan.signs[:, y_index], plan.costs[:, y_index] * weights
+    if products is None:
+        products = prefers_products(X, plan)
+    if products:
+        return ProductRead(X, Y, cost, plan.bias, plan.loss_code)
+
+    def read(W, S, todo):
+        return block_sums(X, Y[todo], cost[todo], W, S, plan.bias, plan.loss_code, plan.feature_map)
+
+    return read
+
+
+def prefers_products(X, plan):
+    """Whether in-memory rows take Hessian products (conjugate gradient) rather than the Hessian:
+    sparse rows do (a product costs their nonzeros, the Hessian their nonzeros squared per row:
+    on a9a, w8a and ijcnn1 products took 0.22, 0.16 and 0.10 s to a gap of 1e-3, the Hessian
+    0.21, 0.35 and 0.18 s), and so do dense rows wider than :data:`CG_WIDTH`.  A feature map's
+    features form the Hessian (they are made a chunk at a time, never held)."""
+    if plan.feature_map is not None:
+        return False
+    return sp.issparse(X) or X.shape[1] + 1 > CG_WIDTH
+
+
+class ProductRead:
+    """``read`` for :func:`~.primal.solve_primal` on in-memory rows that never forms the Hessian: each
+    evaluated point's sums, and per problem the product ``p -> H p`` and ``diag(H)`` on its active
+    rows, for the Newton solver's conjugate gradient (a truncated Newton step, as LIBLINEAR's primal solver
+    takes on wide data).  Holds the rows once as float64 (a copy if they are not); a product
+    costs one pass over the active rows, which are copied out when fewer than half are active."""
+
+    hessian_products = True
+
+    def __init__(self, X, Y, cost, bias, loss):
+        if sp.issparse(X):
+            X = sp.csr_matrix(X, dtype=np.float64)
+        else:
+            X = np.ascontiguousarray(X, dtype=np.float64)
+        self.X, self.Y, self.cost, self.bias, self.loss = X, Y, cost, float(bias), int(loss)
+
+    def _dot(self, X, w):
+        return np.asarray(X @ w[:-1]).ravel() + self.bias * w[-1]
+
+    def _tdot(self, X, u):
+        return np.append(np.asarray(X.T @ u).ravel(), self.bias * u.sum())
+
+    def _operator(self, active, weight):
+        rows = np.flatnonzero(active)
+        X, d = (self.X[rows], weight[rows]) if 2 * rows.shape[0] < self.X.shape[0] else (self.X, weight)
+        squares = X.multiply(X) if sp.issparse(X) else None
+        diagonal = 1.0 + self._tdot(squares if squares is not None else X * X, d) * np.append(
+            np.ones(X.shape[1]), self.bias
+        )
+        del squares
+
+        def product(p):
+            return p + self._tdot(X, d * self._dot(X, p))
+
+        return product, diagonal
+
+    def __call__(self, W, S, todo):
+        k, D = W.shape
+        sums = Sums(
+            np.zeros(k), np.zeros(k), np.zeros((k, D)), None, np.zeros(k, dtype=np.int64),
+            np.zeros((k, STEPS.shape[0])), rows=self.X.shape[0], operators=[],
+        )  # fmt: skip
+        for j, c in enumerate(todo):
+            y, C = self.Y[c], self.cost[c]
+            z0 = self._dot(self.X, W[j])
+            trial = bool(S[j].any())
+            dz = self._dot(self.X, S[j]) if trial else None
+            z = z0 + dz if trial else z0
+            terms, alpha, weight = newton_sums(self.loss, C, 1.0 - y * z)
+            active = weight > 0.0
+            sums.loss[j] = float(C @ terms)
+            sums.alpha[j] = float(alpha.sum())
+            sums.v[j] = self._tdot(self.X, alpha * y)
+            sums.active[j] = int(active.sum())
+            if trial:
+                m0, dm = y * z0, y * dz
+                for i, t in enumerate(STEPS):
+                    sums.trial[j, i] = float(C @ trial_losses(self.loss, 1.0 - m0 - t * dm))
+            sums.operators.append(self._operator(active, weight))
+        return sums
+
+
+def read_once(source, plan, counts):
+    """The blocks of one read of ``source`` with ``plan``'s reader settings; each block's rows,
+    bytes, skipped rows and retries are added to ``counts`` (a :class:`Sums`) as it passes."""
+    from .reader import read_blocks
+
+    blocks = read_blocks(source, prefetch=plan.prefetch, retries=plan.retries, read_timeout=plan.read_timeout)
+    for _, block in blocks:
+        counts.skipped += block.n_skipped
+        counts.retries += block.retries
+        counts.rows += block.n_rows
+        counts.bytes += block.nbytes if block.n_rows else 0
+        yield block
+
+
+def stream_read(source, plan, on_block=None, start=0):
+    """``read`` for :func:`~.primal.solve_primal` on a :class:`~.source.DaskSource`: one read of every
+    partition per call, the sums of each block added as it arrives.  ``on_block(k, block)`` is
+    called for every block of read ``k`` (from ``start``)."""
+    reads = [start]
+    loss, bias, feature_map = plan.loss_code, plan.bias, plan.feature_map
+
+    def read(W, S, todo):
+        total = Sums.zeros(len(todo), W.shape[1])
+        counts = Sums.zeros(0, 0)
+        for block in read_once(source, plan, counts):
+            if block.n_rows:
+                Y, cost = encode_block(plan, block)
+                total.add(block_sums(block.X, Y[todo], cost[todo], W, S, bias, loss, feature_map))
+            if on_block is not None:
+                on_block(reads[0], block)
+        reads[0] += 1
+        for name in ("rows", "skipped", "retries", "bytes"):
+            setattr(total, name, getattr(counts, name))
+        return total
+
+    return read

@@ -1,0 +1,59 @@
+"""What every solver returns: one :class:`FitResult`.
+
+The in-memory solvers (one binary problem, every problem, Crammer-Singer),
+the streaming schedules, the primal Newton solver and the cluster's
+methods all return this record, and :func:`~.fit.fit` hands one to the
+estimator, which sets its fitted attributes from it and from nothing else.
+A field a solver does not fill keeps its default.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class FitResult:
+    """A trained model, the certificates that bound it, and how it got there.
+
+    ``W`` has a row per problem (``(n_problems, width + 1)``, the bias
+    weight last; Crammer-Singer's ``(k, width + 1)``, see
+    :func:`~.problem.cs_model`) and ``certificates`` one
+    :class:`~.certificate.Certificate` per row of ``W`` (one for
+    Crammer-Singer's joint problem).
+    """
+
+    W: np.ndarray
+    certificates: list
+    passes: int
+    converged: object  # a bool, or one per problem
+    history: list
+    interrupted: bool = False  # a KeyboardInterrupt stopped the fit; W is certified all the same
+    stopped: bool = False  # a callback stopped the fit (no convergence warning)
+    plan: object = None  # the plan the model was trained with, label tables included
+    # Platt's held-out decision values and their labels (streaming with a calibration seed: from
+    # the read that certified W), or the sigmoids fitted to them: ``(probA, probB)``.
+    held_scores: np.ndarray = None
+    held_y: np.ndarray = None
+    platt: tuple = None
+    scaler: object = None  # the fitted Standardize the rows were scaled by, or None
+    # The last pass's weights and, per problem, (sum alpha, sum D_ii alpha_i^2) of its dual
+    # variables (the cluster's averaging certifies a combination of the parts' duals from them:
+    # these weights are those duals' own, W may be an earlier pass's); None if unknown.
+    dual_sums: tuple = None
+    feature_max: np.ndarray = None  # each column's largest |x| on the rows read (scale advice)
+    alpha: np.ndarray = field(default=None, repr=False)  # one in-memory problem's dual variables
+    state: object = field(default=None, repr=False)  # partial_fit: the stream to go on with
+    parts: list = None  # on a cluster: per part, its worker, partitions and rows
+    messages: list = field(default_factory=list)  # warnings the workers raised (cluster)
+    rows_skipped: int = 0  # in memory, rows dropped by on_invalid="skip"
+
+    @property
+    def w(self):
+        """The weights of a single problem (bias last)."""
+        return self.W[0]
+
+    @property
+    def certificate(self):
+        """The certificate of a single problem."""
+        return self.certificates[0]
