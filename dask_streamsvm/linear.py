@@ -207,7 +207,7 @@ class LinearSVC(LinearInput):
         NaN, infinite or negative sample weight does: ``"raise"`` stops the
         fit with an error naming the partition (or file and line), row and
         column; ``"skip"`` drops the row and counts it in ``history_``
-        (``rows_skipped``, cumulative over the reads).
+        (``rows_skipped``: each row counted once, however many reads skip it).
     retries : int, default=2
         Streaming: times a partition whose read fails with an I/O error
         (except a missing file or a refused permission) is read again, after
@@ -219,9 +219,12 @@ class LinearSVC(LinearInput):
         Streaming: write each partition, once parsed and checked, to a binary
         file that later reads load instead (``"auto"``: text sources only,
         LIBSVM and CSV, while the disk keeps 1 GB free); removed when ``fit``
-        ends, however it ends (``history_``'s ``spill_bytes``).
+        ends, however it ends, SIGTERM included (``history_``'s ``spill_bytes``).
+        An I/O error of the spill (a full disk) drops it with a warning, and
+        the fit reads the source instead, to the same model.
     spill_dir : str, path or None, default=None
-        Where the spill's temporary directory goes (None: the system's).
+        Where the spill's temporary directory goes (None: the system's);
+        created if missing, checked before any read as ``checkpoint_dir`` is.
     checkpoint_dir : str, path or None, default=None
         Streaming solvers: write the whole state of the fit (weights, every
         row's dual variable, the cache, the random state, the history) to
@@ -555,9 +558,9 @@ class LinearSVC(LinearInput):
         """Every fitted attribute from the engine's :class:`~dask_streamsvm.engine.result.FitResult`;
         warns if it did not converge, or was interrupted."""
         plan = result.plan
+        for name in ("cluster_parts_", "standardize_", "probA_", "probB_"):  # set again where they apply
+            self.__dict__.pop(name, None)
         self.classes_ = plan.classes
-        self.__dict__.pop("cluster_parts_", None)
-        self.__dict__.pop("standardize_", None)
         self._set_weights(plan, result.W)
         if result.scaler is not None:  # the standardized features' model, for the raw features
             self.standardize_ = result.scaler
@@ -569,8 +572,6 @@ class LinearSVC(LinearInput):
         self.objective_ = float(objective[0]) if single else objective
         self.duality_gap_ = float(gap[0]) if single else gap
         self.history_ = result.history
-        for name in ("probA_", "probB_"):
-            self.__dict__.pop(name, None)
         if result.platt is not None:
             self.probA_, self.probB_ = result.platt
         if result.parts is not None:

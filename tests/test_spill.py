@@ -157,3 +157,32 @@ def test_a_spilled_block_reads_back_as_written(tmp_path):
     assert spill.bytes >= X.data.nbytes + dense.X.nbytes
     spill.close()
     assert not os.path.exists(spill.path)
+
+
+def test_a_disk_that_fills_during_a_spill_write_drops_the_spill_and_changes_nothing(
+    a9a_text, monkeypatch, tmp_path
+):
+    path, blocksize = a9a_text
+    where = tmp_path / "spills"
+    where.mkdir()
+    writes = []
+    write = spill_module.write_arrays
+
+    def fills_on_the_third(file, arrays):
+        writes.append(1)
+        if len(writes) == 3:  # half a partition written, then the disk is full
+            write(file, arrays[:2])
+            raise OSError(28, "No space left on device")
+        write(file, arrays)
+
+    monkeypatch.setattr(spill_module, "write_arrays", fills_on_the_third)
+    dropped = r"the spill in .*spills.* was dropped after an I/O error \(OSError: \[Errno 28\] No space left"
+    with pytest.warns(UserWarning, match=dropped) as warned:
+        full = _model(where).fit(*read_libsvm(path, n_features=123, blocksize=blocksize))
+    assert len(warned) == 1
+    monkeypatch.undo()
+    plain = _model(where, spill=False).fit(*read_libsvm(path, n_features=123, blocksize=blocksize))
+    np.testing.assert_array_equal(full.coef_, plain.coef_)
+    np.testing.assert_array_equal(full.intercept_, plain.intercept_)
+    assert full.history_[-1]["spill_bytes"] == 0
+    assert os.listdir(where) == []

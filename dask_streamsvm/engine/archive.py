@@ -124,10 +124,16 @@ def cut(text, limit=300):
 _HOST = f"{zlib.crc32(socket.gethostname().encode()):08x}"
 
 
+def owned_prefix(stem, pid=None):
+    """``stem``, this machine's tag and process ``pid`` (this one): how the names of the temporary
+    files and directories that a process owns begin, so that :func:`stale_entries` finds them."""
+    return f"{stem}{_HOST}-{os.getpid() if pid is None else pid}-"
+
+
 def temp_prefix(path, pid=None):
     """Name prefix of the temporary files written beside ``path`` by process ``pid`` (this one)."""
     name = os.path.basename(os.fspath(path))
-    return f".{name}.tmp-{_HOST}-{os.getpid() if pid is None else pid}-"
+    return owned_prefix(f".{name}.tmp-", pid)
 
 
 def temp_file(path):
@@ -162,6 +168,17 @@ def _alive(pid):
     return True
 
 
+def stale_entries(directory, stem):
+    """The entries of ``directory`` named by :func:`owned_prefix` from ``stem`` (then a random part)
+    whose process, on this machine, no longer runs; none if the directory cannot be read."""
+    pattern = re.compile(re.escape(f"{stem}{_HOST}-") + r"(\d{1,10})-[a-z0-9_]+\Z")
+    try:
+        with os.scandir(directory or ".") as entries:
+            return [e for e in entries if (match := pattern.match(e.name)) and not _alive(int(match[1]))]
+    except OSError:
+        return []
+
+
 def remove_stale_temp_files(path):
     """Remove the temporary files a crashed writer on this machine left beside ``path``.
 
@@ -169,13 +186,9 @@ def remove_stale_temp_files(path):
     a process that no longer runs; the clean-up is best effort.
     """
     directory, name = os.path.split(os.fspath(path))
-    pattern = re.compile(re.escape(f".{name}.tmp-{_HOST}-") + r"(\d{1,10})-[a-z0-9_]+\Z")
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(directory or "."):
-            match = pattern.match(entry.name)
-            if match and not _alive(int(match[1])):
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(entry.path)
+    for entry in stale_entries(directory, f".{name}.tmp-"):
+        with contextlib.suppress(OSError):
+            os.remove(entry.path)
 
 
 def _sync_directory(directory):
@@ -193,19 +206,28 @@ def _sync_directory(directory):
 
 
 def prepare_directory(directory, name, file_name):
-    """Create ``directory`` if missing and prove that ``file_name`` can be written in it.
+    """``directory`` as a str, created if missing and proven a place where ``file_name`` can be written.
 
     The proof is a temporary file of ``file_name``'s, created and removed.
     Raises ValueError naming the parameter ``name``, the path and what is
-    wrong, so that a fit fails before it trains rather than at its first
-    write.
+    wrong (TypeError if ``directory`` is not a path at all), so that a fit
+    fails before it reads rather than at its first write.  Both
+    ``checkpoint_dir`` and ``spill_dir`` are checked here.
     """
-    where = os.fspath(directory)
+    try:
+        where = os.fsdecode(os.fspath(directory))
+    except TypeError:
+        raise TypeError(
+            f"{name} must be a path (a str or os.PathLike) or None, got {short(directory)} "
+            f"of type {type(directory).__name__}. Give the directory's path."
+        ) from None
     problem = None
     try:
         os.makedirs(where, exist_ok=True)
-    except OSError as exc:
-        if os.path.lexists(where) and not os.path.isdir(where):
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        if isinstance(exc, ValueError):
+            problem = f"it is not a valid path ({exc})"
+        elif os.path.lexists(where) and not os.path.isdir(where):
             problem = "it exists and is not a directory"
         elif isinstance(exc, NotADirectoryError):
             problem = "a part of its path is a file, not a directory"
@@ -223,6 +245,7 @@ def prepare_directory(directory, name, file_name):
         raise ValueError(
             f"{name}={where!r} cannot be used: {problem}. Give a directory this process can write to."
         )
+    return where
 
 
 class _Hashing:

@@ -44,8 +44,10 @@ class Checkpoints:
     ----------
     directory : path
         Created if missing; holds :data:`FILE`.  Checked here, before the
-        fit reads any data: a path that is not a directory, or one where no
-        file can be created, raises ValueError naming ``checkpoint_dir``.
+        fit reads any data (:func:`~.archive.prepare_directory`, which checks
+        ``spill_dir`` too): a path that is not a directory, or one where no
+        file can be created, raises ValueError naming ``checkpoint_dir``; a
+        value that is no path, TypeError.
     every : float or None
         Seconds: write at the end of the first pass that ends at least
         this long after the last checkpoint (the first pass always writes).
@@ -56,8 +58,7 @@ class Checkpoints:
     """
 
     def __init__(self, directory, every, fingerprint):
-        self.directory = os.fspath(directory)
-        prepare_directory(self.directory, "checkpoint_dir", FILE)
+        self.directory = prepare_directory(directory, "checkpoint_dir", FILE)
         self.every = every
         self.fingerprint = json.loads(json.dumps(fingerprint))
         self.last = None

@@ -7,7 +7,11 @@ the fit, a resumed fit on changed data), the dual variables no longer
 belong to the rows they were trained on and the certificate would describe
 a problem nobody posed.  So the reader fingerprints every partition it
 reads and compares the fingerprint with the first read's (or, resuming,
-with the one the checkpoint saved).
+with the one the checkpoint saved).  The first read of the source, by any
+reader: every reader of one source shares its table
+(:func:`~.reader.source_prints`), so a solver whose reads are readers of
+their own (the primal Newton solver's) is checked as one reader of many
+passes is.
 
 A fingerprint is 64 bits of BLAKE2b over the partition's row count, the
 rows skipped, every label and sample weight, and the values of up to

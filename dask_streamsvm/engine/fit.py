@@ -36,7 +36,6 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils import check_random_state
 
-from .sizes import CacheShare, row_bytes, share_bytes
 from .calibration import N_FOLDS, folds, platt_sigmoids
 from .checkpoint import Checkpoints, data_fingerprint
 from .cluster import CLUSTER_MODES, fit_cluster, fit_primal_cluster, resolve_client
@@ -48,6 +47,9 @@ from .primal import MAX_WIDTH, first_read, memory_read, solve_primal, stream_rea
 from .problem import LOSSES, SOLVERS, STREAMING_SOLVERS, column_max_abs, cs_model, linear_scores, model_width
 from .reader import read_blocks
 from .schedules import fit_stream, memory_blocks
+from .sizes import CacheShare, row_bytes, share_bytes
+from .spill import check_spill_dir
+from .termination import sigterm_unwinds
 
 __all__ = [
     "CLUSTER_MODES", "LOSSES", "SOLVERS", "CacheShare", "Checkpoints", "MemoryData", "check",
@@ -86,7 +88,9 @@ def check(plan, *, out_of_core, input_name, checkpointing=False, resume=False, v
     client for a cluster fit (``client`` or the active one), else None.
 
     ``checkpointing``: a ``checkpoint_dir`` is set; ``validating``: ``validation_data`` is.
+    ``plan.spill_dir`` is checked as ``checkpoint_dir`` is (:func:`~.spill.check_spill_dir`).
     """
+    check_spill_dir(plan.spill_dir)
     streaming = streams(plan, out_of_core)
     if (checkpointing or resume) and (plan.cluster is not None or not streaming):
         raise ValueError(
@@ -216,14 +220,18 @@ def fit(data, plan, hooks, *, client=None, checkpoints=None, resume=False, clock
     client : distributed.Client, for ``plan.cluster``
     checkpoints, resume : a :class:`~.checkpoint.Checkpoints`, and whether to go on from it
     clock_start : ``time.perf_counter()`` at the start of the fit (None: now)
+
+    SIGTERM unwinds the fit as Ctrl-C would, so that it removes its spill and
+    temporary files, then ends the process (:mod:`.termination`).
     """
     clock_start = time.perf_counter() if clock_start is None else clock_start
-    if plan.cluster is not None:
-        result = _fit_cluster(data, plan, hooks, client, clock_start)
-    elif isinstance(data, MemoryData):
-        result = _fit_memory(data, plan, hooks, clock_start)
-    else:
-        result = _fit_stream(data, plan, hooks, checkpoints, resume, clock_start)
+    with sigterm_unwinds():
+        if plan.cluster is not None:
+            result = _fit_cluster(data, plan, hooks, client, clock_start)
+        elif isinstance(data, MemoryData):
+            result = _fit_memory(data, plan, hooks, clock_start)
+        else:
+            result = _fit_stream(data, plan, hooks, checkpoints, resume, clock_start)
     result.stopped = result.stopped or hooks.stopped
     return result
 

@@ -55,7 +55,17 @@ import scipy.linalg
 from ..kernels.losses import newton_terms
 from .certificate import Certificate, check_gap
 from .losses import loss_of, newton_blocker
-from .primal_sums import STEPS, Sums, augmented_rows, chunk_rows, gram, memory_read, read_once, stream_read
+from .primal_sums import (
+    STEPS,
+    Sums,
+    augmented_rows,
+    chunk_rows,
+    gram,
+    memory_read,
+    read_once,
+    stream_read,
+    too_large,
+)
 from .result import FitResult
 
 # The reads (:mod:`.primal_sums`) are named here too: ``solve_primal(memory_read(...), ...)``.
@@ -197,9 +207,10 @@ def solve_primal(read, plan, width, *, clock_start=None, on_pass=None, source=No
             break
         where = f"read {reads + first}"
         base = {"pass": reads + first, "seconds": time.perf_counter() - clock_start, "solver": "newton"}
-        counts = (sums.rows, sums.bytes, sums.skipped, sums.retries)
-        for name, value in zip(totals, counts, strict=True):
-            totals[name] += int(value)
+        totals["rows_read"] += int(sums.rows)
+        totals["bytes_read"] += int(sums.bytes)
+        totals["read_retries"] += int(sums.retries)
+        totals["rows_skipped"] = int(sums.skipped)  # one read's: every read skips the same rows
         if source is not None:
             base.update(totals, spill_bytes=source.spill_bytes)
         else:
@@ -285,6 +296,11 @@ def first_read(source, plan, width, on_block=None):
     combinations of these: ``first(plan)`` returns them as :class:`Sums` once ``plan`` has the
     labels (None if the classes' matrices would pass :data:`MOMENT_BYTES`; the first Newton read
     then reads again).  ``plan`` needs no labels; ``width`` is the model's width without the bias.
+
+    The read checks the values it sums (:func:`~.primal_sums.too_large`): with ``dual=False`` a
+    value the primal solver cannot train on is a ValueError naming its partition and column; with
+    ``"auto"`` (the dual solvers may train) the moments are dropped, and the first Newton read,
+    if there is one, refuses it.
     """
     from .source import count_labels_of, merge_label_counts
 
@@ -323,7 +339,8 @@ def first_read(source, plan, width, on_block=None):
 
 
 def _add_moments(moments, block, plan, D):
-    """``moments`` with the block's rows added per class; None once they would pass MOMENT_BYTES."""
+    """``moments`` with the block's rows added per class; None once they would pass MOMENT_BYTES,
+    or at a value the primal solver cannot train on (a ValueError with ``dual=False``)."""
     labels, inverse = np.unique(np.asarray(block.y).ravel(), return_inverse=True)
     keys = labels.tolist()
     if len(set(moments) | set(keys)) * D * D * 8 > MOMENT_BYTES:
@@ -336,6 +353,10 @@ def _add_moments(moments, block, plan, D):
     for lo in range(0, block.n_rows, step):
         hi = min(lo + step, block.n_rows)
         Xa = augmented_rows(block.X, lo, hi, plan.bias, plan.feature_map)
+        if (reason := too_large(Xa, plan.bias, plan.feature_map is not None)) is not None:
+            if plan.dual is False:
+                raise ValueError(f"partition {block.partition}: {reason}")
+            return None
         which, w = inverse[lo:hi], weights[lo:hi]
         for j in np.unique(which):
             rows = which == j

@@ -25,7 +25,7 @@ import scipy.sparse as sp
 
 from ..kernels.losses import newton_losses, newton_rows
 from .layout import as_kernel_rows
-from .problem import encode_block
+from .problem import column_max_abs, encode_block
 
 # Step lengths a read tries along the Newton direction: 1, 1/2, ..., 1/2048.
 STEPS = 2.0 ** -np.arange(12)
@@ -40,6 +40,19 @@ DENSE_FILL = 0.25
 # (benchmarks/bench_primal.py): the Hessian wins at 51 columns (2.5 s against 4.1 s on 1M rows),
 # 201 (2.3 against 3.0) and 501 (3.2 against 3.8), and loses at 1001 (4.8 against 3.8, 50k rows).
 CG_WIDTH = 1024
+# The largest |value| of a column (a feature, a feature map's feature, or the intercept column) the
+# primal solver trains on; the first read, which sums the Hessian, refuses larger ones
+# (:func:`too_large`).  Beyond it float64 rounding in ``v = sum_i alpha_i y_i x_i`` (terms of size
+# |x| that cancel to ``w ~ 1/|x|``) keeps the duality gap from closing: its floor grows as |x|^2
+# and with the rows.  Measured with dual=False, C = 1, tol = 1e-4, on Gaussian rows of 5 features
+# with column 2 scaled by s (its largest |x| is about 3 s): on 400 rows, in memory and streamed,
+# gaps of 6e-15, 7e-12 and 7e-8 (8e-7 streamed) at s = 1e8, 1e10 and 1e12 in 7 or 8 reads, and
+# max_iter reached at gaps of 6e-4 (4e-3 streamed), 2e8 (CSR), 2e26 and 3e266 at s = 1e15, 1e20,
+# 1e30 and 1e150; on 100k rows 2e-5 at s = 1e12 and 1e13, max_iter at 1.5e-3 at 1e14; on 1M rows
+# 9e-9, 1.5e-5 and 3e-4 at s = 1e10, 1e11 and 1e12, max_iter at 1.9e-3 (above the default tol,
+# 1e-3) at 1e13.  Refusing |x| > 1e12 (s of about 3e11) leaves the floor near 1e-5 on a million
+# rows; raw pixels (255), counts, or times in seconds (2e9) are far below it.
+MAX_VALUE = 1e12
 
 
 @dataclass
@@ -125,6 +138,39 @@ def augmented_rows(X, lo, hi, bias, feature_map=None):
     return out
 
 
+def too_large(rows, bias, mapped=False, augmented=True):
+    """The reason the primal solver cannot train on ``rows`` (dense or CSR), a sentence, or None:
+    a value beyond :data:`MAX_VALUE` in absolute value, named by its column and value, with the fix.
+
+    ``augmented``: the last column of ``rows`` is the intercept column (of value ``bias``), as
+    :func:`augmented_rows` makes it; else ``bias`` is checked as that column.  ``mapped``: the
+    columns are a feature map's features.  One pass over the rows, on the first read only.
+    """
+    top = column_max_abs(rows)
+    if not augmented:
+        top = np.append(top, abs(float(bias)))
+    column = int(np.argmax(top))
+    value = float(top[column])
+    if not value > MAX_VALUE:
+        return None
+    if column == top.shape[0] - 1:
+        what = f"the intercept column is {value:.4g} (intercept_scaling={float(bias):g})"
+        fix = "Use an intercept_scaling of about 1, or dual=True (the dual solvers)."
+    else:
+        what = f"{'feature' if mapped else 'column'} {column}{' of the feature map' if mapped else ''} "
+        what += f"reaches |x| = {value:.4g}"
+        scale = "Scale the input features first" if mapped else (
+            "Scale the features: feature_map=Standardize() (dask_streamsvm.features), or each column "
+            "to about [-1, 1] first"
+        )  # fmt: skip
+        fix = f"{scale}; or use dual=True (the dual solvers)."
+    return (
+        f"{what}: the primal solver (dual=False) cannot train on values beyond {MAX_VALUE:g} in "
+        "absolute value (float64 rounding keeps its duality gap from closing, whatever the number "
+        f"of reads). {fix}"
+    )
+
+
 def gram(rows, weights):
     """``sum_i weights_i x_i x_i^T`` of the rows (dense or CSR), dense."""
     scale = np.sqrt(weights)
@@ -148,11 +194,12 @@ def trial_losses(loss, s):
     return out
 
 
-def block_sums(X, Y, cost, W, S, bias, loss, feature_map=None):
+def block_sums(X, Y, cost, W, S, bias, loss, feature_map=None, where=None):
     """The :class:`Sums` of the rows of ``X`` (labels ``Y`` and costs ``cost``, each (k, n)) at the
     points ``W + S`` (each (k, D)), with the trial losses along ``W + t S`` for ``t`` in :data:`STEPS`,
     for the loss of code ``loss``.  ``feature_map``: a map's spec, whose features of the rows the
-    model reads.
+    model reads.  ``where`` (the first read's): check each chunk's values before its sums, a
+    ValueError starting with ``where`` (:func:`too_large`); None: no check.
 
     Works through the rows a chunk of :data:`CHUNK_BYTES` at a time in float64, so a float32
     partition is never copied whole and every sum accumulates in float64.
@@ -165,6 +212,8 @@ def block_sums(X, Y, cost, W, S, bias, loss, feature_map=None):
     for lo in range(0, X.shape[0], step):
         hi = min(lo + step, X.shape[0])
         Xa = augmented_rows(X, lo, hi, bias, feature_map)
+        if where is not None and (reason := too_large(Xa, bias, feature_map is not None)) is not None:
+            raise ValueError(where + reason)
         Z0 = np.asarray(Xa @ W.T)  # (m, k)
         Z = Z0 + np.asarray(Xa @ S.T) if trial_points.any() else Z0
         for c in range(k):
@@ -194,9 +243,12 @@ def memory_read(X, y_index, weights, plan, products=None):
         products = prefers_products(X, plan)
     if products:
         return ProductRead(X, Y, cost, plan.bias, plan.loss_code)
+    reads = [0]
 
     def read(W, S, todo):
-        return block_sums(X, Y[todo], cost[todo], W, S, plan.bias, plan.loss_code, plan.feature_map)
+        where = "" if reads[0] == 0 else None  # the first read checks the values (:func:`too_large`)
+        reads[0] += 1
+        return block_sums(X, Y[todo], cost[todo], W, S, plan.bias, plan.loss_code, plan.feature_map, where)
 
     return read
 
@@ -217,7 +269,8 @@ class ProductRead:
     evaluated point's sums, and per problem the product ``p -> H p`` and ``diag(H)`` on its active
     rows, for the Newton solver's conjugate gradient (a truncated Newton step, as LIBLINEAR's primal solver
     takes on wide data).  Holds the rows once as float64 (a copy if they are not); a product
-    costs one pass over the active rows, which are copied out when fewer than half are active."""
+    costs one pass over the active rows, which are copied out when fewer than half are active.
+    Values the solver cannot train on are refused here, before any read (:func:`too_large`)."""
 
     hessian_products = True
 
@@ -226,6 +279,8 @@ class ProductRead:
             X = sp.csr_matrix(X, dtype=np.float64)
         else:
             X = np.ascontiguousarray(X, dtype=np.float64)
+        if (reason := too_large(X, bias, augmented=False)) is not None:
+            raise ValueError(reason)
         self.X, self.Y, self.cost, self.bias, self.loss = X, Y, cost, float(bias), int(loss)
 
     def _dot(self, X, w):
@@ -291,17 +346,20 @@ def read_once(source, plan, counts):
 def stream_read(source, plan, on_block=None, start=0):
     """``read`` for :func:`~.primal.solve_primal` on a :class:`~.source.DaskSource`: one read of every
     partition per call, the sums of each block added as it arrives.  ``on_block(k, block)`` is
-    called for every block of read ``k`` (from ``start``)."""
+    called for every block of read ``k`` (from ``start``).  Read 0 (``start=0``: no
+    :func:`~.primal.first_read` before) checks the values (:func:`too_large`), naming the partition."""
     reads = [start]
     loss, bias, feature_map = plan.loss_code, plan.bias, plan.feature_map
 
     def read(W, S, todo):
         total = Sums.zeros(len(todo), W.shape[1])
         counts = Sums.zeros(0, 0)
+        first = reads[0] == 0
         for block in read_once(source, plan, counts):
             if block.n_rows:
                 Y, cost = encode_block(plan, block)
-                total.add(block_sums(block.X, Y[todo], cost[todo], W, S, bias, loss, feature_map))
+                where = f"partition {block.partition}: " if first else None
+                total.add(block_sums(block.X, Y[todo], cost[todo], W, S, bias, loss, feature_map, where))
             if on_block is not None:
                 on_block(reads[0], block)
         reads[0] += 1

@@ -42,6 +42,12 @@ SOLVERS = ("auto", "memory", *STREAMING_SOLVERS)
 PLAN_SOLVERS = (*SOLVERS, "partial")
 CACHE_POLICIES = ("informative", "random")
 ALPHA_STORES = ("memory", "disk")
+# The smallest C a plan takes.  The dual variables are about C in size and the default loss's dual
+# sums their squares (``D_ii alpha_i^2``), which fall below float64's smallest normal number
+# (2.2e-308) under C = 1.5e-154: measured on 400 Gaussian rows, the streaming solvers certify
+# C = 1e-150 and stop at C = 1e-160 with a negative duality gap, blaming the data (and below
+# 2.2e-308, C itself is subnormal: C = 1e-320 did so in every dual solver).
+MIN_C = 1e-150
 
 
 def _check_int(name, value, low):
@@ -135,6 +141,13 @@ class FitPlan:
     weighted_classes: np.ndarray = None
 
     def __post_init__(self):
+        number = isinstance(self.C, int | float | np.integer | np.floating) and not isinstance(self.C, bool)
+        if not (number and MIN_C <= self.C < np.inf):
+            raise ValueError(
+                f"C must be a finite number >= {MIN_C:g}, got C={self.C!r}: below it the dual variables "
+                "(about C in size) and their squares underflow float64, and no fit can be certified. "
+                f"Pass C >= {MIN_C:g} (LinearSVC's default is 1.0)."
+            )
         _check_choice("loss", self.loss, LOSSES)
         _check_choice("solver", self.solver, PLAN_SOLVERS)
         _check_choice("dual", self.dual, ("auto", True, False))
@@ -249,11 +262,28 @@ def problem_tables(classes, counts, weighted_classes, C, class_weight, crammer_s
     k = classes.shape[0]
     if crammer_singer:
         signs = np.where(np.eye(k, dtype=bool), 1.0, -1.0)
-        return signs, np.repeat((C * weights)[None, :], k, axis=0)
-    if k == 2:
-        return np.array([[-1.0, 1.0]]), (C * weights)[None, :]
-    same = np.eye(k, dtype=bool)
-    return np.where(same, 1.0, -1.0), np.where(same, C * weights[None, :], C)
+        costs = np.repeat((C * weights)[None, :], k, axis=0)
+    elif k == 2:
+        signs, costs = np.array([[-1.0, 1.0]]), (C * weights)[None, :]
+    else:
+        same = np.eye(k, dtype=bool)
+        signs, costs = np.where(same, 1.0, -1.0), np.where(same, C * weights[None, :], C)
+    _check_costs(costs, classes, weighted_classes, class_weight)
+    return signs, costs
+
+
+def _check_costs(costs, classes, weighted_classes, class_weight):
+    """ValueError if a problem's every row costs zero (the rows of positive weight are all of
+    classes of cost zero): nothing to train on, as with a zero ``sample_weight`` everywhere."""
+    weighted = np.isin(classes, weighted_classes)
+    if (costs[:, weighted] > 0).any(axis=1).all():
+        return
+    zero = [label for label, top in zip(classes.tolist(), costs.max(axis=0), strict=True) if not top > 0]
+    raise ValueError(
+        f"class_weight={class_weight!r} gives every row zero cost (C * class_weight[y] * sample_weight; "
+        f"classes {zero} weigh 0), so there is nothing to train on. Give a class with rows of "
+        "positive sample_weight a positive weight."
+    )
 
 
 def problem_labels(classes, plan):

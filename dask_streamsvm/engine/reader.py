@@ -30,12 +30,17 @@ in flight are fewer than ``prefetch``: with the trainer's block, at most
 
 Every block read is fingerprinted (:mod:`.fingerprint`): a partition that
 gives other rows than on its first read (or than the checkpoint a fit
-resumes saved) stops the fit with an error naming it.
+resumes saved) stops the fit with an error naming it.  The first read is
+the source's, not the reader's: every reader of one source checks against
+the same fingerprints (:func:`source_prints`), so a solver that makes a
+reader per read (the primal Newton solver, :func:`read_blocks`) is checked
+as a reader of many passes is.
 """
 
 import queue
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -49,6 +54,34 @@ RETRY_DELAY = 0.1  # seconds before the first repeated read; doubled for each ne
 PERMANENT = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
 
 
+# Per source, the fingerprints every read of it is checked against, with the ``row_transform`` they
+# were taken under: kept as long as the source lives (:func:`source_prints`).
+_SOURCE_PRINTS = weakref.WeakKeyDictionary()
+_SOURCE_PRINTS_LOCK = threading.Lock()
+
+
+def source_prints(source):
+    """The :class:`~.fingerprint.PartitionPrints` that every read of ``source`` checks its blocks against.
+
+    One table per source for as long as it lives, whichever reader reads it:
+    the first read of a partition, by any reader, is the one later reads
+    must match.  A source that changes its ``row_transform`` (the scales of
+    :class:`~dask_streamsvm.features.Standardize`, learnt by a read before
+    it) gives other rows from then on, and starts a new table.  A source
+    that cannot be weakly referenced gets a table of its own per call.
+    """
+    transform = getattr(source, "row_transform", None)
+    with _SOURCE_PRINTS_LOCK:
+        try:
+            kept = _SOURCE_PRINTS.get(source)
+        except TypeError:  # not hashable, or no weak reference to it
+            return PartitionPrints()
+        if kept is None or kept[0] != transform:
+            kept = (transform, PartitionPrints())
+            _SOURCE_PRINTS[source] = kept
+        return kept[1]
+
+
 class Stopped(Exception):
     """The reader was closed while waiting for a read; ends the reader thread quietly."""
 
@@ -57,7 +90,9 @@ class Reader:
     """Background thread reading ``source`` pass after pass.
 
     Use as a context manager: leaving the block stops and joins the thread,
-    whatever happened inside.
+    whatever happened inside.  ``prints``: the fingerprints its blocks must
+    match (a resumed fit's, from its checkpoint); by default the source's
+    (:func:`source_prints`), shared with every other reader of it.
     """
 
     def __init__(
@@ -71,7 +106,7 @@ class Reader:
         self.read_timeout = read_timeout
         self.shuffle = shuffle
         self.row_ids = RowIds() if row_ids is None else row_ids
-        self.prints = PartitionPrints() if prints is None else prints
+        self.prints = source_prints(source) if prints is None else prints
         self._seed = seed
         self.prefetch = prefetch
         self._ahead = {}  # (pass, partition) -> OnThread: reads started before their turn
@@ -268,7 +303,9 @@ def read_blocks(source, *, passes=1, prefetch=2, shuffle=False, seed=0, retries=
     The one loop over a reader's queue for the drivers that need no pass
     ends (one-pass, budgeted, ``partial_fit``).  Blocks with no rows left
     come too (their ``n_skipped`` may count).  Closing the generator, or
-    leaving the loop, stops and joins the reader thread.
+    leaving the loop, stops and joins the reader thread.  Every block is
+    checked against the source's first read of its partition
+    (:func:`source_prints`), by this call or an earlier one.
     """
     with Reader(
         source, prefetch=prefetch, max_passes=passes, shuffle=shuffle, seed=seed, retries=retries,

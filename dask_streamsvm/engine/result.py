@@ -46,7 +46,6 @@ class FitResult:
     state: object = field(default=None, repr=False)  # partial_fit: the stream to go on with
     parts: list = None  # on a cluster: per part, its worker, partitions and rows
     messages: list = field(default_factory=list)  # warnings the workers raised (cluster)
-    rows_skipped: int = 0  # in memory, rows dropped by on_invalid="skip"
 
     @property
     def w(self):

@@ -442,19 +442,20 @@ class DaskSource:
         ``spill``: ``"auto"`` (text sources: LIBSVM and CSV), True (any
         source) or False.  The spill's directory is created in ``spill_dir``
         (None: the system's temporary directory) and removed on leaving the
-        block, however it is left.
+        block, however it is left.  Any ``OSError`` of the spill drops it
+        (:mod:`.spill`): the partitions are read from the source, and a
+        warning says so once, as the block ends.
         """
-        from .spill import Spill
+        from .spill import opened
 
         if not (spill is True or (spill == "auto" and self.text)):
             yield None
             return
-        self.spill = Spill(spill_dir)
-        try:
-            yield self.spill
-        finally:
-            self.spill.close()
-            self.spill = None
+        with opened(spill_dir) as self.spill:
+            try:
+                yield self.spill
+            finally:
+                self.spill = None
 
     def _spill_and_count(self, p, x, y, w):
         """The label count of partition ``p``'s computed parts, spilling its checked block on the way."""

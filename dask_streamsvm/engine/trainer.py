@@ -198,7 +198,8 @@ class PassCertifier:
             )
         self.stats["rows"] += block.n_rows
         self.stats["bytes"] += block.nbytes
-        self.stats["rows_skipped"] += block.n_skipped
+        if pass_k == 0:  # rows skipped counted once: every read skips the same rows (fingerprinted)
+            self.stats["rows_skipped"] += block.n_skipped
         self.stats["read_retries"] += block.retries
         if self.on_block is not None:
             self.on_block(pass_k, block, self.W_snap, fill)
