@@ -61,10 +61,33 @@ no hangs, no memory corruption, no half-replaced model):
   ValueError, or a model that predicts exactly as the original (counted
   apart); anything else fails.
 
+Four more, for the third round (issue 36: every solver checks its partitions, the spill steps
+back, no hang on any input, SIGTERM cleans up):
+
+- ``changed-between-primal-reads``: ``dual=False`` (the primal Newton solver), a random partition
+  changed from a random read after the first on (as ``changed-between-reads``, or its odd rows
+  scaled 5x with their labels kept, the issue's trial).  Expected: the ValueError naming the
+  partition that the dual solvers raise; a model returned after a changed read is a false
+  certificate.
+- ``disk-full-spill``: a spilling fit of LIBSVM files (a partition each) whose random partition's
+  spill file is larger than a file size limit (``RLIMIT_FSIZE``, ``SIGXFSZ`` ignored): its write
+  fails part-way, with a short write or EFBIG, as on a full disk.  In a child process, against a
+  fit without a spill on the same files (``deterministic=True``).  Expected: the fit drops the
+  spill, says so in one warning and trains the model of the fit without a spill, bit for bit;
+  no spill directory left.
+- ``fifo-input``: a FIFO with no writer, named ``.csv`` or ``.svm``, as the data input of
+  ``LinearSVC().fit(path)`` or of ``dask-streamsvm train``, ``predict`` or ``evaluate``, each in a
+  child process killed after :data:`FIFO_TIMEOUT` s.  Expected: refused at once (a ValueError, or
+  exit status 2) naming the FIFO; "hang" is a child killed.
+- ``sigterm``: a spilling fit of LIBSVM files in a child process gets SIGTERM at a random moment
+  after its first pass.  Counted: whether it ended by the signal and how soon, the spill
+  directories left in its ``spill_dir``, and those left after a next fit in the same directory
+  (which removes the spills of processes that are gone).
+
 Run ``python -m benchmarks.bench_reliability [--kinds KIND ...] [--trials N]
 [--seed S] [--no-write]``.  Each kind runs its default number of trials
 (:data:`KINDS`: 20 for the first five, 10 for the others but 50 for the
-cheap ``crafted-model``), or ``N`` each with ``--trials``; each kind draws
+cheap ``crafted-model`` and 8 for ``fifo-input``), or ``N`` each with ``--trials``; each kind draws
 from a random stream of its own (seed and kind), so its trials do not depend
 on which other kinds run.  Results go to
 ``benchmarks/results/bench_reliability.json`` and a section of
@@ -864,12 +887,241 @@ def trial_crafted_model(rng, solver, work, count):
     return [{**{k: job[k] for k in keep}, **outcome} for job, outcome in zip(jobs, outcomes, strict=True)]
 
 
+# -- round three: the primal solver's reads, a spill write that fails, FIFOs, SIGTERM ------------
+
+PRIMAL_CHANGES = (*CHANGES, "scale odd rows 5x")  # the last: the issue's trial (odd rows, labels kept)
+
+
+def trial_changed_between_primal_reads(rng, solver):
+    """``dual=False``: from a random read after the first on (read 0 counts the classes and is the
+    first Newton read), a random partition changes; the primal solver must stop as the dual ones do."""
+    target, from_read = int(rng.randint(N_PARTS)), int(rng.randint(1, 4))
+    change = PRIMAL_CHANGES[rng.randint(len(PRIMAL_CHANGES))]
+    order = rng.permutation(PART_ROWS)
+    flipped = _some_rows(rng)
+    factor = rng.uniform(0.5, 2.0)
+    served = []
+
+    def changed(i, read, rows, labels):
+        if i != target or read < from_read:
+            return rows, labels
+        served.append(read)
+        if change == "reorder rows":
+            return rows[order], labels[order]
+        if change == "flip labels":
+            labels[flipped] = 1 - labels[flipped]
+            return rows, labels
+        if change == "scale odd rows 5x":
+            rows[1::2] *= 5.0
+            return rows, labels
+        return rows * factor, labels
+
+    outcome, message, _ = _attempt(lambda: _fit("auto", changing_collection(changed), dual=False))
+    pattern = rf"partition {target} gave other rows on this read than on its first"
+    return {
+        "solver": "primal", "partition": target, "from_read": from_read, "change": change,
+        "changed_reads": len(served), "outcome": outcome,
+        "detected": outcome == "ValueError" and bool(re.search(pattern, message)),
+        "false_certificate": outcome == "returned" and bool(served), "message": (message or "")[:300],
+    }  # fmt: skip
+
+
+SPILL_STEM = "dask_streamsvm-spill-"  # how the engine names a spill's directory
+SMALL_SPILL, LARGE_SPILL = 10_000, 25_000  # about the bytes a partition of 2 (8) values a row spills
+
+
+def _spills_in(directory):
+    """``(count, bytes)`` of the spill directories in ``directory``."""
+    if not directory.is_dir():
+        return 0, 0
+    spills = [p for p in directory.iterdir() if p.name.startswith(SPILL_STEM)]
+    size = sum(f.stat().st_size for p in spills for f in p.rglob("*") if f.is_file())
+    return len(spills), size
+
+
+def write_libsvm(directory, target=None):
+    """:func:`data` as ``N_PARTS`` LIBSVM files of ``PART_ROWS`` rows in ``directory`` (a partition each
+    when read): their glob.  With ``target``, the rows of the other files keep 2 of their 8 values, so
+    that only ``target``'s partition makes a large spill file."""
+    from sklearn.datasets import dump_svmlight_file
+
+    X, y = data()
+    directory.mkdir(exist_ok=True)
+    for p in range(N_PARTS):
+        rows = slice(p * PART_ROWS, (p + 1) * PART_ROWS)
+        part = X[rows] if p == target or target is None else np.where(np.arange(N_FEATURES) < 2, X[rows], 0.0)
+        dump_svmlight_file(part, y[rows], str(directory / f"part-{p:02d}.svm"), zero_based=False)
+    return str(directory / "part-*.svm")
+
+
+def fit_spill_short_write(spec):
+    """In a child process: fit ``spec["file"]`` without a spill (the reference), then with one under
+    a file size limit (RLIMIT_FSIZE, SIGXFSZ ignored: a write past it fails part-way with EFBIG, as a
+    full disk's does); print the outcome as a JSON line."""
+    import resource
+
+    from dask_streamsvm.io import read_libsvm
+
+    spec = json.loads(spec)
+    spill_dir = Path(spec["spill_dir"])
+
+    def fit(**extra):  # deterministic: StreamSVM's asynchronous schedule would differ anyway
+        X, y = read_libsvm(spec["files"], n_features=N_FEATURES)
+        return _fit(spec["solver"], (X, y), deterministic=True, **extra)
+
+    reference = _vector(fit(spill=False))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (spec["limit"], resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outcome, message, model = _attempt(lambda: fit(spill=True, spill_dir=str(spill_dir)), OSError)
+    said = [str(w.message) for w in caught if "spill" in str(w.message)]
+    left, left_bytes = _spills_in(spill_dir)
+    print(json.dumps({
+        "outcome": outcome, "message": (message or "")[:300], "warnings": len(said),
+        "warning": said[0][:300] if said else None,
+        "same": model is not None and bool(np.array_equal(_vector(model), reference)),
+        "spill_bytes": None if model is None else model.history_[-1].get("spill_bytes"),
+        "spills_left": left, "spill_bytes_left": left_bytes,
+    }), flush=True)  # fmt: skip
+
+
+def trial_disk_full_spill(rng, solver, work):
+    """A spill whose write fails part-way, in a random partition: the fit must drop the spill, read
+    from the source, train the model of a fit without a spill and say so once."""
+    target = int(rng.randint(N_PARTS))
+    files = write_libsvm(work / "data", target)
+    # A partition of 2 values a row spills SMALL_SPILL bytes, the target's 8 values a row LARGE_SPILL:
+    # a limit between them fails the target's write part-way, and no other.
+    limit = int(rng.uniform(SMALL_SPILL + 2_000, LARGE_SPILL - 2_000))
+    spec = {"files": files, "solver": solver, "limit": limit, "spill_dir": str(work / "spill")}
+    returncode, out, err = _child("fit_spill_short_write", json.dumps(spec), timeout=300)
+    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    result = lines[0] if lines else {"outcome": _ended(returncode), "message": err}
+    return {"solver": solver, "partition": target, "limit": limit, **result}
+
+
+FIFO_TIMEOUT = 30  # seconds a child reading a FIFO has before it counts as hung
+FIFO_USES = ("fit(path)", "train", "predict", "evaluate")
+
+
+def fit_path(path):
+    """In a child process: ``LinearSVC().fit(path, ...)``; print the outcome as a JSON line."""
+    from dask_streamsvm import LinearSVC
+
+    label = "label" if path.endswith(".csv") else None
+    outcome, message, _ = _attempt(lambda: LinearSVC(max_iter=5).fit(path, label))
+    print(json.dumps({"outcome": outcome, "message": (message or "")[:300]}), flush=True)
+
+
+def _fifo_model(work):
+    """A model file the CLI can predict and evaluate with, trained on :func:`data` as a table."""
+    from dask_streamsvm import LinearSVC
+
+    X, y = data()
+    model = _fit("sbm", _chunked(X, y))
+    path = work / "trained.model"
+    LinearSVC.save(model, path)
+    return path
+
+
+def trial_fifo_input(rng, solver, work):
+    """A FIFO (no writer) as the data input of ``fit(path)`` or a command: it must be refused at
+    once, naming the path; a child process that has not returned after ``FIFO_TIMEOUT`` s hangs."""
+    use = FIFO_USES[rng.randint(len(FIFO_USES))]
+    fmt = ("csv", "svm")[rng.randint(2)]
+    fifo = work / f"data.{fmt}"
+    os.mkfifo(fifo)
+    label = ["--label", "label"] if fmt == "csv" else []
+    start = time.perf_counter()
+    if use == "fit(path)":
+        returncode, out, err = _child("fit_path", str(fifo), timeout=FIFO_TIMEOUT)
+        lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        result = lines[0] if lines else {"outcome": _ended(returncode), "message": err}
+    else:
+        model = _fifo_model(work) if use != "train" else None
+        argv = {
+            "train": ["train", fifo, *label, "--model", work / "new.model", "--quiet"],
+            "predict": ["predict", model, fifo, "--out", work / "predictions.csv"],
+            "evaluate": ["evaluate", model, fifo, *label],
+        }[use]
+        command = [sys.executable, "-m", "dask_streamsvm", *map(str, argv)]
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=FIFO_TIMEOUT, env=env)
+            status = "usage error (exit 2)" if done.returncode == 2 else _ended(done.returncode)
+            result = {"outcome": status, "message": done.stderr.strip()[-300:]}
+        except subprocess.TimeoutExpired:
+            result = {"outcome": _ended(None), "message": ""}
+    seconds = time.perf_counter() - start
+    named = str(fifo) in result["message"] or fifo.name in result["message"]
+    refused = result["outcome"] in ("ValueError", "usage error (exit 2)") and named
+    fifo.unlink()
+    return {"use": use, "format": fmt, "seconds": seconds, "refused": refused, "named": named, **result}
+
+
+_SIGTERM_CHILD = """
+import sys, time
+from benchmarks.bench_reliability import N_FEATURES, _fit
+from dask_streamsvm.io import read_libsvm
+
+solver, files, spill_dir = sys.argv[1:4]
+
+def report(record):
+    print(record["pass"], flush=True)
+    time.sleep(0.05)
+
+_fit(solver, read_libsvm(files, n_features=N_FEATURES), spill=True, spill_dir=spill_dir, callbacks=[report])
+print("finished", flush=True)
+"""
+
+
+def trial_sigterm(rng, solver, work):
+    """A spilling fit in a child process gets SIGTERM at a random moment after its first pass: it
+    must end (by the signal) and leave no spill directory; a next fit in the same ``spill_dir``
+    removes whatever was left by a process that is gone."""
+    files = write_libsvm(work / "data")
+    spill_dir = work / "spill"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    run = [sys.executable, "-c", _SIGTERM_CHILD, solver, files, str(spill_dir)]
+    child = subprocess.Popen(
+        run, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT
+    )
+    delay = rng.uniform(0.0, 0.5)
+    printed, during = [], None
+    for line in child.stdout:
+        printed.append(line.strip())
+        if line.strip() == "0":
+            time.sleep(delay)  # a random moment after the first pass
+            during = _spills_in(spill_dir)[0]  # the spill the signal interrupts
+            break
+    sent = time.perf_counter()
+    child.send_signal(signal.SIGTERM)
+    try:
+        rest, err = child.communicate(timeout=60)
+        ended = time.perf_counter() - sent
+    except subprocess.TimeoutExpired:
+        child.kill()
+        rest, err = child.communicate()
+        ended = None
+    printed += rest.split()
+    left, left_bytes = _spills_in(spill_dir)
+    outcome, message, _ = _attempt(lambda: _fit(solver, spill=True, spill_dir=str(spill_dir)))
+    return {
+        "solver": solver, "delay_s": delay, "finished_first": "finished" in printed,
+        "spills_during": during, "returncode": child.returncode, "ended_after_s": ended,
+        "spills_left": left, "spill_bytes_left": left_bytes, "next_fit": outcome,
+        "spills_left_after_next_fit": _spills_in(spill_dir)[0], "stderr": err.strip()[-300:],
+    }  # fmt: skip
+
+
 # -- the run -----------------------------------------------------------------------------------
 
 KINDS = {  # fault kind: default number of trials
     "kill": 20, "ctrl-c": 20, "transient": 20, "permanent": 20, "bad-value": 20, "hung": 10,
     "changed-between-reads": 10, "changed-under-resume": 10, "failed-refit": 10, "bad-csr": 10,
-    "crafted-model": 50,
+    "crafted-model": 50, "changed-between-primal-reads": 10, "disk-full-spill": 10, "fifo-input": 8,
+    "sigterm": 10,
 }  # fmt: skip
 
 
@@ -885,9 +1137,14 @@ def _trial(kind, rng, solver, work, reference):
         return trial_changed_under_resume(rng, solver, _vector(reference(solver)), work)
     if kind == "bad-csr":
         return trial_bad_csr(rng, "sbm")
+    if kind in ("disk-full-spill", "fifo-input", "sigterm"):
+        trial = {"disk-full-spill": trial_disk_full_spill, "fifo-input": trial_fifo_input,
+                 "sigterm": trial_sigterm}[kind]  # fmt: skip
+        return trial(rng, solver, work)
     trial = {
         "permanent": trial_permanent, "bad-value": trial_bad_value, "hung": trial_hung,
         "changed-between-reads": trial_changed_between_reads, "failed-refit": trial_failed_refit,
+        "changed-between-primal-reads": trial_changed_between_primal_reads,
     }[kind]  # fmt: skip
     return trial(rng, solver)
 
@@ -901,7 +1158,7 @@ def main(argv=None):
     parser.add_argument(
         "--trials", type=int, default=None,
         help="trials of each kind (default: 20 each of kill, ctrl-c, transient, permanent, bad-value; "
-        "50 of crafted-model; 10 of the others)",
+        "50 of crafted-model; 8 of fifo-input; 10 of the others)",
     )  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-write", action="store_true", help="write neither the results file nor the docs")
@@ -1124,6 +1381,71 @@ def _rows_crafted_model(cm):
     )]  # fmt: skip
 
 
+def _rows_changed_between_primal_reads(cp):
+    reached = [r for r in cp if r["changed_reads"]]
+    false = sum(r["false_certificate"] for r in cp)
+    by_change = _by(reached, "change", lambda group: f"{sum(r['detected'] for r in group)}/{len(group)}")
+    return [(
+        "`dual=False`: a partition's rows change between the primal solver's reads (reordered, labels "
+        "flipped, values scaled, odd rows 5x)",
+        len(cp),
+        f"{sum(r['detected'] for r in reached)} of {len(reached)} changes read by the fit were detected "
+        f"(ValueError naming the partition; {by_change or '-'}); {false} fits returned a model after a "
+        f"changed read; outcomes: {_tally(r['outcome'] for r in cp)}",
+        "none" if not false else f"false certificate ({false} fits)",
+    )]  # fmt: skip
+
+
+def _rows_disk_full_spill(ds):
+    stepped = [r for r in ds if r["outcome"] == "returned" and r.get("warnings")]
+    same = sum(bool(r.get("same")) for r in stepped)
+    failed = [r for r in ds if r["outcome"] != "returned"]
+    left = sum(r.get("spills_left") or 0 for r in ds)
+    return [(
+        "a spill write fails part-way in a random partition (a file size limit: a short write, EFBIG, "
+        "as a full disk's; each fit in a child process)",
+        len(ds),
+        f"outcomes: {_tally(r['outcome'] for r in ds)}; {len(stepped)} fits dropped the spill and said "
+        f"so ({sum(r['warnings'] == 1 for r in stepped)} in exactly one warning), {same} of them trained "
+        f"the model of a fit without a spill bit for bit; spill directories left: {left}",
+        "none" if not failed and same == len(ds) else _lost(len(failed), "the fit") if failed else "SEE JSON",
+    )]  # fmt: skip
+
+
+def _rows_fifo_input(fi):
+    hung = [r for r in fi if r["outcome"].startswith("hang")]
+    by_use = _by(fi, "use", lambda group: _tally(r["outcome"] for r in group))
+    slowest = max((r["seconds"] for r in fi if not r["outcome"].startswith("hang")), default=NAN)
+    return [(
+        f"a FIFO with no writer as the data input (`fit(path)`, `train`, `predict`, `evaluate`; a child "
+        f"process, killed after {FIFO_TIMEOUT} s)",
+        len(fi),
+        f"{sum(r['refused'] for r in fi)} of {len(fi)} refused naming the FIFO ({by_use}); the slowest "
+        f"answer took {slowest:.1f} s (the child's start included)",
+        "none" if not hung else f"a hung command ({len(hung)} trials)",
+    )]  # fmt: skip
+
+
+def _rows_sigterm(st):
+    hit = [r for r in st if not r["finished_first"]]
+    by_signal = sum(r["returncode"] == -signal.SIGTERM for r in hit)
+    ended = [r["ended_after_s"] for r in hit if r["ended_after_s"] is not None]
+    left = sum(r["spills_left"] for r in hit)
+    after = sum(r["spills_left_after_next_fit"] for r in st)
+    spilling = sum(bool(r["spills_during"]) for r in hit)
+    return [(
+        "SIGTERM mid-fit with a spill (a child process, a random moment after its first pass)",
+        len(st),
+        f"{by_signal} of {len(hit)} processes signalled mid-fit ({spilling} with a spill directory at "
+        "that moment) ended by the signal, at most "
+        f"{max(ended, default=NAN):.2f} s after it ({len(st) - len(hit)} finished first; exit statuses: "
+        f"{_tally(r['returncode'] for r in hit)}); spill directories left: {left} "
+        f"({sum(r['spill_bytes_left'] for r in hit):,} bytes); after the next fit in the same "
+        f"`spill_dir`: {after}",
+        "none" if not left else f"{left} spill directories until the next fit",
+    )]  # fmt: skip
+
+
 def _summary(payload):
     """The report's rows, ``(fault, trials, what happened, data lost)``, for the kinds in ``payload``."""
     rows = []
@@ -1152,7 +1474,8 @@ def write_report(payload):
         f"{payload['seconds'] / 60:.1f} min). Each fault is placed at random (seed {payload['seed']}), "
         f"and the solvers rotate over {', '.join(SOLVERS)}; the data are {N_PARTS} partitions of "
         f"{PART_ROWS} rows x {N_FEATURES} features ({CSR_PARTS} of {CSR_ROWS} x {CSR_FEATURES} for the "
-        "malformed CSR matrices). Raw results: `benchmarks/results/bench_reliability.json`.",
+        f"malformed CSR matrices; for the spill and SIGTERM trials the same rows as {N_PARTS} LIBSVM files). "
+        "Raw results: `benchmarks/results/bench_reliability.json`.",
         "",
         *_table(payload),
         "",

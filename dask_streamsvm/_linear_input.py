@@ -54,7 +54,9 @@ class LinearInput(StreamClassifier):
         """In-memory input with the invalid rows dropped (``on_invalid="skip"``), and their count."""
         if self.on_invalid != "skip":
             return X, y, sample_weight, 0
-        return drop_invalid(X, y, sample_weight, encoder=self.feature_map if self._encoding else None)
+        encoder = self.feature_map if self._encoding else None
+        scaled = getattr(self.feature_map, "scales_rows", False)  # x . x checked once scaled
+        return drop_invalid(X, y, sample_weight, encoder=encoder, scaled=scaled)
 
     def _source(self, X, y, sample_weight, check_width=False):
         """A :class:`DaskSource` of the input (paths opened, in-memory data wrapped).

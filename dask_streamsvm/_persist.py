@@ -237,6 +237,9 @@ def _weights(estimator, arrays, attributes):
         shapes.update(calibration)
     fitted = {"classes_": classes}
     for name in [name for name in shapes if name != "classes_"]:
+        kind = np.asarray(arrays[name]).dtype
+        if kind.kind not in "iuf":  # complex, strings, dates: never cast (a complex one would lose a part)
+            raise ValueError(f"{name} has dtype {kind}; a model's weights are real numbers (float64)")
         fitted[name] = np.asarray(arrays[name], dtype=np.float64)
         if fitted[name].shape != shapes[name]:
             raise ValueError(

@@ -10,7 +10,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._lazy import map_rows
-from ._validation import check_positive_float, validate_params, validated_rows
+from ._validation import intercept_scaling, validate_params, validated_rows
 from .engine.calibration import probabilities
 from .engine.problem import class_index
 from .engine.reader import read_blocks
@@ -38,7 +38,7 @@ def checked_params(estimator):
     """The estimator's parameters, checked once (its ``_parameter_constraints``): ``{name: value}``,
     with ``bias``, the constant feature's value (``intercept_scaling``; 0 without ``fit_intercept``)."""
     params = validate_params(estimator)
-    params["bias"] = check_positive_float("intercept_scaling", estimator.intercept_scaling) if (
+    params["bias"] = intercept_scaling("intercept_scaling", estimator.intercept_scaling) if (
         estimator.fit_intercept
     ) else 0.0
     return params

@@ -4,13 +4,14 @@ Every message names the parameter, shows the value and says what to pass.
 """
 
 import numbers
+import reprlib
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils import check_array
+from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import column_or_1d, validate_data
 
-from .engine.cache import parse_bytes
+from .engine.cache import CacheShare, parse_bytes
 from .engine.source import (
     check_sparse_structure,
     invalid_labels,
@@ -19,9 +20,18 @@ from .engine.source import (
     overflowing_rows,
 )
 
+# The smallest number > 0 a parameter may be: below it float64 is subnormal, losing precision, and the
+# solvers' quotients overflow (C=1e-320 gave a duality gap of -1e10 in memory and "the rows read changed"
+# streamed; OnePassSVC's ball, a LinAlgError).
+SMALLEST_NORMAL = float(np.finfo(np.float64).tiny)
 
-def check_positive_float(name, value, *, allow_zero=False):
-    """``value`` as float, or a ValueError/TypeError naming ``name``."""
+
+def check_positive_float(name, value, *, allow_zero=False, high=None):
+    """``value`` as float, or a ValueError/TypeError naming ``name``.
+
+    Finite and > 0 (``allow_zero``: >= 0), never subnormal (0 < value <
+    :data:`SMALLEST_NORMAL`), and at most ``high`` if given.
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {name}={value!r} of type {type(value).__name__}.")
     value = float(value)
@@ -29,6 +39,14 @@ def check_positive_float(name, value, *, allow_zero=False):
     if not (np.isfinite(value) and ok):
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be a finite number {bound}, got {name}={value!r}.")
+    if 0.0 < value < SMALLEST_NORMAL:
+        raise ValueError(
+            f"{name} must be at least {SMALLEST_NORMAL:.4g} (float64's smallest normal number; below it "
+            f"the solvers' arithmetic loses precision or overflows), got {name}={value!r}. Pass a larger "
+            f"{name}{' or 0' if allow_zero else ''}."
+        )
+    if high is not None and value > high:
+        raise ValueError(f"{name} must be at most {high:g}, got {name}={value!r}.")
     return value
 
 
@@ -53,12 +71,24 @@ def check_choice(name, value, choices):
 
 
 def check_class_weight(class_weight):
-    if class_weight is None or class_weight == "balanced" or isinstance(class_weight, dict):
+    """None, ``"balanced"``, or a dict of finite weights >= 0 (each one a number, never subnormal)."""
+    if class_weight is None or (isinstance(class_weight, str) and class_weight == "balanced"):
         return class_weight
-    raise ValueError(
-        "class_weight must be None, 'balanced' or a dict mapping class labels to "
-        f"positive weights; got class_weight={class_weight!r}."
-    )
+    if not isinstance(class_weight, dict):
+        raise ValueError(
+            "class_weight must be None, 'balanced' or a dict mapping class labels to "
+            f"positive weights; got class_weight={class_weight!r}."
+        )
+    for label, weight in class_weight.items():
+        number = not isinstance(weight, bool) and isinstance(weight, numbers.Real)
+        if not number or not (np.isfinite(weight) and (weight == 0 or weight >= SMALLEST_NORMAL)):
+            kind = ValueError if number else TypeError
+            raise kind(
+                f"class_weight must map class labels to finite numbers >= 0, got class_weight="
+                f"{class_weight!r}, whose weight of class {label!r} is {weight!r}. Give each class a "
+                f"weight of 0 (its rows are left out) or at least {SMALLEST_NORMAL:.4g}."
+            )
+    return class_weight
 
 
 def check_sample_weight(sample_weight, n_samples):
@@ -91,7 +121,7 @@ def check_sample_weight(sample_weight, n_samples):
     return sw
 
 
-def drop_invalid(X, y, sample_weight, encoder=None):
+def drop_invalid(X, y, sample_weight, encoder=None, scaled=False):
     """In-memory input less the rows ``on_invalid="skip"`` drops: ``(X, y, sample_weight, n_dropped)``.
 
     A row goes if a feature is NaN or infinite, its ``x . x`` overflows, its
@@ -99,7 +129,10 @@ def drop_invalid(X, y, sample_weight, encoder=None):
     negative; input whose shapes do not fit is passed on as it is, for the
     checks that follow to name.  With an ``encoder`` (a map that reads
     strings), a DataFrame ``X`` stays a DataFrame and loses the rows whose
-    values the map reads are not finite.
+    values the map reads are not finite, or whose encoded ``x . x``
+    overflows.  ``scaled``: the fit scales the rows before the solver reads
+    them (a map with ``scales_rows``), so a large ``x . x`` here is no reason
+    to drop a row (the scaled rows are checked).
     """
     X = checked_sparse(X)
     if encoder is not None and hasattr(X, "columns"):
@@ -122,7 +155,7 @@ def drop_invalid(X, y, sample_weight, encoder=None):
         bad[np.searchsorted(X.indptr, bad_values, side="right") - 1] = True
     else:
         bad |= ~np.isfinite(X).all(axis=1)
-    if bad_rows is None:
+    if bad_rows is None and not scaled:
         bad |= overflowing_rows(X)
     if sample_weight is not None and not np.isscalar(sample_weight):
         weights = np.asarray(sample_weight)
@@ -181,7 +214,15 @@ def validated_rows(estimator, X, y=None, *, reset, encoder=None):
 
 
 def _finite_norms(estimator, rows):
-    """``rows``, or a ValueError naming the first whose ``x . x`` overflows float64."""
+    """``rows``, or a ValueError naming the first whose ``x . x`` overflows float64.
+
+    With a feature map that scales the rows before the solver reads them
+    (``scales_rows``: :class:`~dask_streamsvm.features.Standardize`), the
+    check is the scaled rows' (the map makes it): a column at 1e200 is
+    then a column like any other.
+    """
+    if getattr(getattr(estimator, "feature_map", None), "scales_rows", False):
+        return rows
     over = overflowing_rows(rows)
     if over.any():
         r = int(np.flatnonzero(over)[0])
@@ -198,11 +239,19 @@ def _finite_norms(estimator, rows):
 
 
 def validate_params(estimator):
-    """Every parameter of ``estimator._parameter_constraints``, checked: ``{name: value}``."""
-    return {
-        name: check(name, getattr(estimator, name))
-        for name, check in estimator._parameter_constraints.items()
-    }
+    """Every parameter of ``estimator._parameter_constraints``, checked: ``{name: value}``.
+
+    The error of a check carries the parameter's name as its ``parameter``
+    attribute, so that a caller (the command line) can name the option that set it.
+    """
+    checked = {}
+    for name, check in estimator._parameter_constraints.items():
+        try:
+            checked[name] = check(name, getattr(estimator, name))
+        except (TypeError, ValueError) as exc:
+            exc.parameter = name
+            raise
+    return checked
 
 
 def positive_float(name, value):
@@ -242,6 +291,61 @@ def positive_float_or(*words):
     return check
 
 
+def boolean(name, value):
+    """Check: True or False (NumPy's too), as a bool; a string such as ``"no"``, None or 0/1 is an error."""
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, got {name}={value!r} of type {type(value).__name__}.")
+
+
+def verbosity(name, value):
+    """Check: an integer >= 0 (or a bool, as 0 or 1)."""
+    if isinstance(value, bool | np.bool_):
+        return int(value)
+    return check_positive_int(name, value, low=0)
+
+
+def random_state(name, value):
+    """Check: what ``sklearn.utils.check_random_state`` takes (None, an int in [0, 2**32 - 1], a
+    ``numpy.random.RandomState``); the value itself is returned, a RandomState undrawn from."""
+    try:
+        check_random_state(value)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name} must be None, an int in [0, 2**32 - 1] or a numpy.random.RandomState, got "
+            f"{name}={value!r} of type {type(value).__name__}."
+        ) from None
+    return value
+
+
+def pair(name, value):
+    """Check: None, or a pair ``(X, y)`` (a tuple or list of two)."""
+    if value is None or (isinstance(value, tuple | list) and len(value) == 2):
+        return value
+    shown = reprlib.repr(value)
+    raise ValueError(
+        f"{name} must be a pair (X_val, y_val) or None, got {name}={shown} of type {type(value).__name__}."
+    )
+
+
+# The largest intercept_scaling: its square is in every row's squared norm, ||x||^2 +
+# intercept_scaling^2, which float64 holds up to about 1.8e308 (intercept_scaling about 1.3e154).
+MAX_INTERCEPT_SCALING = 1e150
+
+
+def intercept_scaling(name, value):
+    """Check: a finite number in ``[SMALLEST_NORMAL, MAX_INTERCEPT_SCALING]``, as a float."""
+    try:
+        return check_positive_float(name, value, high=MAX_INTERCEPT_SCALING)
+    except ValueError as exc:
+        if not (isinstance(value, numbers.Real) and np.isfinite(value) and value > MAX_INTERCEPT_SCALING):
+            raise
+        raise ValueError(
+            f"{exc} Its square is added to every row's squared norm, which float64 cannot hold beyond "
+            "about 1.8e308: pass a smaller intercept_scaling (a value near the features' scale)."
+        ) from None
+
+
 def auto_or_bool(name, value):
     """Check: ``"auto"``, True or False."""
     if isinstance(value, str) and value == "auto":
@@ -260,15 +364,37 @@ def optional(check):
     return checked
 
 
+# The most bytes a size may be: the engine counts bytes in int64 (10**30 was an OverflowError).  Sizes
+# below it are accepted whatever the machine: the cache and the blocks grow with the rows they hold.
+MAX_BYTES = int(np.iinfo(np.int64).max)
+
+
+def _bytes(name, value, share):
+    """:func:`~.engine.cache.parse_bytes` of ``value``, with its type and its int64 range checked."""
+    also = ", or a share of the training data such as '10%'" if share else ""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral | str):
+        raise TypeError(
+            f"{name} must be an int or a string such as '512MB'{also}, got {name}={value!r} of type "
+            f"{type(value).__name__}."
+        )
+    parsed = parse_bytes(value, name, share=share)
+    if not isinstance(parsed, CacheShare) and parsed > MAX_BYTES:
+        raise ValueError(
+            f"{name} must be at most 2**63 - 1 bytes (about 9.2 EB), got {name}={value!r}. Pass a "
+            f"smaller size{also}."
+        )
+    return parsed
+
+
 def byte_size(name, value):
     """A number of bytes: an int or a string such as ``"512MB"`` (:func:`~.engine.cache.parse_bytes`)."""
-    return parse_bytes(value, name)
+    return _bytes(name, value, share=False)
 
 
 def cache_size(name, value):
     """:func:`byte_size`, or a share of the training data such as ``"10%"`` (a
     :class:`~.engine.cache.CacheShare`)."""
-    return parse_bytes(value, name, share=True)
+    return _bytes(name, value, share=True)
 
 
 def class_weight(name, value):

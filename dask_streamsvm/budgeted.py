@@ -13,8 +13,16 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ._stream_classifier import StreamClassifier
-from ._validation import anything, integer, one_of, positive_float, positive_float_or, validate_params
-from .engine.budgeted import BSGD, MERGES, best_offsets, scale_gamma, scale_gamma_of_source
+from ._validation import (
+    boolean,
+    integer,
+    one_of,
+    positive_float,
+    positive_float_or,
+    validate_params,
+)
+from ._validation import random_state as random_state_check
+from .engine.budgeted import BSGD, MERGES, best_offsets, check_budget, scale_gamma, scale_gamma_of_source
 
 
 class BudgetedSVC(StreamClassifier):
@@ -130,8 +138,9 @@ class BudgetedSVC(StreamClassifier):
         "merge": one_of(*MERGES),
         "prefetch": integer(),
         "gamma": positive_float_or("scale"),
-        "fit_intercept": anything,
-        "shuffle": anything,
+        "fit_intercept": boolean,
+        "shuffle": boolean,
+        "random_state": random_state_check,
     }
 
     # -- training -----------------------------------------------------------------------
@@ -141,6 +150,7 @@ class BudgetedSVC(StreamClassifier):
         start = time.perf_counter()
         params = validate_params(self)
         source, X, y = self._input(X, y, reset=True)
+        check_budget(params["budget"], 1, self.n_features_in_)  # before the labels' read: one problem or more
         rng = check_random_state(self.random_state)
         if source is not None:
             classes, counts, _ = source.label_counts()
@@ -170,6 +180,8 @@ class BudgetedSVC(StreamClassifier):
         first = not hasattr(self, "_bsgd")
         classes = self._partial_fit_classes(classes, first=first)
         source, X, y = self._input(X, y, reset=first)
+        if first:
+            check_budget(params["budget"], 1, self.n_features_in_)
         if source is not None:
             if first:
                 self._start(classes, int(source.label_counts()[1].sum()), params, source, X)

@@ -24,31 +24,22 @@ from ._stream_classifier import checked_params, feature_spec
 from ._validation import (
     anything,
     auto_or_bool,
+    boolean,
     cache_size,
     callables,
     integer,
     non_negative_float,
     one_of,
     optional,
+    pair,
     positive_float,
+    verbosity,
 )
 from ._validation import byte_size as byte_size_check
 from ._validation import class_weight as class_weight_check
 from ._validation import feature_map as feature_map_check
-from .engine.fit import (
-    CLUSTER_MODES,
-    LOSSES,
-    SOLVERS,
-    CacheShare,
-    Checkpoints,
-    MemoryData,
-    check,
-    check_partial,
-    data_fingerprint,
-    fit,
-    fit_partial,
-    streams,
-)
+from ._validation import random_state as random_state_check
+from .engine import fit as engine
 from .engine.problem import FitPlan, cs_model, unconverged_message
 from .engine.source import is_dask_collection
 from .features import Standardize
@@ -352,36 +343,41 @@ class LinearSVC(LinearInput):
     _parameter_constraints = {
         "C": positive_float,
         "penalty": one_of("l2"),
-        "loss": one_of(*LOSSES),
+        "loss": one_of(*engine.LOSSES),
         "dual": auto_or_bool,
         "multi_class": one_of("ovr", "crammer_singer"),
-        "fit_intercept": anything,
+        "fit_intercept": boolean,
         "intercept_scaling": anything,  # checked with fit_intercept (checked_params)
         "class_weight": class_weight_check,
         "feature_map": feature_map_check,
         "tol": positive_float,
         "max_iter": integer(),
-        "solver": one_of(*SOLVERS),
+        "solver": one_of(*engine.SOLVERS),
         "cache_bytes": cache_size,
         "block_bytes": optional(byte_size_check),
         "inner_iter": optional(integer()),
         "cache_policy": one_of("informative", "random"),
-        "deterministic": anything,
+        "deterministic": boolean,
+        "shuffle": boolean,
+        "probability": boolean,
         "prefetch": integer(),
         "alpha_store": one_of("memory", "disk"),
         "callbacks": callables,
-        "cluster": optional(one_of(*CLUSTER_MODES)),
+        "cluster": optional(one_of(*engine.CLUSTER_MODES)),
         "on_invalid": one_of("raise", "skip"),
         "retries": integer(low=0),
         "read_timeout": optional(positive_float),
         "spill": auto_or_bool,
         "checkpoint_every": optional(non_negative_float),
+        "validation_data": pair,
+        "random_state": random_state_check,
+        "verbose": verbosity,
     }
 
     def _plan(self, params, solver):
         """The one :class:`FitPlan` of a fit: these parameters, no features or labels yet."""
         cache_bytes, share = params["cache_bytes"], None
-        if isinstance(cache_bytes, CacheShare):  # a share of the rows: the engine resolves it
+        if isinstance(cache_bytes, engine.CacheShare):  # a share of the rows: the engine resolves it
             cache_bytes, share = None, float(cache_bytes)
         scaler = self.feature_map if isinstance(self.feature_map, Standardize) else None
         return FitPlan(
@@ -445,24 +441,24 @@ class LinearSVC(LinearInput):
         plan = self._plan(checked_params(self), self.solver)
         self.__dict__.pop("_stream", None)  # a fit ends any partial_fit stream
         out_of_core = is_dask_collection(X) or isinstance(X, str | os.PathLike)
-        client = check(
+        client = engine.check(
             plan, out_of_core=out_of_core, input_name=type(X).__name__, client=client, resume=resume,
             checkpointing=self.checkpoint_dir is not None, validating=self.validation_data is not None,
         )  # fmt: skip
         if plan.cluster is not None:
             data = self._cluster_source(X, y, sample_weight)
-        elif streams(plan, out_of_core):
+        elif engine.streams(plan, out_of_core):
             data = self._source(X, y, sample_weight)
         else:
             data = self._memory_data(X, y, sample_weight)
-        n_features = data.X.shape[1] if isinstance(data, MemoryData) else data.n_features
+        n_features = data.X.shape[1] if isinstance(data, engine.MemoryData) else data.n_features
         plan = plan.replace(feature_map=feature_spec(self.feature_map, n_features))
         checkpoints = None
         if self.checkpoint_dir is not None:
-            fingerprint = data_fingerprint(self.get_params(deep=False), data)
-            checkpoints = Checkpoints(self.checkpoint_dir, self.checkpoint_every, fingerprint)
+            fingerprint = engine.data_fingerprint(self.get_params(deep=False), data)
+            checkpoints = engine.Checkpoints(self.checkpoint_dir, self.checkpoint_every, fingerprint)
         hooks = PassHooks(self.callbacks, self.verbose, self._validation_set(), plan.feature_map)
-        result = fit(
+        result = engine.fit(
             data, plan, hooks, client=client, checkpoints=checkpoints, resume=resume, clock_start=clock_start
         )
         self._set_model(result)
@@ -516,7 +512,7 @@ class LinearSVC(LinearInput):
 
     def _partial_fit(self, X, y, classes, sample_weight):
         plan = self._plan(checked_params(self), "partial")
-        check_partial(plan, checkpointing=self.checkpoint_dir is not None)
+        engine.check_partial(plan, checkpointing=self.checkpoint_dir is not None)
         stream = getattr(self, "_stream", None)
         fitted = hasattr(self, "coef_")
         first = stream is None and not fitted
@@ -538,7 +534,7 @@ class LinearSVC(LinearInput):
         start_from = (self.coef_, self.intercept_) if stream is None and fitted else None
         if stream is None:
             self.history_ = []
-        result = fit_partial(data, plan, stream, start_from, clock_start)
+        result = engine.fit_partial(data, plan, stream, start_from, clock_start)
         self._stream = result.state
         self.history_ = [*self.history_, *result.history]
         self._set_weights(plan, result.W)

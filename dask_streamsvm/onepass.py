@@ -13,7 +13,8 @@ import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from ._stream_classifier import StreamClassifier, checked_params
-from ._validation import anything, integer, positive_float
+from ._validation import anything, boolean, check_positive_int, integer, positive_float
+from ._validation import random_state as random_state_check
 from .engine.onepass import Balls
 from .features import Standardize
 
@@ -21,6 +22,23 @@ from .features import Standardize
 PROBE_ROWS = 4096
 FEED_ROWS = 65536
 _FIRST_BLOCK = "first block"  # the scaling is learned from the first block fed (a str: pickles as itself)
+# The largest lookahead: an update solves a cone program over the buffered rows in O(lookahead**3)
+# work (measured: 1.9 s for 100 rows, 31 s for 256; 128 takes about 4 s), so a larger one makes
+# a fit run for minutes to hours without a word (docs/benchmarks.md measures lookahead 1 to 50).
+MAX_LOOKAHEAD = 128
+
+
+def _lookahead(name, value):
+    """Check: an integer in ``[1, MAX_LOOKAHEAD]``, with the reason for the bound."""
+    value = check_positive_int(name, value)
+    if value > MAX_LOOKAHEAD:
+        raise ValueError(
+            f"{name} must be at most {MAX_LOOKAHEAD}, got {name}={value}: each update of the ball solves "
+            f"a cone program over the {name} buffered rows in O({name}**3) work (about 2 s for 100 rows, "
+            f"30 s for 256), so a fit would run for minutes or hours. Pass {MAX_LOOKAHEAD} or less "
+            "(docs/benchmarks.md measures 1 to 50; the default is 10)."
+        )
+    return value
 
 
 def _learn_scaling(X, *, centre):
@@ -73,7 +91,8 @@ class OnePassSVC(StreamClassifier):
         paper's L): 1 is Algorithm 1; larger values (Algorithm 2) solve a
         small cone program of the ball and ``lookahead`` rows (to a
         relative gap of 1e-10) and make the result less sensitive to the
-        order of the stream, at ``O(lookahead^2)`` work per update.  The
+        order of the stream, at ``O(lookahead^3)`` work per update (about
+        2 s for 100 rows), hence at most :data:`MAX_LOOKAHEAD` (128).  The
         default 10 was more accurate than 1 on each of the six sets of
         ``benchmarks/bench_onepass.py`` (by 1 to 20 points), for about
         1.5 times the seconds.
@@ -165,13 +184,14 @@ class OnePassSVC(StreamClassifier):
 
     _parameter_constraints = {
         "C": positive_float,
-        "lookahead": integer(),
-        "fit_intercept": anything,
+        "lookahead": _lookahead,
+        "fit_intercept": boolean,
         "intercept_scaling": anything,  # checked with fit_intercept (checked_params)
-        "normalize": anything,
-        "standardize": anything,
-        "shuffle": anything,
+        "normalize": boolean,
+        "standardize": boolean,
+        "shuffle": boolean,
         "prefetch": integer(),
+        "random_state": random_state_check,
     }
 
     # -- training -----------------------------------------------------------------------

@@ -127,6 +127,20 @@ def test_a_dropped_spill_forgets_its_partitions_and_writes_no_more(tmp_path):
     spill.close()
 
 
+@pytest.mark.parametrize("labels", [np.zeros(3), np.array(["a", "b", "c"], dtype=object)])
+def test_a_spill_file_cut_short_without_an_error_is_dropped_and_read_from_the_source(tmp_path, labels):
+    """A write the file-size limit cut short without raising: reading the file back drops the spill."""
+    spill = Spill(tmp_path)
+    block = Block(partition=0, X=np.ones((3, 200)), y=labels, sample_weight=np.ones(3))
+    assert spill.put(block)
+    name = os.path.join(spill.path, "partition-0.bin")
+    with open(name, "r+b") as f:
+        f.truncate(os.path.getsize(name) - 20)
+    assert spill.get(0) is None  # read from the source instead
+    assert spill.error is not None and 0 not in spill
+    spill.close()
+
+
 def test_a_spill_directory_that_cannot_be_created_means_no_spill(monkeypatch, tmp_path):
     X, y = noisy_linear_data(N_PARTS * PART_ROWS, 8)
 

@@ -87,6 +87,17 @@ def _add_input_options(parser, label_help):
     )
 
 
+def _positive_int(text):
+    """argparse type: an integer >= 1 (the parser's one-line error names the option and the value)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return value
+
+
 def build_parser():
     """The ``dask-streamsvm`` argument parser; each command's ``handler`` is its ``cmd_NAME`` here."""
     from ..engine.problem import LOSSES, SOLVERS  # the registries: names declared once, in the engine
@@ -153,7 +164,8 @@ def build_parser():
     train.add_argument("--no-intercept", action="store_true", help="fit no intercept")
     train.add_argument("--seed", type=int, default=None, metavar="N", help="random seed of the row order")
     train.add_argument(
-        "--n-features", type=int, default=None, metavar="N", help="LIBSVM: number of features (default: read)"
+        "--n-features", type=_positive_int, default=None, metavar="N",
+        help="LIBSVM: number of features (default: read)",
     )
     train.add_argument(
         "--verbose", action="store_true", help="show a progress bar per pass (the default on a terminal)"

@@ -38,10 +38,37 @@ def _scheduler(address):
         raise UserError(f"--scheduler needs the 'distributed' package ({exc})") from None
     try:
         client = Client(address)
-    except OSError as exc:
-        raise UserError(f"cannot connect to the scheduler at {address!r}: {exc}") from None
+    except (OSError, ValueError, TypeError) as exc:  # unreachable, or not an address at all
+        import distributed
+
+        with contextlib.suppress(ValueError):  # a Client that failed can stay the default: every
+            distributed.default_client().close()  # later compute in this process would wait on it
+        raise UserError(
+            f"cannot connect to the scheduler at --scheduler {address!r}: {exc}; give the address of a "
+            "running scheduler, such as tcp://host:8786"
+        ) from None
     with client:
         yield client
+
+
+# The option of each LinearSVC parameter the train command sets (the rest keep their names).
+_OPTIONS = {
+    "max_iter": "--passes", "cache_bytes": "--cache", "random_state": "--seed",
+    "fit_intercept": "--no-intercept",
+}  # fmt: skip
+
+
+def _checked_model(model):
+    """``model``'s parameters checked as ``fit`` checks them, before any data is opened; a bad one is a
+    one-line error naming the option that set it."""
+    from .._stream_classifier import checked_params
+
+    try:
+        checked_params(model)
+    except (TypeError, ValueError) as exc:
+        name = getattr(exc, "parameter", None)
+        option = _OPTIONS.get(name, "--" + name.replace("_", "-")) if name else "an option"
+        raise UserError(f"{option}: {exc}") from None
 
 
 def _feature_map_params(args):
@@ -96,7 +123,6 @@ def cmd_train(args):
         checkpoint = os.path.join(args.checkpoint_dir, FILE)
         check_output(args.model, "--model", [*paths, checkpoint], overwrite=args.overwrite)
         check_checkpoint_dir(args.checkpoint_dir, checkpoint, paths)
-    data = open_data(args, paths, label_needed=True, n_features=args.n_features)
     chosen = {} if args.loss is None else {"loss": args.loss}  # else LinearSVC's default
     model = LinearSVC(
         C=args.C,
@@ -114,12 +140,14 @@ def cmd_train(args):
         **chosen,
         **_feature_map_params(args),
     )
+    _checked_model(model)  # before the data is opened: the error names the option
     if args.resume and args.checkpoint_dir is None:
         raise UserError("--resume continues from a checkpoint: give --checkpoint-dir DIR too")
     resume = {"resume": True} if args.resume else {}
     if args.cluster is not None and (args.scheduler is None or args.solver == "memory"):
         raise UserError("--cluster trains on a Dask cluster: give --scheduler ADDRESS (not --solver memory)")
     with _scheduler(args.scheduler):
+        data = open_data(args, paths, label_needed=True, n_features=args.n_features)
         start = time.perf_counter()
         if args.solver == "memory":
             X, y = _in_memory(data)
@@ -234,8 +262,8 @@ def cmd_predict(args):
     paths = expand_paths(args.paths)
     check_output(out, "--out", [args.model, *paths], overwrite=args.overwrite, directory=kind == "parquet")
     model = load_model(args.model)
-    data = open_data(args, paths, label_needed=False, n_features=model.n_features_in_)
     with _scheduler(args.scheduler):
+        data = open_data(args, paths, label_needed=False, n_features=model.n_features_in_)
         frame = _prediction_frame(model, data)
         start = time.perf_counter()
         if kind == "parquet":
@@ -305,8 +333,9 @@ def _class_metrics(y, predicted, classes):
 
 def cmd_evaluate(args):
     model = load_model(args.model)
-    data = open_data(args, expand_paths(args.paths), label_needed=True, n_features=model.n_features_in_)
+    paths = expand_paths(args.paths)
     with _scheduler(args.scheduler):
+        data = open_data(args, paths, label_needed=True, n_features=model.n_features_in_)
         result = evaluation(model, data)
     if args.json:
         print(json.dumps(result))

@@ -20,7 +20,12 @@ def expand_paths(paths):
     """Paths and globs -> existing paths (remote URLs are passed through unchecked).
 
     A name with ``*``, ``?`` or ``[`` that exists as given is that file, not a glob.
+    Each local path must be a regular file or a directory of them
+    (:func:`~dask_streamsvm.io.check_input_path`): a FIFO or a device is
+    refused before anything opens it.
     """
+    from ..io import check_input_path
+
     found = []
     for path in paths:
         if "://" in path or os.path.exists(path):
@@ -32,6 +37,11 @@ def expand_paths(paths):
             found.extend(matches)
         else:
             raise UserError(f"no such file or directory: {path!r}")
+    for path in found:
+        try:
+            check_input_path(path)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
     return found
 
 

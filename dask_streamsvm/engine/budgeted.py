@@ -13,6 +13,7 @@ kernel call, and budget maintenance in counter ticks converted to seconds
 at the same rate.
 """
 
+import os
 import time
 
 import numpy as np
@@ -62,6 +63,52 @@ def scale_gamma_of_source(source, prefetch):
     return _gamma_of_variance(square / count - mean * mean, source.n_input_features)
 
 
+def model_bytes(n_problems, n_features, budget):
+    """Bytes of a model of ``budget`` support vectors per problem: :class:`BSGD`'s ``SV`` (a row of
+    ``n_features + 1`` values per slot), ``SVSQ`` and ``BETA``, ``budget + 1`` slots each."""
+    return 8 * int(n_problems) * (int(budget) + 1) * (int(n_features) + 3)
+
+
+def _physical_memory():
+    """Bytes of this machine's memory, or None where the system does not say."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):  # not POSIX
+        try:
+            import psutil
+        except ImportError:  # pragma: no cover - distributed installs psutil
+            return None
+        return int(psutil.virtual_memory().total)
+
+
+def _size(n):
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
+def _too_large(budget, n_problems, n_features, need, limit):
+    most = max(limit // (8 * n_problems * (n_features + 3)) - 1, 0)
+    return ValueError(
+        f"budget={budget} would need {need:,} bytes ({_size(need)}) for the support vectors of "
+        f"{n_problems} problem(s) of {n_features} features, more than {limit:,} bytes "
+        f"({_size(limit)}), this machine's memory. Pass a smaller budget (at most {most:,} here; "
+        "a few hundred to a few thousand support vectors is usual)."
+    )
+
+
+def check_budget(budget, n_problems, n_features):
+    """Refuse, before anything is allocated, a ``budget`` whose model (:func:`model_bytes`) is larger
+    than this machine's memory: a ValueError naming ``budget`` and the bytes it needs.
+
+    Only the memory the machine has decides (not what is free now, which
+    changes from one moment to the next): the model's arrays are allocated
+    whole but filled one support vector at a time, so a budget that fits is
+    only paid for as the support vectors come.
+    """
+    need, limit = model_bytes(n_problems, n_features, budget), _physical_memory()
+    if limit is not None and need > limit:
+        raise _too_large(budget, n_problems, n_features, need, limit)
+
+
 def _gamma_of_variance(var, n_features):
     """``1 / (n_features var)``, 1 for constant features; a ValueError if the variance overflows."""
     if not np.isfinite(var):
@@ -91,16 +138,25 @@ class BSGD:
         lookup = method in (kb.LOOKUP_H, kb.LOOKUP_WD) or shadow in (kb.LOOKUP_H, kb.LOOKUP_WD)
         H, W = merge_tables() if lookup else (np.zeros((2, 2)), np.zeros((2, 2)))
         lam = 1.0 / (max(n_samples, 1) * float(C))
+        check_budget(B, k, n_features)
         self.settings = kb.BudgetSettings(float(gamma), lam, B, method, shadow, H, W)
-        self.state = kb.BudgetState(
-            t=np.ones(1, dtype=np.int64),
-            SV=np.zeros((k, B + 1, width)),
-            SVSQ=np.zeros((k, B + 1)),
-            BETA=np.zeros((k, B + 1)),
-            n_sv=np.zeros(k, dtype=np.int64),
-            stats=np.zeros((k, 5), dtype=np.int64),
-            merge_ticks=np.zeros(k, dtype=np.int64),
-        )
+        try:
+            self.state = kb.BudgetState(
+                t=np.ones(1, dtype=np.int64),
+                SV=np.zeros((k, B + 1, width)),
+                SVSQ=np.zeros((k, B + 1)),
+                BETA=np.zeros((k, B + 1)),
+                n_sv=np.zeros(k, dtype=np.int64),
+                stats=np.zeros((k, 5), dtype=np.int64),
+                merge_ticks=np.zeros(k, dtype=np.int64),
+            )
+        except MemoryError:  # less memory for this process than the machine has (a container's limit)
+            need = model_bytes(k, n_features, B)
+            raise ValueError(
+                f"budget={B} needs {need:,} bytes ({_size(need)}) for the support vectors of {k} "
+                f"problem(s) of {n_features} features, and allocating them failed (MemoryError): this "
+                "process has less memory than that. Pass a smaller budget."
+            ) from None
         self.kernel_seconds = 0.0  # wall clock in bsgd_block
         self.kernel_ticks = 0  # counter ticks over the same calls
 
@@ -246,4 +302,3 @@ def order_statistics(read, first, second, lo, hi, n_rows, *, bins=4096, cap=1 <<
                 continue
             todo.discard(c)
     return out
-

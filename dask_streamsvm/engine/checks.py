@@ -55,10 +55,53 @@ def complex_message(what, dtype):
 
 
 def non_finite_encoded(encoder, frame):
-    """Rows of ``frame`` whose values an encoding map reads are NaN or infinite, and the first such
-    ``(row, column, value)`` or None (maps without ``non_finite_rows`` check what they read)."""
+    """Rows of ``frame`` that an encoding map cannot train on, and the first such ``(row, column,
+    value)`` or None: a value the map reads is NaN or infinite (``value`` is that value; maps without
+    ``non_finite_rows`` check what they read), or the row's encoded ``x . x`` overflows float64
+    (``value`` is the encoded row's largest, finite: see :func:`encoded_overflow`)."""
     check = getattr(encoder, "non_finite_rows", None)
-    return check(frame) if check is not None else (np.zeros(len(frame), dtype=bool), None)
+    rows, first = check(frame) if check is not None else (np.zeros(len(frame), dtype=bool), None)
+    over, at = encoded_overflow(encoder, frame, rows)
+    return rows | over, first if first is not None else at
+
+
+def encoded_overflow(encoder, frame, skip):
+    """Rows of ``frame`` (not in the mask ``skip``) whose row encoded by ``encoder`` has an ``x . x``
+    that overflows float64, as in-memory input's encoded rows are checked, and the first such
+    ``(row, column, value)`` (the numeric column of its largest value; the encoded row's largest
+    value) or None.
+
+    Only rows with a numeric value near float64's square root are encoded
+    for it: an encoded row's values are sums of the values and token
+    counts of its columns, so below ``sqrt(max) / (4 * columns)`` none
+    can overflow.  That costs a comparison per numeric value.
+    """
+    n = len(frame)
+    rows, large = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    bound = _SQRT_MAX / (4.0 * max(len(frame.columns), 1))
+    numeric = [
+        c
+        for c in frame.columns
+        if pd.api.types.is_numeric_dtype(frame[c].dtype) and not pd.api.types.is_complex_dtype(frame[c].dtype)
+    ]
+    top, top_column = np.zeros(n), np.zeros(n, dtype=np.intp)  # per row: its largest |value|, and where
+    for j, column in enumerate(numeric):
+        values = np.abs(frame[column].to_numpy(dtype=np.float64, na_value=np.nan))
+        large |= values > bound  # False for NaN
+        larger = values > top
+        top_column[larger], top[larger] = j, values[larger]
+    candidates = np.flatnonzero(large & ~skip)
+    if candidates.shape[0] == 0:
+        return rows, None
+    encoded = encoder.encode(frame.iloc[candidates])
+    over = overflowing_rows(encoded)
+    rows[candidates[over]] = True
+    if not over.any():
+        return rows, None
+    k = int(np.flatnonzero(over)[0])
+    r = int(candidates[k])
+    row = encoded[k].toarray().ravel() if sp.issparse(encoded) else np.asarray(encoded[k])
+    return rows, (r, numeric[int(top_column[r])], float(np.max(np.abs(row))))
 
 
 # A value below this bound squares to at most max / n_features: n of them cannot overflow x . x.
@@ -107,17 +150,24 @@ def overflowing_rows(X, top=None):
 def overflow_message(where, X, r, *, skip=True):
     """The error for row ``r`` of ``X``, whose ``x . x`` overflows, ``where`` naming the row."""
     row = X[r].toarray().ravel() if sp.issparse(X) else np.asarray(X[r])
+    return _overflow_text(where, float(np.max(np.abs(row))), skip)
+
+
+def _overflow_text(where, largest, skip):
     fix = ", or pass on_invalid='skip' to drop such rows" if skip else ""
     return (
         f"{where}: the row's squared norm x . x overflows float64 (its largest value is "
-        f"{float(np.max(np.abs(row))):.3g}); no solver can learn from it. The features need scaling "
+        f"{largest:.3g}); no solver can learn from it. The features need scaling "
         f"(e.g. sklearn.preprocessing.StandardScaler or MaxAbsScaler){fix}."
     )
 
 
 def non_finite_message(where, column, value, rows):
     """The error for the value NaN or infinity in ``column`` of the row ``where`` names (``rows``: every
-    row of the partition that holds one)."""
+    row of the partition that holds one); for a finite ``value``, the error for that row's encoded
+    ``x . x`` overflowing (:func:`non_finite_encoded`), as :func:`overflow_message` says it."""
+    if np.isfinite(value):
+        return _overflow_text(f"{where}, {column}", float(value), skip=True)
     what = "NaN" if np.isnan(value) else "infinity"
     return (
         f"{where}, {column}: the value is {what}; {int(rows.sum())} rows of the partition "
@@ -125,12 +175,14 @@ def non_finite_message(where, column, value, rows):
     )
 
 
-def unusable_rows(X, where, column_name, *, raising):
+def unusable_rows(X, where, column_name, *, raising, norms=True):
     """Rows of ``X`` (a 2-D array or CSR) that no solver can use: a value NaN or infinite, or ``x . x``
     overflowing.
 
     With ``raising`` the first such row is a ValueError instead: ``where(r)`` names row ``r``, and
     ``column_name(j)`` column ``j`` of a dense ``X`` (a sparse one names the feature).
+    ``norms=False`` leaves ``x . x`` to a later check: the rows are scaled before the solver reads
+    them (:class:`~dask_streamsvm.features.Standardize`, whose ``scale_rows`` checks them).
     """
     values = X.data if sp.issparse(X) else X
     rows = np.zeros(X.shape[0], dtype=bool)
@@ -150,6 +202,8 @@ def unusable_rows(X, where, column_name, *, raising):
             row, c = (int(v[0]) for v in np.nonzero(bad))
             col, value = column_name(c), values[row, c]
         raise ValueError(non_finite_message(where(row), col, value, rows))
+    if not norms:
+        return rows
     overflowing = overflowing_rows(X, top=top if first < 0 else None) & ~rows
     if overflowing.any() and raising:
         r = int(np.flatnonzero(overflowing)[0])
@@ -172,6 +226,13 @@ def frame_rows(x, columns, dtype, p):
         series = x[column]
         if pd.api.types.is_complex_dtype(series.dtype):
             raise ValueError(complex_message(f"partition {p}, column {column!r}", series.dtype))
+        if series.dtype.kind in "mM" or isinstance(series.dtype, pd.DatetimeTZDtype | pd.PeriodDtype):
+            # pandas would give their nanoseconds (about 1.6e18 for a date of 2024) as numbers
+            raise ValueError(
+                f"partition {p}, column {column!r}: its values are dates or times (dtype {series.dtype}), "
+                "not numbers: the partitions' types differ. Cast the column to numbers in every "
+                "partition (e.g. float seconds), or drop it."
+            )
         # Nullable (extension) columns turn pd.NA into NaN; a NumPy column is copied once, as is.
         missing = {"na_value": np.nan} if pd.api.types.is_extension_array_dtype(series.dtype) else {}
         try:

@@ -118,7 +118,9 @@ def check(plan, *, out_of_core, input_name, checkpointing=False, resume=False, v
 
 
 def check_partial(plan, *, checkpointing=False):
-    """What ``partial_fit`` cannot do with ``plan``: a clear error, before any read."""
+    """What ``partial_fit`` cannot do with ``plan``: a clear error, before any read (``spill_dir``
+    is checked as in :func:`check`, though one pass writes no spill)."""
+    check_spill_dir(plan.spill_dir)
     if isinstance(plan.class_weight, str):
         raise ValueError(
             "class_weight='balanced' needs the class counts of the whole stream, which partial_fit "
@@ -322,6 +324,7 @@ def _fit_stream(source, plan, hooks, checkpoints, resume, clock_start):
     with source.spilling(plan.spill, plan.spill_dir):
         scaler = None
         if plan.scaler is not None:  # one read for the scales, then scaled reads
+            source.scaled = True  # the rows' x . x is checked once scaled (Standardize.scale_rows)
             blocks = read_blocks(
                 source, prefetch=plan.prefetch, retries=plan.retries, read_timeout=plan.read_timeout
             )

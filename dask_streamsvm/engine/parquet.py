@@ -212,6 +212,54 @@ def _reader(source):
     return reader
 
 
+def _opened(path, source):
+    """:func:`_reader` of ``source`` (``path`` or its open file); a file Arrow cannot read as Parquet
+    (truncated, damaged, or another format) is a ValueError naming it.  I/O errors stay as they are
+    (a read may retry them)."""
+    import pyarrow as pa
+
+    try:
+        return _reader(source)
+    except pa.ArrowInvalid as exc:
+        raise ValueError(
+            f"{path}: not a readable Parquet file ({exc}). It is truncated, damaged or of another "
+            "format: write it again, or leave it out of the input."
+        ) from None
+
+
+def _check_schema(path, schema, columns, label, weight):
+    """Refuse a file whose columns are not all there, or whose column types this path (and the
+    model) cannot read as numbers: a ValueError naming the file, the column, the type and the fix.
+
+    The plan checked the types of the dataset's schema (its first file's);
+    each file is checked here, as the general path checks each partition's
+    values (a timestamp column read as int64 nanoseconds would train).
+    """
+    import pyarrow as pa
+
+    names = set(schema.names)
+    wanted = [*columns, label, *([weight] if weight is not None else [])]
+    missing = [c for c in wanted if c not in names]
+    if missing:
+        raise ValueError(
+            f"{path} has no column {missing[0]!r}: the files' schemas differ; give every file "
+            "the same columns."
+        )
+    checks = [(c, _numeric, "a feature") for c in columns] + [(label, _label_type, "the label column")]
+    if weight is not None:
+        checks.append((weight, _numeric, "the sample weights"))
+    for column, usable, role in checks:
+        kind = schema.field(column).type
+        if not usable(kind):
+            what = "numbers or booleans" if usable is _numeric else "numbers, booleans or strings"
+            example = " (a timestamp: e.g. to float seconds)" if pa.types.is_temporal(kind) else ""
+            raise ValueError(
+                f"{path}, column {column!r}: its values are of type {kind} in this file, but {role} "
+                f"must hold {what}: the files' schemas differ. Cast the column to numbers in every "
+                f"file{example}, or drop it."
+            )
+
+
 def _rows_of(reader, groups):
     meta = reader.metadata
     return meta.num_rows if groups is None else sum(meta.row_group(g).num_rows for g in groups)
@@ -230,14 +278,8 @@ def read_part(fs, pieces, columns, label, weight, dtype):
     with contextlib.ExitStack() as files:
         readers = []
         for path, groups in pieces:
-            reader = _reader(path if local else files.enter_context(fs.open(path, "rb")))
-            names = set(reader.schema_arrow.names)
-            missing = [c for c in wanted if c not in names]
-            if missing:
-                raise ValueError(
-                    f"{path} has no column {missing[0]!r}: the files' schemas differ; give every file "
-                    "the same columns."
-                )
+            reader = _opened(path, path if local else files.enter_context(fs.open(path, "rb")))
+            _check_schema(path, reader.schema_arrow, columns, label, weight)
             readers.append((reader, groups))
         X = np.empty((sum(_rows_of(r, g) for r, g in readers), len(columns)), dtype=dtype)
         y, w = [], []

@@ -389,6 +389,7 @@ class DaskSource:
     # encoding and the spill: a spilled partition is scaled when read back), or None:
     # :class:`~dask_streamsvm.features.Standardize`'s ``scale_rows``.
     row_transform = None
+    scaled = False  # set for a Standardize: x . x is checked on the scaled rows, after row_transform
 
     def load(self, p):
         """Compute partition ``p`` and return it as a checked :class:`Block` (from the spill once spilled)."""
@@ -563,7 +564,8 @@ class DaskSource:
         def column_name(c):
             return f"column {self._columns[c]!r}" if self._frame else f"feature {c}"
 
-        return unusable_rows(X, lambda r: self._where(p, r), column_name, raising=raising)
+        where = lambda r: self._where(p, r)  # noqa: E731
+        return unusable_rows(X, where, column_name, raising=raising, norms=not self.scaled)
 
 
 def _local_scheduler():

@@ -28,6 +28,7 @@ so once, with a warning, when it ends.
 
 import contextlib
 import os
+import pickle
 import shutil
 import tempfile
 import threading
@@ -192,7 +193,8 @@ class Spill:
 
     def get(self, partition):
         """``(X, y, sample_weight, n_skipped)`` of ``partition`` as written, or None if it was not
-        spilled (or the spill was dropped: an ``OSError`` reading it drops it)."""
+        spilled (or the spill was dropped: an ``OSError`` reading it, or a file cut short by a
+        write that failed without an error, drops it)."""
         held = self._held.get(partition)
         if held is None:
             return None
@@ -200,8 +202,8 @@ class Spill:
         try:
             with open(name, "rb") as f:
                 arrays = [np.load(f, allow_pickle=True) for _ in range(5 if sparse else 3)]
-        except OSError as exc:
-            self.drop(exc)
+        except (OSError, ValueError, EOFError, pickle.UnpicklingError) as exc:  # a file cut short reads as
+            self.drop(exc)  # ValueError ("Failed to read all data"), EOFError or UnpicklingError
             return None
         if sparse:
             X = sp.csr_matrix(tuple(arrays[:3]), shape=shape, copy=False)

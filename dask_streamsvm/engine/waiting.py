@@ -95,7 +95,6 @@ def _distributed_client():
     return client if type(client).__name__ == "Client" else None
 
 
-
 @contextlib.contextmanager
 def seceded():
     """Inside a ``dask.distributed`` task, leave the worker's thread pool until the block ends.
@@ -113,7 +112,11 @@ def seceded():
 
     try:
         get_worker()
-    except ValueError:  # not on a worker's task thread
+        on_worker = True
+    except ValueError:  # not on a worker's task thread ("No worker found")
+        on_worker = False
+    # The block runs outside the handler: an error it raises is not chained to "No worker found".
+    if not on_worker:
         yield
         return
     secede()

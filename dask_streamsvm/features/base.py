@@ -13,6 +13,9 @@ class FeatureMap(TransformerMixin, BaseEstimator):
 
     #: True when ``encode`` reads non-numeric columns (the data may hold strings).
     reads_strings = False
+    #: True when the fit scales the rows before the solver reads them (:class:`Standardize`): the
+    #: input checks then leave ``x . x`` to the scaled rows (``Standardize.scale_rows`` checks them).
+    scales_rows = False
 
     def encode(self, X, columns=None):
         """Raw numeric rows of ``X`` (a CSR matrix or a 2-D float array); numeric input as it is."""

@@ -13,6 +13,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_array
 
 from .._validation import check_positive_int
+from ..engine.checks import overflowing_rows
 from ..kernels.features import LINEAR, concatenate_specs, make_spec
 from .base import FeatureMap, canonical_csr
 
@@ -58,26 +59,34 @@ class Standardize(FeatureMap):
     [0, 1, 0, 1]
     """
 
+    scales_rows = True
+
     def __init__(self, with_mean="auto"):
         self.with_mean = with_mean
 
     def learn(self, blocks, n_features):
         """Learn ``mean_`` and ``scale_`` from the feature blocks ``blocks`` (arrays or CSR), combined
-        block by block (Chan et al.'s pairwise update: exact, and stable where values are large)."""
+        block by block (Chan et al.'s pairwise update: exact, and stable where values are large).
+
+        A column whose values pass :data:`_LARGE` (about 1e120, where sums of
+        squares near float64's limit) is summed in units of a power of two,
+        ``2**shift``: exact, so the result is the same as without it, and
+        values up to float64's largest have a finite scale.
+        """
         if self.with_mean not in (True, False, "auto"):
             raise ValueError(f"with_mean must be True, False or 'auto', got with_mean={self.with_mean!r}.")
         n, mean, m2, sparse = 0, np.zeros(n_features), np.zeros(n_features), None
+        shift = np.zeros(n_features, dtype=np.int64)  # mean in units of 2**shift, m2 of 4**shift
         for X in blocks:
             if X.shape[0] == 0:
                 continue
             sparse = sp.issparse(X) if sparse is None else sparse or sp.issparse(X)
             k = X.shape[0]
+            X, shift, mean, m2 = _in_units(X, shift, mean, m2)
             if sp.issparse(X):
-                X = sp.csr_matrix(X, dtype=np.float64)
                 block_mean = np.asarray(X.sum(axis=0)).ravel() / k
                 block_m2 = np.asarray(X.multiply(X).sum(axis=0)).ravel() - k * block_mean**2
             else:
-                X = np.asarray(X, dtype=np.float64)
                 block_mean = X.mean(axis=0)
                 block_m2 = ((X - block_mean) ** 2).sum(axis=0)
             delta = block_mean - mean
@@ -94,6 +103,8 @@ class Standardize(FeatureMap):
             )
         centre = self.with_mean is True or (self.with_mean == "auto" and not sparse)
         std = np.sqrt(m2 / n)
+        if shift.any():
+            mean, std = np.ldexp(mean, shift), np.ldexp(std, shift)
         self.scale_ = np.where(std > 0.0, std, 1.0)
         self.mean_ = mean if centre else np.zeros(n_features)
         self.n_samples_seen_ = int(n)
@@ -108,19 +119,79 @@ class Standardize(FeatureMap):
 
     def transform(self, X):
         X = check_array(X, accept_sparse="csr", dtype=[np.float64, np.float32])
-        return self.scale_rows(X)
+        return self._scaled(X)
 
     def scale_rows(self, X):
-        """``(X - mean_) / scale_`` as float64: a CSR matrix for sparse rows (never centred)."""
+        """``(X - mean_) / scale_`` as float64, the rows a fit trains on: a CSR matrix for sparse rows
+        (never centred).
+
+        Their ``x . x`` is checked here, after the scaling (the input checks
+        leave it to the scaled rows, see ``scales_rows``): a ValueError names
+        the first row whose squared norm overflows float64.
+        """
+        X = self._scaled(X)
+        over = overflowing_rows(X)
+        if over.any():
+            raise ValueError(self._overflow_message(X, int(np.flatnonzero(over)[0])))
+        return X
+
+    def _scaled(self, X):
         if sp.issparse(X):
             X = sp.csr_matrix(X, dtype=np.float64, copy=True)
             X.data /= self.scale_[X.indices]
             return X
         return (np.asarray(X, dtype=np.float64) - self.mean_) / self.scale_
 
+    def _overflow_message(self, X, r):
+        row = X[r].toarray().ravel() if sp.issparse(X) else X[r]
+        j = int(np.argmax(np.abs(row)))
+        return (
+            f"row {r} of the block: after Standardize's scaling its squared norm x . x still overflows "
+            f"float64 (feature {j} is {row[j]:.3g} after scaling, its mean {self.mean_[j]:.3g} and scale "
+            f"{self.scale_[j]:.3g}); no solver can learn from it. Standardize divides by the spread of "
+            "the rows it learned from: a column that is not centred (sparse rows, or with_mean=False) "
+            "and far from zero, or a row of weight 0 far from the others, stays large. Drop or "
+            "centre that column, or drop the row."
+        )
+
     def fold(self, coef, intercept):
         """The raw features' ``(coef, intercept)`` of a model trained on the standardized ones."""
         return coef / self.scale_, intercept - coef @ (self.mean_ / self.scale_)
+
+
+# Values above 2**400 (about 2.6e120) are summed in units of a power of two: their squares, summed
+# over any number of rows, stay below float64's largest (about 1.8e308).
+_LARGE_EXPONENT = 400
+
+
+def _in_units(X, shift, mean, m2):
+    """The block ``X`` (float64) in units of ``2**shift`` per column, ``shift`` raised for columns
+    whose values pass ``2**400``, and ``mean`` and ``m2`` (sums so far) in the new units.
+
+    Powers of two scale floats exactly: columns that need no unit are left
+    as they are, bit for bit.
+    """
+    X = sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    values = X.data if sp.issparse(X) else X
+    if values.size == 0:
+        return X, shift, mean, m2
+    top = max(abs(float(values.max())), abs(float(values.min())))  # no copy of the block
+    if not (np.isfinite(top) and top > 2.0**_LARGE_EXPONENT):
+        if not shift.any():
+            return X, shift, mean, m2
+        need = shift
+    else:
+        col_top = abs(X).max(axis=0).toarray().ravel() if sp.issparse(X) else np.abs(X).max(axis=0)
+        exponent = np.frexp(np.where(np.isfinite(col_top), col_top, 0.0))[1]
+        need = np.maximum(shift, np.maximum(exponent - _LARGE_EXPONENT, 0))
+    grown = need - shift
+    if grown.any():
+        mean, m2 = np.ldexp(mean, -grown), np.ldexp(m2, -2 * grown)
+    if sp.issparse(X):
+        X = sp.csr_matrix((np.ldexp(X.data, -need[X.indices]), X.indices, X.indptr), shape=X.shape)
+    else:
+        X = np.ldexp(X, -need)
+    return X, need, mean, m2
 
 
 class HashingMap(FeatureMap):

@@ -5,15 +5,20 @@ compute the map's features from them whenever a row is used
 (:mod:`dask_streamsvm.kernels.features`), so ``phi(x)`` is never stored.
 """
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_positive_float, check_positive_int
-from ..kernels.features import POLY2, POLYK, STRING, binomial, make_spec, poly2_dimension
+from ..kernels.features import POLY2, POLYK, STRING, make_spec, poly2_dimension
 from .base import FeatureMap
 
 # The most monomials an unhashed kernel map writes out (above it, n_features must hash them).
 MAX_EXPLICIT = 2**31 - 1
+# The highest degree of the polynomial kernel's map: the kernels weigh degree k by C(degree, k),
+# computed in int64 as r * (degree - k + j) // j, exact while C(degree, degree // 2) * degree fits.
+MAX_DEGREE = 60
 
 
 class PolynomialMap(FeatureMap):
@@ -96,6 +101,12 @@ class PolynomialMap(FeatureMap):
 
     def _kernel_spec(self, n_in):
         degree = check_positive_int("degree", self.degree)
+        if degree > MAX_DEGREE:
+            raise ValueError(
+                f"degree must be at most {MAX_DEGREE}, got degree={degree}: the kernels count the monomials "
+                "and weigh them (binomial coefficients of the degree) in 64-bit integers, which hold them "
+                f"exactly up to there. Pass {MAX_DEGREE} or less (degrees 2 to 5 are usual)."
+            )
         gamma = 1.0 if self.gamma is None else check_positive_float("gamma", self.gamma)
         coef0 = 1.0 if self.coef0 is None else float(self.coef0)
         if not coef0 >= 0.0 or not np.isfinite(coef0):
@@ -110,7 +121,7 @@ class PolynomialMap(FeatureMap):
         if hashed:
             n_out = check_positive_int("n_features", self.n_features)
         else:
-            n_out = int(binomial(n_in + degree, degree))
+            n_out = math.comb(n_in + degree, degree)  # exact: numba's int64 binomial would wrap
             if n_out > MAX_EXPLICIT:
                 raise ValueError(
                     f"PolynomialMap(degree={degree}) of {n_in} features has {n_out:,} monomials, more than "
