@@ -35,7 +35,7 @@ LOSSES = tuple(losses.LOSSES)
 # is a boxed one of the margins, and its dual box is this loss's (``alpha <= C``).
 CRAMMER_SINGER_LOSS = losses.CRAMMER_SINGER.name
 # The solver names, declared once: the streaming schedules (:data:`.schedules.TRAINERS`), and
-# what ``solver=`` accepts (``"auto"`` lets :func:`.fit.choose_method` pick).
+# what ``solver=`` accepts (``"auto"`` lets :func:`.fit.fit` choose, by :func:`.fit.streams`).
 STREAMING_SOLVERS = ("streamsvm", "sbm", "bm")
 SOLVERS = ("auto", "memory", *STREAMING_SOLVERS)
 # A plan's schedule: the above, and ``partial_fit``'s one pass.
