@@ -470,9 +470,11 @@ def _some_rows(rng):
     return rng.choice(PART_ROWS, size=rng.randint(1, PART_ROWS // 4 + 1), replace=False)
 
 
-def trial_changed_between_reads(rng, solver):
-    target, from_read = int(rng.randint(N_PARTS)), int(rng.randint(2, 5))  # read 1: the first pass's
-    change = CHANGES[rng.randint(len(CHANGES))]
+def _changed_partition_trial(rng, changes, reads, fit, solver):
+    """A random partition changes (one of ``changes``) from a random read in ``range(*reads)`` on;
+    ``fit(data)`` must stop with the error naming it.  The trial's record."""
+    target, from_read = int(rng.randint(N_PARTS)), int(rng.randint(*reads))
+    change = changes[rng.randint(len(changes))]
     order = rng.permutation(PART_ROWS)
     flipped = _some_rows(rng)
     factor = rng.uniform(0.5, 2.0)
@@ -487,9 +489,12 @@ def trial_changed_between_reads(rng, solver):
         if change == "flip labels":
             labels[flipped] = 1 - labels[flipped]
             return rows, labels
+        if change == "scale odd rows 5x":
+            rows[1::2] *= 5.0
+            return rows, labels
         return rows * factor, labels
 
-    outcome, message, _ = _attempt(lambda: _fit(solver, changing_collection(changed)))
+    outcome, message, _ = _attempt(lambda: fit(changing_collection(changed)))
     pattern = rf"partition {target} gave other rows on this read than on its first"
     return {
         "solver": solver, "partition": target, "from_read": from_read, "change": change,
@@ -497,6 +502,11 @@ def trial_changed_between_reads(rng, solver):
         "detected": outcome == "ValueError" and bool(re.search(pattern, message)),
         "false_certificate": outcome == "returned" and bool(served), "message": (message or "")[:300],
     }  # fmt: skip
+
+
+def trial_changed_between_reads(rng, solver):
+    """From a random read after the first pass's (read 1) on, a random partition changes."""
+    return _changed_partition_trial(rng, CHANGES, (2, 5), lambda data: _fit(solver, data), solver)
 
 
 def trial_changed_under_resume(rng, solver, reference, work):
@@ -901,35 +911,8 @@ PRIMAL_CHANGES = (*CHANGES, "scale odd rows 5x")  # the last: the issue's trial 
 def trial_changed_between_primal_reads(rng, solver):
     """``dual=False``: from a random read after the first on (read 0 counts the classes and is the
     first Newton read), a random partition changes; the primal solver must stop as the dual ones do."""
-    target, from_read = int(rng.randint(N_PARTS)), int(rng.randint(1, 4))
-    change = PRIMAL_CHANGES[rng.randint(len(PRIMAL_CHANGES))]
-    order = rng.permutation(PART_ROWS)
-    flipped = _some_rows(rng)
-    factor = rng.uniform(0.5, 2.0)
-    served = []
-
-    def changed(i, read, rows, labels):
-        if i != target or read < from_read:
-            return rows, labels
-        served.append(read)
-        if change == "reorder rows":
-            return rows[order], labels[order]
-        if change == "flip labels":
-            labels[flipped] = 1 - labels[flipped]
-            return rows, labels
-        if change == "scale odd rows 5x":
-            rows[1::2] *= 5.0
-            return rows, labels
-        return rows * factor, labels
-
-    outcome, message, _ = _attempt(lambda: _fit("auto", changing_collection(changed), dual=False))
-    pattern = rf"partition {target} gave other rows on this read than on its first"
-    return {
-        "solver": "primal", "partition": target, "from_read": from_read, "change": change,
-        "changed_reads": len(served), "outcome": outcome,
-        "detected": outcome == "ValueError" and bool(re.search(pattern, message)),
-        "false_certificate": outcome == "returned" and bool(served), "message": (message or "")[:300],
-    }  # fmt: skip
+    fit = lambda data: _fit("auto", data, dual=False)  # noqa: E731
+    return _changed_partition_trial(rng, PRIMAL_CHANGES, (1, 4), fit, "primal")
 
 
 SPILL_STEM = "dask_streamsvm-spill-"  # how the engine names a spill's directory
