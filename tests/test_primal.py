@@ -10,6 +10,7 @@ from sklearn.svm import LinearSVC as LiblinearSVC
 
 from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine import primal
+from dask_streamsvm.engine import primal_reads
 from dask_streamsvm.engine.problem import FitPlan
 
 from ._helpers import load_libsvm_dataset
@@ -409,7 +410,7 @@ def test_without_the_first_reads_moments_the_classes_cost_a_read_of_their_own(mo
     and the first Newton read reads again; the same model."""
     X, y = raw_scale_tall(40_000)
     Xd, yd, calls = _counted_labels(X / 255.0, y, 5_000)
-    monkeypatch.setattr(primal, "MOMENT_BYTES", 100)
+    monkeypatch.setattr(primal_reads, "MOMENT_BYTES", 100)
     clf = LinearSVC(dual=False, tol=1e-6).fit(Xd, yd)
     assert set(calls.values()) == {clf.n_iter_ + 2}
     memory = LinearSVC(dual=False, tol=1e-6).fit(X / 255.0, y)

@@ -21,7 +21,7 @@ and DeCoste's finite Newton method (JMLR 2005) with the step length chosen
 as below; like LIBLINEAR's primal solver (``-s 2``) it needs 5 to 20
 steps whatever the scaling of the features, where dual coordinate descent
 needs many passes on badly scaled data or at a large C.  The reads and
-their sums are :mod:`.primal_sums`.
+their sums are :mod:`.primal_sums` and :mod:`.primal_reads`.
 
 One read per step.  A read evaluates the trial point ``w + s``: its value,
 gradient and Hessian, and, along the way, the value of ``f(w + t s)`` for
@@ -47,28 +47,17 @@ so the gap goes to zero with the Newton steps.
 """
 
 import time
-from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
 
-from ..kernels.losses import newton_terms
 from .certificate import Certificate, check_gap
 from .losses import loss_of, newton_blocker
-from .primal_sums import (
-    STEPS,
-    Sums,
-    augmented_rows,
-    chunk_rows,
-    gram,
-    memory_read,
-    read_once,
-    stream_read,
-    too_large,
-)
+from .primal_reads import MOMENT_BYTES, first_read, stream_read
+from .primal_sums import STEPS, Sums, memory_read
 from .result import FitResult
 
-# The reads (:mod:`.primal_sums`) are named here too: ``solve_primal(memory_read(...), ...)``.
+# The reads (:mod:`.primal_sums`, :mod:`.primal_reads`) are named here too.
 __all__ = [
     "ARMIJO", "MAX_WIDTH", "MOMENT_BYTES", "PRECONDITIONER", "STEPS", "Sums", "first_read", "memory_read",
     "solve_primal", "stream_read",
@@ -174,8 +163,10 @@ def solve_primal(read, plan, width, *, clock_start=None, on_pass=None, source=No
         mapped = plan.feature_map is not None
         what = "the feature map's features" if mapped else "the features"
         where = "" if mapped else " out of core"
-        instead = "" if mapped else (
-            "train in memory (a NumPy array or SciPy sparse matrix: Hessian products instead) or "
+        instead = (
+            ""
+            if mapped
+            else ("train in memory (a NumPy array or SciPy sparse matrix: Hessian products instead) or ")
         )
         raise ValueError(
             f"dual=False forms the {D} x {D} Hessian of {what} and the bias, wider than the "
@@ -270,99 +261,3 @@ def _conjugate_gradient(product, diagonal, g):
         p = z + (rz / previous) * p
         steps += 1
     return (s if steps else -g), steps
-
-
-# The most the first read's per-class Gram matrices may take; beyond, it only counts the labels.
-MOMENT_BYTES = 256 << 20
-
-
-@dataclass
-class _ClassMoments:
-    """Sums over one class's rows: weights, rows of positive weight, ``sum w x`` and ``sum w x x^T``."""
-
-    weight: float
-    weighted_rows: int
-    first: np.ndarray
-    second: np.ndarray
-
-
-def first_read(source, plan, width, on_block=None):
-    """The read that finds the classes, made the first Newton read: ``(labels, first)``.
-
-    Counts the labels of every partition as :meth:`~.source.DaskSource.label_counts` does
-    (``labels`` is its ``(classes, counts, weighted classes)``), and sums, per class, the weights
-    and the first and second moments of its rows (with the bias, and the feature map's features).
-    At ``w = 0`` every row is active with ``xi = 1``, so each problem's Newton sums there are
-    combinations of these: ``first(plan)`` returns them as :class:`Sums` once ``plan`` has the
-    labels (None if the classes' matrices would pass :data:`MOMENT_BYTES`; the first Newton read
-    then reads again).  ``plan`` needs no labels; ``width`` is the model's width without the bias.
-
-    The read checks the values it sums (:func:`~.primal_sums.too_large`): with ``dual=False`` a
-    value the primal solver cannot train on is a ValueError naming its partition and column; with
-    ``"auto"`` (the dual solvers may train) the moments are dropped, and the first Newton read,
-    if there is one, refuses it.
-    """
-    from .source import count_labels_of, merge_label_counts
-
-    D = width + 1
-    counts, ids, moments = [], [], {}
-    totals = Sums.zeros(0, D)
-    for block in read_once(source, plan, totals):
-        counts.append(count_labels_of(block.partition, block.y, block.sample_weight))
-        ids.append(block.partition)
-        if moments is not None and block.n_rows:
-            moments = _add_moments(moments, block, plan, D)
-        if on_block is not None:
-            on_block(0, block)
-    labels = merge_label_counts(counts, partitions=ids)
-
-    def first(plan):
-        if moments is None:
-            return None
-        k = plan.n_problems
-        sums = Sums.zeros(k, D)
-        for name in ("rows", "skipped", "retries", "bytes"):
-            setattr(sums, name, getattr(totals, name))
-        for j, label in enumerate(plan.classes.tolist()):
-            m = moments[label]
-            for c in range(k):
-                cost = plan.costs[c, j]
-                loss, factor, weight = newton_terms(plan.loss_code, cost, 1.0)  # every row's, at w = 0
-                sums.loss[c] += cost * loss * m.weight
-                sums.alpha[c] += factor * m.weight
-                sums.v[c] += factor * plan.signs[c, j] * m.first
-                sums.hessian[c] += weight * m.second
-                sums.active[c] += m.weighted_rows if cost > 0 else 0
-        return sums
-
-    return labels, first
-
-
-def _add_moments(moments, block, plan, D):
-    """``moments`` with the block's rows added per class; None once they would pass MOMENT_BYTES,
-    or at a value the primal solver cannot train on (a ValueError with ``dual=False``)."""
-    labels, inverse = np.unique(np.asarray(block.y).ravel(), return_inverse=True)
-    keys = labels.tolist()
-    if len(set(moments) | set(keys)) * D * D * 8 > MOMENT_BYTES:
-        return None
-    for key in keys:
-        if key not in moments:
-            moments[key] = _ClassMoments(0.0, 0, np.zeros(D), np.zeros((D, D)))
-    weights = block.sample_weight
-    step = chunk_rows(D)
-    for lo in range(0, block.n_rows, step):
-        hi = min(lo + step, block.n_rows)
-        Xa = augmented_rows(block.X, lo, hi, plan.bias, plan.feature_map)
-        if (reason := too_large(Xa, plan.bias, plan.feature_map is not None)) is not None:
-            if plan.dual is False:
-                raise ValueError(f"partition {block.partition}: {reason}")
-            return None
-        which, w = inverse[lo:hi], weights[lo:hi]
-        for j in np.unique(which):
-            rows = which == j
-            m, wj = moments[keys[j]], w[rows]
-            m.weight += float(wj.sum())
-            m.weighted_rows += int((wj > 0).sum())
-            m.first += np.asarray(Xa[rows].T @ wj).ravel()
-            m.second += gram(Xa[rows], wj)
-    return moments

@@ -12,8 +12,8 @@ At a point ``w`` of one problem the loss's Newton terms of each row
 and the loss at ``w + t s`` for each step length ``t`` of :data:`STEPS`:
 sums over rows, so the sums of the partitions (or of the workers) are the
 sums of the data.  :func:`block_sums` makes them from rows in memory or a
-block, :func:`memory_read` and :func:`stream_read` are the ``read`` that
-:func:`~.primal.solve_primal` calls, and :class:`ProductRead` keeps, instead
+block, :func:`memory_read` is the ``read`` that :func:`~.primal.solve_primal`
+calls in memory (:func:`~.primal_reads.stream_read` streams), and :class:`ProductRead` keeps, instead
 of the Hessian, its products on the active rows (truncated Newton on wide
 data).  Every sum accumulates in float64, a chunk of rows at a time.
 """
@@ -25,7 +25,7 @@ import scipy.sparse as sp
 
 from ..kernels.losses import newton_losses, newton_rows
 from .layout import as_kernel_rows
-from .problem import column_max_abs, encode_block
+from .problem import column_max_abs
 
 # Step lengths a read tries along the Newton direction: 1, 1/2, ..., 1/2048.
 STEPS = 2.0 ** -np.arange(12)
@@ -327,44 +327,3 @@ class ProductRead:
                     sums.trial[j, i] = float(C @ trial_losses(self.loss, 1.0 - m0 - t * dm))
             sums.operators.append(self._operator(active, weight))
         return sums
-
-
-def read_once(source, plan, counts):
-    """The blocks of one read of ``source`` with ``plan``'s reader settings; each block's rows,
-    bytes, skipped rows and retries are added to ``counts`` (a :class:`Sums`) as it passes."""
-    from .reader import read_blocks
-
-    blocks = read_blocks(source, prefetch=plan.prefetch, retries=plan.retries, read_timeout=plan.read_timeout)
-    for _, block in blocks:
-        counts.skipped += block.n_skipped
-        counts.retries += block.retries
-        counts.rows += block.n_rows
-        counts.bytes += block.nbytes if block.n_rows else 0
-        yield block
-
-
-def stream_read(source, plan, on_block=None, start=0):
-    """``read`` for :func:`~.primal.solve_primal` on a :class:`~.source.DaskSource`: one read of every
-    partition per call, the sums of each block added as it arrives.  ``on_block(k, block)`` is
-    called for every block of read ``k`` (from ``start``).  Read 0 (``start=0``: no
-    :func:`~.primal.first_read` before) checks the values (:func:`too_large`), naming the partition."""
-    reads = [start]
-    loss, bias, feature_map = plan.loss_code, plan.bias, plan.feature_map
-
-    def read(W, S, todo):
-        total = Sums.zeros(len(todo), W.shape[1])
-        counts = Sums.zeros(0, 0)
-        first = reads[0] == 0
-        for block in read_once(source, plan, counts):
-            if block.n_rows:
-                Y, cost = encode_block(plan, block)
-                where = f"partition {block.partition}: " if first else None
-                total.add(block_sums(block.X, Y[todo], cost[todo], W, S, bias, loss, feature_map, where))
-            if on_block is not None:
-                on_block(reads[0], block)
-        reads[0] += 1
-        for name in ("rows", "skipped", "retries", "bytes"):
-            setattr(total, name, getattr(counts, name))
-        return total
-
-    return read
