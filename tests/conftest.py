@@ -38,3 +38,13 @@ def scheduler(request):
     with distributed.Client(request.getfixturevalue("local_cluster")) as client:
         assert dask.config.get("scheduler") == "dask.distributed"
         yield client
+
+
+@pytest.fixture
+def partial_sample(monkeypatch):
+    """The primal solver's warm start from a sample of 5 rows per column of the model (features
+    plus bias), not the default's every row of a small set: the Newton reads then stream."""
+    from dask_streamsvm.engine import primal
+
+    monkeypatch.setattr(primal, "SAMPLE_MIN_ROWS", 0)
+    monkeypatch.setattr(primal, "SAMPLE_ROWS_PER_WIDTH", 5)

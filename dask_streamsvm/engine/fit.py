@@ -43,7 +43,16 @@ from .layout import kernel_rows
 from .losses import newton_blocker
 from .memory import solve_problems
 from .partial import OnePassSBM
-from .primal import MAX_WIDTH, first_read, memory_read, solve_primal, stream_read
+from .primal import (
+    MAX_WIDTH,
+    check_width,
+    first_read,
+    memory_read,
+    sample_rows,
+    solve_primal,
+    stream_read,
+    warm_start,
+)
 from .problem import LOSSES, SOLVERS, STREAMING_SOLVERS, column_max_abs, cs_model, linear_scores, model_width
 from .reader import read_blocks
 from .schedules import fit_stream, memory_blocks
@@ -335,7 +344,6 @@ def _fit_stream(source, plan, hooks, checkpoints, resume, clock_start):
         labels, first = _count_classes(source, plan, primal_plan, hooks, saved, checkpointing)
         if use_primal(plan, int(np.sum(labels[1])), source.n_features, checkpointing=checkpointing):
             plan = primal_plan.with_labels(*labels)
-            first = None if first is None else first(plan)
             result = _solve_primal_stream(source, plan, hooks, first, clock_start)
         else:
             plan = _dual_plan(source, plan, labels)
@@ -351,19 +359,43 @@ def _fit_stream(source, plan, hooks, checkpoints, resume, clock_start):
 
 def _count_classes(source, plan, primal_plan, hooks, saved, checkpointing):
     """``(labels, first)``: the classes, their row counts and the classes of positive weight, from
-    the checkpoint ``saved`` (no read), from the primal solver's first Newton read (``first`` its
-    sums, see :func:`~.primal.first_read`), or from a read of the labels (``first`` None)."""
+    the checkpoint ``saved`` (no read), from the primal solver's first read (``first`` what it kept
+    for the solver, a :class:`~.primal_reads.FirstRead`), or from a read of the labels (``first``
+    None)."""
     if saved is not None:  # the classes counted by the fit that wrote it: no read to count them
         return tuple(saved[1][k] for k in ("classes", "class_counts", "weighted_classes")), None
     width = plan.model_width(source.n_features)
-    if not first_read_trains(plan, width, source.known_rows, source.n_features, checkpointing):
+    if not first_read_trains(plan, width, _known_rows(source), source.n_features, checkpointing):
         return source.label_counts(read_timeout=plan.read_timeout), None
     # The read that counts the classes is the primal solver's first Newton read.
     hooks.start(primal_plan, n_partitions=source.n_partitions)
     on_block = None  # with "auto" the read may count for the dual solvers: no bar yet
     if plan.dual is False:
         on_block = lambda k, block: hooks.on_block(k, block, None, None)  # noqa: E731
-    return first_read(source, primal_plan, width, on_block=on_block)
+    budget = {"sample_rows": sample_rows(width), "sample_bytes": plan.cache_bytes}
+    first = first_read(source, primal_plan, width, on_block=on_block, **budget)
+    return first.labels, first
+
+
+def _known_rows(source):
+    """The rows of ``source`` before any read: a Dask Array's chunks, or, for Parquet files read by
+    the fast path (:mod:`.parquet`), the row counts their footers give (None if unknown: with
+    ``on_invalid="skip"`` rows may be dropped, which only a read finds).  Footers are a few kB a
+    file, read once."""
+    if source.known_rows is not None or source.parquet_plan is None or source.on_invalid != "raise":
+        return source.known_rows
+    import pyarrow.parquet as pq
+
+    plan, rows = source.parquet_plan, 0
+    try:
+        for pieces in plan.parts:
+            for path, groups in pieces:
+                with plan.fs.open(path, "rb") as f:
+                    meta = pq.ParquetFile(f).metadata
+                rows += meta.num_rows if groups is None else sum(meta.row_group(g).num_rows for g in groups)
+    except (OSError, ValueError):  # the read will name what is wrong with the file
+        return None
+    return rows
 
 
 def _dual_plan(source, plan, labels):
@@ -379,15 +411,39 @@ def _dual_plan(source, plan, labels):
 
 
 def _solve_primal_stream(source, plan, hooks, first, clock_start):
-    """The primal Newton solver streaming ``source``, a read per step (``first``: the sums of the
-    read that counted the classes, which is then the first step's)."""
+    """The primal Newton solver streaming ``source``, a read per step.
+
+    ``first`` (a :class:`~.primal_reads.FirstRead`, or None): what the read that counted the
+    classes kept: a sample of the rows, whose problem solved in memory is the first full read's
+    point (:func:`~.primal.warm_start`; the fit itself if the sample holds every row), or the
+    classes' moments, from which the first Newton step follows without another read.
+    """
     hooks.start(plan, n_partitions=source.n_partitions)
     on_block = lambda k, block: hooks.on_block(k, block, None, None)  # noqa: E731
-    read = stream_read(source, plan, on_block, start=0 if first is None else 1)
     width = plan.model_width(source.n_features)
+    check_width(plan, width + 1)  # out of core the solver forms the Hessian
+    start = notes = None
+    if first is not None and first.sample is not None:
+        counted = {"rows_read": first.totals.rows, "bytes_read": first.totals.bytes}
+
+        def on_pass(records, W):  # the sample's steps, after the one read: numbered 0 as that read
+            for record in records:
+                record.update(counted, **{"pass": 0})
+            return hooks.on_pass(records, W)
+
+        start, notes, result = warm_start(first.sample, plan, width, clock_start, on_pass)
+        if result is not None:  # the sample is every row: its problem is the data's, solved
+            result.passes = 0
+            if result.history:
+                result.history[0].update(notes)
+            return result
+    # The read before counted the rows and checked their values, unless it found a value too large.
+    known = first is not None and first.clean
+    read = stream_read(source, plan, on_block, start=1 if known else 0)
     return solve_primal(
-        read, plan, width, clock_start=clock_start, on_pass=hooks.on_pass, source=source, initial=first
-    )
+        read, plan, width, clock_start=clock_start, on_pass=hooks.on_pass, source=source, start=start,
+        notes=notes, before=first.totals if known else None,
+    )  # fmt: skip
 
 
 def _fit_cluster(source, plan, hooks, client, clock_start):

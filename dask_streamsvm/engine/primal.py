@@ -46,6 +46,7 @@ as for the dual solvers.  At the optimum ``alpha(w*)`` is the dual optimum,
 so the gap goes to zero with the Newton steps.
 """
 
+import contextlib
 import time
 
 import numpy as np
@@ -53,14 +54,14 @@ import scipy.linalg
 
 from .certificate import Certificate, check_gap
 from .losses import loss_of, newton_blocker
-from .primal_reads import MOMENT_BYTES, first_read, stream_read
+from .primal_reads import first_read, stream_read
 from .primal_sums import STEPS, Sums, memory_read
 from .result import FitResult
 
 # The reads (:mod:`.primal_sums`, :mod:`.primal_reads`) are named here too.
 __all__ = [
-    "ARMIJO", "MAX_WIDTH", "MOMENT_BYTES", "PRECONDITIONER", "STEPS", "Sums", "first_read", "memory_read",
-    "solve_primal", "stream_read",
+    "ARMIJO", "MAX_WIDTH", "PRECONDITIONER", "STEPS", "Sums", "first_read", "memory_read",
+    "check_width", "sample_rows", "solve_primal", "stream_read", "warm_start",
 ]  # fmt: skip
 
 ARMIJO = 0.01  # sufficient decrease: f(w + t s) <= f(w) + ARMIJO t g . s
@@ -143,7 +144,9 @@ class _Problem:
         return Certificate(primal=self.best_primal, dual=self.best_dual)
 
 
-def solve_primal(read, plan, width, *, clock_start=None, on_pass=None, source=None, initial=None):
+def solve_primal(
+    read, plan, width, *, clock_start=None, on_pass=None, source=None, start=None, notes=None, before=None
+):
     """Newton steps on every problem of ``plan`` until each relative gap is at most ``plan.tol``
     or ``plan.max_iter`` reads: a :class:`~.result.FitResult` (``converged`` one per problem).
 
@@ -152,27 +155,18 @@ def solve_primal(read, plan, width, *, clock_start=None, on_pass=None, source=No
     called after every read with one history record per problem (a problem already converged
     repeats its certificate), stops the solve with a true return value.  ``source``: the
     :class:`~.source.DaskSource` that ``read`` streams, whose reads the records count and number
-    from 0 as the streaming solvers do (in memory they are numbered from 1).  ``initial``: the sums
-    of every problem at ``w = 0`` from the read that found the classes (:func:`first_read`), which
-    is then the first Newton read.  A KeyboardInterrupt after the first read returns the best
-    certified state, ``interrupted``.
+    from 0 as the streaming solvers do (in memory they are numbered from 1).  ``start``: the
+    points (k, D) the first read evaluates instead of ``w = 0`` (a warm start, :func:`warm_start`,
+    from the read that found the classes, :func:`first_read`; the records count it and are then
+    numbered from 1, ``before`` its :class:`Sums` of rows, bytes, skipped rows and retries).
+    ``notes``: fields added to the first read's records.  A
+    ``read`` that is a context manager (:class:`~.primal_reads.StreamRead`) is entered for the
+    solve, and its ``overlap`` seconds are added to every record.  A KeyboardInterrupt after the
+    first read returns the best certified state, ``interrupted``.
     """
     clock_start = time.perf_counter() if clock_start is None else clock_start
     k, D = plan.n_problems, width + 1
-    if D > MAX_WIDTH and not getattr(read, "hessian_products", False):
-        mapped = plan.feature_map is not None
-        what = "the feature map's features" if mapped else "the features"
-        where = "" if mapped else " out of core"
-        instead = (
-            ""
-            if mapped
-            else ("train in memory (a NumPy array or SciPy sparse matrix: Hessian products instead) or ")
-        )
-        raise ValueError(
-            f"dual=False forms the {D} x {D} Hessian of {what} and the bias, wider than the "
-            f"{MAX_WIDTH} it supports{where}; {instead}use dual=True (the dual solvers) for a "
-            "model this wide."
-        )
+    check_width(plan, D, getattr(read, "hessian_products", False))
     loss = loss_of(plan.loss)
     if not loss.newton:
         raise ValueError(
@@ -180,17 +174,46 @@ def solve_primal(read, plan, width, *, clock_start=None, on_pass=None, source=No
             "use dual=True (the dual solvers)."
         )
     problems = [_Problem(D, loss) for _ in range(k)]
+    for problem, w in zip(problems, [] if start is None else start, strict=False):
+        problem.w = np.array(w, dtype=np.float64)
+    with read if hasattr(read, "__enter__") else contextlib.nullcontext():
+        return _newton_reads(read, plan, problems, clock_start, on_pass, source, start, notes, before)
+
+
+def check_width(plan, D, products=False):
+    """A ValueError if the primal solver cannot train a model ``D`` wide (features plus bias):
+    without Hessian ``products`` (in memory), it forms the ``D x D`` Hessian, at most MAX_WIDTH."""
+    if D > MAX_WIDTH and not products:
+        mapped = plan.feature_map is not None
+        what = "the feature map's features" if mapped else "the features"
+        where = "" if mapped else " out of core"
+        instead = "" if mapped else "train in memory (a NumPy array or SciPy sparse matrix: Hessian "
+        instead += "" if mapped else "products instead) or "
+        raise ValueError(
+            f"dual=False forms the {D} x {D} Hessian of {what} and the bias, wider than the "
+            f"{MAX_WIDTH} it supports{where}; {instead}use dual=True (the dual solvers) for a "
+            "model this wide."
+        )
+
+
+def _newton_reads(read, plan, problems, clock_start, on_pass, source, start, notes, before):
+    """:func:`solve_primal`'s loop: a read, then every problem's step, until converged."""
+    k, D = len(problems), problems[0].w.shape[0]
     converged = [False] * k
     active = [0] * k
     history, reads, interrupted = [], 0, False
     totals = {"rows_read": 0, "bytes_read": 0, "rows_skipped": 0, "read_retries": 0}
-    first = 1 if source is None else 0
+    if before is not None:
+        totals.update(
+            rows_read=int(before.rows), bytes_read=int(before.bytes), read_retries=int(before.retries)
+        )
+    first = (1 if source is None else 0) + (start is not None)  # the first record's number
     while reads <= plan.max_iter and not all(converged):
         todo = [c for c in range(k) if not converged[c]]
         W = np.array([problems[c].w for c in todo])
         S = np.array([problems[c].s if problems[c].trial else np.zeros(D) for c in todo])
         try:
-            sums = initial if reads == 0 and initial is not None else read(W, S, todo)
+            sums = read(W, S, todo)
         except KeyboardInterrupt:
             if reads == 0:
                 raise
@@ -202,6 +225,9 @@ def solve_primal(read, plan, width, *, clock_start=None, on_pass=None, source=No
         totals["bytes_read"] += int(sums.bytes)
         totals["read_retries"] += int(sums.retries)
         totals["rows_skipped"] = int(sums.skipped)  # one read's: every read skips the same rows
+        if reads == 0 and notes:
+            base.update(notes)
+        base.update(getattr(read, "overlap", {}))
         if source is not None:
             base.update(totals, spill_bytes=source.spill_bytes)
         else:
@@ -261,3 +287,51 @@ def _conjugate_gradient(product, diagonal, g):
         p = z + (rz / previous) * p
         steps += 1
     return (s if steps else -g), steps
+
+
+# The warm start (:func:`warm_start`): the first read keeps a uniform sample of this many rows per
+# column of the model (features plus bias), at least SAMPLE_MIN_ROWS, within ``cache_bytes``
+# (:func:`sample_rows`);
+# the sample's problem is solved in memory to a relative gap of WARM_TOL.  Measured in
+# benchmarks/bench_primal.py (docs/benchmarks.md, "primal").
+SAMPLE_ROWS_PER_WIDTH = 4000
+SAMPLE_MIN_ROWS = 20_000
+WARM_TOL = 1e-6
+
+
+def sample_rows(width):
+    """Rows the first read keeps for the warm start of a model ``width`` features wide (plus the
+    bias): :data:`SAMPLE_ROWS_PER_WIDTH` per column, at least :data:`SAMPLE_MIN_ROWS` (the sampler
+    keeps fewer where ``cache_bytes`` holds fewer)."""
+    return max(SAMPLE_MIN_ROWS, SAMPLE_ROWS_PER_WIDTH * (width + 1))
+
+
+def warm_start(sample, plan, width, clock_start=None, on_pass=None):
+    """The start of the Newton reads from the first read's :class:`~.primal_reads.Sample`:
+    ``(W0, notes, result)``.
+
+    The sample's problem, its costs scaled by ``rows_seen / sample rows`` so that its loss
+    estimates the data's, is solved in memory to a relative gap of :data:`WARM_TOL`; its solution
+    ``W0`` is where the first full read evaluates the data's gradient and Hessian, so that the
+    full reads do the last Newton steps and the certificate.  If the sample holds every row, its
+    problem is the data's: it is solved to ``plan.tol`` and ``result`` is the fit (its certificate
+    the data's, ``on_pass`` seeing its records), else None.  ``notes``: the sample's rows and bytes
+    and the seconds the solve took, for the history.
+    """
+    from .problem import class_index
+
+    started = time.perf_counter()
+    y_index = class_index(plan.classes, sample.y, lambda label: f"the sample has label {label!r}")
+    complete = sample.complete
+    scale = sample.rows_seen / sample.n_rows
+    if not complete:
+        plan, on_pass = plan.replace(tol=min(plan.tol, WARM_TOL), max_iter=min(plan.max_iter, 100)), None
+    # The Hessian, as the reads that follow form it (out of core the rows are at most MAX_WIDTH wide).
+    read = memory_read(sample.X, y_index, sample.sample_weight * scale, plan, products=False)
+    result = solve_primal(read, plan, width, clock_start=clock_start, on_pass=on_pass)
+    notes = {
+        "sample_rows": int(sample.n_rows),
+        "sample_bytes": sample.nbytes,
+        "warm_start_s": time.perf_counter() - started,
+    }
+    return result.W, notes, (result if complete else None)

@@ -6,15 +6,16 @@ solver's first read; :func:`stream_read` is the ``read`` that
 sums of each block are :func:`~.primal_sums.block_sums`.
 """
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
-from ..kernels.losses import newton_terms
-from .primal_sums import Sums, augmented_rows, block_sums, chunk_rows, gram, too_large
+from .primal_sums import Sums, augmented_rows, block_sums, chunk_rows, too_large
 from .problem import encode_block
 
-__all__ = ["MOMENT_BYTES", "first_read", "read_once", "stream_read"]
+__all__ = ["FirstRead", "Sample", "StreamRead", "first_read", "read_once", "stream_read"]
 
 
 def read_once(source, plan, counts):
@@ -24,131 +25,249 @@ def read_once(source, plan, counts):
 
     blocks = read_blocks(source, prefetch=plan.prefetch, retries=plan.retries, read_timeout=plan.read_timeout)
     for _, block in blocks:
-        counts.skipped += block.n_skipped
-        counts.retries += block.retries
-        counts.rows += block.n_rows
-        counts.bytes += block.nbytes if block.n_rows else 0
+        _count(counts, block)
         yield block
 
 
-def stream_read(source, plan, on_block=None, start=0):
-    """``read`` for :func:`~.primal.solve_primal` on a :class:`~.source.DaskSource`: one read of every
-    partition per call, the sums of each block added as it arrives.  ``on_block(k, block)`` is
-    called for every block of read ``k`` (from ``start``).  Read 0 (``start=0``: no
-    :func:`~.primal.first_read` before) checks the values (:func:`too_large`), naming the partition."""
-    reads = [start]
-    loss, bias, feature_map = plan.loss_code, plan.bias, plan.feature_map
+def _count(counts, block):
+    counts.skipped += block.n_skipped
+    counts.retries += block.retries
+    counts.rows += block.n_rows
+    counts.bytes += block.nbytes if block.n_rows else 0
 
-    def read(W, S, todo):
+
+class StreamRead:
+    """``read`` for :func:`~.primal.solve_primal` on a :class:`~.source.DaskSource`: one read of
+    every partition per call, the sums of each block added as it arrives.
+
+    One :class:`~.reader.Reader` serves every read of the fit: while the sums of a block are
+    computed, the reader thread reads and decodes the next partitions (up to ``plan.prefetch``
+    ahead), across the end of a read too, since the rows do not depend on the point the next read
+    evaluates (``reads``: the most reads it serves, ``plan.max_iter + 1`` by default).
+    ``on_block(k, block)`` is called for every block of read ``k`` (from ``start``).
+    Read 0 (``start=0``: no :func:`first_read` before) checks the values (:func:`too_large`), naming
+    the partition.  Use as a context manager (leaving it stops the reader thread).
+
+    :attr:`overlap` holds the seconds, since the fit's first Newton read, that the reader was busy
+    reading (``reader_busy_s``) and waited for room (``reader_wait_s``: for the arithmetic), and that
+    the arithmetic was busy (``trainer_busy_s``) and waited for blocks (``trainer_wait_s``).
+    """
+
+    def __init__(self, source, plan, on_block=None, start=0, reads=None):
+        from .reader import Reader
+
+        reads = plan.max_iter + 1 if reads is None else reads
+        self.source, self.plan, self.on_block, self.k = source, plan, on_block, start
+        self._reader = Reader(
+            source, prefetch=plan.prefetch, max_passes=start + reads, shuffle=False, seed=0,
+            start_pass=start, retries=plan.retries, read_timeout=plan.read_timeout,
+        )  # fmt: skip
+        self._busy = self._waited = 0.0
+
+    def __enter__(self):
+        self._reader.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._reader.__exit__(*exc)
+
+    @property
+    def overlap(self):
+        return {
+            "reader_busy_s": self._reader.busy_seconds,
+            "reader_wait_s": self._reader.wait_for_room,
+            "trainer_busy_s": self._busy,
+            "trainer_wait_s": self._waited,
+        }
+
+    def _next(self):
+        start = time.perf_counter()
+        item = self._reader.get()
+        self._waited += time.perf_counter() - start
+        return item
+
+    def __call__(self, W, S, todo):
+        plan = self.plan
         total = Sums.zeros(len(todo), W.shape[1])
         counts = Sums.zeros(0, 0)
-        first = reads[0] == 0
-        for block in read_once(source, plan, counts):
+        where_first = self.k == 0
+        while (item := self._next())[0] == "block":
+            block = item[2]
+            start = time.perf_counter()
+            _count(counts, block)
             if block.n_rows:
                 Y, cost = encode_block(plan, block)
-                where = f"partition {block.partition}: " if first else None
-                total.add(block_sums(block.X, Y[todo], cost[todo], W, S, bias, loss, feature_map, where))
-            if on_block is not None:
-                on_block(reads[0], block)
-        reads[0] += 1
+                where = f"partition {block.partition}: " if where_first else None
+                args = (plan.bias, plan.loss_code, plan.feature_map, where)
+                total.add(block_sums(block.X, Y[todo], cost[todo], W, S, *args))
+            self._busy += time.perf_counter() - start
+            if self.on_block is not None:
+                self.on_block(self.k, block)
+        if item[0] != "end":  # pragma: no cover - the reader reads more passes than solve_primal asks
+            raise RuntimeError(f"the reader ended before read {self.k}")
+        self.k += 1
         for name in ("rows", "skipped", "retries", "bytes"):
             setattr(total, name, getattr(counts, name))
         return total
 
-    return read
+
+def stream_read(source, plan, on_block=None, start=0, reads=None):
+    """A :class:`StreamRead` of ``source`` (enter it before the first read, or let
+    :func:`~.primal.solve_primal` do it)."""
+    return StreamRead(source, plan, on_block, start, reads)
 
 
-# The most the first read's per-class Gram matrices may take; beyond, it only counts the labels.
-MOMENT_BYTES = 256 << 20
+SAMPLE_SEED = 0x5A3F1E  # the sample's keys: drawn per partition, the same in every fit of the same rows
 
 
 @dataclass
-class _ClassMoments:
-    """Sums over one class's rows: weights, rows of positive weight, ``sum w x`` and ``sum w x x^T``."""
+class Sample:
+    """A uniform sample of the rows one read saw, without replacement: ``X`` (2-D array or CSR),
+    labels ``y``, ``sample_weight``, and ``rows_seen``, the rows it was drawn from."""
 
-    weight: float
-    weighted_rows: int
-    first: np.ndarray
-    second: np.ndarray
+    X: object
+    y: np.ndarray
+    sample_weight: np.ndarray
+    rows_seen: int
+
+    @property
+    def n_rows(self):
+        return self.X.shape[0]
+
+    @property
+    def complete(self):
+        """Whether it holds every row read (then it is the data, not a sample of it)."""
+        return self.n_rows == self.rows_seen
+
+    @property
+    def nbytes(self):
+        return int(_nbytes(self.X) + self.y.nbytes + self.sample_weight.nbytes)
 
 
-def first_read(source, plan, width, on_block=None):
-    """The read that finds the classes, made the first Newton read: ``(labels, first)``.
+def _nbytes(X):
+    return X.data.nbytes + X.indices.nbytes + X.indptr.nbytes if sp.issparse(X) else X.nbytes
 
-    Counts the labels of every partition as :meth:`~.source.DaskSource.label_counts` does
-    (``labels`` is its ``(classes, counts, weighted classes)``), and sums, per class, the weights
-    and the first and second moments of its rows (with the bias, and the feature map's features).
-    At ``w = 0`` every row is active with ``xi = 1``, so each problem's Newton sums there are
-    combinations of these: ``first(plan)`` returns them as :class:`Sums` once ``plan`` has the
-    labels (None if the classes' matrices would pass :data:`MOMENT_BYTES`; the first Newton read
-    then reads again).  ``plan`` needs no labels; ``width`` is the model's width without the bias.
 
-    The read checks the values it sums (:func:`~.primal_sums.too_large`): with ``dual=False`` a
-    value the primal solver cannot train on is a ValueError naming its partition and column; with
-    ``"auto"`` (the dual solvers may train) the moments are dropped, and the first Newton read,
+class _Sampler:
+    """The rows of smallest random keys among those added (a uniform sample of ``capacity`` rows).
+
+    Each row gets a key, uniform in [0, 1), drawn from the seed and its partition; the sample is
+    the ``capacity`` rows of smallest keys, whatever the order the partitions come in.  A row is
+    kept only if its key is below the largest key kept once the sample is full, so after the first
+    partitions few rows are copied; the pieces are cut back to ``capacity`` whenever they pass
+    1.5 times it (the most rows held at once).  ``max_bytes``: the sample's most bytes (the rows'
+    values and indices, labels, weights and keys), which lowers ``capacity`` at the bytes a row of
+    each block; ``share``: its most rows as a share of the rows read, applied at the end.
+    """
+
+    def __init__(self, capacity, max_bytes=None, share=None):
+        self.capacity = int(capacity)
+        self.max_bytes, self.share = max_bytes, share
+        self.pieces = []  # (keys, X, y, w)
+        self.count = self.seen = 0
+        self.threshold = np.inf
+
+    def add(self, block):
+        n = block.n_rows
+        self.seen += n
+        if not n or not self.capacity:
+            return
+        if self.max_bytes is not None:  # the budget in rows, at this block's bytes a row
+            per_row = _nbytes(block.X) / n + block.y.itemsize + block.sample_weight.itemsize + 8
+            self.capacity = min(self.capacity, int(self.max_bytes // per_row))
+            if not self.capacity:
+                return
+        keys = np.random.default_rng([SAMPLE_SEED, int(block.partition)]).random(n)
+        take = np.flatnonzero(keys < self.threshold)
+        if take.size:
+            self.pieces.append((keys[take], block.X[take], block.y[take], block.sample_weight[take]))
+            self.count += take.size
+        if self.count > 1.5 * self.capacity:
+            self._cut()
+
+    def _cut(self):
+        keys, X, y, w = _joined(self.pieces)
+        if keys.shape[0] > self.capacity:
+            keep = np.sort(np.argpartition(keys, self.capacity - 1)[: self.capacity])
+            keys, X, y, w = keys[keep], X[keep], y[keep], w[keep]
+            self.threshold = float(keys.max())
+        self.pieces, self.count = [(keys, X, y, w)], keys.shape[0]
+
+    def sample(self):
+        """The :class:`Sample`, or None if no row was kept."""
+        if self.share is not None:  # a share of the rows read (the keys' order keeps it uniform)
+            self.capacity = min(self.capacity, int(float(self.share) * self.seen))
+        if not self.count or not self.capacity:
+            return None
+        self._cut()
+        _, X, y, w = self.pieces[0]
+        return Sample(X, y, w, self.seen)
+
+
+def _joined(pieces):
+    keys = np.concatenate([p[0] for p in pieces])
+    Xs = [p[1] for p in pieces]
+    X = sp.vstack(Xs, format="csr") if sp.issparse(Xs[0]) else np.concatenate(Xs)
+    y = np.concatenate([p[2] for p in pieces])
+    w = np.concatenate([p[3] for p in pieces])
+    return keys, X, y, w
+
+
+@dataclass
+class FirstRead:
+    """What the read that counted the classes kept for the primal solver (:func:`first_read`)."""
+
+    labels: tuple  # (classes, counts, weighted classes), as DaskSource.label_counts
+    sample: Sample = None  # rows for the warm start (:func:`~.primal.warm_start`), or None
+    totals: Sums = None  # the read's rows, skipped rows, retries and bytes
+    clean: bool = True  # every value is one the primal solver trains on (:func:`too_large`)
+
+
+def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=None):
+    """The read that finds the classes, made the primal solver's first read: a :class:`FirstRead`.
+
+    Counts the labels of every partition as :meth:`~.source.DaskSource.label_counts` does, and
+    keeps a uniform sample of ``sample_rows`` rows (:class:`Sample`; every row if there are no
+    more), within ``sample_bytes`` and ``plan.cache_share`` of the rows, for the warm start of
+    :func:`~.primal.warm_start`.  ``plan`` needs no labels; ``width`` is the model's width without
+    the bias.
+
+    The read checks the values (:func:`~.primal_sums.too_large`): with ``dual=False`` a value the
+    primal solver cannot train on is a ValueError naming its partition and column; with ``"auto"``
+    (the dual solvers may train) the sample is dropped and ``clean`` false: the first Newton read,
     if there is one, refuses it.
     """
     from .source import count_labels_of, merge_label_counts
 
     D = width + 1
-    counts, ids, moments = [], [], {}
+    counts, ids = [], []
+    sampler = _Sampler(sample_rows, sample_bytes, plan.cache_share) if sample_rows else None
     totals = Sums.zeros(0, D)
+    clean = True
     for block in read_once(source, plan, totals):
         counts.append(count_labels_of(block.partition, block.y, block.sample_weight))
         ids.append(block.partition)
-        if moments is not None and block.n_rows:
-            moments = _add_moments(moments, block, plan, D)
+        if clean and block.n_rows:
+            if (reason := _block_too_large(block, plan, D)) is not None:
+                if plan.dual is False:
+                    raise ValueError(f"partition {block.partition}: {reason}")
+                clean, sampler = False, None
+            elif sampler is not None:
+                sampler.add(block)
         if on_block is not None:
             on_block(0, block)
     labels = merge_label_counts(counts, partitions=ids)
-
-    def first(plan):
-        if moments is None:
-            return None
-        k = plan.n_problems
-        sums = Sums.zeros(k, D)
-        for name in ("rows", "skipped", "retries", "bytes"):
-            setattr(sums, name, getattr(totals, name))
-        for j, label in enumerate(plan.classes.tolist()):
-            m = moments[label]
-            for c in range(k):
-                cost = plan.costs[c, j]
-                loss, factor, weight = newton_terms(plan.loss_code, cost, 1.0)  # every row's, at w = 0
-                sums.loss[c] += cost * loss * m.weight
-                sums.alpha[c] += factor * m.weight
-                sums.v[c] += factor * plan.signs[c, j] * m.first
-                sums.hessian[c] += weight * m.second
-                sums.active[c] += m.weighted_rows if cost > 0 else 0
-        return sums
-
-    return labels, first
+    sample = None if sampler is None else sampler.sample()
+    return FirstRead(labels, sample=sample, totals=totals, clean=clean)
 
 
-def _add_moments(moments, block, plan, D):
-    """``moments`` with the block's rows added per class; None once they would pass MOMENT_BYTES,
-    or at a value the primal solver cannot train on (a ValueError with ``dual=False``)."""
-    labels, inverse = np.unique(np.asarray(block.y).ravel(), return_inverse=True)
-    keys = labels.tolist()
-    if len(set(moments) | set(keys)) * D * D * 8 > MOMENT_BYTES:
-        return None
-    for key in keys:
-        if key not in moments:
-            moments[key] = _ClassMoments(0.0, 0, np.zeros(D), np.zeros((D, D)))
-    weights = block.sample_weight
+def _block_too_large(block, plan, D):
+    """:func:`~.primal_sums.too_large` of a block's rows (the feature map's features, with one)."""
+    if plan.feature_map is None:
+        return too_large(block.X, plan.bias, augmented=False)
     step = chunk_rows(D)
     for lo in range(0, block.n_rows, step):
-        hi = min(lo + step, block.n_rows)
-        Xa = augmented_rows(block.X, lo, hi, plan.bias, plan.feature_map)
-        if (reason := too_large(Xa, plan.bias, plan.feature_map is not None)) is not None:
-            if plan.dual is False:
-                raise ValueError(f"partition {block.partition}: {reason}")
-            return None
-        which, w = inverse[lo:hi], weights[lo:hi]
-        for j in np.unique(which):
-            rows = which == j
-            m, wj = moments[keys[j]], w[rows]
-            m.weight += float(wj.sum())
-            m.weighted_rows += int((wj > 0).sum())
-            m.first += np.asarray(Xa[rows].T @ wj).ravel()
-            m.second += gram(Xa[rows], wj)
-    return moments
+        Xa = augmented_rows(block.X, lo, min(lo + step, block.n_rows), plan.bias, plan.feature_map)
+        if (reason := too_large(Xa, plan.bias, True)) is not None:
+            return reason
+    return None

@@ -37,8 +37,8 @@ def part_sums(packed, plan, W, S, todo):
     """The :class:`~..primal.Sums` of one part's rows at ``W + S`` (one read of its partitions)."""
     from ..primal import stream_read
 
-    with synchronous():
-        return stream_read(packed.source(), plan)(W, S, todo)
+    with synchronous(), stream_read(packed.source(), plan, reads=1) as read:
+        return read(W, S, todo)
 
 
 def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None):
