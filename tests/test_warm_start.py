@@ -8,6 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from dask_streamsvm import LinearSVC
+from dask_streamsvm.engine import fit as fit_module
 from dask_streamsvm.engine import primal
 from dask_streamsvm.engine.primal_reads import SAMPLE_SEED, _Sampler
 from dask_streamsvm.engine.source import Block
@@ -112,3 +113,44 @@ def test_the_newton_reads_record_their_overlap(partial_sample):
         values = [record[key] for record in clf.history_]
         assert all(v >= 0 for v in values) and values == sorted(values)  # seconds since the first read
     assert clf.history_[-1]["trainer_busy_s"] > 0 and clf.history_[-1]["reader_busy_s"] > 0
+
+
+def test_a_band_of_every_row_makes_the_next_point_the_optimum():
+    """Where the band holds every row, the model it minimizes is the objective: one step from
+    any point lands on the optimum (the next read certifies a gap near zero)."""
+    from dask_streamsvm.engine.primal_reads import Sample
+    from dask_streamsvm.engine.primal_sums import memory_read
+    from dask_streamsvm.engine.problem import FitPlan
+
+    X, y = noisy_linear_data(3_000, 6)
+    classes, counts = np.unique(y, return_counts=True)
+    plan = FitPlan(C=1.0, loss="squared_hinge", solver="memory").with_labels(classes, counts, classes)
+    signs, costs = plan.signs[0, y], plan.costs[0, y]
+    read = memory_read(X, y, np.ones(len(y)), plan)
+    w = np.random.default_rng(0).standard_normal(7) * 0.3
+    at_w = read(w[None, :], np.zeros((1, 7)), [0])
+    g, H = w - at_w.v[0], np.eye(7) + at_w.hessian[0]
+    d = primal.band_step(w, g, H, Sample(X, signs, costs, len(y)), plan)
+    at_next = read((w + d)[None, :], np.zeros((1, 7)), [0])
+    assert np.linalg.norm(w + d - at_next.v[0]) <= 1e-8 * np.linalg.norm(g)  # the gradient vanishes
+    newton = w - np.linalg.solve(H, g)  # a plain Newton step does not (rows change piece)
+    at_newton = read(newton[None, :], np.zeros((1, 7)), [0])
+    assert np.linalg.norm(newton - at_newton.v[0]) > 1e-3 * np.linalg.norm(g)
+
+
+def test_the_band_saves_reads(monkeypatch):
+    """The band's share is what takes the tall fit to tol in three reads: without it (a share of
+    0, plain Newton steps from the warm start) the same fit takes more."""
+    X, y = noisy_linear_data(200_000, 10)
+    Xd, yd = da.from_array(X, chunks=25_000), da.from_array(y, chunks=25_000)
+    monkeypatch.setattr(primal, "SAMPLE_ROWS_PER_WIDTH", 400)  # 20,000 of 200,000 rows
+    banded = LinearSVC(dual=False, C=1.0, tol=1e-6).fit(Xd, yd)
+    monkeypatch.setattr(fit_module, "BAND_SHARE", 0.0)
+    plain = LinearSVC(dual=False, C=1.0, tol=1e-6).fit(Xd, yd)
+    assert banded.n_iter_ + 1 <= 3 < plain.n_iter_ + 1
+    assert banded.duality_gap_ <= 1e-6 and plain.duality_gap_ <= 1e-6
+
+
+def test_the_band_share_constant():
+    """10% of the rows (measured, docs/benchmarks.md "warm start": 5% sufficed on every tall set)."""
+    assert primal.BAND_SHARE == 0.1

@@ -44,6 +44,7 @@ from .losses import newton_blocker
 from .memory import solve_problems
 from .partial import OnePassSBM
 from .primal import (
+    BAND_SHARE,
     MAX_WIDTH,
     check_width,
     first_read,
@@ -439,7 +440,13 @@ def _solve_primal_stream(source, plan, hooks, first, clock_start):
             return result
     # The read before counted the rows and checked their values, unless it found a value too large.
     known = first is not None and first.clean
-    read = stream_read(source, plan, on_block, start=1 if known else 0)
+    # Each read keeps its band (primal.band_step): a share of the rows, within the budget.
+    rows = int(np.sum(plan.counts))
+    share = BAND_SHARE if plan.cache_share is None else min(BAND_SHARE, float(plan.cache_share))
+    band = {"band_rows": int(share * rows), "band_bytes": None}
+    if plan.cache_bytes is not None:
+        band["band_bytes"] = plan.cache_bytes // plan.n_problems
+    read = stream_read(source, plan, on_block, start=1 if known else 0, **band)
     return solve_primal(
         read, plan, width, clock_start=clock_start, on_pass=hooks.on_pass, source=source, start=start,
         notes=notes, before=first.totals if known else None,

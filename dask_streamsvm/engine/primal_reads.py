@@ -46,17 +46,24 @@ class StreamRead:
     evaluates (``reads``: the most reads it serves, ``plan.max_iter + 1`` by default).
     ``on_block(k, block)`` is called for every block of read ``k`` (from ``start``).
     Read 0 (``start=0``: no :func:`first_read` before) checks the values (:func:`too_large`), naming
-    the partition.  Use as a context manager (leaving it stops the reader thread).
+    the partition.  ``band_rows``: each read also keeps, per problem, this many rows of margin
+    nearest 1 at the point it evaluates (within ``band_bytes``), as the :class:`Sums`' ``band``
+    (a :class:`Sample` per problem, signs as labels and costs as weights), from which the solver
+    takes its next step (:func:`~.primal.band_step`).  Use as a context manager (leaving it stops
+    the reader thread).
 
     :attr:`overlap` holds the seconds, since the fit's first Newton read, that the reader was busy
     reading (``reader_busy_s``) and waited for room (``reader_wait_s``: for the arithmetic), and that
     the arithmetic was busy (``trainer_busy_s``) and waited for blocks (``trainer_wait_s``).
     """
 
-    def __init__(self, source, plan, on_block=None, start=0, reads=None):
+    def __init__(self, source, plan, on_block=None, start=0, reads=None, band_rows=0, band_bytes=None):
         from .reader import Reader
 
         reads = plan.max_iter + 1 if reads is None else reads
+        # The band: per problem, the rows of margin nearest 1 at the point a read evaluates.
+        self.band_rows = band_rows if plan.feature_map is None else 0
+        self.band_bytes = band_bytes
         self.source, self.plan, self.on_block, self.k = source, plan, on_block, start
         self._reader = Reader(
             source, prefetch=plan.prefetch, max_passes=start + reads, shuffle=False, seed=0,
@@ -91,6 +98,7 @@ class StreamRead:
         total = Sums.zeros(len(todo), W.shape[1])
         counts = Sums.zeros(0, 0)
         where_first = self.k == 0
+        bands = [_Sampler(self.band_rows, self.band_bytes) for _ in todo] if self.band_rows else None
         while (item := self._next())[0] == "block":
             block = item[2]
             start = time.perf_counter()
@@ -100,6 +108,8 @@ class StreamRead:
                 where = f"partition {block.partition}: " if where_first else None
                 args = (plan.bias, plan.loss_code, plan.feature_map, where)
                 total.add(block_sums(block.X, Y[todo], cost[todo], W, S, *args))
+                if bands is not None:
+                    _add_band(bands, block, Y[todo], cost[todo], W + S, plan.bias)
             self._busy += time.perf_counter() - start
             if self.on_block is not None:
                 self.on_block(self.k, block)
@@ -108,13 +118,28 @@ class StreamRead:
         self.k += 1
         for name in ("rows", "skipped", "retries", "bytes"):
             setattr(total, name, getattr(counts, name))
+        total.band = None if bands is None else [band.sample() for band in bands]
         return total
 
 
-def stream_read(source, plan, on_block=None, start=0, reads=None):
+def _add_band(bands, block, Y, cost, points, bias):
+    """Each problem's rows of margin nearest 1 at its point (of ``points``), to ``bands``: the rows
+    whose loss may change its piece when the point moves (:func:`~.primal.band_step`).  The
+    margins are taken in the rows' precision (they only choose rows)."""
+    X = block.X
+    dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    for j, band in enumerate(bands):
+        point = points[j].astype(dtype)
+        z = np.asarray(X @ point[:-1]).ravel() + point[-1] * dtype.type(bias)
+        keys = np.abs(Y[j] * z - 1.0)
+        keys[cost[j] <= 0] = np.inf  # a row of no weight adds nothing to the loss
+        band.add_rows(block.partition, X, Y[j], cost[j], keys)
+
+
+def stream_read(source, plan, on_block=None, start=0, reads=None, band_rows=0, band_bytes=None):
     """A :class:`StreamRead` of ``source`` (enter it before the first read, or let
     :func:`~.primal.solve_primal` do it)."""
-    return StreamRead(source, plan, on_block, start, reads)
+    return StreamRead(source, plan, on_block, start, reads, band_rows, band_bytes)
 
 
 SAMPLE_SEED = 0x5A3F1E  # the sample's keys: drawn per partition, the same in every fit of the same rows
@@ -149,7 +174,8 @@ def _nbytes(X):
 
 
 class _Sampler:
-    """The rows of smallest random keys among those added (a uniform sample of ``capacity`` rows).
+    """The rows of smallest random keys among those added (a uniform sample of ``capacity`` rows),
+    or of smallest given keys (:meth:`add_rows`: the Newton reads' band, :class:`StreamRead`).
 
     Each row gets a key, uniform in [0, 1), drawn from the seed and its partition; the sample is
     the ``capacity`` rows of smallest keys, whatever the order the partitions come in.  A row is
@@ -168,19 +194,25 @@ class _Sampler:
         self.threshold = np.inf
 
     def add(self, block):
-        n = block.n_rows
+        self.add_rows(block.partition, block.X, block.y, block.sample_weight)
+
+    def add_rows(self, partition, X, y, w, keys=None):
+        """Rows ``X`` with their labels ``y`` and weights ``w``; ``keys``: theirs (a row of key
+        inf is never kept), else drawn from the seed and ``partition``."""
+        n = X.shape[0]
         self.seen += n
         if not n or not self.capacity:
             return
         if self.max_bytes is not None:  # the budget in rows, at this block's bytes a row
-            per_row = _nbytes(block.X) / n + block.y.itemsize + block.sample_weight.itemsize + 8
+            per_row = _nbytes(X) / n + y.itemsize + w.itemsize + 8
             self.capacity = min(self.capacity, int(self.max_bytes // per_row))
             if not self.capacity:
                 return
-        keys = np.random.default_rng([SAMPLE_SEED, int(block.partition)]).random(n)
+        if keys is None:
+            keys = np.random.default_rng([SAMPLE_SEED, int(partition)]).random(n)
         take = np.flatnonzero(keys < self.threshold)
         if take.size:
-            self.pieces.append((keys[take], block.X[take], block.y[take], block.sample_weight[take]))
+            self.pieces.append((keys[take], X[take], y[take], w[take]))
             self.count += take.size
         if self.count > 1.5 * self.capacity:
             self._cut()
