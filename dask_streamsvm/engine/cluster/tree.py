@@ -10,14 +10,36 @@ sums.
 
 from dataclasses import replace
 
+import numpy as np
+
 from ..result import FitResult
 from .parts import place
 from .runtime import gather, submit, synchronous, wait
 
 
 def add_sums(first, second):
-    """Two parts' sums added: a node of the tree reduction, run on a worker."""
-    return first.add(second)
+    """Two parts' sums added, their bands of rows joined (:func:`~..primal.band_step`): a node of
+    the tree reduction, run on a worker."""
+    bands = [getattr(first, "band", None), getattr(second, "band", None)]
+    total = first.add(second)
+    total.band = _joined_bands(*bands)
+    return total
+
+
+def _joined_bands(first, second):
+    if first is None or second is None:
+        return first if second is None else second
+    from ..primal_reads import Sample, _joined
+
+    joined = []
+    for a, b in zip(first, second, strict=True):
+        if a is None or b is None:
+            joined.append(a if b is None else b)
+            continue
+        pieces = [(np.zeros(x.n_rows), x.X, x.y, x.sample_weight) for x in (a, b)]
+        _, X, y, w = _joined(pieces)
+        joined.append(Sample(X, y, w, a.rows_seen + b.rows_seen))
+    return joined
 
 
 def tree_sum(client, futures, workers, add=add_sums):
@@ -33,12 +55,47 @@ def tree_sum(client, futures, workers, add=add_sums):
     return level[0][0]
 
 
-def part_sums(packed, plan, W, S, todo):
-    """The :class:`~..primal.Sums` of one part's rows at ``W + S`` (one read of its partitions)."""
+def part_sums(packed, plan, W, S, todo, band_rows=0, band_bytes=None):
+    """The :class:`~..primal.Sums` of one part's rows at ``W + S`` (one read of its partitions),
+    with the part's band of ``band_rows`` rows per problem."""
     from ..primal import stream_read
 
-    with synchronous(), stream_read(packed.source(), plan, reads=1) as read:
+    with (
+        synchronous(),
+        stream_read(packed.source(), plan, reads=1, band_rows=band_rows, band_bytes=band_bytes) as read,
+    ):
         return read(W, S, todo)
+
+
+def part_first_read(packed, plan, width, sample_rows, sample_bytes):
+    """One part's :class:`~..primal_reads.FirstRead`: its rows checked, a uniform sample of them."""
+    from ..primal_reads import first_read
+
+    with synchronous():
+        return first_read(packed.source(), plan, width, sample_rows=sample_rows, sample_bytes=sample_bytes)
+
+
+def _cluster_sample(firsts):
+    """The parts' samples as one sample of the data: each part's rows weighted by its rows over its
+    sample's (a stratified sample, its loss an estimate of the data's), or None."""
+    from ..primal_reads import Sample, _joined
+
+    samples = [(f.sample, f.totals.rows) for f in firsts if f.sample is not None]
+    if not samples or not all(f.clean for f in firsts):
+        return None
+    rows = sum(f.totals.rows for f in firsts)
+    m = sum(sample.n_rows for sample, _ in samples)
+    pieces = [
+        (
+            np.zeros(sample.n_rows),
+            sample.X,
+            sample.y,
+            sample.sample_weight * (seen / sample.n_rows) * (m / rows),
+        )
+        for sample, seen in samples
+    ]  # warm_start scales every row by rows / m: each part's rows count rows_p / m_p
+    _, X, y, w = _joined(pieces)
+    return Sample(X, y, w, rows)
 
 
 def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None):
@@ -49,19 +106,46 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None):
     Exact as on one machine (the sums are the data's sums), and what moves per step is ``W`` and
     ``S`` out to each part and one :class:`~..primal.Sums` (``O(k D^2)`` floats) per tree edge.
     """
-    from ..primal import solve_primal
+    from ..primal import BAND_SHARE, sample_rows, solve_primal, warm_start
 
     plan, placement = place(client, source, plan)
     parts, workers = placement.parts, placement.workers
     moved = {"bytes_sent": 0, "bytes_received": 0}
+    width = plan.model_width(source.n_features)
+    K = len(parts)
+    # The warm start: a read of every part that checks its values and keeps a sample of its rows.
+    budget = (-(-sample_rows(width) // K), None if plan.cache_bytes is None else plan.cache_bytes // K)
+    futures = [submit(client, part_first_read, packed, plan, width, *budget, worker=w) for w, packed in parts]
+    firsts = gather(client, futures, workers, placement.reads)
+    start = notes = None
+    sample = _cluster_sample(firsts)
+    if sample is not None:
+        start, notes, result = warm_start(sample, plan, width, clock_start)
+        if result is not None:  # every row came in the samples: their problem is the data's, solved
+            result.passes = 0
+            for record in result.history:
+                record.update(moved, parts=len(parts), rows_read=sample.rows_seen, **{"pass": 0})
+            result.history[0].update(notes)
+            if on_pass is not None:
+                on_pass(result.history[-1:], result.W)
+            return replace(result, plan=plan, parts=placement.record())
+        del sample
+    rows = sum(f.totals.rows for f in firsts)
+    band = (
+        -(-int(BAND_SHARE * rows) // K),
+        None if plan.cache_bytes is None else plan.cache_bytes // (K * plan.n_problems),
+    )
 
     def read(W, S, todo):
-        futures = [submit(client, part_sums, packed, plan, W, S, todo, worker=w) for w, packed in parts]
+        futures = [
+            submit(client, part_sums, packed, plan, W, S, todo, *band, worker=w) for w, packed in parts
+        ]
         wait(client, futures, workers, placement.reads)
         root = tree_sum(client, futures, workers)
         total = gather(client, [root], workers)[0]
         moved["bytes_sent"] += sum(packed.nbytes + W.nbytes + S.nbytes for _, packed in parts)
         moved["bytes_received"] += total.v.nbytes + total.hessian.nbytes + total.trial.nbytes
+        moved["bytes_received"] += sum(b.nbytes for b in total.band or [] if b is not None)
         return total
 
     def on_read(records, W):
@@ -69,8 +153,13 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None):
             record.update(moved, parts=len(parts))
         return on_pass is not None and on_pass(records, W)
 
-    width = plan.model_width(source.n_features)
-    result = solve_primal(read, plan, width, clock_start=clock_start, on_pass=on_read, source=source)
+    before = firsts[0].totals
+    for first in firsts[1:]:
+        before.add(first.totals)
+    result = solve_primal(
+        read, plan, width, clock_start=clock_start, on_pass=on_read, source=source, start=start, notes=notes,
+        before=before,
+    )  # fmt: skip
     if isinstance(result, FitResult):
         return replace(result, plan=plan, parts=placement.record())
     return FitResult(  # solve_primal's own record (PrimalResult), until it returns a FitResult
