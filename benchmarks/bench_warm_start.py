@@ -152,13 +152,11 @@ def write_report(payload, args):
         "next full read certifies, for bands of a share of the rows (`primal.BAND_SHARE` is "
         f"{primal.BAND_SHARE:g}), and the seconds of the step in memory.",
         "",
-        "| data | C | "
-        + " | ".join(f"band {100 * s:g}%" for s in [b["share"] for b in payload["rows"][0]["band"]])
-        if any(r["band"] for r in payload["rows"])
-        else "| data | C |",
     ]
     banded = [r for r in payload["rows"] if r["band"]]
     if banded:
+        shares = " | ".join(f"band {100 * b['share']:g}%" for b in banded[0]["band"])
+        lines.append(f"| data | C | {shares} |")
         lines.append("|---|---|" + "---|" * len(banded[0]["band"]))
         for r in banded:
             cells = " | ".join(f"{b['gap']:.1e} ({b['step_s']:.2f} s)" for b in r["band"])
