@@ -366,14 +366,15 @@ def _count_classes(source, plan, primal_plan, hooks, saved, checkpointing):
     if saved is not None:  # the classes counted by the fit that wrote it: no read to count them
         return tuple(saved[1][k] for k in ("classes", "class_counts", "weighted_classes")), None
     width = plan.model_width(source.n_features)
-    if not first_read_trains(plan, width, _known_rows(source), source.n_features, checkpointing):
+    known = _known_rows(source)
+    if not first_read_trains(plan, width, known, source.n_features, checkpointing):
         return source.label_counts(read_timeout=plan.read_timeout), None
-    # The read that counts the classes is the primal solver's first Newton read.
+    # The read that counts the classes keeps the sample of the primal solver's warm start.
     hooks.start(primal_plan, n_partitions=source.n_partitions)
     on_block = None  # with "auto" the read may count for the dual solvers: no bar yet
     if plan.dual is False:
         on_block = lambda k, block: hooks.on_block(k, block, None, None)  # noqa: E731
-    budget = {"sample_rows": sample_rows(width), "sample_bytes": plan.cache_bytes}
+    budget = {"sample_rows": sample_rows(width), "sample_bytes": plan.cache_bytes, "expected": known}
     first = first_read(source, primal_plan, width, on_block=on_block, **budget)
     return first.labels, first
 
@@ -443,7 +444,7 @@ def _solve_primal_stream(source, plan, hooks, first, clock_start):
     # Each read keeps its band (primal.band_step): a share of the rows, within the budget.
     rows = int(np.sum(plan.counts))
     share = BAND_SHARE if plan.cache_share is None else min(BAND_SHARE, float(plan.cache_share))
-    band = {"band_rows": int(share * rows), "band_bytes": None}
+    band = {"band_rows": int(share * rows), "band_bytes": None, "rows": rows}
     if plan.cache_bytes is not None:
         band["band_bytes"] = plan.cache_bytes // plan.n_problems
     read = stream_read(source, plan, on_block, start=1 if known else 0, **band)

@@ -57,13 +57,16 @@ class StreamRead:
     the arithmetic was busy (``trainer_busy_s``) and waited for blocks (``trainer_wait_s``).
     """
 
-    def __init__(self, source, plan, on_block=None, start=0, reads=None, band_rows=0, band_bytes=None):
+    def __init__(
+        self, source, plan, on_block=None, start=0, reads=None, band_rows=0, band_bytes=None, rows=0
+    ):
         from .reader import Reader
 
         reads = plan.max_iter + 1 if reads is None else reads
         # The band: per problem, the rows of margin nearest 1 at the point a read evaluates.
         self.band_rows = band_rows if plan.feature_map is None else 0
         self.band_bytes = band_bytes
+        self.rows = rows  # rows of the last read (``rows``: of the read before the first, if known)
         self.source, self.plan, self.on_block, self.k = source, plan, on_block, start
         self._reader = Reader(
             source, prefetch=plan.prefetch, max_passes=start + reads, shuffle=False, seed=0,
@@ -98,7 +101,12 @@ class StreamRead:
         total = Sums.zeros(len(todo), W.shape[1])
         counts = Sums.zeros(0, 0)
         where_first = self.k == 0
-        bands = [_Sampler(self.band_rows, self.band_bytes) for _ in todo] if self.band_rows else None
+        expected = self.rows or None  # the rows of the read before
+        bands = (
+            [_Sampler(self.band_rows, self.band_bytes, expected=expected) for _ in todo]
+            if self.band_rows
+            else None
+        )
         while (item := self._next())[0] == "block":
             block = item[2]
             start = time.perf_counter()
@@ -119,29 +127,34 @@ class StreamRead:
         for name in ("rows", "skipped", "retries", "bytes"):
             setattr(total, name, getattr(counts, name))
         total.band = None if bands is None else [band.sample() for band in bands]
+        self.rows = counts.rows
         return total
 
 
 def _add_band(bands, block, Y, cost, points, bias):
     """Each problem's rows of margin nearest 1 at its point (of ``points``), to ``bands``: the rows
-    whose loss may change its piece when the point moves (:func:`~.primal.band_step`).  The
-    margins are taken in the rows' precision (they only choose rows)."""
+    whose loss may change its piece when the point moves (:func:`~.primal.band_step`)."""
+    from ..kernels.band import margin_keys
+
     X = block.X
-    dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
     for j, band in enumerate(bands):
-        point = points[j].astype(dtype)
-        z = np.asarray(X @ point[:-1]).ravel() + point[-1] * dtype.type(bias)
-        keys = np.abs(Y[j] * z - 1.0)
-        keys[cost[j] <= 0] = np.inf  # a row of no weight adds nothing to the loss
+        if sp.issparse(X):
+            z = np.asarray(X @ points[j][:-1]).ravel() + points[j][-1] * bias
+            keys = np.abs(Y[j] * z - 1.0)
+            keys[cost[j] <= 0] = np.inf  # a row of no weight adds nothing to the loss
+        else:
+            keys = np.empty(X.shape[0])
+            margin_keys(X, Y[j], cost[j], points[j], float(bias), keys)
         band.add_rows(block.partition, X, Y[j], cost[j], keys)
 
 
-def stream_read(source, plan, on_block=None, start=0, reads=None, band_rows=0, band_bytes=None):
+def stream_read(source, plan, on_block=None, start=0, reads=None, band_rows=0, band_bytes=None, rows=0):
     """A :class:`StreamRead` of ``source`` (enter it before the first read, or let
     :func:`~.primal.solve_primal` do it)."""
-    return StreamRead(source, plan, on_block, start, reads, band_rows, band_bytes)
+    return StreamRead(source, plan, on_block, start, reads, band_rows, band_bytes, rows)
 
 
+KEY_STRIDE = 16  # the band's threshold is estimated from every 16th key (:meth:`_Sampler._bound`)
 SAMPLE_SEED = 0x5A3F1E  # the sample's keys: drawn per partition, the same in every fit of the same rows
 
 
@@ -183,15 +196,39 @@ class _Sampler:
     partitions few rows are copied; the pieces are cut back to ``capacity`` whenever they pass
     1.5 times it (the most rows held at once).  ``max_bytes``: the sample's most bytes (the rows'
     values and indices, labels, weights and keys), which lowers ``capacity`` at the bytes a row of
-    each block; ``share``: its most rows as a share of the rows read, applied at the end.
+    each block; ``share``: its most rows as a share of the rows read, applied at the end;
+    ``expected``: the rows that will be added, if known, from which a bound on the keys kept is
+    set before the end (:meth:`_bound`).
     """
 
-    def __init__(self, capacity, max_bytes=None, share=None):
+    def __init__(self, capacity, max_bytes=None, share=None, expected=None):
         self.capacity = int(capacity)
         self.max_bytes, self.share = max_bytes, share
         self.pieces = []  # (keys, X, y, w)
         self.count = self.seen = 0
         self.threshold = np.inf
+        self.expected = expected  # the rows to come, if known
+        self._keys = []  # the given keys seen, to estimate the threshold
+
+    def _bound(self, keys, random):
+        """A key below which the rows of smallest keys will be, estimated before the end so that
+        few rows are copied: with random keys, where ``expected`` rows give ``capacity`` and a
+        margin of 5 standard deviations; with given keys, their quantile so far at 1.25 times the
+        share ``capacity / expected`` (the rows kept are then those of smallest keys among the
+        rows below it)."""
+        if self.expected is None or not self.expected:
+            return np.inf
+        if random:
+            slack = self.capacity + 5.0 * np.sqrt(self.capacity) + 10.0
+            return slack / self.expected if slack < self.expected else np.inf
+        self._keys.append(keys[::KEY_STRIDE].astype(np.float32))  # enough for a quantile
+        share = 1.25 * self.capacity / self.expected
+        if share >= 1.0:
+            return np.inf
+        seen = np.concatenate(self._keys)
+        self._keys = [seen]
+        at = int(share * seen.shape[0])
+        return float(np.partition(seen, at)[at]) if at < seen.shape[0] else np.inf
 
     def add(self, block):
         self.add_rows(block.partition, block.X, block.y, block.sample_weight)
@@ -208,9 +245,10 @@ class _Sampler:
             self.capacity = min(self.capacity, int(self.max_bytes // per_row))
             if not self.capacity:
                 return
-        if keys is None:
+        random = keys is None
+        if random:
             keys = np.random.default_rng([SAMPLE_SEED, int(partition)]).random(n)
-        take = np.flatnonzero(keys < self.threshold)
+        take = np.flatnonzero(keys < min(self.threshold, self._bound(keys, random)))
         if take.size:
             self.pieces.append((keys[take], X[take], y[take], w[take]))
             self.count += take.size
@@ -255,12 +293,13 @@ class FirstRead:
     clean: bool = True  # every value is one the primal solver trains on (:func:`too_large`)
 
 
-def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=None):
+def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=None, expected=None):
     """The read that finds the classes, made the primal solver's first read: a :class:`FirstRead`.
 
     Counts the labels of every partition as :meth:`~.source.DaskSource.label_counts` does, and
     keeps a uniform sample of ``sample_rows`` rows (:class:`Sample`; every row if there are no
-    more), within ``sample_bytes`` and ``plan.cache_share`` of the rows, for the warm start of
+    more), within ``sample_bytes`` and ``plan.cache_share`` of the rows (``expected``: the rows,
+    if known before the read), for the warm start of
     :func:`~.primal.warm_start`.  ``plan`` needs no labels; ``width`` is the model's width without
     the bias.
 
@@ -273,7 +312,7 @@ def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=N
 
     D = width + 1
     counts, ids = [], []
-    sampler = _Sampler(sample_rows, sample_bytes, plan.cache_share) if sample_rows else None
+    sampler = _Sampler(sample_rows, sample_bytes, plan.cache_share, expected) if sample_rows else None
     totals = Sums.zeros(0, D)
     clean = True
     for block in read_once(source, plan, totals):

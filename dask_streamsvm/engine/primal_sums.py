@@ -15,15 +15,23 @@ sums of the data.  :func:`block_sums` makes them from rows in memory or a
 block, :func:`memory_read` is the ``read`` that :func:`~.primal.solve_primal`
 calls in memory (:func:`~.primal_reads.stream_read` streams), and :class:`ProductRead` keeps, instead
 of the Hessian, its products on the active rows (truncated Newton on wide
-data).  Every sum accumulates in float64, a chunk of rows at a time.
+data).  Every sum accumulates in float64, a chunk of rows at a time (the Hessian's sum over a
+chunk of float32 rows: in float32, :data:`HESSIAN_IN_DATA_PRECISION`).
+
+Dense rows take one fused pass per chunk (:func:`~dask_streamsvm.kernels.newton.dense_newton_sums`:
+the margins, the loss's terms, the certificate's sums, the trial losses, and the scaled active
+rows, read in the rows' own precision, for every problem at once) and the Hessian's sum is a
+BLAS SYRK of the scaled active rows, symmetrised once per block.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import blas
 
 from ..kernels.losses import newton_losses, newton_rows
+from ..kernels.newton import dense_newton_sums
 from .layout import as_kernel_rows
 from .problem import column_max_abs
 
@@ -53,6 +61,16 @@ CG_WIDTH = 1024
 # 1e-3) at 1e13.  Refusing |x| > 1e12 (s of about 3e11) leaves the floor near 1e-5 on a million
 # rows; raw pixels (255), counts, or times in seconds (2e9) are far below it.
 MAX_VALUE = 1e12
+# Whether the Hessian's sum over float32 rows is made in float32 (SSYRK on float32 scaled rows,
+# each chunk's Gram matrix then added in float64; a chunk whose Gram matrix passes float32's range is
+# made again in float64) rather than in float64 (DSYRK).  The certificate (loss, alpha, v, trial)
+# is float64 either way; the Hessian only sets the Newton direction.  Measured out of core
+# (dual=False, tol 1e-6, 2M x 60 float32 rows in 20 Parquet files): the reads to a 1e-3 and a 1e-6
+# gap are the same in float32 as in float64 on features of unit scale and on raw 0..255 ones, at
+# C = 0.01 and C = 1 (2 and 3, 3 and 3; 3 and 3, 3 and 4 reads), the final gaps within a factor 2,
+# and the sums of a read 15-18% faster (0.37 against 0.44 s on those 2M rows, all active; the SYRK
+# 1.5-2x faster).
+HESSIAN_IN_DATA_PRECISION = True
 
 
 @dataclass
@@ -149,6 +167,12 @@ def too_large(rows, bias, mapped=False, augmented=True):
     top = column_max_abs(rows)
     if not augmented:
         top = np.append(top, abs(float(bias)))
+    return _value_reason(top, bias, mapped)
+
+
+def _value_reason(top, bias, mapped):
+    """:func:`too_large`'s sentence from each column's largest |value| ``top`` (the intercept
+    column's last), or None."""
     column = int(np.argmax(top))
     value = float(top[column])
     if not value > MAX_VALUE:
@@ -172,11 +196,22 @@ def too_large(rows, bias, mapped=False, augmented=True):
 
 
 def gram(rows, weights):
-    """``sum_i weights_i x_i x_i^T`` of the rows (dense or CSR), dense."""
+    """``sum_i weights_i x_i x_i^T`` of the rows (dense or CSR), dense (float64 dense rows by SYRK)."""
     scale = np.sqrt(weights)
-    rows = rows.multiply(scale[:, None]).tocsr() if sp.issparse(rows) else rows * scale[:, None]
-    gram = rows.T @ rows
-    return gram.toarray() if sp.issparse(gram) else gram
+    if sp.issparse(rows):
+        rows = rows.multiply(scale[:, None]).tocsr()
+        return (rows.T @ rows).toarray()
+    rows = np.ascontiguousarray(rows * scale[:, None], dtype=np.float64)
+    out = np.zeros((rows.shape[1], rows.shape[1]))
+    _add_gram(rows, out)
+    return symmetrised(out)
+
+
+def symmetrised(lower):
+    """The square matrix ``lower`` with its strict upper triangle set from its lower one, in place."""
+    upper = np.triu_indices(lower.shape[-1], 1)
+    lower[..., upper[0], upper[1]] = lower[..., upper[1], upper[0]]
+    return lower
 
 
 def newton_sums(loss, C, s):
@@ -198,12 +233,15 @@ def block_sums(X, Y, cost, W, S, bias, loss, feature_map=None, where=None):
     """The :class:`Sums` of the rows of ``X`` (labels ``Y`` and costs ``cost``, each (k, n)) at the
     points ``W + S`` (each (k, D)), with the trial losses along ``W + t S`` for ``t`` in :data:`STEPS`,
     for the loss of code ``loss``.  ``feature_map``: a map's spec, whose features of the rows the
-    model reads.  ``where`` (the first read's): check each chunk's values before its sums, a
-    ValueError starting with ``where`` (:func:`too_large`); None: no check.
+    model reads.  ``where`` (the first read's): check each chunk's values (dense rows: in the pass
+    that sums them), a ValueError starting with ``where`` (:func:`too_large`); None: no check.
 
-    Works through the rows a chunk of :data:`CHUNK_BYTES` at a time in float64, so a float32
-    partition is never copied whole and every sum accumulates in float64.
+    Works through the rows a chunk of :data:`CHUNK_BYTES` at a time, every sum accumulating in
+    float64; dense rows are read in their own precision (:func:`dense_block_sums`), never copied
+    whole, CSR rows and a feature map's features are made float64 a chunk at a time.
     """
+    if feature_map is None and not sp.issparse(X):
+        return dense_block_sums(X, Y, cost, W, S, bias, loss, where)
     k, width = W.shape
     sums = Sums.zeros(k, width)
     sums.rows = X.shape[0]
@@ -230,6 +268,62 @@ def block_sums(X, Y, cost, W, S, bias, loss, feature_map=None, where=None):
                 m0, dm = y * Z0[:, c], y * (Z[:, c] - Z0[:, c])
                 sums.trial[c] += C @ trial_losses(loss, 1.0 - m0[:, None] - dm[:, None] * STEPS[None, :])
     return sums
+
+
+def dense_block_sums(X, Y, cost, W, S, bias, loss, where=None):
+    """:func:`block_sums` of dense rows (no feature map): one fused pass per chunk
+    (:func:`~dask_streamsvm.kernels.newton.dense_newton_sums`) for every problem, the Hessian's
+    sum by SYRK of the chunk's scaled active rows (float32 ones with
+    :data:`HESSIAN_IN_DATA_PRECISION`), symmetrised once.  Rows that are float32 or float64 and
+    C-ordered are read in place; others are converted a chunk at a time."""
+    X = np.asarray(X)
+    k, width = W.shape
+    if X.ndim != 2 or X.shape[1] + 1 != width:
+        raise ValueError(f"rows of shape {X.shape} for points of width {width}: expected {width - 1} columns")
+    sums = Sums.zeros(k, width)
+    n = sums.rows = X.shape[0]
+    if n == 0 or k == 0:
+        return sums
+    dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    Y, cost = (np.ascontiguousarray(a, dtype=np.float64) for a in (Y, cost))
+    W, S = (np.ascontiguousarray(a, dtype=np.float64) for a in (W, S))
+    step = min(chunk_rows(width * k), n)  # the scaled rows of every problem: CHUNK_BYTES in all
+    single = HESSIAN_IN_DATA_PRECISION and dtype == np.float32
+    rows = np.empty((k, step, width), dtype=np.float32 if single else np.float64)
+    filled = np.zeros(k, dtype=np.int64)
+    top = np.zeros(width - 1 if where is not None else 0)
+    parts = (sums.loss, sums.alpha, sums.v, sums.active, sums.trial)
+    for lo in range(0, n, step):
+        part = np.ascontiguousarray(X[lo : lo + step], dtype=dtype)
+        top[:] = 0.0
+        dense_newton_sums(
+            part, Y[:, lo : lo + step], cost[:, lo : lo + step], W, S, float(bias), int(loss), STEPS,
+            parts, rows, filled, top,
+        )  # fmt: skip
+        if where is not None and (reason := _value_reason(np.append(top, abs(float(bias))), bias, False)):
+            raise ValueError(where + reason)
+        for c in range(k):
+            if filled[c]:
+                _add_gram(rows[c, : filled[c]], sums.hessian[c])
+    for c in range(k):
+        symmetrised(sums.hessian[c])
+    return sums
+
+
+def _add_gram(rows, hessian):
+    """``hessian``'s lower triangle ``+= rows^T rows`` (C-ordered rows: their transpose is the
+    Fortran-ordered matrix BLAS reads in place); float32 rows' Gram matrix is made in float32."""
+    if rows.shape[0] == 0:
+        return
+    if rows.dtype == np.float32:
+        single = blas.ssyrk(1.0, rows.T)
+        if np.isfinite(single).all():
+            hessian.T[...] += single
+            return
+        rows = rows.astype(np.float64)  # past float32's range: the chunk's Gram matrix in float64
+    out = blas.dsyrk(1.0, rows.T, beta=1.0, c=hessian.T, overwrite_c=1)
+    if not np.may_share_memory(out, hessian):  # BLAS was given a copy
+        hessian.T[...] = out
 
 
 def memory_read(X, y_index, weights, plan, products=None):

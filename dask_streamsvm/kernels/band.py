@@ -1,0 +1,20 @@
+"""The keys that choose the primal solver's band: each row's distance of its margin from 1."""
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True)
+def margin_keys(X, y, cost, w, bias, out):
+    """``out[i] = |y_i (x_i . w[:-1] + bias w[-1]) - 1|`` for the dense rows of ``X`` (float32 or
+    float64, summed in float64), ``inf`` where ``cost[i] <= 0`` (a row that adds nothing)."""
+    n, d = X.shape
+    tail = bias * w[d]
+    for i in range(n):
+        if cost[i] <= 0.0:
+            out[i] = np.inf
+            continue
+        z = tail
+        for j in range(d):
+            z += X[i, j] * w[j]
+        out[i] = abs(y[i] * z - 1.0)

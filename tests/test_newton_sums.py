@@ -1,0 +1,251 @@
+"""The primal Newton solver's sums over dense rows (one fused kernel per chunk, the Hessian by SYRK)
+against a plain NumPy reference of every sum, on float32 and float64 rows."""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from dask_streamsvm.engine import primal_sums
+from dask_streamsvm.engine.primal_sums import STEPS, block_sums, gram, too_large
+from dask_streamsvm.kernels import losses as kl
+
+CODES = [kl.DEFAULT, kl.HINGE]
+
+
+def reference_terms(code, cost, s):
+    """``(loss, alpha, D)`` per row, from the table of :func:`~dask_streamsvm.kernels.losses.newton_terms`."""
+    xi = np.maximum(0.0, s)
+    if code == kl.SQUARED_HINGE:
+        return xi * xi, 2.0 * cost * xi, np.where((xi > 0) & (cost > 0), 2.0 * cost, 0.0)
+    return xi, np.where(xi > 0, cost, 0.0), np.zeros_like(s)
+
+
+def reference_sums(X, Y, cost, W, S, bias, code):
+    """Every sum of :class:`~dask_streamsvm.engine.primal_sums.Sums` in float64, the certificate's
+    sums exactly rounded (``math.fsum``), the Hessian by one product."""
+    Xa = np.hstack([np.asarray(X, dtype=np.float64), np.full((X.shape[0], 1), float(bias))])
+    k = W.shape[0]
+    out = {"loss": [], "alpha": [], "v": [], "hessian": [], "active": [], "trial": []}
+    scale = {"loss": [], "alpha": [], "v": [], "trial": []}  # sums of |terms|: the rounding's scale
+    for c in range(k):
+        y, C = Y[c], cost[c]
+        z0, dz = Xa @ W[c], Xa @ S[c]
+        loss, alpha, weight = reference_terms(code, C, 1.0 - y * (z0 + dz))
+        out["loss"].append(math.fsum(C * loss))
+        out["alpha"].append(math.fsum(alpha))
+        terms = (alpha * y)[:, None] * Xa
+        out["v"].append([math.fsum(col) for col in terms.T])
+        out["hessian"].append(Xa.T @ (weight[:, None] * Xa))
+        out["active"].append(int((weight > 0).sum()))
+        trial = np.zeros(len(STEPS))
+        if S[c].any():
+            m0, dm = y * z0, y * dz
+            trial = np.array([math.fsum(C * reference_terms(code, C, 1.0 - m0 - dm * t)[0]) for t in STEPS])
+        out["trial"].append(trial)
+        for name, value in (("loss", C * loss), ("alpha", alpha), ("trial", trial)):
+            scale[name].append(float(np.abs(value).sum()) if name != "trial" else np.abs(trial))
+        scale["v"].append(np.abs(terms).sum(axis=0))
+    return {name: np.array(value) for name, value in out.items()}, {n: np.array(v) for n, v in scale.items()}
+
+
+def problem(rng, n, d, k, dtype, trial, margin_scale=0.3):
+    X = (rng.standard_normal((n, d)) * rng.uniform(0.5, 3.0, d)).astype(dtype)
+    Y = np.where(rng.random((k, n)) < 0.4, 1.0, -1.0)
+    cost = rng.uniform(0.1, 2.0, (k, n))
+    cost[:, :5] = 0.0  # rows of no weight: inactive whatever their margin
+    W = rng.standard_normal((k, d + 1)) * margin_scale
+    S = rng.standard_normal((k, d + 1)) * 0.1 if trial else np.zeros((k, d + 1))
+    if trial and k > 1:
+        S[1] = 0.0  # one problem without a trial point beside others with one
+    return X, Y, cost, W, S
+
+
+def assert_sums(got, ref, scale, rel=1e-12, hessian_rel=None):
+    """Every sum within ``rel`` of the reference's scale; the Hessian within ``hessian_rel``
+    (default: float32 rows' Hessian is made in float32 with HESSIAN_IN_DATA_PRECISION)."""
+    for name in ("loss", "alpha", "v", "trial"):
+        assert np.all(np.abs(getattr(got, name) - ref[name]) <= rel * scale[name] + 1e-300), name
+    assert np.array_equal(got.active, ref["active"])
+    hessian_scale = np.abs(ref["hessian"]).max()
+    hessian_rel = rel if hessian_rel is None else hessian_rel
+    np.testing.assert_allclose(got.hessian, ref["hessian"], rtol=0, atol=hessian_rel * hessian_scale)
+    assert np.array_equal(got.hessian, np.swapaxes(got.hessian, 1, 2))  # symmetric exactly
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Chunks of 300 rows whatever the width and problems (:func:`primal_sums.chunk_rows`)."""
+    monkeypatch.setattr(primal_sums, "chunk_rows", lambda width: 300)
+
+
+@pytest.fixture
+def float64_hessian(monkeypatch):
+    monkeypatch.setattr(primal_sums, "HESSIAN_IN_DATA_PRECISION", False)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("trial", [True, False])
+@pytest.mark.parametrize("bias", [0.0, 1.0])
+@pytest.mark.parametrize("code", CODES)
+@pytest.mark.parametrize("single", [False, True], ids=["hessian64", "hessian-in-data-precision"])
+def test_dense_sums_match_the_reference(small_chunks, monkeypatch, dtype, k, trial, bias, code, single):
+    monkeypatch.setattr(primal_sums, "HESSIAN_IN_DATA_PRECISION", single)
+    rng = np.random.default_rng([k, int(trial), int(bias), code, np.dtype(dtype).itemsize])
+    X, Y, cost, W, S = problem(rng, 1000, 7, k, dtype, trial)  # 4 chunks, the last one short
+    got = block_sums(X, Y, cost, W, S, bias, code)
+    ref, scale = reference_sums(X, Y, cost, W, S, bias, code)
+    assert got.rows == 1000
+    assert 0 < got.active.min() < 1000 or code == kl.HINGE
+    assert trial == bool(got.trial.any())
+    assert_sums(got, ref, scale, hessian_rel=1e-5 if single and dtype == np.float32 else 1e-12)
+
+
+def test_the_chunking_does_not_change_the_sums_beyond_rounding(small_chunks, float64_hessian):
+    rng = np.random.default_rng(1)
+    X, Y, cost, W, S = problem(rng, 1000, 7, 2, np.float32, True)
+    chunked = block_sums(X, Y, cost, W, S, 1.0, kl.DEFAULT)
+    one = [block_sums(X[lo : lo + 300], Y[:, lo : lo + 300], cost[:, lo : lo + 300], W, S, 1.0, kl.DEFAULT)
+           for lo in range(0, 1000, 300)]  # fmt: skip
+    total = one[0]
+    for part in one[1:]:
+        total.add(part)
+    np.testing.assert_allclose(chunked.loss, total.loss, rtol=1e-14)
+    np.testing.assert_allclose(chunked.hessian, total.hessian, rtol=1e-13)
+    assert np.array_equal(chunked.active, total.active)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rows_all_inactive_add_no_hessian(small_chunks, dtype):
+    rng = np.random.default_rng(2)
+    X, Y, cost, W, S = problem(rng, 700, 5, 2, dtype, True)
+    Y[:, :] = 1.0
+    W[:, :], S[:, :] = 0.0, 0.0
+    W[:, -1] = 10.0  # every margin is 10 b = 10
+    got = block_sums(X, Y, cost, W, S, 1.0, kl.DEFAULT)
+    assert np.array_equal(got.active, [0, 0])
+    assert not got.hessian.any() and not got.loss.any() and not got.alpha.any() and not got.v.any()
+
+
+def test_float32_hessian_changes_the_hessian_only(small_chunks, monkeypatch):
+    rng = np.random.default_rng(3)
+    X, Y, cost, W, S = problem(rng, 1000, 7, 3, np.float32, True)
+    monkeypatch.setattr(primal_sums, "HESSIAN_IN_DATA_PRECISION", False)
+    double = block_sums(X, Y, cost, W, S, 1.0, kl.DEFAULT)
+    monkeypatch.setattr(primal_sums, "HESSIAN_IN_DATA_PRECISION", True)
+    single = block_sums(X, Y, cost, W, S, 1.0, kl.DEFAULT)
+    for name in ("loss", "alpha", "v", "trial", "active"):
+        assert np.array_equal(getattr(single, name), getattr(double, name)), name
+    np.testing.assert_allclose(
+        single.hessian, double.hessian, rtol=0, atol=1e-5 * np.abs(double.hessian).max()
+    )
+    assert not np.array_equal(single.hessian, double.hessian)  # made in float32 indeed
+    assert np.array_equal(single.hessian, np.swapaxes(single.hessian, 1, 2))
+
+
+def test_a_float32_hessian_past_float32s_range_is_made_in_float64(small_chunks, monkeypatch):
+    rng = np.random.default_rng(10)
+    X, Y, cost, W, S = problem(rng, 1000, 4, 1, np.float32, False)
+    X[:, 1] = 1e13  # each row's scaled square 2e10 * 1e26: a chunk's sum passes 3.4e38
+    cost[:] = 1e10
+    W[:] = 0.0  # every row active
+    monkeypatch.setattr(primal_sums, "HESSIAN_IN_DATA_PRECISION", True)
+    single = block_sums(X, Y, cost, W, S, 1.0, kl.DEFAULT)
+    monkeypatch.setattr(primal_sums, "HESSIAN_IN_DATA_PRECISION", False)
+    double = block_sums(X, Y, cost, W, S, 1.0, kl.DEFAULT)
+    assert np.isfinite(single.hessian).all() and single.hessian[0, 1, 1] > np.finfo(np.float32).max
+    np.testing.assert_allclose(single.hessian, double.hessian, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda X: np.asfortranarray(X),
+        lambda X: np.hstack([X, X])[:, : X.shape[1]],
+        lambda X: np.round(X * 10).astype(np.int16),
+        lambda X: np.asfortranarray(X.astype(np.float32)),
+    ],
+    ids=["fortran", "strided", "int16", "fortran32"],
+)
+def test_any_dense_layout_gives_the_sums_of_its_values(small_chunks, float64_hessian, make):
+    rng = np.random.default_rng(4)
+    X, Y, cost, W, S = problem(rng, 800, 6, 2, np.float64, True)
+    rows = make(X)
+    got = block_sums(rows, Y, cost, W, S, 1.0, kl.DEFAULT)
+    ref, scale = reference_sums(np.asarray(rows, dtype=np.float64), Y, cost, W, S, 1.0, kl.DEFAULT)
+    assert_sums(got, ref, scale)
+
+
+def test_read_only_and_empty_rows(float64_hessian):
+    rng = np.random.default_rng(5)
+    X, Y, cost, W, S = problem(rng, 400, 4, 1, np.float32, True)
+    X.setflags(write=False)
+    ref, scale = reference_sums(X, Y, cost, W, S, 1.0, kl.DEFAULT)
+    assert_sums(block_sums(X, Y, cost, W, S, 1.0, kl.DEFAULT), ref, scale)
+    empty = block_sums(X[:0], Y[:, :0], cost[:, :0], W, S, 1.0, kl.DEFAULT, where="")
+    assert empty.rows == 0 and not empty.hessian.any() and not empty.active.any()
+
+
+def test_dense_and_csr_rows_give_the_same_sums():
+    rng = np.random.default_rng(6)
+    X, Y, cost, W, S = problem(rng, 900, 6, 3, np.float64, True)
+    X[X < 0.5] = 0.0
+    dense = block_sums(X, Y, cost, W, S, 1.0, kl.DEFAULT)
+    csr = block_sums(sp.csr_matrix(X), Y, cost, W, S, 1.0, kl.DEFAULT)
+    for name in ("loss", "alpha", "v", "trial", "hessian"):
+        np.testing.assert_allclose(getattr(dense, name), getattr(csr, name), rtol=1e-12, atol=1e-12)
+    assert np.array_equal(dense.active, csr.active)
+
+
+def _old_reason(X, lo, hi, bias):
+    """Today's message: :func:`too_large` of the first chunk's rows with the intercept column."""
+    rows = np.hstack([np.asarray(X[lo:hi], dtype=np.float64), np.full((hi - lo, 1), float(bias))])
+    return too_large(rows, bias)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_first_read_refuses_values_too_large_with_todays_message(small_chunks, dtype):
+    rng = np.random.default_rng(7)
+    X, Y, cost, W, S = problem(rng, 1000, 5, 1, np.float64, False)
+    X[450, 2] = -3e12  # the second chunk's largest, named though a later chunk has a larger one
+    X[700, 4] = 5e14
+    X = X.astype(dtype)
+    with pytest.raises(ValueError) as info:
+        block_sums(X, Y, cost, W, S, 1.0, kl.DEFAULT, where="partition 3: ")
+    assert str(info.value) == "partition 3: " + _old_reason(X, 300, 600, 1.0)
+    assert "column 2 reaches |x| = 3e+12" in str(info.value)
+    block_sums(X, Y, cost, W, S, 1.0, kl.DEFAULT)  # later reads do not check
+
+
+def test_the_intercept_column_and_a_nan_are_judged_as_today():
+    rng = np.random.default_rng(8)
+    X, Y, cost, W, S = problem(rng, 200, 3, 1, np.float32, False)
+    with pytest.raises(ValueError) as info:
+        block_sums(X, Y, cost, W, S, 5e12, kl.DEFAULT, where="")
+    assert str(info.value) == _old_reason(X, 0, 200, 5e12)
+    assert str(info.value).startswith("the intercept column is 5e+12")
+    X[10, 0], X[20, 2] = np.nan, 1e13  # NaN in a column before: NumPy's maximum keeps it, no refusal
+    assert _old_reason(X, 0, 200, 1.0) is None
+    assert np.isnan(block_sums(X, Y, cost, W, S, 1.0, kl.DEFAULT, where="").loss).all()
+    X[10, 0] = 0.0
+    with pytest.raises(ValueError, match="column 2 reaches"):
+        block_sums(X, Y, cost, W, S, 1.0, kl.DEFAULT, where="")
+
+
+def test_gram_is_the_weighted_product():
+    rng = np.random.default_rng(9)
+    rows, weights = rng.standard_normal((300, 6)), rng.uniform(0, 2, 300)
+    expected = rows.T @ (weights[:, None] * rows)
+    np.testing.assert_allclose(gram(rows, weights), expected, rtol=1e-12)
+    np.testing.assert_allclose(gram(sp.csr_matrix(rows), weights), expected, rtol=1e-12)
+    assert np.array_equal(gram(rows[:0], weights[:0]), np.zeros((6, 6)))
+
+
+def test_rows_of_another_width_than_the_points_are_refused():
+    rng = np.random.default_rng(11)
+    X, Y, cost, W, S = problem(rng, 50, 4, 1, np.float32, False)
+    message = r"rows of shape \(50, 4\) for points of width 6: expected 5 columns"
+    with pytest.raises(ValueError, match=message):
+        block_sums(X, Y, cost, np.zeros((1, 6)), np.zeros((1, 6)), 1.0, kl.DEFAULT)
