@@ -26,8 +26,9 @@ def _blocks(X, y, rows):
     ]
 
 
+@pytest.mark.parametrize("expected", [None, 5_000])  # the bound on the keys, set up front, keeps it
 @pytest.mark.parametrize("sparse", [False, True])
-def test_the_sample_is_the_rows_of_smallest_keys_whatever_the_order(sparse):
+def test_the_sample_is_the_rows_of_smallest_keys_whatever_the_order(sparse, expected):
     """Uniform without replacement: the rows whose keys (drawn from the seed and the partition)
     are the smallest, the same set whichever order the partitions come in."""
     X, y = noisy_linear_data(5_000, 4)
@@ -35,17 +36,17 @@ def test_the_sample_is_the_rows_of_smallest_keys_whatever_the_order(sparse):
     blocks = _blocks(X, y, 700)
     keys = [np.random.default_rng([SAMPLE_SEED, b.partition]).random(b.n_rows) for b in blocks]
     keys = np.concatenate(keys)
-    expected = np.sort(np.argsort(keys)[:300])
+    smallest = np.sort(np.argsort(keys)[:300])
     for order in (blocks, blocks[::-1]):
-        sampler = _Sampler(300)
+        sampler = _Sampler(300, expected=expected)
         for block in order:
             sampler.add(block)
         sample = sampler.sample()
         assert sample.n_rows == 300 and sample.rows_seen == 5_000 and not sample.complete
         got = sample.X.toarray() if sparse else sample.X
         full = X.toarray() if sparse else X
-        np.testing.assert_array_equal(np.sort(got[:, 0]), np.sort(full[expected, 0]))
-        np.testing.assert_array_equal(np.sort(sample.y), np.sort(y[expected]))
+        np.testing.assert_array_equal(np.sort(got[:, 0]), np.sort(full[smallest, 0]))
+        np.testing.assert_array_equal(np.sort(sample.y), np.sort(y[smallest]))
 
 
 def test_the_sample_keeps_within_its_bytes_and_share():
@@ -154,3 +155,33 @@ def test_the_band_saves_reads(monkeypatch):
 def test_the_band_share_constant():
     """10% of the rows (measured, docs/benchmarks.md "warm start": 5% sufficed on every tall set)."""
     assert primal.BAND_SHARE == 0.1
+
+
+def test_the_bands_keys_are_the_margins_distance_from_one():
+    from dask_streamsvm.kernels.band import margin_keys
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((500, 7)).astype(np.float32)
+    y, cost, w = np.sign(rng.standard_normal(500)), rng.random(500), rng.standard_normal(8)
+    cost[:50] = 0.0
+    keys = np.empty(500)
+    margin_keys(X, y, cost, w, 2.0, keys)
+    expected = np.abs(y * (X.astype(np.float64) @ w[:-1] + 2.0 * w[-1]) - 1.0)
+    expected[:50] = np.inf
+    np.testing.assert_allclose(keys, expected, rtol=1e-12)
+
+
+def test_a_band_keeps_the_rows_nearest_the_margin_with_a_bound_set_up_front():
+    """Given keys and the rows to expect: the kept rows are those of smallest keys (the bound from
+    the keys so far copies few rows, and never drops one of them on shuffled rows)."""
+    rng = np.random.default_rng(1)
+    X, y = noisy_linear_data(20_000, 3)
+    keys = rng.random(20_000)
+    band = _Sampler(1_000, expected=20_000)
+    for lo in range(0, 20_000, 2_000):
+        band.add_rows(
+            lo // 2_000, X[lo : lo + 2_000], y[lo : lo + 2_000], np.ones(2_000), keys[lo : lo + 2_000]
+        )
+    sample = band.sample()
+    kept = np.sort(np.argsort(keys)[:1_000])
+    np.testing.assert_array_equal(np.sort(sample.X[:, 0]), np.sort(X[kept, 0]))
