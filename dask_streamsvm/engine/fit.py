@@ -434,6 +434,7 @@ def _solve_primal_stream(source, plan, hooks, first, clock_start):
             return hooks.on_pass(records, W)
 
         start, notes, result = warm_start(first.sample, plan, width, clock_start, on_pass)
+        first.sample = None  # the reads that follow keep their band instead
         if result is not None:  # the sample is every row: its problem is the data's, solved
             result.passes = 0
             if result.history:

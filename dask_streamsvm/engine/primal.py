@@ -256,6 +256,7 @@ def _newton_reads(read, plan, problems, clock_start, on_pass, source, start, not
             records.append(record)
         history.extend(records)
         reads += 1
+        sums = None  # its band is not needed any more: the next read's is being made
         if on_pass is not None and on_pass(records, np.array([p.best_w for p in problems])):
             break
     return FitResult(

@@ -54,7 +54,8 @@ class StreamRead:
 
     :attr:`overlap` holds the seconds, since the fit's first Newton read, that the reader was busy
     reading (``reader_busy_s``) and waited for room (``reader_wait_s``: for the arithmetic), and that
-    the arithmetic was busy (``trainer_busy_s``) and waited for blocks (``trainer_wait_s``).
+    the arithmetic was busy (``trainer_busy_s``) and waited for blocks (``trainer_wait_s``), and the
+    last read's band (``band_rows``, ``band_bytes``).
     """
 
     def __init__(
@@ -66,6 +67,7 @@ class StreamRead:
         # The band: per problem, the rows of margin nearest 1 at the point a read evaluates.
         self.band_rows = band_rows if plan.feature_map is None else 0
         self.band_bytes = band_bytes
+        self._band = (0, 0)  # the last read's band: rows and bytes, over its problems
         self.rows = rows  # rows of the last read (``rows``: of the read before the first, if known)
         self.source, self.plan, self.on_block, self.k = source, plan, on_block, start
         self._reader = Reader(
@@ -88,6 +90,8 @@ class StreamRead:
             "reader_wait_s": self._reader.wait_for_room,
             "trainer_busy_s": self._busy,
             "trainer_wait_s": self._waited,
+            "band_rows": self._band[0],
+            "band_bytes": self._band[1],
         }
 
     def _next(self):
@@ -127,6 +131,8 @@ class StreamRead:
         for name in ("rows", "skipped", "retries", "bytes"):
             setattr(total, name, getattr(counts, name))
         total.band = None if bands is None else [band.sample() for band in bands]
+        kept = [b for b in total.band or [] if b is not None]
+        self._band = (sum(b.n_rows for b in kept), sum(b.nbytes for b in kept))
         self.rows = counts.rows
         return total
 

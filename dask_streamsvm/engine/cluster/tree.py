@@ -129,7 +129,9 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None):
             if on_pass is not None:
                 on_pass(result.history[-1:], result.W)
             return replace(result, plan=plan, parts=placement.record())
-        del sample
+    for first in firsts:  # the parts' samples are not needed any more
+        first.sample = None
+    del sample
     rows = sum(f.totals.rows for f in firsts)
     band = (
         -(-int(BAND_SHARE * rows) // K),
