@@ -185,3 +185,20 @@ def test_a_band_keeps_the_rows_nearest_the_margin_with_a_bound_set_up_front():
     sample = band.sample()
     kept = np.sort(np.argsort(keys)[:1_000])
     np.testing.assert_array_equal(np.sort(sample.X[:, 0]), np.sort(X[kept, 0]))
+
+
+def test_the_first_read_certifies_w_zero_from_its_moments(partial_sample):
+    """Read 0 has a record, as every streaming pass does: the certificate at w = 0 (every row active
+    with shortfall 1), from sums the read makes beside the sample."""
+    X, y = noisy_linear_data(20_000, 5)
+    C = 0.5
+    clf = LinearSVC(dual=False, C=C, tol=1e-6).fit(
+        da.from_array(X, chunks=4_000), da.from_array(y, chunks=4_000)
+    )
+    zero = clf.history_[0]
+    assert zero["pass"] == 0 and zero["point_primal"] == pytest.approx(C * len(y), rel=1e-12)
+    sign = np.where(y == 1, 1.0, -1.0)
+    v = np.append(X.T @ (2 * C * sign), 2 * C * sign.sum())
+    dual = 2 * C * len(y) - 0.5 * v @ v - C * len(y)  # sum alpha - |v|^2 / 2 - sum alpha^2 / (4 C)
+    assert zero["point_dual"] == pytest.approx(dual, rel=1e-9)
+    assert clf.history_[1]["pass"] == 1 and clf.n_iter_ == clf.history_[-1]["pass"]

@@ -426,7 +426,11 @@ def _solve_primal_stream(source, plan, hooks, first, clock_start):
     check_width(plan, width + 1)  # out of core the solver forms the Hessian
     start = notes = None
     if first is not None and first.sample is not None:
-        counted = {"rows_read": first.totals.rows, "bytes_read": first.totals.bytes}
+        totals = first.totals
+        counted = {
+            "rows_read": totals.rows, "bytes_read": totals.bytes, "rows_skipped": totals.skipped,
+            "read_retries": totals.retries, "spill_bytes": source.spill_bytes,
+        }  # fmt: skip
 
         def on_pass(records, W):  # the sample's steps, after the one read: numbered 0 as that read
             for record in records:
@@ -449,9 +453,10 @@ def _solve_primal_stream(source, plan, hooks, first, clock_start):
     if plan.cache_bytes is not None:
         band["band_bytes"] = plan.cache_bytes // plan.n_problems
     read = stream_read(source, plan, on_block, start=1 if known else 0, **band)
+    initial = first.sums(plan) if known else None  # read 0 certifies w = 0
     return solve_primal(
-        read, plan, width, clock_start=clock_start, on_pass=hooks.on_pass, source=source, start=start,
-        notes=notes, before=first.totals if known else None,
+        read, plan, width, clock_start=clock_start, on_pass=hooks.on_pass, source=source, initial=initial,
+        start=start, notes=notes, before=first.totals if known and initial is None else None,
     )  # fmt: skip
 
 

@@ -108,9 +108,10 @@ class _Problem:
             s = np.linalg.lstsq(self.H, -self.g, rcond=None)[0]
         return s if np.all(np.isfinite(s)) else -self.g
 
-    def update(self, sums, c):
+    def update(self, sums, c, certify_only=False):
         """Take the read's sums of problem ``c``: certify the evaluated point, accept or shorten the
-        step; returns the evaluated point's :class:`Certificate`."""
+        step; returns the evaluated point's :class:`Certificate`.  ``certify_only``: the sums hold
+        no Hessian (the first read's, at ``w = 0``); only certify."""
         point = self.w + self.s if self.trial else self.w
         half_sq = 0.5 * float(point @ point)
         primal = self.loss.primal_value(half_sq, float(sums.loss[c]))
@@ -120,6 +121,9 @@ class _Problem:
         self.best_dual = max(self.best_dual, dual)
         if primal < self.best_primal:
             self.best_primal, self.best_w = primal, point.copy()
+        if certify_only:
+            self.accepted, self.step = True, 0.0
+            return certificate
         decrease = float(self.g @ self.s) if self.trial else 0.0
         self.accepted = not self.trial or primal <= self.f + ARMIJO * decrease
         if self.accepted:
@@ -151,7 +155,17 @@ class _Problem:
 
 
 def solve_primal(
-    read, plan, width, *, clock_start=None, on_pass=None, source=None, start=None, notes=None, before=None
+    read,
+    plan,
+    width,
+    *,
+    clock_start=None,
+    on_pass=None,
+    source=None,
+    initial=None,
+    start=None,
+    notes=None,
+    before=None,
 ):
     """Newton steps on every problem of ``plan`` until each relative gap is at most ``plan.tol``
     or ``plan.max_iter`` reads: a :class:`~.result.FitResult` (``converged`` one per problem).
@@ -161,10 +175,12 @@ def solve_primal(
     called after every read with one history record per problem (a problem already converged
     repeats its certificate), stops the solve with a true return value.  ``source``: the
     :class:`~.source.DaskSource` that ``read`` streams, whose reads the records count and number
-    from 0 as the streaming solvers do (in memory they are numbered from 1).  ``start``: the
-    points (k, D) the first read evaluates instead of ``w = 0`` (a warm start, :func:`warm_start`,
-    from the read that found the classes, :func:`first_read`; the records count it and are then
-    numbered from 1, ``before`` its :class:`Sums` of rows, bytes, skipped rows and retries).
+    from 0 as the streaming solvers do (in memory they are numbered from 1).  ``initial``: the sums
+    of every problem at ``w = 0`` (no Hessian) from the read that found the classes
+    (:func:`first_read`), which then certifies ``w = 0`` as read 0.  ``start``: the points (k, D)
+    the first Newton read evaluates instead of ``w = 0`` (a warm start, :func:`warm_start`; without
+    ``initial`` the records count the read before and are numbered from 1, ``before`` its
+    :class:`Sums` of rows, bytes, skipped rows and retries).
     ``notes``: fields added to the first read's records.  A
     ``read`` that is a context manager (:class:`~.primal_reads.StreamRead`) is entered for the
     solve, and its ``overlap`` seconds are added to every record.  A KeyboardInterrupt after the
@@ -180,12 +196,14 @@ def solve_primal(
             "use dual=True (the dual solvers)."
         )
     problems = [_Problem(D, loss) for _ in range(k)]
-    for problem, w in zip(problems, [] if start is None else start, strict=False):
+    for problem, w in zip(problems, [] if start is None or initial is not None else start, strict=False):
         problem.w = np.array(w, dtype=np.float64)
     for problem in problems:
         problem.band_step = lambda w, g, H, band: band_step(w, g, H, band, plan)
     with read if hasattr(read, "__enter__") else contextlib.nullcontext():
-        return _newton_reads(read, plan, problems, clock_start, on_pass, source, start, notes, before)
+        return _newton_reads(
+            read, plan, problems, clock_start, on_pass, source, (initial, start), notes, before
+        )
 
 
 def check_width(plan, D, products=False):
@@ -204,7 +222,7 @@ def check_width(plan, D, products=False):
         )
 
 
-def _newton_reads(read, plan, problems, clock_start, on_pass, source, start, notes, before):
+def _newton_reads(read, plan, problems, clock_start, on_pass, source, first_read, notes, before):
     """:func:`solve_primal`'s loop: a read, then every problem's step, until converged."""
     k, D = len(problems), problems[0].w.shape[0]
     converged = [False] * k
@@ -215,13 +233,17 @@ def _newton_reads(read, plan, problems, clock_start, on_pass, source, start, not
         totals.update(
             rows_read=int(before.rows), bytes_read=int(before.bytes), read_retries=int(before.retries)
         )
-    first = (1 if source is None else 0) + (start is not None)  # the first record's number
+    initial, start = first_read
+    # The first record's number: reads of a source count from 0; one read before (a warm start
+    # without its sums at w = 0) is counted.
+    first = (1 if source is None else 0) + (start is not None and initial is None)
     while reads <= plan.max_iter and not all(converged):
         todo = [c for c in range(k) if not converged[c]]
         W = np.array([problems[c].w for c in todo])
         S = np.array([problems[c].s if problems[c].trial else np.zeros(D) for c in todo])
+        at_zero = reads == 0 and initial is not None  # the first read's sums certify w = 0
         try:
-            sums = read(W, S, todo)
+            sums = initial if at_zero else read(W, S, todo)
         except KeyboardInterrupt:
             if reads == 0:
                 raise
@@ -246,7 +268,7 @@ def _newton_reads(read, plan, problems, clock_start, on_pass, source, start, not
             record = {**base, "class": plan.labels[c], "accepted": False, "step": 0.0}
             if c in evaluated:
                 j = evaluated[c]
-                point = check_gap(problem.update(sums, j), where)
+                point = check_gap(problem.update(sums, j, certify_only=at_zero), where)
                 active[c] = int(sums.active[j])
                 record.update(point_primal=point.primal, point_dual=point.dual, accepted=problem.accepted)
                 record.update(step=problem.step, hessian_products=problem.cg_steps)
@@ -257,6 +279,8 @@ def _newton_reads(read, plan, problems, clock_start, on_pass, source, start, not
         history.extend(records)
         reads += 1
         sums = None  # its band is not needed any more: the next read's is being made
+        for c, w in enumerate(start if at_zero and start is not None else []):
+            problems[c].w = np.array(w, dtype=np.float64)  # the warm start, once w = 0 is certified
         if on_pass is not None and on_pass(records, np.array([p.best_w for p in problems])):
             break
     return FitResult(

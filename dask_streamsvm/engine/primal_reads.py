@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .primal_sums import Sums, augmented_rows, block_sums, chunk_rows, too_large
+from ..kernels.losses import newton_terms
+from .primal_sums import STEPS, Sums, augmented_rows, block_sums, chunk_rows, too_large
 from .problem import encode_block
 
 __all__ = ["FirstRead", "Sample", "StreamRead", "first_read", "read_once", "stream_read"]
@@ -262,12 +263,33 @@ class _Sampler:
             self._cut()
 
     def _cut(self):
-        keys, X, y, w = _joined(self.pieces)
-        if keys.shape[0] > self.capacity:
-            keep = np.sort(np.argpartition(keys, self.capacity - 1)[: self.capacity])
-            keys, X, y, w = keys[keep], X[keep], y[keep], w[keep]
-            self.threshold = float(keys.max())
-        self.pieces, self.count = [(keys, X, y, w)], keys.shape[0]
+        """The pieces as one, cut back to the ``capacity`` rows of smallest keys: which rows is
+        chosen from the keys alone, and each piece's rows are copied once into the result."""
+        keys = np.concatenate([p[0] for p in self.pieces])
+        if keys.shape[0] <= self.capacity:
+            self.pieces = [_joined(self.pieces)]
+            return
+        keep = np.zeros(keys.shape[0], dtype=bool)
+        keep[np.argpartition(keys, self.capacity - 1)[: self.capacity]] = True
+        self.threshold = float(keys[keep].max())
+        first = self.pieces[0]
+        dense = not sp.issparse(first[1])
+        out = [np.empty((self.capacity, *part.shape[1:]), part.dtype) for part in first] if dense else None
+        cut, at, filled = [], 0, 0
+        while self.pieces:
+            piece = self.pieces.pop(0)
+            n = piece[0].shape[0]
+            rows = np.flatnonzero(keep[at : at + n])
+            at += n
+            if rows.size and dense:  # straight into the result: no copy of the pieces joined
+                for target, part in zip(out, piece, strict=True):
+                    target[filled : filled + rows.size] = part[rows]
+                filled += rows.size
+            elif rows.size:
+                cut.append(tuple(part[rows] for part in piece))
+            del piece
+        self.pieces = [tuple(out)] if dense else [_joined(cut)]
+        self.count = self.capacity
 
     def sample(self):
         """The :class:`Sample`, or None if no row was kept."""
@@ -281,6 +303,8 @@ class _Sampler:
 
 
 def _joined(pieces):
+    if len(pieces) == 1:
+        return pieces[0]
     keys = np.concatenate([p[0] for p in pieces])
     Xs = [p[1] for p in pieces]
     X = sp.vstack(Xs, format="csr") if sp.issparse(Xs[0]) else np.concatenate(Xs)
@@ -297,6 +321,28 @@ class FirstRead:
     sample: Sample = None  # rows for the warm start (:func:`~.primal.warm_start`), or None
     totals: Sums = None  # the read's rows, skipped rows, retries and bytes
     clean: bool = True  # every value is one the primal solver trains on (:func:`too_large`)
+    moments: dict = None  # label -> [sum of weights, rows of weight > 0, sum w x (with the bias)]
+
+    def sums(self, plan):
+        """Every problem's sums at ``w = 0`` (no Hessian), from the classes' moments: at ``w = 0``
+        every row is active with shortfall 1, so the certificate there needs only them."""
+        if self.moments is None:
+            return None
+        k, D = plan.n_problems, self.totals.v.shape[1]
+        sums = Sums(np.zeros(k), np.zeros(k), np.zeros((k, D)), None, np.zeros(k, dtype=np.int64),
+                    np.zeros((k, len(STEPS))))  # fmt: skip
+        for name in ("rows", "skipped", "retries", "bytes"):
+            setattr(sums, name, getattr(self.totals, name))
+        for j, label in enumerate(plan.classes.tolist()):
+            weight, weighted_rows, first = self.moments[label]
+            for c in range(k):
+                cost = plan.costs[c, j]
+                loss, factor, _ = newton_terms(plan.loss_code, cost, 1.0)  # every row's, at w = 0
+                sums.loss[c] += cost * loss * weight
+                sums.alpha[c] += factor * weight
+                sums.v[c] += factor * plan.signs[c, j] * first
+                sums.active[c] += weighted_rows if cost > 0 else 0
+        return sums
 
 
 def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=None, expected=None):
@@ -320,7 +366,7 @@ def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=N
     counts, ids = [], []
     sampler = _Sampler(sample_rows, sample_bytes, plan.cache_share, expected) if sample_rows else None
     totals = Sums.zeros(0, D)
-    clean = True
+    clean, moments = True, {}
     for block in read_once(source, plan, totals):
         counts.append(count_labels_of(block.partition, block.y, block.sample_weight))
         ids.append(block.partition)
@@ -328,14 +374,37 @@ def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=N
             if (reason := _block_too_large(block, plan, D)) is not None:
                 if plan.dual is False:
                     raise ValueError(f"partition {block.partition}: {reason}")
-                clean, sampler = False, None
-            elif sampler is not None:
-                sampler.add(block)
+                clean, sampler, moments = False, None, None
+            else:
+                _add_moments(moments, block, plan, D)
+                if sampler is not None:
+                    sampler.add(block)
         if on_block is not None:
             on_block(0, block)
     labels = merge_label_counts(counts, partitions=ids)
     sample = None if sampler is None else sampler.sample()
-    return FirstRead(labels, sample=sample, totals=totals, clean=clean)
+    return FirstRead(labels, sample=sample, totals=totals, clean=clean, moments=moments)
+
+
+def _add_moments(moments, block, plan, D):
+    """Each class's weights, rows of weight > 0 and ``sum w x`` (with the bias column, and the
+    feature map's features) over the block's rows, added to ``moments``: summed in float64, a
+    chunk of rows at a time."""
+    labels, inverse = np.unique(np.asarray(block.y).ravel(), return_inverse=True)
+    weights = block.sample_weight
+    step = chunk_rows(D)
+    per_class = []
+    for j, key in enumerate(labels.tolist()):
+        w = np.where(inverse == j, weights, 0.0)
+        m = moments.setdefault(key, [0.0, 0, np.zeros(D)])
+        m[0] += float(w.sum())
+        m[1] += int((w > 0).sum())
+        per_class.append((m, w))
+    for lo in range(0, block.n_rows, step):
+        hi = min(lo + step, block.n_rows)
+        Xa = augmented_rows(block.X, lo, hi, plan.bias, plan.feature_map)
+        for m, w in per_class:
+            m[2] += np.asarray(Xa.T @ w[lo:hi]).ravel()
 
 
 def _block_too_large(block, plan, D):

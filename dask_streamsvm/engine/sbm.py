@@ -51,7 +51,7 @@ from ..kernels.crammer_singer import cs_select_informative, cs_sweep
 from ..kernels.dcd import Shrinking, dcd_passes
 from ..kernels.sbm import gradients, select_informative, select_random
 from .cache import RowCache, stored_bytes
-from .trainer import PassCertifier
+from .trainer import PassCertifier, fit_rows, reserve_full
 
 # Projected-gradient tolerance of a block's subproblem: passes end there at
 # the latest (the gap rule of ``passes_to_gap`` usually ends them sooner).
@@ -207,6 +207,7 @@ class BlockTrainer(PassCertifier):
                 need, self.source.n_features, block.X.dtype, sp.issparse(block.X), self.k,
                 nnz / max(n_rows, 1), self.feature_map,
             )  # fmt: skip
+            reserve_full(self.memory, fit_rows(self.plan, self.source))
         elif self.memory.cache_bytes < need:
             self._rebuild(need, n_rows, nnz)  # a partition larger than block_bytes
         self.memory.compact()

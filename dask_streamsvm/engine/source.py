@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ._malloc import release_free_memory
+from ._malloc import bound_retention, release_free_memory
 from .checks import (
     check_sparse_structure,
     chunk_rows,
@@ -116,6 +116,7 @@ class DaskSource:
     """
 
     def __init__(self, X, y, sample_weight=None, encoder=None, on_invalid="raise"):
+        bound_retention()  # partitions get mappings of their own: freed, they leave the process
         self._label_column = None
         self.encoder = encoder
         self.on_invalid = on_invalid
@@ -379,6 +380,11 @@ class DaskSource:
         """Per partition, the delayed objects ``(x, y, w)`` a read computes (None where there is none;
         with the Parquet fast path, the tasks that decode its files)."""
         return tuple(self._parts)
+
+    @property
+    def is_part(self):
+        """Whether this source is a :meth:`subset` of a collection (a cluster worker's part)."""
+        return getattr(self, "_ids", None) is not None
 
     def partition_id(self, p):
         """The number of this source's ``p``-th partition in the whole collection."""

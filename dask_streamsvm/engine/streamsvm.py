@@ -71,7 +71,7 @@ import scipy.sparse as sp
 from ..kernels.cache import gap_scores
 from .cache import RowCache
 from .layout import kernel_rows
-from .trainer import KAPPA, PassCertifier
+from .trainer import KAPPA, PassCertifier, fit_rows, reserve_full
 
 BETA = 0.9  # eps <- beta * eps at every visit over a nearly full cache
 NEARLY_FULL = 0.9
@@ -172,6 +172,7 @@ class StreamSVMTrainer(PassCertifier):
         if self.current < self.max_iter and block.n_rows > 0:
             if self.cache is None:
                 self.cache = _new_cache(block, self.cache_bytes, self.source, self.k, self.feature_map)
+                reserve_full(self.cache, fit_rows(self.plan, self.source))
             self.pending = (block, y_pm, cost, 0)
 
     def _start_pass(self, pass_k):

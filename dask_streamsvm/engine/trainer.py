@@ -51,6 +51,23 @@ from .source import RowIds
 KAPPA = 0.1
 
 
+def fit_rows(plan, source):
+    """The rows the fit counted, which ``source`` gives: what the alpha store and a row memory that
+    can hold them all are sized to at once.  0 where none were counted, or where ``source`` is a
+    cluster worker's part (the counts are the whole collection's)."""
+    if plan.counts is None or getattr(source, "is_part", False):
+        return 0
+    return int(np.sum(plan.counts))
+
+
+def reserve_full(cache, n_rows):
+    """Give ``cache`` (a :class:`~.cache.RowCache`) its budget's slots at once when the fit's
+    ``n_rows`` rows can fill them: grown by doubling, its last copy would hold the old arrays beside
+    the new ones (1.5x the budget).  A budget above the data keeps growing with the rows held."""
+    if n_rows >= cache.n_slots:
+        cache.reserve(cache.n_slots, 0)
+
+
 def run_trainer(source, plan, trainer, *, checkpoints=None, resume=None):
     """Run ``trainer(store)`` (a :class:`PassCertifier` factory) against a reader of
     ``plan.max_iter + 1`` passes; its :class:`~.result.FitResult`: the certified ``W`` (a
@@ -77,6 +94,10 @@ def run_trainer(source, plan, trainer, *, checkpoints=None, resume=None):
             directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="dask-streamsvm-alpha-"))
         store = AlphaStore(plan.n_problems, directory, loss=plan.loss_code)
         stack.callback(store.close)
+        if resume is None and fit_rows(plan, source):
+            # At its final size at once: grown by doubling, the old and the new arrays would be
+            # held together while the first pass discovers the rows (1.5x the store at the peak).
+            store.reserve(fit_rows(plan, source))
         trainer = trainer(store)
         trainer.checkpoints = checkpoints
         start, row_ids, prints = 0, None, None

@@ -75,6 +75,22 @@ def part_first_read(packed, plan, width, sample_rows, sample_bytes):
         return first_read(packed.source(), plan, width, sample_rows=sample_rows, sample_bytes=sample_bytes)
 
 
+def _initial_sums(firsts, plan):
+    """The sums at ``w = 0`` of the parts' first reads together (None if a part has no moments)."""
+    from ..primal_reads import FirstRead
+
+    if any(f.moments is None for f in firsts):
+        return None
+    totals, moments = firsts[0].totals, {}
+    for first in firsts[1:]:
+        totals.add(first.totals)
+    for first in firsts:
+        for label, (weight, rows, sums) in first.moments.items():
+            kept = moments.setdefault(label, [0.0, 0, np.zeros_like(sums)])
+            kept[0], kept[1], kept[2] = kept[0] + weight, kept[1] + rows, kept[2] + sums
+    return FirstRead(None, totals=totals, moments=moments).sums(plan)
+
+
 def _cluster_sample(firsts):
     """The parts' samples as one sample of the data: each part's rows weighted by its rows over its
     sample's (a stratified sample, its loss an estimate of the data's), or None."""
@@ -155,12 +171,10 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None):
             record.update(moved, parts=len(parts))
         return on_pass is not None and on_pass(records, W)
 
-    before = firsts[0].totals
-    for first in firsts[1:]:
-        before.add(first.totals)
+    initial = _initial_sums(firsts, plan)  # the first read certifies w = 0
     result = solve_primal(
-        read, plan, width, clock_start=clock_start, on_pass=on_read, source=source, start=start, notes=notes,
-        before=before,
+        read, plan, width, clock_start=clock_start, on_pass=on_read, source=source, initial=initial,
+        start=start, notes=notes,
     )  # fmt: skip
     if isinstance(result, FitResult):
         return replace(result, plan=plan, parts=placement.record())
