@@ -3,6 +3,7 @@
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -78,3 +79,24 @@ def peak_rss():
     """
     with open("/proc/self/status") as f:
         return int(next(line for line in f if line.startswith("VmHWM")).split()[1]) * 1024
+
+
+def run_child(module, task, spec):
+    """``child_<task>(spec)`` of ``benchmarks.<module>`` in a fresh interpreter: its dict, with the
+    process's peak RSS (VmHWM, ``peak_rss_bytes``) and ``ru_maxrss`` beside it (which Linux carries
+    over from the parent process across ``exec``)."""
+    code = (
+        "import json, resource\n"
+        "from benchmarks._common import peak_rss\n"
+        f"from benchmarks.{module} import child_{task}\n"
+        f"spec = json.loads({json.dumps(json.dumps(spec))})\n"
+        f"out = child_{task}(spec)\n"
+        "out['peak_rss_bytes'] = peak_rss()\n"
+        "out['ru_maxrss_bytes'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
+        "print('RESULT ' + json.dumps(out))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"child {task} failed:\n{proc.stdout}\n{proc.stderr}")
+    return json.loads(lines[-1][len("RESULT ") :])

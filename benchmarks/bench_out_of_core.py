@@ -37,7 +37,6 @@ Run ``python -m benchmarks.bench_out_of_core [--size-gb 2]``; results go to
 """
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -47,6 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import _common
 from benchmarks._common import N_FEATURES, ROOT, data_dir, payload_header, save_json, write_section
 
 RESULTS = ROOT / "benchmarks" / "results" / "bench_out_of_core.json"
@@ -236,21 +236,8 @@ def child_memory(spec):
 
 
 def run_child(task, spec):
-    """Run ``task`` in a fresh interpreter; returns its result and peak RSS."""
-    code = (
-        "import json, sys\n"
-        "from benchmarks._common import peak_rss\n"
-        "from benchmarks.bench_out_of_core import child_floor, child_fit, child_memory, child_reads\n"
-        f"spec = json.loads({json.dumps(json.dumps(spec))})\n"
-        f"out = child_{task}(spec)\n"
-        "out['peak_rss_bytes'] = peak_rss()\n"
-        "print('RESULT ' + json.dumps(out))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    if proc.returncode != 0 or not lines:
-        raise RuntimeError(f"child {task} failed:\n{proc.stdout}\n{proc.stderr}")
-    return json.loads(lines[-1][len("RESULT ") :])
+    """``child_<task>(spec)`` in a fresh interpreter, with its peak RSS (``_common.run_child``)."""
+    return _common.run_child("bench_out_of_core", task, spec)
 
 
 def baseline_rss():

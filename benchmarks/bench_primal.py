@@ -28,11 +28,8 @@ wide sparse synthetic set (Hessian products), with our dual solver beside.  Writ
 """
 
 import argparse
-import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 import warnings
@@ -40,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import _common
 from benchmarks._common import ROOT, machine, payload_header, save_json, write_section
 
 REAL = ("a9a", "w8a", "ijcnn1")
@@ -201,23 +199,8 @@ def child_fit(spec):
 
 
 def run_child(task, spec):
-    """``child_<task>(spec)`` in a fresh interpreter, with its peak RSS: VmHWM, and ``ru_maxrss``
-    beside it (which Linux carries over from the parent process across ``exec``)."""
-    code = (
-        "import json, resource\n"
-        "from benchmarks._common import peak_rss\n"
-        "from benchmarks.bench_primal import child_fit, child_read\n"
-        f"spec = json.loads({json.dumps(json.dumps(spec))})\n"
-        f"out = child_{task}(spec)\n"
-        "out['peak_rss_bytes'] = peak_rss()\n"
-        "out['ru_maxrss_bytes'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
-        "print('RESULT ' + json.dumps(out))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    if proc.returncode != 0 or not lines:
-        raise RuntimeError(f"child {task} failed:\n{proc.stdout}\n{proc.stderr}")
-    return json.loads(lines[-1][len("RESULT ") :])
+    """``child_<task>(spec)`` in a fresh interpreter, with its peak RSS (``_common.run_child``)."""
+    return _common.run_child("bench_primal", task, spec)
 
 
 # The overlap keys of the Newton reads' records (engine/primal_reads.py StreamRead.overlap): running
