@@ -202,3 +202,17 @@ def test_the_first_read_certifies_w_zero_from_its_moments(partial_sample):
     dual = 2 * C * len(y) - 0.5 * v @ v - C * len(y)  # sum alpha - |v|^2 / 2 - sum alpha^2 / (4 C)
     assert zero["point_dual"] == pytest.approx(dual, rel=1e-9)
     assert clf.history_[1]["pass"] == 1 and clf.n_iter_ == clf.history_[-1]["pass"]
+
+
+def test_the_first_reads_class_sums_are_numpys():
+    from dask_streamsvm.kernels.band import class_sums
+
+    rng = np.random.default_rng(3)
+    X = (rng.standard_normal((700, 5)) * [1, 10, 100, 1e3, 1e4]).astype(np.float32)
+    classes, weights = rng.integers(0, 3, 700), rng.random(700)
+    first, top = np.zeros((3, 5)), np.zeros(5)
+    class_sums(X, classes, weights, first, top)
+    for c in range(3):
+        expected = (X[classes == c].astype(np.float64) * weights[classes == c, None]).sum(axis=0)
+        np.testing.assert_allclose(first[c], expected, rtol=1e-12)
+    np.testing.assert_array_equal(top, np.abs(X).max(axis=0))

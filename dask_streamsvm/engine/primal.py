@@ -76,8 +76,8 @@ class _Problem:
     """One binary problem's Newton state: the evaluated point, its gradient and Hessian, the best
     primal point and the best dual value seen; ``loss`` (a :class:`~.losses.Loss`) certifies it."""
 
-    def __init__(self, width, loss):
-        self.loss = loss
+    def __init__(self, width, loss, tol=0.0):
+        self.loss, self.tol = loss, tol
         self.w = np.zeros(width)
         self.s = np.zeros(width)
         self.f = np.inf  # f(w) once evaluated
@@ -134,7 +134,10 @@ class _Problem:
             else:
                 self.H, self.operator = None, sums.operators[c]
             band = getattr(sums, "band", None)
-            self.s = self.direction(None if band is None else band[c])
+            if self.certificate.relative_gap <= self.tol:  # certified: no read follows, no step
+                self.s = np.zeros_like(self.w)
+            else:
+                self.s = self.direction(None if band is None else band[c])
             self.trial = True
             return certificate
         # The full step went too far: the longest step length of the same read that decreases enough.
@@ -195,7 +198,7 @@ def solve_primal(
             f"dual=False (the primal Newton solver) does not support {newton_blocker(plan.loss)}; "
             "use dual=True (the dual solvers)."
         )
-    problems = [_Problem(D, loss) for _ in range(k)]
+    problems = [_Problem(D, loss, plan.tol) for _ in range(k)]
     for problem, w in zip(problems, [] if start is None or initial is not None else start, strict=False):
         problem.w = np.array(w, dtype=np.float64)
     for problem in problems:
@@ -377,6 +380,7 @@ def warm_start(sample, plan, width, clock_start=None, on_pass=None):
 BAND_SHARE = 0.1
 BAND_STEPS = 30  # Newton steps on the band's objective, at most
 BAND_TOL = 1e-10  # they stop at this fraction of the read's gradient norm
+BAND_SHORTEST = 1.0 / 16  # or where a step this short does not decrease the model enough
 
 
 def band_step(w, g, H, band, plan):
@@ -422,7 +426,7 @@ def band_step(w, g, H, band, plan):
         except np.linalg.LinAlgError:
             break
         t, slope = 1.0, float(grad @ step)
-        while t > STEPS[-1]:
+        while t >= BAND_SHORTEST:
             L_t, v_t, B_t = at(d + t * step)
             if (value_t := model(d + t * step, L_t)) <= value + ARMIJO * t * slope:
                 break

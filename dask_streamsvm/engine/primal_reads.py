@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..kernels.losses import newton_terms
-from .primal_sums import STEPS, Sums, augmented_rows, block_sums, chunk_rows, too_large
+from .primal_sums import STEPS, Sums, _value_reason, augmented_rows, block_sums, chunk_rows, too_large
 from .problem import encode_block
 
 __all__ = ["FirstRead", "Sample", "StreamRead", "first_read", "read_once", "stream_read"]
@@ -371,14 +371,12 @@ def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=N
         counts.append(count_labels_of(block.partition, block.y, block.sample_weight))
         ids.append(block.partition)
         if clean and block.n_rows:
-            if (reason := _block_too_large(block, plan, D)) is not None:
+            if (reason := _add_moments(moments, block, plan, D)) is not None:
                 if plan.dual is False:
                     raise ValueError(f"partition {block.partition}: {reason}")
                 clean, sampler, moments = False, None, None
-            else:
-                _add_moments(moments, block, plan, D)
-                if sampler is not None:
-                    sampler.add(block)
+            elif sampler is not None:
+                sampler.add(block)
         if on_block is not None:
             on_block(0, block)
     labels = merge_label_counts(counts, partitions=ids)
@@ -388,23 +386,37 @@ def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=N
 
 def _add_moments(moments, block, plan, D):
     """Each class's weights, rows of weight > 0 and ``sum w x`` (with the bias column, and the
-    feature map's features) over the block's rows, added to ``moments``: summed in float64, a
-    chunk of rows at a time."""
+    feature map's features) over the block's rows, added to ``moments``, summed in float64; and the
+    reason the primal solver cannot train on the block's values (:func:`~.primal_sums.too_large`),
+    or None.  Dense rows without a feature map take one pass of a kernel; others a chunk of rows
+    at a time."""
+    from ..kernels.band import class_sums
+
     labels, inverse = np.unique(np.asarray(block.y).ravel(), return_inverse=True)
     weights = block.sample_weight
-    step = chunk_rows(D)
-    per_class = []
-    for j, key in enumerate(labels.tolist()):
-        w = np.where(inverse == j, weights, 0.0)
-        m = moments.setdefault(key, [0.0, 0, np.zeros(D)])
+    entries = [moments.setdefault(key, [0.0, 0, np.zeros(D)]) for key in labels.tolist()]
+    for j, m in enumerate(entries):
+        w = weights[inverse == j]
         m[0] += float(w.sum())
         m[1] += int((w > 0).sum())
-        per_class.append((m, w))
+        m[2][-1] += plan.bias * float(w.sum())
+    X = block.X
+    if plan.feature_map is None and not sp.issparse(X) and X.dtype in (np.float32, np.float64):
+        first, top = np.zeros((len(entries), D - 1)), np.zeros(D)
+        class_sums(np.ascontiguousarray(X), inverse.astype(np.int64), weights, first, top[:-1])
+        top[-1] = abs(float(plan.bias))
+        for j, m in enumerate(entries):
+            m[2][:-1] += first[j]
+        return _value_reason(top, plan.bias, False)
+    if (reason := _block_too_large(block, plan, D)) is not None:
+        return reason
+    step = chunk_rows(D)
     for lo in range(0, block.n_rows, step):
         hi = min(lo + step, block.n_rows)
-        Xa = augmented_rows(block.X, lo, hi, plan.bias, plan.feature_map)
-        for m, w in per_class:
-            m[2] += np.asarray(Xa.T @ w[lo:hi]).ravel()
+        Xa = augmented_rows(X, lo, hi, plan.bias, plan.feature_map)
+        for j, m in enumerate(entries):
+            m[2][:-1] += np.asarray(Xa[:, :-1].T @ np.where(inverse[lo:hi] == j, weights[lo:hi], 0.0)).ravel()
+    return None
 
 
 def _block_too_large(block, plan, D):
