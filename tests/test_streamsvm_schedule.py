@@ -183,9 +183,10 @@ def test_a_cache_that_holds_every_row_reads_the_data_once(deterministic, sparse)
     yd = da.from_array(y, chunks=100)
     clf = LinearSVC(cache_bytes="10MB", tol=1e-6, max_iter=500, random_state=0, deterministic=deterministic)
     clf.fit(Xd, yd)
-    # One read (and the 2 partitions the reader had fetched ahead when the trainer stopped it);
-    # the later passes train and certify from the cache.
-    assert 600 <= sum(reads) <= 800 and len(clf.history_) > 2
+    # One read (and the partitions the reader had fetched ahead when the trainer stopped it: up to
+    # twice prefetch (2), the queue's and those being read); the later passes train and certify from
+    # the cache.
+    assert 600 <= sum(reads) <= 1000 and len(clf.history_) > 2
     assert [r["in_cache"] for r in clf.history_] == [False] + [True] * (len(clf.history_) - 1)
     assert clf.history_[-1]["rows_read"] == 600 and clf.duality_gap_ <= 1e-6
     ref = LinearSVC(tol=1e-9, max_iter=100000, random_state=0).fit(X, y)
