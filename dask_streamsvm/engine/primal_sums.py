@@ -95,6 +95,9 @@ class Sums:
     # In memory with Hessian products (:class:`ProductRead`): per problem, ``(product, diagonal)``
     # of the Hessian at the evaluated point, and ``hessian`` is None.
     operators: list = None
+    # Streamed with a band (:class:`~.primal_reads.StreamRead`): per problem, the rows of margin
+    # nearest 1 at the evaluated point (a :class:`~.primal_reads.Sample`), for :func:`~.primal.band_step`.
+    band: list = None
 
     @classmethod
     def zeros(cls, k, width):
