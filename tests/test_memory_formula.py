@@ -57,9 +57,12 @@ def _retained(mode, env=None):
 
 @pytest.mark.skipif(not GLIBC, reason="glibc's mallopt")
 def test_a_freed_partition_leaves_the_process_once_a_source_is_made():
-    # Without the setting glibc keeps the freed 20 MB in its heap (below its trim threshold).
-    assert _retained("plain") > 16 << 20
-    assert _retained("bounded") < 2 << 20
+    # Without the setting glibc keeps the freed 20 MB in its heap (below its trim threshold). That
+    # needs the 24 MB array to have been a mapping of its own, which depends on the heap the imports
+    # left (under load in the suite one child in several had room for it): the control is asked of
+    # one of three children; the setting's effect of every one.
+    assert max(_retained("plain") for _ in range(3)) > 16 << 20
+    assert all(_retained("bounded") < 2 << 20 for _ in range(3))
 
 
 @pytest.mark.skipif(not GLIBC, reason="glibc's mallopt")
