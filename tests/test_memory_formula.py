@@ -26,12 +26,17 @@ from ._helpers import noisy_linear_data
 
 GLIBC = sys.platform.startswith("linux") and _malloc._mallopt is not None
 
-# A child that frees a 24 MB array (glibc then raises its mmap threshold to 24 MB), fills and
-# frees a 20 MB one, and prints how much of those 20 MB stayed resident.
+# A child in the state glibc's adaptive thresholds reach once a partition of tens of MB is freed
+# (its mapping's size becomes the mmap threshold, twice that the trim threshold: set here with
+# mallopt, as reaching it by allocations depends on the heap the imports left), then fills and
+# frees a 20 MB array and prints how much of it stayed resident.
 RETAINED = textwrap.dedent(
     """
     import os, sys
     import numpy as np
+    from dask_streamsvm.engine import _malloc
+    _malloc._mallopt(_malloc._M_MMAP_THRESHOLD, 24 << 20)
+    _malloc._mallopt(_malloc._M_TRIM_THRESHOLD, 48 << 20)
     if sys.argv[1] == "bounded":
         import dask.array as da
         from dask_streamsvm.engine.source import DaskSource
@@ -39,7 +44,6 @@ RETAINED = textwrap.dedent(
     def rss():
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    a = np.ones(24 << 20, dtype=np.uint8); del a
     before = rss()
     b = np.ones(20 << 20, dtype=np.uint8); del b
     print(rss() - before)
@@ -57,12 +61,9 @@ def _retained(mode, env=None):
 
 @pytest.mark.skipif(not GLIBC, reason="glibc's mallopt")
 def test_a_freed_partition_leaves_the_process_once_a_source_is_made():
-    # Without the setting glibc keeps the freed 20 MB in its heap (below its trim threshold). That
-    # needs the 24 MB array to have been a mapping of its own, which depends on the heap the imports
-    # left (under load in the suite one child in several had room for it): the control is asked of
-    # one of three children; the setting's effect of every one.
-    assert max(_retained("plain") for _ in range(3)) > 16 << 20
-    assert all(_retained("bounded") < 2 << 20 for _ in range(3))
+    # Without the setting glibc keeps the freed 20 MB in its heap (below its trim threshold).
+    assert _retained("plain") > 16 << 20
+    assert _retained("bounded") < 2 << 20
 
 
 @pytest.mark.skipif(not GLIBC, reason="glibc's mallopt")
