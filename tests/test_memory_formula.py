@@ -52,9 +52,13 @@ RETAINED = textwrap.dedent(
 
 
 def _retained(mode, env=None):
+    # Without glibc's own settings: distributed's nanny puts MALLOC_TRIM_THRESHOLD_ in the
+    # environment of the process that starts a LocalCluster (an earlier test in this worker),
+    # and the setting rightly leaves a user's (or Dask's) choice alone.
+    clean = {k: v for k, v in os.environ.items() if k not in _malloc._USER_SETTINGS}
     out = subprocess.run(
         [sys.executable, "-c", RETAINED, mode], capture_output=True, text=True, check=True,
-        env={**os.environ, **(env or {})},
+        env={**clean, **(env or {})},
     )  # fmt: skip
     return int(out.stdout.split()[-1])
 
