@@ -9,6 +9,7 @@ live above the engine.
 import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from ._progress import PassProgress, pass_line
 from .engine.problem import linear_scores
@@ -123,5 +124,19 @@ def warn_interrupted(estimator, passes):
         f"(relative duality gap {gap:.3g}). Fit again to go on"
         + (", with resume=True to start from the last checkpoint." if estimator.checkpoint_dir else "."),
         UserWarning,
+        stacklevel=5,
+    )
+
+
+def warn_uncertified(passes, interrupted=False):
+    """The warning of a fit stopped before any read certified a trained model (its last certificate
+    is the starting point's, ``w = 0``): the model returned is the trained one, without a bound."""
+    how = "was interrupted (KeyboardInterrupt)" if interrupted else "stopped"
+    warnings.warn(
+        f"fit {how} after {passes + 1} read(s), before a read certified what it trained: the model is "
+        "the one trained so far, not certified (objective_ and duality_gap_ are NaN; the last "
+        "certificate is that of w = 0). Let the fit read the data at least once more (a larger "
+        "max_iter, or a callback that stops later) for a model with a certified duality gap.",
+        ConvergenceWarning,
         stacklevel=5,
     )

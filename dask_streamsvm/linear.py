@@ -17,7 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._hooks import PassHooks, warn_interrupted
+from ._hooks import PassHooks, warn_interrupted, warn_uncertified
 from ._linear_input import LinearInput
 from ._persist import save_model
 from ._stream_classifier import checked_params, feature_spec
@@ -564,6 +564,8 @@ class LinearSVC(LinearInput):
         self.n_iter_ = int(result.passes)
         objective = np.array([c.primal for c in result.certificates])
         gap = np.array([c.relative_gap for c in result.certificates])
+        if not result.certified:  # the certificates bound w = 0, not the trained model returned
+            objective, gap = np.full_like(objective, np.nan), np.full_like(gap, np.nan)
         single = len(result.certificates) == 1
         self.objective_ = float(objective[0]) if single else objective
         self.duality_gap_ = float(gap[0]) if single else gap
@@ -574,10 +576,12 @@ class LinearSVC(LinearInput):
             self.cluster_parts_ = result.parts
         for message in result.messages:
             warnings.warn(message, ConvergenceWarning, stacklevel=5)
-        if not np.all(result.converged) and not (result.stopped or result.interrupted):
+        if not result.certified:
+            warn_uncertified(result.passes, result.interrupted)
+        elif not np.all(result.converged) and not (result.stopped or result.interrupted):
             message = unconverged_message(plan, result.certificates, result.converged, result.feature_max)
             warnings.warn(message, ConvergenceWarning, stacklevel=5)
-        if result.interrupted:
+        if result.interrupted and result.certified:
             warn_interrupted(self, result.passes)
 
     # -- model files ---------------------------------------------------------------------

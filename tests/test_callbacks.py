@@ -5,6 +5,7 @@ import warnings
 import dask.array as da
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
 from dask_streamsvm import LinearSVC
 from dask_streamsvm.callbacks import EarlyStopping, TimeLimit
@@ -121,3 +122,35 @@ def test_verbose_one_draws_a_bar_per_read(capsys):
     lines = err.strip().splitlines()
     assert lines[0].startswith("pass 0 [####################] 8/8 partitions 2.0k rows cache")
     assert all(" gap " in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"solver": "streamsvm"}, {"solver": "sbm"}, {"solver": "bm"}, {"dual": False, "partial": True}],
+    ids=["streamsvm", "sbm", "bm", "primal-warm-start"],
+)
+def test_a_fit_stopped_after_its_first_read_returns_what_it_learned(params, request):
+    """Read 0 certifies w = 0 only: a fit stopped there (a callback, as a user's time limit would)
+    returns the model its first read trained, better than the majority class, says that it is
+    not certified, and reports no gap for it, instead of a certified w = 0 (accuracy: the majority's)."""
+    params = dict(params)
+    if params.pop("partial", False):  # the warm start's sample must not hold every row
+        request.getfixturevalue("partial_sample")
+    rng = np.random.RandomState(3)
+    X = rng.randn(6000, 10)
+    y = (X @ rng.randn(10) + 0.3 * rng.randn(6000) > 1.0).astype(int)  # about 80/20: the majority 0
+    majority = max(np.mean(y), 1 - np.mean(y))
+    stopped_at = []
+
+    def stop(record):
+        stopped_at.append(record["pass"])
+        return True
+
+    clf = LinearSVC(tol=1e-6, cache_bytes=40_000, callbacks=[stop], random_state=0, **params)
+    with pytest.warns(ConvergenceWarning, match="not certified") as caught:
+        clf.fit(da.from_array(X, chunks=1000), da.from_array(y, chunks=1000))
+    assert stopped_at == [0]
+    assert np.any(clf.coef_ != 0)
+    assert clf.score(X, y) > majority + 0.05
+    assert np.isnan(clf.duality_gap_) and np.isnan(clf.objective_)
+    assert not [w for w in caught if "certified after pass" in str(w.message)]

@@ -245,6 +245,7 @@ def fit(data, plan, hooks, *, client=None, checkpoints=None, resume=False, clock
         else:
             result = _fit_stream(data, plan, hooks, checkpoints, resume, clock_start)
     result.stopped = result.stopped or hooks.stopped
+    result.prefer_trained()
     return result
 
 

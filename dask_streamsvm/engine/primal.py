@@ -293,6 +293,7 @@ def _newton_reads(read, plan, problems, clock_start, on_pass, source, first_read
         history=history,
         converged=converged,
         interrupted=interrupted,
+        trained_W=np.array([p.w for p in problems]),  # a warm start not yet certified (FitResult)
     )
 
 

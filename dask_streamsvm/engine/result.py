@@ -46,6 +46,21 @@ class FitResult:
     state: object = field(default=None, repr=False)  # partial_fit: the stream to go on with
     parts: list = None  # on a cluster: per part, its worker, partitions and rows
     messages: list = field(default_factory=list)  # warnings the workers raised (cluster)
+    # The weights the fit trained past its last certificate (a streaming trainer's live ``w``, the
+    # primal solver's warm start), or None; :func:`~.fit.fit` returns them, uncertified, in place
+    # of a certified ``W`` that is still the starting point ``w = 0`` (:meth:`prefer_trained`).
+    trained_W: np.ndarray = field(default=None, repr=False)
+    certified: bool = True  # False: ``W`` is the trained, uncertified model (certificates: w = 0's)
+
+    def prefer_trained(self):
+        """Return the trained weights instead of ``W`` where ``W`` is the starting point ``w = 0``
+        but rows were trained on: a fit stopped (by a callback, ``max_iter`` or Ctrl-C) before a read
+        certified what it learned.  Its certificates then bound ``w = 0``, not the model:
+        ``certified`` becomes False and the estimator reports no gap for it."""
+        trained, self.trained_W = self.trained_W, None
+        if trained is None or np.all(self.converged) or np.any(self.W != 0) or not np.any(trained != 0):
+            return
+        self.W, self.certified = np.array(trained, dtype=np.float64), False
 
     @property
     def w(self):

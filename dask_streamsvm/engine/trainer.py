@@ -133,6 +133,7 @@ def run_trainer(source, plan, trainer, *, checkpoints=None, resume=None):
         interrupted=interrupted,
         held_scores=np.vstack(held["scores"]) if held["scores"] else np.zeros((0, W.shape[0])),
         held_y=np.concatenate(held["y"]) if held["y"] else np.zeros(0),
+        trained_W=trainer.W.copy() if trainer.stats["visits"] else None,
     )
 
 
