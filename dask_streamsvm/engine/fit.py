@@ -39,6 +39,7 @@ from sklearn.utils import check_random_state
 from .calibration import N_FOLDS, folds, platt_sigmoids
 from .checkpoint import Checkpoints, data_fingerprint
 from .cluster import CLUSTER_MODES, fit_cluster, fit_primal_cluster, resolve_client
+from .labels import LabelTally, UnseenClass, count_labels_of
 from .layout import kernel_rows
 from .losses import newton_blocker
 from .memory import solve_problems
@@ -343,19 +344,71 @@ def _fit_stream(source, plan, hooks, checkpoints, resume, clock_start):
             scaler = _learned_scaler(plan, rows, source.n_features)
             source.row_transform = scaler.scale_rows
         primal_plan = plan.replace(solver=DEFAULT_STREAMING, seed=0, calibration_seed=None)
-        labels, first = _count_classes(source, plan, primal_plan, hooks, saved, checkpointing)
-        if use_primal(plan, int(np.sum(labels[1])), source.n_features, checkpointing=checkpointing):
-            plan = primal_plan.with_labels(*labels)
-            result = _solve_primal_stream(source, plan, hooks, first, clock_start)
+        result = None
+        if saved is None and _trains_while_counting(source, plan, checkpointing):  # text: one read
+            result = _fit_stream_counting(source, plan, hooks, clock_start)
+        if result is not None:
+            plan = result.plan
         else:
-            plan = _dual_plan(source, plan, labels)
-            hooks.start(plan, n_partitions=source.n_partitions, cache_bytes=plan.cache_bytes or None)
-            result = fit_stream(
-                source, plan, hooks, clock_start=clock_start, checkpoints=checkpoints, resume=saved
-            )
+            labels, first = _count_classes(source, plan, primal_plan, hooks, saved, checkpointing)
+            if use_primal(plan, int(np.sum(labels[1])), source.n_features, checkpointing=checkpointing):
+                plan = primal_plan.with_labels(*labels)
+                result = _solve_primal_stream(source, plan, hooks, first, clock_start)
+            else:
+                plan = _dual_plan(source, plan, labels)
+                hooks.start(plan, n_partitions=source.n_partitions, cache_bytes=plan.cache_bytes or None)
+                result = fit_stream(
+                    source, plan, hooks, clock_start=clock_start, checkpoints=checkpoints, resume=saved
+                )
     if plan.probability:  # the last read certified the model: its held-out scores are the model's
         result.platt = platt_sigmoids(result.held_scores, result.held_y, plan.classes)
     result.plan, result.scaler = plan, scaler
+    return result
+
+
+def _trains_while_counting(source, plan, checkpointing):
+    """Whether the first read of ``source`` trains while it counts the classes
+    (:func:`_fit_stream_counting`): text, whose every read parses it, for the dual solvers whatever
+    the rows' count, with costs that do not depend on the counts (no ``class_weight="balanced"``)
+    and no scales to learn first (their read leaves the text spilled, and the count cheap)."""
+    return (
+        bool(source.text)
+        and plan.scaler is None
+        and not checkpointing
+        and not isinstance(plan.class_weight, str)
+        and not use_primal(plan, _INT64_MAX, source.n_features, checkpointing=checkpointing)
+    )
+
+
+def _fit_stream_counting(source, plan, hooks, clock_start):
+    """A streaming fit whose first read counts the classes as it trains: its result, or None.
+
+    The classes are guessed from the first partition with rows (from then on in the spill): the
+    first read trains with them and counts every block's labels (:class:`~.labels.LabelTally`).
+    Once that read is whole the counts are the collection's, and the fit goes on as if counted
+    before.  A label outside the guess stops the fit (None): the caller counts the classes, from
+    the spill where the partitions are in it, and trains from the start.  With
+    ``cache_bytes="10%"`` the rows are not known yet: the share is of the first partition's rows
+    times the number of partitions.  None too if that partition shows fewer than two classes of
+    positive weight.
+    """
+    for p in range(source.n_partitions):
+        block = source.load(p)
+        if block.n_rows:
+            break
+    else:
+        return None
+    classes, counts, weighted = count_labels_of(block.partition, block.y, block.sample_weight)
+    if weighted.shape[0] < 2:
+        return None
+    plan = _dual_plan(source, plan, (classes, counts, weighted), n_rows=block.n_rows * source.n_partitions)
+    tally = LabelTally(hooks, plan.classes)
+    hooks.start(plan, n_partitions=source.n_partitions, cache_bytes=plan.cache_bytes or None)
+    try:
+        result = fit_stream(source, plan, tally, clock_start=clock_start)
+    except UnseenClass:
+        return None
+    result.plan = plan.with_labels(*tally.labels())
     return result
 
 
@@ -401,16 +454,18 @@ def _known_rows(source):
     return rows
 
 
-def _dual_plan(source, plan, labels):
+def _dual_plan(source, plan, labels, n_rows=None):
     """The plan of a streaming schedule: its solver, seeds and labels, and a share of memory
-    resolved, now that the rows are counted, as bytes of rows as the cache stores them."""
+    resolved, now that the rows are counted (or estimated: ``n_rows``), as bytes of rows as the
+    cache stores them."""
     solver = plan.solver if plan.solver in STREAMING_SOLVERS else DEFAULT_STREAMING
     seed, calibration_seed = _seeds(plan)
     plan = plan.replace(solver=solver, seed=seed, calibration_seed=calibration_seed).with_labels(*labels)
     if plan.cache_share is None:
         return plan
     per_row = row_bytes(source, plan.n_problems, plan.feature_map)
-    return plan.with_cache_bytes(share_bytes(plan.cache_share, int(np.sum(plan.counts)), per_row))
+    n_rows = int(np.sum(plan.counts)) if n_rows is None else n_rows
+    return plan.with_cache_bytes(share_bytes(plan.cache_share, n_rows, per_row))
 
 
 def _solve_primal_stream(source, plan, hooks, first, clock_start):

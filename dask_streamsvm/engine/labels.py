@@ -111,3 +111,41 @@ def count_labels_of(p, y, w):
         raise _mixed_labels(first["string"], first["number"]) from None
     positive = labels if w is None else np.unique(y[np.asarray(w, dtype=np.float64).ravel() > 0])
     return labels, counts, positive
+
+
+class UnseenClass(Exception):
+    """A label outside the classes a first read trains with (:class:`LabelTally`)."""
+
+
+class LabelTally:
+    """The label count of a first read that trains while it counts (:func:`~.fit.fit`).
+
+    The fit guesses the classes from the first partition with rows and
+    trains on them from the first read on; the trainer calls
+    :meth:`on_labels` with every block it takes, before it encodes the
+    labels.  The blocks of read 0 are counted as :meth:`~.source.DaskSource.label_counts`
+    counts partitions (the rows checked, skipped rows left out, rows of zero
+    weight counted); a label outside the guess raises :class:`UnseenClass`,
+    and the fit counts the classes again and starts over.  Other attributes
+    are the wrapped ``hooks``' (the estimator's pass hooks).
+    """
+
+    def __init__(self, hooks, classes):
+        self.hooks, self.classes, self.results = hooks, classes, []
+
+    def __getattr__(self, name):
+        if self.hooks is None:
+            raise AttributeError(name)
+        return getattr(self.hooks, name)
+
+    def on_labels(self, pass_k, block):
+        if pass_k != 0:
+            return
+        counted = count_labels_of(block.partition, block.y, block.sample_weight)
+        if counted[0].shape[0] and not np.isin(counted[0], self.classes).all():
+            raise UnseenClass
+        self.results.append(counted)
+
+    def labels(self):
+        """``(classes, counts, weighted classes)`` of read 0, once it is whole."""
+        return merge_label_counts(self.results)

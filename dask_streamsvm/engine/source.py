@@ -303,7 +303,10 @@ class DaskSource:
 
         label = self._label_column
         if self.spill is not None and _local_scheduler():  # one read parses, checks, spills and counts
-            tasks = [dask.delayed(self._spill_and_count)(p, *parts) for p, parts in enumerate(self._parts)]
+            tasks = [  # (the partitions in the spill already are read back from it, not parsed again)
+                dask.delayed(self._spill_and_count)(p, *(() if self.partition_id(p) in self.spill else parts))
+                for p, parts in enumerate(self._parts)
+            ]
         elif self.on_invalid == "skip":
             tasks = [dask.delayed(self._count_valid)(p, *parts) for p, parts in enumerate(self._parts)]
         else:
@@ -464,9 +467,10 @@ class DaskSource:
             finally:
                 self.spill = None
 
-    def _spill_and_count(self, p, x, y, w):
-        """The label count of partition ``p``'s computed parts, spilling its checked block on the way."""
-        block = self._block(self.partition_id(p), x, y, w)
+    def _spill_and_count(self, p, *parts):
+        """The label count of partition ``p``'s computed ``parts`` (x, y, w), spilling its checked
+        block on the way; without ``parts``, of the block the spill holds."""
+        block = self._block(self.partition_id(p), *parts) if parts else self.load(p)
         return count_labels_of(block.partition, block.y, block.sample_weight)
 
     def _checked(self, p, x, y, w):

@@ -157,6 +157,7 @@ class PassCertifier:
         self.on_pass = getattr(hooks, "on_pass", None)
         self.on_block = getattr(hooks, "on_block", None)
         self.on_note = getattr(hooks, "on_note", None)
+        self.on_labels = getattr(hooks, "on_labels", None)  # a first read's class count (.labels)
         self.W = np.zeros((self.k, plan.model_width(source.n_features) + 1))
         self.rng_state = make_state(plan.seed)
         self.history = []
@@ -204,6 +205,8 @@ class PassCertifier:
         """A block arrives: its ``(y, cost)``, its loss added to the pass's sum, held-out rows scored."""
         if self.feature_map is not None and not sp.issparse(block.X):
             block.X = sp.csr_matrix(block.X)  # a feature map reads sparse rows
+        if self.on_labels is not None:
+            self.on_labels(pass_k, block)
         y_pm, cost = encode_block(self.plan, block)
         if self.feature_pass is None:
             self.feature_pass = pass_k
