@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 import pytest
-from sklearn.datasets import dump_svmlight_file
+from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 
 from dask_streamsvm import LinearSVC, io
 from dask_streamsvm.engine import fit as fit_module
@@ -133,3 +133,36 @@ def test_a_share_of_memory_is_resolved_from_the_first_partition(tmp_path, counts
     used = max(r["cache_bytes"] for r in clf.history_)
     assert 0.8 * expected <= used <= expected, (used, expected)
     assert clf.history_[-1]["gap"] <= 1e-4
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"1 3:0.5 10:1\n-1 2:1e-3\n",
+        b"# a comment\n\n+1 1:1 7:2 # ends here\r\n-1\t4:3\n0 \n",
+        b"2.5 1:1 200000:0.25\n-1 qid:3 5:1\n",  # qid: the scan declines, the parse reads it
+        b"1\n-1\n",  # no features: width 1, as scikit-learn's reader gives
+        b"1 0:1 5:2\n",
+    ],
+)
+@pytest.mark.parametrize("zero_based", [False, True])
+def test_the_width_scan_gives_the_parses_width(text, zero_based):
+    """read_libsvm without n_features scans the indices only (kernels.text.largest_index): the
+    same width as the parse, whatever the comments, blanks and line ends."""
+    from dask_streamsvm.kernels.text import largest_index
+
+    try:
+        parsed = io._parse_block(text, None, np.float64, zero_based, "text")[0].shape[1]
+    except ValueError:
+        parsed = None  # one-based text with index 0: the fit's parse names the error
+    if parsed is not None:
+        assert io._max_index(text, zero_based, "text") == parsed
+    scanned = largest_index(np.frombuffer(text, dtype=np.uint8), zero_based)
+    assert scanned == -1 or max(scanned, 1) == parsed or (parsed is None and scanned >= 0)
+
+
+def test_reading_the_width_parses_no_block(tmp_path, parses):
+    X, y = load_libsvm_dataset("a9a")
+    path, blocksize = _text(tmp_path, X[:3000], y[:3000])
+    X_text, _ = read_libsvm(path, blocksize=blocksize)
+    assert parses == [] and X_text.shape[1] == load_svmlight_file(path)[0].shape[1]
