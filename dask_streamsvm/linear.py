@@ -137,7 +137,9 @@ class LinearSVC(LinearInput):
         rows such as ``"10%"``: that share of the rows' bytes as the cache
         stores them (the rows counted before training times the bytes per
         row of the first partition, which costs one more read of that
-        partition; on a cluster, a share of each worker's part).
+        partition; on a cluster, a share of each worker's part; for text
+        whose first read trains while it counts the classes, the first
+        partition's rows times the number of partitions).
     block_bytes : int, str or None, default=None
         ``solver="sbm"`` and ``"bm"``: bytes of rows loaded per block (None:
         ``cache_bytes`` for SBM, the paper's SBM-1/2, and ``2 * cache_bytes``
