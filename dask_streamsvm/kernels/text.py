@@ -39,46 +39,63 @@ def _integer(buf, pos, end, cap):
     return value, pos, pos > start
 
 
-@numba.njit(cache=True, nogil=True)
-def _digits(buf, pos, end, mantissa, digits):
-    """Appends the decimal digits at ``buf[pos]`` to ``mantissa``; returns (mantissa, digits, count, pos).
-
-    ``digits`` counts significant digits; past 18 (where int64 could overflow) it stops there.
-    """
-    count = 0
-    while pos < end and 48 <= buf[pos] <= 57:
-        if mantissa > 0 or buf[pos] != 48:
-            digits += 1
-            if digits > 18:
-                return mantissa, digits, count, pos
-            mantissa = mantissa * 10 + (buf[pos] - 48)
-        count += 1
-        pos += 1
-    return mantissa, digits, count, pos
+@numba.njit(cache=True, nogil=True, inline="always")
+def _digit(c):
+    """Whether byte ``c`` is a decimal digit: one unsigned comparison."""
+    return np.uint8(c - np.uint8(48)) < np.uint8(10)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _number(buf, pos, end, pow10):
-    """Parses a decimal at ``buf[pos]``; returns (value, next position, ok)."""
+    """Parses a decimal at ``buf[pos]``; returns (value, next position, ok).
+
+    ``[+-]digits[.digits][(e|E)[+-]digits]`` with at most 18 significant digits (leading zeros
+    do not count; past 18 the mantissa may wrap, and the number is declined all the same).
+    """
     negative = False
-    if pos < end and (buf[pos] == 43 or buf[pos] == 45):  # '+' '-'
-        negative = buf[pos] == 45
+    if pos < end:
+        c = buf[pos]
+        if c == 43 or c == 45:
+            negative = c == 45
+            pos += 1
+    mantissa = np.int64(0)
+    sig = 0
+    seen = 0
+    while pos < end and _digit(buf[pos]):
+        d = np.int64(buf[pos]) - 48
+        if mantissa != 0 or d != 0:
+            sig += 1
+        mantissa = mantissa * 10 + d
+        seen += 1
         pos += 1
-    mantissa, digits, whole, pos = _digits(buf, pos, end, np.int64(0), 0)
-    fraction = 0
-    if digits <= 18 and pos < end and buf[pos] == 46:  # '.'
-        mantissa, digits, fraction, pos = _digits(buf, pos + 1, end, mantissa, digits)
-    if digits > 18 or whole + fraction == 0:
+    frac = 0
+    if pos < end and buf[pos] == 46:
+        pos += 1
+        while pos < end and _digit(buf[pos]):
+            d = np.int64(buf[pos]) - 48
+            if mantissa != 0 or d != 0:
+                sig += 1
+            mantissa = mantissa * 10 + d
+            frac += 1
+            pos += 1
+        seen += frac
+    if sig > 18 or seen == 0:
         return 0.0, pos, False
-    exponent = -fraction
-    if pos < end and (buf[pos] == 101 or buf[pos] == 69):  # 'e' 'E'
+    exponent = -frac
+    if pos < end and (buf[pos] == 101 or buf[pos] == 69):
         pos += 1
         sign = 1
         if pos < end and (buf[pos] == 43 or buf[pos] == 45):
             sign = -1 if buf[pos] == 45 else 1
             pos += 1
-        e, pos, ok = _integer(buf, pos, end, 400)
-        if not ok:
+        e = 0
+        start = pos
+        while pos < end and _digit(buf[pos]):
+            e = e * 10 + (np.int64(buf[pos]) - 48)
+            if e > 400:
+                return 0.0, pos, False
+            pos += 1
+        if pos == start:
             return 0.0, pos, False
         exponent += sign * e
     if mantissa >= _EXACT:
@@ -106,15 +123,22 @@ def parse_libsvm(buf, n_features, zero_based, labels, indptr, indices, values, p
     row = 0
     nnz = 0
     indptr[0] = 0
+    shift = 0 if zero_based else 1
     while pos < end:
-        while pos < end and _is_blank(buf[pos]):
+        c = buf[pos]
+        while c == 32 or c == 9 or c == 13:
             pos += 1
-        if pos < end and buf[pos] == 35:  # a comment line
-            while pos < end and buf[pos] != _NL:
+            if pos >= end:
+                break
+            c = buf[pos]
+        if pos >= end:
+            break
+        if c == 35:  # a comment line
+            while pos < end and buf[pos] != 10:
                 pos += 1
             pos += 1
             continue
-        if pos >= end or buf[pos] == _NL:
+        if c == _NL:
             pos += 1  # a blank line, skipped as scikit-learn's reader does
             continue
         label, pos, ok = _number(buf, pos, end, pow10)
@@ -124,24 +148,29 @@ def parse_libsvm(buf, n_features, zero_based, labels, indptr, indices, values, p
         last = -1
         while True:
             start = pos
-            while pos < end and _is_blank(buf[pos]):
+            while pos < end and (buf[pos] == 32 or buf[pos] == 9 or buf[pos] == 13):
                 pos += 1
-            if pos >= end or buf[pos] == _NL:
+            if pos >= end or buf[pos] == 10:
                 pos += 1
                 break
             if buf[pos] == 35:
-                while pos < end and buf[pos] != _NL:
+                while pos < end and buf[pos] != 10:
                     pos += 1
                 pos += 1
                 break
             if pos == start:
                 return -1  # tokens must be separated by blanks
-            index, pos, ok = _integer(buf, pos, end, 2_000_000_000)
-            if not ok or pos >= end or buf[pos] != 58:  # ':'
+            index = np.int64(0)
+            istart = pos
+            while pos < end and _digit(buf[pos]):
+                index = index * 10 + (np.int64(buf[pos]) - 48)
+                if index > 2_000_000_000:
+                    return -1
+                pos += 1
+            if pos == istart or pos >= end or buf[pos] != 58:  # ':'
                 return -1
             pos += 1
-            if not zero_based:
-                index -= 1
+            index -= shift
             if index < 0 or index <= last or (n_features >= 0 and index >= n_features):
                 return -1
             value, pos, ok = _number(buf, pos, end, pow10)
