@@ -17,9 +17,12 @@ An estimator validates its parameters, builds one
 - the reads around the solve: the one that learns
   :class:`~dask_streamsvm.features.Standardize`'s scales, the one that
   counts the classes (the primal solver's first Newton read where it
-  can be: :func:`first_read_trains`), a share of memory resolved once the
-  rows are counted, and Platt's sigmoids (cross-fitted folds in memory,
-  held-out rows streaming).
+  can be: :func:`first_read_trains`; for text, the dual solvers' first
+  training read: :func:`_fit_stream_counting`), a share of memory resolved
+  once the rows are counted, and Platt's sigmoids (cross-fitted folds in
+  memory, held-out rows streaming).
+- what a fit stopped before any read certified a trained model returns:
+  the trained model, uncertified (:meth:`~.result.FitResult.prefer_trained`).
 
 The one path of a fit::
 
