@@ -8,13 +8,22 @@ import pytest
 import scipy.sparse as sp
 
 from dask_streamsvm import LinearSVC
+from dask_streamsvm.engine import sbm as engine_sbm
 from dask_streamsvm.engine.cache import AlphaStore, RowCache
 from dask_streamsvm.engine.problem import FitPlan
 from dask_streamsvm.engine.sbm import BlockTrainer
 from dask_streamsvm.engine.schedules import fit_stream
 from dask_streamsvm.engine.source import DaskSource
+from dask_streamsvm.kernels.dcd import Shrinking, dcd_passes
+from dask_streamsvm.kernels.losses import HINGE, SQUARED_HINGE, row_gap
 from dask_streamsvm.kernels.rng import make_state
-from dask_streamsvm.kernels.sbm import gradients, select_informative, select_random
+from dask_streamsvm.kernels.sbm import (
+    block_sweep,
+    gradients,
+    gradients_and_gap,
+    select_informative,
+    select_random,
+)
 
 from ._helpers import LIBLINEAR_OPTIMA, a9a_dask, load_libsvm_dataset
 
@@ -130,6 +139,184 @@ def test_gradients_on_cached_rows(sparse):
     dots = (data[rows] @ W[:, :-1].T + 0.5 * W[:, -1]).T
     expected = y[:, rows] * dots - 1 + 0.5 / cost[:, rows] * cache.A[:, slots]  # D = 1 / (2 C)
     np.testing.assert_allclose(G, expected, rtol=1e-12, atol=1e-12)
+
+
+# -- the block's solve: one sweep of every problem, the fused measure, the sweeps' rule ------------
+
+
+def cached_rows(sparse, loss, k=2, n=40, seed=0):
+    """A row cache of ``n`` random rows in ``k`` problems (some weightless), its data and labels."""
+    rng = np.random.RandomState(seed)
+    data = rng.randn(n, 8) * (rng.rand(n, 8) < 0.5)
+    store = AlphaStore(k, loss=loss)
+    cache = RowCache(200_000, 8, np.float64, sparse, k, nnz_per_row=4)
+    y = np.where(rng.rand(k, n) < 0.5, 1.0, -1.0)
+    cost = rng.uniform(0.5, 2.0, size=(k, n))
+    cost[rng.rand(k, n) < 0.1] = 0.0
+    cost[:, 0] = 1.0  # every row has weight somewhere: all are cached
+    cache.insert(
+        sp.csr_matrix(data) if sparse else data, np.arange(n), y, cost, loss, 0.5, store, make_state(0)
+    )
+    return cache, store, rng
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("loss", [HINGE, SQUARED_HINGE])
+def test_gradients_and_gap_is_gradients_and_the_cache_gap(sparse, loss):
+    cache, _, rng = cached_rows(sparse, loss)
+    slots = cache.live[: cache.n_live].copy()
+    cache.A[:, slots] = np.minimum(rng.rand(2, slots.size), cache.U[:, slots])
+    cache.A[:, slots[::3]] = 0.0
+    W = rng.randn(2, 9)
+    G, expected = np.empty((2, slots.size)), np.empty((2, slots.size))
+    gap = gradients_and_gap(cache.layout, cache.Y, cache.U, cache.D, cache.A, W, 0.5, loss, slots, G)
+    gradients(cache.layout, cache.Y, cache.D, cache.A, W, 0.5, slots, expected)
+    np.testing.assert_array_equal(G, expected)
+    # the same sum, in the same order, as the row cache's own measure (bit for bit)
+    assert gap == cache.objective(W, 0.5, loss)[1]
+    shares = [
+        row_gap(loss, G[c, t], cache.A[c, s], cache.U[c, s], cache.D[c, s])
+        for t, s in enumerate(slots) for c in range(2) if cache.U[c, s] > 0
+    ]  # fmt: skip
+    assert gap == pytest.approx(sum(shares), rel=1e-12) and gap > 0
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("loss", [HINGE, SQUARED_HINGE])
+def test_block_sweep_is_one_dcd_pass_per_problem_and_sums_the_gap_it_sees(sparse, loss):
+    """Pass for pass, the alpha, w, active sets and shrinking thresholds of dcd_passes (the next test
+    checks ``seen``, the gap the sweep saw)."""
+    cache, _, rng = cached_rows(sparse, loss)
+    n = cache.n_live
+    slots = cache.live[:n].copy()
+    W0 = 0.1 * rng.randn(2, 9)
+    W, A = W0.copy(), cache.A.copy()
+    index = np.tile(slots, (2, 1))
+    active, shrink, done = np.full(2, n), np.tile([np.inf, -np.inf], (2, 1)), np.zeros(2, dtype=bool)
+    W_ref, A_ref, index_ref = W0.copy(), cache.A.copy(), index.copy()
+    state_ref = [Shrinking(n, np.inf, -np.inf)] * 2
+    rng_a, rng_b = make_state(3), make_state(3)
+    for sweep in range(6):
+        visits, seen = block_sweep(
+            cache.layout, cache.Y, cache.U, cache.D, cache.QD, A, W, 0.5, loss, index, active, shrink,
+            done, 1e-6, rng_a,
+        )  # fmt: skip
+        expected_visits = 0
+        for c in range(2):
+            expected_visits += state_ref[c].active_size
+            out = dcd_passes(
+                cache.layout, cache.problem(c), index_ref[c], A_ref[c], W_ref[c], 0.5, 1, 1e-6, state_ref[c],
+                rng_b,
+            )  # fmt: skip
+            state_ref[c] = Shrinking(int(out[1]), out[4], out[5])
+        assert visits == expected_visits
+        np.testing.assert_array_equal(A, A_ref)
+        np.testing.assert_array_equal(W, W_ref)
+        np.testing.assert_array_equal(index, index_ref)
+        assert list(active) == [s.active_size for s in state_ref]
+        assert [tuple(t) for t in shrink] == [(s.pg_max_old, s.pg_min_old) for s in state_ref]
+        assert seen >= 0.0 and (sweep > 0 or seen > 0.0)
+    assert not done.any() or (active == n).all()
+
+
+def test_block_sweep_gap_seen_is_the_gap_at_the_start_when_no_step_moves_w():
+    """When no step moves ``w`` (an infinite ``Qbar``), ``seen`` is the rows' exact gap."""
+    cache, _, _ = cached_rows(False, HINGE, k=1)
+    n = cache.n_live
+    slots = cache.live[:n].copy()
+    W = np.zeros((1, 9))
+    A = np.zeros_like(cache.A)
+    QD = np.full_like(cache.QD, np.inf)  # an infinite curvature: every step is 0, w never moves
+    G = np.empty((1, n))
+    gap = gradients_and_gap(cache.layout, cache.Y, cache.U, cache.D, A, W, 0.5, HINGE, slots, G)
+    visits, seen = block_sweep(
+        cache.layout, cache.Y, cache.U, cache.D, QD, A, W, 0.5, HINGE, np.tile(slots, (1, 1)),
+        np.full(1, n), np.tile([np.inf, -np.inf], (1, 1)), np.zeros(1, dtype=bool), 1e-6, make_state(0),
+    )  # fmt: skip
+    assert visits == n and seen == pytest.approx(gap, rel=1e-12)
+    assert gap == pytest.approx(cache.U[0, slots].sum(), rel=1e-12)  # w = 0: every row's share is C_i
+
+
+class ScriptedSweeps:
+    """A stand-in for ``block_sweep`` that reports the gaps a script says it saw."""
+
+    def __init__(self, seen, n=10):
+        self.seen, self.n, self.calls = list(seen), n, 0
+
+    def __call__(self, *args):
+        self.calls += 1
+        return self.n, self.seen[self.calls - 1]
+
+
+def run_solve_block(monkeypatch, seen, exact, target_factor=0.1, inner_iter=20):
+    """``solve_block`` on a scripted run: sweeps made, measures taken, whether it ended measured."""
+    sweeps = ScriptedSweeps(seen)
+    monkeypatch.setattr(engine_sbm, "block_sweep", sweeps)
+    measures = []
+
+    def measure():
+        measures.append(sweeps.calls)
+        return exact[sweeps.calls - 1]
+
+    memory = SimpleNamespace(n_live=3, live=np.arange(3), Y=None, U=None, D=None, QD=None, A=None)
+    out = engine_sbm.solve_block(
+        None, memory, None, 0.0, HINGE, None, inner_iter, np.tile([np.inf, -np.inf], (1, 1)), measure,
+        lambda start: target_factor * start,
+    )  # fmt: skip
+    return out, measures
+
+
+def test_solve_block_measures_after_the_first_sweep_and_when_the_rate_predicts_the_target(monkeypatch):
+    # seen: 100 (the start: target 10), 50, 25, 12.5 (predicted after: 6.25 <= 10)
+    (sweeps, visits, measured), measures = run_solve_block(
+        monkeypatch, seen=[100, 50, 25, 12.5, 6], exact=[60, 30, 15, 8, 4]
+    )
+    assert measures == [1, 4] and (sweeps, visits, measured) == (4, 40, True)
+    # after sweep 1 the exact gap meets the target at once
+    out, measures = run_solve_block(monkeypatch, seen=[100, 50], exact=[9, 1])
+    assert measures == [1] and out == (1, 10, True)
+    # a measure that misses waits for as many sweeps again: sweep 4 misses, the next is at 8
+    seen = [100, 50, 25, 12.5, 6.25, 3.1, 1.6, 0.8, 0.4]
+    out, measures = run_solve_block(monkeypatch, seen=seen, exact=[60, 30, 15, 11, 9, 9, 9, 9, 9])
+    assert measures == [1, 4, 8] and out == (8, 80, True)
+
+
+def test_the_carried_thresholds_shrink_rows_in_a_new_blocks_first_sweep():
+    cache, _, rng = cached_rows(False, HINGE, k=1)
+    n = cache.n_live
+    slots = cache.live[:n].copy()
+    W = 0.5 * rng.randn(1, 9)
+    A = np.zeros_like(cache.A)
+    args = (cache.layout, cache.Y, cache.U, cache.D, cache.QD)
+    fresh = block_sweep(
+        *args,
+        A.copy(),
+        W.copy(),
+        0.5,
+        HINGE,
+        np.tile(slots, (1, 1)),
+        np.full(1, n),
+        np.tile([np.inf, -np.inf], (1, 1)),
+        np.zeros(1, dtype=bool),
+        1e-6,
+        make_state(0),
+    )
+    active = np.full(1, n)
+    carried = block_sweep(
+        *args,
+        A.copy(),
+        W.copy(),
+        0.5,
+        HINGE,
+        np.tile(slots, (1, 1)),
+        active,
+        np.array([[0.01, -0.01]]),
+        np.zeros(1, dtype=bool),
+        1e-6,
+        make_state(0),
+    )
+    assert fresh[0] == carried[0] == n  # visits count the active set at the start
+    assert 0 < active[0] < n  # rows at alpha = 0 with G > 0.01 left the active set at once
 
 
 # -- a9a: BM, SBM and SBM-rand reach LIBLINEAR's optimum ------------------------------

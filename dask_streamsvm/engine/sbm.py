@@ -33,6 +33,13 @@ that fits, as does a partition larger than ``block_bytes`` (it grows the
 memory, which then keeps its size).  A rebuild releases the old arrays before allocating the new ones,
 so for a moment the rows in memory exist twice, in a compact copy.
 
+Solve.  A block's DCD sweeps (:func:`solve_block`) run every problem in one
+kernel call per sweep, keep LIBLINEAR's shrinking from sweep to sweep and
+from block to block (rows whose gradient points out of the box at a bound
+are skipped), and sum the gap shares of the rows they visit; those sums
+say when to read the exact gap, whose read also gives the gradients the
+cache selection ranks by.
+
 Selection.  ``cache_policy="informative"`` ranks rows by the paper's
 gradient score (unbounded rows first; :mod:`dask_streamsvm.kernels.sbm`);
 ``"random"`` keeps a random subset (the paper's SBM-rand).  Every decision
@@ -49,12 +56,12 @@ import scipy.sparse as sp
 
 from ..kernels.crammer_singer import cs_select_informative, cs_sweep
 from ..kernels.dcd import Shrinking, dcd_passes
-from ..kernels.sbm import gradients, select_informative, select_random
+from ..kernels.sbm import block_sweep, gradients, gradients_and_gap, select_informative, select_random
 from .cache import RowCache, stored_bytes
 from .trainer import PassCertifier, fit_rows, reserve_full
 
 # Projected-gradient tolerance of a block's subproblem: passes end there at
-# the latest (the gap rule of ``passes_to_gap`` usually ends them sooner).
+# the latest (the gap rules of ``solve_block`` and ``passes_to_gap`` usually end them sooner).
 INNER_EPS = 1e-6
 
 
@@ -92,6 +99,56 @@ def passes_to_gap(rows, problems, indices, alphas, W, bias, rng_state, inner_ite
     return inner_iter, visits
 
 
+def solve_block(rows, memory, W, bias, loss, rng_state, inner_iter, thresholds, measure, target):
+    """DCD sweeps on the rows in memory until their exact gap is ``target(gap the first sweep saw)``.
+
+    ``memory`` is the :class:`~.cache.RowCache` (its slots ``live[:n]`` are
+    the rows), ``loss`` the loss's code, ``thresholds`` a ``(k, 2)`` float
+    array of each problem's shrinking thresholds, carried from block to
+    block and updated in place (:func:`~..kernels.sbm.block_sweep`).
+    Each sweep sums the gap shares of the rows it visits (the gap "seen");
+    the first sweep's is the block's gap at its start.  After sweep ``p >=
+    2`` the gap after it is predicted as ``seen_p^2 / seen_(p-1)`` (the
+    last sweep's rate once more); when the prediction meets the target, or
+    after sweep 1, ``measure()`` reads the rows' exact gap, and the sweeps
+    end once it is at most ``target(seen_1)``.  After a measure that misses
+    the target, the next waits for as many sweeps again.  The sweeps also
+    end when every problem's active set is optimal to ``INNER_EPS``, or
+    after ``inner_iter``.  The first sweep's gap is larger than the gap
+    after it that :func:`passes_to_gap` starts from: a block new rows
+    enter with a large gap ends sooner (one sweep where the rows barely
+    interact, as on wide sparse data).
+
+    Returns ``(sweeps, visits, measured)``: ``measured`` is true when the
+    last ``measure()`` saw the state the sweeps end in.
+    """
+    n = memory.n_live
+    k = thresholds.shape[0]
+    index = np.empty((k, n), dtype=np.int64)
+    index[:] = memory.live[:n]
+    active = np.full(k, n, dtype=np.int64)
+    done = np.zeros(k, dtype=np.bool_)
+    start = previous = None
+    visits, next_measure = 0, 1
+    for sweep in range(1, inner_iter + 1):
+        seen_visits, seen = block_sweep(
+            rows, memory.Y, memory.U, memory.D, memory.QD, memory.A, W, bias, loss, index, active,
+            thresholds, done, INNER_EPS, rng_state,
+        )  # fmt: skip
+        visits += seen_visits
+        if done.all():
+            return sweep, visits, False
+        start = seen if start is None else start
+        goal = target(start)
+        predicted = seen if previous is None else seen * seen / max(previous, np.finfo(float).tiny)
+        previous = seen
+        if sweep == 1 or (sweep >= next_measure and predicted <= goal):
+            if measure() <= goal:
+                return sweep, visits, True
+            next_measure = 2 * sweep
+    return inner_iter, visits, False
+
+
 class BlockTrainer(PassCertifier):
     """The single writer of the row memory, alpha and w (see the module docstring).
 
@@ -125,6 +182,9 @@ class BlockTrainer(PassCertifier):
         self.kept = np.empty(0, dtype=np.int64)  # global ids of the cached rows, best first
         self.block_used = 0  # bytes of the rows the current block added
         self.block_rows = 0  # rows of the current block in memory (some may have been cached)
+        self.grad = None  # the rows' gradients in the order of memory.live, from the block's last measure
+        # Each problem's shrinking thresholds (pg_max_old, pg_min_old), carried from block to block.
+        self.thresholds = np.tile([np.inf, -np.inf], (self.k, 1))
         self.stats.update(blocks=0, insertions=0, evictions=0, rebuilds=0, memory_bytes=0, peak_used_bytes=0)
 
     def run(self, reader):
@@ -262,17 +322,30 @@ class BlockTrainer(PassCertifier):
             self._solve_block(memory, n)
         self.stats["blocks"] += 1
         self._select_cache()
+        self.grad = None
         self.block_used = self.block_rows = 0
 
     def _solve_block(self, memory, n):
-        """DCD passes on block plus cache until its exact gap is ``solved_below`` (:func:`passes_to_gap`)."""
-        index = np.empty((self.k, n), dtype=np.int64)
-        index[:] = memory.live[:n]
-        problems = [memory.problem(c) for c in range(self.k)]
-        _, visits = passes_to_gap(
-            memory.layout, problems, index, memory.A, self.W, self.bias, self.rng_state, self.inner_iter,
-            measure=lambda: memory.objective(self.W, self.bias, self.loss.code)[1], target=self.solved_below,
+        """DCD sweeps on block plus cache until its exact gap is ``solved_below`` (:func:`solve_block`).
+
+        Each measure of the gap also gives every row's gradient
+        (:func:`~..kernels.sbm.gradients_and_gap`); when the sweeps end at
+        a measure, the cache selection ranks by those (``self.grad``).
+        """
+        slots = memory.live[:n].copy()
+        grad = np.empty((self.k, n))
+        layout, code = memory.layout, self.loss.code
+
+        def measure():
+            return gradients_and_gap(
+                layout, memory.Y, memory.U, memory.D, memory.A, self.W, self.bias, code, slots, grad
+            )
+
+        _, visits, measured = solve_block(
+            layout, memory, self.W, self.bias, code, self.rng_state, self.inner_iter, self.thresholds,
+            measure, self.solved_below,
         )  # fmt: skip
+        self.grad = grad if measured else None
         self.stats["visits"] += visits
 
     def _select_cache(self):
@@ -291,8 +364,10 @@ class BlockTrainer(PassCertifier):
                     self.cache_bytes, keep,
                 )  # fmt: skip
             elif self.informative:
-                grad = np.empty((self.k, n))
-                gradients(memory.layout, memory.Y, memory.D, memory.A, self.W, self.bias, slots, grad)
+                grad = self.grad  # the last measure's, when it saw the state the block's solve ended in
+                if grad is None:
+                    grad = np.empty((self.k, n))
+                    gradients(memory.layout, memory.Y, memory.D, memory.A, self.W, self.bias, slots, grad)
                 n_keep = select_informative(
                     memory.A[:, slots], grad, memory.U[:, slots], sizes, self.cache_bytes, keep
                 )
@@ -311,11 +386,14 @@ class BlockTrainer(PassCertifier):
         # A pass ends with its last block trained: the row memory holds the cache only.
         state, arrays = super().checkpoint_state()
         arrays["kept"] = self.kept
+        arrays["thresholds"] = self.thresholds
         return state, arrays
 
     def restore(self, state, arrays):
         super().restore(state, arrays)
         self.kept = arrays["kept"].astype(np.int64)
+        if "thresholds" in arrays:  # saved before the thresholds were carried: none shrinks at first
+            self.thresholds = np.array(arrays["thresholds"], dtype=np.float64).reshape(self.k, 2)
         memory = self.memory
         if memory is not None:
             memory.check_dual(self.store)

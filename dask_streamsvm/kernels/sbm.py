@@ -25,13 +25,20 @@ prefix of the ranking; ties keep the order of the input).
 SBM-rand keeps a uniformly random prefix instead (the paper's SBM-1/2-rand).
 The Crammer-Singer ranking (section 3) is
 :func:`~dask_streamsvm.kernels.crammer_singer.cs_select_informative`.
+
+The block's solve (step 4(c)) is :func:`block_sweep`: one DCD pass of
+every one-vs-rest problem over the row memory's slots in one call, with
+LIBLINEAR's shrinking carried from sweep to sweep and from block to block,
+and the rows' gap shares summed as the sweep visits them.
 """
 
 import numpy as np
 from numba import njit
 
+from .dcd import PG_SKIP
+from .losses import row_gap
 from .rng import shuffle_prefix
-from .rows import row_dot
+from .rows import prefetch, row_axpy, row_dot, row_prefetch, row_prefetch_start
 
 
 @njit(cache=True, nogil=True)
@@ -42,6 +49,31 @@ def gradients(X, Y, D, A, W, bias, slots, G):
         for t in range(slots.shape[0]):
             s = slots[t]
             G[c, t] = Y[c, s] * row_dot(X, s, w, bias) - 1.0 + D[c, s] * A[c, s]
+
+
+@njit(cache=True, nogil=True)
+def gradients_and_gap(X, Y, U, D, A, W, bias, loss, slots, G):
+    """:func:`gradients` and the rows' duality gap in one read of the rows; returns the gap.
+
+    ``G[c, t]`` as :func:`gradients` gives it, and ``sum_t sum_c gap_tc``
+    over the problems that give the row weight (``U > 0``), each
+    :func:`~.losses.row_gap` of the loss of code ``loss``: the measure of a
+    block's solve (:func:`~dask_streamsvm.engine.sbm.passes_to_gap`), whose
+    last value leaves ``G`` ready for the cache selection.  Summed row by
+    row, problems inner, as :func:`~.cache.cache_objective` sums it.
+    """
+    total = 0.0
+    for t in range(slots.shape[0]):
+        s = slots[t]
+        gap = 0.0
+        for c in range(Y.shape[0]):
+            g = Y[c, s] * row_dot(X, s, W[c], bias) - 1.0 + D[c, s] * A[c, s]
+            G[c, t] = g
+            if U[c, s] == 0.0:
+                continue
+            gap += row_gap(loss, g, A[c, s], U[c, s], D[c, s])
+        total += gap
+    return total
 
 
 @njit(cache=True, nogil=True)
@@ -147,3 +179,105 @@ def select_random(row_bytes, budget, rng_state, keep):
     order = np.arange(n)
     shuffle_prefix(order, n, rng_state)
     return keep_prefix(order, row_bytes, budget, keep)
+
+
+@njit(cache=True, nogil=True)
+def block_sweep(X, Y, U, D, QD, A, W, bias, loss, index, active, shrink, done, eps, rng_state):
+    """One DCD pass of each unfinished problem over its active slots; ``(visits, gap seen)``.
+
+    The pass of :func:`~.dcd.dcd_passes` (Hsieh et al. 2008, Algorithm 1,
+    with LIBLINEAR's shrinking) run for each problem ``c`` with ``not
+    done[c]``, on the row memory's per-slot arrays ``Y``, ``U``, ``D``,
+    ``QD``, ``A`` ``(k, slots)`` and ``W`` ``(k, n_features + 1)``::
+
+        G  = y_i w_c . [x_i, b] - 1 + D_ii alpha_i
+        alpha_i <- min(max(alpha_i - G / Qbar_ii, 0), U_i),  w_c += (change) y_i [x_i, b]
+
+    ``index[c]`` holds the slots, its first ``active[c]`` the active set;
+    ``shrink[c] = (pg_max_old, pg_min_old)`` are the thresholds a bound row
+    is shrunk by (``alpha_i = 0`` and ``G > pg_max_old``, or ``alpha_i =
+    U_i`` and ``G < pg_min_old``; ``(inf, -inf)``: none).  All three are
+    updated in place for the next call, as :func:`~.dcd.dcd_passes` leaves
+    them; when the active set looks optimal to ``eps`` it is restored to
+    every slot, and ``done[c]`` is set once every slot is.
+
+    ``gap seen`` sums each visited row's :func:`~.losses.row_gap` (loss of
+    code ``loss``) at the gradient its step starts from: an estimate of the
+    rows' gap during the pass that costs no extra read.  Rows shrunk
+    (gradient pointing out of the box at a bound) add nothing: their share
+    is 0 there.  ``visits`` counts the rows of the active sets at the start.
+    """
+    n = index.shape[1]
+    visits = 0
+    seen = 0.0
+    for c in range(Y.shape[0]):
+        if done[c]:
+            continue
+        y, upper, diag, qd, alpha, w, order = Y[c], U[c], D[c], QD[c], A[c], W[c], index[c]
+        size = active[c]
+        pg_max_old, pg_min_old = shrink[c, 0], shrink[c, 1]
+        visits += size
+        shuffle_prefix(order, size, rng_state)
+        pg_max = -np.inf
+        pg_min = np.inf
+        s = 0
+        while s < size:
+            if s + 2 < size:
+                row_prefetch_start(X, order[s + 2])
+            if s + 1 < size:
+                nxt = order[s + 1]
+                row_prefetch(X, nxt)
+                prefetch(alpha, nxt)
+                prefetch(y, nxt)
+                prefetch(qd, nxt)
+            i = order[s]
+            r = np.uint64(i)  # unsigned: no wraparound code on the accesses below
+            yi = y[r]
+            a = alpha[r]
+            u = upper[r]
+            g = yi * row_dot(X, i, w, bias) - 1.0 + diag[r] * a
+            pg = 0.0
+            if a == 0.0:
+                if g > pg_max_old:
+                    size -= 1
+                    order[s] = order[size]
+                    order[size] = i
+                    continue
+                if g < 0.0:
+                    pg = g
+            elif a == u:
+                if g < pg_min_old:
+                    size -= 1
+                    order[s] = order[size]
+                    order[size] = i
+                    continue
+                if g > 0.0:
+                    pg = g
+            else:
+                pg = g
+            if u > 0.0:
+                seen += row_gap(loss, g, a, u, diag[r])
+            if pg > pg_max:
+                pg_max = pg
+            if pg < pg_min:
+                pg_min = pg
+            if abs(pg) > PG_SKIP:
+                q = qd[r]
+                # Q_ii = 0 (an empty row, no bias, L1 loss): the dual is linear in alpha_i
+                # with slope g = -1, so the optimum is the bound (dcd_passes' reading).
+                new = min(max(a - g / q, 0.0), u) if q > 0.0 else (u if g < 0.0 else 0.0)
+                alpha[r] = new
+                row_axpy(X, i, (new - a) * yi, w, bias)
+            s += 1
+        if pg_max - pg_min <= eps and abs(pg_max) <= eps and abs(pg_min) <= eps:
+            if size == n:
+                done[c] = True
+            size = n
+            pg_max, pg_min = np.inf, -np.inf
+        if pg_max <= 0.0:
+            pg_max = np.inf
+        if pg_min >= 0.0:
+            pg_min = -np.inf
+        active[c] = size
+        shrink[c, 0], shrink[c, 1] = pg_max, pg_min
+    return visits, seen
