@@ -176,8 +176,8 @@ class PassCertifier:
     def solved_below(self, start_gap):
         """The gap below which rows in memory (a cache, a block) count as solved.
 
-        ``KAPPA`` times the smaller of ``start_gap`` (their gap after the
-        first sweep since new rows came) and the last certified gap, and no
+        ``KAPPA`` times the smaller of ``start_gap`` (their gap during or
+        after the first sweep since new rows came) and the last certified gap, and no
         lower than a tenth of what the stopping rule asks for: inner work
         in proportion to what is left to prove, and none spent past it.
         """
