@@ -55,7 +55,11 @@ set.  Skipped, with a note, while ``LinearSVC`` has no ``partial_fit``.
 
 Run ``python -m benchmarks.bench_schedules [--size-gb 0.2] [--quick]``;
 results go to ``benchmarks/results/bench_schedules.json`` and
-``docs/benchmarks.md``.
+``docs/benchmarks.md``.  With ``--policies``, instead: StreamSVM's cache
+rules (``cache_policy`` "informative", "paper", "random"; the first two with
+beta = 1 too) and SBM-1/2 in reads to 1e-3 at every ``--memory`` given,
+deterministic, printed as the table of docs/papers/streamsvm.md (results in
+``bench_schedules_policies.json``).
 """
 
 import argparse
@@ -128,7 +132,7 @@ def real_dataset(name, args):
         "n_rows": X.shape[0],
         "data_bytes": row_memory_bytes(X.shape[0], X.nnz, X.shape[1], X.dtype.itemsize, sparse=True),
         "p_star": P_STAR.get(name),
-        "test": load_libsvm(f"{name}.t"),
+        "test": load_libsvm(f"{name}.t") if (data_dir() / f"{name}.t.bz2").exists() else None,
         "tol": args.tol,
         "max_iter": args.max_iter,
     }
@@ -375,6 +379,39 @@ def single_pass(name, args):
 # -- report --------------------------------------------------------------------------
 
 
+def policies(args):
+    """StreamSVM's cache rules (``--policies``, module docstring): a markdown table, and its rows."""
+    from dask_streamsvm.engine import streamsvm
+
+    variants = [("informative", 0.9), ("paper", 0.9), ("random", 0.9), ("informative", 1.0), ("paper", 1.0)]
+    rows = []
+    print(
+        "| data | M | schedule | reads to 1e-3 | seconds | last gap | row memory / M |\n" + "|---" * 7 + "|"
+    )
+    for name in args.real:
+        data = dict(real_dataset(name, args), tol=1e-3, max_iter=args.max_iter)
+        for fraction in args.memory:
+            memory = int(fraction * data["data_bytes"])
+            runs = [(f"StreamSVM {p}" + (", beta=1" if b == 1 else ""), p, b) for p, b in variants]
+            for label, policy, beta in [*runs, ("SBM-1/2", None, streamsvm.BETA)]:
+                params = dict(schedule_params(memory)["SBM-1/2"]) if policy is None else (
+                    {"solver": "streamsvm", "cache_bytes": memory, "cache_policy": policy})  # fmt: skip
+                kept, streamsvm.BETA = streamsvm.BETA, beta
+                try:
+                    row = run_schedule(data, label, {**params, "deterministic": True}, memory)
+                finally:
+                    streamsvm.BETA = kept
+                at, last = row["milestones"]["0.001"], row["final"]
+                memory_note = _memory_note(
+                    dict(row, schedule="BM" if policy is None else "StreamSVM"), memory
+                )
+                print(f"| {name} | {fraction:.0%} | {label} | {_reached(at)} | {row['fit_seconds']:.1f} | "
+                      f"{last['gap']:.1e} | {memory_note[1]} |", flush=True)  # fmt: skip
+                rows.append(dict(row, memory_fraction=fraction, beta=beta, history=None))
+    payload = {**payload_header("bench_schedules", None), "partitions": args.partitions, "results": rows}
+    save_json(RESULTS.with_name("bench_schedules_policies.json"), payload)
+
+
 def source_state():
     """The commit measured, and whether the package's files differed from it."""
     import subprocess
@@ -500,7 +537,7 @@ def main(argv=None):
     parser.add_argument("--size-gb", type=float, default=0.2, help="synthetic features, GB (0: none)")
     parser.add_argument("--features", type=int, default=50)
     parser.add_argument("--real", nargs="*", default=["a9a", "ijcnn1"])
-    parser.add_argument("--memory", type=float, default=0.1, help="M as a fraction of the data's bytes")
+    parser.add_argument("--memory", type=float, nargs="+", default=[0.1], help="M, fractions of the data")
     parser.add_argument("--partitions", type=int, default=64)
     parser.add_argument("--tol", type=float, default=1e-4, help="real data")
     parser.add_argument("--max-iter", type=int, default=40, help="real data")
@@ -508,7 +545,11 @@ def main(argv=None):
     parser.add_argument("--synthetic-max-iter", type=int, default=30)
     parser.add_argument("--quick", action="store_true", help="a small check that everything runs")
     parser.add_argument("--workdir", default=None, help="where to write the synthetic Parquet files")
+    parser.add_argument("--policies", action="store_true", help="StreamSVM's cache rules (docstring)")
     args = parser.parse_args(argv)
+    if args.policies:
+        return policies(args)
+    args.memory = args.memory[0]
     if args.quick:
         args.size_gb = min(args.size_gb, 0.01)
         args.max_iter = min(args.max_iter, 8)

@@ -148,11 +148,15 @@ class LinearSVC(LinearInput):
         ``solver="sbm"``, ``"bm"``, ``partial_fit``: the most DCD passes per
         block (None: 100; they end once its gap is a tenth of the gap to beat);
         Crammer-Singer blocks, ``cluster="cocoa"`` rounds: passes (None: 10).
-    cache_policy : {"informative", "random"}, default="informative"
+    cache_policy : {"informative", "random", "paper"}, default="informative"
         Which rows the cache keeps. ``"sbm"``: the rows the paper's score
         ranks highest, or a random subset (SBM-rand). ``"streamsvm"``: the
         rows with the largest share of the duality gap, and the paper's
-        eviction of uninformative rows; or random eviction.
+        eviction of uninformative rows (the eps rule); ``"paper"``: the
+        StreamSVM paper's own rule, random eviction and the eps rule, for
+        comparison (it needs more reads: docs/papers/streamsvm.md);
+        ``"random"``: random eviction alone. SBM, BM and ``partial_fit``
+        refuse ``"paper"``.
     deterministic : bool, default=False
         ``"streamsvm"``: sweep the cache as often as the rows and the seed
         say (one seed, one model), not whenever the reader is behind.
@@ -358,7 +362,7 @@ class LinearSVC(LinearInput):
         "cache_bytes": cache_size,
         "block_bytes": optional(byte_size_check),
         "inner_iter": optional(integer()),
-        "cache_policy": one_of("informative", "random"),
+        "cache_policy": one_of(*engine.CACHE_POLICIES),
         "deterministic": boolean,
         "shuffle": boolean,
         "probability": boolean,

@@ -460,3 +460,47 @@ def test_reads_run_ahead_up_to_prefetch_at_once_and_blocks_keep_their_order(smal
         assert order == list(reader.partition_order(k))
     assert src.most == prefetch  # prefetch reads at once (one at a time for prefetch=1)
     assert max(held) <= prefetch  # queued blocks and reads in flight: the trainer's block makes prefetch + 1
+
+
+@pytest.mark.parametrize("prefetch", [1, 3])
+def test_a_disk_speed_holds_every_read_to_its_bytes_over_that_speed(small, monkeypatch, prefetch):
+    import dask_streamsvm.engine.reader as reader_module
+
+    X, y = small
+    src = DaskSource(da.from_array(X, chunks=(10, 3)), da.from_array(y, chunks=10))
+    # A clock that only the reader's sleeps move: each read takes no time on it.
+    now = [0.0]
+    slept = []
+
+    class Clock:
+        @staticmethod
+        def perf_counter():
+            return now[0]
+
+        monotonic = perf_counter
+
+    def wait(seconds):
+        slept.append(seconds)
+        now[0] += seconds
+        return False
+
+    def read_all(**kw):
+        with Reader(src, prefetch=prefetch, max_passes=2, shuffle=True, seed=1, **kw) as reader:
+            monkeypatch.setattr(reader._stop, "wait", wait)
+            blocks = []
+            while (item := reader.get(timeout=10))[0] != "done":
+                if item[0] == "block":
+                    blocks.append(item[2])
+        return reader, blocks
+
+    plain, plain_blocks = read_all()  # off by default: no sleep
+    assert plain.throttle_wait == 0.0 and slept == []
+    monkeypatch.setattr(reader_module, "time", Clock)
+    monkeypatch.setattr(reader_module, "_read_bytes_per_s", 1e3)
+    held, blocks = read_all()
+    # Each read (the source's on the first pass, the same blocks after) slept its bytes / 1000.
+    np.testing.assert_allclose(slept, [b.nbytes / 1e3 for b in blocks])
+    assert held.throttle_wait == pytest.approx(sum(slept)) and now[0] == pytest.approx(sum(slept))
+    for a, b in zip(plain_blocks, blocks, strict=True):  # the same rows, in the same order
+        np.testing.assert_array_equal(a.X, b.X)
+        np.testing.assert_array_equal(a.order, b.order)

@@ -58,7 +58,16 @@ from .primal import (
     stream_read,
     warm_start,
 )
-from .problem import LOSSES, SOLVERS, STREAMING_SOLVERS, column_max_abs, cs_model, linear_scores, model_width
+from .problem import (
+    CACHE_POLICIES,
+    LOSSES,
+    SOLVERS,
+    STREAMING_SOLVERS,
+    column_max_abs,
+    cs_model,
+    linear_scores,
+    model_width,
+)
 from .reader import read_blocks
 from .schedules import fit_stream, memory_blocks
 from .sizes import CacheShare, row_bytes, share_bytes
@@ -66,8 +75,8 @@ from .spill import check_spill_dir
 from .termination import sigterm_unwinds
 
 __all__ = [
-    "CLUSTER_MODES", "LOSSES", "SOLVERS", "CacheShare", "Checkpoints", "MemoryData", "check",
-    "check_partial", "data_fingerprint", "fit", "fit_partial", "streams", "use_primal",
+    "CACHE_POLICIES", "CLUSTER_MODES", "LOSSES", "SOLVERS", "CacheShare", "Checkpoints", "MemoryData",
+    "check", "check_partial", "data_fingerprint", "fit", "fit_partial", "streams", "use_primal",
 ]  # fmt: skip
 
 # dual="auto" picks the primal Newton solver when the rows outnumber the model's width (features plus

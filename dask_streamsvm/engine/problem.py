@@ -40,7 +40,10 @@ STREAMING_SOLVERS = ("streamsvm", "sbm", "bm")
 SOLVERS = ("auto", "memory", *STREAMING_SOLVERS)
 # A plan's schedule: the above, and ``partial_fit``'s one pass.
 PLAN_SOLVERS = (*SOLVERS, "partial")
-CACHE_POLICIES = ("informative", "random")
+# Which rows a cache keeps (``cache_policy=``).  Every streaming solver: "informative" (the default)
+# and "random".  "paper" is StreamSVM's as its paper has it (random eviction on insertion, and the eps
+# rule), for comparison; SBM, BM and partial_fit have no eps rule to keep, and refuse it.
+CACHE_POLICIES = ("informative", "random", "paper")
 ALPHA_STORES = ("memory", "disk")
 # The smallest C a plan takes.  The dual variables are about C in size and the default loss's dual
 # sums their squares (``D_ii alpha_i^2``), which fall below float64's smallest normal number
@@ -171,6 +174,12 @@ class FitPlan:
         if self.inner_iter is not None:
             _check_int("inner_iter", self.inner_iter, 1)
         _check_choice("cache_policy", self.cache_policy, CACHE_POLICIES)
+        if self.cache_policy == "paper" and self.solver in ("sbm", "bm", "partial"):
+            schedule = "partial_fit" if self.solver == "partial" else f"solver={self.solver!r}"
+            raise ValueError(
+                "cache_policy='paper' is StreamSVM's own rule (solver='streamsvm', or 'auto' out of "
+                f"core); {schedule} takes cache_policy 'informative' or 'random'."
+            )
         _check_int("prefetch", self.prefetch, 1)
         _check_int("retries", self.retries, 0)
         if self.read_timeout is not None and not self.read_timeout > 0:

@@ -35,6 +35,11 @@ the source's, not the reader's: every reader of one source checks against
 the same fingerprints (:func:`source_prints`), so a solver that makes a
 reader per read (the primal Newton solver, :func:`read_blocks`) is checked
 as a reader of many passes is.
+
+A disk's speed, for benchmarks (:data:`_read_bytes_per_s`, off by
+default): when set, every partition's read, from the source or from its
+spill, takes at least its bytes over that speed; the reader thread sleeps
+the rest (the trainer works meanwhile), as a serial disk would make it wait.
 """
 
 import queue
@@ -52,6 +57,10 @@ from .waiting import POLL, OnThread, ReadTimeout
 RETRY_DELAY = 0.1  # seconds before the first repeated read; doubled for each next one, at most 5 s
 # I/O errors that repeating the read cannot mend.
 PERMANENT = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+# Benchmarks' hook (``bench_out_of_core --read-mb-s``): a disk's speed in bytes a second that every
+# partition's read is held to, or None (the default) for reads as fast as they come.  Read once per
+# Reader, as it starts.
+_read_bytes_per_s = None
 
 
 # Per source, the fingerprints every read of it is checked against, with the ``row_transform`` they
@@ -118,6 +127,8 @@ class Reader:
         self._started = self._finished = None
         self.rows_read = 0
         self.bytes_read = 0
+        self.throttle_wait = 0.0  # seconds slept to hold reads to ``_read_bytes_per_s``
+        self._bytes_per_s = _read_bytes_per_s
 
     # -- trainer side ---------------------------------------------------------
 
@@ -253,6 +264,18 @@ class Reader:
                 )
         return read.result()
 
+    def _hold_to_disk_speed(self, read_start, nbytes):
+        """Sleep until a read of ``nbytes`` begun at ``read_start`` took ``nbytes / _read_bytes_per_s``.
+
+        A read started ahead (``prefetch`` > 1) counts from its turn, so the
+        reads together never pass that speed, as on one disk.
+        """
+        rest = read_start + nbytes / self._bytes_per_s - time.perf_counter()
+        if rest > 0:
+            self.throttle_wait += rest
+            if self._stop.wait(rest):
+                raise Stopped
+
     @property
     def busy_seconds(self):
         """Seconds the reader spent reading (its lifetime less its waits for room)."""
@@ -274,7 +297,10 @@ class Reader:
                         self._wait_for_room()
                     if self.prefetch > 1:
                         self._read_ahead(self._upcoming(k, i))
+                    read_start = time.perf_counter()
                     block = self._load(int(p), started)
+                    if self._bytes_per_s is not None:
+                        self._hold_to_disk_speed(read_start, block.nbytes)
                     block.row_ids = self.row_ids.ids(block.partition, block.n_rows)
                     self.prints.check(block)
                     if self.shuffle:
@@ -314,4 +340,3 @@ def read_blocks(source, *, passes=1, prefetch=2, shuffle=False, seed=0, retries=
         while (item := reader.get())[0] != "done":
             if item[0] == "block":
                 yield item[1], item[2]
-
