@@ -7,7 +7,7 @@ bench_peers'."""
 import argparse
 import sys
 
-from benchmarks import bench_peers, bench_primal
+from benchmarks import bench_first_fit, bench_peers, bench_primal
 
 argv = sys.argv[1:]
 parser = argparse.ArgumentParser(add_help=False)
@@ -20,3 +20,5 @@ bench_peers.main(argv)
 rows = shared.dense_rows or (10_000_000 if shared.full else 2_000_000)
 primal = ["--rows", str(rows)] + ["--full"] * shared.full
 bench_primal.main(primal + (["--workdir", shared.workdir] if shared.workdir else []))
+# What a fresh process pays to compile the kernels, solver by solver (empty numba cache).
+bench_first_fit.main([])

@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from .layout import read_only
+
 # -- labels ------------------------------------------------------------------------------------
 
 
@@ -116,7 +118,7 @@ def first_non_finite(values):
     if values.size == 0 or values.dtype.kind != "f":
         return -1, 0.0
     flat = values.reshape(-1) if values.flags.c_contiguous else np.ravel(values)
-    k, top = scan_values(flat)
+    k, top = scan_values(read_only(flat))  # one compiled variant, writable input or not
     return int(k), float(top)
 
 

@@ -26,19 +26,32 @@ def kernel_rows(X, feature_map=None):
 
 
 def as_kernel_rows(X):
-    """The layout kernels read: a C-contiguous 2-D array or a CSR tuple.
+    """The layout kernels read: a C-contiguous 2-D array or a CSR tuple, read-only.
 
-    CSR input keeps its dtype; ``indptr`` becomes int64 and ``indices``
-    int32 or int64 as given.  Duplicate entries are summed (on a copy) so
-    that row norms are right.
+    One type per layout and dtype, so that numba compiles each kernel once
+    per layout whatever the caller holds: ``indptr`` becomes int64 and
+    ``indices`` int32 (the row cache's index type; int64 only for more
+    than 2**31 - 1 columns), and every array is handed over as a read-only
+    view (arrays from ``np.frombuffer``, memory maps and Dask workers
+    arrive read-only, a type of their own to numba; the kernels never
+    write to ``X``).  Duplicate entries are summed (on a copy) so that row
+    norms are right.
     """
     if sp.issparse(X):
         X = sp.csr_matrix(X)
         if not X.has_canonical_format:
             X = X.copy()
             X.sum_duplicates()
-        indices = X.indices
-        if indices.dtype not in (np.int32, np.int64):
-            indices = indices.astype(np.int64)
-        return (X.indptr.astype(np.int64, copy=False), indices, X.data)
-    return np.ascontiguousarray(X)
+        wide = X.shape[1] > np.iinfo(np.int32).max
+        indices = X.indices.astype(np.int64 if wide else np.int32, copy=False)
+        return (read_only(X.indptr.astype(np.int64, copy=False)), read_only(indices), read_only(X.data))
+    return read_only(np.ascontiguousarray(X))
+
+
+def read_only(a):
+    """``a`` as a plain ndarray that cannot be written: a view of it when it can (no copy)."""
+    a = np.asarray(a)
+    if a.flags.writeable:
+        a = a.view()
+        a.flags.writeable = False
+    return a

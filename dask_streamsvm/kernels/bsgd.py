@@ -260,7 +260,8 @@ def merge(settings, SV, SVSQ, BETA, n, stats):
         stats[0] += 1
     last = n - 1  # the slot of i takes the last vector
     if i != last:
-        SV[i, :] = SV[last, :]
+        for j in range(SV.shape[1]):  # a loop: an array assigned to a slice compiles numba's shape-error text
+            SV[i, j] = SV[last, j]
         SVSQ[i] = SVSQ[last]
         BETA[i] = BETA[last]
     return n - 1

@@ -272,7 +272,8 @@ def cs_train_on_cache(X, cache, dual, W, bias, eps, beta, full_at, visit_budget,
     busy = True
     while visits < visit_budget and meta[N_LIVE] > 0 and busy:
         n = meta[N_LIVE]
-        index[:n] = cache.live[:n]
+        for t in range(n):  # a loop: an array assigned to a slice compiles numba's shape-error text
+            index[t] = cache.live[t]
         worst = cs_sweep(X, Y, U, QD, A, W, bias, index, n, eps[0], shrinkable, rng_state)
         visits += n
         eps[0] = worst

@@ -249,14 +249,16 @@ def _n_rows(X):
 
 @intrinsic
 def prefetch(typingctx, arr, idx):
-    """Hint the CPU to load ``arr[idx]`` into cache (LLVM ``llvm.prefetch``)."""
-    if not (isinstance(arr, types.Array) and arr.ndim == 1 and isinstance(idx, types.Integer)):
+    """Hint the CPU to load ``arr[idx]`` (a 1-D array) or ``arr[idx, 0]`` (a row of a 2-D one) into cache
+    (LLVM ``llvm.prefetch``)."""
+    if not (isinstance(arr, types.Array) and arr.ndim in (1, 2) and isinstance(idx, types.Integer)):
         return None
 
     def codegen(context, builder, signature, args):
         aryty = signature.args[0]
         ary = context.make_array(aryty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
+        at = [args[1]] + [context.get_constant(types.intp, 0)] * (aryty.ndim - 1)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, at, wraparound=False)
         byte_ptr = ir.IntType(8).as_pointer()
         i32 = ir.IntType(32)
         fnty = ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32])
@@ -290,11 +292,8 @@ def _row_prefetch_start(X, i):
 @overload(row_prefetch, inline="always")
 def _row_prefetch(X, i):
     if _is_dense(X):
-
-        def dense_prefetch(X, i):
-            prefetch(X.reshape(-1), i * X.shape[1])
-
-        return dense_prefetch
+        # the row's start, without X.reshape(-1): that compiles numba's reshape into every caller
+        return lambda X, i: prefetch(X, i)
     if _is_sparse(X):
 
         def sparse_prefetch(X, i):
