@@ -137,9 +137,8 @@ class LinearSVC(LinearInput):
         rows such as ``"10%"``: that share of the rows' bytes as the cache
         stores them (the rows counted before training times the bytes per
         row of the first partition, which costs one more read of that
-        partition; on a cluster, a share of each worker's part; for text
-        whose first read trains while it counts the classes, the first
-        partition's rows times the number of partitions).
+        partition; on a cluster, a share of each worker's part; for text,
+        the first partition's rows times the partitions).
     block_bytes : int, str or None, default=None
         ``solver="sbm"`` and ``"bm"``: bytes of rows loaded per block (None:
         ``cache_bytes`` for SBM, the paper's SBM-1/2, and ``2 * cache_bytes``
@@ -149,14 +148,10 @@ class LinearSVC(LinearInput):
         block (None: 100; they end once its gap is a tenth of the gap to beat);
         Crammer-Singer blocks, ``cluster="cocoa"`` rounds: passes (None: 10).
     cache_policy : {"informative", "random", "paper"}, default="informative"
-        Which rows the cache keeps. ``"sbm"``: the rows the paper's score
-        ranks highest, or a random subset (SBM-rand). ``"streamsvm"``: the
-        rows with the largest share of the duality gap, and the paper's
-        eviction of uninformative rows (the eps rule); ``"paper"``: the
-        StreamSVM paper's own rule, random eviction and the eps rule, for
-        comparison (it needs more reads: docs/papers/streamsvm.md);
-        ``"random"``: random eviction alone. SBM, BM and ``partial_fit``
-        refuse ``"paper"``.
+        Which rows the cache keeps. SBM: the paper's top scores, or a random
+        subset (SBM-rand). StreamSVM: the largest shares of the gap and the
+        eps rule; ``"paper"``: the paper's own rule (random eviction and the
+        eps rule; more reads); ``"random"``: random eviction alone.
     deterministic : bool, default=False
         ``"streamsvm"``: sweep the cache as often as the rows and the seed
         say (one seed, one model), not whenever the reader is behind.

@@ -14,11 +14,13 @@ from dask_streamsvm.engine.problem import FitPlan
 from dask_streamsvm.engine.sbm import BlockTrainer
 from dask_streamsvm.engine.schedules import fit_stream
 from dask_streamsvm.engine.source import DaskSource
+from dask_streamsvm.kernels.cache import evict_many
 from dask_streamsvm.kernels.dcd import Shrinking, dcd_passes
 from dask_streamsvm.kernels.losses import HINGE, SQUARED_HINGE, row_gap
 from dask_streamsvm.kernels.rng import make_state
 from dask_streamsvm.kernels.sbm import (
     block_sweep,
+    evict_slots,
     gradients,
     gradients_and_gap,
     select_informative,
@@ -101,6 +103,33 @@ def test_informative_selection_keeps_the_unbounded_rows():
     assert keep[:m].tolist() == [6, 1, 3, 2, 4, 5, 0]
 
 
+@pytest.mark.parametrize("k", [1, 2])
+def test_partial_ranking_of_many_rows_keeps_the_full_sorts_prefix(k):
+    """Thousands of rows, few distinct scores: the kernel ranks only what can fit, ties included."""
+    rng = np.random.RandomState(k)
+    n = 3000
+    alpha, grad, upper = random_dual_state(rng, k, n, squared=False)
+    grad = grad.round(0)  # a handful of distinct values: long runs of ties at every cut
+    for sizes in (np.full(n, 120), rng.randint(50, 400, size=n)):
+        row_bytes = sizes.astype(np.int64)
+        for share in (0.0, 0.003, 0.05, 0.3, 0.7, 1.0):
+            budget = int(share * row_bytes.sum())
+            keep = np.empty(n, dtype=np.int64)
+            m = select_informative(alpha, grad, upper, row_bytes, budget, keep)
+            assert keep[:m].tolist() == reference_selection(alpha, grad, upper, row_bytes, budget), share
+
+
+def test_ranking_with_nan_gradients_keeps_distinct_rows_within_the_budget():
+    rng = np.random.RandomState(7)
+    n = 500
+    alpha, grad, upper = random_dual_state(rng, 1, n, squared=False)
+    grad[0, rng.rand(n) < 0.8] = np.nan  # a diverged solve: the selection must still be a valid cache
+    row_bytes = np.full(n, 100, dtype=np.int64)
+    keep = np.empty(n, dtype=np.int64)
+    m = select_informative(alpha, grad, upper, row_bytes, 100 * 100, keep)
+    assert m == 100 and len(set(keep[:m].tolist())) == m and keep[:m].max() < n
+
+
 def test_random_selection_is_a_seeded_prefix_within_the_budget():
     row_bytes = np.arange(1, 41, dtype=np.int64) * 10
     keep_a, keep_b = np.empty(40, dtype=np.int64), np.empty(40, dtype=np.int64)
@@ -117,6 +146,27 @@ def test_random_selection_is_a_seeded_prefix_within_the_budget():
         m = select_random(np.full(40, 1, dtype=np.int64), 10, state, keep_a)
         counts[keep_a[:m]] += 1
     assert m == 10 and np.abs(counts / 2000 - 0.25).max() < 0.05
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_evicting_in_one_pass_leaves_the_state_evict_many_leaves(sparse):
+    rng = np.random.RandomState(3)
+    data = rng.randn(40, 6) * (rng.rand(40, 6) < 0.6)
+    y = np.where(rng.rand(2, 40) < 0.5, 1.0, -1.0)
+    states = []
+    for evict in (evict_many, evict_slots):
+        store = AlphaStore(2)
+        cache = RowCache(60_000, 6, np.float64, sparse, 2, nnz_per_row=4)
+        X = sp.csr_matrix(data) if sparse else data
+        cache.insert(X, np.arange(100, 140), y, np.ones((2, 40)), SQUARED_HINGE, 1.0, store, make_state(0))
+        live = cache.live[: cache.n_live]
+        cache.A[:, live] = np.random.RandomState(4).rand(2, live.size)
+        dropped = live[np.random.RandomState(5).permutation(live.size)[:25]].copy()
+        evict(dropped, cache.arrays, store.arrays)
+        states.append([*cache.arrays[:11], cache.starts, cache.ends, *store.arrays[:3]])
+    for a, b in zip(*states, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert states[1][0][0] == 15  # n_live
 
 
 @pytest.mark.parametrize("sparse", [False, True])
@@ -198,7 +248,7 @@ def test_block_sweep_is_one_dcd_pass_per_problem_and_sums_the_gap_it_sees(sparse
     rng_a, rng_b = make_state(3), make_state(3)
     for sweep in range(6):
         visits, seen = block_sweep(
-            cache.layout, cache.Y, cache.U, cache.D, cache.QD, A, W, 0.5, loss, index, active, shrink,
+            cache.layout, (cache.Y, cache.U, cache.D, cache.QD, A), W, 0.5, loss, index, active, shrink,
             done, 1e-6, rng_a,
         )  # fmt: skip
         expected_visits = 0
@@ -230,7 +280,7 @@ def test_block_sweep_gap_seen_is_the_gap_at_the_start_when_no_step_moves_w():
     G = np.empty((1, n))
     gap = gradients_and_gap(cache.layout, cache.Y, cache.U, cache.D, A, W, 0.5, HINGE, slots, G)
     visits, seen = block_sweep(
-        cache.layout, cache.Y, cache.U, cache.D, QD, A, W, 0.5, HINGE, np.tile(slots, (1, 1)),
+        cache.layout, (cache.Y, cache.U, cache.D, QD, A), W, 0.5, HINGE, np.tile(slots, (1, 1)),
         np.full(1, n), np.tile([np.inf, -np.inf], (1, 1)), np.zeros(1, dtype=bool), 1e-6, make_state(0),
     )  # fmt: skip
     assert visits == n and seen == pytest.approx(gap, rel=1e-12)
@@ -281,16 +331,27 @@ def test_solve_block_measures_after_the_first_sweep_and_when_the_rate_predicts_t
     assert measures == [1, 4, 8] and out == (8, 80, True)
 
 
+def test_solve_block_ends_when_the_gap_stops_halving_between_measures(monkeypatch):
+    # seen halves every sweep: the rate predicts the target (10) from sweep 4, so the exact gap is
+    # measured at sweeps 1, 4, 8; a measure above STALLED = 0.5 x the last one ends the sweeps.
+    seen = [100 * 0.5**p for p in range(20)]
+    stalls = [60] + [30.6] * 19  # 30.6 > 0.5 x 60: the sweeps end at the second measure
+    out, measures = run_solve_block(monkeypatch, seen=seen, exact=stalls)
+    assert measures == [1, 4] and out == (4, 40, True)
+    halves = [60] + [29.4] * 6 + [9] * 13  # 29.4 < 0.5 x 60: on to the target at sweep 8
+    out, measures = run_solve_block(monkeypatch, seen=seen, exact=halves)
+    assert measures == [1, 4, 8] and out == (8, 80, True)
+
+
 def test_the_carried_thresholds_shrink_rows_in_a_new_blocks_first_sweep():
     cache, _, rng = cached_rows(False, HINGE, k=1)
     n = cache.n_live
     slots = cache.live[:n].copy()
     W = 0.5 * rng.randn(1, 9)
     A = np.zeros_like(cache.A)
-    args = (cache.layout, cache.Y, cache.U, cache.D, cache.QD)
     fresh = block_sweep(
-        *args,
-        A.copy(),
+        cache.layout,
+        (cache.Y, cache.U, cache.D, cache.QD, A.copy()),
         W.copy(),
         0.5,
         HINGE,
@@ -303,8 +364,8 @@ def test_the_carried_thresholds_shrink_rows_in_a_new_blocks_first_sweep():
     )
     active = np.full(1, n)
     carried = block_sweep(
-        *args,
-        A.copy(),
+        cache.layout,
+        (cache.Y, cache.U, cache.D, cache.QD, A.copy()),
         W.copy(),
         0.5,
         HINGE,

@@ -35,8 +35,9 @@ and the rows' gap shares summed as the sweep visits them.
 import numpy as np
 from numba import njit
 
+from .cache import EVICTED, GARBAGE, N_FREE, N_LIVE
 from .dcd import PG_SKIP
-from .losses import row_gap
+from .losses import dual_sums_change, row_gap
 from .rng import shuffle_prefix
 from .rows import prefetch, row_axpy, row_dot, row_prefetch, row_prefetch_start
 
@@ -138,8 +139,82 @@ def keep_prefix(order, row_bytes, budget, keep):
 
 
 @njit(cache=True, nogil=True)
+def _top_of_group(members, keys, m):
+    """The ``m`` best of ``members`` (row positions, ascending), ranked: key ascending, then position.
+
+    ``keys[t]`` is member ``t``'s key (minus its score).  Returns their
+    positions in rank order.  The ``m``-th smallest key is found by a
+    partial selection (``np.partition``, linear); the members below it and
+    the first (by position) that equal it are then sorted, stably, so the
+    order is the one a stable sort of every member gives: O(g + m log m)
+    for ``g`` members instead of O(g log g).
+    """
+    g = members.shape[0]
+    if m >= g:
+        return members[np.argsort(keys, kind="mergesort")]  # stable: ties keep input order
+    cut = np.partition(keys, m - 1)[m - 1]
+    ties = m
+    for t in range(g):
+        if keys[t] < cut:
+            ties -= 1  # what is left are the members at the cut that make the top m
+    picked = np.empty(m, dtype=np.int64)
+    picked_keys = np.empty(m)
+    j = 0
+    for t in range(g):
+        key = keys[t]
+        if key < cut or (key == cut and ties > 0):
+            if key == cut:
+                ties -= 1
+            picked[j] = members[t]
+            picked_keys[j] = key
+            j += 1
+    if j < m:  # a NaN key (np.partition puts them last, but they equal nothing): sort them all
+        return members[np.argsort(keys, kind="mergesort")][:m]
+    return picked[np.argsort(picked_keys, kind="mergesort")]
+
+
+@njit(cache=True, nogil=True)
+def _keep_from_group(members, value, row_bytes, budget, keep, m_kept):
+    """Keep the rank-order prefix of ``members`` that fits ``budget`` (:func:`keep_prefix`), partially sorted.
+
+    Only as many of the group's best rows as can fit are ranked
+    (:func:`_top_of_group`): first the number the group's mean row would
+    give, doubled until the prefix ends inside the ranked rows.  Returns
+    ``(rows kept, bytes used, whether a row did not fit)``; the kept rows'
+    positions go to ``keep[m_kept:]``.
+    """
+    g = members.shape[0]
+    if g == 0:
+        return 0, 0, False
+    total = 0
+    keys = np.empty(g)
+    for t in range(g):
+        total += row_bytes[members[t]]
+        keys[t] = -value[members[t]]
+    m = g if total <= budget else min(g, int(budget * g / max(total, 1)) + 16)
+    while True:
+        top = _top_of_group(members, keys, m)
+        used = 0
+        for t in range(m):
+            i = top[t]
+            if used + row_bytes[i] > budget:
+                return t, used, True
+            used += row_bytes[i]
+            keep[m_kept + t] = i
+        if m == g:
+            return m, used, False
+        m = min(g, 2 * m)
+
+
+@njit(cache=True, nogil=True)
 def select_informative(alpha, grad, upper, row_bytes, budget, keep):
     """Rank the rows by the section 2.2 score and keep those that fit ``budget`` bytes.
+
+    The kept rows are the prefix of the ranking (unbounded rows first,
+    each group by value descending, ties in input order) whose bytes fit:
+    the first row that does not fit ends it.  Only the rows that can be
+    in that prefix are sorted (:func:`_keep_from_group`); the result is
+    the full stable sort's.
 
     Parameters
     ----------
@@ -156,20 +231,25 @@ def select_informative(alpha, grad, upper, row_bytes, budget, keep):
     n = row_bytes.shape[0]
     unbounded = np.zeros(n, dtype=np.bool_)
     value = np.empty(n)
+    n_unbounded = 0
     for i in range(n):
         unbounded[i], value[i] = _best_score(alpha, grad, upper, i)
-    by_value = np.argsort(-value, kind="mergesort")  # stable: ties keep input order
-    order = np.empty(n, dtype=np.int64)
-    m = 0
-    for t in range(n):  # unbounded rows first, each group by value
-        if unbounded[by_value[t]]:
-            order[m] = by_value[t]
-            m += 1
-    for t in range(n):
-        if not unbounded[by_value[t]]:
-            order[m] = by_value[t]
-            m += 1
-    return keep_prefix(order, row_bytes, budget, keep)
+        n_unbounded += unbounded[i]
+    first = np.empty(n_unbounded, dtype=np.int64)
+    second = np.empty(n - n_unbounded, dtype=np.int64)
+    a = b = 0
+    for i in range(n):  # each group in input order
+        if unbounded[i]:
+            first[a] = i
+            a += 1
+        else:
+            second[b] = i
+            b += 1
+    kept, used, stopped = _keep_from_group(first, value, row_bytes, budget, keep, 0)
+    if stopped:
+        return kept
+    more, _, _ = _keep_from_group(second, value, row_bytes, budget - used, keep, kept)
+    return kept + more
 
 
 @njit(cache=True, nogil=True)
@@ -182,13 +262,58 @@ def select_random(row_bytes, budget, rng_state, keep):
 
 
 @njit(cache=True, nogil=True)
-def block_sweep(X, Y, U, D, QD, A, W, bias, loss, index, active, shrink, done, eps, rng_state):
+def evict_slots(slots, cache, dual):
+    """Evict ``slots`` from the row cache in one pass: :func:`~.cache.evict_many`, array for array.
+
+    ``cache`` and ``dual`` are the bundles of :mod:`.cache`
+    (``CacheArrays``, ``DualArrays``).  Each slot's alphas go back to the
+    store (its dual sums kept exact by the store's loss), its row leaves
+    ``live`` (the last live slot takes its place) and its slot goes on top
+    of the free stack, in the order of ``slots``: the state
+    :func:`~.cache.evict_many` leaves, bit for bit.  The bundles' arrays
+    are taken out once, not once per row (taking an array out of a bundle
+    costs about 10x the rest of an eviction).
+    """
+    meta, gid, live, pos, free = cache.meta, cache.gid, cache.live, cache.pos, cache.free
+    A, D, starts, ends = cache.A, cache.D, cache.starts, cache.ends
+    slot_of, alpha, sums, loss = dual.slot_of, dual.alpha, dual.sums, dual.loss
+    sparse = starts.shape[0] > 0
+    bottom = cache.n_slots - free.shape[0]  # free stack depth of free[0] (the implied entries below)
+    for t in range(slots.shape[0]):
+        s = slots[t]
+        g = gid[s]
+        for c in range(A.shape[0]):
+            new = A[c, s]
+            old = alpha[c, g]
+            if new != old:
+                change, weighted = dual_sums_change(loss, new, old, D[c, s])
+                sums[c, 0] += change
+                sums[c, 1] += weighted
+                alpha[c, g] = new
+        slot_of[g] = -1
+        gid[s] = -1
+        last = live[meta[N_LIVE] - 1]
+        p = pos[s]
+        live[p] = last
+        pos[last] = p
+        meta[N_LIVE] -= 1
+        free[meta[N_FREE] - bottom] = s
+        meta[N_FREE] += 1
+        if sparse:
+            meta[GARBAGE] += ends[s] - starts[s]
+            starts[s] = 0
+            ends[s] = 0
+        meta[EVICTED] += 1
+
+
+@njit(cache=True, nogil=True)
+def block_sweep(X, slot_values, W, bias, loss, index, active, shrink, done, eps, rng_state):
     """One DCD pass of each unfinished problem over its active slots; ``(visits, gap seen)``.
 
     The pass of :func:`~.dcd.dcd_passes` (Hsieh et al. 2008, Algorithm 1,
     with LIBLINEAR's shrinking) run for each problem ``c`` with ``not
-    done[c]``, on the row memory's per-slot arrays ``Y``, ``U``, ``D``,
-    ``QD``, ``A`` ``(k, slots)`` and ``W`` ``(k, n_features + 1)``::
+    done[c]``, on the row memory's per-slot arrays ``slot_values = (Y,
+    U, D, QD, A)``, each ``(k, slots)``, and ``W`` ``(k, n_features + 1)``::
 
         G  = y_i w_c . [x_i, b] - 1 + D_ii alpha_i
         alpha_i <- min(max(alpha_i - G / Qbar_ii, 0), U_i),  w_c += (change) y_i [x_i, b]
@@ -207,6 +332,7 @@ def block_sweep(X, Y, U, D, QD, A, W, bias, loss, index, active, shrink, done, e
     (gradient pointing out of the box at a bound) add nothing: their share
     is 0 there.  ``visits`` counts the rows of the active sets at the start.
     """
+    Y, U, D, QD, A = slot_values
     n = index.shape[1]
     visits = 0
     seen = 0.0
