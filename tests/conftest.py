@@ -48,3 +48,19 @@ def partial_sample(monkeypatch):
 
     monkeypatch.setattr(primal, "SAMPLE_MIN_ROWS", 0)
     monkeypatch.setattr(primal, "SAMPLE_ROWS_PER_WIDTH", 5)
+
+
+@pytest.fixture
+def parses(monkeypatch):
+    """Counts the LIBSVM blocks parsed (read_libsvm must be called after this fixture)."""
+    from dask_streamsvm import io
+
+    calls = []
+    parse = io._parse_block
+
+    def counted(*args):
+        calls.append(1)
+        return parse(*args)
+
+    monkeypatch.setattr(io, "_parse_block", counted)
+    return calls

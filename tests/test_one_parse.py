@@ -16,20 +16,6 @@ from ._helpers import load_libsvm_dataset
 
 
 @pytest.fixture
-def parses(monkeypatch):
-    """Counts the LIBSVM blocks parsed (read_libsvm must be called after this fixture)."""
-    calls = []
-    parse = io._parse_block
-
-    def counted(*args):
-        calls.append(1)
-        return parse(*args)
-
-    monkeypatch.setattr(io, "_parse_block", counted)
-    return calls
-
-
-@pytest.fixture
 def counts(monkeypatch):
     """Counts the reads that count the classes alone (DaskSource.label_counts)."""
     calls = []

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from sklearn.datasets import dump_svmlight_file
 
-from dask_streamsvm import LinearSVC, io
+from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine import spill as spill_module
 from dask_streamsvm.engine.spill import Spill
 from dask_streamsvm.io import read_libsvm
@@ -25,20 +25,6 @@ def a9a_text(tmp_path):
     path = tmp_path / "a9a.svm"
     dump_svmlight_file(X[:6000], y[:6000], str(path), zero_based=False)
     return str(path), os.path.getsize(path) // 6 + 1
-
-
-@pytest.fixture
-def parses(monkeypatch):
-    """Counts the LIBSVM blocks parsed (read_libsvm must be called after this fixture)."""
-    calls = []
-    parse = io._parse_block
-
-    def counted(*args):
-        calls.append(1)
-        return parse(*args)
-
-    monkeypatch.setattr(io, "_parse_block", counted)
-    return calls
 
 
 def _model(spill_dir, **kw):
