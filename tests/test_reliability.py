@@ -660,15 +660,35 @@ def test_a_hung_partition_read_stops_the_fit_after_read_timeout_naming_it(hang_f
         release.set()
 
 
+def test_ctrl_c_taken_by_another_thread_still_stops_a_fit_waiting_on_a_hung_read():
+    """Linux hands a process's SIGINT to any of its threads that does not block it. One taken by a
+    thread other than the trainer's, while the trainer waits on the reader for a hung partition,
+    must still stop the fit: the wait looks up every POLL seconds (a wait without a timeout never
+    woke, and the fit hung until the read ended)."""
+    X, y = _data()
+    armed = threading.Event()
+    Xd, yd, release = _hanging_collection(X, y, hang_from_read=None, armed=armed)
+
+    def to_this_thread():
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    def interrupt_at_pass_0(record):  # pass 1 hangs on partition 6; the timer thread takes Ctrl-C
+        if record["pass"] == 0:
+            armed.set()
+            threading.Timer(0.5, to_this_thread).start()
+
+    try:
+        started = time.perf_counter()
+        with pytest.warns(UserWarning, match="interrupted"):
+            _stream(shuffle=False, tol=1e-9, callbacks=[interrupt_at_pass_0]).fit(Xd, yd)
+        assert not release.is_set() and time.perf_counter() - started < 60
+        assert not _reader_threads()
+    finally:
+        release.set()
+
+
 def test_ctrl_c_during_a_hung_read_returns_without_waiting_for_it():
     X, y = _data()
-    # The kernels compiled first: a Ctrl-C that lands while numba compiles one (an empty cache, a
-    # fresh clone) can be lost inside the compiler, and the fit then waits for the hung read.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        _stream(shuffle=False, max_iter=2).fit(
-            da.from_array(X, chunks=PART_ROWS), da.from_array(y, chunks=PART_ROWS)
-        )
     armed = threading.Event()
     Xd, yd, release = _hanging_collection(X, y, hang_from_read=None, armed=armed)
 

@@ -155,9 +155,22 @@ class Reader:
                 break
 
     def get(self, block=True, timeout=None):
-        """Next item, or None when ``block`` is false and nothing is ready."""
+        """Next item, or None when ``block`` is false and nothing is ready.
+
+        A wait without ``timeout`` looks up every :data:`~.waiting.POLL` seconds: Linux may hand a
+        process's SIGINT to any of its threads, and a main thread blocked on the queue for good
+        would then never run the handler, so Ctrl-C would not stop a fit waiting on a hung read.
+        """
         try:
-            item = self._queue.get(block=block, timeout=timeout)
+            if block and timeout is None:
+                while True:
+                    try:
+                        item = self._queue.get(timeout=POLL)
+                        break
+                    except queue.Empty:
+                        continue
+            else:
+                item = self._queue.get(block=block, timeout=timeout)
         except queue.Empty:
             return None
         if item[0] == "error":
