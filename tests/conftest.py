@@ -1,6 +1,7 @@
 """Fixtures shared by the test files; shared data helpers and constants are in ``_helpers.py``."""
 
 import logging
+import signal
 
 import dask
 import pytest
@@ -64,3 +65,11 @@ def parses(monkeypatch):
 
     monkeypatch.setattr(io, "_parse_block", counted)
     return calls
+
+
+def pytest_configure(config):
+    """Ctrl-C as a terminal gives it. A shell that starts the tests in the background without job
+    control (``make test &`` in a script) starts them with SIGINT ignored, and Python then keeps
+    ignoring it: the tests that press Ctrl-C would wait for a fit that never hears it."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
