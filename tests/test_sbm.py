@@ -14,13 +14,12 @@ from dask_streamsvm.engine.problem import FitPlan
 from dask_streamsvm.engine.sbm import BlockTrainer
 from dask_streamsvm.engine.schedules import fit_stream
 from dask_streamsvm.engine.source import DaskSource
-from dask_streamsvm.kernels.cache import evict_many
+from dask_streamsvm.kernels.cache import evict, evict_many
 from dask_streamsvm.kernels.dcd import Shrinking, dcd_passes
 from dask_streamsvm.kernels.losses import HINGE, SQUARED_HINGE, row_gap
 from dask_streamsvm.kernels.rng import make_state
 from dask_streamsvm.kernels.sbm import (
     block_sweep,
-    evict_slots,
     gradients,
     gradients_and_gap,
     select_informative,
@@ -149,12 +148,17 @@ def test_random_selection_is_a_seeded_prefix_within_the_budget():
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-def test_evicting_in_one_pass_leaves_the_state_evict_many_leaves(sparse):
+def test_evicting_in_one_pass_leaves_the_state_evicting_each_slot_leaves(sparse):
     rng = np.random.RandomState(3)
     data = rng.randn(40, 6) * (rng.rand(40, 6) < 0.6)
     y = np.where(rng.rand(2, 40) < 0.5, 1.0, -1.0)
     states = []
-    for evict in (evict_many, evict_slots):
+
+    def one_by_one(slots, cache, dual):
+        for s in slots:
+            evict(s, cache, dual)
+
+    for evict_slots in (one_by_one, evict_many):
         store = AlphaStore(2)
         cache = RowCache(60_000, 6, np.float64, sparse, 2, nnz_per_row=4)
         X = sp.csr_matrix(data) if sparse else data
@@ -162,7 +166,7 @@ def test_evicting_in_one_pass_leaves_the_state_evict_many_leaves(sparse):
         live = cache.live[: cache.n_live]
         cache.A[:, live] = np.random.RandomState(4).rand(2, live.size)
         dropped = live[np.random.RandomState(5).permutation(live.size)[:25]].copy()
-        evict(dropped, cache.arrays, store.arrays)
+        evict_slots(dropped, cache.arrays, store.arrays)
         states.append([*cache.arrays[:11], cache.starts, cache.ends, *store.arrays[:3]])
     for a, b in zip(*states, strict=True):
         np.testing.assert_array_equal(a, b)

@@ -58,7 +58,6 @@ from ..kernels.crammer_singer import cs_select_informative, cs_sweep
 from ..kernels.dcd import Shrinking, dcd_passes
 from ..kernels.sbm import (
     block_sweep,
-    evict_slots,
     gradients,
     gradients_and_gap,
     select_informative,
@@ -394,7 +393,7 @@ class BlockTrainer(PassCertifier):
         kept_slots = slots[keep[:n_keep]]
         dropped = np.ones(n, dtype=bool)
         dropped[keep[:n_keep]] = False
-        evict_slots(slots[dropped], memory.arrays, self.store.arrays)
+        memory.evict(slots[dropped], self.store)
         self.stats["evictions"] += n - n_keep
         self.kept = memory.gid[kept_slots].copy()
 
