@@ -31,6 +31,7 @@ from benchmarks._common import ROOT, payload_header, save_json, write_section
 
 RESULTS = ROOT / "benchmarks" / "results" / "bench_cluster.json"
 MARKER = "## Cluster mode: one-shot average and CoCoA+"
+WIDE_DIR, WIDE_FEATURES = "/tmp/w38/wide1m", 100_000
 P_STAR = {"a9a": 11433.8077, "w8a": 6604.8866, "ijcnn1": 8596.0042}  # hinge, C = 1, no intercept
 SEED = 0
 PARAMS = {"C": 1.0, "loss": "hinge", "fit_intercept": False}
@@ -297,9 +298,10 @@ def single_process_rss(frames, label, partitions, cache, params, passes=5):
         return _peak() - base
 
 
-def simulate(X, y, K, tol, inner_iter, max_rounds, seed, warm=False):
+def simulate(X, y, K, tol, inner_iter, max_rounds, seed, warm=False, loss=0, average=True):
     """CoCoA+ with ``K`` parts run one after another here: rounds to ``tol`` (None past ``max_rounds``),
-    the last round's gap, and the average's primal.
+    the last round's gap, and the average's primal (None without ``average``).  ``loss``: the
+    kernels' code (0: the hinge, 1: the squared hinge); no intercept.
 
     ``warm``: the rounds start from the one-shot average, each part's dual variables those of its
     own optimum scaled by its share of the rows (so ``w`` is the average, and the certificate
@@ -314,7 +316,7 @@ def simulate(X, y, K, tol, inner_iter, max_rounds, seed, warm=False):
     for idx in chunks:
         n = idx.shape[0]
         parts.append(
-            Part(as_kernel_rows(X[idx]), y[idx][None, :], np.ones((1, n)), False, 0.0, float(K), X.shape[1])
+            Part(as_kernel_rows(X[idx]), y[idx][None, :], np.ones((1, n)), loss, 0.0, float(K), X.shape[1])
         )
     W = np.zeros((1, X.shape[1] + 1))
     if warm:
@@ -328,13 +330,13 @@ def simulate(X, y, K, tol, inner_iter, max_rounds, seed, warm=False):
         new = [cocoa_round(p, W, inner_iter, seed + 7919 * j + 1_000_003 * r) for j, p in enumerate(parts)]
         sums = np.sum([p.update[1] for p in new], axis=0)
         half = 0.5 * float(W[0] @ W[0])
-        gap = (half + sums[0, 0] - (sums[0, 1] - half)) / (half + sums[0, 0])
+        gap = (half + sums[0, 0] - (sums[0, 1] - half - 0.5 * sums[0, 2])) / (half + sums[0, 0])
         if gap <= tol:
             rounds = r + 1
             break
         W = W + np.sum([widened(p.update[0], W.shape[1]) for p in new], axis=0)
         parts = new
-    if warm:
+    if warm or not average:
         return rounds, gap, None
     w_avg = np.zeros(X.shape[1])
     for idx in chunks:
@@ -372,6 +374,169 @@ def simulation(args):
     return records
 
 
+def tree_add(values, add):
+    """``values`` added in pairs, level by level, as :func:`~dask_streamsvm.engine.cluster.tree_sum`
+    adds the parts' results on the workers (an odd one out moves up a level as it is)."""
+    level = list(values)
+    while len(level) > 1:
+        paired = [add(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
+        level = paired + level[len(paired) * 2 :]
+    return level[0]
+
+
+class SimulatedParts:
+    """``read`` for :func:`~dask_streamsvm.engine.primal.solve_primal`: the truncated Newton of a
+    cluster (:mod:`dask_streamsvm.engine.cluster.products`) with its ``K`` parts run one after another
+    here.  Each part is a ``ProductRead(..., identity=0.0)`` of its rows; the worker-side functions
+    are the cluster's own (``evaluate``, ``sums_of``, ``part_product``, the conjugate gradient's
+    ``cg_*`` on the root), the parts' sums and products added in the tree's order and the identity
+    added once at the root, as on the cluster.  ``products`` and ``solves`` count the Hessian
+    products and the conjugate gradients (Newton directions)."""
+
+    hessian_products = True
+
+    def __init__(self, X, y_index, plan, chunks):
+        from types import SimpleNamespace
+
+        from dask_streamsvm.engine.primal_sums import ProductRead
+
+        def part(idx):
+            Y, cost = plan.signs[:, y_index[idx]], plan.costs[:, y_index[idx]]
+            read = ProductRead(X[idx], Y, cost, plan.bias, plan.loss_code, identity=0.0)
+            return SimpleNamespace(read=read, rows=len(idx), skipped=0)
+
+        self.parts = [part(idx) for idx in chunks]
+        self.products = self.solves = 0
+        self.evaluated = None
+
+    def __call__(self, W, S, todo):
+        from dask_streamsvm.engine.cluster import add_sums
+        from dask_streamsvm.engine.cluster import products as tn
+
+        point = tn.point_of(W, S)
+        self.evaluated = [tn.evaluate(part, point, todo) for part in self.parts]
+        total = tree_add([tn.sums_of(e) for e in self.evaluated], add_sums)
+        total.diagonal = total.diagonal + 1.0  # the Hessian's identity, once (the tree's root)
+        total.operators = [tn._Operator(self, j, total.diagonal[j]) for j in range(len(todo))]
+        return total
+
+    def conjugate_gradient(self, j, g, diagonal):
+        from dask_streamsvm.engine.cluster import products as tn
+
+        state = tn.cg_start(g, diagonal)
+        done, _ = tn.cg_status(state)
+        while not done:
+            p = tn.cg_direction(state)
+            parts = tree_add([tn.part_product(e, j, p) for e in self.evaluated], tn._add_arrays)
+            state = tn.cg_take(state, parts)
+            done, _ = tn.cg_status(state)
+            self.products += 1
+        self.solves += 1
+        return tn.cg_result(state)
+
+
+class CountedRead:
+    """The in-memory ``ProductRead`` (one machine), its Hessian products and directions counted."""
+
+    hessian_products = True
+
+    def __init__(self, read):
+        self.read, self.products, self.solves = read, 0, 0
+
+    def __call__(self, W, S, todo):
+        sums = self.read(W, S, todo)
+        sums.operators = [(self._counted(product), diagonal) for product, diagonal in sums.operators]
+        return sums
+
+    def _counted(self, product):
+        used = []
+
+        def counted(p):
+            if not used:  # a direction: the operator of an evaluated point, used at most once
+                used.append(True)
+                self.solves += 1
+            self.products += 1
+            return product(p)
+
+        return counted
+
+
+def newton_problem(y, tol, max_iter):
+    """The plan of the squared hinge at C = 1, no intercept, and each row's class index."""
+    from dask_streamsvm.engine.labels import count_labels_of, merge_label_counts
+    from dask_streamsvm.engine.problem import FitPlan, class_index
+
+    plan = FitPlan(
+        C=1.0, loss="squared_hinge", bias=0.0, tol=tol, max_iter=max_iter, solver="memory", dual=False
+    )
+    plan = plan.with_labels(*merge_label_counts([count_labels_of(0, y, None)]))
+    return plan, class_index(plan.classes, y, lambda label: f"label {label!r}")
+
+
+def simulate_newton(X, y, K, tol, seed, max_iter=100):
+    """Truncated Newton with ``K`` parts (:class:`SimulatedParts`; K = 1: the in-memory
+    ``ProductRead``): Newton reads, directions and Hessian products to ``tol``, the gap and primal."""
+    from dask_streamsvm.engine.primal import solve_primal
+    from dask_streamsvm.engine.primal_sums import ProductRead
+
+    plan, y_index = newton_problem(y, tol, max_iter)
+    if K == 1:
+        Y, cost = plan.signs[:, y_index], plan.costs[:, y_index]
+        read = CountedRead(ProductRead(X, Y, cost, plan.bias, plan.loss_code))
+    else:
+        chunks = np.array_split(np.random.default_rng(seed).permutation(X.shape[0]), K)
+        read = SimulatedParts(X, y_index, plan, chunks)
+    t = time.perf_counter()
+    result = solve_primal(read, plan, X.shape[1])
+    last = result.history[-1]
+    return {
+        "reads": len(result.history), "newton_steps": read.solves, "products": read.products,
+        "gap": float(last["gap"]), "primal": float(last["primal"]), "converged": bool(result.converged[0]),
+        "seconds": time.perf_counter() - t,
+        "history_products": int(sum(r.get("hessian_products", 0) for r in result.history)),
+    }  # fmt: skip
+
+
+def wide_subsample(files):
+    """The first ``files`` files of the wide set (/tmp/w38/wide1m: 50,000 rows of 100,000 columns
+    each, 50 nonzeros a row), as CSR and labels."""
+    import scipy.sparse as sp
+    from sklearn.datasets import load_svmlight_file
+
+    from dask_streamsvm.datasets import compact_csr
+
+    paths = sorted(Path(WIDE_DIR).glob("*.svm"))[:files]
+    pieces = [load_svmlight_file(str(path), n_features=WIDE_FEATURES) for path in paths]
+    X = compact_csr(sp.vstack([X for X, _ in pieces], format="csr"))
+    return X, np.concatenate([y for _, y in pieces]).astype(np.float64)
+
+
+def newton_simulation(args):
+    """Per dataset and K: truncated Newton's products and directions to 1e-3 (the squared hinge,
+    C = 1, no intercept) against CoCoA+'s rounds on the same problem and the same parts."""
+    from benchmarks.bench_schedules import load_libsvm
+
+    names = list(args.datasets) + ([f"wide1m[:{args.wide_files}]"] if args.wide_files else [])
+    records = []
+    for name in names:
+        X, y = wide_subsample(args.wide_files) if name.startswith("wide") else load_libsvm(name)
+        memory = simulate_newton(X, y, 1, 1e-3, SEED)
+        print(f"newton {name} in memory: {memory}", flush=True)
+        for K in args.simulate:
+            newton = simulate_newton(X, y, K, 1e-3, SEED)
+            t = time.perf_counter()
+            rounds, gap, _ = simulate(X, y, K, 1e-3, 10, args.max_rounds, SEED, loss=1, average=False)
+            cocoa = {"rounds": rounds, "gap": float(gap), "seconds": time.perf_counter() - t}
+            record = {
+                "data": name, "n_rows": int(X.shape[0]), "n_features": int(X.shape[1]), "K": K,
+                "newton": newton, "memory": memory, "cocoa": cocoa,
+                "primal_vs_memory": (newton["primal"] - memory["primal"]) / memory["primal"],
+            }  # fmt: skip
+            records.append(record)
+            print(f"newton {name} K={K}: {newton}; cocoa {cocoa}", flush=True)
+    return records
+
+
 def smallest_safe_sigma(X, K, seed, iters=60):
     """A lower bound on the smallest safe ``sigma'`` for ``K`` parts (Ma et al. 2017, sigma'_min).
 
@@ -393,6 +558,56 @@ def smallest_safe_sigma(X, K, seed, iters=60):
         value = float(v @ u)
         v = u / np.linalg.norm(u)
     return value
+
+
+def newton_lines(payload, cap):
+    """The docs' table of the truncated Newton simulation (none before it was run)."""
+    records = payload.get("newton_simulation")
+    if not records:
+        return []
+    lines = [
+        "",
+        f"Truncated Newton against CoCoA+, simulated in one process (command: "
+        f"`{payload.get('newton_simulation_command', payload['command'])}`; counts, not times, so "
+        "the machine's load does not enter): the squared hinge, C = 1, no intercept, to a relative "
+        "duality gap of 1e-3, the rows split at random into K parts (the CoCoA+ simulation's split). "
+        "Truncated Newton runs `engine.primal.solve_primal` on the cluster's worker-side functions "
+        "(`engine/cluster/products.py`: each part a `ProductRead(..., identity=0.0)`, its sums and "
+        "Hessian products added in the tree's order, the identity added once at the root, the "
+        "conjugate gradient's state stepped by `cg_take`); one machine is the in-memory "
+        "`ProductRead`. CoCoA+: sigma' = K, 10 local passes a round, "
+        f"at most {cap} rounds. The wide set is the first "
+        f"{payload['settings'].get('wide_files', 2)} files of /tmp/w38/wide1m.",
+        "",
+        "| data | rows x columns | K | Newton reads | Newton directions | Hessian products | "
+        "one machine: reads, directions, products | final gap (K parts; one machine) | "
+        "primal against one machine | CoCoA+ rounds to 1e-3 | CoCoA+ last gap |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        n, m, c = r["newton"], r["memory"], r["cocoa"]
+        lines.append(
+            f"| {r['data']} | {r['n_rows']:,} x {r['n_features']:,} | {r['K']} | {n['reads']} | "
+            f"{n['newton_steps']} | {n['products']} | {m['reads']}, {m['newton_steps']}, {m['products']} | "
+            f"{n['gap']:.2e}; {m['gap']:.2e} | {r['primal_vs_memory']:+.1e} | "
+            f"{'> ' + str(cap) if c['rounds'] is None else c['rounds']} | {c['gap']:.2e} |"
+        )
+    spread = []
+    for name in dict.fromkeys(r["data"] for r in records):
+        counts = [r["newton"]["products"] for r in records if r["data"] == name]
+        one = next(r["memory"]["products"] for r in records if r["data"] == name)
+        spread.append(f"{name} {min(counts)}-{max(counts)} (one machine {one})")
+    lines += [
+        "",
+        "Hessian products to 1e-3 over K: " + "; ".join(spread) + ". The sums are the data's at every K, "
+        "so the Newton reads and directions are the same; the products differ only where rounding (the "
+        "sums added in another order) moves the conjugate gradient's residual across its stopping "
+        "threshold, by a product or two. CoCoA+'s rounds grow with K on the same problems. The "
+        "histories' per-read `hessian_products` repeat the last direction's count on a read that takes "
+        "no new direction (the certified last read): their sum overstates the products, which are "
+        "counted here (and by the cluster's cumulative `products`) one by one.",
+    ]
+    return lines
 
 
 def report(payload):
@@ -452,6 +667,7 @@ def report(payload):
             f"{s['sigma_min_lower']:.4f} ({s['sigma_min_lower'] / s['K']:.5f} K) | "
             f"{s['average_suboptimality']:.2e} |"
         )
+    lines += newton_lines(payload, cap)
     ooc_cap = payload["settings"]["ooc_rounds"]
     lines += [
         "",
@@ -566,7 +782,10 @@ def main(argv=None):
     )
     parser.add_argument("--simulate", type=int, nargs="*", default=[8, 32, 100])
     parser.add_argument(
-        "--only", choices=["sparse-traffic", "simulation"],
+        "--wide-files", type=int, default=2, help="files of the wide set in the Newton simulation (0: none)"
+    )
+    parser.add_argument(
+        "--only", choices=["sparse-traffic", "simulation", "newton-simulation"],
         help="run only this part, replacing its results in the saved ones (with its own command)",
     )  # fmt: skip
     args = parser.parse_args(argv)
@@ -578,6 +797,10 @@ def main(argv=None):
         if args.only == "simulation":
             payload["simulation"] = simulation(args)
             payload["simulation_command"] = command
+        elif args.only == "newton-simulation":
+            payload["newton_simulation"] = newton_simulation(args)
+            payload["newton_simulation_command"] = command
+            payload["settings"]["wide_files"] = args.wide_files
         else:
             with (
                 LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
@@ -604,6 +827,7 @@ def main(argv=None):
             payload["sparse_traffic"] = sparse_traffic(client, args.wide_rows, args.tol)
     payload["results"] = results
     payload["simulation"] = simulation(args)
+    payload["newton_simulation"] = newton_simulation(args)
     save_json(RESULTS, payload)
     report(payload)
 

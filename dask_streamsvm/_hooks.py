@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ._progress import PassProgress, pass_line
+from ._progress import PassProgress, pass_line, round_line
 from .engine.problem import linear_scores
 
 
@@ -49,7 +49,10 @@ class PassHooks:
         return stop
 
     def on_round(self, record):
-        """After every CoCoA+ round: true (some callback said stop) stops the rounds."""
+        """After every CoCoA+ round (a line with ``verbose``): true (some callback said stop)
+        stops the rounds."""
+        if self.verbose:
+            print(round_line(record), flush=True)
         return any([bool(callback(record)) for callback in self.callbacks])
 
     def _score(self, W, c=None):

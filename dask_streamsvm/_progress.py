@@ -71,6 +71,15 @@ class PassProgress:
         self.stream.flush()
 
 
+def round_line(record):
+    """One line per round of a cluster's rounds (CoCoA+): its certificate, the bytes it moved."""
+    return (
+        f"[LinearSVC] {record.get('method', 'cocoa')} round {record['round']}: primal={record['primal']:.6f} "
+        f"dual={record['dual']:.6f} gap={max(record['gap'], 0.0):.3e} "
+        f"between_workers={record.get('bytes_between_workers', 0)}B t={record['seconds']:.3f}s"
+    )
+
+
 def pass_line(record):
     """One line per in-memory pass (``verbose=1``) or per record (``verbose >= 2``): the certificate
     where the pass computed one (in memory not every pass does: its values are NaN then), a gap

@@ -80,16 +80,14 @@ class LinearSVC(LinearInput):
         by ``multi_class="crammer_singer"``, whose loss is its own.
     dual : {"auto", True, False}, default="auto"
         ``True``: the dual solvers (``solver``). ``False``: the primal
-        Newton solver (LIBLINEAR ``-s 2``; squared hinge and one-vs-rest
-        only), one read of the data per Newton step, in memory or streaming
-        a Dask collection with no row cache; it suits tall data (many more
-        rows than features), and badly scaled features or a large ``C``,
-        where dual coordinate descent needs many passes. It forms the
-        features' Hessian, so the model is at most 4095 features wide.
+        Newton solver (LIBLINEAR ``-s 2``; squared hinge, one-vs-rest), one
+        read of the data per step: for tall data, badly scaled features or
+        a large ``C``. Streaming, it forms the Hessian (4095 features at
+        most); in memory and on a cluster wide models take its products.
         ``"auto"``: the primal solver where it applies, ``solver`` is
         ``"auto"`` or ``"memory"``, and the rows outnumber the features
-        (plus the bias) :data:`~dask_streamsvm.engine.fit.PRIMAL_RATIO` times or
-        more; the dual solvers otherwise.
+        (plus the bias) :data:`~dask_streamsvm.engine.choice.PRIMAL_RATIO`
+        times or more (on a cluster, see ``cluster``); else the dual.
     multi_class : {"ovr", "crammer_singer"}, default="ovr"
         ``"ovr"`` trains one binary problem per class (one for two classes);
         ``"crammer_singer"`` solves the joint problem above by the
@@ -179,20 +177,20 @@ class LinearSVC(LinearInput):
         scored after every pass; the accuracy goes into the history record
         as ``validation_score``, for callbacks such as
         :class:`~dask_streamsvm.callbacks.EarlyStopping`.
-    cluster : {None, "average", "cocoa"}, default=None
-        Train on a ``dask.distributed`` cluster (the active client, or
-        ``fit(..., client=...)``), a part of the partitions per worker, read
-        on that worker (:mod:`dask_streamsvm.cluster`). ``"average"``: each
-        worker trains the out-of-core engine on its part and the models are
-        averaged, weighted by rows (one shot; ``duality_gap_`` bounds how far
-        the average is from the optimum). ``"cocoa"``: CoCoA+ rounds, each
-        worker updating its rows' dual variables, until the exact duality
-        gap is at most ``tol``: the single-machine optimum. ``max_iter``
-        counts rounds; ``history_`` has a record per round (seconds, bytes
-        moved, gap). With ``dual=False`` either value runs the primal
-        Newton solver on the workers: each step is one read of every part on
-        its worker, the parts' gradient and Hessian sums added up in a tree
-        on the workers, as exact as on one machine. None trains in this
+    cluster : {"auto", "average", "cocoa", None}, default="auto"
+        ``"auto"``: a Dask collection or path trains on the cluster of the
+        active ``dask.distributed`` client (or ``fit(..., client=...)``) with
+        ``solver="auto"``; anything else in this process. On a cluster each
+        worker reads its part of the partitions, and ``"auto"`` picks a
+        method whose steps do not grow with the workers: with the squared
+        hinge, Newton steps summed in a tree on the workers (``"newton"``,
+        or Hessian products beyond 1,023 features: ``"truncated_newton"``),
+        as exact as on one machine; where only the dual applies (hinge,
+        ``dual=True``), CoCoA+. ``history_`` names it (``"method"``).
+        ``"cocoa"``: CoCoA+ rounds to the exact gap ``tol`` (``max_iter``
+        counts rounds). ``"average"``: each worker trains on its part and
+        the models are averaged by rows (one shot; ``duality_gap_`` bounds
+        it). ``dual=False`` runs Newton whatever the value. None: in this
         process.
     on_invalid : {"raise", "skip"}, default="raise"
         What a row with a NaN or infinite feature, a missing label, or a
@@ -296,7 +294,7 @@ class LinearSVC(LinearInput):
         probability=False,
         callbacks=None,
         validation_data=None,
-        cluster=None,
+        cluster="auto",
         on_invalid="raise",
         retries=2,
         read_timeout=None,
@@ -409,8 +407,7 @@ class LinearSVC(LinearInput):
             Per-sample multiplier of ``C``; rows of weight 0 are ignored. For
             Dask input, a Dask Array or Series partitioned like ``X``.
         client : distributed.Client or None, default=None
-            ``cluster="average"`` or ``"cocoa"``: the cluster to train on
-            (None: the active client).
+            The cluster to train on (None: the active client, if any).
         resume : bool, default=False
             Continue from the checkpoint in ``checkpoint_dir`` (streaming
             solvers), if there is one: the fit goes on from the pass after
@@ -442,6 +439,10 @@ class LinearSVC(LinearInput):
         plan = self._plan(checked_params(self), self.solver)
         self.__dict__.pop("_stream", None)  # a fit ends any partial_fit stream
         out_of_core = is_dask_collection(X) or isinstance(X, str | os.PathLike)
+        plan, client = engine.where_to_fit(
+            plan, client, out_of_core=out_of_core, checkpointing=self.checkpoint_dir is not None,
+            validating=self.validation_data is not None,
+        )  # fmt: skip
         client = engine.check(
             plan, out_of_core=out_of_core, input_name=type(X).__name__, client=client, resume=resume,
             checkpointing=self.checkpoint_dir is not None, validating=self.validation_data is not None,
@@ -567,9 +568,8 @@ class LinearSVC(LinearInput):
         gap = np.array([c.relative_gap for c in result.certificates])
         if not result.certified:  # the certificates bound w = 0, not the trained model returned
             objective, gap = np.full_like(objective, np.nan), np.full_like(gap, np.nan)
-        single = len(result.certificates) == 1
-        self.objective_ = float(objective[0]) if single else objective
-        self.duality_gap_ = float(gap[0]) if single else gap
+        one = len(result.certificates) == 1
+        self.objective_, self.duality_gap_ = (float(objective[0]), float(gap[0])) if one else (objective, gap)
         self.history_ = result.history
         if result.platt is not None:
             self.probA_, self.probB_ = result.platt

@@ -312,22 +312,6 @@ def test_memory_solver_on_libsvm_and_a_wider_file(tmp_path):
     assert_one_line_error(code, out, err, "a9a.bz2", "122", "123 features")
 
 
-def test_scheduler_address(three_classes, tmp_path):
-    distributed = pytest.importorskip("distributed")
-    folder, _ = three_classes
-    model_path = tmp_path / "m.model"
-    with distributed.LocalCluster(
-        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0"
-    ) as cluster:
-        argv = ["train", folder / "parts", "--label", "label", "--model", model_path]
-        code, out, err = run([*argv, "--scheduler", cluster.scheduler_address])
-        assert code == 0, err
-        argv = ["evaluate", model_path, folder / "parts", "--label", "label", "--json"]
-        code, out, err = run([*argv, "--scheduler", cluster.scheduler_address])
-        assert code == 0, err
-    assert json.loads(out)["accuracy"] > 0.8
-
-
 # -- errors ------------------------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine.cluster import assign_parts
+from dask_streamsvm.engine.cluster.runtime import live_workers
 from dask_streamsvm.io import csr_to_dask
 
 from ._helpers import LIBLINEAR_OPTIMA, load_libsvm_dataset
@@ -121,7 +122,7 @@ def test_average_is_the_weighted_mean_of_the_parts_models(client):
     params["deterministic"] = True  # the parts' fits are repeated here: one seed, one model
     with pytest.warns(ConvergenceWarning, match="cluster='cocoa'"):  # an average is not the optimum
         clf = LinearSVC(cluster="average", random_state=0, **params).fit(Xd, yd)
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = live_workers(client)
     parts = [r for r in clf.history_ if isinstance(r.get("part"), int)]
     assert len(parts) == 2
     coef, intercept, rows = 0.0, 0.0, 0
@@ -129,7 +130,7 @@ def test_average_is_the_weighted_mean_of_the_parts_models(client):
         # The same partitions, in the same order, trained by the same engine in this process.
         Xk = da.concatenate([Xd.blocks[i] for i in ids])
         yk = da.concatenate([yd.blocks[i] for i in ids])
-        alone = LinearSVC(random_state=parts[k]["random_state"], **params).fit(Xk, yk)
+        alone = LinearSVC(random_state=parts[k]["random_state"], cluster=None, **params).fit(Xk, yk)
         n = sum(Xd.chunks[0][i] for i in ids)
         assert parts[k]["rows"] == n
         coef, intercept, rows = coef + n * alone.coef_, intercept + n * alone.intercept_, rows + n
@@ -189,7 +190,7 @@ def test_a_killed_worker_is_survived(cache_bytes):
 
         def kill_one(record):
             if record.get("round") == 3 and not killed:
-                victim = sorted(client.scheduler_info()["workers"])[0]
+                victim = live_workers(client)[0]
                 pid = client.run(os.getpid, workers=[victim])[victim]
                 os.kill(pid, signal.SIGKILL)  # a crash: no goodbye to the scheduler
                 killed.append(victim)
@@ -271,7 +272,7 @@ def test_average_survives_a_worker_killed_mid_training():
         distributed.Client(cluster) as client,
     ):
         reference = LinearSVC(**params).fit(Xd, yd, client=client)
-        victim = sorted(client.scheduler_info()["workers"])[0]
+        victim = live_workers(client)[0]
         pid = client.run(os.getpid, workers=[victim])[victim]
         fired = []
 

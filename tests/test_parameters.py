@@ -408,6 +408,7 @@ CLI = [
     *options("train", "tol", "--tol", "abc", "0", "-1", "nan", "inf"),
     *options("train", "solver", "--solver", "x"),
     *options("train", "cluster", "--cluster", "x"),
+    *options("train", "dual", "--dual", "x", "yes"),
     *options("train", "seed", "--seed", "abc", "1.5", "-1", str(2**40)),
     *options("train", "n_features", "--n-features", "abc", "0", "-1", data="svm"),
     *options("train", "class_weight", "--class-weight", "x"),

@@ -151,8 +151,8 @@ def test_streaming_errors_name_partition_and_fix(scheduler):
         LinearSVC().fit(da.from_array(X, chunks=(10, 2)), da.from_array(y, chunks=10))
     with pytest.raises(ValueError, match="only one class"):
         LinearSVC().fit(da.from_array(X, chunks=10), da.from_array(np.ones(40), chunks=10))
-    with pytest.raises(ValueError, match="cannot hold a single row"):
-        LinearSVC(cache_bytes=10, max_iter=3).fit(
+    with pytest.raises(ValueError, match="cannot hold a single row"):  # the streaming engine's cache
+        LinearSVC(cache_bytes=10, max_iter=3, cluster=None).fit(
             da.from_array(X[:30], chunks=10), da.from_array(y[:30], chunks=10)
         )
     with pytest.raises(ValueError, match="pass the label column's name as y"):
@@ -264,7 +264,8 @@ def test_streaming_weights_intercept_and_verbose_match_the_memory_solver(capsys,
     sw[::10] = 0.0
     params = {"C": 0.5, "class_weight": {"yes": 2.0, "no": 0.7}, "intercept_scaling": 2.0, "random_state": 0}
     ref = LinearSVC(tol=1e-9, max_iter=100000, **params).fit(X, y, sample_weight=sw)
-    clf = LinearSVC(cache_bytes=30_000, tol=1e-4, max_iter=300, verbose=2, dual=True, **params)
+    # The streaming engine (its reads on the client's cluster), not a cluster method.
+    clf = LinearSVC(cache_bytes=30_000, tol=1e-4, max_iter=300, verbose=2, dual=True, cluster=None, **params)
     clf.fit(
         da.from_array(X, chunks=(150, 6)),
         da.from_array(y, chunks=150),

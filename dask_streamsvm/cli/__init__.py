@@ -4,6 +4,7 @@
 
     dask-streamsvm train data/*.parquet --label income --model adult.model --cache 2GB
     dask-streamsvm train train.svm.bz2 --model a9a.model --passes 20 --tol 1e-4
+    dask-streamsvm train data/ --label income --model adult.model --scheduler tcp://host:8786
     dask-streamsvm predict adult.model new/*.parquet --out predictions.parquet
     dask-streamsvm evaluate adult.model test/*.parquet --label income --json
     dask-streamsvm info adult.model
@@ -12,7 +13,8 @@
 Input paths are Parquet files or directories, CSV files or LIBSVM text
 files (compressed or not), or globs of them; several paths of one format
 make one collection, read lazily by Dask.  ``--scheduler ADDRESS`` runs the
-work on a ``distributed`` cluster.
+work on a ``distributed`` cluster: ``train`` then trains there
+(``--cluster``, ``auto`` by default), the other commands read there.
 
 Output paths are checked before any data is read, and no command writes
 over one of its inputs, even with ``--overwrite``.
@@ -100,7 +102,10 @@ def _positive_int(text):
 
 def build_parser():
     """The ``dask-streamsvm`` argument parser; each command's ``handler`` is its ``cmd_NAME`` here."""
+    from ..engine import losses
     from ..engine.problem import LOSSES, SOLVERS  # the registries: names declared once, in the engine
+
+    newton_losses = " or ".join(name for name, loss in losses.LOSSES.items() if loss.newton)
 
     traceback = argparse.ArgumentParser(add_help=False)
     traceback.add_argument(
@@ -140,7 +145,9 @@ def build_parser():
     )
     train.add_argument("--C", type=float, default=1.0, help="cost of a unit of loss (default: 1.0)")
     train.add_argument(
-        "--cache", default="1GB", metavar="BYTES",
+        "--cache",
+        default="1GB",
+        metavar="BYTES",
         help="row cache budget when streaming: bytes, or a share of the rows such as 10%% (default: 1GB)",
     )
     train.add_argument(
@@ -156,15 +163,29 @@ def build_parser():
         help="streamsvm (auto), sbm or bm stream files through the cache; memory loads them",
     )
     train.add_argument(
+        "--dual",
+        choices=("auto", "true", "false"),
+        default="auto",
+        help=f"true: the dual solvers (--solver); false: primal Newton steps ({newton_losses}), on the "
+        "cluster with --scheduler, for tall data or features far from unit scale; auto (default): "
+        "the primal where the rows far outnumber the features",
+    )
+    train.add_argument(
         "--cluster",
-        choices=("average", "cocoa"),
+        choices=("auto", "average", "cocoa"),
         default=None,
-        help="with --scheduler: a model per worker, averaged, or CoCoA+ rounds to the optimum",
+        help="how --scheduler's workers train: auto (the default) picks the method that reaches --tol "
+        "for the data's width and loss (Newton, truncated Newton or CoCoA+); average: a model per "
+        "worker, averaged (one shot); cocoa: CoCoA+ rounds (--solver memory and --checkpoint-dir "
+        "train in this process)",
     )
     train.add_argument("--no-intercept", action="store_true", help="fit no intercept")
     train.add_argument("--seed", type=int, default=None, metavar="N", help="random seed of the row order")
     train.add_argument(
-        "--n-features", type=_positive_int, default=None, metavar="N",
+        "--n-features",
+        type=_positive_int,
+        default=None,
+        metavar="N",
         help="LIBSVM: number of features (default: read)",
     )
     train.add_argument(

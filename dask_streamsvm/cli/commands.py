@@ -71,6 +71,43 @@ def _checked_model(model):
         raise UserError(f"{option}: {exc}") from None
 
 
+_DUAL = {"auto": "auto", "true": True, "false": False}
+
+
+def _where(args):
+    """``LinearSVC``'s ``dual`` and ``cluster`` from ``--dual``, ``--cluster`` and ``--scheduler``.
+
+    With ``--scheduler`` the fit trains on the cluster (``--cluster``, ``"auto"`` by default: the
+    estimator picks Newton, truncated Newton or CoCoA+), except ``--solver memory`` and
+    ``--checkpoint-dir``, which train in this process (the partitions read on the cluster).
+    Without it, the fit is in this process and ``--cluster`` is an error.
+    """
+    if args.cluster is not None:
+        if args.scheduler is None:
+            raise UserError(f"--cluster {args.cluster} trains on a Dask cluster: give --scheduler ADDRESS")
+        if args.solver == "memory":
+            raise UserError(
+                f"--cluster {args.cluster} trains on the cluster's workers and --solver memory in this "
+                "process: drop one of them"
+            )
+        if args.checkpoint_dir is not None:
+            raise UserError(
+                f"--checkpoint-dir checkpoints a fit streamed in this process, not --cluster "
+                f"{args.cluster}: drop one of them"
+            )
+    if args.dual == "false" and args.loss is not None:
+        from ..engine import losses
+
+        if not losses.loss_of(args.loss).newton:
+            newton = " or ".join(name for name, loss in losses.LOSSES.items() if loss.newton)
+            raise UserError(
+                f"--dual false (primal Newton steps) trains --loss {newton}, not --loss {args.loss}: "
+                f"give --loss {newton}, or --dual auto for the dual solvers"
+            )
+    in_process = args.scheduler is None or args.solver == "memory" or args.checkpoint_dir is not None
+    return {"dual": _DUAL[args.dual], "cluster": None if in_process else (args.cluster or "auto")}
+
+
 def _feature_map_params(args):
     """``LinearSVC`` keyword arguments of the feature-map options."""
     if getattr(args, "scale", False):
@@ -134,18 +171,16 @@ def cmd_train(args):
         random_state=args.seed,
         verbose=verbosity(args),
         class_weight=_class_weight(args.class_weight),
-        cluster=args.cluster,
         on_invalid="skip" if args.skip_invalid else "raise",
         checkpoint_dir=args.checkpoint_dir,
         **chosen,
+        **_where(args),
         **_feature_map_params(args),
     )
     _checked_model(model)  # before the data is opened: the error names the option
     if args.resume and args.checkpoint_dir is None:
         raise UserError("--resume continues from a checkpoint: give --checkpoint-dir DIR too")
     resume = {"resume": True} if args.resume else {}
-    if args.cluster is not None and (args.scheduler is None or args.solver == "memory"):
-        raise UserError("--cluster trains on a Dask cluster: give --scheduler ADDRESS (not --solver memory)")
     with _scheduler(args.scheduler):
         data = open_data(args, paths, label_needed=True, n_features=args.n_features)
         start = time.perf_counter()
@@ -161,23 +196,82 @@ def cmd_train(args):
             n_rows = _rows_streamed(model)
         seconds = time.perf_counter() - start
     model.save(args.model)
+    print(_summary(model, args, n_rows, seconds))
+    return 0
+
+
+def _summary(model, args, n_rows, seconds):
+    """The line ``train`` prints: what was trained, where, on how many rows, and its certificate
+    (with what to try when it stopped above ``--tol``)."""
     gap = max(float(np.max(model.duality_gap_)), 0.0)  # rounding can make a gap of 0 negative
     objective = float(np.sum(model.objective_))
     problems = np.size(model.objective_)
     summed = "" if problems == 1 else f" (sum over {problems} one-vs-rest problems)"
+    cluster = _cluster_fit(model)
+    if cluster is not None:
+        n_rows = cluster["rows"]
     rows = "" if n_rows is None else f"{n_rows:,} rows x "
     classes = ", ".join(repr(c) for c in model.classes_.tolist()[:10])
     more = ", ..." if len(model.classes_) > 10 else ""
-    status = "converged" if gap <= args.tol else "not converged: raise --passes or loosen --tol"
-    solver = "in memory" if args.solver == "memory" else "streamed"
-    passes = f"{model.n_iter_} pass{'' if model.n_iter_ == 1 else 'es'}"
-    print(
-        f"Trained LinearSVC (loss={model.loss}, C={args.C:g}) {solver} on {rows}"
-        f"{model.n_features_in_:,} features, {len(model.classes_)} classes ({classes}{more}): "
-        f"{passes}, relative duality gap {gap:.2e} (tol {args.tol:g}, {status}), "
+    status = "converged" if gap <= args.tol else f"not converged: {_advice(model, args, cluster)}"
+    if cluster is None:
+        where = "in memory on " if args.solver == "memory" else "streamed on "
+        after = ""
+    else:
+        workers = cluster["workers"]
+        method = "" if cluster["method"] is None else f" (method: {cluster['method']})"
+        where, after = "on ", f" on a cluster of {workers} worker{'' if workers == 1 else 's'}{method}"
+    rounds = cluster is not None and cluster["method"] == "cocoa"
+    count = _count(model.n_iter_, "round", "rounds") if rounds else _count(model.n_iter_, "pass", "passes")
+    return (
+        f"Trained LinearSVC (loss={model.loss}, C={args.C:g}) {where}{rows}"
+        f"{model.n_features_in_:,} features{after}, {len(model.classes_)} classes ({classes}{more}): "
+        f"{count}, relative duality gap {gap:.2e} (tol {args.tol:g}, {status}), "
         f"primal objective {objective:.6g}{summed}, {seconds:.2f} s. Model saved to {args.model}."
     )
-    return 0
+
+
+def _count(n, one, many):
+    return f"{n} {one if n == 1 else many}"
+
+
+def _cluster_fit(model):
+    """``{"rows", "workers", "method"}`` of a fit on a cluster, or None for a fit in this process:
+    the rows summed over the parts (``cluster_parts_``), the workers that trained them, and the
+    method the fit used (``history_``'s ``"method"``: ``"newton"``, ``"truncated_newton"``,
+    ``"cocoa"`` or ``"average"``; None where the record has none)."""
+    parts = getattr(model, "cluster_parts_", None)
+    if not parts:
+        return None
+    return {
+        "rows": sum(int(part["rows"]) for part in parts),
+        "workers": len({part["worker"] for part in parts}),
+        "method": model.history_[-1].get("method") if model.history_ else None,
+    }
+
+
+def _advice(model, args, cluster):
+    """What to try after a fit that stopped above ``--tol``: more passes or a looser tolerance; on
+    a cluster, after CoCoA+ rounds or an average, the primal Newton steps (squared hinge), which
+    reach the optimum in a few reads where the dual methods can need hundreds of rounds; and,
+    without ``--scale``, standardizing, for raw-scale features (pixel values, counts), on which
+    every method needs more steps."""
+    from ..engine import losses
+
+    tips = ["raise --passes or loosen --tol"]
+    method = None if cluster is None else cluster["method"]
+    if method in ("average", "cocoa"):
+        if not losses.loss_of(model.loss).newton:
+            newton = next(name for name, loss in losses.LOSSES.items() if loss.newton)
+            options = f"--loss {newton} --dual false trains"
+        elif args.cluster in ("average", "cocoa") and args.dual != "true":
+            options = "--dual false or --cluster auto trains"
+        else:
+            options = "--dual false trains"
+        tips.append(f"{options} by Newton steps on the cluster, usually to --tol in a few reads")
+    if not getattr(args, "scale", False):
+        tips.append("for features far from unit scale (raw pixel values, counts) add --scale")
+    return "; ".join(tips)
 
 
 def verbosity(args, stream=None):

@@ -5,13 +5,11 @@ An estimator validates its parameters, builds one
 :class:`~.source.DaskSource`, and calls :func:`fit`, which returns one
 :class:`~.result.FitResult`.  Everything between is decided here:
 
-- **where**: on a cluster (``plan.cluster``), streaming (a streaming
-  ``plan.solver``, or ``"auto"`` on a collection or path: :func:`streams`)
-  or in memory;
-- **primal or dual** (:func:`use_primal`): the primal Newton solver
-  (:mod:`.primal`) with ``dual=False``, or with ``"auto"`` on tall data
-  (:data:`PRIMAL_RATIO`) where it applies (:func:`primal_blocker`); the dual
-  solvers otherwise;
+- **where** (:func:`~.choice.where_to_fit`, :func:`~.choice.streams`): on a cluster
+  (``plan.cluster``, ``"auto"`` resolved to the active client's cluster or this process, its method
+  :func:`~.choice.cluster_method`), streaming or in memory;
+- **primal or dual** (:func:`~.choice.use_primal`): the primal Newton solver (:mod:`.primal`) with
+  ``dual=False``, or with ``"auto"`` on tall data where it applies; the dual solvers otherwise;
 - **which schedule**: the plan's, ``"streamsvm"`` for ``"auto"``
   (:data:`.schedules.TRAINERS`);
 - the reads around the solve: the one that learns
@@ -26,7 +24,8 @@ An estimator validates its parameters, builds one
 
 The one path of a fit::
 
-    estimator.fit -> check -> fit -> _fit_cluster -> cluster.fit_cluster / fit_primal_cluster
+    estimator.fit -> where_to_fit -> check -> fit
+                                  -> _fit_cluster -> cluster.fit_cluster / fit_(primal|products)_cluster
                                   -> _fit_memory  -> memory.solve_problems / primal.solve_primal
                                   -> _fit_stream  -> schedules.fit_stream / primal.solve_primal
     estimator.partial_fit -> fit_partial -> schedules.fit_stream (one pass)
@@ -36,20 +35,20 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.base import clone
 from sklearn.utils import check_random_state
 
 from .calibration import N_FOLDS, folds, platt_sigmoids
 from .checkpoint import Checkpoints, data_fingerprint
-from .cluster import CLUSTER_MODES, fit_cluster, fit_primal_cluster, resolve_client
+from .choice import cluster_method, first_read_trains, streams, use_primal, where_to_fit
+from .cluster import CLUSTER_MODES, fit_cluster, fit_primal_cluster, fit_products_cluster, resolve_client
+from .cluster.moments import prepared_scaler
+from .cluster.runtime import cancelled_on_error, scheduler_lost
 from .labels import LabelTally, UnseenClass, count_labels_of
 from .layout import kernel_rows
-from .losses import newton_blocker
 from .memory import solve_problems
 from .partial import OnePassSBM
 from .primal import (
     BAND_SHARE,
-    MAX_WIDTH,
     check_width,
     first_read,
     memory_read,
@@ -66,7 +65,6 @@ from .problem import (
     column_max_abs,
     cs_model,
     linear_scores,
-    model_width,
 )
 from .reader import read_blocks
 from .schedules import fit_stream, memory_blocks
@@ -77,13 +75,9 @@ from .termination import sigterm_unwinds
 __all__ = [
     "CACHE_POLICIES", "CLUSTER_MODES", "LOSSES", "SOLVERS", "CacheShare", "Checkpoints", "MemoryData",
     "check", "check_partial", "data_fingerprint", "fit", "fit_partial", "streams", "use_primal",
+    "where_to_fit",
 ]  # fmt: skip
 
-# dual="auto" picks the primal Newton solver when the rows outnumber the model's width (features plus
-# bias) this many times: measured in benchmarks/bench_primal.py (docs/benchmarks.md, "primal").
-PRIMAL_RATIO = 100
-# dual="auto" makes the read that counts the classes the primal solver's first read up to this width.
-FIRST_READ_WIDTH = 256
 # The schedule a streaming fit runs when the plan says "auto".
 DEFAULT_STREAMING = STREAMING_SOLVERS[0]
 _INT64_MAX = np.iinfo(np.int64).max
@@ -98,12 +92,6 @@ class MemoryData:
     y: np.ndarray
     sample_weight: np.ndarray
     skipped: int = 0
-
-
-def streams(plan, out_of_core):
-    """Whether a fit of ``plan`` streams its rows (a streaming solver, or ``"auto"`` on a Dask
-    collection or path: ``out_of_core``) rather than solving them in memory."""
-    return plan.solver in STREAMING_SOLVERS or (plan.solver == "auto" and out_of_core)
 
 
 def check(plan, *, out_of_core, input_name, checkpointing=False, resume=False, validating=False, client=None):
@@ -165,12 +153,6 @@ def check_partial(plan, *, checkpointing=False):
 
 def _check_scaler(plan, validating):
     """What ``feature_map=Standardize()`` cannot train with: a clear error, before any read."""
-    if plan.cluster is not None:
-        raise ValueError(
-            f"feature_map=Standardize() is not supported with cluster={plan.cluster!r} yet; scale the "
-            "features first (their mean and standard deviation are a Dask reduction: "
-            "X.mean(axis=0), X.std(axis=0)), or use cluster=None."
-        )
     if validating:
         raise ValueError(
             "feature_map=Standardize() does not support validation_data yet (its rows would be scored "
@@ -182,56 +164,6 @@ def _check_scaler(plan, validating):
             "intercept to the raw features' model. Use with_mean='auto' (no centring without an "
             "intercept) or fit_intercept=True."
         )
-
-
-def primal_blocker(plan, streaming=True, checkpointing=False):
-    """What of ``plan`` the primal Newton solver cannot train (a phrase for an error), or None
-    (``streaming``: on a Dask collection or path)."""
-    loss = None if plan.crammer_singer else newton_blocker(plan.loss)  # Crammer-Singer's is its own
-    blockers = {
-        loss: loss is not None,
-        "multi_class='crammer_singer'": plan.crammer_singer,
-        "probability=True on a Dask collection": plan.probability and streaming,
-        f"solver={plan.solver!r}, a dual solver": plan.solver not in ("auto", "memory"),
-        "checkpoint_dir": checkpointing,
-        # dual=False trains on a cluster too; "auto" keeps cluster= meaning its dual method
-        f"cluster={plan.cluster!r}": plan.cluster is not None and plan.dual == "auto",
-    }
-    return next((what for what, blocks in blockers.items() if blocks), None)
-
-
-def use_primal(plan, n_rows, n_features, *, streaming=True, checkpointing=False):
-    """Whether a fit of ``plan`` on ``n_rows`` rows of ``n_features`` runs the primal Newton solver
-    (``dual=False``, or ``"auto"`` on tall data); ValueError if ``dual=False`` cannot."""
-    if plan.dual is True:
-        return False
-    blocker = primal_blocker(plan, streaming, checkpointing)
-    if plan.dual is False:
-        if blocker is not None:
-            raise ValueError(
-                f"dual=False (the primal Newton solver) does not support {blocker}; "
-                "use dual=True (the dual solvers) or dual='auto'."
-            )
-        return True
-    width = model_width(n_features, plan.feature_map) + 1
-    return blocker is None and width <= MAX_WIDTH and n_rows >= PRIMAL_RATIO * width
-
-
-def first_read_trains(plan, width, known_rows, n_features, checkpointing=False):
-    """Whether the read that counts the classes also sums their rows' moments, so that it is the
-    primal solver's first Newton read: with ``dual=False``, and with ``"auto"`` where the primal
-    solver applies, the moments are cheap (at most :data:`FIRST_READ_WIDTH` features) and the
-    collection's rows, ``known_rows`` before any read, are enough for it.  Otherwise the classes
-    are counted as for the dual solvers, from the labels alone where the source allows."""
-    if plan.dual is True:
-        return False
-    if plan.dual is False:
-        return True
-    return (
-        width + 1 <= FIRST_READ_WIDTH
-        and known_rows is not None
-        and use_primal(plan, known_rows, n_features, checkpointing=checkpointing)
-    )
 
 
 def fit(data, plan, hooks, *, client=None, checkpoints=None, resume=False, clock_start=None):
@@ -271,11 +203,8 @@ def _seeds(plan):
 
 def _learned_scaler(plan, blocks, n_features):
     """A copy of ``plan.scaler`` (:class:`~dask_streamsvm.features.Standardize`) with its scales
-    learned from the rows of ``blocks``; without an intercept (``with_mean="auto"``) it does not centre."""
-    scaler = clone(plan.scaler)
-    if plan.bias == 0.0 and scaler.with_mean == "auto":
-        scaler.set_params(with_mean=False)
-    return scaler.learn(blocks, n_features)
+    learned from ``blocks`` (:func:`~.cluster.moments.prepared_scaler`)."""
+    return prepared_scaler(plan).learn(blocks, n_features)
 
 
 def _fit_memory(data, plan, hooks, clock_start):
@@ -529,14 +458,47 @@ def _solve_primal_stream(source, plan, hooks, first, clock_start):
 
 
 def _fit_cluster(source, plan, hooks, client, clock_start):
-    """``plan.cluster`` on ``client``'s workers: primal Newton steps summed in a tree with
-    ``dual=False``, else averaging or CoCoA+ (:mod:`.cluster`)."""
+    """``plan.cluster`` on ``client``'s workers, by the method :func:`~.cluster.cluster_method` picks:
+    Newton steps summed in a tree (the Hessian formed, or its products on wide data), else
+    averaging or CoCoA+ (:mod:`.cluster`).  Every history record names the method."""
+    method = cluster_method(plan, source.n_features)
+    source.scaled = plan.scaler is not None  # the rows' x . x is checked once scaled, as on one machine
     solver = plan.solver if plan.solver in STREAMING_SOLVERS else DEFAULT_STREAMING
     seed = int(check_random_state(plan.random_state).randint(np.iinfo(np.int32).max))
     plan = plan.replace(solver=solver, seed=seed)
-    if plan.dual is False:  # Newton steps, each one read of every part on its worker
-        return fit_primal_cluster(client, source, plan, clock_start=clock_start, on_pass=hooks.on_pass)
-    on_round = hooks.on_round if hooks.callbacks else None
+
+    def named(records):
+        for record in records:
+            record["method"] = method
+        return records
+
+    with cancelled_on_error(client):  # a failed fit leaves no task of it on the cluster
+        try:
+            result = _cluster_method(method, source, plan, hooks, client, clock_start, named)
+        except Exception as exc:
+            lost = scheduler_lost(client, exc)
+            if lost is None:
+                raise
+            raise lost from exc
+    named(result.history)  # records the hooks did not see too (a warm start that solved all)
+    return result
+
+
+def _cluster_method(method, source, plan, hooks, client, clock_start, named):
+    if method in ("newton", "truncated_newton"):  # each step one read (or evaluation) of every part
+        newton = fit_primal_cluster if method == "newton" else fit_products_cluster
+
+        def on_pass(records, W):
+            return hooks.on_pass(named(records), W)
+
+        return newton(client, source, plan, clock_start=clock_start, on_pass=on_pass)
+    on_round = None
+    if hooks.callbacks or hooks.verbose:
+
+        def on_round(record):
+            return hooks.on_round(named([record])[0])
+
+    plan = plan.replace(cluster=method)
     return fit_cluster(client, source, plan, clock_start=clock_start, on_round=on_round)
 
 

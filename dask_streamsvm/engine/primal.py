@@ -88,6 +88,7 @@ class _Problem:
         self.accepted = False  # whether the last read's point became the iterate
         self.operator = None  # (product, diagonal) of the Hessian at w, without the matrix
         self.cg_steps = 0  # Hessian products the last direction took (0: a Cholesky solve)
+        self.interrupted = False  # a KeyboardInterrupt while the direction was made
         self.band_step = None  # (w, g, H, band) -> step, where the reads keep a band
 
     def direction(self, band=None):
@@ -97,8 +98,16 @@ class _Problem:
         (:func:`band_step`)."""
         if band is not None and self.H is not None and self.band_step is not None:
             return self.band_step(self.w, self.g, self.H, band)
-        if self.H is None:
-            s, self.cg_steps = _conjugate_gradient(*self.operator, self.g)
+        if self.H is None:  # the Hessian's products: in memory, or on a cluster's parts (``solve``)
+            solve = getattr(self.operator, "solve", None)
+            if solve is not None:  # a cluster's: Ctrl-C there ends the fit at the point certified
+                try:
+                    s, self.cg_steps = solve(self.g)
+                except KeyboardInterrupt:
+                    self.interrupted, self.operator = True, None
+                    return np.zeros_like(self.g)
+            else:
+                s, self.cg_steps = _conjugate_gradient(*self.operator, self.g)
             self.operator = None  # the active rows it holds are not needed any more
             return s
         try:
@@ -112,6 +121,7 @@ class _Problem:
         """Take the read's sums of problem ``c``: certify the evaluated point, accept or shorten the
         step; returns the evaluated point's :class:`Certificate`.  ``certify_only``: the sums hold
         no Hessian (the first read's, at ``w = 0``); only certify."""
+        self.cg_steps = 0  # products of this read's direction (none unless one is taken)
         point = self.w + self.s if self.trial else self.w
         half_sq = 0.5 * float(point @ point)
         primal = self.loss.primal_value(half_sq, float(sums.loss[c]))
@@ -282,6 +292,9 @@ def _newton_reads(read, plan, problems, clock_start, on_pass, source, first_read
         history.extend(records)
         reads += 1
         sums = None  # its band is not needed any more: the next read's is being made
+        if any(problem.interrupted for problem in problems):  # its read certified, no step made
+            interrupted = True
+            break
         for c, w in enumerate(start if at_zero and start is not None else []):
             problems[c].w = np.array(w, dtype=np.float64)  # the warm start, once w = 0 is certified
         if on_pass is not None and on_pass(records, np.array([p.best_w for p in problems])):
@@ -299,31 +312,65 @@ def _newton_reads(read, plan, problems, clock_start, on_pass, source, first_read
 
 def _conjugate_gradient(product, diagonal, g):
     """``(s, steps)``: an approximate solution of ``H s = -g`` by conjugate gradient on the
-    products ``product(p) = H p``, preconditioned by ``M = (1 - PRECONDITIONER) I + PRECONDITIONER
-    diag(H)`` (Hsia, Chiang and Lin, ACML 2018: the diagonal alone can slow some problems, the
-    mixture does not), stopped when the residual is :data:`CG_RESIDUAL` of the gradient's norm
-    (LIBLINEAR's truncated Newton rule) or after :data:`CG_MAX_STEPS` products."""
-    M = (1.0 - PRECONDITIONER) + PRECONDITIONER * diagonal
-    s = np.zeros_like(g)
-    r = -g
-    z = r / M
-    p = z.copy()
-    rz = float(r @ z)
-    limit = CG_RESIDUAL * float(np.linalg.norm(g))
-    steps = 0
-    while steps < min(CG_MAX_STEPS, g.shape[0]) and float(np.linalg.norm(r)) > limit:
-        Hp = product(p)
-        curvature = float(p @ Hp)
-        if not curvature > 0:  # H is I plus a positive semidefinite matrix: only rounding gets here
-            break
-        a = rz / curvature
-        s += a * p
-        r -= a * Hp
-        z = r / M
-        rz, previous = float(r @ z), rz
-        p = z + (rz / previous) * p
-        steps += 1
-    return (s if steps else -g), steps
+    products ``product(p) = H p`` (:class:`ConjugateGradient`)."""
+    cg = ConjugateGradient(g, diagonal)
+    while not cg.done:
+        cg.take(product(cg.p))
+    return cg.result()
+
+
+class ConjugateGradient:
+    """Preconditioned conjugate gradient on ``H s = -g``, one Hessian product at a time: the state
+    the in-memory loop (:func:`_conjugate_gradient`) and a cluster's root worker
+    (:mod:`~.cluster.products`) keep.
+
+    Preconditioned by ``M = (1 - PRECONDITIONER) I + PRECONDITIONER diag(H)`` (Hsia, Chiang and
+    Lin, ACML 2018: the diagonal alone can slow some problems, the mixture does not), stopped when
+    the residual is :data:`CG_RESIDUAL` of the gradient's norm (LIBLINEAR's truncated Newton rule),
+    after :data:`CG_MAX_STEPS` products, or where ``p . H p`` is not positive (``H`` is ``I`` plus a
+    positive semidefinite matrix: only rounding gets there).  ``p`` is the direction whose product
+    :meth:`take` needs next.
+    """
+
+    def __init__(self, g, diagonal):
+        self.M = (1.0 - PRECONDITIONER) + PRECONDITIONER * diagonal
+        self.s = np.zeros_like(g)
+        self.r = -g
+        z = self.r / self.M
+        self.p = z.copy()
+        self.rz = float(self.r @ z)
+        self.limit = CG_RESIDUAL * float(np.linalg.norm(g))
+        self.steps = 0
+        self.stalled = False
+
+    @property
+    def residual(self):
+        return float(np.linalg.norm(self.r))
+
+    @property
+    def done(self):
+        return (
+            self.stalled or self.steps >= min(CG_MAX_STEPS, self.s.shape[0]) or not self.residual > self.limit
+        )
+
+    def take(self, Hp):
+        """One step with ``Hp = H p``; returns self."""
+        curvature = float(self.p @ Hp)
+        if not curvature > 0:
+            self.stalled = True
+            return self
+        a = self.rz / curvature
+        self.s += a * self.p
+        self.r -= a * Hp
+        z = self.r / self.M
+        self.rz, previous = float(self.r @ z), self.rz
+        self.p = z + (self.rz / previous) * self.p
+        self.steps += 1
+        return self
+
+    def result(self):
+        """``(s, steps)``: the step (the steepest descent ``-g`` if no product was taken)."""
+        return (self.s if self.steps else self.r), self.steps  # r is -g until a step is taken
 
 
 # The warm start (:func:`warm_start`): the first read keeps a uniform sample of this many rows per

@@ -25,6 +25,7 @@ BLAS SYRK of the scaled active rows, symmetrised once per block.
 """
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -98,6 +99,9 @@ class Sums:
     # Streamed with a band (:class:`~.primal_reads.StreamRead`): per problem, the rows of margin
     # nearest 1 at the evaluated point (a :class:`~.primal_reads.Sample`), for :func:`~.primal.band_step`.
     band: list = None
+    # A part's sums on a cluster (:mod:`~.cluster.products`): per problem, the diagonal of its rows'
+    # Hessian term ``sum_i D_ii x_i^2`` (k, D), added up the tree with the rest; ``hessian`` is None.
+    diagonal: np.ndarray = None
 
     @classmethod
     def zeros(cls, k, width):
@@ -111,7 +115,10 @@ class Sums:
         self.loss += other.loss
         self.alpha += other.alpha
         self.v += other.v
-        self.hessian += other.hessian
+        if self.hessian is not None:
+            self.hessian += other.hessian
+        if self.diagonal is not None:
+            self.diagonal += other.diagonal
         self.active += other.active
         self.trial += other.trial
         self.rows += other.rows
@@ -361,24 +368,44 @@ def prefers_products(X, plan):
     return sp.issparse(X) or X.shape[1] + 1 > CG_WIDTH
 
 
+def rows_nbytes(X):
+    """Bytes of rows held: a dense array's, or a CSR matrix's values and indices."""
+    return int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes if sp.issparse(X) else X.nbytes)
+
+
+def _squares(X):
+    return X.multiply(X) if sp.issparse(X) else X * X
+
+
 class ProductRead:
     """``read`` for :func:`~.primal.solve_primal` on in-memory rows that never forms the Hessian: each
     evaluated point's sums, and per problem the product ``p -> H p`` and ``diag(H)`` on its active
     rows, for the Newton solver's conjugate gradient (a truncated Newton step, as LIBLINEAR's primal solver
     takes on wide data).  Holds the rows once as float64 (a copy if they are not); a product
     costs one pass over the active rows, which are copied out when fewer than half are active.
-    Values the solver cannot train on are refused here, before any read (:func:`too_large`)."""
+    Values the solver cannot train on are refused here, before any read (:func:`too_large`).
+
+    ``identity``: the weight of the Hessian's identity term in the products and the diagonal (1: the
+    whole Hessian; 0: a cluster part's share of it, the identity added once at the tree's root,
+    :mod:`~.cluster.products`)."""
 
     hessian_products = True
 
-    def __init__(self, X, Y, cost, bias, loss):
+    def __init__(self, X, Y, cost, bias, loss, identity=1.0, spilled=False):
         if sp.issparse(X):
-            X = sp.csr_matrix(X, dtype=np.float64)
-        else:
+            X = X.tocsr() if X.dtype == np.float64 else sp.csr_matrix(X, dtype=np.float64)
+        elif not spilled:
             X = np.ascontiguousarray(X, dtype=np.float64)
         if (reason := too_large(X, bias, augmented=False)) is not None:
             raise ValueError(reason)
         self.X, self.Y, self.cost, self.bias, self.loss = X, Y, cost, float(bias), int(loss)
+        self.identity = float(identity)
+        self.spilled = spilled  # the rows are a memory map: never copied whole (a cluster part's spill)
+
+    @property
+    def nbytes(self):
+        """Bytes of the rows, labels and costs held."""
+        return rows_nbytes(self.X) + self.Y.nbytes + self.cost.nbytes
 
     def _dot(self, X, w):
         return np.asarray(X @ w[:-1]).ravel() + self.bias * w[-1]
@@ -386,26 +413,39 @@ class ProductRead:
     def _tdot(self, X, u):
         return np.append(np.asarray(X.T @ u).ravel(), self.bias * u.sum())
 
-    def _operator(self, active, weight):
+    def active_rows(self, active, weight):
+        """``(rows, D_ii)`` of the Hessian's term at an evaluated point: the active rows, copied out
+        when fewer than half are active (else every row, with its zero weights)."""
         rows = np.flatnonzero(active)
-        X, d = (self.X[rows], weight[rows]) if 2 * rows.shape[0] < self.X.shape[0] else (self.X, weight)
-        squares = X.multiply(X) if sp.issparse(X) else None
-        diagonal = 1.0 + self._tdot(squares if squares is not None else X * X, d) * np.append(
-            np.ones(X.shape[1]), self.bias
-        )
-        del squares
+        if 2 * rows.shape[0] < self.X.shape[0] and not self.spilled:
+            return self.X[rows], weight[rows]
+        return self.X, weight
 
-        def product(p):
-            return p + self._tdot(X, d * self._dot(X, p))
+    def diagonal(self, X, d):
+        """``diag(H)`` of the term ``identity I + sum_i d_i x_i x_i^T`` of the rows ``X``."""
+        scale = np.append(np.ones(X.shape[1]), self.bias)
+        if self.spilled:  # a chunk of rows at a time, never the squares of them all
+            step = chunk_rows(X.shape[1])
+            chunks = range(0, X.shape[0], step)
+            return (
+                self.identity
+                + sum(self._tdot(_squares(X[i : i + step]), d[i : i + step]) for i in chunks) * scale
+            )
+        return self.identity + self._tdot(_squares(X), d) * scale
 
-        return product, diagonal
+    def product(self, X, d, p):
+        """``(identity I + sum_i d_i x_i x_i^T) p`` over the rows ``X`` of weights ``d``."""
+        return self.identity * p + self._tdot(X, d * self._dot(X, p))
 
-    def __call__(self, W, S, todo):
+    def evaluate(self, W, S, todo):
+        """The :class:`Sums` of the points ``W + S`` of problems ``todo`` (no Hessian, no
+        operators) and, per problem, its :meth:`active_rows`."""
         k, D = W.shape
         sums = Sums(
             np.zeros(k), np.zeros(k), np.zeros((k, D)), None, np.zeros(k, dtype=np.int64),
-            np.zeros((k, STEPS.shape[0])), rows=self.X.shape[0], operators=[],
+            np.zeros((k, STEPS.shape[0])), rows=self.X.shape[0],
         )  # fmt: skip
+        terms_of = []
         for j, c in enumerate(todo):
             y, C = self.Y[c], self.cost[c]
             z0 = self._dot(self.X, W[j])
@@ -422,5 +462,10 @@ class ProductRead:
                 m0, dm = y * z0, y * dz
                 for i, t in enumerate(STEPS):
                     sums.trial[j, i] = float(C @ trial_losses(self.loss, 1.0 - m0 - t * dm))
-            sums.operators.append(self._operator(active, weight))
+            terms_of.append(self.active_rows(active, weight))
+        return sums, terms_of
+
+    def __call__(self, W, S, todo):
+        sums, terms_of = self.evaluate(W, S, todo)
+        sums.operators = [(partial(self.product, X, d), self.diagonal(X, d)) for X, d in terms_of]
         return sums

@@ -65,51 +65,39 @@ class Standardize(FeatureMap):
         self.with_mean = with_mean
 
     def learn(self, blocks, n_features):
-        """Learn ``mean_`` and ``scale_`` from the feature blocks ``blocks`` (arrays or CSR), combined
-        block by block (Chan et al.'s pairwise update: exact, and stable where values are large).
+        """Learn ``mean_`` and ``scale_`` from the feature blocks ``blocks`` (arrays or CSR, in order)."""
+        return self.learn_moments(self.moments(blocks, n_features))
 
-        A column whose values pass :data:`_LARGE` (about 1e120, where sums of
-        squares near float64's limit) is summed in units of a power of two,
-        ``2**shift``: exact, so the result is the same as without it, and
-        values up to float64's largest have a finite scale.
-        """
-        if self.with_mean not in (True, False, "auto"):
-            raise ValueError(f"with_mean must be True, False or 'auto', got with_mean={self.with_mean!r}.")
-        n, mean, m2, sparse = 0, np.zeros(n_features), np.zeros(n_features), None
-        shift = np.zeros(n_features, dtype=np.int64)  # mean in units of 2**shift, m2 of 4**shift
+    def moments(self, blocks, n_features):
+        """The :class:`ColumnMoments` of the rows of ``blocks``, combined block by block in order."""
+        self._check_with_mean()
+        total = ColumnMoments.empty(n_features)
         for X in blocks:
-            if X.shape[0] == 0:
-                continue
-            sparse = sp.issparse(X) if sparse is None else sparse or sp.issparse(X)
-            k = X.shape[0]
-            X, shift, mean, m2 = _in_units(X, shift, mean, m2)
-            if sp.issparse(X):
-                block_mean = np.asarray(X.sum(axis=0)).ravel() / k
-                block_m2 = np.asarray(X.multiply(X).sum(axis=0)).ravel() - k * block_mean**2
-            else:
-                block_mean = X.mean(axis=0)
-                block_m2 = ((X - block_mean) ** 2).sum(axis=0)
-            delta = block_mean - mean
-            total = n + k
-            mean = mean + delta * (k / total)
-            m2 = m2 + np.maximum(block_m2, 0.0) + delta**2 * (n * k / total)
-            n = total
-        if n == 0:
+            total = total.combine(ColumnMoments.of_block(X))
+        return total
+
+    def learn_moments(self, moments):
+        """Learn ``mean_`` and ``scale_`` from the rows' :class:`ColumnMoments` (a cluster's combined)."""
+        self._check_with_mean()
+        if moments.rows == 0:
             raise ValueError("Standardize found no rows to learn the features' scales from.")
-        if sparse and self.with_mean is True:
+        if moments.sparse and self.with_mean is True:
             raise ValueError(
                 "Standardize(with_mean=True) would centre sparse rows and lose their zeros; use "
                 "with_mean='auto' (or False) to scale them only."
             )
-        centre = self.with_mean is True or (self.with_mean == "auto" and not sparse)
-        std = np.sqrt(m2 / n)
-        if shift.any():
-            mean, std = np.ldexp(mean, shift), np.ldexp(std, shift)
+        centre = self.with_mean is True or (self.with_mean == "auto" and not moments.sparse)
+        mean, std = moments.mean, np.sqrt(moments.m2 / moments.rows)
+        if moments.shift.any():
+            mean, std = np.ldexp(mean, moments.shift), np.ldexp(std, moments.shift)
         self.scale_ = np.where(std > 0.0, std, 1.0)
-        self.mean_ = mean if centre else np.zeros(n_features)
-        self.n_samples_seen_ = int(n)
-        self.n_features_in_ = n_features
+        self.mean_ = mean if centre else np.zeros(mean.shape[0])
+        self.n_samples_seen_, self.n_features_in_ = moments.rows, mean.shape[0]
         return self
+
+    def _check_with_mean(self):
+        if self.with_mean not in (True, False, "auto"):
+            raise ValueError(f"with_mean must be True, False or 'auto', got with_mean={self.with_mean!r}.")
 
     def fit(self, X, y=None):
         X = check_array(X, accept_sparse="csr", dtype=[np.float64, np.float32])
@@ -159,39 +147,84 @@ class Standardize(FeatureMap):
         return coef / self.scale_, intercept - coef @ (self.mean_ / self.scale_)
 
 
+class ColumnMoments:
+    """Per column, the rows' mean and sum of squared deviations (``m2``): what :class:`Standardize`
+    learns its scales from, combined exactly over blocks, partitions and a cluster's parts.
+
+    :meth:`combine` is Chan, Golub & LeVeque's pairwise update (1979): for moments ``a`` and ``b``
+    of ``n_a`` and ``n_b`` rows, ``delta = mean_b - mean_a``, ``mean = mean_a + delta n_b / n``,
+    ``m2 = m2_a + m2_b + delta^2 n_a n_b / n``; stable where the values are large or far from 0.
+    A column whose values pass ``2**400`` (about 2.6e120, where sums of squares near float64's
+    limit) is summed in units of ``2**shift`` (``mean`` in those units, ``m2`` in ``4**shift``):
+    exact, and values up to float64's largest have a finite scale.  ``sparse``: whether a block
+    with rows was sparse (None: no rows yet).  :meth:`combine` returns new moments.
+    """
+
+    def __init__(self, rows, mean, m2, shift, sparse):
+        self.rows, self.mean, self.m2, self.shift, self.sparse = int(rows), mean, m2, shift, sparse
+
+    @classmethod
+    def empty(cls, n_features):
+        return cls(0, np.zeros(n_features), np.zeros(n_features), np.zeros(n_features, dtype=np.int64), None)
+
+    @classmethod
+    def of_block(cls, X):
+        """The moments of the rows of ``X`` (an array or CSR matrix)."""
+        k = X.shape[0]
+        if k == 0:
+            return cls.empty(X.shape[1])
+        X, shift = _in_units(X)
+        if sp.issparse(X):
+            mean = np.asarray(X.sum(axis=0)).ravel() / k
+            m2 = np.asarray(X.multiply(X).sum(axis=0)).ravel() - k * mean**2
+        else:
+            mean = X.mean(axis=0)
+            m2 = ((X - mean) ** 2).sum(axis=0)
+        return cls(k, mean, np.maximum(m2, 0.0), shift, sp.issparse(X))
+
+    def in_units(self, shift):
+        """``(mean, m2)`` in units of ``2**shift`` (``shift >= self.shift``): powers of two, exact."""
+        grown = shift - self.shift
+        if grown.any():
+            return np.ldexp(self.mean, -grown), np.ldexp(self.m2, -2 * grown)
+        return self.mean, self.m2
+
+    def combine(self, other):
+        """The moments of the rows of ``self`` and ``other`` together (Chan et al.'s update)."""
+        sparse = None if self.sparse is None and other.sparse is None else bool(self.sparse or other.sparse)
+        if other.rows == 0 or self.rows == 0:
+            kept = self if other.rows == 0 else other
+            return ColumnMoments(kept.rows, kept.mean, kept.m2, kept.shift, sparse)
+        shift = np.maximum(self.shift, other.shift)
+        (mean_a, m2_a), (mean_b, m2_b) = self.in_units(shift), other.in_units(shift)
+        n_a, n_b, delta = self.rows, other.rows, mean_b - mean_a
+        mean = mean_a + delta * (n_b / (n_a + n_b))
+        m2 = m2_a + m2_b + delta**2 * (n_a * n_b / (n_a + n_b))
+        return ColumnMoments(n_a + n_b, mean, m2, shift, sparse)
+
+
 # Values above 2**400 (about 2.6e120) are summed in units of a power of two: their squares, summed
 # over any number of rows, stay below float64's largest (about 1.8e308).
 _LARGE_EXPONENT = 400
 
 
-def _in_units(X, shift, mean, m2):
-    """The block ``X`` (float64) in units of ``2**shift`` per column, ``shift`` raised for columns
-    whose values pass ``2**400``, and ``mean`` and ``m2`` (sums so far) in the new units.
-
-    Powers of two scale floats exactly: columns that need no unit are left
-    as they are, bit for bit.
-    """
+def _in_units(X):
+    """``(X, shift)``: the block ``X`` as float64 in units of ``2**shift`` per column, ``shift`` 0 but
+    for columns whose values pass ``2**400`` (powers of two scale floats exactly)."""
     X = sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else np.asarray(X, dtype=np.float64)
     values = X.data if sp.issparse(X) else X
+    shift = np.zeros(X.shape[1], dtype=np.int64)
     if values.size == 0:
-        return X, shift, mean, m2
+        return X, shift
     top = max(abs(float(values.max())), abs(float(values.min())))  # no copy of the block
     if not (np.isfinite(top) and top > 2.0**_LARGE_EXPONENT):
-        if not shift.any():
-            return X, shift, mean, m2
-        need = shift
-    else:
-        col_top = abs(X).max(axis=0).toarray().ravel() if sp.issparse(X) else np.abs(X).max(axis=0)
-        exponent = np.frexp(np.where(np.isfinite(col_top), col_top, 0.0))[1]
-        need = np.maximum(shift, np.maximum(exponent - _LARGE_EXPONENT, 0))
-    grown = need - shift
-    if grown.any():
-        mean, m2 = np.ldexp(mean, -grown), np.ldexp(m2, -2 * grown)
+        return X, shift
+    col_top = abs(X).max(axis=0).toarray().ravel() if sp.issparse(X) else np.abs(X).max(axis=0)
+    exponent = np.frexp(np.where(np.isfinite(col_top), col_top, 0.0))[1]
+    shift = np.maximum(exponent - _LARGE_EXPONENT, 0).astype(np.int64)
     if sp.issparse(X):
-        X = sp.csr_matrix((np.ldexp(X.data, -need[X.indices]), X.indices, X.indptr), shape=X.shape)
-    else:
-        X = np.ldexp(X, -need)
-    return X, need, mean, m2
+        return sp.csr_matrix((np.ldexp(X.data, -shift[X.indices]), X.indices, X.indptr), shape=X.shape), shift
+    return np.ldexp(X, -shift), shift
 
 
 class HashingMap(FeatureMap):

@@ -1,11 +1,12 @@
 """Cluster mode: one model per Dask worker, averaged, or combined to the optimum by CoCoA+, and
-the primal Newton solver with its sums added on the workers.
+the primal Newton solver (its Hessian, or its products) with its sums added on the workers.
 
 ``LinearSVC(cluster="average")`` and ``LinearSVC(cluster="cocoa")`` train on a
-``dask.distributed`` cluster through :func:`fit_cluster`, ``dual=False`` through
-:func:`fit_primal_cluster`, each with the estimator's :class:`~..problem.FitPlan`, and both
-return a :class:`~..result.FitResult`.  The data are read where the tasks run; only models,
-updates and certificate sums come back to the client.
+``dask.distributed`` cluster through :func:`fit_cluster`, the Newton methods (``dual=False``, and
+``cluster="auto"`` where they apply: :func:`~..choice.cluster_method`) through
+:func:`fit_primal_cluster` and :func:`fit_products_cluster`, each with the estimator's
+:class:`~..problem.FitPlan`, and all return a :class:`~..result.FitResult`.  The data are read
+where the tasks run; only models, updates and certificate sums come back to the client.
 
 The rooms, each owning one job:
 
@@ -34,8 +35,17 @@ The rooms, each owning one job:
     Changes of ``w`` on the columns a part's rows touch (:class:`Change`): the sparse traffic of
     CoCoA+.
 ``tree``
-    Sums added in a tree on the workers (:func:`tree_sum`, :func:`part_sums`, :func:`add_sums`),
-    and the primal Newton solver on a cluster (:func:`fit_primal_cluster`).
+    Sums added in a tree on the workers (:func:`tree_sum`, :func:`add_sums`).
+``newton``
+    The primal Newton solver on a cluster with the Hessian formed (narrow data):
+    :func:`fit_primal_cluster`, every step one read of every part (:func:`part_sums`).
+``products``
+    Truncated Newton on a cluster (wide data): the parts' rows held on their workers, the
+    Hessian's products summed up the tree and the conjugate gradient on the root's worker
+    (:func:`fit_products_cluster`).
+``moments``
+    ``feature_map=Standardize()`` on a cluster: the columns' moments added up the tree, and
+    parts that scale their rows (:func:`~.moments.learn_scaler`).
 ``certify``
     The certificate of the model a method returns, from its summed primal and dual values.
 ``fit``
@@ -48,12 +58,15 @@ from .changes import Change, add_changes, narrow, touched_columns, widened
 from .cocoa import fit_cocoa
 from .cocoa_local import Part, StaleRound, StreamingPart, cocoa_round, load_part, part_weights
 from .fit import CLUSTER_MODES, fit_cluster
+from .newton import fit_primal_cluster, part_sums
 from .parts import Packed, assign_parts, class_shares, make_parts, skewed_parts
+from .products import TruncatedNewton, fit_products_cluster
 from .runtime import SchedulerLost, WorkerLost, resolve_client
-from .tree import add_sums, fit_primal_cluster, part_sums, tree_sum
+from .tree import add_sums, tree_sum
 
 __all__ = [
     "CLUSTER_MODES", "Change", "Packed", "Part", "PartFit", "SchedulerLost", "StaleRound", "StreamingPart",
+    "TruncatedNewton", "fit_products_cluster",
     "WorkerLost", "add_changes", "add_sums", "assign_parts", "class_shares", "cocoa_round", "combined_dual",
     "fit_cluster", "fit_cocoa", "fit_primal_cluster", "load_part", "make_parts", "narrow", "part_sums",
     "part_weights", "resolve_client", "skewed_parts", "touched_columns", "train_part", "tree_sum", "widened",

@@ -16,12 +16,12 @@ import numpy as np
 
 from ...kernels.objective import weighted_loss_sum
 from ..layout import kernel_rows
-from ..losses import loss_of
+from ..losses import LOSSES, loss_of
 from ..problem import encode_block, unconverged_message
 from ..result import FitResult
 from ..schedules import fit_stream
 from .certify import certificates, relative_gap
-from .runtime import gather, submit, synchronous
+from .runtime import cancel_check, cancelled_on_error, gather, submit, synchronous
 
 # Coordinate-descent sweeps of :func:`combined_dual`'s small quadratic (K variables per problem).
 _SCALE_SWEEPS = 200
@@ -46,11 +46,22 @@ class PartFit:
     dual_sums: np.ndarray
 
 
+class _StopWhenCancelled:
+    """Hooks of a part's fit that stop it (:class:`~.runtime.TaskCancelled`) at the block or pass
+    after its task was cancelled: the worker's thread is free for the next fit's tasks."""
+
+    def __init__(self):
+        self.on_block = cancel_check()
+
+    def on_pass(self, records, W):
+        return self.on_block()
+
+
 def train_part(plan, packed):
     """Fit the out-of-core engine on one part (on its worker): a :class:`PartFit`."""
     start = time.perf_counter()
     with synchronous():
-        result = fit_stream(packed.source(), plan, clock_start=start)
+        result = fit_stream(packed.source(), plan, _StopWhenCancelled(), clock_start=start)
     messages = [] if result.converged else [unconverged_message(plan, result.certificates, result.converged)]
     dual_W, dual_sums = result.dual_sums
     return PartFit(
@@ -65,8 +76,30 @@ def train_part(plan, packed):
     )
 
 
+def _better_mode(plan):
+    """The advice after an average above ``tol``: the cluster method that trains to ``tol``."""
+    newton = next(name for name, loss in LOSSES.items() if loss.newton)
+    if loss_of(plan.loss).newton:
+        return (
+            "Use cluster='auto' (the default: Newton steps summed on the workers, to tol in a few "
+            "reads whatever the number of workers)."
+        )
+    return (
+        f"Use cluster='cocoa' (CoCoA+ rounds to tol; cluster='auto' picks it for loss={plan.loss!r}), "
+        f"or loss={newton!r} with cluster='auto' (Newton steps, to tol in a few reads)."
+    )
+
+
 def fit_average(client, placement, plan, clock_start):
-    """The parts' models averaged, weighted by their rows: a :class:`~..result.FitResult`."""
+    """The parts' models averaged, weighted by their rows: a :class:`~..result.FitResult`.
+
+    A lost worker's part is trained again on a live one (Dask runs its task again, from the same
+    seed); a fit that fails cancels every task it made."""
+    with cancelled_on_error(client):
+        return _fit_average(client, placement, plan, clock_start)
+
+
+def _fit_average(client, placement, plan, clock_start):
     parts = placement.parts
     # Every part draws its seeds from the fit's seed, as a fit with random_state=plan.seed does.
     part_seed = int(np.random.RandomState(plan.seed).randint(np.iinfo(np.int64).max, dtype=np.int64))
@@ -119,7 +152,7 @@ def fit_average(client, placement, plan, clock_start):
         messages.append(
             f"cluster='average' certified a relative duality gap of {gap.max():.3g} for the averaged "
             f"model, above tol={plan.tol:g}: the average of the parts' models is not the optimum of "
-            "all the rows. Use cluster='cocoa', which trains to tol."
+            f"all the rows. {_better_mode(plan)}"
         )
     return FitResult(
         W=W,
@@ -171,8 +204,10 @@ def part_loss(packed, W, plan):
     """Per problem, the weighted loss sum of a part's rows at ``W`` (one read, a partition at a time)."""
     source = packed.source()
     total = np.zeros(W.shape[0])
+    stop_if_cancelled = cancel_check()
     with synchronous():
         for p in range(source.n_partitions):
+            stop_if_cancelled()
             block = source.load(p)
             if block.n_rows == 0:
                 continue

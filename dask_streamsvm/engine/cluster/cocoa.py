@@ -12,9 +12,12 @@ the broadcast ``w`` is known every round, and the fit stops at ``tol``.
 
 Tasks are pure functions of their inputs (the dual variables are copied before a round changes
 them, seeds are fixed), so Dask may retry them; a part read every round changes in place, and
-its rounds name its version.  A worker lost in a round is survived (:func:`_recover`): parts
-whose state was on it are read again from the collection on a live worker with ``alpha = 0``,
-``w`` is rebuilt exactly from every part's ``alpha``, and the rounds go on.
+its rounds name its version.  A worker lost in a round, or while the parts are read or ``w`` is
+placed, is survived (:func:`_recover`): parts whose state was on it are read again from the
+collection on a live worker with ``alpha = 0``, ``w`` is rebuilt exactly from every part's
+``alpha``, and the rounds go on.  After :data:`_MAX_RECOVERIES` losses the fit stops with
+:class:`~.runtime.WorkerLost` naming the lost workers; a fit that fails cancels its tasks
+(:func:`~.runtime.cancelled_on_error`).
 """
 
 import time
@@ -26,10 +29,10 @@ from ..result import FitResult
 from .certify import certificates, relative_gap
 from .changes import add_changes, narrow, widened
 from .cocoa_local import load_part, local_round, part_stats, part_weights, touched_of, update_of
-from .runtime import POLL_SECONDS, gather, live_workers, scatter, submit, wait
+from .runtime import WorkerLost, cancelled_on_error, gather, live_workers, scatter, submit, wait
 from .tree import tree_sum
 
-# A fit gives up after this many rounds lost to failed workers.
+# A fit gives up after this many recoveries from lost workers.
 _MAX_RECOVERIES = 3
 
 
@@ -37,8 +40,14 @@ def fit_cocoa(client, placement, plan, n_features, clock_start, on_round=None):
     """CoCoA+ rounds to the relative gap ``plan.tol``, at most ``plan.max_iter`` of ``plan.inner_iter``
     local passes: a :class:`~..result.FitResult` (``passes`` counts the rounds).
 
-    ``on_round(record)``, after every round, stops the rounds with a true value.
+    ``on_round(record)``, after every round, stops the rounds with a true value.  A fit that fails
+    cancels every task it made.
     """
+    with cancelled_on_error(client):
+        return _fit_cocoa(client, placement, plan, n_features, clock_start, on_round)
+
+
+def _fit_cocoa(client, placement, plan, n_features, clock_start, on_round):
     k, tol, max_iter, passes, seed = plan.n_problems, plan.tol, plan.max_iter, plan.fixed_passes, plan.seed
     loss = loss_of(plan.loss)
     parts = placement.parts
@@ -50,21 +59,26 @@ def fit_cocoa(client, placement, plan, n_features, clock_start, on_round=None):
         return submit(client, load_part, source, plan, sigma, n_features, worker=worker)
 
     states = [load(j, worker) for j, worker in enumerate(placed)]
-    wait(client, states, placed, placement.reads)  # the parts' one read (up to cache_bytes of each)
     versions = [0] * len(states)  # rounds each part has done: a part read every round checks it
     W = np.zeros((k, n_features + 1))
     w_bytes = W.nbytes
-    history, converged, stop, recoveries = [], False, False, 0
+    history, converged, stop, recoveries, lost = [], False, False, 0, set()
     primal = dual = np.full(k, np.nan)
-    rounds = 0
+    rounds, sent, recovering = 0, 0, False
     # w lives on the workers: the parts' changes are added in a tree there, the new w is made at
     # the root and fetched from it by the other parts' workers; the client gets the certificate.
-    W_at = scatter(client, W, placed[0])
-    sent = w_bytes
-    cols, fetched = _touched(client, states, placed, k)
+    W_at = cols = fetched = None  # placed once the parts are read, and again after a recovery
     while rounds < max_iter:
         start = time.perf_counter()
         try:
+            if recovering:
+                states, W, versions = _recover(client, states, placed, load)
+                recovering, W_at = False, None
+            if W_at is None:
+                wait(client, states, placed, placement.reads)  # the parts' one read (up to cache_bytes)
+                cols, fetched = _touched(client, states, placed, k)
+                W_at = scatter(client, W, placed[0])
+                sent += w_bytes
             # A part whose rows touch few columns fetches those of w only (sparse data).
             views = [W_at if c is None else submit(client, narrow, W_at, c, worker=placed[0]) for c in cols]
             new_states = [
@@ -78,16 +92,19 @@ def fit_cocoa(client, placement, plan, n_features, clock_start, on_round=None):
             certify = submit(client, round_sums, W_at, root, worker=placed[0])
             half_sq, sums, tree_bytes = gather(client, [certify], placed)[0]
         except Exception as exc:  # noqa: BLE001 - a lost worker shows as many kinds of error
-            if not _lost_worker(client, states, placed) or recoveries >= _MAX_RECOVERIES:
+            gone = _lost_workers(client, states, placed, exc)
+            if not gone:
                 raise
-            recoveries += 1
-            states, W, versions = _recover(client, states, placed, load)
-            cols, fetched = _touched(client, states, placed, k)
-            W_at = scatter(client, W, placed[0])
-            sent += w_bytes
+            lost.update(gone)
+            if recoveries >= _MAX_RECOVERIES:
+                raise WorkerLost(
+                    lost, f" during CoCoA+ round {rounds + 1}, after {recoveries} recoveries of their parts"
+                ) from exc
+            recoveries, recovering = recoveries + 1, True
             history.append(
-                {"round": rounds, "recovered": repr(exc)[:200], "seconds": time.perf_counter() - clock_start}
-            )
+                {"round": rounds, "recovered": repr(exc)[:200], "lost_workers": sorted(gone),
+                 "seconds": time.perf_counter() - clock_start}
+            )  # fmt: skip
             continue
         rounds += 1
         primal = half_sq + sums[:, 0]
@@ -115,8 +132,9 @@ def fit_cocoa(client, placement, plan, n_features, clock_start, on_round=None):
             break  # W_at is the certified one
         W_at, states = next_W, new_states
         versions = [v + 1 for v in versions]
-    W = gather(client, [W_at], placed)[0]
-    local = gather(client, [submit(client, part_stats, s, worker=placed[j]) for j, s in enumerate(states)])
+    W = W if W_at is None else gather(client, [W_at], placed)[0]
+    stats = [submit(client, part_stats, s, worker=placed[j]) for j, s in enumerate(states)]
+    local = gather(client, stats, placed)
     record = placement.record()
     for entry, stats in zip(record, local, strict=True):
         entry.update(stats)
@@ -165,12 +183,16 @@ def round_sums(W, update):
 # -- a worker lost in a round ----------------------------------------------------------------
 
 
-def _lost_worker(client, states, placed):
-    """Whether a part's worker is gone (rather than a task failing on its own)."""
+def _lost_workers(client, states, placed, error):
+    """The workers of ``placed`` that left, sorted (empty when ``error`` is a task's own failure):
+    those :class:`~.runtime.WorkerLost` named, else those the scheduler no longer lists, else, where
+    a part's state was lost with its worker, that part's worker."""
+    if isinstance(error, WorkerLost):
+        return error.workers
     alive = set(live_workers(client))
-    return any(worker not in alive for worker in placed) or any(
-        s.status in ("lost", "cancelled") for s in states
-    )
+    gone = {worker for worker in placed if worker not in alive}
+    gone.update(placed[j] for j, s in enumerate(states) if s.status in ("lost", "cancelled"))
+    return sorted(gone)
 
 
 def _held(client, future):
@@ -186,28 +208,19 @@ def _held(client, future):
 def _recover(client, states, placed, load):
     """Parts of lost workers read again (``alpha = 0``) on live ones; ``W`` rebuilt from all alphas.
 
-    The scheduler may learn of a death after the client does: the parts are
-    checked again, and their weights gathered, up to three times.
+    A part is read again when its worker is not among the scheduler's workers or holds its
+    state no more.  A worker lost meanwhile raises :class:`~.runtime.WorkerLost` from the
+    gather, and :func:`fit_cocoa` recovers again.
     """
-    fresh = set()  # parts read again here: pending, not lost
-    for attempt in range(3):
-        alive = live_workers(client)
-        if not alive:
-            raise RuntimeError("every Dask worker is gone; the cluster fit cannot go on.")
-        for j, state in enumerate(states):
-            if j not in fresh and (placed[j] not in alive or not _held(client, state)):
-                placed[j] = alive[j % len(alive)]
-                states[j] = load(j, placed[j])
-                fresh.add(j)
-        try:
-            shares = gather(
-                client,
-                [submit(client, part_weights, s, worker=placed[j]) for j, s in enumerate(states)],
-                placed,
-            )
-            return states, np.sum([w for w, _ in shares], axis=0), [v for _, v in shares]
-        except Exception:  # noqa: BLE001 - another part was lost meanwhile: look again
-            if attempt == 2:
-                raise
-            time.sleep(POLL_SECONDS)
-    raise AssertionError("unreachable")
+    alive = live_workers(client)
+    if not alive:
+        raise RuntimeError(
+            "every Dask worker is gone; the cluster fit cannot go on. Start workers and fit again."
+        )
+    for j, state in enumerate(states):
+        if placed[j] not in alive or not _held(client, state):
+            placed[j] = alive[j % len(alive)]
+            states[j] = load(j, placed[j])
+    weights = [submit(client, part_weights, s, worker=placed[j]) for j, s in enumerate(states)]
+    shares = gather(client, weights, placed)
+    return states, np.sum([w for w, _ in shares], axis=0), [v for _, v in shares]

@@ -43,7 +43,7 @@ from ..reader import Reader
 from ..sbm import INNER_EPS, BlockTrainer
 from ..schedules import TRAINERS
 from .changes import Change, touched_columns, widened
-from .runtime import synchronous
+from .runtime import cancel_check, synchronous
 
 
 class Part:
@@ -82,8 +82,10 @@ def load_part(packed, plan, sigma, n_features):
     that reads them every round."""
     source = packed.source()
     blocks, held = [], 0
+    stop_if_cancelled = cancel_check()  # a failed fit's read stops at the next partition
     with synchronous():
         for p in range(source.n_partitions):
+            stop_if_cancelled()
             block = source.load(p)
             held += _stored(block, plan.n_problems)
             if held > plan.cache_bytes:
@@ -280,17 +282,21 @@ class StreamingPart:
             plan, trainer = self.plan, self.trainer
             trainer.W[:] = W
             trainer.done = False
-            with (
-                synchronous(),
-                Reader(
-                    self.source, prefetch=plan.prefetch, max_passes=self.version + 1, shuffle=plan.shuffle,
-                    seed=plan.seed, start_pass=self.version, retries=plan.retries, row_ids=self.row_ids,
-                    prints=self.prints, read_timeout=plan.read_timeout,
-                ) as reader,
-            ):  # fmt: skip
-                self.row_ids, self.prints = reader.row_ids, reader.prints
-                trainer.run(reader)
-            trainer.reader = None  # a thread: never pickled with the part
+            trainer.on_block = cancel_check()  # a cancelled round stops at its next block
+            try:
+                with (
+                    synchronous(),
+                    Reader(
+                        self.source, prefetch=plan.prefetch, max_passes=self.version + 1,
+                        shuffle=plan.shuffle, seed=plan.seed, start_pass=self.version, retries=plan.retries,
+                        row_ids=self.row_ids, prints=self.prints, read_timeout=plan.read_timeout,
+                    ) as reader,
+                ):  # fmt: skip
+                    self.row_ids, self.prints = reader.row_ids, reader.prints
+                    trainer.run(reader)
+            finally:
+                trainer.reader = None  # a thread: never pickled with the part
+                trainer.on_block = None  # bound to this task's worker: never pickled either
             self.version += 1
             self.update = ((trainer.W - W) / self.sigma, trainer.round_sums)
             return self.update
@@ -308,8 +314,10 @@ class StreamingPart:
             if memory is not None:
                 memory.write_back(self.store)
             alpha = self.store.alpha
+            stop_if_cancelled = cancel_check()
             with synchronous():
                 for p in range(self.source.n_partitions):
+                    stop_if_cancelled()
                     block = self.source.load(p)
                     if block.n_rows == 0:
                         continue

@@ -3,10 +3,11 @@ labels, sizes their caches, and runs ``plan.cluster``'s method."""
 
 from .average import fit_average
 from .cocoa import fit_cocoa
+from .moments import scaled_parts
 from .parts import place, with_part_cache
 from .runtime import scheduler_lost
 
-CLUSTER_MODES = ("average", "cocoa")
+CLUSTER_MODES = ("auto", "average", "cocoa")
 
 
 def fit_cluster(client, source, plan, *, clock_start, on_round=None):
@@ -20,7 +21,7 @@ def fit_cluster(client, source, plan, *, clock_start, on_round=None):
     every worker's cache (:func:`~.parts.with_part_cache`).  A lost scheduler raises
     :class:`~.runtime.SchedulerLost`.
     """
-    if plan.cluster not in CLUSTER_MODES:
+    if plan.cluster not in ("average", "cocoa"):
         raise ValueError(
             f"cluster must be one of {', '.join(map(repr, CLUSTER_MODES))} to train on a cluster, got "
             f"cluster={plan.cluster!r}; use cluster=None to train in this process."
@@ -36,12 +37,13 @@ def fit_cluster(client, source, plan, *, clock_start, on_round=None):
 
 def _fit_cluster(client, source, plan, clock_start, on_round):
     plan, placement = place(client, source, plan, mode=plan.cluster)
+    scaler, placement = scaled_parts(client, source, plan, placement)
     plan = with_part_cache(client, plan, placement)
     if plan.cluster == "average":
         result = fit_average(client, placement, plan, clock_start)
     else:
         width = plan.model_width(source.n_features)
         result = fit_cocoa(client, placement, plan, width, clock_start, on_round=on_round)
-    result.plan = plan
+    result.plan, result.scaler = plan, scaler
     result.messages = ([placement.skew] if placement.skew else []) + result.messages
     return result

@@ -2,24 +2,45 @@
 a lost scheduler.
 
 Every task of a cluster fit goes through :func:`submit` (a preferred worker, never the client)
-and comes back through :func:`gather` or :func:`wait`, which poll the cluster while they wait: a
-worker of the fit that leaves raises :class:`WorkerLost` (CoCoA+ recovers from it), no worker
-left raises an error instead of hanging, a read slower than ``read_timeout`` raises
-:class:`~..waiting.ReadTimeout`, and a client that lost its scheduler raises
-:class:`SchedulerLost`.  A task argument whose data the cluster holds (a :class:`TaskInput`)
-brings those futures as the task's dependencies.
+and comes back through :func:`gather` or :func:`wait`, which watch the cluster while they wait
+(:class:`WorkerWatch`): a worker of the fit that leaves raises :class:`WorkerLost` (CoCoA+
+recovers from it), no worker left raises an error instead of hanging, a read slower than
+``read_timeout`` raises :class:`~..waiting.ReadTimeout`, and a client that lost its scheduler
+raises :class:`SchedulerLost`.  A task argument whose data the cluster holds (a
+:class:`TaskInput`) brings those futures as the task's dependencies.
+
+A busy worker is not a lost one.  Whether a worker is there is the scheduler's own answer,
+asked fresh each time (:func:`scheduler_workers`): the scheduler drops a worker when its
+connection closes or its heartbeats stop for ``distributed.scheduler.worker-ttl``, never for
+being busy.  ``Client.scheduler_info()`` is not that answer: it returns the client's cached
+identity, which the client's own periodic update (``scheduler-info-interval``) refreshes with
+``n_workers=0``, that is with an empty ``"workers"``; a slow reply, or that update landing
+between the fresh request and the read, gives an empty list of a cluster whose workers are all
+there.  A worker counts as gone only when :data:`CONFIRM_POLLS` answers in a row lack it; a
+request the scheduler does not answer is no evidence either way.
+
+A failed fit leaves nothing behind (:func:`cancelled_on_error`): every future it made is
+cancelled, and a task that is running when its future is cancelled stops at its next
+partition or block (:func:`cancel_check`), so that the next fit's tasks do not queue behind it.
 """
 
+import contextlib
+import contextvars
 import time
+import weakref
 
 from ..waiting import ReadTimeout
 
 # Seconds between checks that the cluster still has workers while a round runs.
 POLL_SECONDS = 2.0
+# Answers of the scheduler in a row that must lack a worker before it counts as gone.
+CONFIRM_POLLS = 2
 # Seconds to hand an array to a worker before its loss is assumed.
 _SCATTER_SECONDS = 60
-# Seconds a fit that finds no worker left waits for the client to notice a lost scheduler.
-_SCHEDULER_GRACE = 5.0
+# Seconds one request for the scheduler's workers may take before it counts as unanswered.
+_ANSWER_SECONDS = 30.0
+# Seconds without any answer from a scheduler the client still calls connected before giving up.
+_SILENT_SECONDS = 300.0
 
 
 def resolve_client(client):
@@ -50,7 +71,19 @@ class SchedulerLost(RuntimeError):
 
 
 class WorkerLost(RuntimeError):
-    """A worker that held a part left the cluster while a round waited for it."""
+    """Workers of the fit left the cluster while it waited for them; ``workers`` names them."""
+
+    def __init__(self, workers, detail=""):
+        self.workers = sorted(workers)
+        super().__init__(
+            f"workers {self.workers} left the cluster{detail}. Their parts are read again on a live "
+            "worker where the method can (cluster='cocoa' does); otherwise restart the lost workers "
+            "(a LocalCluster's nannies do it) and fit again."
+        )
+
+
+class TaskCancelled(RuntimeError):
+    """Raised on a worker by a running task whose future was cancelled (its fit failed)."""
 
 
 def scheduler_lost(client, cause=None):
@@ -58,22 +91,88 @@ def scheduler_lost(client, cause=None):
     status = getattr(client, "status", "running")
     if status == "running":
         return None
-    address = getattr(getattr(client, "scheduler", None), "address", None)
     detail = f": {type(cause).__name__}" if cause is not None else ""
     return SchedulerLost(
-        f"lost the Dask scheduler at {address} (the client is {status!r}{detail}); the cluster fit cannot "
-        "go on. Restart the scheduler (and its workers) and fit again."
+        f"lost the Dask scheduler at {_address(client)} (the client is {status!r}{detail}); the cluster "
+        "fit cannot go on. Restart the scheduler (and its workers) and fit again."
     )
 
 
+def _address(client):
+    return getattr(getattr(client, "scheduler", None), "address", None)
+
+
+def scheduler_workers(client):
+    """The scheduler's workers as it sees them now, ``{address: identity}``, asked fresh (never
+    ``Client.scheduler_info()``'s cache: see the module docstring); None when the scheduler did
+    not answer in :data:`_ANSWER_SECONDS`, or sent a list shorter than its own count.  Raises
+    :class:`SchedulerLost` once the client lost the scheduler."""
+    lost = scheduler_lost(client)
+    if lost is not None:
+        raise lost
+    try:
+        info = client.sync(client.scheduler.identity, n_workers=-1, callback_timeout=_ANSWER_SECONDS)
+    except OSError as exc:  # no answer: a closed connection or a timeout (TimeoutError is an OSError)
+        lost = scheduler_lost(client, exc)
+        if lost is not None:
+            raise lost from exc
+        return None
+    workers = info.get("workers") if isinstance(info, dict) else None
+    if workers is None or len(workers) < info.get("n_workers", 0):
+        return None
+    return workers
+
+
 def live_workers(client):
-    """The addresses of ``client``'s workers, sorted; :class:`SchedulerLost` if the scheduler sends none."""
-    workers = client.scheduler_info().get("workers")
-    if workers is None:
-        raise scheduler_lost(client) or SchedulerLost(
-            "the Dask scheduler sent no list of workers; it may have been lost. Check it and fit again."
-        )
-    return sorted(workers)
+    """The addresses of ``client``'s workers, sorted, as the scheduler answers (asked again while it
+    does not answer); :class:`SchedulerLost` if the client lost it, an error naming it after
+    :data:`_SILENT_SECONDS` of silence."""
+    start = time.monotonic()
+    while True:
+        workers = scheduler_workers(client)
+        if workers is not None:
+            return sorted(workers)
+        if time.monotonic() - start >= _SILENT_SECONDS:
+            raise _silent(client, start)
+        time.sleep(POLL_SECONDS)
+
+
+def _silent(client, since):
+    return SchedulerLost(
+        f"the Dask scheduler at {_address(client)} sent no list of its workers for "
+        f"{time.monotonic() - since:.0f} s; it may be hung or lost. Check it and fit again."
+    )
+
+
+class WorkerWatch:
+    """Which of the fit's workers (``placed``) left, decided from the scheduler's answers:
+    :meth:`poll` raises :class:`WorkerLost` for a worker absent from :data:`CONFIRM_POLLS`
+    answers in a row, and :func:`no_workers`'s error when as many answers list no worker at all.
+    Unanswered requests count for nothing (but :data:`_SILENT_SECONDS` of them end the fit)."""
+
+    def __init__(self, client, placed=()):
+        self.client, self.placed = client, sorted(set(placed))
+        self.absent = dict.fromkeys(self.placed, 0)  # answers in a row without the worker
+        self.empty = 0  # answers in a row with no worker at all
+        self.answered = time.monotonic()
+
+    def poll(self):
+        workers = scheduler_workers(self.client)
+        if workers is None:
+            if time.monotonic() - self.answered >= _SILENT_SECONDS:
+                raise _silent(self.client, self.answered)
+            return
+        self.answered = time.monotonic()
+        self.empty = 0 if workers else self.empty + 1
+        if self.empty >= CONFIRM_POLLS:
+            raise no_workers(self.client)
+        for worker in self.placed:
+            self.absent[worker] = 0 if worker in workers else self.absent[worker] + 1
+        gone = [worker for worker, n in self.absent.items() if n >= CONFIRM_POLLS]
+        if gone:
+            raise WorkerLost(
+                gone, f" (the scheduler listed them in none of its last {CONFIRM_POLLS} answers)"
+            )
 
 
 class TaskInput:
@@ -91,6 +190,73 @@ class TaskInput:
         return {**self.__dict__, "held": None, "given": None}
 
 
+# The futures of the fit running in this context (:func:`cancelled_on_error`), weakly: a future
+# the fit dropped is released by Dask already, and one it holds is cancelled if the fit fails.
+_FIT_FUTURES = contextvars.ContextVar("dask_streamsvm_fit_futures", default=None)
+
+
+def _made(future):
+    futures = _FIT_FUTURES.get()
+    if futures is not None:
+        futures.add(future)
+    return future
+
+
+@contextlib.contextmanager
+def cancelled_on_error(client):
+    """Every future :func:`submit` and :func:`scatter` make in the block is cancelled if the block
+    raises (a block inside another adds its futures to the outer one's): the failed fit leaves no
+    task queued, and its running tasks stop at their next :func:`cancel_check`."""
+    if _FIT_FUTURES.get() is not None:
+        yield
+        return
+    futures = weakref.WeakSet()
+    token = _FIT_FUTURES.set(futures)
+    try:
+        yield
+    except BaseException:
+        cancel(client, list(futures))
+        raise
+    finally:
+        _FIT_FUTURES.reset(token)
+
+
+def cancel(client, futures):
+    """``client.cancel(futures)``, quietly: nothing to do without a scheduler, and a failed cancel
+    must not hide the error that called it."""
+    futures = [f for f in futures if f is not None]
+    if not futures or getattr(client, "status", "running") != "running":
+        return
+    with contextlib.suppress(Exception):
+        client.cancel(futures, reason="a dask-streamsvm fit failed", msg="its fit failed")
+
+
+def cancel_check():
+    """A callable that raises :class:`TaskCancelled` once the task running now (on a worker) has
+    been cancelled: a long task calls it at each partition or block (from any thread).  Outside a
+    worker's task it never raises."""
+    try:
+        from distributed import get_worker
+        from distributed.worker import thread_state
+
+        worker, key = get_worker(), thread_state.key
+    except (ImportError, ValueError, AttributeError):
+        return _never
+    state = worker.state
+
+    def check(*_):
+        task = state.tasks.get(key)
+        if task is None or task.state in ("cancelled", "released", "forgotten"):
+            raise TaskCancelled(f"task {key!r} was cancelled (its fit failed or stopped); it stops here.")
+        return False
+
+    return check
+
+
+def _never(*_):
+    return False
+
+
 def submit(client, func, *args, worker=None):
     """A task on ``worker`` (or another worker if it is gone); never run on the client.
 
@@ -101,8 +267,10 @@ def submit(client, func, *args, worker=None):
     held = next((a.held for a in args if isinstance(a, TaskInput) and a.held is not None), None)
     if held is not None:
         func, args = _with_held, (func, args, held)
-    return client.submit(
-        func, *args, workers=None if worker is None else [worker], allow_other_workers=True, pure=False
+    return _made(
+        client.submit(
+            func, *args, workers=None if worker is None else [worker], allow_other_workers=True, pure=False
+        )
     )
 
 
@@ -115,8 +283,19 @@ def _with_held(func, args, held):
 
 
 def scatter(client, value, worker):
-    """A future of ``value`` placed on ``worker`` (a lost worker raises after a minute, not never)."""
-    return client.scatter(value, workers=[worker], hash=False, timeout=_SCATTER_SECONDS)
+    """A future of ``value`` placed on ``worker``; :class:`WorkerLost` naming it if it left (the
+    scheduler's own ``scatter`` raises a bare ``KeyError`` of its address), or after a minute."""
+    try:
+        return _made(client.scatter(value, workers=[worker], hash=False, timeout=_SCATTER_SECONDS))
+    except KeyError as exc:
+        if worker not in exc.args:
+            raise
+        raise WorkerLost([worker], " before the fit could place an array on it") from None
+    except TimeoutError as exc:  # the scheduler found no running worker of those named
+        lost = scheduler_lost(client, exc)
+        if lost is not None:
+            raise lost from exc
+        raise WorkerLost([worker], f" (no array could be placed on it in {_SCATTER_SECONDS} s)") from exc
 
 
 def gather(client, futures, placed=(), reads=None):
@@ -132,14 +311,20 @@ def gather(client, futures, placed=(), reads=None):
 
 
 def wait(client, futures, placed=(), reads=None):
-    """Wait for ``futures`` as :func:`gather` does, without gathering them."""
+    """Wait for ``futures`` as :func:`gather` does, without gathering them: a task's error is
+    raised as soon as it comes (the fit then cancels the others, :func:`cancelled_on_error`).
+
+    Between waits of :data:`POLL_SECONDS` the :class:`WorkerWatch` asks the scheduler for its
+    workers: a slow or busy cluster only waits longer."""
     from distributed import wait as wait_futures
 
     start = time.monotonic()
-    while True:
+    watch = WorkerWatch(client, placed)
+    pending = list(futures)
+    while pending:
         try:
-            wait_futures(futures, timeout=POLL_SECONDS if reads is None else min(POLL_SECONDS, reads[0]))
-            return
+            step = POLL_SECONDS if reads is None else min(POLL_SECONDS, reads[0])
+            wait_futures(pending, timeout=step, return_when="FIRST_COMPLETED")
         except TimeoutError:
             if reads is not None and time.monotonic() - start >= reads[0]:
                 late = [ids for f, ids in zip(futures, reads[1], strict=True) if not f.done()]
@@ -148,21 +333,18 @@ def wait(client, futures, placed=(), reads=None):
                     f"the partitions of a part ({reads[0]:g} s): a task is hung or slower than allowed. "
                     "Raise read_timeout (or pass None to wait without limit), or check their source."
                 ) from None
-            alive = set(live_workers(client))
-            if not alive:
-                raise no_workers(client) from None
-            gone = sorted(set(placed) - alive)
-            if gone:
-                raise WorkerLost(f"workers {gone} left the cluster") from None
+            watch.poll()
+            continue
+        for future in pending:  # the first task that failed ends the wait at once, with its error
+            if future.status == "error":
+                future.result()
+        pending = [future for future in pending if not future.done()]
 
 
 def no_workers(client):
-    """The error when no worker is left: a lost scheduler, which drops every worker at once, if the
-    client notices it within :data:`_SCHEDULER_GRACE` seconds (it sees the workers go first)."""
-    deadline = time.monotonic() + _SCHEDULER_GRACE
-    while time.monotonic() < deadline:
-        lost = scheduler_lost(client)
-        if lost is not None:
-            return lost
-        time.sleep(0.1)
-    return RuntimeError("every Dask worker is gone; the cluster fit cannot go on.")
+    """The error when the scheduler lists no worker in :data:`CONFIRM_POLLS` answers in a row."""
+    return RuntimeError(
+        f"the Dask scheduler at {_address(client)} lists no worker in {CONFIRM_POLLS} answers "
+        f"{POLL_SECONDS:g} s apart: every Dask worker is gone, and the cluster fit cannot go on. "
+        "Start workers (or restart the cluster) and fit again."
+    )

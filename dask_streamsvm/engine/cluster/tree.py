@@ -1,4 +1,4 @@
-"""Sums added in a tree on the workers, and the primal Newton solver on a cluster (``dual=False``).
+"""Sums added in a tree on the workers.
 
 :func:`tree_sum` adds the parts' results in pairs on the workers, ``ceil(log2 K)`` levels deep,
 so that only the root's sum reaches the client: CoCoA+'s changes of ``w``
@@ -8,13 +8,9 @@ every part on its worker (:func:`part_sums`), exact as on one machine: the sums 
 sums.
 """
 
-from dataclasses import replace
-
 import numpy as np
 
-from ..result import FitResult
-from .parts import place
-from .runtime import gather, submit, synchronous, wait
+from .runtime import submit
 
 
 def add_sums(first, second):
@@ -53,132 +49,3 @@ def tree_sum(client, futures, workers, add=add_sums):
             paired.append((submit(client, add, first, second, worker=worker), worker))
         level = paired + level[len(paired) * 2 :]  # an odd one out moves up a level as it is
     return level[0][0]
-
-
-def part_sums(packed, plan, W, S, todo, band_rows=0, band_bytes=None):
-    """The :class:`~..primal.Sums` of one part's rows at ``W + S`` (one read of its partitions),
-    with the part's band of ``band_rows`` rows per problem."""
-    from ..primal import stream_read
-
-    with (
-        synchronous(),
-        stream_read(packed.source(), plan, reads=1, band_rows=band_rows, band_bytes=band_bytes) as read,
-    ):
-        return read(W, S, todo)
-
-
-def part_first_read(packed, plan, width, sample_rows, sample_bytes):
-    """One part's :class:`~..primal_reads.FirstRead`: its rows checked, a uniform sample of them."""
-    from ..primal_reads import first_read
-
-    with synchronous():
-        return first_read(packed.source(), plan, width, sample_rows=sample_rows, sample_bytes=sample_bytes)
-
-
-def _initial_sums(firsts, plan):
-    """The sums at ``w = 0`` of the parts' first reads together (None if a part has no moments)."""
-    from ..primal_reads import FirstRead
-
-    if any(f.moments is None for f in firsts):
-        return None
-    totals, moments = firsts[0].totals, {}
-    for first in firsts[1:]:
-        totals.add(first.totals)
-    for first in firsts:
-        for label, (weight, rows, sums) in first.moments.items():
-            kept = moments.setdefault(label, [0.0, 0, np.zeros_like(sums)])
-            kept[0], kept[1], kept[2] = kept[0] + weight, kept[1] + rows, kept[2] + sums
-    return FirstRead(None, totals=totals, moments=moments).sums(plan)
-
-
-def _cluster_sample(firsts):
-    """The parts' samples as one sample of the data: each part's rows weighted by its rows over its
-    sample's (a stratified sample, its loss an estimate of the data's), or None."""
-    from ..primal_reads import Sample, _joined
-
-    samples = [(f.sample, f.totals.rows) for f in firsts if f.sample is not None]
-    if not samples or not all(f.clean for f in firsts):
-        return None
-    rows = sum(f.totals.rows for f in firsts)
-    m = sum(sample.n_rows for sample, _ in samples)
-    pieces = [
-        (
-            np.zeros(sample.n_rows),
-            sample.X,
-            sample.y,
-            sample.sample_weight * (seen / sample.n_rows) * (m / rows),
-        )
-        for sample, seen in samples
-    ]  # warm_start scales every row by rows / m: each part's rows count rows_p / m_p
-    _, X, y, w = _joined(pieces)
-    return Sample(X, y, w, rows)
-
-
-def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None):
-    """``dual=False`` on a cluster: every Newton step is one read of every part on its worker,
-    the parts' sums reduced on the workers; a :class:`~..result.FitResult` with its ``plan``
-    (labels counted on the workers) and ``parts``.
-
-    Exact as on one machine (the sums are the data's sums), and what moves per step is ``W`` and
-    ``S`` out to each part and one :class:`~..primal.Sums` (``O(k D^2)`` floats) per tree edge.
-    """
-    from ..primal import BAND_SHARE, sample_rows, solve_primal, warm_start
-
-    plan, placement = place(client, source, plan)
-    parts, workers = placement.parts, placement.workers
-    moved = {"bytes_sent": 0, "bytes_received": 0}
-    width = plan.model_width(source.n_features)
-    K = len(parts)
-    # The warm start: a read of every part that checks its values and keeps a sample of its rows.
-    budget = (-(-sample_rows(width) // K), None if plan.cache_bytes is None else plan.cache_bytes // K)
-    futures = [submit(client, part_first_read, packed, plan, width, *budget, worker=w) for w, packed in parts]
-    firsts = gather(client, futures, workers, placement.reads)
-    start = notes = None
-    sample = _cluster_sample(firsts)
-    if sample is not None:
-        start, notes, result = warm_start(sample, plan, width, clock_start)
-        if result is not None:  # every row came in the samples: their problem is the data's, solved
-            result.passes = 0
-            for record in result.history:
-                record.update(moved, parts=len(parts), rows_read=sample.rows_seen, **{"pass": 0})
-            result.history[0].update(notes)
-            if on_pass is not None:
-                on_pass(result.history[-1:], result.W)
-            return replace(result, plan=plan, parts=placement.record())
-    for first in firsts:  # the parts' samples are not needed any more
-        first.sample = None
-    del sample
-    rows = sum(f.totals.rows for f in firsts)
-    band = (
-        -(-int(BAND_SHARE * rows) // K),
-        None if plan.cache_bytes is None else plan.cache_bytes // (K * plan.n_problems),
-    )
-
-    def read(W, S, todo):
-        futures = [
-            submit(client, part_sums, packed, plan, W, S, todo, *band, worker=w) for w, packed in parts
-        ]
-        wait(client, futures, workers, placement.reads)
-        root = tree_sum(client, futures, workers)
-        total = gather(client, [root], workers)[0]
-        moved["bytes_sent"] += sum(packed.nbytes + W.nbytes + S.nbytes for _, packed in parts)
-        moved["bytes_received"] += total.v.nbytes + total.hessian.nbytes + total.trial.nbytes
-        moved["bytes_received"] += sum(b.nbytes for b in total.band or [] if b is not None)
-        return total
-
-    def on_read(records, W):
-        for record in records:
-            record.update(moved, parts=len(parts))
-        return on_pass is not None and on_pass(records, W)
-
-    initial = _initial_sums(firsts, plan)  # the first read certifies w = 0
-    result = solve_primal(
-        read, plan, width, clock_start=clock_start, on_pass=on_read, source=source, initial=initial,
-        start=start, notes=notes,
-    )  # fmt: skip
-    if isinstance(result, FitResult):
-        return replace(result, plan=plan, parts=placement.record())
-    return FitResult(  # solve_primal's own record (PrimalResult), until it returns a FitResult
-        W=result.W, certificates=result.certificates, passes=result.passes, converged=result.converged,
-        history=result.history, interrupted=result.interrupted, plan=plan, parts=placement.record(),
-    )  # fmt: skip

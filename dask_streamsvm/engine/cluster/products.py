@@ -1,0 +1,498 @@
+"""Truncated Newton on a cluster (``dual=False`` on wide data): Hessian-vector products summed in a
+tree on the workers, the conjugate gradient kept on one of them.
+
+The rows stay where they are read: each part is read once on its worker (:func:`load_part`), its
+labels counted there, and held in the worker's memory as a :class:`~..primal_sums.ProductRead`
+whose products leave out the Hessian's identity term (the tree's root adds it once).  Every
+Newton step is then
+
+1. one evaluation of every part at the point ``w + s`` (:func:`evaluate`): the loss, ``sum alpha``,
+   ``v = sum alpha_i y_i x_i``, the trial losses along ``s`` and the diagonal of the Hessian, sums
+   added up the tree (:func:`~.tree.tree_sum`) as in memory, so the gradient, the line search and
+   the certificate are the data's, exact;
+2. a preconditioned conjugate gradient (:class:`~..primal.ConjugateGradient`, the in-memory rule)
+   whose state lives on the root's worker: for each product the parts fetch the direction ``p``
+   from it (``d + 1`` numbers each), multiply by their active rows, and the products go up the
+   tree; the root takes the step and sends the client three numbers.  Per product, at most
+   ``2 K (d + 1)`` floats move between workers and a constant number through the client, and the
+   number of products does not grow with the parts (the sums are the data's).
+
+A worker lost during a step is survived: the parts it held are read again on live workers and
+the step is made again from the same point, so the fit ends with the model of a fit never
+interrupted (the sums are added in the same order), or with an error that names the lost worker.
+"""
+
+import copy
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..labels import count_labels_of, merge_label_counts
+from ..primal_sums import ProductRead, augmented_rows, rows_nbytes
+from .moments import scaled_parts
+from .parts import Placement, make_parts, read_limits
+from .runtime import WorkerLost, cancel_check, gather, live_workers, no_workers, submit, synchronous, wait
+from .tree import add_sums, tree_sum
+
+# Lost workers a fit survives before it gives up with an error naming them.
+MAX_RECOVERIES = 3
+
+
+class PartRows:
+    """A part's rows on its worker: ``X`` (CSR or dense, float64, a feature map's features where the
+    plan has one), raw labels ``y``, weights, per partition its label counts, and the read's
+    ``rows``, ``skipped``, ``bytes``, ``retries``; :meth:`encoded` makes its :class:`ProductRead`."""
+
+    def __init__(self, X, y, weight, counts, totals):
+        self.X, self.y, self.weight, self.counts = X, y, weight, counts
+        self.spilled = isinstance(X.data if sp.issparse(X) else X, np.memmap)
+        self.rows, self.skipped, self.bytes, self.retries = totals
+        self.read = None
+
+    @property
+    def nbytes(self):
+        """Bytes held in memory (a spilled part's rows are on disk), for Dask's memory accounting."""
+        if self.read is not None:
+            return 0 if self.read.spilled else self.read.nbytes
+        return (0 if self.spilled else rows_nbytes(self.X)) + self.y.nbytes + self.weight.nbytes
+
+
+def load_rows(packed, plan, n_features):
+    """One read of a part on its worker: a :class:`PartRows` (labels not yet encoded), its rows in
+    memory, or in a worker-local spill (:class:`RowSpill`) once they pass :func:`part_budget`."""
+    from ..primal_reads import read_once
+    from ..primal_sums import Sums
+
+    totals = Sums.zeros(0, 1)
+    X, y, weight, counts = [], [], [], []
+    budget, held, spill = part_budget(plan), 0, None
+    width = n_features if plan.feature_map is None else plan.model_width(n_features)
+    stop_if_cancelled = cancel_check()  # a failed fit's read stops at the next block
+    with synchronous():
+        for block in read_once(packed.source(), plan, totals):
+            stop_if_cancelled()
+            counts.append(count_labels_of(block.partition, block.y, block.sample_weight))
+            if not block.n_rows:
+                continue
+            rows = block.X
+            if plan.feature_map is not None:  # the map's features, made once (the bias column dropped)
+                rows = augmented_rows(rows, 0, rows.shape[0], 1.0, plan.feature_map)[:, :-1]
+            rows = (
+                sp.csr_matrix(rows, dtype=np.float64) if sp.issparse(rows) else np.asarray(rows, np.float64)
+            )
+            X.append(rows)
+            held += rows_nbytes(rows)
+            if budget is not None and held > budget:  # the part's rows go to this worker's disk
+                spill = spill or RowSpill(plan.spill_dir, width, sp.issparse(rows))
+                spill.add(X)
+                X, held = [], 0
+            y.append(np.asarray(block.y).ravel())
+            weight.append(np.asarray(block.sample_weight, dtype=np.float64))
+    if spill is not None:
+        spill.add(X)
+        X = spill.rows()
+    elif not X:
+        X = np.zeros((0, width))
+    elif any(sp.issparse(x) for x in X):
+        X = sp.vstack([sp.csr_matrix(x) for x in X], format="csr")
+    else:
+        X = np.vstack(X)
+    y = np.concatenate(y) if y else np.zeros(0)
+    weight = np.concatenate(weight) if weight else np.zeros(0)
+    return PartRows(X, y, weight, counts, (totals.rows, totals.skipped, totals.bytes, totals.retries))
+
+
+# The share of a worker's memory limit a part's rows may take before they go to its disk (without
+# cache_bytes): the products, the active rows copied out and Dask's own use need the rest.
+MEMORY_SHARE = 0.5
+
+
+def part_budget(plan):
+    """Bytes of rows a part holds in memory: ``cache_bytes``, else :data:`MEMORY_SHARE` of this
+    worker's memory limit; None (no limit) outside a worker or without either."""
+    if plan.cache_bytes is not None:
+        return int(plan.cache_bytes)
+    try:
+        from distributed import get_worker
+
+        limit = get_worker().memory_manager.memory_limit
+    except (ImportError, ValueError, AttributeError):
+        return None
+    return int(MEMORY_SHARE * limit) if limit else None
+
+
+class RowSpill:
+    """A part's rows in files on its worker's disk (``spill_dir``, else the system's temporary
+    directory), read back as memory maps: CSR (values, column indices, row offsets) or dense rows.
+    The files are removed when the rows are released (their maps garbage-collected)."""
+
+    def __init__(self, spill_dir, width, sparse):
+        import tempfile
+
+        self.path = Path(tempfile.mkdtemp(prefix="dask-streamsvm-part-", dir=spill_dir))
+        self.width, self.sparse, self.n_rows, self.nnz = width, sparse, 0, 0
+        self.offsets = [np.zeros(1, dtype=np.int64)]
+        self.files = {name: open(self.path / name, "wb") for name in ("data", "indices")}  # noqa: SIM115
+
+    def add(self, blocks):
+        for X in blocks:
+            if self.sparse:
+                X = sp.csr_matrix(X)
+                self.files["data"].write(np.ascontiguousarray(X.data, np.float64).tobytes())
+                self.files["indices"].write(np.ascontiguousarray(X.indices, np.int32).tobytes())
+                self.offsets.append(self.nnz + X.indptr[1:].astype(np.int64))
+                self.nnz += X.nnz
+            else:
+                self.files["data"].write(np.ascontiguousarray(X, np.float64).tobytes())
+            self.n_rows += X.shape[0]
+
+    def rows(self):
+        import shutil
+        import weakref
+
+        for f in self.files.values():
+            f.close()
+        if self.n_rows == 0:
+            shutil.rmtree(self.path, ignore_errors=True)
+            return sp.csr_matrix((0, self.width)) if self.sparse else np.zeros((0, self.width))
+        if self.sparse and self.nnz == 0:
+            shutil.rmtree(self.path, ignore_errors=True)
+            return sp.csr_matrix((self.n_rows, self.width))
+        if self.sparse:
+            anchor = np.memmap(self.path / "data", dtype=np.float64, mode="r", shape=(self.nnz,))
+            indices = np.memmap(self.path / "indices", dtype=np.int32, mode="r", shape=(self.nnz,))
+            indptr = np.concatenate(self.offsets)
+            if self.nnz < np.iinfo(np.int32).max:  # scipy's kernels want one index type
+                indptr = indptr.astype(np.int32)
+            else:  # past int32's offsets: the indices in memory as int64 (the values stay mapped)
+                indices = np.asarray(indices, dtype=np.int64)
+            X = sp.csr_matrix((self.n_rows, self.width))
+            X.data, X.indices, X.indptr = anchor, indices, indptr  # the maps themselves, not copies
+        else:
+            shape = (self.n_rows, self.width)
+            X = anchor = np.memmap(self.path / "data", dtype=np.float64, mode="r", shape=shape)
+        weakref.finalize(anchor, shutil.rmtree, self.path, True)  # views of it keep it alive
+        return X
+
+
+def encode_part(part, plan):
+    """``part`` with its :class:`ProductRead` (the plan's labels set: signs and costs per problem);
+    its raw rows are then held by the read only."""
+    from ..problem import class_index
+
+    index = class_index(plan.classes, part.y, lambda label: f"the part has label {label!r}")
+    encoded = copy.copy(part)
+    encoded.read = ProductRead(
+        part.X,
+        plan.signs[:, index],
+        plan.costs[:, index] * part.weight,
+        plan.bias,
+        plan.loss_code,
+        identity=0.0,
+        spilled=part.spilled,
+    )
+    encoded.X = encoded.y = encoded.weight = None
+    return encoded
+
+
+def part_counts(part):
+    return part.counts
+
+
+class Evaluated:
+    """A part evaluated at a point: its :class:`~..primal_sums.Sums` (with the Hessian's diagonal,
+    no identity) and, per problem, the active rows and weights its products use."""
+
+    def __init__(self, read, sums, terms):
+        self.read, self.sums, self.terms = read, sums, terms
+
+
+def evaluate(part, point, todo):
+    """``part`` (a :class:`PartRows` with its read) at the points ``W + S`` of ``point``."""
+    W, S = point
+    read = part.read
+    sums, terms = read.evaluate(W, S, todo)
+    sums.diagonal = np.array([read.diagonal(X, d) for X, d in terms]).reshape(len(todo), W.shape[1])
+    sums.rows, sums.skipped, sums.bytes, sums.retries = part.rows, part.skipped, 0, 0
+    return Evaluated(read, sums, terms)
+
+
+def sums_of(evaluated):
+    """A copy of the part's sums (the tree adds into its first operand)."""
+    return copy.deepcopy(evaluated.sums)
+
+
+def part_product(evaluated, j, p):
+    """The part's share of ``H p`` for problem ``j`` (without the identity)."""
+    X, d = evaluated.terms[j]
+    return evaluated.read.product(X, d, p)
+
+
+def point_of(W, S):
+    return W, S
+
+
+def cg_start(g, diagonal):
+    from ..primal import ConjugateGradient
+
+    return ConjugateGradient(g, diagonal)
+
+
+def cg_direction(cg):
+    return cg.p
+
+
+def cg_take(cg, parts):
+    """The next state: a copy of ``cg`` stepped with ``H p = p + parts`` (the identity added here)."""
+    following = copy.deepcopy(cg)
+    return following.take(cg.p + parts)
+
+
+def cg_status(cg):
+    return cg.done, cg.steps
+
+
+def cg_result(cg):
+    return cg.result()
+
+
+def _nbytes(sums):
+    """Bytes of the arrays a :class:`~..primal_sums.Sums` carries up the tree."""
+    held = (sums.loss, sums.alpha, sums.v, sums.active, sums.trial, sums.diagonal)
+    return int(sum(a.nbytes for a in held if a is not None))
+
+
+def _add_arrays(first, second):
+    return first + second
+
+
+class _Operator:
+    """The Hessian of problem ``j`` at the last evaluated point, for :class:`~..primal._Problem`:
+    ``solve(g)`` is the conjugate gradient on the cluster."""
+
+    def __init__(self, driver, j, diagonal):
+        self.driver, self.j, self.diagonal = driver, j, diagonal
+
+    def solve(self, g):
+        return self.driver.conjugate_gradient(self.j, g, self.diagonal)
+
+
+class TruncatedNewton:
+    """``read`` for :func:`~..primal.solve_primal` on a cluster's parts, with Hessian products.
+
+    ``moved`` counts bytes: ``bytes_sent`` and ``bytes_received`` through the client,
+    ``bytes_between_workers`` between workers, and of those ``product_bytes_between_workers``
+    for the Hessian products (``products`` of them).
+    """
+
+    hessian_products = True
+
+    def __init__(self, client, placement, plan, n_features, clock_start):
+        self.client, self.plan, self.n_features = client, plan, n_features
+        self.packed = [packed for _, packed in placement.parts]
+        self.placed = list(placement.workers)
+        self.reads = placement.reads
+        self.moved = dict.fromkeys(
+            ("bytes_sent", "bytes_received", "bytes_between_workers", "product_bytes_between_workers"), 0
+        )
+        self.products = 0
+        self.recovered = []
+        self.clock_start = clock_start
+        self.parts = [self._load(j) for j in range(len(self.packed))]
+        self.evaluated = self.point = None
+
+    def _load(self, j, plan=None):
+        future = submit(
+            self.client, load_rows, self.packed[j], self.plan, self.n_features, worker=self.placed[j]
+        )
+        if plan is not None:
+            future = submit(self.client, encode_part, future, plan, worker=self.placed[j])
+        return future
+
+    def count(self):
+        """The parts' label counts (per part, per partition), once their one read is done."""
+        counts = [
+            submit(self.client, part_counts, f, worker=self.placed[j]) for j, f in enumerate(self.parts)
+        ]
+        return self._retrying(lambda: gather(self.client, counts, self.placed, self.reads), reload=False)
+
+    def encode(self, plan):
+        """The parts' rows encoded for ``plan`` (its labels set)."""
+        self.plan = plan
+        self.parts = [
+            submit(self.client, encode_part, f, plan, worker=self.placed[j]) for j, f in enumerate(self.parts)
+        ]
+        self._retrying(lambda: wait(self.client, self.parts, self.placed), reload=True)
+
+    # -- a Newton read --------------------------------------------------------------------------
+
+    def __call__(self, W, S, todo):
+        self.point = (np.array(W), np.array(S), list(todo))
+        return self._retrying(self._evaluate, reload=True)
+
+    def _evaluate(self):
+        W, S, todo = self.point
+        client, placed = self.client, self.placed
+        point = submit(client, point_of, W, S, worker=placed[0])
+        self.evaluated = [
+            submit(client, evaluate, part, point, todo, worker=placed[j]) for j, part in enumerate(self.parts)
+        ]
+        sums = [submit(client, sums_of, e, worker=placed[j]) for j, e in enumerate(self.evaluated)]
+        total = gather(client, [tree_sum(client, sums, placed, add=add_sums)], placed)[0]
+        D = W.shape[1]
+        moved = self._fanout() * (W.nbytes + S.nbytes) + self._tree_edges() * _nbytes(total)
+        self.moved["bytes_between_workers"] += moved
+        self.moved["bytes_sent"] += W.nbytes + S.nbytes
+        self.moved["bytes_received"] += total.v.nbytes + total.trial.nbytes + total.diagonal.nbytes
+        total.diagonal = total.diagonal + 1.0  # the Hessian's identity, once
+        total.operators = [_Operator(self, j, total.diagonal[j].reshape(D)) for j in range(len(todo))]
+        return total
+
+    def conjugate_gradient(self, j, g, diagonal):
+        """``(s, products)`` for problem ``j`` at the last evaluated point (see the module)."""
+
+        def solve():
+            try:
+                return self._conjugate_gradient(j, g, diagonal)
+            except Exception:
+                self.evaluated = None  # made again from the same point after a recovery
+                raise
+
+        def again():
+            if self.evaluated is None:
+                self._evaluate()
+            return solve()
+
+        return self._retrying(again, reload=True)
+
+    def _conjugate_gradient(self, j, g, diagonal):
+        client, placed = self.client, self.placed
+        root = placed[0]
+        state = submit(client, cg_start, g, diagonal, worker=root)
+        self.moved["bytes_sent"] += g.nbytes + diagonal.nbytes
+        per_product = (self._fanout() + self._tree_edges()) * g.nbytes
+        done, steps = gather(client, [submit(client, cg_status, state, worker=root)], placed)[0]
+        while not done:
+            p = submit(client, cg_direction, state, worker=root)
+            products = [
+                submit(client, part_product, e, j, p, worker=placed[i]) for i, e in enumerate(self.evaluated)
+            ]
+            state = submit(
+                client, cg_take, state, tree_sum(client, products, placed, add=_add_arrays), worker=root
+            )
+            done, steps = gather(client, [submit(client, cg_status, state, worker=root)], placed)[0]
+            self.products += 1
+            self.moved["product_bytes_between_workers"] += per_product
+            self.moved["bytes_between_workers"] += per_product
+            self.moved["bytes_received"] += 16
+        s, steps = gather(client, [submit(client, cg_result, state, worker=root)], placed)[0]
+        self.moved["bytes_received"] += s.nbytes
+        return s, steps
+
+    def _fanout(self):
+        """Parts on another worker than the root's (each fetches what the root holds)."""
+        return sum(worker != self.placed[0] for worker in self.placed)
+
+    def _tree_edges(self):
+        """Edges of :func:`~.tree.tree_sum` between two workers."""
+        level, edges = list(self.placed), 0
+        while len(level) > 1:
+            pairs = [(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
+            edges += sum(a != b for a, b in pairs)
+            level = [a for a, _ in pairs] + level[len(pairs) * 2 :]
+        return edges
+
+    # -- lost workers ----------------------------------------------------------------------------
+
+    def _retrying(self, step, reload):
+        """``step()``, made again after a lost worker's parts are read again (``reload``)."""
+        for attempt in range(MAX_RECOVERIES + 1):
+            try:
+                return step()
+            except Exception as exc:  # noqa: BLE001 - a lost worker shows as many kinds of error
+                gone = set(exc.workers) if isinstance(exc, WorkerLost) and exc.workers else self._gone()
+                if not gone and not isinstance(exc, WorkerLost):
+                    raise
+                if attempt == MAX_RECOVERIES:
+                    raise RuntimeError(
+                        f"the truncated Newton fit lost workers {sorted(gone) or '(unknown)'} "
+                        f"{MAX_RECOVERIES + 1} times ({type(exc).__name__}: {exc}); it cannot go on. Check "
+                        "the workers' memory and logs (a worker killed for memory is restarted by its "
+                        "nanny: raise its memory limit or use more workers) and fit again."
+                    ) from exc
+                self.recovered.append(
+                    {"lost": sorted(gone), "seconds": time.perf_counter() - self.clock_start}
+                )
+                self._recover(gone, reload)
+        raise AssertionError("unreachable")
+
+    def _gone(self):
+        """The workers of the fit that left the cluster."""
+        try:
+            alive = set(live_workers(self.client))
+        except Exception:  # noqa: BLE001 - the scheduler is the one lost: not for us to recover
+            return set()
+        return {worker for worker in self.placed if worker not in alive}
+
+    def _recover(self, gone, reload):
+        from .cocoa import _held
+
+        alive = live_workers(self.client)
+        if not alive:
+            raise no_workers(self.client)
+        for j, future in enumerate(self.parts):
+            if self.placed[j] in gone or not _held(self.client, future):
+                self.placed[j] = alive[j % len(alive)]
+                self.parts[j] = self._load(j, self.plan if reload else None)
+        self.evaluated = None
+
+
+def fit_products_cluster(client, source, plan, *, clock_start, on_pass=None):
+    """``dual=False`` on a cluster with Hessian products (any width): a :class:`~..result.FitResult`
+    with its ``plan`` (labels counted as the parts are read) and ``parts``; its history's records
+    carry the bytes moved and ``method="truncated_newton"``."""
+    from ..primal import solve_primal
+
+    parts, part_ids = make_parts(client, source, plan.read_timeout)
+    reads = read_limits(plan, source, part_ids)
+    partitions = [[source.partition_id(i) for i in ids] for ids in part_ids]
+    placement = Placement(parts, partitions, [], reads)
+    scaler, placement = scaled_parts(client, source, plan, placement)
+    driver = TruncatedNewton(client, placement, plan, source.n_features, clock_start)
+    counts = driver.count()
+    plan = plan.with_labels(*merge_label_counts([c for part in counts for c in part]))
+    placement.counts = [merge_label_counts(part, allow_empty=True) for part in counts]
+    driver.encode(plan)
+    width = plan.model_width(source.n_features)
+
+    def on_read(records, W):
+        lost = [worker for event in driver.recovered for worker in event["lost"]]
+        driver.recovered = []
+        for record in records:
+            record.update(driver.moved, method="truncated_newton", parts=len(parts), products=driver.products)
+            if lost:  # workers lost since the last read, whose parts were read again
+                record["recovered"] = lost
+        return on_pass is not None and on_pass(records, W)
+
+    result = solve_primal(driver, plan, width, clock_start=clock_start, on_pass=on_read, source=source)
+    return replace(result, plan=plan, parts=placement.record(), scaler=scaler)
+
+
+def _register_sizes():
+    """Dask's memory accounting of a worker counts a held part by its bytes, not its object's."""
+    from dask.sizeof import sizeof
+
+    sizeof.register(PartRows)(lambda part: part.nbytes)
+    sizeof.register(Evaluated)(_evaluated_nbytes)
+
+
+def _evaluated_nbytes(evaluated):
+    """The weights, and the active rows where they were copied out of the part's."""
+    held = evaluated.read.X
+    return sum((0 if X is held else rows_nbytes(X)) + d.nbytes for X, d in evaluated.terms)
+
+
+_register_sizes()

@@ -1,0 +1,218 @@
+"""``cluster="auto"`` and the Newton methods on a cluster: the method chosen for the data and the
+loss, truncated Newton (Hessian products summed in a tree) to the in-memory optimum, the bytes it
+moves per product, and the raw-scale case that CoCoA+ and averaging could not train."""
+
+import dask
+import dask.array as da
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+
+from dask_streamsvm import LinearSVC
+from dask_streamsvm.engine import choice
+from dask_streamsvm.engine.problem import FitPlan
+from dask_streamsvm.features import Standardize
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def client():
+    with (
+        dask.config.set({"distributed.scheduler.worker-ttl": "15 minutes"}),
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40,
+            memory_limit=0,
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):  # fmt: skip
+        yield c
+
+
+def _wide(n=3000, d=1500, classes=2, seed=0):
+    """Sparse rows wider than the formed Hessian's limit on a cluster (1,023 features)."""
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=0.01, random_state=seed, format="csr") * 3.0
+    scores = X @ rng.standard_normal((d, classes)) + 0.3 * rng.standard_normal((n, classes))
+    y = scores.argmax(axis=1) if classes > 2 else np.where(scores[:, 0] > np.median(scores[:, 0]), 1, -1)
+    return X, y
+
+
+def _dask(X, y, chunk=700):
+    return da.from_array(X, chunks=(chunk, X.shape[1])), da.from_array(y, chunks=chunk)
+
+
+def test_auto_picks_a_method_for_the_loss_and_the_width():
+    def method(n_features, **params):
+        plan = FitPlan(**{"cluster": "auto", "dual": "auto", "solver": "auto", **params})
+        return choice.cluster_method(plan, n_features)
+
+    assert method(60) == "newton"
+    assert method(1023) == "newton"  # 1,023 features and the bias: the formed Hessian's limit
+    assert method(1024) == "truncated_newton"
+    assert method(100_000) == "truncated_newton"
+    assert method(60, loss="hinge") == "cocoa"  # only the dual applies
+    assert method(60, dual=True) == "cocoa"
+    assert method(60, cluster="average") == "average"  # named: the method it names
+    assert method(60, cluster="cocoa") == "cocoa"
+    assert method(5000, cluster="cocoa", dual=False) == "truncated_newton"  # dual=False: Newton
+
+
+def test_auto_trains_in_this_process_where_the_cluster_is_not_the_users(monkeypatch):
+    plan = FitPlan(cluster="auto", solver="auto")
+    monkeypatch.setattr(choice, "_active_client", lambda: "the client")
+
+    def where(plan=plan, out_of_core=True, **kwargs):
+        resolved, client = choice.where_to_fit(plan, None, out_of_core=out_of_core, **kwargs)
+        return resolved.cluster, client
+
+    assert where() == ("auto", "the client")
+    assert where(out_of_core=False) == (None, None)  # in-memory input
+    assert where(plan.replace(solver="sbm")) == (None, None)  # a solver of this process named
+    assert where(checkpointing=True) == (None, None)
+    assert where(validating=True) == (None, None)
+    assert where(plan.replace(probability=True)) == (None, None)
+    with dask.config.set(scheduler="sync"):  # a local scheduler asked for
+        assert where() == (None, None)
+    monkeypatch.setattr(choice, "_active_client", lambda: None)
+    assert where() == (None, None)  # no client
+    assert choice.where_to_fit(plan.replace(cluster=None), None, out_of_core=True)[0].cluster is None
+
+
+def test_no_client_means_no_cluster_in_a_fresh_process():
+    """Without ``distributed`` imported there is no client, and nothing imports it to look."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from dask_streamsvm.engine.choice import _active_client; "
+        "assert _active_client() is None; assert 'distributed' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_truncated_newton_reaches_the_in_memory_optimum(client, classes):
+    X, y = _wide(classes=classes)
+    weight = np.random.default_rng(1).uniform(0.5, 2.0, X.shape[0])
+    params = {"C": 0.5, "tol": 1e-6, "class_weight": {y.min(): 2.0}}
+    clf = LinearSVC(**params).fit(*_dask(X, y), sample_weight=da.from_array(weight, chunks=700))
+    assert {r["method"] for r in clf.history_} == {"truncated_newton"}
+    assert sum(part["rows"] for part in clf.cluster_parts_) == X.shape[0]
+    reference = LinearSVC(dual=False, cluster=None, **{**params, "tol": 1e-12}).fit(
+        X, y, sample_weight=weight
+    )
+    optimum, objective = np.atleast_1d(reference.objective_), np.atleast_1d(clf.objective_)
+    gap = np.atleast_1d(clf.duality_gap_)
+    assert np.all(gap <= 1e-6)
+    # The certificate bounds the true suboptimality: the sums are the data's.
+    assert np.all((objective - optimum) / objective <= gap + 1e-12)
+    assert np.all(objective >= optimum * (1 - 1e-12))
+    np.testing.assert_allclose(clf.coef_, reference.coef_, atol=1e-3 * np.abs(reference.coef_).max())
+
+
+def test_truncated_newton_moves_d_numbers_per_product(client):
+    """Per Hessian product: the direction to each part on another worker than the root's and one
+    sum per edge of the tree between workers, ``2 (K - 1) (d + 1)`` floats at most; through the
+    client, a constant."""
+    X, y = _wide()
+    clf = LinearSVC(tol=1e-4).fit(*_dask(X, y))
+    last = clf.history_[-1]
+    K, D = len(clf.cluster_parts_), X.shape[1] + 1
+    assert last["products"] > 0
+    assert sum(record["hessian_products"] for record in clf.history_) == last["products"]  # per read
+    per_product = last["product_bytes_between_workers"] / last["products"]
+    assert 0 < per_product <= 2 * (K - 1) * D * 8
+    # Through the client: per Newton step the point and direction (O(d)), per product 16 bytes.
+    steps = last["pass"] + 1
+    assert last["bytes_received"] <= steps * 8 * (10 * D + 64) + 16 * last["products"]
+
+
+def test_raw_scale_data_converges_on_a_cluster_by_default(client, tmp_path):
+    """Raw pixels (0..255, three features): CoCoA+ stopped at a gap of 0.998 after 30 rounds and
+    the average at 0.329; ``cluster="auto"`` trains Newton steps on the workers to ``tol``."""
+    rng = np.random.default_rng(0)
+    n = 24_500
+    pixels = rng.integers(0, 256, size=(n, 3)).astype(np.float64)
+    label = np.where(pixels @ [1.0, -0.5, 0.25] + rng.normal(0, 20, n) > 80, 1, 0)
+    frame = pd.DataFrame(pixels, columns=["r", "g", "b"]).assign(label=label)
+    for i, lo in enumerate(range(0, n, n // 4)):
+        frame.iloc[lo : lo + n // 4].to_parquet(tmp_path / f"part-{i}.parquet")
+    clf = LinearSVC().fit(str(tmp_path), "label")
+    assert {r["method"] for r in clf.history_} == {"newton"}
+    assert clf.duality_gap_ <= clf.tol
+    reference = LinearSVC(dual=False, tol=1e-10, cluster=None).fit(frame[["r", "g", "b"]], label)
+    assert (clf.objective_ - reference.objective_) / clf.objective_ <= clf.duality_gap_ + 1e-12
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_standardize_on_a_cluster_is_the_fit_of_this_process(client, wide):
+    X, y = _wide(n=2000, d=1500 if wide else 40)
+    params = {"feature_map": Standardize(), "tol": 1e-8, "dual": False}
+    clf = LinearSVC(**params).fit(*_dask(X, y))
+    here = LinearSVC(cluster=None, **params).fit(*_dask(X, y))
+    assert {r["method"] for r in clf.history_} == {"truncated_newton" if wide else "newton"}
+    np.testing.assert_allclose(clf.standardize_.scale_, here.standardize_.scale_, rtol=1e-12)
+    assert clf.objective_ == pytest.approx(here.objective_, rel=1e-7)
+    np.testing.assert_allclose(clf.coef_, here.coef_, atol=1e-4 * np.abs(here.coef_).max())
+
+
+def test_a_wide_fit_with_the_hinge_loss_runs_cocoa(client):
+    X, y = _wide(n=1500)
+    clf = LinearSVC(loss="hinge", tol=0.5, max_iter=50).fit(*_dask(X, y))
+    assert {r["method"] for r in clf.history_} == {"cocoa"}
+
+
+def test_parts_larger_than_their_budget_train_from_a_spill_on_their_worker(client, tmp_path):
+    """``cache_bytes`` below a part's rows: each part's rows go to files on its worker (memory maps),
+    and the fit is the in-memory parts' to the certified gap; the files go with the fit."""
+    import gc
+    import time
+
+    X, y = _wide()
+    params = {"tol": 1e-8, "C": 0.5}
+    held = LinearSVC(**params).fit(*_dask(X, y))
+    seen = []  # the parts' spill directories while the fit runs
+
+    def look(record):
+        seen.append(len(list(tmp_path.glob("dask-streamsvm-part-*"))))
+
+    spilled = LinearSVC(cache_bytes=20_000, spill_dir=str(tmp_path), callbacks=[look], **params)
+    spilled.fit(*_dask(X, y))
+    assert seen and min(seen) == len(spilled.cluster_parts_)
+    assert {r["method"] for r in spilled.history_} == {"truncated_newton"}
+    assert spilled.duality_gap_ <= 1e-8
+    assert spilled.objective_ == pytest.approx(held.objective_, rel=1e-7)
+    del spilled
+    gc.collect()
+    deadline = time.monotonic() + 60  # the workers release the parts once the client forgets them
+    while any(tmp_path.glob("dask-streamsvm-part-*")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(tmp_path.glob("dask-streamsvm-part-*"))
+
+
+def test_a_spill_holds_the_rows_it_was_given(tmp_path):
+    from dask_streamsvm.engine.cluster.products import RowSpill
+
+    X, _ = _wide(n=300, d=50)
+    spill = RowSpill(str(tmp_path), 50, True)
+    spill.add([X[:100], X[100:]])
+    rows = spill.rows()
+    assert isinstance(rows.data, np.memmap) and isinstance(rows.indices, np.memmap)
+    assert (rows != X).nnz == 0
+    dense = RowSpill(str(tmp_path), 50, False)
+    dense.add([X[:10].toarray(), X[10:30].toarray()])
+    np.testing.assert_array_equal(dense.rows(), X[:30].toarray())
+
+
+def test_verbose_prints_a_line_per_step_or_round_on_a_cluster(client, capsys):
+    X, y = _wide(n=1500)
+    newton = LinearSVC(verbose=2, tol=1e-3).fit(*_dask(X, y))
+    out = capsys.readouterr().out
+    assert out.count("[LinearSVC]") == len(newton.history_)
+    with pytest.warns(ConvergenceWarning):  # five rounds: not to tol
+        cocoa = LinearSVC(verbose=2, loss="hinge", tol=1e-3, max_iter=5).fit(*_dask(X, y))
+    out = capsys.readouterr().out
+    assert out.count("[LinearSVC] cocoa round") == len(cocoa.history_)
