@@ -1,7 +1,8 @@
 """Cluster mode on wide sparse text: the default ``cluster="auto"`` on 1M rows x 100k columns.
 
 The set: /tmp/w38/wide1m/*.svm, LIBSVM text (20 files of 50,000 rows, 100,000 columns, 50 nonzeros a
-row), its test set /tmp/w38/wide1m.test.npz.  Stages, each timed on its own (the machine's load
+row), its test set /tmp/w38/wide1m.test.npz; where they are missing, the same rows are written once by
+``benchmarks.bench_text.write_wide`` (its generator and seed) to the temporary directory.  Stages, each timed on its own (the machine's load
 recorded before it) and run one at a time under the gate file ``/tmp/gate39/busy-bench``:
 
 ``newton``
@@ -31,6 +32,7 @@ import contextlib
 import glob
 import json
 import os
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -435,6 +437,24 @@ def report(payload):
     write_section(MARKER, lines)
 
 
+def _ensure_data():
+    """The set at DATA, or, where it is missing (a fresh machine), the same set made by
+    ``bench_text.write_wide`` (its generator and seed: the rows of /tmp/w38/wide1m) in the
+    temporary directory, once."""
+    global DATA, TEST
+    if glob.glob(DATA):
+        return
+    from benchmarks.bench_text import write_wide
+
+    work = Path(tempfile.gettempdir()) / "dask-streamsvm-bench"
+    made = work / "wide-1000k"
+    if not made.exists():
+        work.mkdir(parents=True, exist_ok=True)
+        print(f"writing the 1M x 100k set to {made} (once)", flush=True)
+        write_wide(work, 1_000_000, rows_per_file=50_000)
+    DATA, TEST = str(made / "*.svm"), str(work / "wide-1000k.test.npz")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--stages", nargs="+", choices=["newton", "cocoa", "memory", "daskml"],
@@ -453,6 +473,7 @@ def main(argv=None):
     parser.add_argument("--render", action="store_true", help="only rewrite the docs from the results")
     args = parser.parse_args(argv)
     N_FILES[0] = args.files
+    _ensure_data()
     results = Path(args.results)
     payload = json.loads(results.read_text()) if results.exists() else {"records": []}
     if not args.render:
