@@ -2,8 +2,9 @@
 
 The set: /tmp/w38/wide1m/*.svm, LIBSVM text (20 files of 50,000 rows, 100,000 columns, 50 nonzeros a
 row), its test set /tmp/w38/wide1m.test.npz; where they are missing, the same rows are written once by
-``benchmarks.bench_text.write_wide`` (its generator and seed) to the temporary directory.  Stages, each timed on its own (the machine's load
-recorded before it) and run one at a time under the gate file ``/tmp/gate39/busy-bench``:
+``benchmarks.bench_text.write_wide`` (its generator and seed) to the temporary directory.  Stages,
+each timed on its own (the machine's load recorded before it) and run one at a time under the
+gate file ``/tmp/gate39/busy-bench``:
 
 ``newton``
     ``LinearSVC(tol=1e-3)`` (squared hinge, ``cluster="auto"``: truncated Newton on this width) on a

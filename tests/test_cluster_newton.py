@@ -95,7 +95,7 @@ def test_no_client_means_no_cluster_in_a_fresh_process():
 
 @pytest.mark.parametrize("classes", [2, 3])
 def test_truncated_newton_reaches_the_in_memory_optimum(client, classes):
-    X, y = _wide(classes=classes)
+    X, y = _wide(n=2000, classes=classes)
     weight = np.random.default_rng(1).uniform(0.5, 2.0, X.shape[0])
     params = {"C": 0.5, "tol": 1e-6, "class_weight": {y.min(): 2.0}}
     clf = LinearSVC(**params).fit(*_dask(X, y), sample_weight=da.from_array(weight, chunks=700))
@@ -154,8 +154,8 @@ def test_standardize_on_a_cluster_is_the_fit_of_this_process(client, wide):
     Newton's line search shortens most steps (123 reads in memory as on the cluster): not for a
     unit test's time."""
     rng = np.random.default_rng(2)
-    d = 1100 if wide else 40
-    X = rng.standard_normal((800, d)) * rng.uniform(0.1, 10.0, d) + rng.uniform(-5, 5, d)
+    d = 1030 if wide else 40
+    X = rng.standard_normal((600, d)) * rng.uniform(0.1, 10.0, d) + rng.uniform(-5, 5, d)
     y = np.where(X @ (rng.standard_normal(d) / X.std(axis=0)) > 0, 1, -1)
     params = {"feature_map": Standardize(), "tol": 1e-8, "dual": False, "C": 0.1}
     clf = LinearSVC(**params).fit(*_dask(X, y))
@@ -178,7 +178,7 @@ def test_parts_larger_than_their_budget_train_from_a_spill_on_their_worker(clien
     import gc
     import time
 
-    X, y = _wide()
+    X, y = _wide(n=2000)
     params = {"tol": 1e-8, "C": 0.5}
     held = LinearSVC(**params).fit(*_dask(X, y))
     seen = []  # the parts' spill directories while the fit runs
