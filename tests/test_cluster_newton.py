@@ -93,7 +93,7 @@ def test_no_client_means_no_cluster_in_a_fresh_process():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-@pytest.mark.parametrize("classes", [2, 3])
+@pytest.mark.parametrize("classes", [2, pytest.param(3, marks=pytest.mark.slow)])
 def test_truncated_newton_reaches_the_in_memory_optimum(client, classes):
     X, y = _wide(n=2000, classes=classes)
     weight = np.random.default_rng(1).uniform(0.5, 2.0, X.shape[0])
@@ -172,6 +172,7 @@ def test_a_wide_fit_with_the_hinge_loss_runs_cocoa(client):
     assert {r["method"] for r in clf.history_} == {"cocoa"}
 
 
+@pytest.mark.slow
 def test_parts_larger_than_their_budget_train_from_a_spill_on_their_worker(client, tmp_path):
     """``cache_bytes`` below a part's rows: each part's rows go to files on its worker (memory maps),
     and the fit is the in-memory parts' to the certified gap; the files go with the fit."""

@@ -314,10 +314,14 @@ class TruncatedNewton:
 
     def count(self):
         """The parts' label counts (per part, per partition), once their one read is done."""
-        counts = [
-            submit(self.client, part_counts, f, worker=self.placed[j]) for j, f in enumerate(self.parts)
-        ]
-        return self._retrying(lambda: gather(self.client, counts, self.placed, self.reads), reload=False)
+
+        def count():  # of the parts as they are now (a part read again after a loss included)
+            counts = [
+                submit(self.client, part_counts, f, worker=self.placed[j]) for j, f in enumerate(self.parts)
+            ]
+            return gather(self.client, counts, self.placed, self.reads)
+
+        return self._retrying(count, reload=False)
 
     def encode(self, plan):
         """The parts' rows encoded for ``plan`` (its labels set)."""
