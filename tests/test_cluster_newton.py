@@ -147,7 +147,7 @@ def test_raw_scale_data_converges_on_a_cluster_by_default(client, tmp_path):
     assert (clf.objective_ - reference.objective_) / clf.objective_ <= clf.duality_gap_ + 1e-12
 
 
-@pytest.mark.parametrize("wide", [False, True])
+@pytest.mark.parametrize("wide", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_standardize_on_a_cluster_is_the_fit_of_this_process(client, wide):
     """Columns on scales from 0.1 to 10, dense (centred where there is an intercept).  Sparse
     rows of 1% density scaled to unit variance make a badly conditioned problem on which truncated
