@@ -134,3 +134,20 @@ def fuzz_settings(examples):
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
 
+
+@contextlib.contextmanager
+def two_worker_client(memory_limit=0):
+    """A client of a LocalCluster of two single-thread worker processes (any free dashboard port,
+    patient heartbeats for a loaded machine): the cluster tests' usual cluster."""
+    import dask
+    import distributed
+
+    with (
+        dask.config.set({"distributed.scheduler.worker-ttl": "15 minutes"}),
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40,
+            memory_limit=memory_limit,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):  # fmt: skip
+        yield client

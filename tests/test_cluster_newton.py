@@ -15,19 +15,14 @@ from dask_streamsvm.engine import choice
 from dask_streamsvm.engine.problem import FitPlan
 from dask_streamsvm.features import Standardize
 
+from ._helpers import two_worker_client
+
 distributed = pytest.importorskip("distributed")
 
 
 @pytest.fixture(scope="module")
 def client():
-    with (
-        dask.config.set({"distributed.scheduler.worker-ttl": "15 minutes"}),
-        distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40,
-            memory_limit=0,
-        ) as cluster,
-        distributed.Client(cluster) as c,
-    ):  # fmt: skip
+    with two_worker_client() as c:
         yield c
 
 

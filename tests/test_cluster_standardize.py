@@ -17,6 +17,8 @@ from dask_streamsvm.features import Standardize
 from dask_streamsvm.features.column_maps import ColumnMoments
 from dask_streamsvm.io import csr_to_dask
 
+from ._helpers import two_worker_client
+
 distributed = pytest.importorskip("distributed")
 
 
@@ -126,14 +128,7 @@ def test_the_flags_and_parameters_are_checked():
 
 @pytest.fixture(scope="module")
 def client():
-    with (
-        dask.config.set({"distributed.scheduler.worker-ttl": "15 minutes"}),
-        distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40,
-            memory_limit="1GiB",
-        ) as cluster,
-        distributed.Client(cluster) as c,
-    ):  # fmt: skip
+    with two_worker_client(memory_limit="1GiB") as c:
         yield c
 
 
