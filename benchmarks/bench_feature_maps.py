@@ -276,7 +276,7 @@ def dcd_run(problem, n_passes):
     n = problem.y.shape[0]
     alpha, w = np.zeros(n), np.zeros(problem.n_features + 1)
     index = np.arange(n, dtype=np.int64)
-    arrays = ProblemArrays(problem.y, problem.upper, problem.diag, problem.qd)
+    arrays = ProblemArrays(problem.y, problem.upper, problem.diag, problem.qd, problem.loss_code)
     shrinking = Shrinking(n, np.inf, -np.inf)
     out = dcd_passes(
         problem.X, arrays, index, alpha, w, problem.bias, n_passes, 1e-14, shrinking, make_state(SEED)

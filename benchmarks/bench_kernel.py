@@ -89,7 +89,7 @@ def our_passes(rows, y, problem, n_passes):
     n = y.shape[0]
     alpha, w = np.zeros(n), np.zeros(problem.n_features + 1)
     index = np.arange(n, dtype=np.int64)
-    arrays = ProblemArrays(y, problem.upper, problem.diag, problem.qd)
+    arrays = ProblemArrays(y, problem.upper, problem.diag, problem.qd, problem.loss_code)
     out = dcd_passes(
         rows, arrays, index, alpha, w, 0.0, n_passes, 1e-14, Shrinking(n, np.inf, -np.inf), make_state(0)
     )

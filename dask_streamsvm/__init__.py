@@ -1,4 +1,4 @@
-"""Support vector machines on data larger than memory and on Dask clusters."""
+"""Support vector machines and logistic regression on data larger than memory and on Dask clusters."""
 
 from .budgeted import BudgetedSVC
 from .features import (
@@ -13,6 +13,7 @@ from .features import (
 )
 from .io import read_libsvm
 from .linear import LinearSVC
+from .logistic import LogisticRegression
 from .onepass import OnePassSVC
 
 
@@ -34,7 +35,7 @@ def load(path):
     """
     from ._persist import load_model
 
-    return load_model(path, (LinearSVC,))
+    return load_model(path, (LinearSVC, LogisticRegression))
 
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "ColumnMaps",
     "HashingMap",
     "LinearSVC",
+    "LogisticRegression",
     "MapOf",
     "OnePassSVC",
     "PolynomialMap",

@@ -7,8 +7,10 @@ Layout of a model file (an archive of :mod:`.engine.archive`)::
                         for each array its dtype, shape and SHA-256
     arrays/<name>.npy   one array per fitted attribute, NumPy's .npy format
 
-What a ``LinearSVC`` keeps is its schema here: :func:`model_params`,
-:func:`model_state` and :func:`set_model_state`.  This module imports no
+What a linear model (``LinearSVC``, ``LogisticRegression``) keeps is its
+schema here: :func:`model_params`, :func:`model_state` and
+:func:`set_model_state`; a model's ``_model()`` says whether it has Platt's
+sigmoids and one joint problem.  This module imports no
 estimator: :func:`load_model` is given the classes a file may name.
 
 Loading reads the JSON with :mod:`json` and the arrays without pickle, so a
@@ -51,7 +53,7 @@ from .features import (
 FORMAT = "dask-streamsvm-model"
 VERSION = 1
 WHAT = "dask_streamsvm model file"
-ESTIMATORS = ("LinearSVC",)  # the estimators whose model-file schema is below
+ESTIMATORS = ("LinearSVC", "LogisticRegression")  # the estimators whose model-file schema is below
 # Parameters that point at code, data or the file system: never saved, never restored from a file.
 NOT_SAVED = ("callbacks", "validation_data", "checkpoint_dir")
 FEATURE_MAPS = {
@@ -131,9 +133,9 @@ def model_params(estimator):
 
 
 def model_state(estimator):
-    """``(arrays, attributes)``: the fitted arrays and the JSON attributes of a fitted ``LinearSVC``."""
+    """``(arrays, attributes)``: the fitted arrays and the JSON attributes of a fitted linear model."""
     arrays = {"coef_": estimator.coef_, "intercept_": estimator.intercept_, "classes_": estimator.classes_}
-    if estimator.probability and hasattr(estimator, "probA_"):  # predict_proba needs both
+    if _platt(estimator) and hasattr(estimator, "probA_"):  # predict_proba needs both
         arrays.update(probA_=estimator.probA_, probB_=estimator.probB_)
     attributes = {
         "n_features_in_": estimator.n_features_in_,
@@ -145,6 +147,11 @@ def model_state(estimator):
     if hasattr(estimator, "feature_names_in_"):
         attributes["feature_names_in_"] = [str(c) for c in estimator.feature_names_in_]
     return arrays, attributes
+
+
+def _platt(estimator):
+    """Whether the model fits Platt's sigmoids (``probability=True``): its ``probA_`` and ``probB_``."""
+    return estimator._model()[2]
 
 
 def _count(attributes, name, low):
@@ -199,7 +206,7 @@ def check_table(estimator, attributes, table):
         raise ValueError("classes_ must be a 1-D array")
     shapes, calibration = _shapes(estimator, _count(attributes, "n_features_in_", low=1), classes[0])
     if "probA_" in table or "probB_" in table:
-        if not estimator.probability:
+        if not _platt(estimator):
             raise ValueError("probA_ and probB_ are saved, but probability is False")
         shapes.update(calibration)
     declared = {name: tuple(info["shape"]) for name, info in table.items()}
@@ -255,7 +262,7 @@ def _records(estimator, attributes, rows):
     n_features = _count(attributes, "n_features_in_", low=1)
     objective = np.asarray(attributes["objective_"], dtype=np.float64)
     gap = np.asarray(attributes["duality_gap_"], dtype=np.float64)
-    problems = 1 if estimator.multi_class == "crammer_singer" else rows
+    problems = 1 if estimator._model()[1] else rows  # one joint problem (Crammer-Singer), or a row each
     if objective.shape != (problems,) or gap.shape != (problems,):
         raise ValueError("objective_ and duality_gap_ need one value per problem")
     history = attributes.get("history_", [])

@@ -99,6 +99,17 @@ def assert_one_line_error(code, out, err, *fragments):
         assert fragment in lines[0], lines[0]
 
 
+def three_class_frame(n=1200, seed=0):
+    """A table of ``n`` rows: four Gaussian columns ``a``-``d`` and a string ``label`` of three classes
+    ("x", "y", "z": the largest of the first three columns, with noise)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 4))
+    y = np.array(["x", "y", "z"])[np.argmax(X[:, :3] + 0.3 * rng.standard_normal((n, 3)), axis=1)]
+    return pd.DataFrame(X, columns=["a", "b", "c", "d"]).assign(label=y)
+
+
 def noisy_linear_data(n, d, seed=0):
     """``(X, y)``: ``n`` Gaussian rows of ``d`` features, labels of a random hyperplane with noise."""
     rng = np.random.RandomState(seed)

@@ -14,7 +14,7 @@ from dask_streamsvm import LinearSVC, cli, read_libsvm
 from dask_streamsvm.cli import main
 from dask_streamsvm.datasets import load_a9a
 
-from ._helpers import assert_one_line_error, run
+from ._helpers import assert_one_line_error, run, three_class_frame
 
 DATA = Path(dask_streamsvm.__file__).parent / "data"
 A9A_TRAIN = str(DATA / "a9a.bz2")
@@ -33,10 +33,7 @@ def a9a_model(tmp_path_factory):
 @pytest.fixture(scope="module")
 def three_classes(tmp_path_factory):
     """A 3-class table as two Parquet files and one CSV file, with a string ``label`` column."""
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((1200, 4))
-    y = np.array(["x", "y", "z"])[np.argmax(X[:, :3] + 0.3 * rng.standard_normal((1200, 3)), axis=1)]
-    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"]).assign(label=y)
+    frame = three_class_frame()
     folder = tmp_path_factory.mktemp("table")
     (folder / "parts").mkdir()
     frame.iloc[:700].to_parquet(folder / "parts" / "p0.parquet")

@@ -3,7 +3,7 @@
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from dask_streamsvm import BudgetedSVC, HashingMap, LinearSVC, OnePassSVC, PolynomialMap
+from dask_streamsvm import BudgetedSVC, HashingMap, LinearSVC, LogisticRegression, OnePassSVC, PolynomialMap
 
 # The dual solver stops at a relative duality gap of ``tol``; fitting with
 # weights and fitting with removed/repeated rows then reach different points
@@ -39,6 +39,8 @@ def expected_failed(estimator):
         LinearSVC(multi_class="crammer_singer", random_state=0),
         LinearSVC(feature_map=PolynomialMap(), random_state=0),
         LinearSVC(feature_map=HashingMap(n_features=64), random_state=0),
+        LogisticRegression(random_state=0),
+        LogisticRegression(dual=True, random_state=0),
         OnePassSVC(random_state=0),
         OnePassSVC(lookahead=1, random_state=0),
         BudgetedSVC(budget=50, max_iter=5, random_state=0),

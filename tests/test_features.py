@@ -114,7 +114,8 @@ def test_the_cache_reads_raw_rows_through_the_map():
     W = np.random.RandomState(0).randn(1, 51)
     live = cache.live[: cache.n_live].copy()
     G = np.empty((1, live.shape[0]))
-    gradients(cache.layout, cache.Y, cache.D, cache.A, W, 1.0, live, G)  # y w . [phi(x), 1] - 1 at alpha 0
+    # y w . [phi(x), 1] - 1 at alpha 0 (the hinge's gradient: the rows were inserted with code 0)
+    gradients(cache.layout, cache.Y, cache.U, cache.D, cache.A, W, 1.0, 0, live, G)
     expected = Z @ W[0, :-1] + W[0, -1] - 1.0
     # atol: G = w . phi(x) - 1 can cancel to ~1e-4, where the sums' order shows at 1e-16.
     np.testing.assert_allclose(G[0], expected[cache.gid[live]], rtol=1e-12, atol=1e-12)

@@ -132,7 +132,7 @@ def test_certificate_matches_numpy(layout, dtype, loss):
     rng = np.random.RandomState(0)
     alpha = np.minimum(rng.rand(len(y)), prob.upper)
     w = prob.exact_w(alpha)
-    cert = binary_certificate(rows, y, cost, prob.diag, alpha, w, 1.5, loss == "squared_hinge")
+    cert = binary_certificate(rows, y, cost, prob.upper, prob.diag, alpha, w, 1.5, loss == "squared_hinge")
     assert cert.primal == pytest.approx(
         reference_primal(X, y, cost, w, 1.5, loss == "squared_hinge"), rel=1e-12
     )

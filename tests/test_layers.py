@@ -127,14 +127,19 @@ def test_no_function_takes_more_than_12_positional_arguments():
     assert wide == []
 
 
-# LinearSVC's modules reach the engine through its front door, the plan, the source and the archive.
+# The linear models' modules reach the engine through its front door, the plan, the source and the archive.
 ESTIMATOR_ENGINE = {
     "dask_streamsvm.engine.fit",
     "dask_streamsvm.engine.problem",
     "dask_streamsvm.engine.source",
     "dask_streamsvm.engine.archive",
 }
-LINEAR_MODULES = ("dask_streamsvm.linear", "dask_streamsvm._linear_input")
+LINEAR_MODULES = (
+    "dask_streamsvm.linear",
+    "dask_streamsvm.logistic",
+    "dask_streamsvm._linear_model",
+    "dask_streamsvm._linear_input",
+)
 # The rooms of losses: only they name one (in code, strings and comments; docstrings are docs).
 LOSS_ROOMS = {"dask_streamsvm.kernels.losses", "dask_streamsvm.engine.losses"}
 # A loss's name: the hinge, or "squared" on its own (a squared norm is no loss, and the messages

@@ -188,7 +188,7 @@ def test_gradients_on_cached_rows(sparse):
     cache.A[:, slots] = rng.rand(2, slots.size)
     W = rng.randn(2, 9)
     G = np.empty((2, slots.size))
-    gradients(cache.layout, cache.Y, cache.D, cache.A, W, 0.5, slots, G)
+    gradients(cache.layout, cache.Y, cache.U, cache.D, cache.A, W, 0.5, SQUARED_HINGE, slots, G)
     rows = cache.gid[slots]
     dots = (data[rows] @ W[:, :-1].T + 0.5 * W[:, -1]).T
     expected = y[:, rows] * dots - 1 + 0.5 / cost[:, rows] * cache.A[:, slots]  # D = 1 / (2 C)
@@ -224,12 +224,13 @@ def test_gradients_and_gap_is_gradients_and_the_cache_gap(sparse, loss):
     W = rng.randn(2, 9)
     G, expected = np.empty((2, slots.size)), np.empty((2, slots.size))
     gap = gradients_and_gap(cache.layout, cache.Y, cache.U, cache.D, cache.A, W, 0.5, loss, slots, G)
-    gradients(cache.layout, cache.Y, cache.D, cache.A, W, 0.5, slots, expected)
+    gradients(cache.layout, cache.Y, cache.U, cache.D, cache.A, W, 0.5, loss, slots, expected)
     np.testing.assert_array_equal(G, expected)
     # the same sum, in the same order, as the row cache's own measure (bit for bit)
     assert gap == cache.objective(W, 0.5, loss)[1]
     shares = [
-        row_gap(loss, G[c, t], cache.A[c, s], cache.U[c, s], cache.D[c, s])
+        row_gap(loss, G[c, t] + 1.0 - cache.D[c, s] * cache.A[c, s], G[c, t], cache.A[c, s], cache.U[c, s],
+                cache.D[c, s])
         for t, s in enumerate(slots) for c in range(2) if cache.U[c, s] > 0
     ]  # fmt: skip
     assert gap == pytest.approx(sum(shares), rel=1e-12) and gap > 0
@@ -259,8 +260,8 @@ def test_block_sweep_is_one_dcd_pass_per_problem_and_sums_the_gap_it_sees(sparse
         for c in range(2):
             expected_visits += state_ref[c].active_size
             out = dcd_passes(
-                cache.layout, cache.problem(c), index_ref[c], A_ref[c], W_ref[c], 0.5, 1, 1e-6, state_ref[c],
-                rng_b,
+                cache.layout, cache.problem(c, loss), index_ref[c], A_ref[c], W_ref[c], 0.5, 1, 1e-6,
+                state_ref[c], rng_b,
             )  # fmt: skip
             state_ref[c] = Shrinking(int(out[1]), out[4], out[5])
         assert visits == expected_visits

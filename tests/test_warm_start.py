@@ -8,7 +8,6 @@ import pytest
 import scipy.sparse as sp
 
 from dask_streamsvm import LinearSVC
-from dask_streamsvm.engine import fit as fit_module
 from dask_streamsvm.engine import primal
 from dask_streamsvm.engine.primal_reads import SAMPLE_SEED, _Sampler
 from dask_streamsvm.engine.source import Block
@@ -146,7 +145,7 @@ def test_the_band_saves_reads(monkeypatch):
     Xd, yd = da.from_array(X, chunks=25_000), da.from_array(y, chunks=25_000)
     monkeypatch.setattr(primal, "SAMPLE_ROWS_PER_WIDTH", 400)  # 20,000 of 200,000 rows
     banded = LinearSVC(dual=False, C=1.0, tol=1e-6).fit(Xd, yd)
-    monkeypatch.setattr(fit_module, "BAND_SHARE", 0.0)
+    monkeypatch.setattr(primal, "BAND_SHARE", 0.0)
     plain = LinearSVC(dual=False, C=1.0, tol=1e-6).fit(Xd, yd)
     assert banded.n_iter_ + 1 <= 3 < plain.n_iter_ + 1
     assert banded.duality_gap_ <= 1e-6 and plain.duality_gap_ <= 1e-6

@@ -4,8 +4,10 @@
 
     dask-streamsvm train data/*.parquet --label income --model adult.model --cache 2GB
     dask-streamsvm train train.svm.bz2 --model a9a.model --passes 20 --tol 1e-4
+    dask-streamsvm train train.svm.bz2 --model a9a-logistic.model --model-type logistic
     dask-streamsvm train data/ --label income --model adult.model --scheduler tcp://host:8786
     dask-streamsvm predict adult.model new/*.parquet --out predictions.parquet
+    dask-streamsvm predict a9a-logistic.model test.svm.bz2 --out predictions.csv --proba
     dask-streamsvm evaluate adult.model test/*.parquet --label income --json
     dask-streamsvm info adult.model
     dask-streamsvm demo --plot demo_convergence.png
@@ -32,7 +34,7 @@ they print in :mod:`.text`.  Each command's handler is looked up here
 import argparse
 import sys
 
-from .commands import cmd_demo, cmd_evaluate, cmd_info, cmd_predict, cmd_train, evaluation
+from .commands import MODEL_TYPES, cmd_demo, cmd_evaluate, cmd_info, cmd_predict, cmd_train, evaluation
 from .commands import verbosity as _verbosity  # noqa: F401 - the name the tests read
 from .paths import Data
 from .text import PROG, USER_ERRORS, UserError, error_message, printable
@@ -57,7 +59,7 @@ def _add_feature_map_options(parser):
     """Options of the feature map applied to the rows before the linear model.
 
     ``--scale``: :class:`~dask_streamsvm.features.Standardize`.  ``train``
-    turns them into ``LinearSVC`` keyword arguments (:mod:`.commands`) and
+    turns them into the model's keyword arguments (:mod:`.commands`) and
     the saved model carries the map (a standardized model's coefficients
     are the raw features'), so ``predict`` and ``evaluate`` need no options
     of their own.
@@ -100,12 +102,27 @@ def _positive_int(text):
     return value
 
 
+def _svm_loss(text):
+    """argparse type of ``--loss``: a loss of the SVM (the logistic loss is ``--model-type logistic``)."""
+    from ..engine import losses
+
+    if text in losses.SVM_LOSSES:
+        return text
+    if text == losses.LOGISTIC.name:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is the loss of logistic regression, which has no --loss: use "
+            "--model-type logistic and drop --loss"
+        )
+    choices = ", ".join(repr(name) for name in losses.SVM_LOSSES)
+    raise argparse.ArgumentTypeError(f"must be one of {choices} (the SVM's losses), got {text!r}")
+
+
 def build_parser():
     """The ``dask-streamsvm`` argument parser; each command's ``handler`` is its ``cmd_NAME`` here."""
     from ..engine import losses
-    from ..engine.problem import LOSSES, SOLVERS  # the registries: names declared once, in the engine
+    from ..engine.problem import SOLVERS  # the registries: names declared once, in the engine
 
-    newton_losses = " or ".join(name for name, loss in losses.LOSSES.items() if loss.newton)
+    svm_newton = " or ".join(name for name in losses.SVM_LOSSES if losses.loss_of(name).newton)
 
     traceback = argparse.ArgumentParser(add_help=False)
     traceback.add_argument(
@@ -113,7 +130,8 @@ def build_parser():
     )
     parser = _Parser(
         prog=PROG,
-        description="Linear SVMs on data larger than memory, with Dask, and a certificate of optimality.",
+        description="Linear SVMs and logistic regression on data larger than memory, with Dask, and a "
+        "certificate of optimality.",
         epilog="Run 'dask-streamsvm COMMAND --help' for a command's options.",
     )
     from .. import __version__
@@ -127,8 +145,9 @@ def build_parser():
     train = commands.add_parser(
         "train",
         parents=[traceback],
-        help="fit a LinearSVC and save it",
-        description="Fit a LinearSVC and save it.",
+        help="fit a LinearSVC or a LogisticRegression and save it",
+        description="Fit a LinearSVC (--model-type svm, the default) or a LogisticRegression "
+        "(--model-type logistic) and save it.",
     )
     _add_input_options(
         train, "label column of Parquet/CSV input (required there; LIBSVM lines carry their label)"
@@ -138,10 +157,19 @@ def build_parser():
         "--overwrite", action="store_true", help="replace OUT if it exists (never an input of the command)"
     )
     train.add_argument(
+        "--model-type",
+        choices=tuple(MODEL_TYPES),
+        default="svm",
+        help="svm (the default): a LinearSVC; logistic: a LogisticRegression (the logistic loss, and "
+        "predict --proba gives its own probabilities)",
+    )
+    train.add_argument(
         "--loss",
-        choices=LOSSES,
+        type=_svm_loss,
         default=None,
-        help=f"the loss: {' or '.join(LOSSES)} (default: LinearSVC's)",
+        metavar="{" + ",".join(losses.SVM_LOSSES) + "}",
+        help=f"the SVM's loss: {' or '.join(losses.SVM_LOSSES)} (default: LinearSVC's, "
+        f"{losses.DEFAULT.name}); --model-type logistic has its own, {losses.LOGISTIC.name}",
     )
     train.add_argument("--C", type=float, default=1.0, help="cost of a unit of loss (default: 1.0)")
     train.add_argument(
@@ -166,9 +194,9 @@ def build_parser():
         "--dual",
         choices=("auto", "true", "false"),
         default="auto",
-        help=f"true: the dual solvers (--solver); false: primal Newton steps ({newton_losses}), on the "
-        "cluster with --scheduler, for tall data or features far from unit scale; auto (default): "
-        "the primal where the rows far outnumber the features",
+        help=f"true: the dual solvers (--solver); false: primal Newton steps (--loss {svm_newton} or "
+        "--model-type logistic), on the cluster with --scheduler, for tall data or features far from "
+        "unit scale; auto (default): the primal where the rows far outnumber the features",
     )
     train.add_argument(
         "--cluster",
@@ -216,7 +244,8 @@ def build_parser():
         "predict",
         parents=[traceback],
         help="write predictions of a saved model",
-        description="Predict with a saved model; writes 'prediction' and 'decision' column(s).",
+        description="Predict with a saved model; writes 'prediction' and 'decision' column(s), and "
+        "with --proba a 'proba_CLASS' column per class.",
     )
     predict.add_argument("model", metavar="MODEL", help="model file")
     _add_input_options(predict, "label column to leave out, if the input has it")
@@ -225,6 +254,12 @@ def build_parser():
     )
     predict.add_argument(
         "--overwrite", action="store_true", help="replace OUT if it exists (never an input of the command)"
+    )
+    predict.add_argument(
+        "--proba",
+        action="store_true",
+        help="also write each class's probability: a LogisticRegression's own; a LinearSVC's Platt "
+        "probabilities, for a model fitted with probability=True",
     )
     predict.set_defaults(handler=cmd_predict)
 

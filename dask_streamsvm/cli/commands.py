@@ -51,7 +51,11 @@ def _scheduler(address):
         yield client
 
 
-# The option of each LinearSVC parameter the train command sets (the rest keep their names).
+# ``train --model-type``: the estimator of each type, by its name in :mod:`dask_streamsvm` (imported
+# when ``train`` runs).  ``svm`` is the default.
+MODEL_TYPES = {"svm": "LinearSVC", "logistic": "LogisticRegression"}
+
+# The option of each model parameter the train command sets (the rest keep their names).
 _OPTIONS = {
     "max_iter": "--passes", "cache_bytes": "--cache", "random_state": "--seed",
     "fit_intercept": "--no-intercept",
@@ -74,8 +78,28 @@ def _checked_model(model):
 _DUAL = {"auto": "auto", "true": True, "false": False}
 
 
+def _estimator(args):
+    """The estimator class ``--model-type`` names, and the keyword arguments of its own options:
+    ``--loss`` for the SVM (``LinearSVC``'s default without it); none for logistic regression,
+    whose loss is its own, so that ``--loss`` with it is an error."""
+    import dask_streamsvm
+
+    from ..engine import losses
+
+    estimator = getattr(dask_streamsvm, MODEL_TYPES[args.model_type])
+    if args.model_type == "logistic":
+        if args.loss is not None:
+            raise UserError(
+                f"--loss {args.loss} is a loss of the SVM, but --model-type logistic trains a "
+                f"LogisticRegression, which has its own loss ({losses.LOGISTIC.name}): drop --loss, or "
+                f"give --model-type svm to train a LinearSVC with --loss {args.loss}"
+            )
+        return estimator, {}
+    return estimator, ({} if args.loss is None else {"loss": args.loss})  # else LinearSVC's default
+
+
 def _where(args):
-    """``LinearSVC``'s ``dual`` and ``cluster`` from ``--dual``, ``--cluster`` and ``--scheduler``.
+    """The model's ``dual`` and ``cluster`` from ``--dual``, ``--cluster`` and ``--scheduler``.
 
     With ``--scheduler`` the fit trains on the cluster (``--cluster``, ``"auto"`` by default: the
     estimator picks Newton, truncated Newton or CoCoA+), except ``--solver memory`` and
@@ -95,11 +119,11 @@ def _where(args):
                 f"--checkpoint-dir checkpoints a fit streamed in this process, not --cluster "
                 f"{args.cluster}: drop one of them"
             )
-    if args.dual == "false" and args.loss is not None:
+    if args.dual == "false" and args.loss is not None:  # an SVM's loss (the logistic loss has Newton steps)
         from ..engine import losses
 
         if not losses.loss_of(args.loss).newton:
-            newton = " or ".join(name for name, loss in losses.LOSSES.items() if loss.newton)
+            newton = " or ".join(name for name in losses.SVM_LOSSES if losses.loss_of(name).newton)
             raise UserError(
                 f"--dual false (primal Newton steps) trains --loss {newton}, not --loss {args.loss}: "
                 f"give --loss {newton}, or --dual auto for the dual solvers"
@@ -109,7 +133,7 @@ def _where(args):
 
 
 def _feature_map_params(args):
-    """``LinearSVC`` keyword arguments of the feature-map options."""
+    """The model's keyword arguments of the feature-map options."""
     if getattr(args, "scale", False):
         from ..features import Standardize
 
@@ -149,10 +173,11 @@ def _in_memory(data):
 
 
 def cmd_train(args):
-    """Fit a ``LinearSVC`` on the input and save it; prints what was trained and its certificate."""
-    from .. import LinearSVC
+    """Fit a ``LinearSVC`` (``--model-type svm``) or a ``LogisticRegression`` (``--model-type
+    logistic``) on the input and save it; prints what was trained and its certificate."""
     from ..engine.checkpoint import FILE
 
+    estimator, own = _estimator(args)  # before the paths: --loss with --model-type logistic is refused
     paths = expand_paths(args.paths)
     if args.checkpoint_dir is None:
         check_output(args.model, "--model", paths, overwrite=args.overwrite)
@@ -160,8 +185,7 @@ def cmd_train(args):
         checkpoint = os.path.join(args.checkpoint_dir, FILE)
         check_output(args.model, "--model", [*paths, checkpoint], overwrite=args.overwrite)
         check_checkpoint_dir(args.checkpoint_dir, checkpoint, paths)
-    chosen = {} if args.loss is None else {"loss": args.loss}  # else LinearSVC's default
-    model = LinearSVC(
+    model = estimator(
         C=args.C,
         fit_intercept=not args.no_intercept,
         tol=args.tol,
@@ -173,7 +197,7 @@ def cmd_train(args):
         class_weight=_class_weight(args.class_weight),
         on_invalid="skip" if args.skip_invalid else "raise",
         checkpoint_dir=args.checkpoint_dir,
-        **chosen,
+        **own,
         **_where(args),
         **_feature_map_params(args),
     )
@@ -223,8 +247,10 @@ def _summary(model, args, n_rows, seconds):
         where, after = "on ", f" on a cluster of {workers} worker{'' if workers == 1 else 's'}{method}"
     rounds = cluster is not None and cluster["method"] == "cocoa"
     count = _count(model.n_iter_, "round", "rounds") if rounds else _count(model.n_iter_, "pass", "passes")
+    # The SVM's loss is an option; logistic regression's is its name.
+    params = f"C={args.C:g}" if args.model_type == "logistic" else f"loss={model.loss}, C={args.C:g}"
     return (
-        f"Trained LinearSVC (loss={model.loss}, C={args.C:g}) {where}{rows}"
+        f"Trained {MODEL_TYPES[args.model_type]} ({params}) {where}{rows}"
         f"{model.n_features_in_:,} features{after}, {len(model.classes_)} classes ({classes}{more}): "
         f"{count}, relative duality gap {gap:.2e} (tol {args.tol:g}, {status}), "
         f"primal objective {objective:.6g}{summed}, {seconds:.2f} s. Model saved to {args.model}."
@@ -252,8 +278,9 @@ def _cluster_fit(model):
 
 def _advice(model, args, cluster):
     """What to try after a fit that stopped above ``--tol``: more passes or a looser tolerance; on
-    a cluster, after CoCoA+ rounds or an average, the primal Newton steps (squared hinge), which
-    reach the optimum in a few reads where the dual methods can need hundreds of rounds; and,
+    a cluster, after CoCoA+ rounds or an average, the primal Newton steps (of the squared hinge or
+    the logistic loss; the hinge has none), which reach the optimum in a few reads where the dual
+    methods can need hundreds of rounds; and,
     without ``--scale``, standardizing, for raw-scale features (pixel values, counts), on which
     every method needs more steps."""
     from ..engine import losses
@@ -261,8 +288,9 @@ def _advice(model, args, cluster):
     tips = ["raise --passes or loosen --tol"]
     method = None if cluster is None else cluster["method"]
     if method in ("average", "cocoa"):
-        if not losses.loss_of(model.loss).newton:
-            newton = next(name for name, loss in losses.LOSSES.items() if loss.newton)
+        loss = losses.LOGISTIC.name if args.model_type == "logistic" else model.loss
+        if not losses.loss_of(loss).newton:  # a loss without Newton steps: the SVM's other one has them
+            newton = next(name for name in losses.SVM_LOSSES if losses.loss_of(name).newton)
             options = f"--loss {newton} --dual false trains"
         elif args.cluster in ("average", "cocoa") and args.dual != "true":
             options = "--dual false or --cluster auto trains"
@@ -313,34 +341,45 @@ def _class_weight(value):
     return weights
 
 
-def _prediction_frame(model, data):
-    """A lazy Dask DataFrame with ``prediction`` and ``decision`` column(s)."""
+def _prediction_frame(model, data, proba=False):
+    """A lazy Dask DataFrame with ``prediction`` and ``decision`` column(s), and with ``proba`` a
+    ``proba_CLASS`` column per class (``model.predict_proba``, in the order of ``classes_``)."""
     import dask.dataframe as dd
 
     multi = len(model.classes_) > 2
     prediction = model.predict(data.X)
     decision = model.decision_function(data.X)
+    proba_columns = [f"proba_{c}" for c in model.classes_] if proba else []
     if data.is_table:
         if multi:
             decision = decision.rename(columns={c: f"decision_{c}" for c in decision.columns})
-            return decision.assign(prediction=prediction)[["prediction", *decision.columns]]
-        return prediction.to_frame(name="prediction").assign(decision=decision)
+            frame = decision.assign(prediction=prediction)[["prediction", *decision.columns]]
+        else:
+            frame = prediction.to_frame(name="prediction").assign(decision=decision)
+        if proba:
+            probabilities = model.predict_proba(data.X)  # columns: the classes as str
+            pairs = zip(proba_columns, probabilities.columns, strict=True)
+            frame = frame.assign(**{name: probabilities[column] for name, column in pairs})
+        return frame
 
     import dask
     import pandas as pd
 
     columns = [f"decision_{c}" for c in model.classes_] if multi else ["decision"]
 
-    def to_frame(labels, scores):
+    def to_frame(labels, scores, probabilities=None):
         frame = pd.DataFrame(np.reshape(scores, (len(labels), len(columns))), columns=columns)
         frame.insert(0, "prediction", labels)
+        if probabilities is not None:
+            frame[proba_columns] = np.reshape(probabilities, (len(labels), len(proba_columns)))
         return frame
 
-    meta = to_frame(model.classes_[:0], np.zeros((0, len(columns))))
-    parts = [
-        dask.delayed(to_frame)(p, d)
-        for p, d in zip(prediction.to_delayed().ravel(), decision.to_delayed().ravel(), strict=True)
-    ]
+    empty_proba = np.zeros((0, len(proba_columns))) if proba else None
+    meta = to_frame(model.classes_[:0], np.zeros((0, len(columns))), empty_proba)
+    blocks = [prediction.to_delayed().ravel(), decision.to_delayed().ravel()]
+    if proba:
+        blocks.append(model.predict_proba(data.X).to_delayed().ravel())
+    parts = [dask.delayed(to_frame)(*block) for block in zip(*blocks, strict=True)]
     return dd.from_delayed(parts, meta=meta, verify_meta=False)
 
 
@@ -356,9 +395,15 @@ def cmd_predict(args):
     paths = expand_paths(args.paths)
     check_output(out, "--out", [args.model, *paths], overwrite=args.overwrite, directory=kind == "parquet")
     model = load_model(args.model)
+    if args.proba and not hasattr(model, "predict_proba"):  # a LinearSVC fitted without Platt's sigmoids
+        raise UserError(
+            f"--proba: {args.model!r} is a {type(model).__name__} fitted without probability=True, which "
+            "has no probabilities: fit it with probability=True (Platt scaling), train a "
+            "LogisticRegression with 'train --model-type logistic', or drop --proba"
+        )
     with _scheduler(args.scheduler):
         data = open_data(args, paths, label_needed=False, n_features=model.n_features_in_)
-        frame = _prediction_frame(model, data)
+        frame = _prediction_frame(model, data, proba=args.proba)
         start = time.perf_counter()
         if kind == "parquet":
             frame.to_parquet(out, write_index=False, overwrite=bool(args.overwrite))
@@ -387,7 +432,8 @@ def _roc_auc(y, scores, classes):
 
 
 def evaluation(model, data):
-    """Accuracy, ROC AUC and the training certificate of ``model`` on ``data`` (a dict)."""
+    """The model's class (``estimator``), and its accuracy, ROC AUC and training certificate on
+    ``data`` (a dict)."""
     import dask
 
     predicted, scores, y = dask.compute(model.predict(data.X), model.decision_function(data.X), data.y)
@@ -395,6 +441,7 @@ def evaluation(model, data):
     predicted, scores = np.asarray(predicted), np.asarray(scores)
     gap, objective = np.maximum(model.duality_gap_, 0.0), model.objective_  # rounding: never below 0
     return {
+        "estimator": type(model).__name__,
         "rows": int(y.shape[0]),
         "accuracy": float(np.mean(predicted == y)) if y.shape[0] else None,
         "roc_auc": _roc_auc(y, scores, model.classes_),
@@ -438,6 +485,7 @@ def cmd_evaluate(args):
     accuracy = "undefined (no rows)" if result["accuracy"] is None else f"{result['accuracy']:.4f}"
     kind = "" if len(model.classes_) == 2 else " (one-vs-rest, macro)"
     which = f" (class {model.classes_[-1]})" if len(model.classes_) == 2 else " (macro)"
+    print(f"{'model':32}{result['estimator']}")
     print(f"{'rows':32}{result['rows']:,}")
     print(f"{'accuracy':32}{accuracy}")
     print(f"{'ROC AUC' + kind:32}{auc}")

@@ -284,9 +284,10 @@ class RowCache(CacheCheckpoint):
         sizes = (self.n_slots, self.n_values)
         return kc.CacheArrays(*slots, *values, self.starts, self.ends, indices, data, rows, *sizes)
 
-    def problem(self, c):
-        """Problem ``c``'s per-slot ``(y, U, D, Qbar)`` for :func:`~..kernels.dcd.dcd_passes`."""
-        return ProblemArrays(self.Y[c], self.U[c], self.D[c], self.QD[c])
+    def problem(self, c, loss):
+        """Problem ``c``'s per-slot ``(y, U, D, Qbar)`` and the loss's code ``loss``, for
+        :func:`~..kernels.dcd.dcd_passes`."""
+        return ProblemArrays(self.Y[c], self.U[c], self.D[c], self.QD[c], int(loss))
 
     def rows_of(self, slots):
         """The rows in ``slots``, as a CSR matrix or a dense array (copies)."""

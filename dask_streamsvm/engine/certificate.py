@@ -60,17 +60,17 @@ def check_gap(certificate, where):
     return certificate
 
 
-def dual_value(alpha, diag, w, loss=None):
+def dual_value(alpha, upper, diag, w, loss=None):
     """``D(alpha)`` of the loss whose kernels' code is ``loss`` (the default's if None), from the
-    sums of ``alpha`` and ``w``: ``sum alpha_i - 1/2 ||w||^2 - 1/2 sum D_ii alpha_i^2``
-    (:meth:`~.losses.Loss.dual_value`)."""
+    sums of ``alpha`` (box ``upper``, diagonal ``diag``) and ``w``: ``sum alpha_i - 1/2 ||w||^2 -
+    1/2 sum D_ii alpha_i^2`` for the hinges (:meth:`~.losses.Loss.dual_value`)."""
     loss = loss_by_code(DEFAULT.code if loss is None else loss)
     half_sq_w = 0.5 * float(np.dot(w, w))
-    return float(loss.dual_value(loss.dual_sums(alpha, diag), half_sq_w))
+    return float(loss.dual_value(loss.dual_sums(alpha, upper, diag), half_sq_w))
 
 
-def binary_certificate(X, y, cost, diag, alpha, w, bias, loss):
-    """Certificate of ``(w, alpha)`` for the binary SVM of the loss whose kernels' code is ``loss``."""
+def binary_certificate(X, y, cost, upper, diag, alpha, w, bias, loss):
+    """Certificate of ``(w, alpha)`` for the binary problem of the loss whose kernels' code is ``loss``."""
     loss_sum = weighted_loss_sum(X, y, cost, w, bias, loss)
     primal = loss_by_code(loss).primal_value(0.5 * float(np.dot(w, w)), loss_sum)
-    return Certificate(primal=primal, dual=dual_value(alpha, diag, w, loss))
+    return Certificate(primal=primal, dual=dual_value(alpha, upper, diag, w, loss))

@@ -48,7 +48,7 @@ from .layout import kernel_rows
 from .memory import solve_problems
 from .partial import OnePassSBM
 from .primal import (
-    BAND_SHARE,
+    band_share,
     check_width,
     first_read,
     memory_read,
@@ -59,9 +59,11 @@ from .primal import (
 )
 from .problem import (
     CACHE_POLICIES,
+    LOGISTIC_LOSS,
     LOSSES,
     SOLVERS,
     STREAMING_SOLVERS,
+    SVM_LOSSES,
     column_max_abs,
     cs_model,
     linear_scores,
@@ -73,7 +75,8 @@ from .spill import check_spill_dir
 from .termination import sigterm_unwinds
 
 __all__ = [
-    "CACHE_POLICIES", "CLUSTER_MODES", "LOSSES", "SOLVERS", "CacheShare", "Checkpoints", "MemoryData",
+    "CACHE_POLICIES", "CLUSTER_MODES", "LOGISTIC_LOSS", "LOSSES", "SOLVERS", "SVM_LOSSES", "CacheShare",
+    "Checkpoints", "MemoryData",
     "check", "check_partial", "data_fingerprint", "fit", "fit_partial", "streams", "use_primal",
     "where_to_fit",
 ]  # fmt: skip
@@ -445,8 +448,7 @@ def _solve_primal_stream(source, plan, hooks, first, clock_start):
     known = first is not None and first.clean
     # Each read keeps its band (primal.band_step): a share of the rows, within the budget.
     rows = int(np.sum(plan.counts))
-    share = BAND_SHARE if plan.cache_share is None else min(BAND_SHARE, float(plan.cache_share))
-    band = {"band_rows": int(share * rows), "band_bytes": None, "rows": rows}
+    band = {"band_rows": int(band_share(plan) * rows), "band_bytes": None, "rows": rows}
     if plan.cache_bytes is not None:
         band["band_bytes"] = plan.cache_bytes // plan.n_problems
     read = stream_read(source, plan, on_block, start=1 if known else 0, **band)

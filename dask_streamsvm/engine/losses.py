@@ -4,21 +4,27 @@ A :class:`Loss` carries the code its kernels' leaves are chosen by
 (:mod:`dask_streamsvm.kernels.losses`, where each loss's maths is), and
 what the drivers need around them:
 
-- **the dual's sums.**  Every loss here has the dual
-  ``D(alpha) = sum alpha - 1/2 sum D_ii alpha_i^2 - 1/2 ||w||^2``, so a
-  part of the rows, or a streamed pass, certifies its duals from two sums
-  (:attr:`Loss.dual_sum_names`, :meth:`Loss.dual_sums`) and ``w``
-  (:meth:`Loss.dual_value`); the row cache's store keeps them as rows come
-  and go (:class:`~.dual_store.AlphaStore`), the cluster adds them up;
+- **the dual's sums.**  Every loss here has a dual
+  ``D(alpha) = sums[0] - 1/2 sums[1] - 1/2 ||w||^2`` of two sums over rows
+  (the hinges: ``sum alpha`` and ``sum D_ii alpha_i^2``; the logistic loss:
+  its entropies ``sum H_i(alpha_i)`` and 0), so a part of the rows, or a
+  streamed pass, certifies its duals from two sums (:attr:`Loss.dual_sum_names`,
+  :meth:`Loss.dual_sums`) and ``w`` (:meth:`Loss.dual_value`); the row
+  cache's store keeps them as rows come and go (:class:`~.dual_store.AlphaStore`),
+  the cluster adds them up;
 - **the primal**: ``1/2 ||w||^2`` plus the loss's weighted sum (:meth:`Loss.primal_value`,
   the kernels' :func:`~dask_streamsvm.kernels.objective.weighted_loss_sum`);
 - **the averaging's scales**: scaling a part's duals by ``t`` keeps them
   feasible for ``0 <= t <= scale_upper`` (the hinge's box ``alpha <= C``:
-  1; the squared hinge's none), the bound of
-  ``combined_dual``'s small quadratic on a cluster;
+  1; the squared hinge's none), the bound of ``combined_dual``'s small
+  quadratic on a cluster, which needs a dual quadratic in ``t``
+  (:attr:`Loss.quadratic_dual`; the logistic loss's entropy is not: its
+  average is certified by the dual point its model gives, :meth:`Loss.newton_dual`);
 - **Newton**: whether the primal Newton solver (:mod:`.primal`) minimises
-  the loss (:func:`newton_blocker` says why not), and its certificate from
-  the Newton sums (:meth:`Loss.newton_dual`).
+  the loss (:func:`newton_blocker` says why not), its certificate from
+  the Newton sums (:meth:`Loss.newton_dual`), and whether the loss is
+  piecewise quadratic (:attr:`Loss.piecewise_quadratic`: a read's band of
+  rows then makes its model exact, :func:`~.primal.band_step`).
 
 Adding a loss: its code and leaves in the kernels' module, a :class:`Loss`
 here (its dual's sums, its scale bound, its Newton pieces), and its name
@@ -43,10 +49,15 @@ class Loss:
     scale_upper: float  # the largest scale of a part's duals that stays dual feasible
     newton: bool  # whether the primal Newton solver minimises it
     dual_sum_names: tuple = ("sum alpha", "sum D alpha^2")
+    quadratic_dual: bool = True  # the dual's row terms are alpha_i - 1/2 D_ii alpha_i^2
+    piecewise_quadratic: bool = True  # the loss is quadratic between its kinks (Newton's band)
 
-    def dual_sums(self, alpha, diag):
-        """The dual's sums over rows of dual variables ``alpha`` and diagonal ``diag``: ``(sum alpha,
-        sum D alpha^2)``, as a part or a pass adds them up."""
+    def dual_sums(self, alpha, upper, diag):
+        """The dual's sums over rows of dual variables ``alpha``, box ``upper`` (``U_i``) and
+        diagonal ``diag``: ``(sum alpha, sum D alpha^2)`` for the hinges, ``(sum H, 0)`` for the
+        logistic loss, as a part or a pass adds them up."""
+        if not self.quadratic_dual:
+            return kl.dual_term_sum(self.code, alpha, upper, diag), 0.0
         return float(alpha.sum()), float(np.dot(diag, alpha * alpha))
 
     def dual_value(self, sums, half_sq):
@@ -59,25 +70,41 @@ class Loss:
         """``P = 1/2 ||w||^2 + sum_i C_i loss(m_i)``, the loss's sum from the kernels."""
         return half_sq + loss_sum
 
-    def newton_dual(self, alpha_sum, v, loss_sum):
-        """The dual value certifying a Newton read's point from its sums: ``alpha_sum`` (sum of the
-        gradient factors ``alpha_i``), ``v = sum alpha_i y_i x_i`` and ``loss_sum``.
+    def newton_dual(self, dual_sum, v, loss_sum):
+        """The dual value certifying a Newton read's point from its sums: ``dual_sum`` (the sum of
+        the rows' :func:`~dask_streamsvm.kernels.losses.newton_dual_term`), ``v = sum alpha_i y_i
+        x_i`` and ``loss_sum``, at the dual point ``alpha_i(w) = -C_i loss'(m_i)`` of the read's
+        point ``w``.
 
-        The squared hinge's ``alpha(w) = 2 C xi`` is dual feasible, and its dual term
-        ``sum alpha_i^2 / (4 C_i) = sum C_i xi_i^2`` is the loss sum itself::
+        The squared hinge's ``alpha(w) = 2 C xi`` is dual feasible, its ``dual_sum`` is ``sum
+        alpha_i``, and its dual term ``sum alpha_i^2 / (4 C_i) = sum C_i xi_i^2`` is the loss sum
+        itself::
 
             D(alpha) = sum_i alpha_i - 1/2 ||v||^2 - sum_i C_i xi_i^2
+
+        The logistic loss's ``alpha(w) = C sigma(-m)`` is inside its box, and ``dual_sum`` is
+        the sum of the entropies ``H_i(alpha_i)``::
+
+            D(alpha) = sum_i H_i(alpha_i) - 1/2 ||v||^2
         """
         if not self.newton:
             raise ValueError(f"loss={self.name!r} has no Newton pieces; {newton_blocker(self.name)}.")
-        return alpha_sum - 0.5 * float(v @ v) - loss_sum
+        if not self.quadratic_dual:
+            return dual_sum - 0.5 * float(v @ v)
+        return dual_sum - 0.5 * float(v @ v) - loss_sum
 
 
 HINGE = Loss("hinge", kl.HINGE, "the hinge", scale_upper=1.0, newton=False)
 SQUARED_HINGE = Loss("squared_hinge", kl.SQUARED_HINGE, "the squared hinge", scale_upper=np.inf, newton=True)
+LOGISTIC = Loss(
+    "log_loss", kl.LOGISTIC, "the logistic loss", scale_upper=1.0, newton=True,
+    dual_sum_names=("sum H", "0"), quadratic_dual=False, piecewise_quadratic=False,
+)  # fmt: skip
 
 # Every loss by its name, in the order the estimators' messages list them.
-LOSSES = {loss.name: loss for loss in (HINGE, SQUARED_HINGE)}
+LOSSES = {loss.name: loss for loss in (HINGE, SQUARED_HINGE, LOGISTIC)}
+# The losses of the SVM (``LinearSVC(loss=...)``); the logistic loss is LogisticRegression's.
+SVM_LOSSES = (HINGE.name, SQUARED_HINGE.name)
 _BY_CODE = {loss.code: loss for loss in LOSSES.values()}
 # The loss a store or cache assumes when none is given (the estimators' default).
 DEFAULT = _BY_CODE[kl.DEFAULT]

@@ -85,12 +85,18 @@ class BinaryProblem:
 
     def dcd(self, index, active_size, alpha, w, n_passes, eps, pg_max_old, pg_min_old, rng_state):
         """Run :func:`~dask_streamsvm.kernels.dcd.dcd_passes` on this problem's rows."""
-        problem = ProblemArrays(self.y, self.upper, self.diag, self.qd)
+        problem = ProblemArrays(self.y, self.upper, self.diag, self.qd, self.loss_code)
         shrinking = Shrinking(active_size, pg_max_old, pg_min_old)
         return dcd_passes(self.X, problem, index, alpha, w, self.bias, n_passes, eps, shrinking, rng_state)
 
     def certificate(self, alpha, w):
-        return binary_certificate(self.X, self.y, self.cost, self.diag, alpha, w, self.bias, self.loss_code)
+        return binary_certificate(
+            self.X, self.y, self.cost, self.upper, self.diag, alpha, w, self.bias, self.loss_code
+        )
+
+    def dual(self, alpha, w):
+        """``D(alpha)`` from the sums of ``alpha`` and ``w`` (no pass over the rows)."""
+        return dual_value(alpha, self.upper, self.diag, w, self.loss_code)
 
     def exact_w(self, alpha):
         """``w(alpha) = sum_i alpha_i y_i [x_i, b]`` rebuilt from scratch."""
@@ -166,7 +172,7 @@ def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, on_pass=N
                 "pass": passes,
                 "seconds": clock() - clock_start,
                 "primal": cert.primal if due else np.nan,
-                "dual": cert.dual if due else dual_value(alpha, problem.diag, w, problem.loss_code),
+                "dual": cert.dual if due else problem.dual(alpha, w),
                 "gap": cert.relative_gap if due else np.nan,
                 "active": int(active),
             }

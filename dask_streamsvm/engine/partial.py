@@ -170,7 +170,7 @@ class OnePassSBM:
             BinaryProblem(rows, Y[c], cost[c], self.loss, self.bias, self.n_features) for c in range(self.k)
         ]
         index = [p.trainable_rows() for p in problems]
-        arrays = [ProblemArrays(p.y, p.upper, p.diag, p.qd) for p in problems]
+        arrays = [ProblemArrays(p.y, p.upper, p.diag, p.qd, p.loss_code) for p in problems]
         scores = np.empty(n)
 
         def measure():  # the block's gap, as SBM measures it
@@ -199,7 +199,7 @@ class OnePassSBM:
         else:
             upper, diag = upper_and_diag_arrays(cost, self.loss_code)
             grad = np.empty((self.k, n))
-            gradients(rows, Y, diag, alpha, self.W, self.bias, slots, grad)
+            gradients(rows, Y, upper, diag, alpha, self.W, self.bias, self.loss_code, slots, grad)
             m = select_informative(alpha, grad, upper, sizes, budget, keep)
         return np.sort(keep[:m])
 

@@ -61,7 +61,8 @@ from .result import FitResult
 # The reads (:mod:`.primal_sums`, :mod:`.primal_reads`) are named here too.
 __all__ = [
     "ARMIJO", "MAX_WIDTH", "PRECONDITIONER", "STEPS", "Sums", "first_read", "memory_read",
-    "BAND_SHARE", "band_step", "check_width", "sample_rows", "solve_primal", "stream_read", "warm_start",
+    "BAND_SHARE", "band_share", "band_step", "check_width", "sample_rows", "solve_primal", "stream_read",
+    "warm_start",
 ]  # fmt: skip
 
 ARMIJO = 0.01  # sufficient decrease: f(w + t s) <= f(w) + ARMIJO t g . s
@@ -429,6 +430,18 @@ BAND_SHARE = 0.1
 BAND_STEPS = 30  # Newton steps on the band's objective, at most
 BAND_TOL = 1e-10  # they stop at this fraction of the read's gradient norm
 BAND_SHORTEST = 1.0 / 16  # or where a step this short does not decrease the model enough
+
+
+def band_share(plan, capped=True):
+    """The share of the rows read that each Newton read keeps as its band (:func:`band_step`):
+    :data:`BAND_SHARE` (``capped``: at most ``plan.cache_share``) for a piecewise-quadratic loss,
+    whose model is exact once its band is; 0 (no band) for a smooth one such as the logistic loss,
+    whose Newton steps need none."""
+    if not loss_of(plan.loss).piecewise_quadratic:
+        return 0.0
+    if not capped or plan.cache_share is None:
+        return BAND_SHARE
+    return min(BAND_SHARE, float(plan.cache_share))
 
 
 def band_step(w, g, H, band, plan):

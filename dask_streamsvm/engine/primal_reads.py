@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.losses import newton_terms
+from ..kernels.losses import newton_dual_term, newton_terms
 from .primal_sums import STEPS, Sums, _value_reason, augmented_rows, block_sums, chunk_rows, too_large
 from .problem import encode_block
 
@@ -339,7 +339,7 @@ class FirstRead:
                 cost = plan.costs[c, j]
                 loss, factor, _ = newton_terms(plan.loss_code, cost, 1.0)  # every row's, at w = 0
                 sums.loss[c] += cost * loss * weight
-                sums.alpha[c] += factor * weight
+                sums.alpha[c] += newton_dual_term(plan.loss_code, cost, 1.0, factor) * weight
                 sums.v[c] += factor * plan.signs[c, j] * first
                 sums.active[c] += weighted_rows if cost > 0 else 0
         return sums

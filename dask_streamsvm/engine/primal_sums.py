@@ -5,7 +5,9 @@ At a point ``w`` of one problem the loss's Newton terms of each row
 ``s_i = 1 - y_i w . x_i``) give the step's sums::
 
     loss    sum_i C_i loss(m_i)              the primal's loss term
-    alpha   sum_i alpha_i                    alpha_i = -C_i loss'(m_i), the gradient's factors
+    alpha   the dual's sum at alpha(w)       alpha_i = -C_i loss'(m_i), the gradient's factors
+                                             (the squared hinge: sum_i alpha_i; the logistic loss:
+                                             sum_i H_i(alpha_i), :func:`~..kernels.losses.newton_dual_term`)
     v       sum_i alpha_i y_i x_i            the gradient is w - v
     hessian sum_i D_ii x_i x_i^T             the generalised Hessian is I + this
 
@@ -31,7 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import blas
 
-from ..kernels.losses import newton_losses, newton_rows
+from ..kernels.losses import newton_dual_rows, newton_losses, newton_rows
 from ..kernels.newton import dense_newton_sums
 from .layout import as_kernel_rows
 from .problem import column_max_abs
@@ -78,7 +80,8 @@ HESSIAN_IN_DATA_PRECISION = True
 class Sums:
     """Sums over rows at one point of every problem: what a Newton step and its certificate need.
 
-    ``loss`` (k,): sum C_i loss(m_i); ``alpha`` (k,): sum alpha_i; ``v`` (k, D): sum alpha_i y_i x_i;
+    ``loss`` (k,): sum C_i loss(m_i); ``alpha`` (k,): the dual's sum at ``alpha(w)`` (module docstring);
+    ``v`` (k, D): sum alpha_i y_i x_i;
     ``hessian`` (k, D, D): sum D_ii x_i x_i^T; ``active`` (k,): rows of D_ii > 0;
     ``trial`` (k, len(STEPS)): sum C_i loss at ``w + t s``; ``rows``: rows read (module docstring).
     """
@@ -104,9 +107,10 @@ class Sums:
     diagonal: np.ndarray = None
 
     @classmethod
-    def zeros(cls, k, width):
+    def zeros(cls, k, width, hessian=True):
+        """Sums of no rows (``hessian``: with a Hessian, else None)."""
         return cls(
-            np.zeros(k), np.zeros(k), np.zeros((k, width)), np.zeros((k, width, width)),
+            np.zeros(k), np.zeros(k), np.zeros((k, width)), np.zeros((k, width, width)) if hessian else None,
             np.zeros(k, dtype=np.int64), np.zeros((k, STEPS.shape[0])),
         )  # fmt: skip
 
@@ -232,6 +236,14 @@ def newton_sums(loss, C, s):
     return terms, factor, weight
 
 
+def dual_terms(loss, C, s, factor):
+    """Per row, what it adds to the Newton read's dual sum (:func:`~..kernels.losses.newton_dual_term`):
+    the factors ``alpha_i`` themselves for the squared hinge, the entropies for the logistic loss."""
+    out = np.empty_like(s)
+    newton_dual_rows(loss, C, s, factor, out)
+    return out
+
+
 def trial_losses(loss, s):
     """The loss of code ``loss`` at every shortfall of the array ``s`` (any shape): the trial steps'."""
     out = np.empty_like(s)
@@ -239,21 +251,22 @@ def trial_losses(loss, s):
     return out
 
 
-def block_sums(X, Y, cost, W, S, bias, loss, feature_map=None, where=None):
+def block_sums(X, Y, cost, W, S, bias, loss, feature_map=None, where=None, hessian=True):
     """The :class:`Sums` of the rows of ``X`` (labels ``Y`` and costs ``cost``, each (k, n)) at the
     points ``W + S`` (each (k, D)), with the trial losses along ``W + t S`` for ``t`` in :data:`STEPS`,
     for the loss of code ``loss``.  ``feature_map``: a map's spec, whose features of the rows the
     model reads.  ``where`` (the first read's): check each chunk's values (dense rows: in the pass
     that sums them), a ValueError starting with ``where`` (:func:`too_large`); None: no check.
+    ``hessian=False``: no Hessian (``Sums.hessian`` None), only the point's certificate and gradient.
 
     Works through the rows a chunk of :data:`CHUNK_BYTES` at a time, every sum accumulating in
     float64; dense rows are read in their own precision (:func:`dense_block_sums`), never copied
     whole, CSR rows and a feature map's features are made float64 a chunk at a time.
     """
     if feature_map is None and not sp.issparse(X):
-        return dense_block_sums(X, Y, cost, W, S, bias, loss, where)
+        return dense_block_sums(X, Y, cost, W, S, bias, loss, where, hessian)
     k, width = W.shape
-    sums = Sums.zeros(k, width)
+    sums = Sums.zeros(k, width, hessian)
     sums.rows = X.shape[0]
     trial_points = S.any(axis=1)
     step = chunk_rows(width)
@@ -266,13 +279,14 @@ def block_sums(X, Y, cost, W, S, bias, loss, feature_map=None, where=None):
         Z = Z0 + np.asarray(Xa @ S.T) if trial_points.any() else Z0
         for c in range(k):
             y, C = Y[c, lo:hi], cost[c, lo:hi]
-            terms, alpha, weight = newton_sums(loss, C, 1.0 - y * Z[:, c])
+            s = 1.0 - y * Z[:, c]
+            terms, alpha, weight = newton_sums(loss, C, s)
             active = weight > 0.0
             sums.loss[c] += float(C @ terms)
-            sums.alpha[c] += float(alpha.sum())
+            sums.alpha[c] += float(dual_terms(loss, C, s, alpha).sum())
             sums.v[c] += np.asarray(Xa.T @ (alpha * y)).ravel()
             sums.active[c] += int(active.sum())
-            if active.any():
+            if hessian and active.any():
                 sums.hessian[c] += gram(Xa[active], weight[active])
             if trial_points[c]:
                 m0, dm = y * Z0[:, c], y * (Z[:, c] - Z0[:, c])
@@ -280,7 +294,7 @@ def block_sums(X, Y, cost, W, S, bias, loss, feature_map=None, where=None):
     return sums
 
 
-def dense_block_sums(X, Y, cost, W, S, bias, loss, where=None):
+def dense_block_sums(X, Y, cost, W, S, bias, loss, where=None, hessian=True):
     """:func:`block_sums` of dense rows (no feature map): one fused pass per chunk
     (:func:`~dask_streamsvm.kernels.newton.dense_newton_sums`) for every problem, the Hessian's
     sum by SYRK of the chunk's scaled active rows (float32 ones with
@@ -290,7 +304,7 @@ def dense_block_sums(X, Y, cost, W, S, bias, loss, where=None):
     k, width = W.shape
     if X.ndim != 2 or X.shape[1] + 1 != width:
         raise ValueError(f"rows of shape {X.shape} for points of width {width}: expected {width - 1} columns")
-    sums = Sums.zeros(k, width)
+    sums = Sums.zeros(k, width, hessian)
     n = sums.rows = X.shape[0]
     if n == 0 or k == 0:
         return sums
@@ -313,9 +327,9 @@ def dense_block_sums(X, Y, cost, W, S, bias, loss, where=None):
         if where is not None and (reason := _value_reason(np.append(top, abs(float(bias))), bias, False)):
             raise ValueError(where + reason)
         for c in range(k):
-            if filled[c]:
+            if hessian and filled[c]:
                 _add_gram(rows[c, : filled[c]], sums.hessian[c])
-    for c in range(k):
+    for c in range(k if hessian else 0):
         symmetrised(sums.hessian[c])
     return sums
 
@@ -452,10 +466,11 @@ class ProductRead:
             trial = bool(S[j].any())
             dz = self._dot(self.X, S[j]) if trial else None
             z = z0 + dz if trial else z0
-            terms, alpha, weight = newton_sums(self.loss, C, 1.0 - y * z)
+            s = 1.0 - y * z
+            terms, alpha, weight = newton_sums(self.loss, C, s)
             active = weight > 0.0
             sums.loss[j] = float(C @ terms)
-            sums.alpha[j] = float(alpha.sum())
+            sums.alpha[j] = float(dual_terms(self.loss, C, s, alpha).sum())
             sums.v[j] = self._tdot(self.X, alpha * y)
             sums.active[j] = int(active.sum())
             if trial:

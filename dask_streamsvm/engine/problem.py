@@ -29,8 +29,11 @@ from . import losses
 from .calibration import held_out
 from .layout import kernel_rows
 
-# The losses ``loss=`` accepts, by name: :data:`.losses.LOSSES`, where each loss's pieces are.
+# The losses a plan accepts, by name: :data:`.losses.LOSSES`, where each loss's pieces are; those of
+# the SVM (``LinearSVC(loss=...)``), and the one of logistic regression.
 LOSSES = tuple(losses.LOSSES)
+SVM_LOSSES = losses.SVM_LOSSES
+LOGISTIC_LOSS = losses.LOGISTIC.name
 # What a Crammer-Singer plan records as its loss, whatever the estimator's ``loss``: its own loss
 # is a boxed one of the margins, and its dual box is this loss's (``alpha <= C``).
 CRAMMER_SINGER_LOSS = losses.CRAMMER_SINGER.name
@@ -109,6 +112,7 @@ class FitPlan:
 
     C: float = 1.0
     loss: str = losses.DEFAULT.name
+    estimator: str = "LinearSVC"  # the model's name, in messages
     crammer_singer: bool = False
     class_weight: object = None
     bias: float = 1.0
@@ -223,7 +227,7 @@ class FitPlan:
         See :func:`problem_tables` for the errors it raises.
         """
         signs, costs = problem_tables(
-            classes, counts, weighted_classes, self.C, self.class_weight, self.crammer_singer
+            classes, counts, weighted_classes, self.C, self.class_weight, self.crammer_singer, self.estimator
         )
         return self.replace(
             classes=classes, signs=signs, costs=costs, labels=problem_labels(classes, self),
@@ -240,7 +244,7 @@ def model_width(n_features, feature_map):
     return n_features if feature_map is None else spec_width(feature_map)
 
 
-def problem_tables(classes, counts, weighted_classes, C, class_weight, crammer_singer):
+def problem_tables(classes, counts, weighted_classes, C, class_weight, crammer_singer, estimator="LinearSVC"):
     """Labels and costs of each binary problem, by class index: ``(signs, costs)``.
 
     ``signs`` and ``costs`` have shape (n_problems, n_classes): a row of
@@ -252,7 +256,7 @@ def problem_tables(classes, counts, weighted_classes, C, class_weight, crammer_s
     """
     if classes.shape[0] < 2:
         raise ValueError(
-            "LinearSVC needs samples of at least 2 classes, but the data contains "
+            f"{estimator} needs samples of at least 2 classes, but the data contains "
             f"only one class: {classes.tolist()[0]!r}. Pass y with two or more distinct labels."
         )
     if weighted_classes.shape[0] == 0:
@@ -262,7 +266,7 @@ def problem_tables(classes, counts, weighted_classes, C, class_weight, crammer_s
         )
     if weighted_classes.shape[0] < 2:
         raise ValueError(
-            "LinearSVC needs samples of at least 2 classes with positive sample_weight, "
+            f"{estimator} needs samples of at least 2 classes with positive sample_weight, "
             f"but only class {weighted_classes.tolist()} has any. Give rows of another class "
             "a positive weight."
         )
@@ -409,7 +413,7 @@ def unconverged_message(plan, certificates, converged, feature_max=None):
     unconverged = [plan.labels[c] for c, ok in enumerate(flags) if not ok]
     which = "" if len(certificates) == 1 else f" for classes {unconverged}"
     return (
-        f"LinearSVC did not reach tol={plan.tol:g} (relative duality gap) within "
+        f"{plan.estimator} did not reach tol={plan.tol:g} (relative duality gap) within "
         f"max_iter={plan.max_iter} passes{which}; the final gap is {np.max(gap):.3g}. "
         "Increase max_iter, loosen tol, or use a smaller C (the dual solvers need more passes the "
         "larger C is)." + scale_advice(feature_max)

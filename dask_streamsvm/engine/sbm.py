@@ -384,7 +384,10 @@ class BlockTrainer(PassCertifier):
                 grad = self.grad  # the last measure's, when it saw the state the block's solve ended in
                 if grad is None:
                     grad = np.empty((self.k, n))
-                    gradients(memory.layout, memory.Y, memory.D, memory.A, self.W, self.bias, slots, grad)
+                    gradients(
+                        memory.layout, memory.Y, memory.U, memory.D, memory.A, self.W, self.bias,
+                        self.loss.code, slots, grad,
+                    )  # fmt: skip
                 n_keep = select_informative(
                     memory.A[:, slots], grad, memory.U[:, slots], sizes, self.cache_bytes, keep
                 )

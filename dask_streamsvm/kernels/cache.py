@@ -19,7 +19,8 @@ it as two bundles of arrays, :data:`CacheArrays` (the budgeted cache) and
     DualArrays (outside the budget)
     slot_of[g]        slot of global row g, or -1
     alpha[:, g]       alpha of every row seen
-    sums[:, 0], sums[:, 1]   sum_g alpha[c, g] and sum_g D_g alpha[c, g]^2
+    sums[:, 0], sums[:, 1]   the dual's two running sums (:func:`~.losses.dual_sums_change`:
+                      sum_g alpha[c, g] and sum_g D_g alpha[c, g]^2 for the hinges)
     loss              the loss's code (:mod:`.losses`): its leaves keep ``sums``
                       and score the rows' shares of the gap
 
@@ -61,7 +62,15 @@ import numpy as np
 from numba import njit
 
 from .dcd import PG_SKIP
-from .losses import box_loss, dual_sums_change, row_gap, upper_and_diag
+from .losses import (
+    box_loss,
+    dual_gradient,
+    dual_step,
+    dual_sums_change,
+    inner_tolerance,
+    row_gap,
+    upper_and_diag,
+)
 from .rng import next_uint64, shuffle_prefix
 from .rows import n_rows, prefetch, row_axpy, row_dot, row_prefetch, row_prefetch_start
 
@@ -88,13 +97,13 @@ def _stack_index(cache, depth):
 @njit(cache=True, nogil=True)
 def write_back(s, cache, dual):
     """Copy the alphas of slot ``s`` to the store, keeping its dual sums exact (by the store's loss)."""
-    A, D, alpha, sums = cache.A, cache.D, dual.alpha, dual.sums
+    A, U, D, alpha, sums = cache.A, cache.U, cache.D, dual.alpha, dual.sums
     g = cache.gid[s]
     for c in range(A.shape[0]):
         new = A[c, s]
         old = alpha[c, g]
         if new != old:
-            change, weighted = dual_sums_change(dual.loss, new, old, D[c, s])
+            change, weighted = dual_sums_change(dual.loss, new, old, U[c, s], D[c, s])
             sums[c, 0] += change
             sums[c, 1] += weighted
             alpha[c, g] = new
@@ -313,7 +322,7 @@ def evict_many(slots, cache, dual):
     costs about 10x the rest of an eviction).
     """
     meta, gid, live, pos, free = cache.meta, cache.gid, cache.live, cache.pos, cache.free
-    A, D, starts, ends = cache.A, cache.D, cache.starts, cache.ends
+    A, U, D, starts, ends = cache.A, cache.U, cache.D, cache.starts, cache.ends
     slot_of, alpha, sums, loss = dual.slot_of, dual.alpha, dual.sums, dual.loss
     sparse = starts.shape[0] > 0
     bottom = cache.n_slots - free.shape[0]  # free stack depth of free[0] (the implied entries below)
@@ -324,7 +333,7 @@ def evict_many(slots, cache, dual):
             new = A[c, s]
             old = alpha[c, g]
             if new != old:
-                change, weighted = dual_sums_change(loss, new, old, D[c, s])
+                change, weighted = dual_sums_change(loss, new, old, U[c, s], D[c, s])
                 sums[c, 0] += change
                 sums[c, 1] += weighted
                 alpha[c, g] = new
@@ -406,8 +415,8 @@ def gap_scores(X, block_y, block_cost, alpha, W, bias, loss, out):
             if upper == 0.0:
                 continue
             a = alpha[c, r]
-            g = block_y[c, r] * row_dot(X, r, W[c], bias) - 1.0 + diag * a
-            total += row_gap(loss, g, a, upper, diag)
+            m = block_y[c, r] * row_dot(X, r, W[c], bias)
+            total += row_gap(loss, m, dual_gradient(loss, m, a, upper, diag), a, upper, diag)
         out[r] = total
 
 
@@ -434,10 +443,8 @@ def cache_objective(X, cache, W, bias, loss, loss_sums):
             if upper == 0.0:
                 continue
             m = Y[c, s] * row_dot(X, s, W[c], bias)
-            xi = 1.0 - m
-            if xi > 0.0:
-                loss_sums[c] += box_loss(loss, xi, upper, diag)
-            gap += row_gap(loss, m - 1.0 + diag * a, a, upper, diag)
+            loss_sums[c] += box_loss(loss, 1.0 - m, upper, diag)
+            gap += row_gap(loss, m, dual_gradient(loss, m, a, upper, diag), a, upper, diag)
         GAP[s] = gap
         total += gap
     return total
@@ -512,6 +519,7 @@ def stream_sweep(X, cache, dual, W, bias, eps, beta, full_at, window, rule, rng_
     GAP = cache.GAP
     visits = 0
     cache_gap = 0.0
+    tol = inner_tolerance(0.0)  # the logistic step's: the sweeps have no projected-gradient target
     for c in range(k):
         y, upper, diag, qd, alpha, w = cache.Y[c], cache.U[c], cache.D[c], cache.QD[c], cache.A[c], W[c]
         index[:] = live[:n]
@@ -533,8 +541,9 @@ def stream_sweep(X, cache, dual, W, bias, eps, beta, full_at, window, rule, rng_
             a = alpha[r]
             u = upper[r]
             d = diag[r]
-            g = yi * row_dot(X, s, w, bias) - 1.0 + d * a
-            gap = row_gap(dual.loss, g, a, u, d)
+            m = yi * row_dot(X, s, w, bias)
+            g = dual_gradient(dual.loss, m, a, u, d)
+            gap = row_gap(dual.loss, m, g, a, u, d)
             GAP[r] = gap if c == 0 else GAP[r] + gap
             cache_gap += gap
             visits += 1
@@ -559,8 +568,7 @@ def stream_sweep(X, cache, dual, W, bias, eps, beta, full_at, window, rule, rng_
                         gone_values += ends[s] - starts[s]
                     full = _nearly_full_without(cache, full_at, gone_rows, gone_values)
             elif abs(pg) > PG_SKIP:
-                q = qd[r]
-                new = min(max(a - g / q, 0.0), u) if q > 0.0 else (u if g < 0.0 else 0.0)
+                new = dual_step(dual.loss, m, g, a, u, qd[r], tol)
                 alpha[r] = new
                 row_axpy(X, s, (new - a) * yi, w, bias)
             if abs(pg) > e_new:

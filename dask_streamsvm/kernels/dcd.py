@@ -1,4 +1,4 @@
-"""Dual coordinate descent for the binary L1- and L2-loss linear SVM.
+"""Dual coordinate descent for the binary linear models: the L1- and L2-loss SVM, logistic regression.
 
 Problem (Hsieh, Chang, Lin, Keerthi & Sundararajan, ICML 2008, eq. 4;
 LIBLINEAR ``solve_l2r_l1l2_svc``)::
@@ -10,12 +10,19 @@ LIBLINEAR ``solve_l2r_l1l2_svc``)::
     (L1 loss: U_i = C_i, D_ii = 0; L2 loss: U_i = inf, D_ii = 1 / (2 C_i);
     rows of C_i = 0: U_i = D_ii = 0)
 
-with ``w = sum_i alpha_i y_i [x_i, b]`` kept up to date.  One coordinate
-step on row i (Hsieh et al., Algorithm 1)::
+or, for logistic regression (Yu, Huang & Lin, Machine Learning 2011, eq. 4;
+LIBLINEAR ``solve_l2r_lr_dual``), the same quadratic with the entropy
+``sum_i alpha_i log alpha_i + (C_i - alpha_i) log(C_i - alpha_i)`` in place
+of ``-e' alpha`` on the box ``0 <= alpha_i <= C_i``.  ``w = sum_i alpha_i y_i
+[x_i, b]`` is kept up to date.  One coordinate step on row i (Hsieh et al.,
+Algorithm 1; the loss's leaves, :func:`~.losses.dual_gradient` and
+:func:`~.losses.dual_step`)::
 
-    G  = y_i w . [x_i, b] - 1 + D_ii alpha_i
+    m  = y_i w . [x_i, b]
+    G  = m - 1 + D_ii alpha_i                 (logistic: m + log(alpha_i / (C_i - alpha_i)))
     PG = projected gradient (G clipped at the active bound)
     alpha_i <- min(max(alpha_i - G / Qbar_ii, 0), U_i),   Qbar_ii = Q_ii + D_ii
+                                              (logistic: the 1-D entropy problem's root, by Newton)
     w       <- w + (alpha_i_new - alpha_i_old) y_i [x_i, b]
 
 Shrinking follows LIBLINEAR 2.4x's ``solve_l2r_l1l2_svc`` exactly: a bound
@@ -23,7 +30,10 @@ variable whose gradient points outside the box by more than last pass's
 extreme projected gradient leaves the active set; each pass draws a fresh
 permutation of the active set; when the active set looks optimal
 (``M - m <= eps`` and ``|M|, |m| <= eps``) it is restored to all rows and
-the pass repeats before convergence is declared.
+the pass repeats before convergence is declared.  A logistic row is at an
+end of its box only where its optimum is closer to it than a float can
+say (:data:`~.losses.EDGE`), so it is almost never shrunk, as LIBLINEAR
+never shrinks one; its test ``max |G| <= eps`` is LIBLINEAR's.
 
 The kernel works on any subset of rows (``index``) with persistent
 ``alpha`` and ``w``, so the out-of-core schedules call it on cached rows.
@@ -34,18 +44,20 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from .losses import dual_gradient, dual_step, inner_tolerance
 from .rng import shuffle_prefix
 from .rows import n_rows, prefetch, row_axpy, row_dot, row_prefetch, row_prefetch_start, row_sqnorm
 
 # LIBLINEAR skips coordinates whose projected gradient is below this.
 PG_SKIP = 1e-12
 
-ProblemArrays = namedtuple("ProblemArrays", "y upper diag qd")
-ProblemArrays.__doc__ = """A binary problem's per-row arrays, float64 and indexed by row id.
+ProblemArrays = namedtuple("ProblemArrays", "y upper diag qd loss")
+ProblemArrays.__doc__ = """A binary problem's per-row arrays, float64 and indexed by row id, and its loss.
 
 ``y`` (+1/-1), ``upper`` (``U_i``), ``diag`` (``D_ii``) and ``qd``
 (``Qbar_ii = ||[x_i, b]||^2 + D_ii``); ``U_i`` and ``D_ii`` follow from
-the loss and ``C_i`` (:func:`~.losses.upper_and_diag`).
+the loss and ``C_i`` (:func:`~.losses.upper_and_diag`); ``loss`` is the
+loss's code (:mod:`.losses`), which picks the coordinate step.
 """
 
 Shrinking = namedtuple("Shrinking", "active_size pg_max_old pg_min_old")
@@ -63,9 +75,9 @@ def dcd_passes(X, problem, index, alpha, w, bias, max_passes, eps, shrinking, rn
     Parameters
     ----------
     X : 2-D float32/float64 array or CSR tuple ``(indptr, indices, data)``
-    problem : :data:`ProblemArrays` ``(y, upper, diag, qd)``
+    problem : :data:`ProblemArrays` ``(y, upper, diag, qd, loss)``
         ``y_i`` (+1/-1), ``U_i``, ``D_ii`` and ``Qbar_ii = ||[x_i, b]||^2 +
-        D_ii``: float64 arrays indexed by row id.
+        D_ii``: float64 arrays indexed by row id; the loss's code.
     index : int64 array of row ids, permuted and shrunk in place
         Its first ``shrinking.active_size`` entries are the active set.
     alpha : float64 array indexed by row id, updated in place
@@ -74,7 +86,8 @@ def dcd_passes(X, problem, index, alpha, w, bias, max_passes, eps, shrinking, rn
         Value of the constant bias feature (0.0 for no intercept).
     max_passes : int
     eps : float
-        Projected-gradient tolerance of the active-set stopping test.
+        Projected-gradient tolerance of the active-set stopping test (and,
+        for the logistic loss, of its steps' Newton solves: :func:`~.losses.inner_tolerance`).
     shrinking : :data:`Shrinking` ``(active_size, pg_max_old, pg_min_old)``
         The active set's size and the shrinking thresholds carried over
         from the previous call (``Shrinking(len(index), inf, -inf)`` to
@@ -99,8 +112,9 @@ def dcd_passes(X, problem, index, alpha, w, bias, max_passes, eps, shrinking, rn
         pass covered every row of ``index`` and met the projected-gradient
         test.
     """
-    y, upper, diag, qd = problem
+    y, upper, diag, qd, code = problem
     active_size, pg_max_old, pg_min_old = shrinking
+    tol = inner_tolerance(eps)
     n = index.shape[0]
     passes = 0
     converged = False
@@ -125,7 +139,8 @@ def dcd_passes(X, problem, index, alpha, w, bias, max_passes, eps, shrinking, rn
             yi = y[r]
             a = alpha[r]
             u = upper[r]
-            g = yi * row_dot(X, i, w, bias) - 1.0 + diag[r] * a
+            m = yi * row_dot(X, i, w, bias)
+            g = dual_gradient(code, m, a, u, diag[r])
             pg = 0.0
             if a == 0.0:
                 if g > pg_max_old:
@@ -150,15 +165,7 @@ def dcd_passes(X, problem, index, alpha, w, bias, max_passes, eps, shrinking, rn
             if pg < pg_min:
                 pg_min = pg
             if abs(pg) > PG_SKIP:
-                q = qd[r]
-                if q > 0.0:
-                    new = min(max(a - g / q, 0.0), u)
-                else:
-                    # Q_ii = 0: an empty row without bias under L1 loss.  The
-                    # dual is linear in alpha_i with slope g = -1, so the
-                    # optimum is the upper bound (LIBLINEAR gets there by
-                    # dividing by zero).
-                    new = u if g < 0.0 else 0.0
+                new = dual_step(code, m, g, a, u, qd[r], tol)
                 alpha[r] = new
                 row_axpy(X, i, (new - a) * yi * sigma, w, bias)
             s += 1

@@ -8,7 +8,7 @@ the loss's Newton terms ``(loss_i, alpha_i, D_ii)``
 the rows adds, per problem::
 
     loss    sum_i C_i loss_i
-    alpha   sum_i alpha_i
+    alpha   sum_i alpha_i                       (the dual's sum: :func:`~.losses.newton_dual_term`)
     v       sum_i alpha_i y_i [x_i, b]          (the gradient is w - v)
     active  #{i : D_ii > 0}
     trial   sum_i C_i loss(1 - m0_i - t dm_i)   for t in steps (m0 at w, dm along s)
@@ -28,7 +28,7 @@ pairwise sums: 2e-16).
 import numpy as np
 from numba import njit
 
-from .losses import newton_terms
+from .losses import newton_dual_term, newton_terms
 
 # Rows whose sums are added apart (two-level summation: the rounding grows with RUN + rows / RUN).
 RUN = 256
@@ -98,9 +98,10 @@ def dense_newton_sums(X, Y, cost, W, S, bias, code, steps, sums, rows, filled, t
             y = Y[c, i]
             z0 = row_dot(X, i, W, c) + bias * W[c, d]
             dz = row_dot(X, i, S, c) + bias * S[c, d] if trials[c] else 0.0
-            terms, factor, weight = newton_terms(code, cost[c, i], 1.0 - y * (z0 + dz))
+            s = 1.0 - y * (z0 + dz)
+            terms, factor, weight = newton_terms(code, cost[c, i], s)
             run_loss[c] += cost[c, i] * terms
-            run_alpha[c] += factor
+            run_alpha[c] += newton_dual_term(code, cost[c, i], s, factor)
             if factor != 0.0:
                 a = factor * y
                 for j in range(d):

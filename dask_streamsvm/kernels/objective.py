@@ -24,9 +24,7 @@ def weighted_loss_sum(X, y, cost, w, bias, loss):
     """``sum_i C_i loss(y_i w . [x_i, b])`` over every row of ``X``, for the loss of code ``loss``."""
     total = 0.0
     for i in range(n_rows(X)):
-        xi = 1.0 - y[i] * row_dot(X, i, w, bias)
-        if xi > 0.0:
-            total += weighted_loss(loss, cost[i], xi)
+        total += weighted_loss(loss, cost[i], 1.0 - y[i] * row_dot(X, i, w, bias))
     return total
 
 

@@ -36,19 +36,20 @@ import numpy as np
 from numba import njit
 
 from .dcd import PG_SKIP
-from .losses import row_gap
+from .losses import dual_gradient, dual_step, inner_tolerance, row_gap
 from .rng import shuffle_prefix
 from .rows import prefetch, row_axpy, row_dot, row_prefetch, row_prefetch_start
 
 
 @njit(cache=True, nogil=True)
-def gradients(X, Y, D, A, W, bias, slots, G):
-    """``G[c, t] = Y[c, s] W[c] . [x_s, b] - 1 + D[c, s] A[c, s]`` for ``s = slots[t]``."""
+def gradients(X, Y, U, D, A, W, bias, loss, slots, G):
+    """``G[c, t]``, the dual gradient of row ``s = slots[t]`` in problem ``c`` (:func:`~.losses.dual_gradient`
+    of the loss of code ``loss``: ``Y[c, s] W[c] . [x_s, b] - 1 + D[c, s] A[c, s]`` for the hinges)."""
     for c in range(Y.shape[0]):
         w = W[c]
         for t in range(slots.shape[0]):
             s = slots[t]
-            G[c, t] = Y[c, s] * row_dot(X, s, w, bias) - 1.0 + D[c, s] * A[c, s]
+            G[c, t] = dual_gradient(loss, Y[c, s] * row_dot(X, s, w, bias), A[c, s], U[c, s], D[c, s])
 
 
 @njit(cache=True, nogil=True)
@@ -67,11 +68,12 @@ def gradients_and_gap(X, Y, U, D, A, W, bias, loss, slots, G):
         s = slots[t]
         gap = 0.0
         for c in range(Y.shape[0]):
-            g = Y[c, s] * row_dot(X, s, W[c], bias) - 1.0 + D[c, s] * A[c, s]
+            m = Y[c, s] * row_dot(X, s, W[c], bias)
+            g = dual_gradient(loss, m, A[c, s], U[c, s], D[c, s])
             G[c, t] = g
             if U[c, s] == 0.0:
                 continue
-            gap += row_gap(loss, g, A[c, s], U[c, s], D[c, s])
+            gap += row_gap(loss, m, g, A[c, s], U[c, s], D[c, s])
         total += gap
     return total
 
@@ -272,6 +274,8 @@ def block_sweep(X, slot_values, W, bias, loss, index, active, shrink, done, eps,
         G  = y_i w_c . [x_i, b] - 1 + D_ii alpha_i
         alpha_i <- min(max(alpha_i - G / Qbar_ii, 0), U_i),  w_c += (change) y_i [x_i, b]
 
+    (the loss's leaves, :func:`~.losses.dual_gradient` and :func:`~.losses.dual_step`:
+    the logistic loss's step solves its entropy's 1-D problem)
     ``index[c]`` holds the slots, its first ``active[c]`` the active set;
     ``shrink[c] = (pg_max_old, pg_min_old)`` are the thresholds a bound row
     is shrunk by (``alpha_i = 0`` and ``G > pg_max_old``, or ``alpha_i =
@@ -290,6 +294,7 @@ def block_sweep(X, slot_values, W, bias, loss, index, active, shrink, done, eps,
     n = index.shape[1]
     visits = 0
     seen = 0.0
+    tol = inner_tolerance(eps)
     for c in range(Y.shape[0]):
         if done[c]:
             continue
@@ -315,7 +320,8 @@ def block_sweep(X, slot_values, W, bias, loss, index, active, shrink, done, eps,
             yi = y[r]
             a = alpha[r]
             u = upper[r]
-            g = yi * row_dot(X, i, w, bias) - 1.0 + diag[r] * a
+            m = yi * row_dot(X, i, w, bias)
+            g = dual_gradient(loss, m, a, u, diag[r])
             pg = 0.0
             if a == 0.0:
                 if g > pg_max_old:
@@ -336,16 +342,13 @@ def block_sweep(X, slot_values, W, bias, loss, index, active, shrink, done, eps,
             else:
                 pg = g
             if u > 0.0:
-                seen += row_gap(loss, g, a, u, diag[r])
+                seen += row_gap(loss, m, g, a, u, diag[r])
             if pg > pg_max:
                 pg_max = pg
             if pg < pg_min:
                 pg_min = pg
             if abs(pg) > PG_SKIP:
-                q = qd[r]
-                # Q_ii = 0 (an empty row, no bias, L1 loss): the dual is linear in alpha_i
-                # with slope g = -1, so the optimum is the bound (dcd_passes' reading).
-                new = min(max(a - g / q, 0.0), u) if q > 0.0 else (u if g < 0.0 else 0.0)
+                new = dual_step(loss, m, g, a, u, qd[r], tol)
                 alpha[r] = new
                 row_axpy(X, i, (new - a) * yi, w, bias)
             s += 1

@@ -5,8 +5,11 @@ streaming fit goes through) on its partitions with its own ``cache_bytes``
 (:func:`train_part`), and the client averages the weight vectors with the parts' row counts as
 weights.  One more read computes the averaged model's primal objective (:func:`part_loss`);
 its dual is bounded from below by the parts' duals, each part's scaled by its own factor
-(:func:`combined_dual`), so ``duality_gap_`` bounds its suboptimality (exactly so for a boxed loss
-loss).  The gap is reported, and warned of above ``tol``: it is not a target.
+(:func:`combined_dual`), so ``duality_gap_`` bounds its suboptimality.  A loss whose dual is not
+quadratic in those factors (the logistic loss, :attr:`~..losses.Loss.quadratic_dual`) is
+certified instead by the dual point the average itself gives, ``alpha_i(w) = -C_i loss'(m_i)``,
+whose sums the same read adds up (:func:`part_point`).  The gap is reported, and warned of above
+``tol``: it is not a target.
 """
 
 import time
@@ -17,6 +20,7 @@ import numpy as np
 from ...kernels.objective import weighted_loss_sum
 from ..layout import kernel_rows
 from ..losses import LOSSES, loss_of
+from ..primal_sums import Sums, block_sums
 from ..problem import encode_block, unconverged_message
 from ..result import FitResult
 from ..schedules import fit_stream
@@ -112,14 +116,28 @@ def _fit_average(client, placement, plan, clock_start):
     share = rows / rows.sum()
     W = sum(s * f.W for s, f in zip(share, fits, strict=True))
     half_sq = 0.5 * np.einsum("ij,ij->i", W, W)
-    # The duals' own weights (a part's model may be an earlier, better pass's) and their sums.
-    dual_Ws, dual_sums = [f.dual_W for f in fits], [f.dual_sums for f in fits]
-    dual, scales = combined_dual(dual_Ws, dual_sums, share, loss_of(plan.loss))
-    losses = gather(
-        client,
-        [submit(client, part_loss, source, W, plan, worker=worker) for worker, source in parts],
-    )
-    primal = half_sq + np.sum(losses, axis=0)
+    loss = loss_of(plan.loss)
+    if loss.quadratic_dual:
+        # The duals' own weights (a part's model may be an earlier, better pass's) and their sums.
+        dual_Ws, dual_sums = [f.dual_W for f in fits], [f.dual_sums for f in fits]
+        dual, scales = combined_dual(dual_Ws, dual_sums, share, loss)
+        losses = gather(
+            client,
+            [submit(client, part_loss, source, W, plan, worker=worker) for worker, source in parts],
+        )
+        primal = half_sq + np.sum(losses, axis=0)
+    else:  # the average's own dual point certifies it: its sums come with the loss's
+        losses = gather(
+            client,
+            [submit(client, part_point, source, W, plan, worker=worker) for worker, source in parts],
+        )
+        point = losses[0]
+        for more in losses[1:]:
+            point.add(more)
+        primal = half_sq + point.loss
+        sums = zip(point.alpha, point.v, point.loss, strict=True)
+        dual = np.array([loss.newton_dual(a, v, lo) for a, v, lo in sums])
+        scales = np.full((W.shape[0], len(parts)), np.nan)
     history = [
         {
             "part": k,
@@ -141,7 +159,7 @@ def _fit_average(client, placement, plan, clock_start):
             "part": "average",
             "seconds": time.perf_counter() - clock_start,
             "bytes_sent": sent + W.nbytes * len(parts),
-            "bytes_received": received + sum(np.asarray(x).nbytes for x in losses),
+            "bytes_received": received + sum(_nbytes(x) for x in losses),
             "primal": float(primal.sum()),
             "dual": float(dual.sum()),
             "gap": float(gap.max()),
@@ -200,21 +218,45 @@ def combined_dual(Ws, dual_sums, share, loss):
     return duals, scales
 
 
-def part_loss(packed, W, plan):
-    """Per problem, the weighted loss sum of a part's rows at ``W`` (one read, a partition at a time)."""
+def _nbytes(sums):
+    """Bytes a part's certificate sums sent back: a loss array, or a :class:`~..primal_sums.Sums`."""
+    if isinstance(sums, Sums):
+        return sums.loss.nbytes + sums.alpha.nbytes + sums.v.nbytes
+    return np.asarray(sums).nbytes
+
+
+def part_point(packed, W, plan):
+    """A part's :class:`~..primal_sums.Sums` at ``W`` without a Hessian (one read, a partition at a
+    time): its loss, the dual sum and ``sum alpha_i y_i x_i`` of the dual point ``alpha(W)``,
+    which certify the average of a loss whose dual is not quadratic (:meth:`~..losses.Loss.newton_dual`)."""
+    k, width = W.shape
+    total = Sums.zeros(k, width, hessian=False)
+    zero, code, fmap = np.zeros_like(W), plan.loss_code, plan.feature_map  # zero: no trial direction
+    for block, y_pm, cost in _labelled_blocks(packed, plan):
+        total.add(block_sums(block.X, y_pm, cost, W, zero, plan.bias, code, fmap, hessian=False))
+    return total
+
+
+def _labelled_blocks(packed, plan):
+    """``(block, y, cost)`` of each partition of a part with rows, read once on its worker (the
+    synchronous scheduler), stopping at the partition after its task was cancelled."""
     source = packed.source()
-    total = np.zeros(W.shape[0])
     stop_if_cancelled = cancel_check()
     with synchronous():
         for p in range(source.n_partitions):
             stop_if_cancelled()
             block = source.load(p)
-            if block.n_rows == 0:
-                continue
-            y_pm, cost = encode_block(plan, block)
-            rows = kernel_rows(block.X, plan.feature_map)  # CSR for a feature map
-            for c in range(W.shape[0]):
-                total[c] += weighted_loss_sum(
-                    rows, y_pm[c], cost[c], np.ascontiguousarray(W[c]), plan.bias, plan.loss_code
-                )
+            if block.n_rows:
+                yield (block, *encode_block(plan, block))
+
+
+def part_loss(packed, W, plan):
+    """Per problem, the weighted loss sum of a part's rows at ``W`` (one read, a partition at a time)."""
+    total = np.zeros(W.shape[0])
+    for block, y_pm, cost in _labelled_blocks(packed, plan):
+        rows = kernel_rows(block.X, plan.feature_map)  # CSR for a feature map
+        for c in range(W.shape[0]):
+            total[c] += weighted_loss_sum(
+                rows, y_pm[c], cost[c], np.ascontiguousarray(W[c]), plan.bias, plan.loss_code
+            )
     return total

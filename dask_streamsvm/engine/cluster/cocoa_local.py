@@ -148,11 +148,11 @@ def cocoa_round(part, W, passes, seed):
             continue
         w = np.ascontiguousarray(W[c], dtype=np.float64)
         sums[c, 0] = weighted_loss_sum(part.rows, part.Y[c], part.cost[c], w, part.bias, part.loss.code)
-        sums[c, 1:] = part.loss.dual_sums(alpha[c], part.diag[c])
+        sums[c, 1:] = part.loss.dual_sums(alpha[c], part.upper[c], part.diag[c])
         index = np.flatnonzero(part.cost[c] > 0.0).astype(np.int64)
         v = w.copy()
         a = alpha[c].copy()
-        problem = ProblemArrays(part.Y[c], part.upper[c], part.diag[c], part.qd[c])
+        problem = ProblemArrays(part.Y[c], part.upper[c], part.diag[c], part.qd[c], part.loss.code)
         shrinking = Shrinking(index.shape[0], np.inf, -np.inf)
         rng_state = make_state(seed + c)
         dcd_passes(part.rows, problem, index, a, v, part.bias, passes, 0.0, shrinking, rng_state, part.sigma)
@@ -223,9 +223,9 @@ class LocalBlockTrainer(BlockTrainer):
     def _solve_block(self, memory, n):
         sigma = self.sigma
         for c in range(self.k):
-            y, upper, diag, qd = memory.problem(c)
+            y, upper, diag, qd, code = memory.problem(c, self.loss.code)
             # qd holds ||[x_i, b]||^2 + D_ii; the local subproblem's curvature scales the first term.
-            problem = ProblemArrays(y, upper, diag, sigma * (qd - diag) + diag)
+            problem = ProblemArrays(y, upper, diag, sigma * (qd - diag) + diag, code)
             index = memory.live[:n].astype(np.int64)
             out = dcd_passes(
                 memory.layout, problem, index, memory.A[c], self.W[c], self.bias, self.passes, INNER_EPS,

@@ -80,7 +80,7 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None):
     Exact as on one machine (the sums are the data's sums), and what moves per step is ``W`` and
     ``S`` out to each part and one :class:`~..primal.Sums` (``O(k D^2)`` floats) per tree edge.
     """
-    from ..primal import BAND_SHARE, sample_rows, solve_primal, warm_start
+    from ..primal import band_share, sample_rows, solve_primal, warm_start
 
     plan, placement = place(client, source, plan)
     scaler, placement = scaled_parts(client, source, plan, placement)
@@ -109,7 +109,7 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None):
     del sample
     rows = sum(f.totals.rows for f in firsts)
     band = (
-        -(-int(BAND_SHARE * rows) // K),
+        -(-int(band_share(plan, capped=False) * rows) // K),
         None if plan.cache_bytes is None else plan.cache_bytes // (K * plan.n_problems),
     )
 

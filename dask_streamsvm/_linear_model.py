@@ -1,0 +1,342 @@
+"""What the linear models share: the one fit plan, the engine's front door, the fitted attributes.
+
+:class:`LinearModel` is the base of :class:`~dask_streamsvm.LinearSVC` and
+:class:`~dask_streamsvm.LogisticRegression`: it validates their parameters,
+builds one :class:`~dask_streamsvm.engine.problem.FitPlan`, turns the input
+into rows (:mod:`dask_streamsvm._linear_input`), calls
+:func:`dask_streamsvm.engine.fit.fit` (``partial_fit``:
+:func:`~dask_streamsvm.engine.fit.fit_partial`), which chooses the solver, and
+sets the fitted attributes from the one
+:class:`~dask_streamsvm.engine.result.FitResult` it returns.  A model says
+which problem it solves with :meth:`LinearModel._model`: its loss (a name of
+:data:`~dask_streamsvm.engine.problem.LOSSES`), whether its classes are one
+joint problem (Crammer-Singer), and whether it fits Platt's sigmoids.
+"""
+
+import os
+import time
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from ._hooks import PassHooks, warn_interrupted, warn_uncertified
+from ._linear_input import LinearInput
+from ._persist import save_model
+from ._stream_classifier import checked_params, feature_spec
+from ._validation import (
+    anything,
+    auto_or_bool,
+    boolean,
+    cache_size,
+    callables,
+    integer,
+    non_negative_float,
+    one_of,
+    optional,
+    pair,
+    positive_float,
+    verbosity,
+)
+from ._validation import byte_size as byte_size_check
+from ._validation import class_weight as class_weight_check
+from ._validation import feature_map as feature_map_check
+from ._validation import random_state as random_state_check
+from .engine import fit as engine
+from .engine.problem import FitPlan, cs_model, unconverged_message
+from .engine.source import is_dask_collection
+from .features import Standardize
+
+_INT64_MAX = np.iinfo(np.int64).max
+
+# The parameters every linear model has, and their checks (each model adds its own).
+PARAMETER_CONSTRAINTS = {
+    "C": positive_float,
+    "penalty": one_of("l2"),
+    "dual": auto_or_bool,
+    "fit_intercept": boolean,
+    "intercept_scaling": anything,  # checked with fit_intercept (checked_params)
+    "class_weight": class_weight_check,
+    "feature_map": feature_map_check,
+    "tol": positive_float,
+    "max_iter": integer(),
+    "solver": one_of(*engine.SOLVERS),
+    "cache_bytes": cache_size,
+    "block_bytes": optional(byte_size_check),
+    "inner_iter": optional(integer()),
+    "cache_policy": one_of(*engine.CACHE_POLICIES),
+    "deterministic": boolean,
+    "shuffle": boolean,
+    "prefetch": integer(),
+    "alpha_store": one_of("memory", "disk"),
+    "callbacks": callables,
+    "cluster": optional(one_of(*engine.CLUSTER_MODES)),
+    "on_invalid": one_of("raise", "skip"),
+    "retries": integer(low=0),
+    "read_timeout": optional(positive_float),
+    "spill": auto_or_bool,
+    "checkpoint_every": optional(non_negative_float),
+    "validation_data": pair,
+    "random_state": random_state_check,
+    "verbose": verbosity,
+}
+
+
+def parameter_docs(doc, names):
+    """The entries ``names`` of the numpydoc Parameters section of ``doc``, in that order: a
+    model documents once the parameters it shares with another (each entry is its line
+    ``name : type`` at four spaces and the lines indented deeper below it)."""
+    entries, current = {}, None
+    section = doc.split("Parameters\n    ----------\n", 1)[1].split("\n    Attributes\n", 1)[0]
+    for line in section.splitlines():
+        head = line[4:].split(" : ", 1)[0]
+        if line.startswith("    ") and not line.startswith("     ") and " : " in line and head.isidentifier():
+            current = entries.setdefault(head, [])
+        if current is not None:
+            current.append(line)
+    missing = [name for name in names if name not in entries]
+    if missing:
+        raise ValueError(f"the docstring documents no parameter {missing}")
+    return "".join("\n".join(entries[name]).rstrip() + "\n" for name in names)
+
+
+class LinearModel(LinearInput):
+    """The base of the linear models: fit, ``partial_fit``, the fitted attributes and ``save``.
+
+    A subclass stores its parameters (those of :data:`PARAMETER_CONSTRAINTS`
+    and its own) and says which problem it solves (:meth:`_model`).
+    """
+
+    def _model(self):
+        """``(loss, crammer_singer, platt)``: the loss's name, whether the classes are one joint
+        problem, and whether Platt's sigmoids are fitted for ``predict_proba``."""
+        raise NotImplementedError
+
+    def _plan(self, params, solver):
+        """The one :class:`FitPlan` of a fit: these parameters, no features or labels yet."""
+        loss, crammer_singer, platt = self._model()
+        cache_bytes, share = params["cache_bytes"], None
+        if isinstance(cache_bytes, engine.CacheShare):  # a share of the rows: the engine resolves it
+            cache_bytes, share = None, float(cache_bytes)
+        scaler = self.feature_map if isinstance(self.feature_map, Standardize) else None
+        return FitPlan(
+            C=params["C"], loss=loss, crammer_singer=crammer_singer, estimator=type(self).__name__,
+            class_weight=self.class_weight, bias=params["bias"], tol=params["tol"],
+            max_iter=params["max_iter"], solver=solver, dual=params["dual"], cluster=self.cluster,
+            cache_bytes=cache_bytes, block_bytes=params["block_bytes"], cache_share=share,
+            inner_iter=params["inner_iter"], cache_policy=params["cache_policy"], prefetch=params["prefetch"],
+            shuffle=bool(self.shuffle), retries=params["retries"], alpha_store=params["alpha_store"],
+            read_timeout=params["read_timeout"], spill=params["spill"], spill_dir=self.spill_dir,
+            deterministic=bool(self.deterministic), random_state=self.random_state,
+            probability=platt, scaler=scaler,
+        )  # fmt: skip
+
+    def fit(self, X, y, sample_weight=None, client=None, resume=False):
+        """Fit the model to ``X`` and ``y``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame, Dask Array, Dask DataFrame}
+            In-memory data (NumPy, SciPy sparse, pandas) is solved in memory.
+            Dask collections are streamed through the row cache
+            (``solver="streamsvm"``) unless ``solver="memory"`` asks to
+            compute them into memory.
+        y : array-like, Dask Array or Series, or str
+            Labels; with a Dask DataFrame ``X``, the name of its label column.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample multiplier of ``C``; rows of weight 0 are ignored. For
+            Dask input, a Dask Array or Series partitioned like ``X``.
+        client : distributed.Client or None, default=None
+            The cluster to train on (None: the active client, if any).
+        resume : bool, default=False
+            Continue from the checkpoint in ``checkpoint_dir`` (streaming
+            solvers), if there is one: the fit goes on from the pass after
+            it and ends at the model of a fit never stopped. The data and
+            the parameters that shape the solution must be those of the fit
+            that wrote it (``max_iter``, ``tol``, ``callbacks``, ``verbose``
+            and the checkpoint settings may change). Without a checkpoint
+            the fit starts from the beginning.
+
+        Returns
+        -------
+        self
+
+        Notes
+        -----
+        A ``KeyboardInterrupt`` (Ctrl-C) stops a fit within about a second
+        (a partition being read is finished first). Streaming, once a pass
+        has been certified, ``fit`` then returns with the model that pass
+        certified (``objective_`` and ``duality_gap_`` are exact) and a
+        warning saying so; in memory, with the current model, certified. An
+        interrupt before that propagates. The fitted attributes change together when the fit
+        succeeds; a fit that fails or is interrupted before that leaves them as they were.
+        """
+        return self._published(LinearModel._fit, X, y, sample_weight, client, resume)
+
+
+    def _fit(self, X, y, sample_weight, client, resume):
+        clock_start = time.perf_counter()
+        plan = self._plan(checked_params(self), self.solver)
+        self.__dict__.pop("_stream", None)  # a fit ends any partial_fit stream
+        out_of_core = is_dask_collection(X) or isinstance(X, str | os.PathLike)
+        plan, client = engine.where_to_fit(
+            plan, client, out_of_core=out_of_core, checkpointing=self.checkpoint_dir is not None,
+            validating=self.validation_data is not None,
+        )  # fmt: skip
+        client = engine.check(
+            plan, out_of_core=out_of_core, input_name=type(X).__name__, client=client, resume=resume,
+            checkpointing=self.checkpoint_dir is not None, validating=self.validation_data is not None,
+        )  # fmt: skip
+        if plan.cluster is not None:
+            data = self._cluster_source(X, y, sample_weight)
+        elif engine.streams(plan, out_of_core):
+            data = self._source(X, y, sample_weight)
+        else:
+            data = self._memory_data(X, y, sample_weight)
+        n_features = data.X.shape[1] if isinstance(data, engine.MemoryData) else data.n_features
+        plan = plan.replace(feature_map=feature_spec(self.feature_map, n_features))
+        checkpoints = None
+        if self.checkpoint_dir is not None:
+            fingerprint = engine.data_fingerprint(self.get_params(deep=False), data)
+            checkpoints = engine.Checkpoints(self.checkpoint_dir, self.checkpoint_every, fingerprint)
+        hooks = PassHooks(self.callbacks, self.verbose, self._validation_set(), plan.feature_map)
+        result = engine.fit(
+            data, plan, hooks, client=client, checkpoints=checkpoints, resume=resume, clock_start=clock_start
+        )
+        self._set_model(result)
+        return self
+
+    def partial_fit(self, X, y=None, classes=None, sample_weight=None):
+        """One pass of selective block minimization over a block of a stream.
+
+        SBM for streaming data (Chang & Roth 2011, section 4): the new rows
+        start with ``alpha = 0``; the dual is solved on them plus a cache of
+        the most informative rows kept from earlier blocks
+        (at most ``inner_iter`` passes); then the cache is chosen anew within
+        ``cache_bytes`` (``cache_policy``).  Rows that leave memory are
+        forgotten, dual variable included, so memory stays at the cache plus
+        one block however long the stream.  ``solver`` and ``block_bytes``
+        play no part: each call is one block (each partition of a Dask
+        collection, read ahead by the reader thread, one pass).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame, Dask Array, Dask DataFrame, path}
+        y : array-like, Dask Array or Series, or str (a Dask DataFrame's label column)
+        classes : array-like, default=None
+            Every class of the stream: required on the first call (unless the
+            model was fitted by :meth:`fit`, whose classes it keeps), and, if
+            given later, the same.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+
+        Notes
+        -----
+        ``objective_`` and ``duality_gap_`` are NaN after ``partial_fit``:
+        rows that left memory keep no dual variable, so there is no
+        certificate.  ``history_`` holds a record per block (``rows``,
+        ``rows_seen``, ``memory_bytes``, the bytes of cache plus block held
+        while training, ``cache_rows`` and ``cache_bytes``).  After
+        :meth:`fit`, ``partial_fit`` continues from the fitted model with an
+        empty cache.  ``class_weight="balanced"`` and ``probability=True``
+        need the whole data and are refused.  A call that fails or is
+        interrupted leaves the model as it was, and forgets the cache.
+        """
+        try:
+            return self._published(LinearModel._partial_fit, X, y, classes, sample_weight)
+        except BaseException:
+            self.__dict__.pop("_stream", None)  # the stream was trained in place, part-way
+            raise
+
+
+    def _partial_fit(self, X, y, classes, sample_weight):
+        plan = self._plan(checked_params(self), "partial")
+        engine.check_partial(plan, checkpointing=self.checkpoint_dir is not None)
+        stream = getattr(self, "_stream", None)
+        fitted = hasattr(self, "coef_")
+        first = stream is None and not fitted
+        classes = self._partial_fit_classes(classes, first=first)
+        clock_start = time.perf_counter()
+        if is_dask_collection(X) or isinstance(X, str | os.PathLike):
+            data = self._source(X, y, sample_weight, check_width=not first)
+            n_features = data.n_features
+        else:
+            data = self._memory_data(X, y, sample_weight, reset=first)
+            n_features = data.X.shape[1]
+        self.classes_ = classes
+        seed = int(check_random_state(self.random_state).randint(_INT64_MAX, dtype=np.int64))
+        plan = plan.replace(feature_map=feature_spec(self.feature_map, n_features), seed=seed).with_labels(
+            classes, np.ones(classes.shape[0], dtype=np.int64), classes
+        )
+        if plan.cache_share is not None:  # a share of a stream of unknown size: no rows are kept
+            plan = plan.with_cache_bytes(1)
+        start_from = (self.coef_, self.intercept_) if stream is None and fitted else None
+        if stream is None:
+            self.history_ = []
+        result = engine.fit_partial(data, plan, stream, start_from, clock_start)
+        self._stream = result.state
+        self.history_ = [*self.history_, *result.history]
+        self._set_weights(plan, result.W)
+        self.n_iter_ = result.state.blocks
+        problems = 1 if plan.crammer_singer else self.coef_.shape[0]
+        self.objective_ = np.nan if problems == 1 else np.full(problems, np.nan)
+        self.duality_gap_ = np.nan if problems == 1 else np.full(problems, np.nan)
+        return self
+
+    def _set_weights(self, plan, W):
+        """``coef_`` and ``intercept_`` from the engine's ``W`` (a row per problem, bias weight last)."""
+        W = cs_model(W) if plan.crammer_singer else W
+        self.coef_ = W[:, :-1].copy()
+        self.intercept_ = W[:, -1] * plan.bias
+
+    def _set_model(self, result):
+        """Every fitted attribute from the engine's :class:`~dask_streamsvm.engine.result.FitResult`;
+        warns if it did not converge, or was interrupted."""
+        plan = result.plan
+        for name in ("cluster_parts_", "standardize_", "probA_", "probB_"):  # set again where they apply
+            self.__dict__.pop(name, None)
+        self.classes_ = plan.classes
+        self._set_weights(plan, result.W)
+        if result.scaler is not None:  # the standardized features' model, for the raw features
+            self.standardize_ = result.scaler
+            self.coef_, self.intercept_ = result.scaler.fold(self.coef_, self.intercept_)
+        self.n_iter_ = int(result.passes)
+        objective = np.array([c.primal for c in result.certificates])
+        gap = np.array([c.relative_gap for c in result.certificates])
+        if not result.certified:  # the certificates bound w = 0, not the trained model returned
+            objective, gap = np.full_like(objective, np.nan), np.full_like(gap, np.nan)
+        one = len(result.certificates) == 1
+        self.objective_, self.duality_gap_ = (float(objective[0]), float(gap[0])) if one else (objective, gap)
+        self.history_ = result.history
+        if result.platt is not None:
+            self.probA_, self.probB_ = result.platt
+        if result.parts is not None:
+            self.cluster_parts_ = result.parts
+        for message in result.messages:
+            warnings.warn(message, ConvergenceWarning, stacklevel=5)
+        if not result.certified:
+            warn_uncertified(result.passes, result.interrupted)
+        elif not np.all(result.converged) and not (result.stopped or result.interrupted):
+            message = unconverged_message(plan, result.certificates, result.converged, result.feature_max)
+            warnings.warn(message, ConvergenceWarning, stacklevel=5)
+        if result.interrupted and result.certified:
+            warn_interrupted(self, result.passes)
+
+    # -- model files ---------------------------------------------------------------------
+
+    def save(self, path):
+        """Write the fitted model to ``path`` without pickle; read it with :func:`dask_streamsvm.load`.
+
+        The file is a zip archive of ``.npy`` arrays and JSON metadata with a
+        format version and checksums.  ``callbacks``, ``validation_data`` and
+        ``checkpoint_dir`` are not saved, and a ``random_state`` that is not an
+        int is saved as None.  The checksums detect damage, not tampering:
+        load only files you trust.
+        """
+        check_is_fitted(self)
+        save_model(self, path)
