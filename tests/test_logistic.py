@@ -312,3 +312,43 @@ def test_wide_data_on_a_cluster_takes_truncated_newton(client):
     assert {r["method"] for r in clf.history_} == {"truncated_newton"}
     assert clf.duality_gap_ <= 1e-5
     assert -ROUNDING <= (clf.objective_ - p_star) / clf.objective_ <= clf.duality_gap_ + ROUNDING
+
+
+def test_a_refused_newton_step_is_halved_by_the_next_read():
+    """The logistic loss reads no trial step lengths (primal_sums.trial_steps): a full step that
+    fails Armijo's rule (from w = 0 at C = 1e6 on separable rows) is halved by the next read, as
+    often as needed, and the fit still ends certified."""
+    from dask_streamsvm.engine.primal_sums import trial_steps
+    from dask_streamsvm.kernels.losses import LOGISTIC, SQUARED_HINGE
+
+    assert trial_steps(LOGISTIC).shape == (0,) and trial_steps(SQUARED_HINGE).shape == (12,)
+    rng = np.random.RandomState(0)
+    X = rng.randn(2000, 5)
+    y = (X[:, 0] > 0).astype(int)
+    clf = LogisticRegression(C=1e6, dual=False, tol=1e-8, random_state=0).fit(X, y)
+    assert any(not r["accepted"] for r in clf.history_), "the case needs a refused step"
+    run = 0  # refusals in a row: the step the next accepted read took is halved as often
+    for record in clf.history_[1:]:
+        if not record["accepted"]:
+            run += 1
+            continue
+        assert record["step"] == 0.5**run
+        run = 0
+    assert clf.duality_gap_ <= 1e-8
+
+
+def test_in_memory_newton_starts_from_a_sample(monkeypatch):
+    """A tall in-memory fit takes Newton's damped first steps on a tenth of its rows
+    (primal.memory_start): its reads of every row are the last two or three, numbered from 1."""
+    from dask_streamsvm.engine import primal
+
+    from ._helpers import noisy_linear_data
+
+    X, y = noisy_linear_data(100_000, 10, seed=3)
+    clf = LogisticRegression(C=1.0, tol=1e-8, random_state=0).fit(X, y)
+    assert clf.history_[0]["sample_rows"] == 10_000 and clf.history_[0]["pass"] == 1
+    assert clf.n_iter_ <= 4 and clf.duality_gap_ <= 1e-8
+    monkeypatch.setattr(primal, "MEMORY_SAMPLE_SHARE", 0.3)  # a sample of more than a quarter: none
+    cold = LogisticRegression(C=1.0, tol=1e-8, random_state=0).fit(X, y)
+    assert "sample_rows" not in cold.history_[0] and cold.n_iter_ > clf.n_iter_
+    assert cold.objective_ == pytest.approx(clf.objective_, rel=1e-8)

@@ -1,21 +1,28 @@
 """The primal Newton solver's sums over dense rows (one fused kernel per chunk, the Hessian by SYRK)
-against a plain NumPy reference of every sum, on float32 and float64 rows."""
+and CSR rows (one fused kernel, the Hessian's nonzero pairs) against a plain NumPy reference of
+every sum, on float32 and float64 rows, for each loss with Newton pieces (and the hinge's
+subgradient terms)."""
 
 import math
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from scipy.special import expit
 
 from dask_streamsvm.engine import primal_sums
-from dask_streamsvm.engine.primal_sums import STEPS, block_sums, gram, too_large
+from dask_streamsvm.engine.primal_sums import STEPS, block_sums, gram, too_large, trial_steps
 from dask_streamsvm.kernels import losses as kl
+from dask_streamsvm.kernels.newton import csr_hessian_product
 
-CODES = [kl.DEFAULT, kl.HINGE]
+CODES = [kl.DEFAULT, kl.HINGE, kl.LOGISTIC]
 
 
 def reference_terms(code, cost, s):
     """``(loss, alpha, D)`` per row, from the table of :func:`~dask_streamsvm.kernels.losses.newton_terms`."""
+    if code == kl.LOGISTIC:
+        m = 1.0 - s
+        return np.logaddexp(0.0, -m), cost * expit(-m), np.where(cost > 0, cost * expit(m) * expit(-m), 0.0)
     xi = np.maximum(0.0, s)
     if code == kl.SQUARED_HINGE:
         return xi * xi, 2.0 * cost * xi, np.where((xi > 0) & (cost > 0), 2.0 * cost, 0.0)
@@ -34,17 +41,23 @@ def reference_sums(X, Y, cost, W, S, bias, code):
         z0, dz = Xa @ W[c], Xa @ S[c]
         loss, alpha, weight = reference_terms(code, C, 1.0 - y * (z0 + dz))
         out["loss"].append(math.fsum(C * loss))
-        out["alpha"].append(math.fsum(alpha))
+        dual = alpha  # the read's dual sum: alpha's, or the logistic loss's entropies of alpha(w)
+        if code == kl.LOGISTIC:
+            m = y * (z0 + dz)
+            dual = np.where(C > 0, C * (expit(-m) * np.logaddexp(0, m) + expit(m) * np.logaddexp(0, -m)), 0.0)
+        out["alpha"].append(math.fsum(dual))
         terms = (alpha * y)[:, None] * Xa
         out["v"].append([math.fsum(col) for col in terms.T])
         out["hessian"].append(Xa.T @ (weight[:, None] * Xa))
         out["active"].append(int((weight > 0).sum()))
         trial = np.zeros(len(STEPS))
+        steps = trial_steps(code)  # none for the smooth logistic loss
         if S[c].any():
             m0, dm = y * z0, y * dz
-            trial = np.array([math.fsum(C * reference_terms(code, C, 1.0 - m0 - dm * t)[0]) for t in STEPS])
+            losses = [reference_terms(code, C, 1.0 - m0 - dm * t)[0] for t in steps]
+            trial[: len(steps)] = [math.fsum(C * loss_t) for loss_t in losses]
         out["trial"].append(trial)
-        for name, value in (("loss", C * loss), ("alpha", alpha), ("trial", trial)):
+        for name, value in (("loss", C * loss), ("alpha", dual), ("trial", trial)):
             scale[name].append(float(np.abs(value).sum()) if name != "trial" else np.abs(trial))
         scale["v"].append(np.abs(terms).sum(axis=0))
     return {name: np.array(value) for name, value in out.items()}, {n: np.array(v) for n, v in scale.items()}
@@ -99,8 +112,67 @@ def test_dense_sums_match_the_reference(small_chunks, monkeypatch, dtype, k, tri
     ref, scale = reference_sums(X, Y, cost, W, S, bias, code)
     assert got.rows == 1000
     assert 0 < got.active.min() < 1000 or code == kl.HINGE
-    assert trial == bool(got.trial.any())
+    assert (trial and code != kl.LOGISTIC) == bool(got.trial.any())  # no trial lengths: a smooth loss
     assert_sums(got, ref, scale, hessian_rel=1e-5 if single and dtype == np.float32 else 1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("trial", [True, False])
+@pytest.mark.parametrize("bias", [0.0, 1.0])
+@pytest.mark.parametrize("code", CODES)
+def test_csr_sums_match_the_reference(small_chunks, dtype, k, trial, bias, code):
+    """Sparse rows (10% full: summed in place by the CSR kernel, the Hessian from each row's pairs
+    of nonzeros, fused with the read) against the same reference as dense rows."""
+    rng = np.random.default_rng([k, int(trial), int(bias), code, np.dtype(dtype).itemsize, 1])
+    X, Y, cost, W, S = problem(rng, 1000, 12, k, dtype, trial)
+    X[rng.random(X.shape) < 0.9] = 0.0
+    rows = sp.csr_matrix(X)
+    assert rows.nnz < primal_sums.DENSE_FILL * X.size  # the CSR kernel's path, not dense chunks
+    got = block_sums(rows, Y, cost, W, S, bias, code)
+    ref, scale = reference_sums(X, Y, cost, W, S, bias, code)
+    assert got.rows == 1000
+    assert (trial and code != kl.LOGISTIC) == bool(got.trial.any())
+    assert_sums(got, ref, scale)
+    without = block_sums(rows, Y, cost, W, S, bias, code, hessian=False)
+    assert without.hessian is None and np.array_equal(without.v, got.v)
+
+
+def test_the_csr_hessian_product_is_the_hessians():
+    rng = np.random.default_rng(12)
+    X = sp.random(300, 40, density=0.2, format="csr", random_state=np.random.RandomState(12))
+    weight, p = rng.uniform(0.0, 2.0, 300), rng.standard_normal(41)
+    weight[::7] = 0.0
+    Xa = np.hstack([X.toarray(), np.full((300, 1), 0.5)])
+    expected = 0.25 * p + Xa.T @ (weight * (Xa @ p))
+    rows = (X.indptr.astype(np.int64), X.indices, X.data)
+    out = csr_hessian_product(rows, weight, p, 0.5, 0.25, np.empty(41))
+    np.testing.assert_allclose(out, expected, rtol=1e-12)
+    # duplicate entries of a column add up, as in the matrix product
+    dup = sp.csr_matrix((np.array([1.0, 2.0]), np.array([3, 3]), np.array([0, 2])), shape=(1, 40))
+    one = csr_hessian_product((dup.indptr, dup.indices, dup.data), np.ones(1), p, 0.0, 0.0, np.empty(41))
+    assert one[3] == pytest.approx(9.0 * p[3]) and np.count_nonzero(one) == 1
+
+
+def test_the_in_memory_rule_between_the_hessian_and_its_products():
+    """Narrow CSR rows at least DENSE_FILL full are made dense once (their chunks would be at every
+    read); sparse rows form the Hessian while their pairs of nonzeros number at most
+    SPARSE_HESSIAN_PAIRS times their nonzeros; wider rows take products."""
+    from dask_streamsvm.engine.problem import FitPlan
+
+    plan = FitPlan()
+    assert primal_sums.SPARSE_HESSIAN_PAIRS == 16
+    full = sp.random(100, 20, density=0.5, format="csr", random_state=np.random.RandomState(0))
+    dense = primal_sums.dense_if_full(full)
+    assert isinstance(dense, np.ndarray) and np.array_equal(dense, full.toarray())
+    thin = sp.random(100, 600, density=0.02, format="csr", random_state=np.random.RandomState(1))
+    assert primal_sums.dense_if_full(thin) is thin
+    assert not primal_sums.prefers_products(thin, plan)  # 12 nonzeros a row: 6 pairs a nonzero
+    busy = sp.random(100, 600, density=0.1, format="csr", random_state=np.random.RandomState(2))
+    assert primal_sums.prefers_products(busy, plan)  # 60 nonzeros a row: 30 pairs a nonzero
+    width = primal_sums.CG_WIDTH
+    wide = sp.random(100, width, density=0.001, format="csr", random_state=np.random.RandomState(3))
+    assert primal_sums.prefers_products(wide, plan) and not primal_sums.prefers_products(dense, plan)
 
 
 def test_the_chunking_does_not_change_the_sums_beyond_rounding(small_chunks, float64_hessian):

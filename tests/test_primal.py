@@ -282,7 +282,7 @@ def test_the_conjugate_gradient_is_preconditioned_by_the_hessians_diagonal(monke
     )
 
     def products():
-        read = primal.memory_read(X, (y > 0).astype(int), np.ones(len(y)), plan)
+        read = primal.memory_read(X, (y > 0).astype(int), np.ones(len(y)), plan, products=True)
         result = primal.solve_primal(read, plan, X.shape[1])
         assert result.converged[0]
         return sum(r["hessian_products"] for r in result.history)
@@ -292,12 +292,18 @@ def test_the_conjugate_gradient_is_preconditioned_by_the_hessians_diagonal(monke
     assert products() > 3 * preconditioned
 
 
-def test_hessian_products_and_the_hessian_reach_the_same_optimum():
+def test_hessian_products_and_the_hessian_reach_the_same_optimum(monkeypatch):
+    from dask_streamsvm.engine import primal_sums
+
     X, y = load_libsvm_dataset("ijcnn1")
-    sparse = LinearSVC(dual=False, tol=1e-8).fit(X, y)
     dense = LinearSVC(dual=False, tol=1e-8).fit(X.toarray(), y)
+    formed = LinearSVC(dual=False, tol=1e-8).fit(X, y)  # 59% full: made dense once, the Hessian formed
+    monkeypatch.setattr(primal_sums, "prefers_products", lambda X, plan: True)
+    sparse = LinearSVC(dual=False, tol=1e-8).fit(X, y)
     assert sum(r["hessian_products"] for r in sparse.history_) > 0
     assert sum(r["hessian_products"] for r in dense.history_) == 0
+    assert sum(r["hessian_products"] for r in formed.history_) == 0
+    assert formed.objective_ == pytest.approx(dense.objective_, rel=2e-8)
     assert sparse.objective_ == pytest.approx(dense.objective_, rel=2e-8)
     np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=1e-3, atol=1e-5)
 

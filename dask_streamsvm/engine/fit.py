@@ -52,6 +52,7 @@ from .primal import (
     check_width,
     first_read,
     memory_read,
+    memory_start,
     sample_rows,
     solve_primal,
     stream_read,
@@ -269,7 +270,11 @@ def _solve_primal_memory(X, y_index, weights, plan, width, hooks, clock_start):
             return any([per_problem[c](record, W[c]) for c, record in enumerate(records)])
 
     read = memory_read(X, y_index, weights, plan)
-    return solve_primal(read, plan, width, clock_start=clock_start, on_pass=on_pass)
+    start, notes = memory_start(X, y_index, weights, plan, width, clock_start)
+    return solve_primal(
+        read, plan, width, clock_start=clock_start, on_pass=on_pass, start=start, notes=notes,
+        start_read=False,
+    )
 
 
 def _fit_stream(source, plan, hooks, checkpoints, resume, clock_start):

@@ -1,7 +1,9 @@
 """The primal solver for tall data (``dual=False``): Newton steps, each from one read of the rows.
 
 For a loss with Newton pieces (:attr:`~.losses.Loss.newton`: the L2 loss,
-``loss(m) = max(0, 1 - m)^2``, as LIBLINEAR's ``-s 2``) the primal
+``loss(m) = max(0, 1 - m)^2``, as LIBLINEAR's ``-s 2``, and the logistic loss
+``log(1 + e^-m)``, as ``-s 0``; the maths below is the L2 loss's, the
+logistic loss's pieces are its leaves'), the primal
 
     f(w) = 1/2 ||w||^2 + sum_i C_i loss(y_i w . x_i)
 
@@ -29,7 +31,10 @@ the step lengths ``t`` of :data:`STEPS` (one more multiply-add per row and
 length).  If the full step decreases ``f`` enough (Armijo's rule with
 :data:`ARMIJO`), the next direction comes from the sums just read: one read
 per Newton step.  If not, the longest step length that does is taken from
-the same read, and the next read evaluates that point.
+the same read, and the next read evaluates that point.  A smooth loss (the
+logistic loss) reads no trial lengths (:func:`~.primal_sums.trial_steps`:
+their logarithms would cost more than the read); its step, rarely refused,
+is halved by the next read instead.
 
 The certificate.  ``alpha(w)`` is dual feasible (the L2-loss dual only asks
 ``alpha >= 0``), and with ``v = sum_i alpha_i y_i x_i`` (which the gradient
@@ -61,8 +66,8 @@ from .result import FitResult
 # The reads (:mod:`.primal_sums`, :mod:`.primal_reads`) are named here too.
 __all__ = [
     "ARMIJO", "MAX_WIDTH", "PRECONDITIONER", "STEPS", "Sums", "first_read", "memory_read",
-    "BAND_SHARE", "band_share", "band_step", "check_width", "sample_rows", "solve_primal", "stream_read",
-    "warm_start",
+    "BAND_SHARE", "band_share", "band_step", "check_width", "memory_start", "sample_rows", "solve_primal",
+    "stream_read", "warm_start",
 ]  # fmt: skip
 
 ARMIJO = 0.01  # sufficient decrease: f(w + t s) <= f(w) + ARMIJO t g . s
@@ -91,6 +96,7 @@ class _Problem:
         self.cg_steps = 0  # Hessian products the last direction took (0: a Cholesky solve)
         self.interrupted = False  # a KeyboardInterrupt while the direction was made
         self.band_step = None  # (w, g, H, band) -> step, where the reads keep a band
+        self.halvings = 0  # times the step of the current direction was halved (a smooth loss)
 
     def direction(self, band=None):
         """The Newton direction at ``w``, from the Hessian and gradient of the last read (or its
@@ -138,7 +144,8 @@ class _Problem:
         decrease = float(self.g @ self.s) if self.trial else 0.0
         self.accepted = not self.trial or primal <= self.f + ARMIJO * decrease
         if self.accepted:
-            self.w, self.f, self.step = point, primal, 1.0 if self.trial else 0.0
+            self.w, self.f, self.step = point, primal, 0.5**self.halvings if self.trial else 0.0
+            self.halvings = 0
             self.g = point - v
             if sums.operators is None:
                 self.H = sums.hessian[c] + np.eye(point.shape[0])
@@ -151,6 +158,8 @@ class _Problem:
                 self.s = self.direction(None if band is None else band[c])
             self.trial = True
             return certificate
+        if not self.loss.piecewise_quadratic:  # no trial losses read (trial_steps): the next read halves it
+            return self._halved(certificate)
         # The full step went too far: the longest step length of the same read that decreases enough.
         values = np.array([0.5 * float((self.w + t * self.s) @ (self.w + t * self.s)) for t in STEPS])
         values += sums.trial[c]
@@ -161,6 +170,18 @@ class _Problem:
         self.w, self.step = self.w + t * self.s, float(t)
         self.s = np.zeros_like(self.s)
         self.trial = False
+        return certificate
+
+    def _halved(self, certificate):
+        """After a step ``s`` that failed Armijo's rule, read at a smooth loss (no trial losses):
+        the next read evaluates ``w + s / 2``; past the shortest of :data:`STEPS`, ``w + s / 4096``
+        becomes the point the next read evaluates, as for a piecewise-quadratic loss."""
+        if self.halvings + 1 < STEPS.shape[0]:
+            self.halvings += 1
+            self.s, self.step = 0.5 * self.s, 0.0
+            return certificate
+        self.w, self.step = self.w + 0.5 * self.s, float(STEPS[-1] / 2)
+        self.s, self.trial, self.halvings = np.zeros_like(self.s), False, 0
         return certificate
 
     @property
@@ -180,6 +201,7 @@ def solve_primal(
     start=None,
     notes=None,
     before=None,
+    start_read=True,
 ):
     """Newton steps on every problem of ``plan`` until each relative gap is at most ``plan.tol``
     or ``plan.max_iter`` reads: a :class:`~.result.FitResult` (``converged`` one per problem).
@@ -194,7 +216,8 @@ def solve_primal(
     (:func:`first_read`), which then certifies ``w = 0`` as read 0.  ``start``: the points (k, D)
     the first Newton read evaluates instead of ``w = 0`` (a warm start, :func:`warm_start`; without
     ``initial`` the records count the read before and are numbered from 1, ``before`` its
-    :class:`Sums` of rows, bytes, skipped rows and retries).
+    :class:`Sums` of rows, bytes, skipped rows and retries; ``start_read=False``: no read made
+    the start, a sample held in memory did, :func:`memory_start`).
     ``notes``: fields added to the first read's records.  A
     ``read`` that is a context manager (:class:`~.primal_reads.StreamRead`) is entered for the
     solve, and its ``overlap`` seconds are added to every record.  A KeyboardInterrupt after the
@@ -216,7 +239,7 @@ def solve_primal(
         problem.band_step = lambda w, g, H, band: band_step(w, g, H, band, plan)
     with read if hasattr(read, "__enter__") else contextlib.nullcontext():
         return _newton_reads(
-            read, plan, problems, clock_start, on_pass, source, (initial, start), notes, before
+            read, plan, problems, clock_start, on_pass, source, (initial, start, start_read), notes, before
         )
 
 
@@ -247,10 +270,10 @@ def _newton_reads(read, plan, problems, clock_start, on_pass, source, first_read
         totals.update(
             rows_read=int(before.rows), bytes_read=int(before.bytes), read_retries=int(before.retries)
         )
-    initial, start = first_read
+    initial, start, start_read = first_read
     # The first record's number: reads of a source count from 0; one read before (a warm start
     # without its sums at w = 0) is counted.
-    first = (1 if source is None else 0) + (start is not None and initial is None)
+    first = (1 if source is None else 0) + (start is not None and initial is None and start_read)
     while reads <= plan.max_iter and not all(converged):
         todo = [c for c in range(k) if not converged[c]]
         W = np.array([problems[c].w for c in todo])
@@ -389,6 +412,32 @@ def sample_rows(width):
     bias): :data:`SAMPLE_ROWS_PER_WIDTH` per column, at least :data:`SAMPLE_MIN_ROWS` (the sampler
     keeps fewer where ``cache_bytes`` holds fewer)."""
     return max(SAMPLE_MIN_ROWS, SAMPLE_ROWS_PER_WIDTH * (width + 1))
+
+
+# In memory, a smooth loss's Newton reads start from the solution of a sample (:func:`memory_start`)
+# of MEMORY_SAMPLE_SHARE of the rows, at least MEMORY_SAMPLE_PER_WIDTH per column of the model, where
+# that is at most a quarter of them: the sample's solve takes Newton's damped first steps from
+# w = 0, and the reads of every row its last two or three.  Measured (docs/benchmarks.md, "Logistic
+# regression"): on 200k x 40 dense rows, 3 reads where 8 from w = 0.
+MEMORY_SAMPLE_SHARE = 0.1
+MEMORY_SAMPLE_PER_WIDTH = 50
+
+
+def memory_start(X, y_index, weights, plan, width, clock_start=None):
+    """``(W0, notes)``: the start of the Newton reads on in-memory rows, from a sample of them
+    (:data:`MEMORY_SAMPLE_SHARE`, :func:`warm_start`), or ``(None, None)``: a piecewise-quadratic
+    loss (its reads' band makes its steps exact from anywhere), or too few rows for a sample to
+    save reads.  The sample is drawn from a fixed seed: one data, one model."""
+    n = X.shape[0]
+    m = max(int(MEMORY_SAMPLE_SHARE * n), MEMORY_SAMPLE_PER_WIDTH * (width + 1))
+    if loss_of(plan.loss).piecewise_quadratic or 4 * m > n:
+        return None, None
+    from .primal_reads import Sample
+
+    rows = np.sort(np.random.RandomState(0).choice(n, size=m, replace=False))
+    sample = Sample(X[rows], plan.classes[y_index[rows]], weights[rows], rows_seen=n)
+    W0, notes, _ = warm_start(sample, plan, width, clock_start)
+    return W0, notes
 
 
 def warm_start(sample, plan, width, clock_start=None, on_pass=None):

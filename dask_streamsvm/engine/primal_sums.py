@@ -34,11 +34,12 @@ import scipy.sparse as sp
 from scipy.linalg import blas
 
 from ..kernels.losses import newton_dual_rows, newton_losses, newton_rows
-from ..kernels.newton import dense_newton_sums
+from ..kernels.newton import csr_hessian_product, csr_newton_sums, dense_newton_sums, sparse_gram
 from .layout import as_kernel_rows
+from .losses import loss_by_code
 from .problem import column_max_abs
 
-# Step lengths a read tries along the Newton direction: 1, 1/2, ..., 1/2048.
+# Step lengths a read tries along the Newton direction: 1, 1/2, ..., 1/2048 (:func:`trial_steps`).
 STEPS = 2.0 ** -np.arange(12)
 CHUNK_BYTES = 16 << 20  # float64 rows made at a time (:func:`chunk_rows`)
 # CSR chunks narrower than this and at least DENSE_FILL full are made dense (at 1024 columns,
@@ -51,6 +52,13 @@ DENSE_FILL = 0.25
 # (benchmarks/bench_primal.py): the Hessian wins at 51 columns (2.5 s against 4.1 s on 1M rows),
 # 201 (2.3 against 3.0) and 501 (3.2 against 3.8), and loses at 1001 (4.8 against 3.8, 50k rows).
 CG_WIDTH = 1024
+# Sparse rows form the Hessian (:func:`~..kernels.newton.csr_newton_sums`: each row's pairs of
+# nonzeros, fused with the read) where those pairs number at most this many times the nonzeros: a
+# Newton direction takes 5 to 70 products, each reading the nonzeros twice (:func:`prefers_products`).
+# a9a has 6.9 pairs a nonzero, w8a 11.3: there the Hessian took 0.085 and 0.23 s to a 1e-6 gap of
+# the logistic loss at C = 1, products 0.15 and 0.30 s; the squared hinge 0.064 and 0.095 s against
+# 0.16 and 0.14 s (one BLAS thread, load 0.3-0.8; products were the rule for sparse rows before).
+SPARSE_HESSIAN_PAIRS = 16
 # The largest |value| of a column (a feature, a feature map's feature, or the intercept column) the
 # primal solver trains on; the first read, which sums the Hessian, refuses larger ones
 # (:func:`too_large`).  Beyond it float64 rounding in ``v = sum_i alpha_i y_i x_i`` (terms of size
@@ -132,6 +140,16 @@ class Sums:
         return self
 
 
+def trial_steps(loss):
+    """The step lengths whose losses a read sums along the Newton direction, for the loss of code
+    ``loss``: :data:`STEPS` for a piecewise-quadratic loss (a multiply and a compare a row and
+    length: its full step can overshoot a kink, and a read out of core is dear), none for a smooth
+    one (the logistic loss: twelve more logarithms a row would cost more than its read, and from
+    its warm start its full Newton step is taken; a step that fails is halved by the next read,
+    :meth:`~.primal._Problem.update`)."""
+    return STEPS if loss_by_code(loss).piecewise_quadratic else STEPS[:0]
+
+
 def chunk_rows(width):
     """Rows a chunk holds: :data:`CHUNK_BYTES` of float64 rows ``width`` wide (256 to 65,536)."""
     return int(min(max(CHUNK_BYTES // (8 * width), 256), 65536))
@@ -210,11 +228,14 @@ def _value_reason(top, bias, mapped):
 
 
 def gram(rows, weights):
-    """``sum_i weights_i x_i x_i^T`` of the rows (dense or CSR), dense (float64 dense rows by SYRK)."""
-    scale = np.sqrt(weights)
+    """``sum_i weights_i x_i x_i^T`` of the rows (dense or CSR), dense (float64 dense rows by SYRK,
+    CSR rows by :func:`~..kernels.newton.sparse_gram`: their nonzeros' pairs only)."""
     if sp.issparse(rows):
-        rows = rows.multiply(scale[:, None]).tocsr()
-        return (rows.T @ rows).toarray()
+        rows = sp.csr_matrix(rows)
+        out = np.zeros((rows.shape[1], rows.shape[1]))
+        sparse_gram(*as_kernel_rows(rows), np.ascontiguousarray(weights, dtype=np.float64), out)
+        return symmetrised(out)
+    scale = np.sqrt(weights)
     rows = np.ascontiguousarray(rows * scale[:, None], dtype=np.float64)
     out = np.zeros((rows.shape[1], rows.shape[1]))
     _add_gram(rows, out)
@@ -265,9 +286,12 @@ def block_sums(X, Y, cost, W, S, bias, loss, feature_map=None, where=None, hessi
     """
     if feature_map is None and not sp.issparse(X):
         return dense_block_sums(X, Y, cost, W, S, bias, loss, where, hessian)
+    if feature_map is None:
+        return csr_block_sums(X, Y, cost, W, S, bias, loss, where, hessian)
     k, width = W.shape
     sums = Sums.zeros(k, width, hessian)
     sums.rows = X.shape[0]
+    steps = trial_steps(loss)
     trial_points = S.any(axis=1)
     step = chunk_rows(width)
     for lo in range(0, X.shape[0], step):
@@ -288,9 +312,43 @@ def block_sums(X, Y, cost, W, S, bias, loss, feature_map=None, where=None, hessi
             sums.active[c] += int(active.sum())
             if hessian and active.any():
                 sums.hessian[c] += gram(Xa[active], weight[active])
-            if trial_points[c]:
+            if trial_points[c] and steps.shape[0]:
                 m0, dm = y * Z0[:, c], y * (Z[:, c] - Z0[:, c])
-                sums.trial[c] += C @ trial_losses(loss, 1.0 - m0[:, None] - dm[:, None] * STEPS[None, :])
+                sums.trial[c] += C @ trial_losses(loss, 1.0 - m0[:, None] - dm[:, None] * steps[None, :])
+    return sums
+
+
+def csr_block_sums(X, Y, cost, W, S, bias, loss, where=None, hessian=True):
+    """:func:`block_sums` of CSR rows (no feature map): a chunk of :data:`CHUNK_BYTES` at a time, in
+    place (:func:`~dask_streamsvm.kernels.newton.csr_newton_sums`: the margins, the sums and the
+    Hessian's nonzero pairs in one pass), or, for narrow chunks at least :data:`DENSE_FILL` full,
+    made dense and summed by :func:`dense_block_sums` (whose Hessian is a BLAS call)."""
+    k, width = W.shape
+    if X.shape[1] + 1 != width:
+        raise ValueError(f"rows of shape {X.shape} for points of width {width}: expected {width - 1} columns")
+    indptr, indices, data = as_kernel_rows(X)
+    sums = Sums.zeros(k, width, hessian)
+    n = sums.rows = X.shape[0]
+    Y, cost = (np.ascontiguousarray(a, dtype=np.float64) for a in (Y, cost))
+    W, S = (np.ascontiguousarray(a, dtype=np.float64) for a in (W, S))
+    steps = trial_steps(loss)
+    parts = (sums.loss, sums.alpha, sums.v, sums.active, sums.trial)
+    formed = sums.hessian if hessian else np.zeros((0, 0, 0))
+    narrow = X.shape[1] < DENSE_CHUNK_WIDTH
+    step = chunk_rows(width)
+    for lo in range(0, n, step):
+        hi = min(lo + step, n)
+        if where is not None and (reason := too_large(X[lo:hi], bias, augmented=False)) is not None:
+            raise ValueError(where + reason)
+        if narrow and indptr[hi] - indptr[lo] >= DENSE_FILL * (hi - lo) * X.shape[1]:
+            dense = augmented_rows(X, lo, hi, bias)[:, :-1]  # the rows dense: SYRK for their Hessian
+            sums.add(dense_block_sums(dense, Y[:, lo:hi], cost[:, lo:hi], W, S, bias, loss, None, hessian))
+            sums.rows -= hi - lo  # counted once, above
+            continue
+        chunk, code = (indptr[lo : hi + 1], indices, data), int(loss)
+        csr_newton_sums(chunk, Y[:, lo:hi], cost[:, lo:hi], W, S, float(bias), code, steps, parts, formed)
+    for c in range(k if hessian else 0):
+        symmetrised(sums.hessian[c])
     return sums
 
 
@@ -313,6 +371,7 @@ def dense_block_sums(X, Y, cost, W, S, bias, loss, where=None, hessian=True):
     W, S = (np.ascontiguousarray(a, dtype=np.float64) for a in (W, S))
     step = min(chunk_rows(width * k), n)  # the scaled rows of every problem: CHUNK_BYTES in all
     single = HESSIAN_IN_DATA_PRECISION and dtype == np.float32
+    steps = trial_steps(loss)
     rows = np.empty((k, step, width), dtype=np.float32 if single else np.float64)
     filled = np.zeros(k, dtype=np.int64)
     top = np.zeros(width - 1 if where is not None else 0)
@@ -321,8 +380,8 @@ def dense_block_sums(X, Y, cost, W, S, bias, loss, where=None, hessian=True):
         part = np.ascontiguousarray(X[lo : lo + step], dtype=dtype)
         top[:] = 0.0
         dense_newton_sums(
-            part, Y[:, lo : lo + step], cost[:, lo : lo + step], W, S, float(bias), int(loss), STEPS,
-            parts, rows, filled, top,
+            part, Y[:, lo : lo + step], cost[:, lo : lo + step], W, S, float(bias), int(loss), steps, parts,
+            rows, filled, top,
         )  # fmt: skip
         if where is not None and (reason := _value_reason(np.append(top, abs(float(bias))), bias, False)):
             raise ValueError(where + reason)
@@ -357,6 +416,7 @@ def memory_read(X, y_index, weights, plan, products=None):
     :class:`ProductRead`) instead of the ``D x D`` Hessian; None picks by :func:`prefers_products`.
     """
     Y, cost = plan.signs[:, y_index], plan.costs[:, y_index] * weights
+    X = dense_if_full(X)
     if products is None:
         products = prefers_products(X, plan)
     if products:
@@ -371,15 +431,32 @@ def memory_read(X, y_index, weights, plan, products=None):
     return read
 
 
+def dense_if_full(X):
+    """In-memory rows as the reads take them best: CSR rows narrower than :data:`DENSE_CHUNK_WIDTH`
+    and at least :data:`DENSE_FILL` full made dense once (float64, at most 1/DENSE_FILL times their
+    values' bytes: the reads would make every chunk of them dense anyway, at every read), others as
+    they are."""
+    if not sp.issparse(X) or X.shape[1] >= DENSE_CHUNK_WIDTH:
+        return X
+    if X.nnz < DENSE_FILL * X.shape[0] * X.shape[1]:
+        return X
+    return np.ascontiguousarray(sp.csr_matrix(X, dtype=np.float64).toarray())
+
+
 def prefers_products(X, plan):
     """Whether in-memory rows take Hessian products (conjugate gradient) rather than the Hessian:
-    sparse rows do (a product costs their nonzeros, the Hessian their nonzeros squared per row:
-    on a9a, w8a and ijcnn1 products took 0.22, 0.16 and 0.10 s to a gap of 1e-3, the Hessian
-    0.21, 0.35 and 0.18 s), and so do dense rows wider than :data:`CG_WIDTH`.  A feature map's
-    features form the Hessian (they are made a chunk at a time, never held)."""
+    rows wider than :data:`CG_WIDTH`, and sparse rows whose pairs of nonzeros (the Hessian's
+    terms, ``sum_i nnz_i^2 / 2``) outnumber their nonzeros (a product's) more than
+    :data:`SPARSE_HESSIAN_PAIRS` times.  A feature map's features form the Hessian (they are made
+    a chunk at a time, never held)."""
     if plan.feature_map is not None:
         return False
-    return sp.issparse(X) or X.shape[1] + 1 > CG_WIDTH
+    if X.shape[1] + 1 > CG_WIDTH:
+        return True
+    if not sp.issparse(X):
+        return False
+    per_row = np.diff(sp.csr_matrix(X).indptr).astype(np.float64)
+    return float(per_row @ per_row) / 2 > SPARSE_HESSIAN_PAIRS * max(X.nnz, 1)
 
 
 def rows_nbytes(X):
@@ -448,7 +525,11 @@ class ProductRead:
         return self.identity + self._tdot(_squares(X), d) * scale
 
     def product(self, X, d, p):
-        """``(identity I + sum_i d_i x_i x_i^T) p`` over the rows ``X`` of weights ``d``."""
+        """``(identity I + sum_i d_i x_i x_i^T) p`` over the rows ``X`` of weights ``d`` (CSR rows in
+        one pass, :func:`~..kernels.newton.csr_hessian_product`)."""
+        if sp.issparse(X):
+            rows = (np.asarray(X.indptr), np.asarray(X.indices), np.asarray(X.data))
+            return csr_hessian_product(rows, d, p, self.bias, self.identity, np.empty_like(p))
         return self.identity * p + self._tdot(X, d * self._dot(X, p))
 
     def evaluate(self, W, S, todo):
@@ -460,6 +541,7 @@ class ProductRead:
             np.zeros((k, STEPS.shape[0])), rows=self.X.shape[0],
         )  # fmt: skip
         terms_of = []
+        steps = trial_steps(self.loss)
         for j, c in enumerate(todo):
             y, C = self.Y[c], self.cost[c]
             z0 = self._dot(self.X, W[j])
@@ -475,7 +557,7 @@ class ProductRead:
             sums.active[j] = int(active.sum())
             if trial:
                 m0, dm = y * z0, y * dz
-                for i, t in enumerate(STEPS):
+                for i, t in enumerate(steps):
                     sums.trial[j, i] = float(C @ trial_losses(self.loss, 1.0 - m0 - t * dm))
             terms_of.append(self.active_rows(active, weight))
         return sums, terms_of

@@ -99,6 +99,15 @@ def log_ratio(num, den):
 
 
 @njit(cache=True, nogil=True)
+def _logistic_parts(m):
+    """``(e, tail)`` of a margin: ``e = exp(-|m|)`` and ``tail = log(1 + e) = log(1 + e^-|m|)``, from
+    which the Newton leaves make the loss, ``sigma(+-m)`` and the entropy with no other
+    transcendental function (a NaN margin gives NaNs)."""
+    e = np.exp(-abs(m))
+    return e, np.log1p(e)
+
+
+@njit(cache=True, nogil=True)
 def loss_value(code, s):
     """``loss(m)`` at the shortfall ``s = 1 - m``.
 
@@ -430,10 +439,11 @@ def newton_terms(code, cost, s):
     (``xi``, ``C_i [xi > 0]``, 0), and the engine gives it no Newton solver.
     """
     if code == LOGISTIC:
-        neg = s - 1.0  # -m
-        p = sigmoid(neg)  # sigma(-m)
-        weight = cost * p * sigmoid(-neg) if cost > 0.0 else 0.0
-        return softplus(neg), cost * p, weight
+        m = 1.0 - s
+        e, tail = _logistic_parts(m)
+        p = e / (1.0 + e) if m >= 0.0 else 1.0 / (1.0 + e)  # sigma(-m)
+        weight = cost * (e / ((1.0 + e) * (1.0 + e))) if cost > 0.0 else 0.0  # sigma(m) sigma(-m)
+        return (tail if m >= 0.0 else tail - m), cost * p, weight
     xi = 0.0 if s <= 0.0 else s
     active = xi > 0.0 and cost > 0.0
     if code == SQUARED_HINGE:
@@ -448,15 +458,19 @@ def newton_dual_term(code, cost, s, factor):
 
         SQUARED_HINGE  alpha_i             (the dual's other term is the loss sum itself)
         LOGISTIC       H_i(alpha_i) = C_i (sigma(-m) log(1 + e^m) + sigma(m) log(1 + e^-m))
+                                    = C_i (log(1 + e^-|m|) + |m| sigma(-|m|))
 
     the logistic loss's entropy taken from the margin, exact where
-    ``alpha_i = C_i sigma(-m)`` is too close to 0 or ``C_i`` to tell apart.
+    ``alpha_i = C_i sigma(-m)`` is too close to 0 or ``C_i`` to tell apart (the
+    entropy of ``p`` and ``1 - p`` is one: the second form adds two positive
+    terms, no cancellation).
     """
     if code == LOGISTIC:
-        neg = s - 1.0  # -m
         if not cost > 0.0:
             return 0.0
-        return cost * (sigmoid(neg) * softplus(-neg) + sigmoid(-neg) * softplus(neg))
+        m = 1.0 - s
+        e, tail = _logistic_parts(m)
+        return cost * (tail + abs(m) * (e / (1.0 + e)))
     return factor
 
 

@@ -1,4 +1,4 @@
-"""The primal Newton solver's sums over dense rows, one fused pass per chunk of rows.
+"""The primal Newton solver's sums over dense or CSR rows, one fused pass per chunk of rows.
 
 At a point ``w + s`` of each problem ``c`` (``w``, ``s``: rows of ``W``, ``S``,
 the bias ``b`` as the last feature), a row ``x_i`` of label ``y_i`` and cost
@@ -15,7 +15,8 @@ the rows adds, per problem::
 
 and writes ``sqrt(D_ii) [x_i, b]`` of the active rows into a buffer, whose
 Gram matrix (``sum_i D_ii x_i x_i^T``, the generalised Hessian's sum) the
-engine makes by BLAS (SYRK).  The rows are read in their own precision,
+engine makes by BLAS (SYRK); CSR rows (:func:`csr_newton_sums`) add their
+Gram matrix's nonzero pairs themselves.  The rows are read in their own precision,
 float32 or float64: every product and sum is float64, and the certificate's
 sums (``loss``, ``alpha``, ``v``, ``trial``) add runs of :data:`RUN` rows
 apart before adding the runs.  Measured against exactly rounded sums on
@@ -32,6 +33,9 @@ from .losses import newton_dual_term, newton_terms
 
 # Rows whose sums are added apart (two-level summation: the rounding grows with RUN + rows / RUN).
 RUN = 256
+# Indices cast to unsigned: numba then skips the negative-index wraparound it emits on every
+# access (:mod:`.rows`); CSR offsets and columns are non-negative by construction.
+_u = np.uint64
 
 # Reassociation lets LLVM vectorise the dot product's reduction; no NaN or infinity flag (a NaN
 # row still gives a NaN margin, which the certificate refuses).  An arithmetic leaf only.
@@ -63,6 +67,26 @@ def _column_max_abs(X, i, top):
         a = abs(X[i, j])
         if a > top[j] or a != a:
             top[j] = a
+
+
+@njit(cache=True, nogil=True)
+def sparse_gram(indptr, indices, data, weight, out):
+    """``out``'s lower triangle ``+= sum_i weight_i x_i x_i^T`` over the CSR rows ``(indptr, indices,
+    data)``: each row's nonzeros times themselves, ``sum_i nnz_i^2 / 2`` multiply-adds in all (the
+    Hessian's sum of sparse rows, in float64; duplicate column entries add up as in a product)."""
+    for i in range(indptr.shape[0] - 1):
+        w = weight[i]
+        if w == 0.0:
+            continue
+        lo, hi = indptr[i], indptr[i + 1]
+        for a in range(lo, hi):
+            ja = indices[a]
+            va = w * data[a]
+            for b in range(lo, hi):
+                jb = indices[b]
+                if jb <= ja:  # each pair of columns once below the diagonal, every pair on it
+                    out[ja, jb] += va * data[b]
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -133,3 +157,109 @@ def dense_newton_sums(X, Y, cost, W, S, bias, code, steps, sums, rows, filled, t
     for c in range(k):
         active[c] += filled[c]
     return m
+
+
+@njit(cache=True, nogil=True)
+def csr_newton_sums(X, Y, cost, W, S, bias, code, steps, sums, hessian):
+    """:func:`dense_newton_sums` of CSR rows ``X = (indptr, indices, data)``: adds their Newton sums
+    of every problem to ``sums`` (the same five arrays) and, when ``hessian`` is ``(k, d + 1, d + 1)``
+    (not empty), each problem's ``sum_i D_ii [x_i, b] [x_i, b]^T`` to its lower triangle: a row's
+    nonzeros times themselves (columns ``j <= j'``), its bias row and corner, with no copy of the
+    rows (the sparse Hessian of :func:`sparse_gram`, fused with the read).  The rows' columns must
+    be sorted and distinct (canonical CSR, as :func:`~dask_streamsvm.engine.layout.as_kernel_rows`
+    makes them).  The rows' other
+    arguments are :func:`dense_newton_sums`'s; the certificate's sums add runs of :data:`RUN` rows
+    (or of the width, if wider) apart.  Returns the number of rows summed.
+    """
+    indptr, indices, data = X
+    loss, alpha, v, active, trial = sums
+    m = indptr.shape[0] - 1
+    k, width = W.shape
+    d = width - 1
+    n_steps = steps.shape[0]
+    formed = hessian.shape[0] > 0
+    trials = np.zeros(k, dtype=np.bool_)
+    for c in range(k):
+        trials[c] = _trial_point(S, c)
+    run_loss = np.zeros(k)
+    run_alpha = np.zeros(k)
+    run_v = np.zeros((k, width))
+    run_trial = np.zeros((k, n_steps))
+    run = max(RUN, width)  # a run's flush costs its width: at least as many rows as columns
+    for i in range(m):
+        lo, hi = _u(indptr[i]), _u(indptr[i + 1])
+        for c in range(k):
+            y = Y[c, i]
+            w_c, s_c = W[c], S[c]
+            z0 = bias * w_c[d]
+            dz = bias * s_c[d] if trials[c] else 0.0
+            for p in range(lo, hi):
+                z0 += data[p] * w_c[_u(indices[p])]
+            if trials[c]:
+                for p in range(lo, hi):
+                    dz += data[p] * s_c[_u(indices[p])]
+            s = 1.0 - y * (z0 + dz)
+            terms, factor, weight = newton_terms(code, cost[c, i], s)
+            run_loss[c] += cost[c, i] * terms
+            run_alpha[c] += newton_dual_term(code, cost[c, i], s, factor)
+            if factor != 0.0:
+                a = factor * y
+                v_c = run_v[c]
+                for p in range(lo, hi):
+                    v_c[_u(indices[p])] += a * data[p]
+                v_c[d] += a * bias
+            if weight > 0.0:
+                active[c] += 1
+                if formed:
+                    wb = weight * bias
+                    H = hessian[c]
+                    for p in range(lo, hi):
+                        jp = _u(indices[p])
+                        wp = weight * data[p]
+                        for q in range(lo, p + 1):  # sorted columns: each pair once, below the diagonal
+                            H[jp, _u(indices[q])] += wp * data[q]
+                        H[d, jp] += wb * data[p]
+                    H[d, d] += wb * bias
+            if trials[c]:
+                m0, dm = y * z0, y * dz
+                for t in range(n_steps):
+                    run_trial[c, t] += cost[c, i] * newton_terms(code, 1.0, 1.0 - m0 - dm * steps[t])[0]
+        if (i + 1) % run == 0 or i + 1 == m:
+            for c in range(k):
+                loss[c] += run_loss[c]
+                alpha[c] += run_alpha[c]
+                run_loss[c] = 0.0
+                run_alpha[c] = 0.0
+                for j in range(width):
+                    v[c, j] += run_v[c, j]
+                    run_v[c, j] = 0.0
+                for t in range(n_steps):
+                    trial[c, t] += run_trial[c, t]
+                    run_trial[c, t] = 0.0
+    return m
+
+
+@njit(cache=True, nogil=True)
+def csr_hessian_product(X, weight, p, bias, identity, out):
+    """``out = identity p + sum_i weight_i ([x_i, b] . p) [x_i, b]`` over the CSR rows ``X = (indptr,
+    indices, data)``: a Hessian's product in one pass over the rows (each row's margin along ``p``,
+    then its scaled row added), where two sparse products would read the rows twice.  Rows of
+    weight 0 are skipped; every sum is float64.
+    """
+    indptr, indices, data = X
+    d = p.shape[0] - 1
+    for j in range(d + 1):
+        out[j] = identity * p[j]
+    for i in range(indptr.shape[0] - 1):
+        w = weight[i]
+        if w == 0.0:
+            continue
+        lo, hi = _u(indptr[i]), _u(indptr[i + 1])
+        t = bias * p[d]
+        for q in range(lo, hi):
+            t += data[q] * p[_u(indices[q])]
+        t *= w
+        for q in range(lo, hi):
+            out[_u(indices[q])] += t * data[q]
+        out[d] += t * bias
+    return out
