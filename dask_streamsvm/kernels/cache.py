@@ -67,7 +67,6 @@ from .losses import (
     dual_gradient,
     dual_step,
     dual_sums_change,
-    inner_tolerance,
     row_gap,
     upper_and_diag,
 )
@@ -519,7 +518,6 @@ def stream_sweep(X, cache, dual, W, bias, eps, beta, full_at, window, rule, rng_
     GAP = cache.GAP
     visits = 0
     cache_gap = 0.0
-    tol = inner_tolerance(0.0)  # the logistic step's: the sweeps have no projected-gradient target
     for c in range(k):
         y, upper, diag, qd, alpha, w = cache.Y[c], cache.U[c], cache.D[c], cache.QD[c], cache.A[c], W[c]
         index[:] = live[:n]
@@ -568,7 +566,7 @@ def stream_sweep(X, cache, dual, W, bias, eps, beta, full_at, window, rule, rng_
                         gone_values += ends[s] - starts[s]
                     full = _nearly_full_without(cache, full_at, gone_rows, gone_values)
             elif abs(pg) > PG_SKIP:
-                new = dual_step(dual.loss, m, g, a, u, qd[r], tol)
+                new = dual_step(dual.loss, m, g, a, u, qd[r])
                 alpha[r] = new
                 row_axpy(X, s, (new - a) * yi, w, bias)
             if abs(pg) > e_new:

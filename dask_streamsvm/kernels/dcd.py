@@ -44,7 +44,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .losses import dual_gradient, dual_step, inner_tolerance
+from .losses import dual_gradient, dual_step
 from .rng import shuffle_prefix
 from .rows import n_rows, prefetch, row_axpy, row_dot, row_prefetch, row_prefetch_start, row_sqnorm
 
@@ -86,8 +86,7 @@ def dcd_passes(X, problem, index, alpha, w, bias, max_passes, eps, shrinking, rn
         Value of the constant bias feature (0.0 for no intercept).
     max_passes : int
     eps : float
-        Projected-gradient tolerance of the active-set stopping test (and,
-        for the logistic loss, of its steps' Newton solves: :func:`~.losses.inner_tolerance`).
+        Projected-gradient tolerance of the active-set stopping test.
     shrinking : :data:`Shrinking` ``(active_size, pg_max_old, pg_min_old)``
         The active set's size and the shrinking thresholds carried over
         from the previous call (``Shrinking(len(index), inf, -inf)`` to
@@ -114,7 +113,6 @@ def dcd_passes(X, problem, index, alpha, w, bias, max_passes, eps, shrinking, rn
     """
     y, upper, diag, qd, code = problem
     active_size, pg_max_old, pg_min_old = shrinking
-    tol = inner_tolerance(eps)
     n = index.shape[0]
     passes = 0
     converged = False
@@ -165,7 +163,7 @@ def dcd_passes(X, problem, index, alpha, w, bias, max_passes, eps, shrinking, rn
             if pg < pg_min:
                 pg_min = pg
             if abs(pg) > PG_SKIP:
-                new = dual_step(code, m, g, a, u, qd[r], tol)
+                new = dual_step(code, m, g, a, u, qd[r])
                 alpha[r] = new
                 row_axpy(X, i, (new - a) * yi * sigma, w, bias)
             s += 1

@@ -53,20 +53,21 @@ DEFAULT = SQUARED_HINGE
 # (a subnormal weight) gives a huge finite D_ii, so D_ii * alpha_i stays 0 at alpha_i = 0.
 MAX_DIAG = 1e300
 
-# The logistic dual's gradient ``m + log(a / (C - a))`` is infinite at either end of the box; the
-# leaves take the distance to an end as at least EDGE * C (the spacing of float64 numbers just
-# below C: no alpha closer to C than that is a float), so that a row at an end has a finite
-# gradient that says whether it wants to leave it, as a hinge's bound row does.
+# The logistic dual's gradient ``m + log(a / (C - a))`` is infinite at either end of the box; at an
+# end the leaves take the distance to it as EDGE * C (the spacing of float64 numbers just below C:
+# no alpha closer to C than that is a float), so that a row at an end has a finite gradient that
+# says whether it wants to leave it, as a hinge's bound row does.  Inside the box the gradient is
+# exact, however near an end.
 EDGE = 2.0**-53
 TINY = 5e-324  # the smallest positive float: EDGE * C of a subnormal C
 # The logistic coordinate step's Newton iterations: at most INNER_STEPS, each ending where the
-# subproblem's derivative is within its tolerance (:func:`inner_tolerance`) or stops changing; an
-# iterate that leaves the box is pulled back to INNER_BACK of where it was (Yu, Huang and Lin 2011,
-# Algorithm 3's xi = 0.1).
+# subproblem's derivative is at most INNER_SHARE of the row's gradient where the step started (an
+# inexact coordinate minimum that still cuts the row's gradient tenfold), or INNER_FLOOR (the
+# smallest projected gradient the kernels step on, :data:`~.dcd.PG_SKIP`), or stops changing; an
+# iterate that leaves the box is pulled back to INNER_BACK of where it was (Yu, Huang and Lin
+# 2011, Algorithm 3's xi = 0.1).
 INNER_STEPS = 100
 INNER_BACK = 0.1
-# :func:`inner_tolerance`: a tenth of the outer projected-gradient tolerance, never below
-# INNER_FLOOR (the smallest projected gradient the kernels step on, :data:`~.dcd.PG_SKIP`).
 INNER_SHARE = 0.1
 INNER_FLOOR = 1e-12
 
@@ -290,27 +291,20 @@ def dual_gradient(code, m, a, upper, diag):
         HINGE, SQUARED_HINGE   m - 1 + D_ii alpha_i
         LOGISTIC               m + log(alpha_i / (C_i - alpha_i))
 
-    The logistic loss's is infinite at the ends of the box: there each
-    distance to an end counts as at least ``EDGE * C_i`` (:data:`EDGE`), so
-    that a row at ``alpha_i = 0`` or ``C_i`` has a finite gradient, whose
-    sign says whether the row wants to leave that end (0 for a row of no
-    weight).  The kernels' bound tests (``alpha_i = 0``, ``alpha_i = U_i``)
-    and projected gradients then read it as a hinge's.
+    The logistic loss's is infinite at the ends of the box: at ``alpha_i = 0``
+    or ``C_i`` the distance to that end counts as ``EDGE * C_i`` (:data:`EDGE`),
+    so that the row's gradient is finite, its sign saying whether it wants
+    to leave the end (0 for a row of no weight); inside the box it is exact.
+    The kernels' bound tests (``alpha_i = 0``, ``alpha_i = U_i``) and
+    projected gradients then read it as a hinge's.
     """
     if code == LOGISTIC:
         if not upper > 0.0:
             return 0.0
         floor = max(EDGE * upper, TINY)
-        return m + log_ratio(max(a, floor), max(upper - a, floor))
+        rest = upper - a
+        return m + log_ratio(a if a > 0.0 else floor, rest if rest > 0.0 else floor)
     return m - 1.0 + diag * a
-
-
-@njit(cache=True, nogil=True)
-def inner_tolerance(eps):
-    """The tolerance of the logistic coordinate step's derivative (:func:`dual_step`) under an
-    outer projected-gradient tolerance ``eps``: :data:`INNER_SHARE` of it, at least :data:`INNER_FLOOR`
-    (a step solved more loosely than the outer test could leave a row above it for good)."""
-    return max(INNER_SHARE * eps, INNER_FLOOR)
 
 
 @njit(cache=True, nogil=True)
@@ -332,7 +326,8 @@ def _logistic_step(m, a, upper, q, tol):
     of the iterate); they stop at the tolerance ``tol``, where an iterate no
     longer changes, or after :data:`INNER_STEPS`.  Starting where the row is
     (or, from an end of the box or the other half, at a tenth of the way or
-    the root without the quadratic term, ``C sigma(-m)``).
+    the root without the quadratic term, ``C sigma(-m)``).  ``tol``: the
+    derivative's tolerance.
     """
     half = 0.5 * upper
     if q * (half - a) + m >= 0.0:
@@ -364,12 +359,12 @@ def _logistic_step(m, a, upper, q, tol):
 
 
 @njit(cache=True, nogil=True)
-def dual_step(code, m, g, a, upper, q, tol):
+def dual_step(code, m, g, a, upper, q):
     """The new ``alpha_i`` of a coordinate step on row ``i``: the minimum of the dual along it.
 
     ``m`` the row's margin, ``g`` its :func:`dual_gradient`, ``a`` its
-    ``alpha_i``, ``upper`` its ``U_i``, ``q`` its ``Qbar_ii = Q_ii + D_ii``
-    and ``tol`` the logistic step's :func:`inner_tolerance`::
+    ``alpha_i``, ``upper`` its ``U_i`` and ``q`` its ``Qbar_ii = Q_ii + D_ii``
+    (the logistic step's tolerance: :data:`INNER_SHARE` of ``|g|``)::
 
         HINGE, SQUARED_HINGE   min(max(a - g / q, 0), U_i)     (Hsieh et al. 2008, Algorithm 1)
         LOGISTIC               the root of the entropy's 1-D problem (:func:`_logistic_step`)
@@ -382,7 +377,7 @@ def dual_step(code, m, g, a, upper, q, tol):
     if code == LOGISTIC:
         if not upper > 0.0:
             return 0.0
-        return _logistic_step(m, a, upper, q, tol)
+        return _logistic_step(m, a, upper, q, max(INNER_SHARE * abs(g), INNER_FLOOR))
     if q > 0.0:
         return min(max(a - g / q, 0.0), upper)
     return upper if g < 0.0 else 0.0

@@ -36,7 +36,7 @@ import numpy as np
 from numba import njit
 
 from .dcd import PG_SKIP
-from .losses import dual_gradient, dual_step, inner_tolerance, row_gap
+from .losses import dual_gradient, dual_step, row_gap
 from .rng import shuffle_prefix
 from .rows import prefetch, row_axpy, row_dot, row_prefetch, row_prefetch_start
 
@@ -294,7 +294,6 @@ def block_sweep(X, slot_values, W, bias, loss, index, active, shrink, done, eps,
     n = index.shape[1]
     visits = 0
     seen = 0.0
-    tol = inner_tolerance(eps)
     for c in range(Y.shape[0]):
         if done[c]:
             continue
@@ -348,7 +347,7 @@ def block_sweep(X, slot_values, W, bias, loss, index, active, shrink, done, eps,
             if pg < pg_min:
                 pg_min = pg
             if abs(pg) > PG_SKIP:
-                new = dual_step(loss, m, g, a, u, qd[r], tol)
+                new = dual_step(loss, m, g, a, u, qd[r])
                 alpha[r] = new
                 row_axpy(X, i, (new - a) * yi, w, bias)
             s += 1
