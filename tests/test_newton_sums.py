@@ -156,17 +156,20 @@ def test_the_csr_hessian_product_is_the_hessians():
 
 def test_the_in_memory_rule_between_the_hessian_and_its_products():
     """Narrow CSR rows at least DENSE_FILL full are made dense once (their chunks would be at every
-    read); sparse rows form the Hessian while their pairs of nonzeros number at most
-    SPARSE_HESSIAN_PAIRS times their nonzeros; wider rows take products."""
+    read), dense rows less full CSR; sparse rows form the Hessian while their pairs of nonzeros
+    number at most SPARSE_HESSIAN_PAIRS times their nonzeros; wider rows take products."""
     from dask_streamsvm.engine.problem import FitPlan
 
     plan = FitPlan()
     assert primal_sums.SPARSE_HESSIAN_PAIRS == 16
     full = sp.random(100, 20, density=0.5, format="csr", random_state=np.random.RandomState(0))
-    dense = primal_sums.dense_if_full(full)
+    dense = primal_sums.memory_layout(full)
     assert isinstance(dense, np.ndarray) and np.array_equal(dense, full.toarray())
+    assert primal_sums.memory_layout(dense) is dense  # half full: stays dense
     thin = sp.random(100, 600, density=0.02, format="csr", random_state=np.random.RandomState(1))
-    assert primal_sums.dense_if_full(thin) is thin
+    assert primal_sums.memory_layout(thin) is thin
+    made = primal_sums.memory_layout(thin.toarray())  # 2% full and dense: made sparse
+    assert sp.issparse(made) and (made != thin).nnz == 0
     assert not primal_sums.prefers_products(thin, plan)  # 12 nonzeros a row: 6 pairs a nonzero
     busy = sp.random(100, 600, density=0.1, format="csr", random_state=np.random.RandomState(2))
     assert primal_sums.prefers_products(busy, plan)  # 60 nonzeros a row: 30 pairs a nonzero

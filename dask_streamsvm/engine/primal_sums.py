@@ -47,6 +47,7 @@ CHUNK_BYTES = 16 << 20  # float64 rows made at a time (:func:`chunk_rows`)
 # Gram matrix of a row costs its nonzeros' count times itself): measured on a9a (11% full) and w8a (4%).
 DENSE_CHUNK_WIDTH = 1024
 DENSE_FILL = 0.25
+FILL_SAMPLE = 10_000  # rows of a dense array whose nonzeros estimate its fill (:func:`memory_layout`)
 # In memory, dense rows wider than this (features plus bias) take Hessian products instead of the
 # Hessian, as sparse rows always do (:func:`prefers_products`).  Measured at C = 1 on Gaussian rows
 # (benchmarks/bench_primal.py): the Hessian wins at 51 columns (2.5 s against 4.1 s on 1M rows),
@@ -333,7 +334,7 @@ def csr_block_sums(X, Y, cost, W, S, bias, loss, where=None, hessian=True):
     W, S = (np.ascontiguousarray(a, dtype=np.float64) for a in (W, S))
     steps = trial_steps(loss)
     parts = (sums.loss, sums.alpha, sums.v, sums.active, sums.trial)
-    formed = sums.hessian if hessian else np.zeros((0, 0, 0))
+    packed = np.zeros((k, width * (width + 1) // 2) if hessian else (0, 0))  # lower triangles, by rows
     narrow = X.shape[1] < DENSE_CHUNK_WIDTH
     step = chunk_rows(width)
     for lo in range(0, n, step):
@@ -346,8 +347,10 @@ def csr_block_sums(X, Y, cost, W, S, bias, loss, where=None, hessian=True):
             sums.rows -= hi - lo  # counted once, above
             continue
         chunk, code = (indptr[lo : hi + 1], indices, data), int(loss)
-        csr_newton_sums(chunk, Y[:, lo:hi], cost[:, lo:hi], W, S, float(bias), code, steps, parts, formed)
+        csr_newton_sums(chunk, Y[:, lo:hi], cost[:, lo:hi], W, S, float(bias), code, steps, parts, packed)
+    lower = np.tril_indices(width)
     for c in range(k if hessian else 0):
+        sums.hessian[c][lower] += packed[c]
         symmetrised(sums.hessian[c])
     return sums
 
@@ -416,7 +419,7 @@ def memory_read(X, y_index, weights, plan, products=None):
     :class:`ProductRead`) instead of the ``D x D`` Hessian; None picks by :func:`prefers_products`.
     """
     Y, cost = plan.signs[:, y_index], plan.costs[:, y_index] * weights
-    X = dense_if_full(X)
+    X = memory_layout(X)
     if products is None:
         products = prefers_products(X, plan)
     if products:
@@ -431,16 +434,24 @@ def memory_read(X, y_index, weights, plan, products=None):
     return read
 
 
-def dense_if_full(X):
-    """In-memory rows as the reads take them best: CSR rows narrower than :data:`DENSE_CHUNK_WIDTH`
-    and at least :data:`DENSE_FILL` full made dense once (float64, at most 1/DENSE_FILL times their
-    values' bytes: the reads would make every chunk of them dense anyway, at every read), others as
-    they are."""
-    if not sp.issparse(X) or X.shape[1] >= DENSE_CHUNK_WIDTH:
+def memory_layout(X):
+    """In-memory rows in the layout the reads take best, made once: CSR rows narrower than
+    :data:`DENSE_CHUNK_WIDTH` and at least :data:`DENSE_FILL` full dense (float64, at most
+    1/DENSE_FILL times their values' bytes: the reads would make every chunk of them dense anyway,
+    at every read), and dense rows less full than that CSR (fewer bytes; a Hessian of their
+    nonzero pairs, or its products, where BLAS would multiply every zero: w8a stored dense, 4%
+    full, took 2.5 s to a 1e-6 gap, 9 times LIBLINEAR's, which makes it sparse too); others as
+    they are.  A dense array's fill is estimated from up to :data:`FILL_SAMPLE` of its rows."""
+    if sp.issparse(X):
+        if X.shape[1] < DENSE_CHUNK_WIDTH and X.nnz >= DENSE_FILL * X.shape[0] * X.shape[1]:
+            return np.ascontiguousarray(sp.csr_matrix(X, dtype=np.float64).toarray())
         return X
-    if X.nnz < DENSE_FILL * X.shape[0] * X.shape[1]:
-        return X
-    return np.ascontiguousarray(sp.csr_matrix(X, dtype=np.float64).toarray())
+    X = np.asarray(X)
+    step = max(1, X.shape[0] // FILL_SAMPLE)
+    rows = X[::step]
+    if rows.size and np.count_nonzero(rows) < DENSE_FILL * rows.size:
+        return sp.csr_matrix(X)
+    return X
 
 
 def prefers_products(X, plan):

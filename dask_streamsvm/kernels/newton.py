@@ -162,12 +162,14 @@ def dense_newton_sums(X, Y, cost, W, S, bias, code, steps, sums, rows, filled, t
 @njit(cache=True, nogil=True)
 def csr_newton_sums(X, Y, cost, W, S, bias, code, steps, sums, hessian):
     """:func:`dense_newton_sums` of CSR rows ``X = (indptr, indices, data)``: adds their Newton sums
-    of every problem to ``sums`` (the same five arrays) and, when ``hessian`` is ``(k, d + 1, d + 1)``
-    (not empty), each problem's ``sum_i D_ii [x_i, b] [x_i, b]^T`` to its lower triangle: a row's
-    nonzeros times themselves (columns ``j <= j'``), its bias row and corner, with no copy of the
-    rows (the sparse Hessian of :func:`sparse_gram`, fused with the read).  The rows' columns must
-    be sorted and distinct (canonical CSR, as :func:`~dask_streamsvm.engine.layout.as_kernel_rows`
-    makes them).  The rows' other
+    of every problem to ``sums`` (the same five arrays) and, when ``hessian`` is ``(k, (d + 1) (d +
+    2) / 2)`` (not empty), each problem's ``sum_i D_ii [x_i, b] [x_i, b]^T`` to its lower triangle,
+    packed by rows (entry ``(j, j')``, ``j' <= j``, at ``j (j + 1) / 2 + j'``: half the memory of the
+    square, which keeps a few hundred columns' triangle in the cache the scattered additions hit):
+    a row's nonzeros times themselves, its bias row and corner, with no copy of the rows (the
+    sparse Hessian of :func:`sparse_gram`, fused with the read).  The rows' columns must be sorted
+    and distinct (canonical CSR, as :func:`~dask_streamsvm.engine.layout.as_kernel_rows` makes
+    them).  The rows' other
     arguments are :func:`dense_newton_sums`'s; the certificate's sums add runs of :data:`RUN` rows
     (or of the width, if wider) apart.  Returns the number of rows summed.
     """
@@ -213,13 +215,15 @@ def csr_newton_sums(X, Y, cost, W, S, bias, code, steps, sums, hessian):
                 if formed:
                     wb = weight * bias
                     H = hessian[c]
+                    last = _u(d) * _u(d + 1) // _u(2)  # the bias row's start
                     for p in range(lo, hi):
                         jp = _u(indices[p])
                         wp = weight * data[p]
+                        row = jp * (jp + _u(1)) // _u(2)
                         for q in range(lo, p + 1):  # sorted columns: each pair once, below the diagonal
-                            H[jp, _u(indices[q])] += wp * data[q]
-                        H[d, jp] += wb * data[p]
-                    H[d, d] += wb * bias
+                            H[row + _u(indices[q])] += wp * data[q]
+                        H[last + jp] += wb * data[p]
+                    H[last + _u(d)] += wb * bias
             if trials[c]:
                 m0, dm = y * z0, y * dz
                 for t in range(n_steps):
