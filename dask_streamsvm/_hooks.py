@@ -34,10 +34,12 @@ class PassHooks:
         self.cache_bytes = None
         self.progress = None
         self.stopped = False
+        self.name = "LinearSVC"  # the model's, in the lines verbose prints (the plan's, from start)
 
     def start(self, plan, n_partitions=None, cache_bytes=None):
         """The fit's plan (bias, classes), and for a streamed fit its partitions and cache budget."""
         self.bias, self.classes, self.cache_bytes = plan.bias, plan.classes, cache_bytes
+        self.name = plan.estimator
         if self.progress is None and n_partitions is not None and self.verbose == 1:
             self.progress = PassProgress(n_partitions)
 
@@ -52,7 +54,7 @@ class PassHooks:
         """After every CoCoA+ round (a line with ``verbose``): true (some callback said stop)
         stops the rounds."""
         if self.verbose:
-            print(round_line(record), flush=True)
+            print(round_line(record, self.name), flush=True)
         return any([bool(callback(record)) for callback in self.callbacks])
 
     def _score(self, W, c=None):
@@ -72,7 +74,7 @@ class PassHooks:
             if self.validation is not None:
                 record["validation_score"] = self._score(w[None, :], c if multi else None)
             if self.verbose:
-                print(pass_line(record), flush=True)
+                print(pass_line(record, self.name), flush=True)
             return self._call(record)
 
         return on_pass
@@ -105,7 +107,7 @@ class PassHooks:
             self.progress.end_pass(records, fill)
         elif self.verbose:
             for record in records:
-                print(pass_line(record), flush=True)
+                print(pass_line(record, self.name), flush=True)
         summary = dict(records[0])
         if len(records) > 1:
             summary.update(

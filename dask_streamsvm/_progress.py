@@ -71,19 +71,20 @@ class PassProgress:
         self.stream.flush()
 
 
-def round_line(record):
-    """One line per round of a cluster's rounds (CoCoA+): its certificate, the bytes it moved."""
+def round_line(record, name="LinearSVC"):
+    """One line per round of a cluster's rounds (CoCoA+): its certificate, the bytes it moved;
+    ``name`` the model's."""
     return (
-        f"[LinearSVC] {record.get('method', 'cocoa')} round {record['round']}: primal={record['primal']:.6f} "
+        f"[{name}] {record.get('method', 'cocoa')} round {record['round']}: primal={record['primal']:.6f} "
         f"dual={record['dual']:.6f} gap={max(record['gap'], 0.0):.3e} "
         f"between_workers={record.get('bytes_between_workers', 0)}B t={record['seconds']:.3f}s"
     )
 
 
-def pass_line(record):
+def pass_line(record, name="LinearSVC"):
     """One line per in-memory pass (``verbose=1``) or per record (``verbose >= 2``): the certificate
     where the pass computed one (in memory not every pass does: its values are NaN then), a gap
-    that rounding made negative shown as 0."""
+    that rounding made negative shown as 0; ``name`` the model's."""
     where = f"active={record['active']}" if "active" in record else f"cache_rows={record['cache_rows']}"
     extra = f" val={record['validation_score']:.4f}" if "validation_score" in record else ""
     certified = all(math.isfinite(record.get(k, math.nan)) for k in ("primal", "dual", "gap"))
@@ -93,6 +94,6 @@ def pass_line(record):
         else ""
     )
     return (
-        f"[LinearSVC] class={record['class']!r} pass {record['pass']}: {certificate}{where} "
+        f"[{name}] class={record['class']!r} pass {record['pass']}: {certificate}{where} "
         f"t={record['seconds']:.3f}s{extra}"
     )

@@ -352,3 +352,10 @@ def test_in_memory_newton_starts_from_a_sample(monkeypatch):
     cold = LogisticRegression(C=1.0, tol=1e-8, random_state=0).fit(X, y)
     assert "sample_rows" not in cold.history_[0] and cold.n_iter_ > clf.n_iter_
     assert cold.objective_ == pytest.approx(clf.objective_, rel=1e-8)
+
+
+def test_verbose_lines_name_the_model(a9a_part, capsys):
+    X, y = a9a_part
+    LogisticRegression(C=1.0, dual=True, tol=1e-2, verbose=1, random_state=0).fit(X[:500], y[:500])
+    out = capsys.readouterr().out
+    assert out.startswith("[LogisticRegression] class=") and "[LinearSVC]" not in out

@@ -445,8 +445,9 @@ def warm_start(sample, plan, width, clock_start=None, on_pass=None):
     ``(W0, notes, result)``.
 
     The sample's problem, its costs scaled by ``rows_seen / sample rows`` so that its loss
-    estimates the data's, is solved in memory to a relative gap of :data:`WARM_TOL`; its solution
-    ``W0`` is where the first full read evaluates the data's gradient and Hessian, so that the
+    estimates the data's, is solved in memory to a relative gap of :data:`WARM_TOL` (a smooth
+    loss's from a sample of its own, :func:`memory_start`); its solution ``W0`` is where the
+    first full read evaluates the data's gradient and Hessian, so that the
     full reads do the last Newton steps and the certificate.  If the sample holds every row, its
     problem is the data's: it is solved to ``plan.tol`` and ``result`` is the fit (its certificate
     the data's, ``on_pass`` seeing its records), else None.  ``notes``: the sample's rows and bytes
@@ -461,8 +462,12 @@ def warm_start(sample, plan, width, clock_start=None, on_pass=None):
     if not complete:
         plan, on_pass = plan.replace(tol=min(plan.tol, WARM_TOL), max_iter=min(plan.max_iter, 100)), None
     # The Hessian, as the reads that follow form it (out of core the rows are at most MAX_WIDTH wide).
-    read = memory_read(sample.X, y_index, sample.sample_weight * scale, plan, products=False)
-    result = solve_primal(read, plan, width, clock_start=clock_start, on_pass=on_pass)
+    weights = sample.sample_weight * scale
+    read = memory_read(sample.X, y_index, weights, plan, products=False)
+    start, _ = memory_start(sample.X, y_index, weights, plan, width)  # a smooth loss: a sample's sample
+    result = solve_primal(
+        read, plan, width, clock_start=clock_start, on_pass=on_pass, start=start, start_read=False
+    )
     notes = {
         "sample_rows": int(sample.n_rows),
         "sample_bytes": sample.nbytes,

@@ -15,7 +15,7 @@ the rows adds, per problem::
 
 and writes ``sqrt(D_ii) [x_i, b]`` of the active rows into a buffer, whose
 Gram matrix (``sum_i D_ii x_i x_i^T``, the generalised Hessian's sum) the
-engine makes by BLAS (SYRK); CSR rows (:func:`csr_newton_sums`) add their
+engine makes by BLAS; CSR rows (:func:`csr_newton_sums`) add their
 Gram matrix's nonzero pairs themselves.  The rows are read in their own precision,
 float32 or float64: every product and sum is float64, and the certificate's
 sums (``loss``, ``alpha``, ``v``, ``trial``) add runs of :data:`RUN` rows
