@@ -74,8 +74,9 @@ SPARSE_HESSIAN_PAIRS = 16
 MAX_VALUE = 1e12
 # Whether the Hessian's sum over float32 rows is made in float32 (a BLAS product of float32 scaled
 # rows, each chunk's Gram matrix then added in float64; a chunk whose Gram matrix passes float32's
-# range is made again in float64) rather than in float64 (measured with SYRK, before GEMM replaced it).  The certificate (loss, alpha, v, trial)
-# is float64 either way; the Hessian only sets the Newton direction.  Measured out of core
+# range is made again in float64) rather than in float64 (measured with SYRK, before GEMM replaced
+# it).  The certificate (loss, alpha, v, trial) is float64 either way; the Hessian only sets the
+# Newton direction.  Measured out of core
 # (dual=False, tol 1e-6, 2M x 60 float32 rows in 20 Parquet files): the reads to a 1e-3 and a 1e-6
 # gap are the same in float32 as in float64 on features of unit scale and on raw 0..255 ones, at
 # C = 0.01 and C = 1 (2 and 3, 3 and 3; 3 and 3, 3 and 4 reads), the final gaps within a factor 2,
