@@ -32,6 +32,7 @@ from functools import partial
 import numpy as np
 import scipy.sparse as sp
 
+from ..kernels.layout import dense_nonzeros, dense_to_csr
 from ..kernels.losses import newton_dual_rows, newton_losses, newton_rows
 from ..kernels.newton import csr_hessian_product, csr_newton_sums, dense_newton_sums, sparse_gram
 from .layout import as_kernel_rows
@@ -452,8 +453,19 @@ def memory_layout(X):
     step = max(1, X.shape[0] // FILL_SAMPLE)
     rows = X[::step]
     if rows.size and np.count_nonzero(rows) < DENSE_FILL * rows.size:
-        return sp.csr_matrix(X)
+        return sparse_rows(X)
     return X
+
+
+def sparse_rows(X):
+    """The dense 2-D array ``X`` as a canonical CSR matrix of its dtype (two compiled passes,
+    :func:`~..kernels.layout.dense_to_csr`; int32 column indices)."""
+    X = np.ascontiguousarray(X)
+    indptr = np.zeros(X.shape[0] + 1, dtype=np.int64)
+    nnz = dense_nonzeros(X, indptr)
+    indices, data = np.empty(nnz, dtype=np.int32), np.empty(nnz, dtype=X.dtype)
+    dense_to_csr(X, indptr, indices, data)
+    return sp.csr_matrix((data, indices, indptr), shape=X.shape)
 
 
 def prefers_products(X, plan):

@@ -45,3 +45,31 @@ def scan_values(values):
         if a > top:
             top = a
     return -1, top
+
+
+@numba.njit(cache=True, nogil=True)
+def dense_nonzeros(X, indptr):
+    """``indptr[i + 1] = indptr[i] + (nonzeros of row i)`` of the dense rows ``X`` (``indptr[0]``
+    set by the caller): the first pass of :func:`dense_to_csr`; returns the nonzeros."""
+    for i in range(X.shape[0]):
+        count = 0
+        for j in range(X.shape[1]):
+            if X[i, j] != 0.0:
+                count += 1
+        indptr[i + 1] = indptr[i] + count
+    return indptr[X.shape[0]]
+
+
+@numba.njit(cache=True, nogil=True)
+def dense_to_csr(X, indptr, indices, data):
+    """The dense rows ``X`` as CSR: ``indices`` and ``data`` filled row by row, columns in order,
+    where :func:`dense_nonzeros` set ``indptr`` (two passes over ``X`` and no temporary: SciPy's
+    ``csr_matrix(X)`` goes through a COO copy of every nonzero's coordinates)."""
+    for i in range(X.shape[0]):
+        k = indptr[i]
+        for j in range(X.shape[1]):
+            value = X[i, j]
+            if value != 0.0:
+                indices[k] = j
+                data[k] = value
+                k += 1
