@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ._progress import PassProgress, pass_line, round_line
+from ._progress import PassProgress, advice_words, pass_line, round_line
 from .engine.problem import linear_scores
 
 
@@ -86,11 +86,14 @@ class PassHooks:
     def on_block(self, pass_k, block, W, fill):
         """For every block a streaming pass reads (the engine's hook)."""
         if self.progress is not None:
-            self.progress.block(pass_k, block.n_rows, fill)
+            self.progress.block(pass_k, block.n_rows, fill, getattr(block, "partition", None))
 
     def on_note(self, text):
         """Advice the engine gives once, after the first pass (the features look unscaled): shown
-        with the progress, whatever the fit's outcome (the warning repeats it if it does not converge)."""
+        with the progress, whatever the fit's outcome (the warning repeats it if it does not converge),
+        in the words of :data:`~._progress.advice_words` where it is set (the command line's)."""
+        words = advice_words.get()
+        text = text if words is None else words(text)
         if self.progress is not None:
             self.progress.note(f"note:{text}")
         elif self.verbose:

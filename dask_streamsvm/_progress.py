@@ -1,8 +1,14 @@
 """Text progress for ``verbose=1``: a bar per reader pass, a line per pass in memory."""
 
+import contextvars
 import math
 import sys
 import time
+
+# Rewrites advice shown with the progress (the note on unscaled features) into the words of where it is
+# read: the command line sets it to name its options (--scale) where the library names parameters.
+advice_words = contextvars.ContextVar("advice_words", default=None)
+CLEAR_LINE = "\x1b[K"  # a terminal's erase to the end of the line: a shorter redraw leaves no tail
 
 
 def _count(n):
@@ -17,7 +23,11 @@ class PassProgress:
 
     On a terminal the bar is redrawn in place as blocks arrive (at most ten
     times a second); elsewhere (logs, notebooks' captured output) only the
-    line that ends each pass is written.
+    line that ends each pass is written.  The line that ends a pass is
+    numbered by the pass's record, not by the last block seen: StreamSVM's
+    passes after its cache took every row read nothing (their line says
+    so), and a read that began before the bar (the one that counted the
+    classes) is shown whole, its rows from the records' ``rows_read``.
     """
 
     width = 20
@@ -28,39 +38,61 @@ class PassProgress:
         self.live = bool(getattr(self.stream, "isatty", lambda: False)())
         self.pass_k = None
         self.parts = self.rows = 0
+        self.seen = set()  # this pass's partitions: one seen again is a read started over
+        self.rows_read = 0  # the fit's rows read at the last pass end (the records' running count)
         self.last_draw = 0.0
         self.last_gap = None
 
-    def block(self, pass_k, n_rows, cache_fill):
-        if pass_k != self.pass_k:
+    def block(self, pass_k, n_rows, cache_fill, partition=None):
+        if pass_k != self.pass_k or partition in self.seen:  # a new pass, or read 0 started over
             self.pass_k, self.parts, self.rows = pass_k, 0, 0
+            self.seen = set()
+        if partition is not None:
+            self.seen.add(partition)
         self.parts += 1
         self.rows += n_rows
         now = time.monotonic()
         if self.live and (now - self.last_draw > 0.1 or self.parts == self.n_partitions):
             self.last_draw = now
-            self._write("\r" + self._line(cache_fill, self.last_gap), end="")
+            self._write("\r" + self._line(cache_fill, self.last_gap) + CLEAR_LINE, end="")
 
     def end_pass(self, records, cache_fill):
+        record = records[0]
         gap = max(r["gap"] for r in records)
         self.last_gap = gap
-        seconds = records[0]["seconds"]
+        pass_k = record.get("pass", self.pass_k)
+        rows_read = record.get("rows_read")
         extra = ""
-        if "validation_score" in records[0]:
-            extra = f" val {records[0]['validation_score']:.4f}"
-        text = self._line(cache_fill, gap) + f" {seconds:.1f}s{extra}"
-        self._write(("\r" if self.live else "") + text)
+        if "validation_score" in record:
+            extra = f" val {record['validation_score']:.4f}"
+        tail = f" {record['seconds']:.1f}s{extra}"
+        if record.get("in_cache"):  # trained and certified from the cache alone
+            self.pass_k, self.parts, self.rows, self.seen = pass_k, 0, 0, set()
+            text = self._line(cache_fill, gap, cached_rows=record.get("cache_rows", 0))
+        else:
+            if pass_k != self.pass_k:  # a read the bar saw no block of: whole, its rows from the records
+                self.pass_k, self.parts, self.seen = pass_k, self.n_partitions, set()
+                self.rows = 0 if rows_read is None else rows_read - self.rows_read
+            text = self._line(cache_fill, gap)
+        if rows_read is not None:
+            self.rows_read = rows_read
+        self._write("\r" + text + tail + CLEAR_LINE if self.live else text + tail)
 
     def note(self, text):
         """A line of advice under the finished pass's line (the bar goes on below it)."""
         self._write(text)
 
-    def _line(self, cache_fill, gap):
+    def _line(self, cache_fill, gap, cached_rows=None):
+        """The bar of the pass being read; with ``cached_rows``, the line of a pass that read
+        nothing and trained that many rows from the cache."""
+        gap_text = "" if gap is None else f" gap {max(gap, 0.0):.2e}"
+        cache_text = "" if cache_fill is None else f" cache {cache_fill:.0%}"  # None: no cache
+        if cached_rows is not None:
+            where = "[no read: every row is in the cache]"
+            return f"pass {self.pass_k} {where} {_count(cached_rows)} rows{cache_text}{gap_text}"
         done = min(self.parts, self.n_partitions)
         filled = round(self.width * done / self.n_partitions)
         bar = "#" * filled + "." * (self.width - filled)
-        gap_text = "" if gap is None else f" gap {max(gap, 0.0):.2e}"
-        cache_text = "" if cache_fill is None else f" cache {cache_fill:.0%}"  # None: no cache
         return (
             f"pass {self.pass_k} [{bar}] {done}/{self.n_partitions} partitions "
             f"{_count(self.rows)} rows{cache_text}{gap_text}"

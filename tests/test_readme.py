@@ -32,3 +32,4 @@ def test_readme_code_runs(tmp_path, capsys):
     assert namespace["df"].npartitions == 8 and len(list((tmp_path / "a9a_parquet").glob("*.parquet"))) == 8
     assert namespace["first"].shape == (namespace["X"].shape[0], 2)  # a .bz2 file is one partition
     assert 0.84 < namespace["clf"].score(namespace["X_test"], namespace["y_test"]) < 0.86
+    assert namespace["logit"].duality_gap_ <= 1e-6 and namespace["proba"].shape[1] == 2
