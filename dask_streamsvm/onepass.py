@@ -15,10 +15,12 @@ from sklearn.utils import check_random_state
 from ._stream_classifier import StreamClassifier, checked_params
 from ._validation import anything, boolean, check_positive_int, integer, positive_float
 from ._validation import random_state as random_state_check
+from .engine.labels import merge_label_counts
 from .engine.onepass import Balls
 from .features import Standardize
 
-# Rows of the first streamed block kept to check the model on; rows scaled at a time when standardizing.
+# Most training rows a streamed fit keeps (spread evenly over the stream) to check its model on;
+# rows scaled at a time when standardizing.
 PROBE_ROWS = 4096
 FEED_ROWS = 65536
 _FIRST_BLOCK = "first block"  # the scaling is learned from the first block fed (a str: pickles as itself)
@@ -26,6 +28,20 @@ _FIRST_BLOCK = "first block"  # the scaling is learned from the first block fed 
 # work (measured: 1.9 s for 100 rows, 31 s for 256; 128 takes about 4 s), so a larger one makes
 # a fit run for minutes to hours without a word (docs/benchmarks.md measures lookahead 1 to 50).
 MAX_LOOKAHEAD = 128
+# The root-mean-square norm of the standardized rows, against the constant feature's value
+# (intercept_scaling, 1 by default).  Unit variance alone gives centred rows the norm
+# sqrt(n_features), beside which a constant feature of 1 is a small part of every normalized row:
+# the ball cannot learn the offset, and on centred one-hot columns (whose groups no longer add up to
+# a constant feature of their own) it fell to 66% test accuracy on a9a (majority 76%) and 76% on
+# ijcnn1 (majority 90.5%).  Against unit variance alone and RMS norms 1, 1.41 and 2.83, 2 lost the
+# least on average (2.4 points) against the best of them, over five dense sets at lookahead 1 and 10,
+# and at most 9.7 (digits at lookahead 1; 2.83: at most 8.9 but 7.9 and 8.9 on ijcnn1 and the far
+# set) (`python -m benchmarks.bench_onepass --row-norms`, docs/benchmarks.md).
+STANDARDIZED_ROW_NORM = 2.0
+# A stream whose rows of a partition (or, in memory without shuffling, consecutive rows) differ in
+# label less than this share as often as rows drawn at random is named sorted by label when its
+# model is warned of (a random order: 1 in expectation; sorted by label: about 0).
+SORTED_LABEL_MIX = 0.5
 
 
 def _lookahead(name, value):
@@ -43,7 +59,10 @@ def _lookahead(name, value):
 
 def _learn_scaling(X, *, centre):
     """:class:`Standardize` fitted to the block ``X`` (dense rows centred when ``centre``), computed on
-    ``X`` divided by each column's largest |x| so that squares of large values cannot overflow."""
+    ``X`` divided by each column's largest |x| so that squares of large values cannot overflow; its
+    scales then grown by one factor so that the scaled rows' root-mean-square norm is
+    :data:`STANDARDIZED_ROW_NORM` (from the column moments: ``E||z||^2 = sum_j (var_j + (mean_j -
+    centre_j)^2) / scale_j^2``)."""
     top = np.asarray(abs(X).max(axis=0).toarray() if sp.issparse(X) else np.abs(X).max(axis=0), float).ravel()
     top = np.where(top > 0.0, top, 1.0)
     blocks = (
@@ -52,13 +71,127 @@ def _learn_scaling(X, *, centre):
         else sp.csr_matrix(X[i : i + FEED_ROWS]).multiply(1.0 / top).tocsr()
         for i in range(0, X.shape[0], FEED_ROWS)
     )
-    scaler = Standardize(with_mean="auto" if centre else False).learn(blocks, X.shape[1])
-    scaler.mean_, scaler.scale_ = scaler.mean_ * top, scaler.scale_ * top
+    scaler = Standardize(with_mean="auto" if centre else False)
+    moments = scaler.moments(blocks, X.shape[1])
+    scaler.learn_moments(moments)
+    mean = np.ldexp(moments.mean, moments.shift)
+    var = np.ldexp(moments.m2 / moments.rows, 2 * moments.shift)
+    sqnorm = float(np.sum((var + (mean - scaler.mean_) ** 2) / scaler.scale_**2))
+    grow = np.sqrt(sqnorm) / STANDARDIZED_ROW_NORM if sqnorm > 0.0 else 1.0
+    scaler.mean_, scaler.scale_ = scaler.mean_ * top, scaler.scale_ * (top * grow)
     return scaler
 
 
-class OneClassWarning(UserWarning):
-    """A fit whose model puts every training row in one class although the rows hold several."""
+class MajorityClassWarning(UserWarning):
+    """A fitted :class:`OnePassSVC` no better than predicting the majority class on the training rows
+    it checked (every row in memory; streamed, up to :data:`PROBE_ROWS` spread over the stream),
+    which hold several classes (putting every row in one class is the extreme case), or fitted on
+    rows that came sorted by label, the order that brings the one-pass ball there."""
+
+
+# The warning's name from when it covered the one-class case only: the same class, so that filters
+# and ``pytest.warns`` on either name see every such warning.
+OneClassWarning = MajorityClassWarning
+
+
+def partition_label_mix(label_counts):
+    """How often two rows of one partition differ in label, as a share of how often two rows of the
+    whole data do; ``label_counts``: every partition's ``(labels, counts, ...)``.
+
+    Rows in a random order give 1 in expectation (the pairs of a partition are pairs drawn without
+    replacement); partitions that each hold one class give 0.  None when no two rows differ.
+    """
+    totals, within, pairs = {}, 0.0, 0.0
+    for labels, counts, *_ in label_counts:
+        counts = np.asarray(counts, dtype=np.float64)
+        n = counts.sum()
+        within += (n * n - np.sum(counts * counts)) / 2.0
+        pairs += n * (n - 1.0) / 2.0
+        for label, c in zip(labels.tolist(), counts.tolist(), strict=True):
+            totals[label] = totals.get(label, 0.0) + c
+    N = np.array(list(totals.values()))
+    differ = (N.sum() ** 2 - np.sum(N * N)) / (N.sum() * (N.sum() - 1.0)) if N.sum() > 1 else 0.0
+    if differ == 0.0 or pairs == 0.0:
+        return None
+    return within / (pairs * differ)
+
+
+def order_label_mix(index):
+    """How often consecutive rows differ in label (``index``: their classes' positions in stream
+    order), as a share of how often two rows drawn at random do (1 in expectation for a random order,
+    about 0 when sorted by label); None when no two rows differ."""
+    n = index.shape[0]
+    if n < 2:
+        return None
+    shares = np.bincount(index) / n
+    differ = (1.0 - np.sum(shares * shares)) * n / (n - 1.0)
+    if differ == 0.0:
+        return None
+    return np.count_nonzero(index[1:] != index[:-1]) / ((n - 1) * differ)
+
+
+class _CheckRows:
+    """Rows of a stream kept as they are read, to check the fitted model on without another read:
+    every ``stride``-th row of the stream's order, so at most :data:`PROBE_ROWS` of ``n_rows``."""
+
+    def __init__(self, n_rows):
+        self.stride = max(1, -(-int(n_rows) // PROBE_ROWS))
+        self.seen, self.rows, self.index = 0, [], []
+
+    def keep(self, X, index, order):
+        """Of the block ``X`` read in ``order`` (``index``: its rows' class positions), the rows whose
+        place in the stream is a multiple of ``stride``."""
+        picked = order[(-self.seen) % self.stride :: self.stride]
+        self.seen += order.shape[0]
+        if picked.shape[0]:
+            self.rows.append(X[picked])
+            self.index.append(index[picked])
+
+    def where(self):
+        """The kept rows, in the warning's words."""
+        n = sum(rows.shape[0] for rows in self.rows)
+        step = "every row" if self.stride == 1 else f"one row in {self.stride}"
+        return f"the {n:,} training rows it checked ({step} of the stream, kept as it was read)"
+
+    def stacked(self):
+        """``(rows, index)`` of every kept row, or ``(None, None)``."""
+        if not self.rows:
+            return None, None
+        stack = sp.vstack(self.rows, format="csr") if sp.issparse(self.rows[0]) else np.vstack(self.rows)
+        return stack, np.concatenate(self.index)
+
+
+def _plain(label):
+    """A NumPy scalar label as the Python value it holds (for the warning's ``repr``)."""
+    return label.item() if hasattr(label, "item") else label
+
+
+def _sorted_partitions(label_counts):
+    """The warning's account of partitions sorted by label (``label_counts``: each partition's), or
+    None when the rows of a partition mix their labels as rows drawn at random would."""
+    mix = partition_label_mix(label_counts)
+    if mix is None or mix >= SORTED_LABEL_MIX:
+        return None
+    pure = [int(np.count_nonzero(np.asarray(c))) == 1 for _, c, *_ in label_counts if np.sum(c) > 0]
+    return (
+        f"{sum(pure)} of its {len(pure)} partitions hold one class, and two rows of a partition differ "
+        f"in label {mix:.0%} as often as two rows of the whole data. The fit shuffles the order of the "
+        "partitions and of the rows within each, which cannot mix them: the ball read long runs of one "
+        "class. Shuffle the rows across partitions before the fit (write them in a random order; with "
+        "Dask, add a column of random numbers and shuffle on it)"
+    )
+
+
+def _sorted_rows(index):
+    """The warning's account of in-memory rows kept sorted by label (``index``: their classes'
+    positions, in order; ``shuffle=False``), or None."""
+    mix = order_label_mix(index)
+    if mix is None or mix >= SORTED_LABEL_MIX:
+        return None
+    return (
+        f"consecutive rows differ in label {mix:.0%} as often as rows drawn at random, and "
+        "shuffle=False kept their order. Pass shuffle=True (the default)"
+    )
 
 
 class OnePassSVC(StreamClassifier):
@@ -76,11 +209,18 @@ class OnePassSVC(StreamClassifier):
     long the stream.  One-vs-rest for more than two classes (a ball each).
 
     The answer is an approximation by construction: there is no
-    duality-gap certificate as :class:`~dask_streamsvm.LinearSVC` gives.
-    A fit on in-memory rows whose model puts every training row in one
-    class, although they hold several, warns (:class:`OneClassWarning`):
-    on features of very different scales, or far from the origin, the ball
-    can miss the data.
+    duality-gap certificate as :class:`~dask_streamsvm.LinearSVC` gives,
+    and on some data it is no better than the majority class (at
+    lookahead 10: a9a in 4 to 8 stream orders of 20, ijcnn1 in 15 to 20;
+    docs/papers/onepass.md).  So
+    :meth:`fit` scores its model on the training rows it can score without
+    another read (every row in memory; streamed, up to 4,096 rows spread
+    over the stream, kept as they were read) and warns
+    (:class:`MajorityClassWarning`) when it is no better there than
+    predicting the majority class, saying whether the rows came sorted by
+    label.  The ball is also sensitive to the order of the stream: rows
+    sorted by label across a collection's partitions are not mixed by
+    the fit's shuffling of the partitions.
 
     Parameters
     ----------
@@ -93,9 +233,11 @@ class OnePassSVC(StreamClassifier):
         relative gap of 1e-10) and make the result less sensitive to the
         order of the stream, at ``O(lookahead^3)`` work per update (about
         2 s for 100 rows), hence at most :data:`MAX_LOOKAHEAD` (128).  The
-        default 10 was more accurate than 1 on each of the six sets of
-        ``benchmarks/bench_onepass.py`` (by 1 to 20 points), for about
-        1.5 times the seconds.
+        default 10 was more accurate than 1 on a9a, phishing, digits 8 vs 9
+        and the far-from-the-origin set of ``benchmarks/bench_onepass.py``
+        (by 4 to 20 points), the same on w8a, and 1.5 points less on
+        ijcnn1 (both below its majority class), for about 1.5 times the
+        seconds.
     fit_intercept : bool, default=True
         Learn an intercept as the weight of a constant feature of value
         ``intercept_scaling`` (regularised like the others), as LIBLINEAR.
@@ -120,8 +262,13 @@ class OnePassSVC(StreamClassifier):
         whose enclosing ball is centred near the origin whatever the
         labels: without it the model can put every row in one class.
         Sparse rows are scaled, never centred (they would lose their
-        zeros), and without an intercept nothing is centred.  Memory and
-        reads are unchanged: the statistics come from rows already read.
+        zeros), and without an intercept nothing is centred.  The scaled
+        rows are then shrunk together to a root-mean-square norm of 2
+        (:data:`STANDARDIZED_ROW_NORM`), so that the constant feature
+        (``intercept_scaling``) stays a fair part of every normalized row:
+        beside unit-variance columns, whose rows have norm
+        ``sqrt(n_features)``, the ball could not learn the offset.  Memory
+        and reads are unchanged: the statistics come from rows already read.
     shuffle : bool, default=True
         ``fit``: visit the rows in a random order (partitions and the rows
         of each, from ``random_state``); ``partial_fit`` keeps the order.
@@ -137,6 +284,8 @@ class OnePassSVC(StreamClassifier):
     standardize_ : Standardize or None
         The scaling the fit applied (:class:`~dask_streamsvm.features.Standardize`,
         its ``mean_``, ``scale_`` and ``n_samples_seen_``), or None.
+        ``scale_`` is each column's standard deviation times one factor,
+        the scaled rows' root-mean-square norm over 2.
     radius_ : float or ndarray of shape (n_classes,)
         Radius of the final ball (per one-vs-rest problem).
     n_core_vectors_ : int or ndarray of shape (n_classes,)
@@ -178,7 +327,7 @@ class OnePassSVC(StreamClassifier):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         # One pass over a ball within 3/2 of the optimum: on scikit-learn's 3-blob check, one-vs-rest
-        # trains to 64% accuracy with lookahead=1 (68% with 5), below the check's 83%; 92% with 10.
+        # trains to 64% accuracy with lookahead=1 (73% with 5), below the check's 83%; 92% with 10.
         tags.classifier_tags.poor_score = self.lookahead < 10
         return tags
 
@@ -199,6 +348,13 @@ class OnePassSVC(StreamClassifier):
     def fit(self, X, y):
         """Learn from every row of ``X`` once.
 
+        The fitted model is then checked on the training rows it can score
+        without another read (every row in memory; streamed, up to
+        :data:`PROBE_ROWS` kept as they were read, spread over the stream):
+        if it is no better there than predicting the majority class, the fit
+        warns (:class:`MajorityClassWarning`), saying whether the rows were
+        sorted by label.
+
         Parameters
         ----------
         X : {array-like, sparse matrix, DataFrame, Dask Array, Dask DataFrame, path}
@@ -215,43 +371,71 @@ class OnePassSVC(StreamClassifier):
         self.__dict__.pop("_balls", None)
         source, X, y = self._input(X, y, reset=True)
         if source is not None:
-            self._start(source.label_counts()[0], params, probe="first")
+            counts = source.label_counts(merged=False)
+            ids = [source.partition_id(p) for p in range(len(counts))]
+            classes, n_rows, _ = merge_label_counts(counts, partitions=ids)
+            self._start(classes, params)
+            kept = _CheckRows(n_rows.sum())
             seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
             for rows, signs, order in self._signed_blocks(source, shuffle=bool(self.shuffle), seed=seed):
+                kept.keep(rows, self._class_index(signs), order)
                 self._feed(rows, signs, order)
+            self._set_model(self._balls.finish())  # partial_fit may go on with the stream from here
+            self._check_model(*kept.stacked(), kept.where(), _sorted_partitions(counts))
         else:
-            self._start(np.unique(y), params, probe="all")
+            self._start(np.unique(y), params)
             order = np.arange(X.shape[0])
             if self.shuffle:
                 order = check_random_state(self.random_state).permutation(X.shape[0])
-            self._feed(X, self._signs(y), order)
-        self._set_model(self._balls.finish())  # partial_fit may go on with the stream from here
-        probe, self._probe, self._probe_rows = self._probe, (None, None, True), None  # keep no rows
-        self._warn_if_one_class(*probe)
+            signs = self._signs(y)
+            self._feed(X, signs, order)
+            self._set_model(self._balls.finish())
+            index = self._class_index(signs)
+            sorted_note = None if self.shuffle else _sorted_rows(index)
+            self._check_model(X, index, f"its {X.shape[0]:,} training rows", sorted_note)
         return self
 
-    def _warn_if_one_class(self, X, index, whole):
-        """Warn when the model puts every row of ``X`` (training rows: all of them in memory, else
-        the first block's first rows; ``index``: their classes' positions) in one class while they
-        hold several: the ball's hyperplane missed the data."""
-        if X is None or np.unique(index).shape[0] < 2:
+    def _check_model(self, X, index, where, sorted_by_label):
+        """Warn (once) when the model's accuracy on the training rows ``X`` (``index``: their classes'
+        positions; ``where`` names them), which hold several classes, is no better than the majority
+        class's share of them, or when the rows came sorted by label (``sorted_by_label``: the
+        account of it, or None)."""
+        if X is None:
             return
-        predicted = np.unique(self._labels(X))
-        if predicted.shape[0] == 1:
-            label = predicted[0].item() if hasattr(predicted[0], "item") else predicted[0]
-            rows = (
-                f"every one of its {X.shape[0]:,} training rows"
-                if whole
-                else f"every one of the {X.shape[0]:,} training rows it checked (the first read)"
+        shares = np.bincount(index, minlength=self.classes_.shape[0]) / index.shape[0]
+        if np.count_nonzero(shares) < 2:
+            return  # one class among the rows: the majority class is always right
+        predicted = self._labels(X)
+        accuracy = float(np.mean(predicted == self.classes_[index]))
+        if accuracy > shares.max() and not sorted_by_label:
+            return
+        majority = _plain(self.classes_[int(np.argmax(shares))])
+        against = f"predicting the majority class {majority!r} for every row ({shares.max():.1%}"
+        said = np.unique(predicted)
+        if said.shape[0] == 1:
+            found = (
+                f"OnePassSVC predicts class {_plain(said[0])!r} for every one of {where}, which hold "
+                f"{np.count_nonzero(shares)} classes: accuracy {accuracy:.1%}, no better than {against}"
             )
-            warnings.warn(
-                f"OnePassSVC predicts class {label!r} for {rows}: the one-pass ball did not separate the "
-                f"classes (C={self.C:g}, fit_intercept={self.fit_intercept}, "
-                f"standardize={self.standardize}). Scale the features to comparable ranges, try a larger "
-                "C or lookahead, or train LinearSVC, which certifies its model.",
-                OneClassWarning,
-                stacklevel=3,
-            )
+        elif accuracy <= shares.max():
+            found = f"OnePassSVC scores {accuracy:.1%} accuracy on {where}, no better than {against}"
+        else:  # better than the majority class, but from rows sorted by label
+            found = f"OnePassSVC scores {accuracy:.1%} accuracy on {where}, against {against}"
+        why = (
+            f" The rows came sorted by label, the order the one-pass ball is worst at: {sorted_by_label}, or"
+            if sorted_by_label
+            else " The one-pass ball is within 3/2 of the optimal radius, not of the best classifier, and "
+            "depends on the order of the stream. Shuffle the rows if they are ordered, try another C or a "
+            "larger lookahead, or"
+        )
+        warnings.warn(
+            f"{found}; C={self.C:g}, lookahead={self.lookahead}, standardize={self.standardize})."
+            + why
+            + " train LinearSVC (its partial_fit for a stream read a block at a time), which certifies "
+            "its model.",
+            MajorityClassWarning,
+            stacklevel=3,
+        )
 
     def partial_fit(self, X, y, classes=None):
         """Feed a block of a stream, in its order; the buffer carries over to the next call.
@@ -260,7 +444,9 @@ class OnePassSVC(StreamClassifier):
         call, unless the model was fitted by :meth:`fit`, whose stream it
         continues.  The model after each call includes the rows still
         buffered, so cutting a stream into blocks differently gives the
-        same model.
+        same model.  Unlike :meth:`fit`, it does not check the model
+        against the majority class (a stream's first blocks would warn of
+        every early model); score it on rows of your own.
         """
         params = checked_params(self)
         first = getattr(self, "_balls", None) is None
@@ -276,10 +462,9 @@ class OnePassSVC(StreamClassifier):
         self._set_model(self._balls.finished_copy())
         return self
 
-    def _start(self, classes, params, probe=None):
+    def _start(self, classes, params):
         """A fresh ball per problem, over ``n_features_in_`` features, of the checked ``params``; the
-        scaling comes with the first block fed, and so do the rows the model is checked on
-        (``probe``: "all" of them, the "first" ``PROBE_ROWS``, or None)."""
+        scaling comes with the first block fed."""
         k = self._check_classes(classes, "OnePassSVC")
         self._bias = bias = params["bias"]
         normalize = bool(self.normalize)
@@ -292,19 +477,12 @@ class OnePassSVC(StreamClassifier):
             normalize=normalize,
         )
         self._scaler = _FIRST_BLOCK if (self.standardize and normalize) else None
-        self._probe_rows = probe
-        self._probe = (None, None, True)
 
     def _feed(self, X, signs, order):
         """Rows ``order`` of the block ``X`` into the balls, standardized; the first block sets the
-        scaling and keeps rows to check the model on (all of them in memory, else the first
-        ``PROBE_ROWS``)."""
+        scaling."""
         if isinstance(self._scaler, str):
             self._scaler = _learn_scaling(X, centre=self._bias > 0.0)
-        if self._probe_rows is not None and self._probe[0] is None:
-            whole = self._probe_rows == "all"
-            keep = slice(None) if whole else order[:PROBE_ROWS]
-            self._probe = (X if whole else X[keep], self._class_index(signs[:, keep]), whole)
         if self._scaler is None:
             self._balls.feed(X, signs, order)
             return

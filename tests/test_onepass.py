@@ -12,8 +12,17 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 
 from dask_streamsvm import OnePassSVC
+from dask_streamsvm.datasets import load_a9a
 from dask_streamsvm.kernels.meb import enclose
-from dask_streamsvm.onepass import OneClassWarning
+from dask_streamsvm.onepass import (
+    PROBE_ROWS,
+    SORTED_LABEL_MIX,
+    STANDARDIZED_ROW_NORM,
+    MajorityClassWarning,
+    OneClassWarning,
+    order_label_mix,
+    partition_label_mix,
+)
 
 from ._reference import exact_enclosing_ball, meb_points
 
@@ -82,6 +91,8 @@ def test_algorithm_1_matches_the_explicit_ball_step_by_step(layout):
     assert model.n_core_vectors_ < X.shape[0]  # rows inside the ball were dropped
 
 
+# On 60 random rows the ball can score below the majority class, and the fit says so; here the ball is tested.
+@pytest.mark.filterwarnings("ignore::dask_streamsvm.onepass.MajorityClassWarning")
 @pytest.mark.parametrize("lookahead", [1, 4])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_ball_encloses_every_point_within_3_2_of_the_exact_ball(lookahead, seed):
@@ -154,8 +165,10 @@ def test_standardizing_takes_the_first_block_and_the_rest_of_the_stream_may_be_c
     streamed = OnePassSVC(lookahead=lookahead, shuffle=False).fit(
         da.from_array(X, chunks=33), da.from_array(y, chunks=33)
     )
+    # Unit variance, then one factor for every column: the rows' RMS norm is STANDARDIZED_ROW_NORM (5
+    # centred columns of unit variance have RMS norm sqrt(5)).
     np.testing.assert_allclose(streamed.standardize_.mean_, first.mean(axis=0), rtol=1e-12)
-    np.testing.assert_allclose(streamed.standardize_.scale_, first.std(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(streamed.standardize_.scale_, first.std(axis=0) * np.sqrt(5) / 2, rtol=1e-12)
     assert streamed.standardize_.n_samples_seen_ == 33
     for cuts in ([33, 40, 41, 90], [33, 34, 35, 36, 99]):
         model = OnePassSVC(lookahead=lookahead)
@@ -165,20 +178,58 @@ def test_standardizing_takes_the_first_block_and_the_rest_of_the_stream_may_be_c
         np.testing.assert_array_equal(model.intercept_, streamed.intercept_)
     whole = OnePassSVC(lookahead=lookahead, shuffle=False).fit(X, y)
     np.testing.assert_allclose(whole.standardize_.mean_, X.mean(axis=0), rtol=1e-12)
-    np.testing.assert_allclose(whole.standardize_.scale_, X.std(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(whole.standardize_.scale_, X.std(axis=0) * np.sqrt(5) / 2, rtol=1e-12)
     # The fold: raw rows score as the standardized rows do under the ball trained on them.
-    Z = (X - X.mean(axis=0)) / X.std(axis=0)
+    Z = (X - whole.standardize_.mean_) / whole.standardize_.scale_
     plain = OnePassSVC(lookahead=lookahead, standardize=False, shuffle=False).fit(Z, y)
     np.testing.assert_allclose(whole.decision_function(X), plain.decision_function(Z), rtol=1e-9, atol=1e-12)
     # Sparse rows are scaled, never centred; without an intercept nothing is centred.
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", OneClassWarning)  # uncentred rows this far out: one class
+        warnings.simplefilter("ignore", MajorityClassWarning)  # uncentred rows this far out: one class
         sparse = OnePassSVC(shuffle=False).fit(sp.csr_matrix(X), y).standardize_
         assert not OnePassSVC(fit_intercept=False).fit(X, y).standardize_.mean_.any()
         assert OnePassSVC(standardize=False).fit(X, y).standardize_ is None
-    assert not sparse.mean_.any() and np.allclose(sparse.scale_, X.std(axis=0), rtol=1e-12)
+    assert not sparse.mean_.any()
+    ratio = sparse.scale_ / X.std(axis=0)
+    np.testing.assert_allclose(ratio, ratio[0], rtol=1e-12)  # one factor for every column
     unit = Z / np.linalg.norm(Z, axis=1, keepdims=True)  # normalize=False takes rows as they are
     assert OnePassSVC(normalize=False, fit_intercept=False).fit(unit, y).standardize_ is None
+
+
+@pytest.mark.parametrize("kind", ["dense", "dense, no intercept", "csr", "constant column"])
+def test_standardized_rows_have_the_root_mean_square_norm_of_the_rule(kind):
+    """The scaling grows unit-variance columns by one factor so that the rows the ball reads (before
+    they are normalized) have RMS norm 2 beside the constant feature's 1 (STANDARDIZED_ROW_NORM):
+    measured on the scaled rows themselves, dense (centred), uncentred and sparse."""
+    assert STANDARDIZED_ROW_NORM == 2.0
+    X, y = _data(n=400, d=7, scale=30.0)
+    X += 50.0
+    if kind == "constant column":
+        X[:, 3] = 4.0
+    rows = sp.csr_matrix(np.where(X > 50.0, X, 0.0)) if kind == "csr" else X
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MajorityClassWarning)  # the rows are what is tested here
+        model = OnePassSVC(fit_intercept=kind != "dense, no intercept", random_state=0).fit(rows, y)
+    Z = model.standardize_.scale_rows(rows)
+    Z = Z.toarray() if sp.issparse(Z) else Z
+    assert np.sqrt(np.mean(np.sum(Z**2, axis=1))) == pytest.approx(2.0, rel=1e-12)
+
+
+def test_a9a_from_dense_chunks_is_not_below_the_majority_class_by_the_scaling():
+    """The regression of issue 41: standardizing centred a9a's one-hot columns (their groups, which
+    add up to 1 in every row, no longer stood in for the constant feature) and left rows of norm
+    sqrt(123) beside a constant feature of 1, so the ball could not learn the offset.  On 8,192
+    rows from a Dask array of 4,096-row chunks, C = 1, lookahead 10, scored on 4,000 test rows
+    (majority 76.3%), the mean of five stream orders is 0.760; with unit variance alone it was 0.667,
+    and each of 30 orders scored below 0.72 (0.54 to 0.71)."""
+    X, y = load_a9a("train")
+    Xt, yt = load_a9a("test")
+    X, y, Xt, yt = X[:8192].toarray(), y[:8192], Xt[:4000], yt[:4000]
+    Xd, yd = da.from_array(X, chunks=(4096, 123)), da.from_array(y, chunks=4096)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MajorityClassWarning)  # some orders are, and say so
+        scores = [OnePassSVC(random_state=seed).fit(Xd, yd).score(Xt, yt) for seed in range(5)]
+    assert np.mean(scores) > 0.72
 
 
 def test_same_seed_same_model_and_one_read_of_each_partition():
@@ -255,20 +306,105 @@ def test_errors_are_named():
 def test_a_model_that_puts_every_training_row_in_one_class_is_warned_of():
     """Raw 0..255 features, labels of a hyperplane away from the origin: without standardizing, at a
     small C the one-pass ball predicts one class for every row (0.56 accuracy); that is said, not
-    returned silently, in memory and streamed (checked on the first partition's rows)."""
+    returned silently, in memory and streamed (checked on rows spread over the stream)."""
     rng = np.random.RandomState(0)
     X = rng.randint(0, 256, size=(20_000, 3)).astype(float)
     y = (X @ [0.02, -0.03, 0.01] + 0.8 * rng.randn(20_000) > -0.5).astype(int)
     with pytest.warns(OneClassWarning, match="predicts class 1 for every one of its 20,000 training rows"):
         OnePassSVC(C=0.01, lookahead=1, standardize=False, random_state=0).fit(X, y)
-    with pytest.warns(OneClassWarning, match="class [01] for every one of the 4,096 training rows it"):
+    kept = r"4,000 training rows it checked \(one row in 5 of the stream"  # 20,000 rows, at most 4,096 kept
+    with pytest.warns(OneClassWarning, match=f"class [01] for every one of the {kept}"):
         OnePassSVC(C=0.01, lookahead=1, standardize=False, random_state=0).fit(
             da.from_array(X, chunks=5000), da.from_array(y, chunks=5000)
         )
+    assert -(-20_000 // PROBE_ROWS) == 5
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         model = OnePassSVC(C=0.01, random_state=0).fit(X, y)  # standardized: both classes
     assert np.unique(model.predict(X)).shape[0] == 2
+
+
+def test_a_model_below_the_majority_class_is_warned_of_with_what_was_measured():
+    """Issue 41: a model of two classes that scores below the majority class on its training rows
+    (here 50% of 60 rows, majority 55%) returned silently; now it warns, in memory and streamed, with
+    the accuracy, the majority rate and what to do.  One warning class for both cases."""
+    X, y = _data(n=60, d=4, seed=1)
+    params = dict(C=2.0, lookahead=1, standardize=False, shuffle=False)
+    said = r"scores 50.0% accuracy on {}, no better than predicting the majority class 0 for every row \(55.0"
+    with pytest.warns(MajorityClassWarning, match=said.format("its 60 training rows")) as caught:
+        model = OnePassSVC(**params).fit(X, y)
+    assert model.score(X, y) == 0.5 and np.unique(model.predict(X)).shape[0] == 2
+    assert len(caught) == 1 and "train LinearSVC" in str(caught[0].message)
+    kept = r"the 60 training rows it checked \(every row of the stream, kept as it was read\)"
+    with pytest.warns(MajorityClassWarning, match=said.format(kept)):
+        OnePassSVC(**params).fit(da.from_array(X, chunks=25), da.from_array(y, chunks=25))
+    assert OneClassWarning is MajorityClassWarning  # a filter on the old name sees both cases
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        OnePassSVC(**params).partial_fit(X, y, classes=[0, 1])  # partial_fit checks nothing
+        assert OnePassSVC(**{**params, "lookahead": 10}).fit(X, y).score(X, y) > 0.55  # no warning
+
+
+@pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame")  # Dask's read_parquet on pandas 3.1
+def test_rows_sorted_by_label_in_parquet_are_warned_of_and_named(tmp_path):
+    """Issue 41: label-ordered Parquet gave a model of no use (here 42% accuracy, majority 77%) and
+    no warning, the rows checked being the first partition's, of one class.  Now the rows checked
+    are spread over the stream, and the warning says the partitions are sorted by label.  The
+    same rows in random order give a model better than the majority class (87%), silently.
+    Rows sorted by label warn whatever the model scores: the one-pass ball is at its worst there."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(12_000, 3) * [1.0, 2.0, 0.5] + [3.0, -1.0, 2.0]
+    s = X @ [1.0, -0.5, 2.0]
+    y = (s + 0.7 * rng.randn(12_000) > np.quantile(s, 0.79)).astype(int)
+    ranked = np.argsort(y, kind="stable")
+    frame = pd.DataFrame(X, columns=list("abc")).assign(label=y)
+    dd.from_pandas(frame.iloc[ranked], npartitions=12, sort=False).to_parquet(tmp_path / "sorted")
+    dd.from_pandas(frame, npartitions=12, sort=False).to_parquet(tmp_path / "mixed")
+    sorted_note = r"The rows came sorted by label, the order .*: 1[01] of its 12 partitions hold one class"
+    with pytest.warns(MajorityClassWarning, match=sorted_note) as caught:
+        model = OnePassSVC(random_state=0).fit(str(tmp_path / "sorted"), "label")
+    said = [str(w.message) for w in caught if w.category is MajorityClassWarning]
+    assert len(said) == 1 and "no better than predicting the majority class 0" in said[0]
+    assert model.score(frame[list("abc")], y) < 1 - y.mean()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MajorityClassWarning)
+        model = OnePassSVC(random_state=0).fit(str(tmp_path / "mixed"), "label")
+    assert model.score(frame[list("abc")], y) > 1 - y.mean() + 0.03
+    # In memory the fit shuffles every row; with shuffle=False it reads them sorted and says so, even
+    # where its model scores a little above the majority class (77.6% against 77.0%; shuffled: 88.6%).
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MajorityClassWarning)
+        assert OnePassSVC(random_state=0).fit(X[ranked], y[ranked]).score(X, y) > 0.85
+    with pytest.warns(MajorityClassWarning, match="against predicting the majority class 0") as caught:
+        OnePassSVC(shuffle=False, random_state=0).fit(X[ranked], y[ranked])
+    assert "consecutive rows differ in label 0% as often as rows drawn at random" in str(caught[0].message)
+
+
+def test_the_label_mix_and_its_threshold():
+    """The share of differing labels among rows of one partition (or consecutive rows), against rows
+    drawn at random: 1 in expectation for a random order (unbiased: pairs without replacement), 0
+    for partitions of one class; the warning calls a stream sorted by label below SORTED_LABEL_MIX
+    (0.5), and not above."""
+    from dask_streamsvm.onepass import _sorted_partitions, _sorted_rows
+
+    assert SORTED_LABEL_MIX == 0.5
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, size=60_000)
+
+    def counts(labels, n_parts):
+        return [np.unique(part, return_counts=True) for part in np.array_split(labels, n_parts)]
+
+    for n_parts in (30, 3_000, 20_000):  # partitions of 2,000, 20 and 3 rows
+        assert partition_label_mix(counts(y, n_parts)) == pytest.approx(1.0, abs=0.02)
+    assert partition_label_mix(counts(np.sort(y), 30)) < 0.02
+    assert order_label_mix(y) == pytest.approx(1.0, abs=0.02) and order_label_mix(np.sort(y)) < 1e-3
+    assert partition_label_mix(counts(np.zeros(10, dtype=int), 2)) is None
+    # Half the rows sorted, half in random order: 0.5 +- a little either side of the threshold.
+    for share, named in ((0.55, True), (0.45, False)):
+        n = int(share * y.shape[0])
+        mixed = np.concatenate([np.sort(y[:n]), y[n:]])
+        assert (_sorted_partitions(counts(mixed, 600)) is not None) is named
+        assert (_sorted_rows(mixed) is not None) is named
 
 
 @pytest.mark.parametrize("C", [0.01, 1.0, 100.0])
@@ -286,7 +422,7 @@ def test_rows_far_from_the_origin_need_the_intercept_and_the_standardizing(C):
 
     def mean_score(data, **params):
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", OneClassWarning)
+            warnings.simplefilter("ignore", MajorityClassWarning)
             fits = [OnePassSVC(C=C, lookahead=10, random_state=r, **params).fit(*data) for r in range(5)]
         return np.mean([model.score(X, y) for model in fits])
 
@@ -303,9 +439,14 @@ def test_a_fitted_model_keeps_no_training_rows_and_pickles_mid_stream():
 
     X, y = _data(n=200, scale=30.0)
     X += 100.0
-    model = OnePassSVC(random_state=0).fit(X, y)
-    assert model._probe[0] is None
-    assert all(not (isinstance(v, np.ndarray) and v.shape[0] == X.shape[0]) for v in vars(model).values())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MajorityClassWarning)  # what is kept is tested here
+        model = OnePassSVC(random_state=0).fit(X, y)
+        streamed = OnePassSVC(random_state=0).fit(da.from_array(X, chunks=50), da.from_array(y, chunks=50))
+    for fitted in (model, streamed):
+        assert all(
+            not (isinstance(v, np.ndarray | sp.spmatrix) and v.shape[0] >= 50) for v in vars(fitted).values()
+        )
     first = OnePassSVC().partial_fit(X[:100], y[:100], classes=[0, 1])
     again = pickle.loads(pickle.dumps(first)).partial_fit(X[100:], y[100:])
     first.partial_fit(X[100:], y[100:])
