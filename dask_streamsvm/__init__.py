@@ -1,20 +1,64 @@
-"""Support vector machines and logistic regression on data larger than memory and on Dask clusters."""
+"""Support vector machines and logistic regression on data larger than memory and on Dask clusters.
 
-from .budgeted import BudgetedSVC
-from .features import (
-    ColumnMaps,
-    HashingMap,
-    MapOf,
-    PolynomialMap,
-    SpectrumMap,
-    Standardize,
-    VirtualExamples,
-    WeightedDegreeMap,
-)
-from .io import read_libsvm
-from .linear import LinearSVC
-from .logistic import LogisticRegression
-from .onepass import OnePassSVC
+The public names are imported on first use (PEP 562's module ``__getattr__``):
+``import dask_streamsvm`` imports neither scikit-learn, numba nor Dask, so that
+the command line's ``--help`` and ``info`` start at once; the first
+``dask_streamsvm.LinearSVC`` (or ``from dask_streamsvm import LinearSVC``)
+imports the estimators and what they need.
+"""
+
+import importlib
+from typing import TYPE_CHECKING
+
+__version__ = "0.1.0.dev0"
+
+# Each public name and the module that defines it, imported on first use (__getattr__).
+_LAZY = {
+    "BudgetedSVC": "budgeted",
+    "ColumnMaps": "features",
+    "HashingMap": "features",
+    "LinearSVC": "linear",
+    "LogisticRegression": "logistic",
+    "MapOf": "features",
+    "OnePassSVC": "onepass",
+    "PolynomialMap": "features",
+    "SpectrumMap": "features",
+    "Standardize": "features",
+    "VirtualExamples": "features",
+    "WeightedDegreeMap": "features",
+    "read_libsvm": "io",
+}
+
+__all__ = sorted([*_LAZY, "load"])
+
+if TYPE_CHECKING:  # what type checkers and editors see: the names as if imported here
+    from .budgeted import BudgetedSVC as BudgetedSVC
+    from .features import ColumnMaps as ColumnMaps
+    from .features import HashingMap as HashingMap
+    from .features import MapOf as MapOf
+    from .features import PolynomialMap as PolynomialMap
+    from .features import SpectrumMap as SpectrumMap
+    from .features import Standardize as Standardize
+    from .features import VirtualExamples as VirtualExamples
+    from .features import WeightedDegreeMap as WeightedDegreeMap
+    from .io import read_libsvm as read_libsvm
+    from .linear import LinearSVC as LinearSVC
+    from .logistic import LogisticRegression as LogisticRegression
+    from .onepass import OnePassSVC as OnePassSVC
+
+
+def __getattr__(name):
+    """A public name, imported from its module on first use and kept here after (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # the next lookup finds it without calling __getattr__
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *__all__})
 
 
 def load(path):
@@ -34,24 +78,7 @@ def load(path):
     decide what the model predicts.  Load only files you trust.
     """
     from ._persist import load_model
+    from .linear import LinearSVC
+    from .logistic import LogisticRegression
 
     return load_model(path, (LinearSVC, LogisticRegression))
-
-
-__all__ = [
-    "BudgetedSVC",
-    "ColumnMaps",
-    "HashingMap",
-    "LinearSVC",
-    "LogisticRegression",
-    "MapOf",
-    "OnePassSVC",
-    "PolynomialMap",
-    "SpectrumMap",
-    "Standardize",
-    "VirtualExamples",
-    "WeightedDegreeMap",
-    "load",
-    "read_libsvm",
-]
-__version__ = "0.1.0.dev0"

@@ -32,6 +32,17 @@ def _check_rows(block, n_features):
     return rows
 
 
+def _frame_values(frame):
+    """A partition's values as NumPy: nullable (extension) numeric columns as float64 with NaN for
+    pandas' NA (refused by :func:`_check_rows`, as fit refuses it), where every column is numeric."""
+    dtypes = list(frame.dtypes)
+    if any(pd.api.types.is_extension_array_dtype(t) for t in dtypes) and all(
+        pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t) for t in dtypes
+    ):
+        return frame.to_numpy(dtype=np.float64, na_value=np.nan)
+    return frame.to_numpy()
+
+
 def feature_frame(estimator, X):
     """The model's feature columns of a Dask DataFrame, in fitting order."""
     names = getattr(estimator, "feature_names_in_", None)
@@ -67,7 +78,10 @@ def map_rows(estimator, X, func, columns=None, name=None):
         labels = None if columns is None else [str(c) for c in columns]
 
         def on_frame(frame):
-            rows = encoder.encode(frame) if encoder is not None else _check_rows(frame.to_numpy(), n_features)
+            if encoder is not None:
+                rows = encoder.encode(frame)
+            else:
+                rows = _check_rows(_frame_values(frame), n_features)
             out = func(rows)
             if labels is None:
                 return pd.Series(out, index=frame.index, name=name)

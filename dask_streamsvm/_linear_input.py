@@ -24,8 +24,18 @@ class LinearInput(StreamClassifier):
     """The input side of :class:`~dask_streamsvm.LinearSVC` (a base class; no parameters of its own)."""
 
     def _memory_data(self, X, y, sample_weight, reset=True):
-        """In-memory input (Dask collections computed first) as validated :class:`MemoryData`
-        (``reset``: the input sets ``n_features_in_``, else is checked against it)."""
+        """In-memory input (Dask collections computed first; a path read, a DataFrame's label column
+        named by ``y`` taken out) as validated :class:`MemoryData` (``reset``: the input sets
+        ``n_features_in_``, else is checked against it)."""
+        if isinstance(X, str | os.PathLike):
+            X, y = open_path(X, y)
+        if isinstance(y, str) and hasattr(X, "columns"):  # solver="memory" on a table: its label column
+            if y not in X.columns:
+                raise ValueError(
+                    f"y={y!r} names no column of X; its columns are {list(X.columns)[:10]}. Pass the label "
+                    "column's name, or the labels themselves."
+                )
+            X, y = X.drop(columns=[y]), X[y]
         if any(is_dask_collection(a) for a in (X, y, sample_weight)):
             import dask
 

@@ -48,6 +48,7 @@ from .engine import fit as engine
 from .engine.problem import FitPlan, cs_model, unconverged_message
 from .engine.source import is_dask_collection
 from .features import Standardize
+from .io import dask_parquet_deprecations_hidden
 
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -133,6 +134,7 @@ class LinearModel(LinearInput):
             probability=platt, scaler=scaler,
         )  # fmt: skip
 
+    @dask_parquet_deprecations_hidden()
     def fit(self, X, y, sample_weight=None, client=None, resume=False):
         """Fit the model to ``X`` and ``y``.
 
@@ -208,6 +210,7 @@ class LinearModel(LinearInput):
         self._set_model(result)
         return self
 
+    @dask_parquet_deprecations_hidden()
     def partial_fit(self, X, y=None, classes=None, sample_weight=None):
         """One pass of selective block minimization over a block of a stream.
 

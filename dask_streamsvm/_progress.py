@@ -23,11 +23,13 @@ class PassProgress:
 
     On a terminal the bar is redrawn in place as blocks arrive (at most ten
     times a second); elsewhere (logs, notebooks' captured output) only the
-    line that ends each pass is written.  The line that ends a pass is
-    numbered by the pass's record, not by the last block seen: StreamSVM's
-    passes after its cache took every row read nothing (their line says
-    so), and a read that began before the bar (the one that counted the
-    classes) is shown whole, its rows from the records' ``rows_read``.
+    line that ends each pass is written.  That line is numbered by the
+    pass's record, not by the last block seen, and says where a pass read
+    nothing: StreamSVM's passes once its cache holds every row (``pass 4
+    [no read: every row is in the cache]``), and the primal solver's Newton
+    steps on the rows its first read kept (``pass 0 step 2 [no read: ...]``).
+    A read that began before the bar (the one that counted the classes) is
+    shown whole, its rows from the records' ``rows_read``.
     """
 
     width = 20
@@ -40,6 +42,8 @@ class PassProgress:
         self.parts = self.rows = 0
         self.seen = set()  # this pass's partitions: one seen again is a read started over
         self.rows_read = 0  # the fit's rows read at the last pass end (the records' running count)
+        self.ended = None  # the pass of the last line written, and the steps since its read
+        self.steps = 0
         self.last_draw = 0.0
         self.last_gap = None
 
@@ -68,12 +72,18 @@ class PassProgress:
         tail = f" {record['seconds']:.1f}s{extra}"
         if record.get("in_cache"):  # trained and certified from the cache alone
             self.pass_k, self.parts, self.rows, self.seen = pass_k, 0, 0, set()
-            text = self._line(cache_fill, gap, cached_rows=record.get("cache_rows", 0))
+            text = self._line(cache_fill, gap, "every row is in the cache", record.get("cache_rows", 0))
+        elif pass_k == self.ended:  # another step on the rows this pass's read kept (no block since)
+            self.steps += 1
+            kept = f"the rows read {pass_k} kept"
+            text = self._line(cache_fill, gap, kept, self.rows, f" step {self.steps}")
         else:
             if pass_k != self.pass_k:  # a read the bar saw no block of: whole, its rows from the records
                 self.pass_k, self.parts, self.seen = pass_k, self.n_partitions, set()
                 self.rows = 0 if rows_read is None else rows_read - self.rows_read
             text = self._line(cache_fill, gap)
+        if pass_k != self.ended:
+            self.ended, self.steps = pass_k, 0
         if rows_read is not None:
             self.rows_read = rows_read
         self._write("\r" + text + tail + CLEAR_LINE if self.live else text + tail)
@@ -82,14 +92,14 @@ class PassProgress:
         """A line of advice under the finished pass's line (the bar goes on below it)."""
         self._write(text)
 
-    def _line(self, cache_fill, gap, cached_rows=None):
-        """The bar of the pass being read; with ``cached_rows``, the line of a pass that read
-        nothing and trained that many rows from the cache."""
+    def _line(self, cache_fill, gap, trained_on=None, rows=None, step=""):
+        """The bar of the pass being read; with ``trained_on``, the line of a pass (or a ``step``
+        of one) that read nothing and trained the ``rows`` it names."""
         gap_text = "" if gap is None else f" gap {max(gap, 0.0):.2e}"
         cache_text = "" if cache_fill is None else f" cache {cache_fill:.0%}"  # None: no cache
-        if cached_rows is not None:
-            where = "[no read: every row is in the cache]"
-            return f"pass {self.pass_k} {where} {_count(cached_rows)} rows{cache_text}{gap_text}"
+        if trained_on is not None:
+            where = f"[no read: {trained_on}]"
+            return f"pass {self.pass_k}{step} {where} {_count(rows)} rows{cache_text}{gap_text}"
         done = min(self.parts, self.n_partitions)
         filled = round(self.width * done / self.n_partitions)
         bar = "#" * filled + "." * (self.width - filled)

@@ -17,7 +17,7 @@ from .engine.reader import read_blocks
 from .engine.source import DaskSource, is_dask_collection, is_dask_dataframe
 from .engine.waiting import seceded
 from .features import Standardize
-from .io import open_path
+from .io import dask_parquet_deprecations_hidden, open_path
 
 
 def feature_spec(feature_map, n_features):
@@ -221,6 +221,7 @@ class StreamClassifier(ClassifierMixin, BaseEstimator):
             return self.classes_[(scores > 0).astype(np.intp)]
         return self.classes_[scores.argmax(axis=1)]
 
+    @dask_parquet_deprecations_hidden()
     def score(self, X, y, sample_weight=None):
         """Accuracy on ``(X, y)``; for a Dask DataFrame ``y`` may name its label column."""
         if not is_dask_collection(X):

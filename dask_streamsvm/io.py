@@ -1,11 +1,13 @@
 """Readers that turn files into lazy Dask collections."""
 
+import contextlib
 import io as _io
 import lzma
 import math
 import os
 import stat
 import uuid
+import warnings
 import zlib
 from glob import glob
 
@@ -15,6 +17,29 @@ import scipy.sparse as sp
 _COMPRESSED = (".bz2", ".gz", ".xz", ".zst", ".lz4")
 _INT_MAX = 2**31 - 1  # scikit-learn's reader holds feature indices in a C int
 _SHOWN = 80  # characters of an offending line quoted in an error
+
+
+@contextlib.contextmanager
+def dask_parquet_deprecations_hidden():
+    """Within the block, pandas' warnings that ``inplace`` is deprecated, raised by Dask's own Parquet
+    code, are not shown; every other warning is.
+
+    Dask's Parquet reader (``dask.dataframe.io.parquet.arrow``) calls
+    ``reset_index(..., inplace=True)`` on each partition of files written without an index
+    (``to_parquet(write_index=False)``, pandas' ``to_parquet(index=False)``), its writer
+    ``set_index(..., inplace=True)``, and pandas 3.1 deprecates ``inplace`` (``Pandas4Warning``).
+    A fit that has Dask read such files warns once per partition and read (shown with
+    ``-W default``, raised with ``-W error`` and under pytest) about Dask's code: the read is
+    right, and neither the user nor this library can act on it.  The filter matches that message
+    only where pandas attributes it to Dask's Parquet modules.  ``warnings.catch_warnings`` is
+    process-wide state: enter this in the thread that starts the reads, and leave it once they
+    have ended (the command line does, around each command's reads).
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=r"The inplace keyword in DataFrame\.", module=r"dask\.dataframe\.io\.parquet"
+        )
+        yield
 
 
 def _is_glob(text):

@@ -18,6 +18,7 @@ from ._validation import random_state as random_state_check
 from .engine.labels import merge_label_counts
 from .engine.onepass import Balls
 from .features import Standardize
+from .io import dask_parquet_deprecations_hidden
 
 # Most training rows a streamed fit keeps (spread evenly over the stream) to check its model on;
 # rows scaled at a time when standardizing.
@@ -345,6 +346,7 @@ class OnePassSVC(StreamClassifier):
 
     # -- training -----------------------------------------------------------------------
 
+    @dask_parquet_deprecations_hidden()
     def fit(self, X, y):
         """Learn from every row of ``X`` once.
 
@@ -437,6 +439,7 @@ class OnePassSVC(StreamClassifier):
             stacklevel=3,
         )
 
+    @dask_parquet_deprecations_hidden()
     def partial_fit(self, X, y, classes=None):
         """Feed a block of a stream, in its order; the buffer carries over to the next call.
 

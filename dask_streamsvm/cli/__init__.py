@@ -26,7 +26,7 @@ Exit status: 0 on success, 2 for a usage error or an error in the input
 for the full trace), 130 when interrupted.
 
 The parser and :func:`main` are here; the commands are in
-:mod:`.commands`, the paths they read and write in :mod:`.paths`, and what
+:mod:`.commands` (``info`` in :mod:`.info`), the paths they read and write in :mod:`.paths`, and what
 they print in :mod:`.text`.  Each command's handler is looked up here
 (``cmd_train``, ...) when the parser is built.
 """
@@ -34,8 +34,9 @@ they print in :mod:`.text`.  Each command's handler is looked up here
 import argparse
 import sys
 
-from .commands import MODEL_TYPES, cmd_demo, cmd_evaluate, cmd_info, cmd_predict, cmd_train, evaluation
+from .commands import MODEL_TYPES, cmd_demo, cmd_evaluate, cmd_predict, cmd_train, evaluation
 from .commands import verbosity as _verbosity  # noqa: F401 - the name the tests read
+from .info import cmd_info
 from .paths import Data
 from .text import PROG, USER_ERRORS, UserError, error_message, printable
 
@@ -43,6 +44,42 @@ __all__ = [
     "PROG", "Data", "UserError", "build_parser", "cmd_demo", "cmd_evaluate", "cmd_info", "cmd_predict",
     "cmd_train", "evaluation", "main",
 ]  # fmt: skip
+
+
+# engine.problem.SOLVERS, written out: importing engine.problem imports scikit-learn and numba, which
+# --help does without (tests/test_front_door.py checks that the two agree).
+SOLVERS = ("auto", "memory", "streamsvm", "sbm", "bm")
+
+
+class _Losses:
+    """Text made from the engine's registry of losses (:mod:`~dask_streamsvm.engine.losses`, the one
+    place that names them), read when the help that shows it is printed: the registry imports numba,
+    which ``dask-streamsvm --help`` and ``info`` do without."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def __str__(self):
+        from ..engine import losses
+
+        return self.text(losses)
+
+
+class _StoreWithLosses(argparse.Action):
+    """argparse's ``store``, whose help may show the losses: ``%(svm_losses)s``, ``%(newton_losses)s``
+    (the SVM's that have Newton steps), ``%(default_loss)s`` and ``%(logistic_loss)s``."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.svm_losses = _Losses(lambda losses: " or ".join(losses.SVM_LOSSES))
+        self.newton_losses = _Losses(
+            lambda losses: " or ".join(name for name in losses.SVM_LOSSES if losses.loss_of(name).newton)
+        )
+        self.default_loss = _Losses(lambda losses: losses.DEFAULT.name)
+        self.logistic_loss = _Losses(lambda losses: losses.LOGISTIC.name)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -119,11 +156,6 @@ def _svm_loss(text):
 
 def build_parser():
     """The ``dask-streamsvm`` argument parser; each command's ``handler`` is its ``cmd_NAME`` here."""
-    from ..engine import losses
-    from ..engine.problem import SOLVERS  # the registries: names declared once, in the engine
-
-    svm_newton = " or ".join(name for name in losses.SVM_LOSSES if losses.loss_of(name).newton)
-
     traceback = argparse.ArgumentParser(add_help=False)
     traceback.add_argument(
         "--traceback", action="store_true", default=argparse.SUPPRESS, help="show the full trace on errors"
@@ -163,14 +195,18 @@ def build_parser():
         help="svm (the default): a LinearSVC; logistic: a LogisticRegression (the logistic loss, and "
         "predict --proba gives its own probabilities)",
     )
-    train.add_argument(
+    loss = train.add_argument(
         "--loss",
         type=_svm_loss,
         default=None,
-        metavar="{" + ",".join(losses.SVM_LOSSES) + "}",
-        help=f"the SVM's loss: {' or '.join(losses.SVM_LOSSES)} (default: LinearSVC's, "
-        f"{losses.DEFAULT.name}); --model-type logistic has its own, {losses.LOGISTIC.name}",
+        action=_StoreWithLosses,
+        metavar="LOSS",
+        help="the SVM's loss: %(svm_losses)s (default: LinearSVC's, %(default_loss)s); --model-type "
+        "logistic has its own, %(logistic_loss)s",
     )
+    # Set once argparse has checked the metavar (it formats it when the argument is added): read
+    # when a usage or help is printed, as {name,name}.
+    loss.metavar = _Losses(lambda losses: "{" + ",".join(losses.SVM_LOSSES) + "}")
     train.add_argument("--C", type=float, default=1.0, help="cost of a unit of loss (default: 1.0)")
     train.add_argument(
         "--cache",
@@ -192,9 +228,10 @@ def build_parser():
     )
     train.add_argument(
         "--dual",
+        action=_StoreWithLosses,
         choices=("auto", "true", "false"),
         default="auto",
-        help=f"true: the dual solvers (--solver); false: primal Newton steps (--loss {svm_newton} or "
+        help="true: the dual solvers (--solver); false: primal Newton steps (--loss %(newton_losses)s or "
         "--model-type logistic), on the cluster with --scheduler, for tall data or features far from "
         "unit scale; auto (default): the primal where the rows far outnumber the features",
     )

@@ -20,18 +20,32 @@ from .paths import (
     check_output,
     expand_paths,
     load_model,
-    model_file_header,
     open_data,
 )
-from .text import PROG, UserError, one_line, printable, short_list
+from .text import PROG, UserError, in_option_words, numbers_text, one_line, printable
 
 
 @contextlib.contextmanager
 def _scheduler(address):
-    """Run the block inside ``distributed.Client(address)``, or on the local scheduler."""
-    if address is None:
-        yield None
-        return
+    """Run the block inside ``distributed.Client(address)``, or on the local scheduler.
+
+    The block is the command's every read of its input, in this thread: the warnings pandas raises
+    about Dask's own Parquet code (its ``inplace=True``, deprecated by pandas 3.1, once per partition
+    read) are hidden in it (:func:`~dask_streamsvm.io.dask_parquet_deprecations_hidden`).
+    """
+    from ..io import dask_parquet_deprecations_hidden
+
+    with dask_parquet_deprecations_hidden():
+        if address is None:
+            yield None
+        else:
+            with _client(address) as client:
+                yield client
+
+
+@contextlib.contextmanager
+def _client(address):
+    """``distributed.Client(address)``, its failure to connect a one-line error."""
     try:
         from distributed import Client
     except ImportError as exc:  # pragma: no cover - distributed is a dependency
@@ -142,14 +156,21 @@ def _feature_map_params(args):
 
 
 def _fit_with_warnings(model, *fit_args, **fit_kwargs):
-    """``model.fit`` with warnings printed as one line each (the model is kept)."""
+    """``model.fit`` with warnings printed as one line each (the model is kept), their advice and the
+    progress's notes naming the command's options (:func:`in_option_words`)."""
     from sklearn.exceptions import ConvergenceWarning
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ConvergenceWarning)
-        model.fit(*fit_args, **fit_kwargs)
+    from .._progress import advice_words
+
+    token = advice_words.set(in_option_words)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            model.fit(*fit_args, **fit_kwargs)
+    finally:
+        advice_words.reset(token)
     for w in caught:
-        print(f"{PROG}: warning: {printable(one_line(str(w.message)))}", file=sys.stderr)
+        print(f"{PROG}: warning: {printable(one_line(in_option_words(str(w.message))))}", file=sys.stderr)
 
 
 def _rows_streamed(model):
@@ -494,8 +515,8 @@ def cmd_evaluate(args):
         print(f"{(name if name != 'f1' else 'F1') + which:32}{value}")
     for line in _confusion_text(result["classes"], result["confusion_matrix"]).splitlines():
         print(printable(line))  # the labels come from the data: no escape sequence acts
-    print(f"{'training duality gap':32}{_numbers(result['training_duality_gap'], '.2e')}")
-    print(f"{'training objective':32}{_numbers(result['training_objective'], '.6g')}")
+    print(f"{'training duality gap':32}{numbers_text(result['training_duality_gap'], '.2e')}")
+    print(f"{'training objective':32}{numbers_text(result['training_objective'], '.6g')}")
     return 0
 
 
@@ -508,58 +529,6 @@ def _confusion_text(classes, matrix):
     for name, row in zip(names, matrix, strict=True):
         lines.append(name.rjust(width) + "  " + " ".join(f"{v:,}".rjust(width) for v in row))
     return "\n".join(lines)
-
-
-def _numbers(value, spec):
-    if isinstance(value, list):
-        return "[" + ", ".join(format(v, spec) for v in value) + "]"
-    return format(value, spec)
-
-
-def cmd_info(args):
-    model = load_model(args.model)
-    fmt, version, written_by = model_file_header(args.model)
-    params = model.get_params(deep=False)
-    gap, objective = model.duality_gap_, model.objective_
-    info = {
-        "file": args.model,
-        "format": fmt,
-        "format_version": version,
-        "written_by": written_by,
-        "estimator": type(model).__name__,
-        "classes": model.classes_.tolist(),
-        "n_features": int(model.n_features_in_),
-        "feature_names": None
-        if getattr(model, "feature_names_in_", None) is None
-        else [str(c) for c in model.feature_names_in_],
-        "passes": int(model.n_iter_),
-        "duality_gap": float(max(gap, 0.0)) if np.ndim(gap) == 0 else np.maximum(gap, 0.0).tolist(),
-        "objective": objective if np.isscalar(objective) else np.asarray(objective).tolist(),
-        "params": {k: v for k, v in params.items() if k not in ("callbacks", "validation_data")},
-    }
-    if args.json:
-        print(json.dumps(info, default=str))  # JSON escapes control characters (and all non-ASCII)
-        return 0
-    # The file's text goes to a terminal: printable keeps its escape sequences from acting.
-    lines = [
-        f"{'model file':16}{args.model} ({fmt} version {version}, written by dask_streamsvm {written_by})",
-        f"{'estimator':16}{info['estimator']}",
-        f"{'classes':16}{short_list(info['classes'])}",
-        f"{'n_features':16}{info['n_features']:,}",
-    ]
-    if info["feature_names"] is not None:
-        lines.append(f"{'feature names':16}{short_list(info['feature_names'], 8)}")
-    gap = _numbers(info["duality_gap"], ".2e")
-    shown = ", ".join(f"{k}={v!r}" for k, v in info["params"].items())
-    lines += [
-        f"{'passes':16}{info['passes']}",
-        f"{'duality gap':16}{gap} (relative, certified at the end of training)",
-        f"{'objective':16}{_numbers(info['objective'], '.8g')}",
-        f"{'parameters':16}{shown}",
-    ]
-    for line in lines:
-        print(printable(line))
-    return 0
 
 
 def cmd_demo(args):

@@ -5,7 +5,7 @@ import os
 import tempfile
 from glob import escape, glob
 
-from .text import UserError, short_list
+from .text import UserError, printable, short_list
 
 TABLE_SUFFIXES = {
     "parquet": (".parquet", ".pq"),
@@ -141,23 +141,46 @@ def open_data(args, paths, *, label_needed, n_features=None):
     return Data(fmt, frame.drop(columns=[label]), frame[label], frame, label)
 
 
-def load_model(path):
-    from .. import load
+# The model file's format (dask_streamsvm._persist: FORMAT, VERSION, WHAT, ESTIMATORS), written out so that
+# info reads a file without importing the estimators (tests/test_front_door.py checks that they agree).
+MODEL_FORMAT, MODEL_VERSION = "dask-streamsvm-model", 1
+MODEL_FILE = "dask_streamsvm model file"
+MODEL_ESTIMATORS = ("LinearSVC", "LogisticRegression")
 
+
+def _check_model_path(path):
     if not os.path.exists(path):
         raise UserError(f"no such model file: {path!r}")
     if os.path.isdir(path):
         raise UserError(f"{path!r} is a directory, not a model file")
+
+
+def load_model(path):
+    from .. import load
+
+    _check_model_path(path)
     return load(path)
 
 
-def model_file_header(path):
-    """Format name, version and writing library version from a model file's ``model.json`` (bounded)."""
-    from ..engine.archive import ArchiveReader
+def read_model_file(path):
+    """``(meta, arrays)`` of a model file, read without building the model (nor importing an
+    estimator): its format and version, the estimator it names, and every array against its
+    checksum, dtype and shape are checked (:mod:`~dask_streamsvm.engine.archive`), the parameters
+    and their fit to the arrays are not (:func:`load_model` checks those)."""
+    from ..engine.archive import read_archive
 
-    with ArchiveReader(path, "dask_streamsvm model file") as archive:
-        meta = archive.meta
-    return meta.get("format"), meta.get("version"), meta.get("library_version")
+    _check_model_path(path)
+    meta, arrays = read_archive(path, MODEL_FORMAT, MODEL_VERSION, MODEL_FILE)
+    name = meta.get("estimator")
+    if not isinstance(name, str) or name not in MODEL_ESTIMATORS:
+        known = sorted(MODEL_ESTIMATORS)
+        raise ValueError(f"{path}: unknown estimator {printable(repr(name))[:80]}; expected one of {known}.")
+    for table in ("params", "attributes"):
+        if not isinstance(meta.get(table), dict):
+            raise ValueError(f"{path}: model.json lacks its {table!r} table.")
+    if "classes_" not in arrays:
+        raise ValueError(f"{path}: inconsistent model file: classes_ is missing")
+    return meta, arrays
 
 
 # -- output ----------------------------------------------------------------------------

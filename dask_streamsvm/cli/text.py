@@ -39,3 +39,27 @@ def short_list(items, n=12):
     items = list(items)
     shown = ", ".join(repr(i) for i in items[:n])
     return f"[{shown}{', ...' if len(items) > n else ''}] ({len(items)} in all)"
+
+
+def numbers_text(value, spec):
+    if isinstance(value, list):
+        return "[" + ", ".join(format(v, spec) for v in value) + "]"
+    return format(value, spec)
+
+
+# The library's advice in the words of the command line: the estimator's parameters it names, as the
+# options that set them (the note on unscaled features, the warning of an unconverged fit).
+_OPTION_WORDS = (
+    ("pass feature_map=Standardize() (dask_streamsvm.features)", "add --scale"),
+    (
+        "Increase max_iter, loosen tol, or use a smaller C",
+        "Raise --passes, loosen --tol, or use a smaller --C",
+    ),
+)
+
+
+def in_option_words(text):
+    """``text`` (a warning or note of the library) with its advice naming the command's options."""
+    for library, command in _OPTION_WORDS:
+        text = text.replace(library, command)
+    return text

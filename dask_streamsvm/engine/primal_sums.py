@@ -57,8 +57,9 @@ CG_WIDTH = 1024
 # nonzeros, fused with the read) where those pairs number at most this many times the nonzeros: a
 # Newton direction takes 5 to 70 products, each reading the nonzeros twice (:func:`prefers_products`).
 # a9a has 6.9 pairs a nonzero, w8a 11.3: there the Hessian took 0.085 and 0.23 s to a 1e-6 gap of
-# the logistic loss at C = 1, products 0.15 and 0.30 s; the squared hinge 0.064 and 0.095 s against
-# 0.16 and 0.14 s (one BLAS thread, load 0.3-0.8; products were the rule for sparse rows before).
+# the logistic loss at C = 1, products 0.15 and 0.30 s; LinearSVC's default loss 0.064 and 0.095 s
+# against 0.16 and 0.14 s (one BLAS thread, load 0.3-0.8; products were the rule for sparse rows
+# before).
 SPARSE_HESSIAN_PAIRS = 16
 # The largest |value| of a column (a feature, a feature map's feature, or the intercept column) the
 # primal solver trains on; the first read, which sums the Hessian, refuses larger ones

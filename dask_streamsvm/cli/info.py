@@ -1,0 +1,103 @@
+"""``dask-streamsvm info``: what a model file holds, read as it is written, without building the model.
+
+Reading the file (:func:`~.paths.read_model_file`: its format, the estimator
+it names and every array's checksum checked) imports neither scikit-learn nor
+the solvers, so the command answers at once; ``predict`` and ``evaluate``
+load the model whole, every parameter checked as ``fit`` checks it.
+"""
+
+import json
+
+import numpy as np
+
+from .paths import read_model_file
+from .text import UserError, numbers_text, one_line, printable, short_list
+
+
+class _Shown(str):
+    """Text shown as it is where a value's repr would be (a feature map's ``Name(k=v)``)."""
+
+    def __repr__(self):
+        return str(self)
+
+
+def _param_shown(value):
+    """A parameter as a model file holds it (``_persist._jsonable``), shown: a dict from its pairs, a
+    feature map as ``Name(param=value, ...)``; anything else as it is."""
+    if isinstance(value, list):
+        return [_param_shown(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    entry = value.get("__feature_map__")
+    if set(value) == {"__feature_map__"} and isinstance(entry, list) and len(entry) == 2:
+        name, params = entry
+        if isinstance(params, dict):
+            return _Shown(f"{name}({', '.join(f'{k}={_param_shown(v)!r}' for k, v in params.items())})")
+    pairs = value.get("__pairs__")
+    if set(value) == {"__pairs__"} and isinstance(pairs, list):
+        try:
+            return {_param_shown(k): _param_shown(v) for k, v in pairs}
+        except (TypeError, ValueError):  # not [key, value] pairs of plain keys: shown as written
+            return value
+    return value
+
+
+def _per_problem(values, floor=None):
+    """A model file's ``objective_`` or ``duality_gap_`` (a list, one value per problem) as the
+    model gives it: a number for one problem; ``floor``: the least value shown."""
+    values = [v if floor is None else max(v, floor) for v in np.atleast_1d(np.asarray(values, dtype=float))]
+    return float(values[0]) if len(values) == 1 else [float(v) for v in values]
+
+
+NOT_SHOWN = ("callbacks", "validation_data")  # never saved (always None in a file): not shown by info
+
+
+def cmd_info(args):
+    """What a model file holds, read as it is written (:func:`~.paths.read_model_file`: format,
+    estimator and checksums checked), without building the model: neither scikit-learn nor the
+    solvers are imported, so it answers at once.  ``predict`` and ``evaluate`` load the model whole."""
+    meta, arrays = read_model_file(args.model)
+    attributes = meta["attributes"]
+    names = attributes.get("feature_names_in_")
+    try:
+        info = {
+            "file": args.model,
+            "format": meta.get("format"),
+            "format_version": meta.get("version"),
+            "written_by": meta.get("library_version"),
+            "estimator": meta["estimator"],
+            "classes": arrays["classes_"].tolist(),
+            "n_features": int(attributes["n_features_in_"]),
+            "feature_names": None if names is None else [str(c) for c in names],
+            "passes": int(attributes["n_iter_"]),
+            "duality_gap": _per_problem(attributes["duality_gap_"], floor=0.0),
+            "objective": _per_problem(attributes["objective_"]),
+            "params": {k: _param_shown(v) for k, v in meta["params"].items() if k not in NOT_SHOWN},
+        }
+    except (KeyError, TypeError, ValueError) as exc:
+        what = f"{exc} is missing" if isinstance(exc, KeyError) else one_line(exc)
+        raise UserError(f"{args.model}: inconsistent model file: {what}") from None
+    if args.json:
+        print(json.dumps(info, default=str))  # JSON escapes control characters (and all non-ASCII)
+        return 0
+    # The file's text goes to a terminal: printable keeps its escape sequences from acting.
+    lines = [
+        f"{'model file':16}{args.model} ({info['format']} version {info['format_version']}, written by "
+        f"dask_streamsvm {info['written_by']})",
+        f"{'estimator':16}{info['estimator']}",
+        f"{'classes':16}{short_list(info['classes'])}",
+        f"{'n_features':16}{info['n_features']:,}",
+    ]
+    if info["feature_names"] is not None:
+        lines.append(f"{'feature names':16}{short_list(info['feature_names'], 8)}")
+    gap = numbers_text(info["duality_gap"], ".2e")
+    shown = ", ".join(f"{k}={v!r}" for k, v in info["params"].items())
+    lines += [
+        f"{'passes':16}{info['passes']}",
+        f"{'duality gap':16}{gap} (relative, certified at the end of training)",
+        f"{'objective':16}{numbers_text(info['objective'], '.8g')}",
+        f"{'parameters':16}{shown}",
+    ]
+    for line in lines:
+        print(printable(line))
+    return 0
