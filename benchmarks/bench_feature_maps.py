@@ -61,6 +61,20 @@ seed 0.
 
 Run ``python -m benchmarks.bench_feature_maps [--quick]``; results go to
 ``benchmarks/results/bench_feature_maps.json`` and ``docs/benchmarks.md``.
+
+``--memory`` measures instead what a degree-2 fit costs in memory against
+the size of ``w`` (issue 41): ``LinearSVC(feature_map=...)`` on a
+text-like set of 7,770 rows and 8,315 features
+(:func:`benchmarks.bench_budgeted.text_like`, about 30 nonzeros a row),
+whose explicit degree-2 space has 34.6 million features, with the explicit
+map, the polynomial kernel's map and a hashed map, in memory and out of
+core (SBM and StreamSVM on a Dask array of 8 blocks).  Each fit runs in a
+process of its own after a warm-up fit: the peak of the memory Python's
+``tracemalloc`` traces during the fit (NumPy's arrays included) and the
+growth of the peak resident set over the process's size before the fit,
+both over ``coef_.nbytes``.  Results go to
+``benchmarks/results/bench_feature_maps_memory.json`` (and the terminal),
+not to ``docs/benchmarks.md``.
 """
 
 import argparse
@@ -669,6 +683,94 @@ def write_report(payload):
     write_section(MARKER, lines)
 
 
+MEMORY_MAPS = {
+    "PolynomialMap()": lambda PolynomialMap: PolynomialMap(),
+    "PolynomialMap(gamma=1.0, coef0=1.0)": lambda PolynomialMap: PolynomialMap(gamma=1.0, coef0=1.0),
+    "PolynomialMap(n_features=2**22)": lambda PolynomialMap: PolynomialMap(n_features=2**22),
+}
+MEMORY_FITS = [(name, "memory") for name in MEMORY_MAPS] + [
+    ("PolynomialMap()", "sbm"),
+    ("PolynomialMap()", "streamsvm"),
+]
+
+
+def memory_of_one_fit(map_name, solver, rows):
+    """``--memory``'s measurement of one fit, in this process (a fresh one): a dict."""
+    import resource
+    import tracemalloc
+
+    from benchmarks.bench_budgeted import text_like
+    from dask_streamsvm import LinearSVC, PolynomialMap
+    from dask_streamsvm.io import csr_to_dask
+
+    X, y = text_like(rows)
+    data = (X, y) if solver == "memory" else csr_to_dask(X, y, 8)
+    fmap = MEMORY_MAPS[map_name](PolynomialMap)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warm = (X[:50], y[:50]) if solver == "memory" else data
+        LinearSVC(feature_map=fmap, solver=solver, max_iter=2).fit(*warm)
+        before = _resident_bytes()
+        tracemalloc.start()
+        start = time.perf_counter()
+        clf = LinearSVC(feature_map=fmap, solver=solver).fit(*data)
+        seconds = time.perf_counter() - start
+        _, traced_peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
+    w = clf.coef_.nbytes
+    return {
+        "map": map_name, "solver": solver, "rows": rows, "features": X.shape[1],
+        "nonzeros_per_row": X.nnz / X.shape[0], "coef_features": clf.coef_.shape[1], "w_bytes": w,
+        "traced_peak_bytes": traced_peak, "traced_peak_over_w": traced_peak / w,
+        "rss_growth_bytes": peak_rss - before, "rss_growth_over_w": (peak_rss - before) / w,
+        "fit_seconds": seconds, "passes": int(clf.n_iter_),
+    }  # fmt: skip
+
+
+def _resident_bytes():
+    """This process's resident set now (Linux ``/proc``), in bytes."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def memory_benchmark(argv, rows):
+    """``--memory``: each of :data:`MEMORY_FITS` in a process of its own; results to a JSON file."""
+    import json
+    import subprocess
+    import sys
+
+    from benchmarks._common import machine
+
+    start, load = time.perf_counter(), os.getloadavg()
+    fits = []
+    for map_name, solver in MEMORY_FITS:
+        code = (
+            "import json; from benchmarks.bench_feature_maps import memory_of_one_fit; "
+            f"print(json.dumps(memory_of_one_fit({map_name!r}, {solver!r}, {rows})))"
+        )
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"the fit of {map_name} with solver={solver!r} failed:\n{out.stderr}")
+        fit = json.loads(out.stdout.strip().splitlines()[-1])
+        fits.append(fit)
+        print(
+            f"{map_name}, {solver}: w {fit['w_bytes'] / 2**20:.1f} MiB ({fit['coef_features']:,} features); "
+            f"traced peak {fit['traced_peak_over_w']:.2f} w, "
+            f"peak RSS growth {fit['rss_growth_over_w']:.2f} w; {fit['fit_seconds']:.1f} s",
+            flush=True,
+        )
+    payload = {
+        **payload_header("bench_feature_maps", argv),
+        "machine": machine(),
+        "load_average": list(load),
+        "load_average_after": list(os.getloadavg()),
+        "seconds": time.perf_counter() - start,
+        "fits": fits,
+    }
+    save_json(RESULTS.with_name("bench_feature_maps_memory.json"), payload)
+
+
 def main(argv=None):
     from benchmarks._common import machine
     from benchmarks.bench_schedules import source_state
@@ -695,7 +797,12 @@ def main(argv=None):
         "--wd-sizes", type=int, nargs="*", default=[5000, 20_000, 80_000], help="training sequences"
     )
     parser.add_argument("--quick", action="store_true", help="a small check that everything runs")
+    parser.add_argument("--memory", action="store_true", help="only the memory of degree-2 fits against w")
+    parser.add_argument("--memory-rows", type=int, default=7770, help="with --memory: rows (7770)")
     args = parser.parse_args(argv)
+    if args.memory:
+        memory_benchmark(argv, args.memory_rows)
+        return
     if args.quick:
         args.rows = min(args.rows, 50_000)
         args.repeats = 1

@@ -62,6 +62,9 @@ class LinearSVC(LinearModel):
         :class:`~dask_streamsvm.features.PolynomialMap`: the cache, blocks
         and partitions hold the raw rows, and ``coef_`` has one weight per
         feature of the map.  Prediction applies the same map.
+        ``PolynomialMap()`` is scikit-learn's ``PolynomialFeatures(2)`` map (every
+        monomial of weight 1), not the polynomial kernel's;
+        ``PolynomialMap(gamma=..., coef0=...)`` is the kernel's exact map.
         :class:`~dask_streamsvm.features.Standardize` instead scales each
         feature to unit variance while training (one more read learns the
         scales) and folds the scaling into ``coef_`` and ``intercept_``,

@@ -86,6 +86,43 @@ def test_the_weighted_map_s_gram_matrix_is_the_polynomial_kernel(degree, gamma, 
     np.testing.assert_allclose(sq, (gamma * (X * X).sum(axis=1) + coef0) ** degree, rtol=1e-12)
 
 
+@pytest.mark.parametrize("fmap", [m for m in MAPS if m.n_features is None], ids=repr)
+def test_kernel_is_the_maps_inner_products_in_closed_form(fmap):
+    X, Z = random_sparse(), random_sparse(n=20, seed=1)
+    phi_X, phi_Z = (materialise(A, fmap.spec(A.shape[1])) for A in (X, Z))
+    np.testing.assert_allclose(fmap.kernel(X, Z), (phi_X @ phi_Z.T).toarray(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(fmap.kernel(X.toarray()), (phi_X @ phi_X.T).toarray(), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="X has 9 features and Z 3"):
+        fmap.kernel(X, Z[:, :3])
+
+
+def test_the_default_map_is_polynomial_features_not_the_polynomial_kernels():
+    """Issue 41: PolynomialMap() is PolynomialFeatures' map, every monomial of weight 1, whose inner products
+    are x.z + ((x.z)^2 + sum_i x_i^2 z_i^2) / 2, not the kernel's (x.z + 1)^2; the kernel's map is the one
+    with gamma or coef0 given, or another degree, and its inner products are scikit-learn's
+    polynomial_kernel exactly."""
+    from sklearn.metrics.pairwise import polynomial_kernel
+
+    X = random_sparse(n=40)
+    G, squares = (X @ X.T).toarray(), (X.multiply(X) @ X.multiply(X).T).toarray()
+    plain = PolynomialMap().kernel(X)
+    np.testing.assert_allclose(plain, G + (G**2 + squares) / 2, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(PolynomialMap(interaction_only=True).kernel(X), G + (G**2 - squares) / 2,
+                               rtol=1e-12, atol=1e-12)  # fmt: skip
+    quadratic = polynomial_kernel(X, degree=2, gamma=1.0, coef0=1.0)
+    assert np.abs(plain - quadratic).min() >= 0.5  # no inner product is the kernel's: the constant alone is 1
+    for fmap, expected in [
+        (PolynomialMap(), plain),
+        (PolynomialMap(gamma=1.0, coef0=1.0), quadratic),
+        (PolynomialMap(coef0=1.0), quadratic),
+        (PolynomialMap(degree=3), polynomial_kernel(X, degree=3, gamma=1.0, coef0=1.0)),
+        (PolynomialMap(gamma=0.5, coef0=0.0), polynomial_kernel(X, degree=2, gamma=0.5, coef0=0.0)),
+    ]:
+        phi = fmap.fit_transform(X)
+        np.testing.assert_allclose((phi @ phi.T).toarray(), expected, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(fmap.kernel(X), expected, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["memory", "dask"])
 def test_a_degree_three_kernel_map_trains_to_liblinears_optimum_on_its_transform(stream):
     X, y = load_libsvm_dataset("ijcnn1")

@@ -105,6 +105,12 @@ class BinaryProblem:
         return w
 
 
+def _copied(source, into):
+    """``into`` with ``source``'s values (``np.copyto``): the best point kept without a new array."""
+    np.copyto(into, source)
+    return into
+
+
 def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, on_pass=None, label=None):
     """Minimise the dual of ``problem`` until the relative gap is <= ``tol``.
 
@@ -166,7 +172,8 @@ def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, on_pass=N
                     converged = cert.relative_gap <= tol
                 visited = 0
                 if cert.primal < best_primal:
-                    best_primal, best_w = cert.primal, w.copy()
+                    # copied into one buffer: a new copy beside the old held w three times
+                    best_primal, best_w = cert.primal, w.copy() if best_w is None else _copied(w, best_w)
             record = {
                 "class": label,
                 "pass": passes,

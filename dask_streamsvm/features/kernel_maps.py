@@ -22,25 +22,44 @@ MAX_DEGREE = 60
 
 
 class PolynomialMap(FeatureMap):
-    """Polynomial features, computed inside the solver (COFFIN section 2.1.2).
+    """Polynomial features, computed inside the solver (COFFIN section 2.1.2): two maps, which differ.
 
-    Two maps.  With the defaults (``degree=2``, no ``gamma`` or ``coef0``):
-    ``phi(x) = [x, x_i x_j for i <= j]`` in the column order of
-    scikit-learn's ``PolynomialFeatures(degree=2, include_bias=False)``
-    (``i < j`` with ``interaction_only=True``).  With another degree, or
-    ``gamma`` or ``coef0`` given: the map of the polynomial kernel, every
-    monomial of degree ``0 .. degree`` weighted so that ``phi(x) . phi(z) =
-    (gamma x.z + coef0)^degree`` exactly (the multinomial expansion; the
-    constant monomial carries ``coef0^degree``), in ``C(p + degree, degree)``
-    features for ``p`` inputs, or hashed into ``n_features``.  The work per
-    row grows with its nonzeros, ``C(m + degree, degree)`` monomials for
-    ``m`` of them, not with the number of features, so it suits sparse rows;
-    dense rows are stored as CSR.
+    ``PolynomialMap()`` (``degree=2``, neither ``gamma`` nor ``coef0``) is
+    **not** the polynomial kernel's map.  It is scikit-learn's
+    ``PolynomialFeatures(degree=2, include_bias=False)``: ``phi(x) = [x,
+    x_i x_j for i <= j]`` in its column order (``i < j`` with
+    ``interaction_only=True``), every monomial of weight 1, so that::
+
+        phi(x) . phi(z) = x.z + ((x.z)^2 + sum_i x_i^2 z_i^2) / 2      (- with interaction_only)
+
+    where the kernel is ``(x.z + 1)^2 = 1 + 2 x.z + (x.z)^2``: no constant,
+    and the linear and cross terms weigh half as much.
+    ``LinearSVC(feature_map=PolynomialMap())`` trains the model of
+    ``make_pipeline(PolynomialFeatures(2, include_bias=False), LinearSVC())``.
+
+    The polynomial kernel's map is the one with ``gamma`` or ``coef0``
+    given, or with another ``degree`` (``degree=3`` alone: ``(x.z +
+    1)^3``): every monomial of degree ``0 .. degree`` weighted so that
+    ``phi(x) . phi(z) = (gamma x.z + coef0)^degree`` exactly, scikit-learn's
+    ``polynomial_kernel`` (the multinomial expansion; the constant monomial
+    carries ``coef0^degree``), in ``C(p + degree, degree)`` features for
+    ``p`` inputs, or hashed into ``n_features``.  ``PolynomialMap(gamma=1.0,
+    coef0=1.0)`` is the map of ``(x.z + 1)^2``.  :meth:`kernel` gives
+    either map's inner products in closed form.
+
+    The work per row grows with its nonzeros, ``C(m + degree, degree)``
+    monomials for ``m`` of them, not with the number of features, so it
+    suits sparse rows; dense rows are stored as CSR.  The rows cost no
+    more memory than they take raw, but the weights do: ``w`` has a weight
+    per monomial, and a fit holds several copies of it (3 times ``w`` in
+    memory, 6 times out of core; see the guide's "Memory").
 
     Parameters
     ----------
     degree : int, default=2
-        Highest degree of the monomials (>= 1).
+        Highest degree of the monomials (>= 1).  2 with neither ``gamma``
+        nor ``coef0``: the plain map of ``PolynomialFeatures`` above (not
+        the kernel's); any other degree: the polynomial kernel's map.
     interaction_only : bool, default=False
         The plain degree-2 map only: leave out the squares ``x_i^2``.
     n_features : int or None, default=None
@@ -55,16 +74,23 @@ class PolynomialMap(FeatureMap):
     seed : int, default=0
         Seed of the hash; the same in every process.
     gamma : float or None, default=None
-        The kernel's ``gamma`` (> 0; None: 1.0 when the kernel's map is used).
+        The kernel's ``gamma`` (> 0).  Giving it (or ``coef0``) selects the
+        polynomial kernel's map; None: 1.0 when the kernel's map is used.
     coef0 : float or None, default=None
-        The kernel's ``coef0`` (>= 0; None: 1.0 when the kernel's map is used).
+        The kernel's ``coef0`` (>= 0).  Giving it (or ``gamma``) selects the
+        polynomial kernel's map; None: 1.0 when the kernel's map is used.
 
     Examples
     --------
     >>> import numpy as np
     >>> from dask_streamsvm.features import PolynomialMap
-    >>> PolynomialMap().fit_transform(np.array([[1.0, 2.0]])).toarray()
+    >>> X = np.array([[1.0, 2.0]])
+    >>> PolynomialMap().fit_transform(X).toarray()  # PolynomialFeatures(2, include_bias=False)
     array([[1., 2., 1., 2., 4.]])
+    >>> PolynomialMap().kernel(X)  # x.z + ((x.z)^2 + sum_i x_i^2 z_i^2) / 2, not (x.z + 1)^2 = 36
+    array([[26.]])
+    >>> PolynomialMap(gamma=1.0, coef0=1.0).kernel(X)  # the polynomial kernel's map
+    array([[36.]])
     """
 
     def __init__(
@@ -84,6 +110,38 @@ class PolynomialMap(FeatureMap):
         """Whether this is the weighted map of the polynomial kernel (any degree but plain 2)."""
         return self.gamma is not None or self.coef0 is not None or self.degree != 2
 
+    def kernel(self, X, Z=None):
+        """``phi(x) . phi(z)`` for every row ``x`` of ``X`` and ``z`` of ``Z`` (None: ``X``), in closed form.
+
+        The map's kernel before any hashing (with ``n_features``, the hashed
+        features' inner products equal it up to collisions)::
+
+            plain map (PolynomialMap()):  x.z + ((x.z)^2 + sum_i x_i^2 z_i^2) / 2
+                       interaction_only:  x.z + ((x.z)^2 - sum_i x_i^2 z_i^2) / 2
+            the kernel's map:             (gamma x.z + coef0)^degree
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_rows_X, n_features_in)
+        Z : {array-like, sparse matrix} of shape (n_rows_Z, n_features_in), default=None
+
+        Returns
+        -------
+        ndarray of shape (n_rows_X, n_rows_Z)
+        """
+        from sklearn.utils import check_array
+
+        X = check_array(X, accept_sparse="csr", dtype=np.float64)
+        Z = X if Z is None else check_array(Z, accept_sparse="csr", dtype=np.float64)
+        if Z.shape[1] != X.shape[1]:
+            raise ValueError(f"X has {X.shape[1]} features and Z {Z.shape[1]}; both need the same features.")
+        G = _dense(X @ Z.T)
+        if self._kernel:
+            degree, gamma, coef0 = self._kernel_parameters()
+            return (gamma * G + coef0) ** degree
+        squares = _dense(_elementwise_square(X) @ _elementwise_square(Z).T)
+        return G + 0.5 * (G * G + (-squares if self.interaction_only else squares))
+
     def spec(self, n_in):
         """The kernels' record array for ``n_in`` raw features (parameters checked here)."""
         if self._kernel:
@@ -99,7 +157,8 @@ class PolynomialMap(FeatureMap):
             alternate_sign=bool(self.alternate_sign), seed=int(self.seed),
         )  # fmt: skip
 
-    def _kernel_spec(self, n_in):
+    def _kernel_parameters(self):
+        """``(degree, gamma, coef0)`` of the kernel's map, checked."""
         degree = check_positive_int("degree", self.degree)
         if degree > MAX_DEGREE:
             raise ValueError(
@@ -116,6 +175,10 @@ class PolynomialMap(FeatureMap):
                 "interaction_only applies to the plain degree-2 map; the polynomial kernel's map "
                 "(degree other than 2, or gamma or coef0 given) keeps every monomial."
             )
+        return degree, gamma, coef0
+
+    def _kernel_spec(self, n_in):
+        degree, gamma, coef0 = self._kernel_parameters()
         check_positive_int("seed", self.seed, low=0)
         hashed = self.n_features is not None
         if hashed:
@@ -131,6 +194,14 @@ class PolynomialMap(FeatureMap):
             POLYK, n_in, n_out, hashed=hashed, alternate_sign=bool(self.alternate_sign), seed=int(self.seed),
             degree=degree, gamma=gamma, coef0=coef0,
         )  # fmt: skip
+
+
+def _dense(A):
+    return A.toarray() if sp.issparse(A) else np.asarray(A)
+
+
+def _elementwise_square(X):
+    return X.multiply(X) if sp.issparse(X) else X * X
 
 
 class _StringMap(FeatureMap):
