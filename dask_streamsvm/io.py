@@ -33,13 +33,45 @@ def dask_parquet_deprecations_hidden():
     right, and neither the user nor this library can act on it.  The filter matches that message
     only where pandas attributes it to Dask's Parquet modules.  ``warnings.catch_warnings`` is
     process-wide state: enter this in the thread that starts the reads, and leave it once they
-    have ended (the command line does, around each command's reads).
+    have ended (the command line does, around each command's reads).  With a ``distributed``
+    client active, the same filter is installed on its workers for good (a worker plugin): a graph
+    computed there reads its Parquet files in the workers' processes.
     """
     with warnings.catch_warnings():
-        warnings.filterwarnings(
-            "ignore", message=r"The inplace keyword in DataFrame\.", module=r"dask\.dataframe\.io\.parquet"
-        )
+        hide_dask_parquet_deprecations()
+        _hide_on_the_workers()
         yield
+
+
+def hide_dask_parquet_deprecations():
+    """Adds the filter :func:`dask_parquet_deprecations_hidden` enters, for the rest of the process."""
+    warnings.filterwarnings(
+        "ignore", message=r"The inplace keyword in DataFrame\.", module=r"dask\.dataframe\.io\.parquet"
+    )
+
+
+def _hide_on_the_workers():
+    """With a ``distributed`` client active, the filter on its workers too, where a graph's Parquet
+    reads run (:mod:`~dask_streamsvm._worker_warnings`); nothing when ``distributed`` was never
+    imported (no client can be active) or no client is."""
+    import sys
+
+    if "distributed" not in sys.modules:
+        return
+    from distributed import default_client, get_worker
+
+    try:
+        get_worker()
+        return  # in a task: the cluster that runs it was set up by its caller
+    except ValueError:
+        pass
+    try:
+        client = default_client()
+    except ValueError:  # no client
+        return
+    from ._worker_warnings import hide_on_workers
+
+    hide_on_workers(client)
 
 
 def _is_glob(text):

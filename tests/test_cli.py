@@ -1,6 +1,7 @@
 """The ``dask-streamsvm`` command line, run in-process through ``main(argv)``."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -45,11 +46,27 @@ def three_classes(tmp_path_factory):
 # -- LIBSVM ------------------------------------------------------------------------------
 
 
+def test_a_fit_whose_first_read_holds_every_row_says_one_read(tmp_path):
+    """The primal solver's first read keeps a sample; where it holds every row, the Newton steps
+    are made on those rows and the fit reads the data once: the summary says "1 read of the data",
+    not "0 passes" (the passes of a streamed fit are numbered from 0)."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(5_000, 5)
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(5)]).assign(label=(X[:, 0] > 0).astype(int))
+    frame.to_parquet(tmp_path / "t.parquet", index=False)
+    code, out, err = run(["train", tmp_path / "t.parquet", "--label", "label", "--model", tmp_path / "m"])
+    assert code == 0, err
+    assert ": 1 read of the data, relative duality gap" in out and "0 passes" not in out
+    assert dask_streamsvm.load(tmp_path / "m").n_iter_ == 0
+
+
 def test_train_libsvm_prints_summary_and_saves(a9a_model):
     path, out = a9a_model
     assert path.exists()
     assert "32,561 rows x 123 features" in out
-    assert "2 classes" in out and "passes" in out and "relative duality gap" in out
+    assert "2 classes" in out and "relative duality gap" in out
+    reads = re.search(r": (\d+) reads? of the data, relative", out)  # not passes: they count from 0
+    assert reads is not None and 1 <= int(reads.group(1)) <= dask_streamsvm.load(path).n_iter_ + 1, out
     assert len(out.strip().splitlines()) == 1
     model = dask_streamsvm.load(path)
     assert model.duality_gap_ <= 1e-2

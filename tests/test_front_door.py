@@ -389,6 +389,35 @@ def test_only_dasks_own_inplace_deprecations_are_hidden():
     assert warnings.filters == before
 
 
+def _workers_hide_dasks_parquet_deprecation():
+    message = "The inplace keyword in DataFrame.reset_index is deprecated"
+    module = "dask.dataframe.io.parquet.arrow"
+    return any(
+        action == "ignore" and bool(text and text.match(message)) and bool(where and where.match(module))
+        for action, text, _, where, _ in warnings.filters
+    )
+
+
+def test_a_score_on_a_cluster_hides_dasks_parquet_deprecation_on_its_workers(parquet_table):
+    """On a ``distributed`` cluster the graph ``score`` computes reads the Parquet files in the
+    workers' processes, where a filter entered on the client does not reach (the new-user walk saw
+    the deprecation once per partition under ``-W default``): the workers get the filter too."""
+    from ._helpers import two_worker_client
+
+    folder, frame = parquet_table
+    clean = folder.parent / "clean"
+    dd.from_pandas(frame.fillna(0.0), npartitions=3).to_parquet(clean, write_index=False)
+    with two_worker_client() as client:
+        assert not any(client.run(_workers_hide_dasks_parquet_deprecation).values())
+        table = dd.read_parquet(clean)
+        rows = frame.fillna(0.0)
+        model = LinearSVC(tol=1e-2, random_state=0, cluster=None).fit(rows[list("abcd")], rows.label)
+        assert model.score(table, "label") > 0.95
+        hidden = client.run(_workers_hide_dasks_parquet_deprecation)
+        assert len(hidden) == 2 and all(hidden.values())
+        assert not _workers_hide_dasks_parquet_deprecation()  # the client's own filters: as they were
+
+
 def test_nullable_columns_predict_as_they_fit():
     rng = np.random.default_rng(4)
     frame = pd.DataFrame(rng.normal(size=(300, 2)), columns=["a", "b"]).astype("Float64")

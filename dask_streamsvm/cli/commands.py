@@ -268,6 +268,9 @@ def _summary(model, args, n_rows, seconds):
         where, after = "on ", f" on a cluster of {workers} worker{'' if workers == 1 else 's'}{method}"
     rounds = cluster is not None and cluster["method"] == "cocoa"
     count = _count(model.n_iter_, "round", "rounds") if rounds else _count(model.n_iter_, "pass", "passes")
+    reads = _reads(model, n_rows) if cluster is None and args.solver != "memory" else None
+    if reads is not None:  # streamed: passes count from 0, and one read may feed several (a sample's steps)
+        count = f"{_count(reads, 'read', 'reads')} of the data"
     # The SVM's loss is an option; logistic regression's is its name.
     params = f"C={args.C:g}" if args.model_type == "logistic" else f"loss={model.loss}, C={args.C:g}"
     return (
@@ -276,6 +279,15 @@ def _summary(model, args, n_rows, seconds):
         f"{count}, relative duality gap {gap:.2e} (tol {args.tol:g}, {status}), "
         f"primal objective {objective:.6g}{summed}, {seconds:.2f} s. Model saved to {args.model}."
     )
+
+
+def _reads(model, n_rows):
+    """Reads of the training data a streamed fit made (its last record's rows read over the rows),
+    or None where the history does not count them."""
+    rows_read = model.history_[-1].get("rows_read") if model.history_ else None
+    if not n_rows or rows_read is None:
+        return None
+    return round(int(rows_read) / n_rows)
 
 
 def _count(n, one, many):
