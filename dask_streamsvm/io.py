@@ -38,16 +38,19 @@ def dask_parquet_deprecations_hidden():
     computed there reads its Parquet files in the workers' processes.
     """
     with warnings.catch_warnings():
-        hide_dask_parquet_deprecations()
+        _hide_dask_parquet_deprecations()
         _hide_on_the_workers()
         yield
 
 
-def hide_dask_parquet_deprecations():
+# pandas' deprecation of ``inplace`` as Dask's Parquet modules raise it (the filter's two patterns).
+_DASK_PARQUET_DEPRECATION = (r"The inplace keyword in DataFrame\.", r"dask\.dataframe\.io\.parquet")
+
+
+def _hide_dask_parquet_deprecations():
     """Adds the filter :func:`dask_parquet_deprecations_hidden` enters, for the rest of the process."""
-    warnings.filterwarnings(
-        "ignore", message=r"The inplace keyword in DataFrame\.", module=r"dask\.dataframe\.io\.parquet"
-    )
+    message, module = _DASK_PARQUET_DEPRECATION
+    warnings.filterwarnings("ignore", message=message, module=module)
 
 
 def _hide_on_the_workers():
@@ -71,7 +74,7 @@ def _hide_on_the_workers():
         return
     from ._worker_warnings import hide_on_workers
 
-    hide_on_workers(client)
+    hide_on_workers(client, *_DASK_PARQUET_DEPRECATION)
 
 
 def _is_glob(text):
