@@ -6,6 +6,7 @@ import lzma
 import math
 import os
 import stat
+import sys
 import uuid
 import warnings
 import zlib
@@ -57,8 +58,6 @@ def _hide_on_the_workers():
     """With a ``distributed`` client active, the filter on its workers too, where a graph's Parquet
     reads run (:mod:`~dask_streamsvm._worker_warnings`); nothing when ``distributed`` was never
     imported (no client can be active) or no client is."""
-    import sys
-
     if "distributed" not in sys.modules:
         return
     from distributed import default_client, get_worker

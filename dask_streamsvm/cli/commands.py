@@ -267,10 +267,13 @@ def _summary(model, args, n_rows, seconds):
         method = "" if cluster["method"] is None else f" (method: {cluster['method']})"
         where, after = "on ", f" on a cluster of {workers} worker{'' if workers == 1 else 's'}{method}"
     rounds = cluster is not None and cluster["method"] == "cocoa"
-    count = _count(model.n_iter_, "round", "rounds") if rounds else _count(model.n_iter_, "pass", "passes")
+    # Streamed: reads of the data (passes count from 0, and one read may feed several: a sample's steps).
     reads = _reads(model, n_rows) if cluster is None and args.solver != "memory" else None
-    if reads is not None:  # streamed: passes count from 0, and one read may feed several (a sample's steps)
+    if reads is not None:
         count = f"{_count(reads, 'read', 'reads')} of the data"
+    else:
+        one, many = ("round", "rounds") if rounds else ("pass", "passes")
+        count = _count(model.n_iter_, one, many)
     # The SVM's loss is an option; logistic regression's is its name.
     params = f"C={args.C:g}" if args.model_type == "logistic" else f"loss={model.loss}, C={args.C:g}"
     return (
