@@ -21,7 +21,7 @@ Every (dataset, budget, run) fits all four methods with the same
 that a change in the machine's load falls on all of them alike.  Timed
 fits run without the shadow partner choice; one extra fit per dataset and
 budget (lookup-wd with a GSS shadow, run 0: the engine driver
-:class:`~dask_streamsvm.engine.budgeted.BSGD` that ``BudgetedSVC.fit``
+:class:`~dask_streamsvm.engine.models.budgeted.BSGD` that ``BudgetedSVC.fit``
 builds, on the same row orders) counts how often GSS would have chosen the
 same merge partner, since the shadow inflates merge time.  Numba
 is compiled and the lookup tables built before any timing.  Training rows
@@ -266,7 +266,7 @@ def shadow_stats(X, y, *, C, gamma, budget, epochs, run=0):
     """
     from sklearn.utils import check_random_state
 
-    from dask_streamsvm.engine.budgeted import BSGD
+    from dask_streamsvm.engine.models.budgeted import BSGD
 
     classes = np.unique(y)
     assert classes.shape[0] == 2, "the agreement is measured on binary problems"
@@ -296,7 +296,7 @@ def exact_svc(d):
 
 
 def main(argv=None):
-    from dask_streamsvm.engine.budgeted import merge_tables
+    from dask_streamsvm.engine.models.budgeted import merge_tables
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_budgeted", description=__doc__)
     parser.add_argument("--budgets", type=int, nargs="+", default=[100, 500], help="(default 100 500)")

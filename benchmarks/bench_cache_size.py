@@ -81,7 +81,7 @@ def _in_memory(X, y, tol):
     import scipy.sparse as sp
 
     from dask_streamsvm import LinearSVC
-    from dask_streamsvm.engine.source import DaskSource
+    from dask_streamsvm.engine.data.source import DaskSource
 
     source = DaskSource(X, y)
     source.load(0)  # warm: the plain read is timed on a warm process
@@ -194,7 +194,7 @@ def main(argv=None):
     parser.add_argument("--tol", type=float, default=1e-3)
     parser.add_argument("--max-iter", type=int, default=40)
     args = parser.parse_args(argv)
-    from dask_streamsvm.engine.source import DaskSource
+    from dask_streamsvm.engine.data.source import DaskSource
 
     start = time.perf_counter()
     payload = {**payload_header("bench_cache_size", argv), "machine": machine(), "max_iter": args.max_iter}

@@ -183,7 +183,7 @@ def out_of_core_cocoa(client, X, Xd, yd, params, args, dtype):
     from sklearn.exceptions import ConvergenceWarning
 
     from dask_streamsvm import LinearSVC
-    from dask_streamsvm.engine.cache import RowCache, stored_bytes
+    from dask_streamsvm.engine.dual.cache import RowCache, stored_bytes
 
     K = len(client.scheduler_info()["workers"])
     sparse = hasattr(X, "indices")
@@ -308,7 +308,7 @@ def simulate(X, y, K, tol, inner_iter, max_rounds, seed, warm=False, loss=0, ave
     exact from the first round)."""
     from dask_streamsvm import LinearSVC
     from dask_streamsvm.engine.cluster import Part, cocoa_round, part_weights, widened
-    from dask_streamsvm.engine.layout import as_kernel_rows
+    from dask_streamsvm.engine.plan.layout import as_kernel_rows
 
     order = np.random.default_rng(seed).permutation(X.shape[0])
     chunks = np.array_split(order, K)
@@ -385,7 +385,7 @@ def tree_add(values, add):
 
 
 class SimulatedParts:
-    """``read`` for :func:`~dask_streamsvm.engine.primal.solve_primal`: the truncated Newton of a
+    """``read`` for :func:`~dask_streamsvm.engine.primal.newton.solve_primal`: the truncated Newton of a
     cluster (:mod:`dask_streamsvm.engine.cluster.products`) with its ``K`` parts run one after another
     here.  Each part is a ``ProductRead(..., identity=0.0)`` of its rows; the worker-side functions
     are the cluster's own (``evaluate``, ``sums_of``, ``part_product``, the conjugate gradient's
@@ -398,7 +398,7 @@ class SimulatedParts:
     def __init__(self, X, y_index, plan, chunks):
         from types import SimpleNamespace
 
-        from dask_streamsvm.engine.primal_sums import ProductRead
+        from dask_streamsvm.engine.primal.sums import ProductRead
 
         def part(idx):
             Y, cost = plan.signs[:, y_index[idx]], plan.costs[:, y_index[idx]]
@@ -463,8 +463,8 @@ class CountedRead:
 
 def newton_problem(y, tol, max_iter):
     """The plan of the squared hinge at C = 1, no intercept, and each row's class index."""
-    from dask_streamsvm.engine.labels import count_labels_of, merge_label_counts
-    from dask_streamsvm.engine.problem import FitPlan, class_index
+    from dask_streamsvm.engine.data.labels import count_labels_of, merge_label_counts
+    from dask_streamsvm.engine.plan.problem import FitPlan, class_index
 
     plan = FitPlan(
         C=1.0, loss="squared_hinge", bias=0.0, tol=tol, max_iter=max_iter, solver="memory", dual=False
@@ -476,8 +476,8 @@ def newton_problem(y, tol, max_iter):
 def simulate_newton(X, y, K, tol, seed, max_iter=100):
     """Truncated Newton with ``K`` parts (:class:`SimulatedParts`; K = 1: the in-memory
     ``ProductRead``): Newton reads, directions and Hessian products to ``tol``, the gap and primal."""
-    from dask_streamsvm.engine.primal import solve_primal
-    from dask_streamsvm.engine.primal_sums import ProductRead
+    from dask_streamsvm.engine.primal.newton import solve_primal
+    from dask_streamsvm.engine.primal.sums import ProductRead
 
     plan, y_index = newton_problem(y, tol, max_iter)
     if K == 1:

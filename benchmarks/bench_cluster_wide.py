@@ -278,7 +278,7 @@ def record_key(record):
 def marginal(record):
     """The client's bytes per Hessian product beyond the reads' and directions' vectors (the
     accounting of ``engine/cluster/products.py``)."""
-    from dask_streamsvm.engine.primal_sums import STEPS
+    from dask_streamsvm.engine.primal.sums import STEPS
 
     D = N_FEATURES + 1
     per_reads = record["reads"] * (4 * D * 8 + STEPS.shape[0] * 8) + record["newton_steps"] * 3 * D * 8

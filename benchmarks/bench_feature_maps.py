@@ -12,7 +12,7 @@ a DCD pass less than 2 times slower.  For each dataset and each map (the
 explicit map, and the map hashed into ``--hash-buckets`` buckets) this
 script measures, in one run:
 
-1. Row memory.  Bytes per row as :class:`dask_streamsvm.engine.cache.RowCache`
+1. Row memory.  Bytes per row as :class:`dask_streamsvm.engine.dual.cache.RowCache`
    counts them: the row's values and 4-byte column indices, plus the
    per-row solver state (a global id, three slot indices, start and end:
    48 bytes, and y, U, D, Qbar, alpha: 40 bytes per problem, one problem
@@ -24,7 +24,7 @@ script measures, in one run:
    degree-2 features, so the ratio of values alone is ``(m + 3) / 2``; the
    88 bytes of per-row state shrink the ratio further.
 2. Seconds per DCD pass: the kernel :func:`dask_streamsvm.kernels.dcd.dcd_passes`
-   on a :class:`dask_streamsvm.engine.memory.BinaryProblem` of either layout,
+   on a :class:`dask_streamsvm.engine.dual.memory.BinaryProblem` of either layout,
    from alpha = 0 with shrinking, ``(t(N) - t(1)) / (N - 1)`` with each
    time the best of ``--repeats`` (as ``bench_kernel``), after a warm-up
    call.  Both layouts follow the same path (same active set and ``w`` up
@@ -166,7 +166,7 @@ def raw_nnz_for_ratio(target, itemsize):
 
 def fill_cache(rows, y, spec, budget, C, seed):
     """A ``RowCache`` of ``budget`` bytes filled with ``rows`` in random order: what it allocates, holds."""
-    from dask_streamsvm.engine.cache import AlphaStore, RowCache
+    from dask_streamsvm.engine.dual.cache import AlphaStore, RowCache
     from dask_streamsvm.kernels.rng import make_state
 
     n = rows.shape[0]
@@ -232,7 +232,7 @@ def interleaved(repeats, calls):
 
 
 def layouts(X, Z, spec):
-    from dask_streamsvm.engine.layout import kernel_rows
+    from dask_streamsvm.engine.plan.layout import kernel_rows
 
     return {"on_the_fly": kernel_rows(X, spec), "materialised": kernel_rows(Z)}
 
@@ -300,7 +300,7 @@ def dcd_run(problem, n_passes):
 
 def dcd_per_pass(rows_by_layout, y, n_out, n_passes, args):
     """Seconds per DCD pass per layout, ``(t(N) - t(1)) / (N - 1)``, and the two runs' agreement."""
-    from dask_streamsvm.engine.memory import BinaryProblem
+    from dask_streamsvm.engine.dual.memory import BinaryProblem
 
     problems, setup, runs, calls = {}, {}, {}, {}
     for layout, rows in rows_by_layout.items():

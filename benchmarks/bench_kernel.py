@@ -31,8 +31,8 @@ from sklearn.svm import LinearSVC as LiblinearSVC
 from benchmarks._common import N_FEATURES, ROOT, data_dir, machine, payload_header, save_json, write_section
 from dask_streamsvm import LinearSVC
 from dask_streamsvm.datasets import compact_csr
-from dask_streamsvm.engine.layout import as_kernel_rows
-from dask_streamsvm.engine.memory import BinaryProblem
+from dask_streamsvm.engine.dual.memory import BinaryProblem
+from dask_streamsvm.engine.plan.layout import as_kernel_rows
 from dask_streamsvm.kernels.dcd import ProblemArrays, Shrinking, dcd_passes
 from dask_streamsvm.kernels.rng import make_state
 

@@ -118,7 +118,7 @@ def child(spec):
     import pyarrow.parquet as pq
 
     from dask_streamsvm import LinearSVC
-    from dask_streamsvm.engine.sizes import stored_bytes
+    from dask_streamsvm.engine.plan.sizes import stored_bytes
 
     params = dict(SOLVERS[spec["solver"]])
     frame = dd.read_parquet(spec["path"])

@@ -38,7 +38,7 @@ Run ``python -m benchmarks.bench_out_of_core [--size-gb 2]``; results go to
 The paper's setting, ``--read-mb-s N`` (instead of the above): reading
 dominates.  Every partition's read of the fit, from the source or from the
 spill, takes at least its bytes / N seconds (the reader thread sleeps the
-rest while the trainer works: :data:`dask_streamsvm.engine.reader._read_bytes_per_s`).
+rest while the trainer works: :data:`dask_streamsvm.engine.data.reader._read_bytes_per_s`).
 For each set and each ``--cache`` share, with reads held to N MB/s and
 unthrottled in the same run: one plain read through the reader (after the
 class count, which parses and spills text and is not held), and StreamSVM,
@@ -132,7 +132,7 @@ def child_reads(spec):
     """The read path alone: plain Dask, raw, and the fit's own reads (seconds), and partition sizes."""
     import dask
 
-    from dask_streamsvm.engine.source import DaskSource
+    from dask_streamsvm.engine.data.source import DaskSource
 
     X, y = _open(spec)
     if spec["kind"] == "parquet":
@@ -182,7 +182,7 @@ def child_reads(spec):
 
 
 def child_floor(spec):
-    from dask_streamsvm.engine.source import DaskSource
+    from dask_streamsvm.engine.data.source import DaskSource
 
     t = time.perf_counter()
     X, y = _open(spec)
@@ -228,7 +228,7 @@ def child_memory(spec):
     import scipy.sparse as sp
 
     from dask_streamsvm import LinearSVC
-    from dask_streamsvm.engine.source import DaskSource
+    from dask_streamsvm.engine.data.source import DaskSource
 
     X, y = _open(spec)
     source = DaskSource(X, y)
@@ -253,15 +253,15 @@ def child_memory(spec):
 
 def _hold_reads(spec):
     """Hold every read of the reader to ``spec["read_mb_s"]`` MB/s (None: as fast as they come)."""
-    from dask_streamsvm.engine import reader
+    from dask_streamsvm.engine.data import reader
 
     reader._read_bytes_per_s = None if spec.get("read_mb_s") is None else spec["read_mb_s"] * 1e6
 
 
 def child_held_read(spec):
     """One plain read of every partition through the reader, after the class count (not timed)."""
-    from dask_streamsvm.engine.reader import read_blocks
-    from dask_streamsvm.engine.source import DaskSource
+    from dask_streamsvm.engine.data.reader import read_blocks
+    from dask_streamsvm.engine.data.source import DaskSource
 
     _hold_reads(spec)
     X, y = _open(spec)

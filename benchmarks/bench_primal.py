@@ -221,7 +221,7 @@ def run_child(task, spec):
     return _common.run_child("bench_primal", task, spec)
 
 
-# The overlap keys of the Newton reads' records (engine/primal_reads.py StreamRead.overlap): running
+# The overlap keys of the Newton reads' records (engine/primal/reads.py StreamRead.overlap): running
 # totals since the fit's first read, so the last record holds the fit's.  Our names, and theirs.
 OVERLAP_KEYS = {
     "reader_s": "reader_busy_s",

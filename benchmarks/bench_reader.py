@@ -30,7 +30,7 @@ MARKER = "## Reader: one and two partitions read at once"
 
 def read_seconds(source, prefetch, repeats=3):
     """Best of ``repeats`` reads of every partition of ``source`` by a reader with ``prefetch``."""
-    from dask_streamsvm.engine.reader import Reader
+    from dask_streamsvm.engine.data.reader import Reader
 
     best = float("inf")
     for _ in range(repeats):
@@ -46,7 +46,7 @@ def main(argv=None):
     import dask.dataframe as dd
 
     from benchmarks.bench_out_of_core import write_sparse, write_synthetic
-    from dask_streamsvm.engine.source import DaskSource
+    from dask_streamsvm.engine.data.source import DaskSource
     from dask_streamsvm.io import read_libsvm
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -3,7 +3,7 @@
 Part 1, convergence at equal memory.  Each schedule gets the same row
 memory ``M``, a fraction (``--memory``, default 10%) of the data's bytes as
 the row memory counts them (values, column indices and per-row solver
-state: :class:`dask_streamsvm.engine.cache.RowCache`, which is what
+state: :class:`dask_streamsvm.engine.dual.cache.RowCache`, which is what
 ``cache_bytes`` and ``block_bytes`` measure).  The split follows the SBM
 paper (Chang & Roth, KDD 2011, section 7.1; the BM block is the reference):
 
@@ -85,7 +85,7 @@ SEED = 0
 def row_memory_bytes(n_rows, nnz, n_features, itemsize, sparse):
     """Bytes that ``n_rows`` rows take in the row memory of a binary problem.
 
-    As :class:`~dask_streamsvm.engine.cache.RowCache` counts them: per row, a
+    As :class:`~dask_streamsvm.engine.dual.cache.RowCache` counts them: per row, a
     global id, three slot indices and five float64 values per problem (y, U,
     D, Qbar, alpha), plus start and end offsets when sparse; then the values
     themselves, with a 4-byte column index each when sparse.
@@ -381,7 +381,7 @@ def single_pass(name, args):
 
 def policies(args):
     """StreamSVM's cache rules (``--policies``, module docstring): a markdown table, and its rows."""
-    from dask_streamsvm.engine import streamsvm
+    from dask_streamsvm.engine.dual import streamsvm
 
     variants = [("informative", 0.9), ("paper", 0.9), ("random", 0.9), ("informative", 1.0), ("paper", 1.0)]
     rows = []

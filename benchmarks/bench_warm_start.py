@@ -2,7 +2,7 @@
 
 Out of core the Newton solver (``dual=False``) reads the data once to count the classes and keep a
 uniform sample of rows, solves the sample's problem in memory (its costs scaled to the row count)
-and starts the full reads there (``dask_streamsvm.engine.primal.warm_start``).  Each full read
+and starts the full reads there (``dask_streamsvm.engine.primal.newton.warm_start``).  Each full read
 also keeps the rows of margin nearest 1 (the band), and the next point minimizes the model in
 which those rows are exact and the others quadratic (``primal.band_step``).  This script runs the
 same arithmetic on rows in memory (a read is one pass of ``block_sums`` over all rows), so it
@@ -46,7 +46,7 @@ def tall_sets(n, d):
 
 
 def _plan(y, C):
-    from dask_streamsvm.engine.problem import FitPlan
+    from dask_streamsvm.engine.plan.problem import FitPlan
 
     classes, counts = np.unique(y, return_counts=True)
     return FitPlan(C=C, tol=1e-3, max_iter=50, loss="squared_hinge", solver="memory").with_labels(
@@ -56,7 +56,7 @@ def _plan(y, C):
 
 def _gap(X, Y, cost, w):
     """The relative duality gap the solver certifies at ``w`` (one read)."""
-    from dask_streamsvm.engine.primal_sums import block_sums
+    from dask_streamsvm.engine.primal.sums import block_sums
 
     sums = block_sums(X, Y, cost, w[None, :], np.zeros((1, w.shape[0])), 1.0, 1)
     g = w - sums.v[0]
@@ -65,8 +65,8 @@ def _gap(X, Y, cost, w):
 
 
 def rows_for(name, X, y, C, samples, shares):
-    from dask_streamsvm.engine import primal
-    from dask_streamsvm.engine.primal_reads import Sample
+    from dask_streamsvm.engine.primal import newton as primal
+    from dask_streamsvm.engine.primal.reads import Sample
 
     n, width = X.shape
     plan = _plan(y, C)
@@ -123,7 +123,7 @@ def main(argv=None):
 
 
 def write_report(payload, args):
-    from dask_streamsvm.engine import primal
+    from dask_streamsvm.engine.primal import newton as primal
 
     rule = primal.sample_rows(args.features)
     lines = [

@@ -40,7 +40,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     from dask_streamsvm import LinearSVC
-    from dask_streamsvm.engine.source import DaskSource
+    from dask_streamsvm.engine.data.source import DaskSource
     from dask_streamsvm.io import csr_to_dask
 
     rng = np.random.default_rng(0)

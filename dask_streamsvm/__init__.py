@@ -71,7 +71,7 @@ def load(path):
     parameters are checked as ``fit`` checks them; ``callbacks``,
     ``validation_data`` and ``checkpoint_dir`` are never read from a file
     and keep their defaults.  What loading may allocate is bounded by the
-    file's size (see :mod:`dask_streamsvm.engine.archive`).
+    file's size (see :mod:`dask_streamsvm.engine.store.archive`).
 
     The SHA-256 checksums in the file detect damage, not tampering: anyone
     who can write the file can rewrite them, and its parameters and weights

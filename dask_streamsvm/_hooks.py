@@ -1,7 +1,7 @@
 """What ``fit`` does between passes: validation scores, progress, callbacks, interrupt warnings.
 
-The engine calls these hooks (:mod:`dask_streamsvm.engine.trainer` for the
-streaming schedules, :func:`dask_streamsvm.engine.memory.solve_problems` in
+The engine calls these hooks (:mod:`dask_streamsvm.engine.dual.trainer` for the
+streaming schedules, :func:`dask_streamsvm.engine.dual.memory.solve_problems` in
 memory); they need the estimator's parameters and fitted classes, so they
 live above the engine.
 """
@@ -12,7 +12,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ._progress import PassProgress, advice_words, pass_line, round_line
-from .engine.problem import linear_scores
+from .engine.plan.problem import linear_scores
 
 
 class PassHooks:

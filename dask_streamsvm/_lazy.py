@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .engine.source import check_sparse_structure, is_dask_dataframe
+from .engine.data.source import check_sparse_structure, is_dask_dataframe
 
 
 def _check_rows(block, n_features):

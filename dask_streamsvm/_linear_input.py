@@ -14,9 +14,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from ._lazy import feature_frame
 from ._stream_classifier import StreamClassifier, feature_spec
 from ._validation import check_sample_weight, checked_sparse, drop_invalid, validated_rows
+from .engine.data.source import DaskSource, is_dask_collection, is_dask_dataframe
 from .engine.fit import MemoryData
-from .engine.problem import linear_scores
-from .engine.source import DaskSource, is_dask_collection, is_dask_dataframe
+from .engine.plan.problem import linear_scores
 from .io import as_dask, open_path
 
 

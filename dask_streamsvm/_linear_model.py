@@ -2,14 +2,14 @@
 
 :class:`LinearModel` is the base of :class:`~dask_streamsvm.LinearSVC` and
 :class:`~dask_streamsvm.LogisticRegression`: it validates their parameters,
-builds one :class:`~dask_streamsvm.engine.problem.FitPlan`, turns the input
+builds one :class:`~dask_streamsvm.engine.plan.problem.FitPlan`, turns the input
 into rows (:mod:`dask_streamsvm._linear_input`), calls
 :func:`dask_streamsvm.engine.fit.fit` (``partial_fit``:
 :func:`~dask_streamsvm.engine.fit.fit_partial`), which chooses the solver, and
 sets the fitted attributes from the one
-:class:`~dask_streamsvm.engine.result.FitResult` it returns.  A model says
+:class:`~dask_streamsvm.engine.plan.result.FitResult` it returns.  A model says
 which problem it solves with :meth:`LinearModel._model`: its loss (a name of
-:data:`~dask_streamsvm.engine.problem.LOSSES`), whether its classes are one
+:data:`~dask_streamsvm.engine.plan.problem.LOSSES`), whether its classes are one
 joint problem (Crammer-Singer), and whether it fits Platt's sigmoids.
 """
 
@@ -45,8 +45,8 @@ from ._validation import class_weight as class_weight_check
 from ._validation import feature_map as feature_map_check
 from ._validation import random_state as random_state_check
 from .engine import fit as engine
-from .engine.problem import FitPlan, cs_model, unconverged_message
-from .engine.source import is_dask_collection
+from .engine.data.source import is_dask_collection
+from .engine.plan.problem import FitPlan, cs_model, unconverged_message
 from .features import Standardize
 from .io import dask_parquet_deprecations_hidden
 
@@ -298,7 +298,7 @@ class LinearModel(LinearInput):
         self.intercept_ = W[:, -1] * plan.bias
 
     def _set_model(self, result):
-        """Every fitted attribute from the engine's :class:`~dask_streamsvm.engine.result.FitResult`;
+        """Every fitted attribute from the engine's :class:`~dask_streamsvm.engine.plan.result.FitResult`;
         warns if it did not converge, or was interrupted."""
         plan = result.plan
         for name in ("cluster_parts_", "standardize_", "probA_", "probB_"):  # set again where they apply

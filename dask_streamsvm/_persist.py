@@ -38,8 +38,8 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ._stream_classifier import checked_params, feature_spec
-from .engine.archive import META, ArchiveReader, cut, plain, plain_array, short, write_archive
-from .engine.problem import model_width
+from .engine.plan.problem import model_width
+from .engine.store.archive import META, ArchiveReader, cut, plain, plain_array, short, write_archive
 from .features import (
     ColumnMaps,
     HashingMap,

@@ -11,11 +11,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._lazy import map_rows
 from ._validation import intercept_scaling, validate_params, validated_rows
-from .engine.calibration import probabilities
-from .engine.problem import class_index
-from .engine.reader import read_blocks
-from .engine.source import DaskSource, is_dask_collection, is_dask_dataframe
-from .engine.waiting import seceded
+from .engine.data.reader import read_blocks
+from .engine.data.source import DaskSource, is_dask_collection, is_dask_dataframe
+from .engine.data.waiting import seceded
+from .engine.plan.calibration import probabilities
+from .engine.plan.problem import class_index
 from .features import Standardize
 from .io import dask_parquet_deprecations_hidden, open_path
 
@@ -45,7 +45,7 @@ def checked_params(estimator):
 
 
 def input_names(source):
-    """``feature_names_in_`` of a :class:`~dask_streamsvm.engine.source.DaskSource`, or None.
+    """``feature_names_in_`` of a :class:`~dask_streamsvm.engine.data.source.DaskSource`, or None.
 
     The column names of a Dask DataFrame whose every column label is a str
     (scikit-learn's rule); None for a Dask Array or other labels.

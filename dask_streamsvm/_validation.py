@@ -11,14 +11,14 @@ import scipy.sparse as sp
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import column_or_1d, validate_data
 
-from .engine.cache import CacheShare, parse_bytes
-from .engine.source import (
+from .engine.data.source import (
     check_sparse_structure,
     invalid_labels,
     non_finite_encoded,
     overflow_message,
     overflowing_rows,
 )
+from .engine.dual.cache import CacheShare, parse_bytes
 
 # The smallest number > 0 a parameter may be: below it float64 is subnormal, losing precision, and the
 # solvers' quotients overflow (C=1e-320 gave a duality gap of -1e10 in memory and "the rows read changed"

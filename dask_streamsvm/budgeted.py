@@ -3,7 +3,7 @@
 Wang, Crammer & Vucetic (JMLR 2012), budget maintenance by merging as
 Glasmachers & Qaadan (2018) run it, with their lookup tables: the estimator
 checks parameters and input; the steps are
-:class:`~dask_streamsvm.engine.budgeted.BSGD` (the driver) and
+:class:`~dask_streamsvm.engine.models.budgeted.BSGD` (the driver) and
 :mod:`dask_streamsvm.kernels.bsgd` (the kernels, with the maths).
 """
 
@@ -24,7 +24,7 @@ from ._validation import (
     validate_params,
 )
 from ._validation import random_state as random_state_check
-from .engine.budgeted import (
+from .engine.models.budgeted import (
     BSGD,
     MERGES,
     best_offsets,

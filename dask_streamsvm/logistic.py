@@ -3,7 +3,7 @@
 The estimator's parameters, the problem it names and its probabilities; the
 fit, its plan and the fitted attributes are every linear model's
 (:mod:`dask_streamsvm._linear_model`), and so are the solvers: the logistic
-loss is one of the engine's losses (:mod:`dask_streamsvm.engine.losses`).
+loss is one of the engine's losses (:mod:`dask_streamsvm.engine.plan.losses`).
 """
 
 import numpy as np
@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._lazy import map_rows
 from ._linear_model import PARAMETER_CONSTRAINTS, LinearModel, parameter_docs
 from .engine import fit as engine
-from .engine.source import is_dask_collection
+from .engine.data.source import is_dask_collection
 from .linear import LinearSVC
 
 

@@ -2,7 +2,7 @@
 
 Rai, Daume III & Venkatasubramanian (IJCAI 2009), Algorithms 1 and 2: the
 estimator checks parameters and input; the balls are
-:class:`~dask_streamsvm.engine.onepass.Balls` (the driver) and
+:class:`~dask_streamsvm.engine.models.onepass.Balls` (the driver) and
 :mod:`dask_streamsvm.kernels.meb` (the kernels, with the maths).
 """
 
@@ -15,8 +15,8 @@ from sklearn.utils import check_random_state
 from ._stream_classifier import StreamClassifier, checked_params
 from ._validation import anything, boolean, check_positive_int, integer, positive_float
 from ._validation import random_state as random_state_check
-from .engine.labels import merge_label_counts
-from .engine.onepass import Balls
+from .engine.data.labels import merge_label_counts
+from .engine.models.onepass import Balls
 from .features import Standardize
 from .io import dask_parquet_deprecations_hidden
 

@@ -45,7 +45,7 @@ def scheduler(request):
 def partial_sample(monkeypatch):
     """The primal solver's warm start from a sample of 5 rows per column of the model (features
     plus bias), not the default's every row of a small set: the Newton reads then stream."""
-    from dask_streamsvm.engine import primal
+    from dask_streamsvm.engine.primal import newton as primal
 
     monkeypatch.setattr(primal, "SAMPLE_MIN_ROWS", 0)
     monkeypatch.setattr(primal, "SAMPLE_ROWS_PER_WIDTH", 5)

@@ -11,8 +11,8 @@ from scipy.optimize import minimize_scalar
 from sklearn.exceptions import EfficiencyWarning
 
 from dask_streamsvm import BudgetedSVC
-from dask_streamsvm.engine.budgeted import BSGD, merge_tables, order_statistics
-from dask_streamsvm.engine.budgeted import best_offsets as hinge_intercepts
+from dask_streamsvm.engine.models.budgeted import BSGD, merge_tables, order_statistics
+from dask_streamsvm.engine.models.budgeted import best_offsets as hinge_intercepts
 from dask_streamsvm.kernels import bsgd as kb
 
 from ._helpers import load_libsvm_dataset

@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine import choice
-from dask_streamsvm.engine.problem import FitPlan
+from dask_streamsvm.engine.plan.problem import FitPlan
 from dask_streamsvm.features import Standardize
 
 from ._helpers import two_worker_client

@@ -11,8 +11,8 @@ from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine.cluster.moments import ScaledPacked, learn_scaler, prepared_scaler
 from dask_streamsvm.engine.cluster.parts import place
 from dask_streamsvm.engine.cluster.runtime import submit
-from dask_streamsvm.engine.problem import FitPlan
-from dask_streamsvm.engine.source import DaskSource
+from dask_streamsvm.engine.data.source import DaskSource
+from dask_streamsvm.engine.plan.problem import FitPlan
 from dask_streamsvm.features import Standardize
 from dask_streamsvm.features.column_maps import ColumnMoments
 from dask_streamsvm.io import csr_to_dask

@@ -7,8 +7,8 @@ import pytest
 import scipy.sparse as sp
 
 from dask_streamsvm.engine.cluster.cocoa_local import StaleRound, StreamingPart
-from dask_streamsvm.engine.problem import FitPlan
-from dask_streamsvm.engine.source import DaskSource
+from dask_streamsvm.engine.data.source import DaskSource
+from dask_streamsvm.engine.plan.problem import FitPlan
 
 from ._helpers import load_libsvm_dataset
 
@@ -78,7 +78,7 @@ def test_a_round_for_a_version_the_part_has_left_changes_nothing(data):
 
 def _few_columns_part(n_features=6_000, seed=0):
     from dask_streamsvm.engine.cluster import Part
-    from dask_streamsvm.engine.layout import as_kernel_rows
+    from dask_streamsvm.engine.plan.layout import as_kernel_rows
 
     rng = np.random.default_rng(seed)
     X = sp.random(300, 400, density=0.03, format="csr", random_state=seed)

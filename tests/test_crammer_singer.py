@@ -8,7 +8,7 @@ from sklearn.datasets import load_digits
 from sklearn.svm import LinearSVC as LiblinearSVC
 
 from dask_streamsvm import LinearSVC
-from dask_streamsvm.engine.crammer_singer import cs_tables
+from dask_streamsvm.engine.dual.crammer_singer import cs_tables
 from dask_streamsvm.kernels.crammer_singer import cs_loss_sum, cs_scores, cs_sweep
 from dask_streamsvm.kernels.rng import make_state
 

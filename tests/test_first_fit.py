@@ -1,4 +1,4 @@
-"""Each kernel fed by :func:`~dask_streamsvm.engine.layout.as_kernel_rows` compiles once per layout.
+"""Each kernel fed by :func:`~dask_streamsvm.engine.plan.layout.as_kernel_rows` compiles once per layout.
 
 A fresh process pays numba's compilation once per kernel and argument types
 (``benchmarks/bench_first_fit.py`` measures it).  Writable and read-only

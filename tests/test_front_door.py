@@ -233,7 +233,7 @@ def test_help_imports_no_solver(argv):
 def test_train_help_names_the_losses_of_the_engines_registry():
     """``train --help`` reads the losses from the engine's registry (which imports numba and the losses'
     kernels), but neither scikit-learn nor an estimator or solver."""
-    from dask_streamsvm.engine import losses
+    from dask_streamsvm.engine.plan import losses
 
     code, out, _ = run(["train", "--help"])
     assert code == 0 and "--loss {" + ",".join(losses.SVM_LOSSES) + "}" in out
@@ -259,7 +259,7 @@ def test_info_imports_no_solver(tmp_path):
 
 def test_info_shows_a_feature_map_and_refuses_a_foreign_estimator(tmp_path):
     from dask_streamsvm import Standardize
-    from dask_streamsvm.engine.archive import read_archive, write_archive
+    from dask_streamsvm.engine.store.archive import read_archive, write_archive
 
     path = tmp_path / "scaled.model"
     X = np.random.default_rng(0).normal(size=(60, 3)) * 100
@@ -278,7 +278,7 @@ def test_info_shows_a_feature_map_and_refuses_a_foreign_estimator(tmp_path):
 def test_the_command_lines_copies_of_the_registries_agree_with_the_library():
     from dask_streamsvm import _persist, cli
     from dask_streamsvm.cli import paths
-    from dask_streamsvm.engine import problem
+    from dask_streamsvm.engine.plan import problem
 
     assert cli.SOLVERS == problem.SOLVERS
     assert (paths.MODEL_FORMAT, paths.MODEL_VERSION, paths.MODEL_FILE) == (

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dask_streamsvm.engine.certificate import binary_certificate
-from dask_streamsvm.engine.layout import as_kernel_rows
-from dask_streamsvm.engine.memory import BinaryProblem
+from dask_streamsvm.engine.dual.memory import BinaryProblem
+from dask_streamsvm.engine.plan.certificate import binary_certificate
+from dask_streamsvm.engine.plan.layout import as_kernel_rows
 from dask_streamsvm.kernels.objective import add_weighted_rows, decision_values
 from dask_streamsvm.kernels.rng import make_state, shuffle_prefix
 

@@ -91,7 +91,8 @@ def test_the_package_has_no_import_cycle():
 
 def test_the_cycle_finder_finds_a_planted_cycle():
     graph = _graph()
-    graph["dask_streamsvm.engine.reader"] = graph["dask_streamsvm.engine.reader"] | {"dask_streamsvm.linear"}
+    reader = "dask_streamsvm.engine.data.reader"
+    graph[reader] = graph[reader] | {"dask_streamsvm.linear"}
     assert _cycle(graph) is not None
 
 
@@ -130,9 +131,9 @@ def test_no_function_takes_more_than_12_positional_arguments():
 # The linear models' modules reach the engine through its front door, the plan, the source and the archive.
 ESTIMATOR_ENGINE = {
     "dask_streamsvm.engine.fit",
-    "dask_streamsvm.engine.problem",
-    "dask_streamsvm.engine.source",
-    "dask_streamsvm.engine.archive",
+    "dask_streamsvm.engine.plan.problem",
+    "dask_streamsvm.engine.data.source",
+    "dask_streamsvm.engine.store.archive",
 }
 LINEAR_MODULES = (
     "dask_streamsvm.linear",
@@ -141,7 +142,7 @@ LINEAR_MODULES = (
     "dask_streamsvm._linear_input",
 )
 # The rooms of losses: only they name one (in code, strings and comments; docstrings are docs).
-LOSS_ROOMS = {"dask_streamsvm.kernels.losses", "dask_streamsvm.engine.losses"}
+LOSS_ROOMS = {"dask_streamsvm.kernels.losses", "dask_streamsvm.engine.plan.losses"}
 # A loss's name: the hinge, or "squared" on its own (a squared norm is no loss, and the messages
 # that name it are the reliability tests' to keep).
 LOSS_NAME = re.compile(r"hinge|squared(?![ _]norm)", re.IGNORECASE)
@@ -234,7 +235,7 @@ def test_no_module_is_longer_than_600_lines():
 
 def test_the_solvers_table_of_the_docs_lists_the_registered_solvers():
     """docs/guide/solvers.md's table names every solver of the registry, and no other."""
-    from dask_streamsvm.engine.problem import SOLVERS
+    from dask_streamsvm.engine.plan.problem import SOLVERS
 
     table = (PACKAGE.parent / "docs" / "guide" / "solvers.md").read_text().split("| `solver` |")[1]
     rows = [line for line in table.split("\n\n")[0].splitlines() if line.startswith('| `"')]

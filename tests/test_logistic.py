@@ -318,7 +318,7 @@ def test_a_refused_newton_step_is_halved_by_the_next_read():
     """The logistic loss reads no trial step lengths (primal_sums.trial_steps): a full step that
     fails Armijo's rule (from w = 0 at C = 1e6 on separable rows) is halved by the next read, as
     often as needed, and the fit still ends certified."""
-    from dask_streamsvm.engine.primal_sums import trial_steps
+    from dask_streamsvm.engine.primal.sums import trial_steps
     from dask_streamsvm.kernels.losses import LOGISTIC, SQUARED_HINGE
 
     assert trial_steps(LOGISTIC).shape == (0,) and trial_steps(SQUARED_HINGE).shape == (12,)
@@ -340,7 +340,7 @@ def test_a_refused_newton_step_is_halved_by_the_next_read():
 def test_in_memory_newton_starts_from_a_sample(monkeypatch):
     """A tall in-memory fit takes Newton's damped first steps on a tenth of its rows
     (primal.memory_start): its reads of every row are the last two or three, numbered from 1."""
-    from dask_streamsvm.engine import primal
+    from dask_streamsvm.engine.primal import newton as primal
 
     from ._helpers import noisy_linear_data
 

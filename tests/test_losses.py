@@ -1,4 +1,4 @@
-"""Each loss's leaves (kernels/losses.py) and engine pieces (engine/losses.py) against NumPy references.
+"""Each loss's leaves (kernels/losses.py) and engine pieces (engine/plan/losses.py) against NumPy references.
 
 The references are written from the maths, not from the code: a changed
 constant (``MAX_DIAG``, a factor 2) or formula fails here before it moves a
@@ -10,8 +10,8 @@ import pytest
 from scipy.optimize import brentq
 from scipy.special import expit, xlogy
 
-from dask_streamsvm.engine import losses as el
-from dask_streamsvm.engine.problem import LOSSES
+from dask_streamsvm.engine.plan import losses as el
+from dask_streamsvm.engine.plan.problem import LOSSES
 from dask_streamsvm.kernels import losses as kl
 
 NAMES = ["hinge", "squared_hinge", "log_loss"]

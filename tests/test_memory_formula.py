@@ -1,6 +1,6 @@
 """What keeps a streaming fit's peak RSS near the memory guide's formula (docs/guide/memory.md).
 
-The allocator's settings (:mod:`dask_streamsvm.engine._malloc`): freed
+The allocator's settings (:mod:`dask_streamsvm.engine.data.malloc`): freed
 partitions leave the process instead of staying in glibc's heaps; and the
 dual store and a row memory the data fills are allocated once, at their
 final size, instead of doubling (which holds the old arrays beside the new).
@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from dask_streamsvm import LinearSVC
-from dask_streamsvm.engine import _malloc
-from dask_streamsvm.engine.cache import AlphaStore, RowCache
-from dask_streamsvm.engine.source import DaskSource
-from dask_streamsvm.engine.trainer import fit_rows, reserve_full
+from dask_streamsvm.engine.data import malloc as _malloc
+from dask_streamsvm.engine.data.source import DaskSource
+from dask_streamsvm.engine.dual.cache import AlphaStore, RowCache
+from dask_streamsvm.engine.dual.trainer import fit_rows, reserve_full
 
 from ._helpers import noisy_linear_data
 
@@ -39,7 +39,7 @@ RETAINED = textwrap.dedent(
     _malloc._mallopt(_malloc._M_TRIM_THRESHOLD, 48 << 20)
     if sys.argv[1] == "bounded":
         import dask.array as da
-        from dask_streamsvm.engine.source import DaskSource
+        from dask_streamsvm.engine.data.source import DaskSource
         DaskSource(da.zeros((4, 2), chunks=2), da.zeros(4, chunks=2))  # a fit's first step
     def rss():
         with open("/proc/self/statm") as f:

@@ -10,8 +10,8 @@ import pytest
 import scipy.sparse as sp
 from scipy.special import expit
 
-from dask_streamsvm.engine import primal_sums
-from dask_streamsvm.engine.primal_sums import STEPS, block_sums, gram, too_large, trial_steps
+from dask_streamsvm.engine.primal import sums as primal_sums
+from dask_streamsvm.engine.primal.sums import STEPS, block_sums, gram, too_large, trial_steps
 from dask_streamsvm.kernels import losses as kl
 from dask_streamsvm.kernels.newton import csr_hessian_product
 
@@ -30,7 +30,7 @@ def reference_terms(code, cost, s):
 
 
 def reference_sums(X, Y, cost, W, S, bias, code):
-    """Every sum of :class:`~dask_streamsvm.engine.primal_sums.Sums` in float64, the certificate's
+    """Every sum of :class:`~dask_streamsvm.engine.primal.sums.Sums` in float64, the certificate's
     sums exactly rounded (``math.fsum``), the Hessian by one product."""
     Xa = np.hstack([np.asarray(X, dtype=np.float64), np.full((X.shape[0], 1), float(bias))])
     k = W.shape[0]
@@ -158,7 +158,7 @@ def test_the_in_memory_rule_between_the_hessian_and_its_products():
     """Narrow CSR rows at least DENSE_FILL full are made dense once (their chunks would be at every
     read), dense rows less full CSR; sparse rows form the Hessian while their pairs of nonzeros
     number at most SPARSE_HESSIAN_PAIRS times their nonzeros; wider rows take products."""
-    from dask_streamsvm.engine.problem import FitPlan
+    from dask_streamsvm.engine.plan.problem import FitPlan
 
     plan = FitPlan()
     assert primal_sums.SPARSE_HESSIAN_PAIRS == 16

@@ -8,8 +8,8 @@ from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 
 from dask_streamsvm import LinearSVC, io
 from dask_streamsvm.engine import fit as fit_module
-from dask_streamsvm.engine.sizes import stored_bytes
-from dask_streamsvm.engine.source import DaskSource
+from dask_streamsvm.engine.data.source import DaskSource
+from dask_streamsvm.engine.plan.sizes import stored_bytes
 from dask_streamsvm.io import read_libsvm
 
 from ._helpers import load_libsvm_dataset

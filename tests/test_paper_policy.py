@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from dask_streamsvm import LinearSVC
-from dask_streamsvm.engine.cache import AlphaStore, RowCache, slot_overhead
-from dask_streamsvm.engine.problem import CACHE_POLICIES, FitPlan
+from dask_streamsvm.engine.dual.cache import AlphaStore, RowCache, slot_overhead
+from dask_streamsvm.engine.plan.problem import CACHE_POLICIES, FitPlan
 from dask_streamsvm.kernels.rng import make_state
 
 from ._helpers import load_libsvm_dataset

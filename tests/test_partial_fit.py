@@ -9,7 +9,7 @@ from sklearn.linear_model import Perceptron
 from sklearn.svm import LinearSVC as LiblinearSVC
 
 from dask_streamsvm import LinearSVC
-from dask_streamsvm.engine import partial
+from dask_streamsvm.engine.dual import partial
 
 from ._helpers import dataset_path, load_libsvm_dataset
 

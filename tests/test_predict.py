@@ -16,7 +16,7 @@ from sklearn.svm import LinearSVC as LiblinearSVC
 
 from dask_streamsvm import LinearSVC
 from dask_streamsvm.datasets import load_a9a
-from dask_streamsvm.engine.calibration import fit_sigmoid, held_out
+from dask_streamsvm.engine.plan.calibration import fit_sigmoid, held_out
 from dask_streamsvm.io import as_dask
 
 

@@ -9,8 +9,8 @@ import scipy.sparse as sp
 from sklearn.svm import LinearSVC as LiblinearSVC
 
 from dask_streamsvm import LinearSVC
-from dask_streamsvm.engine import primal
-from dask_streamsvm.engine.problem import FitPlan
+from dask_streamsvm.engine.plan.problem import FitPlan
+from dask_streamsvm.engine.primal import newton as primal
 
 from ._helpers import load_libsvm_dataset
 
@@ -293,7 +293,7 @@ def test_the_conjugate_gradient_is_preconditioned_by_the_hessians_diagonal(monke
 
 
 def test_hessian_products_and_the_hessian_reach_the_same_optimum(monkeypatch):
-    from dask_streamsvm.engine import primal_sums
+    from dask_streamsvm.engine.primal import sums as primal_sums
 
     X, y = load_libsvm_dataset("ijcnn1")
     dense = LinearSVC(dual=False, tol=1e-8).fit(X.toarray(), y)

@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from dask_streamsvm import LinearSVC, read_libsvm
-from dask_streamsvm.engine import checkpoint as ckpt
+from dask_streamsvm.engine.store import checkpoint as ckpt
 
 from ._helpers import noisy_linear_data, stream_model
 
@@ -530,7 +530,7 @@ def test_a_partition_read_in_another_order_stops_the_fit_naming_it(solver):
 
 def test_a_scaled_partition_gives_a_negative_gap_that_is_refused(monkeypatch):
     """The certificate's own guard: with fingerprints off, data that changed makes P < D, an error."""
-    from dask_streamsvm.engine import fingerprint
+    from dask_streamsvm.engine.data import fingerprint
 
     monkeypatch.setattr(fingerprint.PartitionPrints, "check", lambda self, block: None)
     X, y = _data()
@@ -547,7 +547,7 @@ def test_a_scaled_partition_gives_a_negative_gap_that_is_refused(monkeypatch):
 
 
 def test_check_gap_refuses_only_gaps_negative_beyond_rounding():
-    from dask_streamsvm.engine.certificate import Certificate, check_gap
+    from dask_streamsvm.engine.plan.certificate import Certificate, check_gap
 
     assert check_gap(Certificate(10.0, 10.0 + 1e-9), "here").gap < 0  # rounding: accepted
     with pytest.raises(ValueError, match="here: the duality gap is negative"):

@@ -29,8 +29,8 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from dask_streamsvm import HashingMap, LinearSVC, load
-from dask_streamsvm.engine import archive
-from dask_streamsvm.engine import checkpoint as ckpt
+from dask_streamsvm.engine.store import archive
+from dask_streamsvm.engine.store import checkpoint as ckpt
 
 from ._helpers import noisy_linear_data, stream_model
 

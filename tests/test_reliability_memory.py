@@ -19,8 +19,8 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from dask_streamsvm import LinearSVC
-from dask_streamsvm.engine import checkpoint as ckpt
-from dask_streamsvm.engine.cache import AlphaStore, RowCache
+from dask_streamsvm.engine.dual.cache import AlphaStore, RowCache
+from dask_streamsvm.engine.store import checkpoint as ckpt
 from dask_streamsvm.kernels.rng import make_state
 
 from ._helpers import noisy_linear_data

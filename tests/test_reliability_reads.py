@@ -15,10 +15,10 @@ import pytest
 import scipy.sparse as sp
 
 from dask_streamsvm import LinearSVC
-from dask_streamsvm.engine.primal_sums import MAX_VALUE
-from dask_streamsvm.engine.problem import MIN_C, FitPlan
-from dask_streamsvm.engine.reader import read_blocks, source_prints
-from dask_streamsvm.engine.source import DaskSource
+from dask_streamsvm.engine.data.reader import read_blocks, source_prints
+from dask_streamsvm.engine.data.source import DaskSource
+from dask_streamsvm.engine.plan.problem import MIN_C, FitPlan
+from dask_streamsvm.engine.primal.sums import MAX_VALUE
 
 from ._helpers import noisy_linear_data, stream_model
 

@@ -25,9 +25,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from dask_streamsvm import BudgetedSVC, LinearSVC, OnePassSVC, load
-from dask_streamsvm.engine import budgeted as engine_budgeted
-from dask_streamsvm.engine import parquet
-from dask_streamsvm.engine.waiting import seceded
+from dask_streamsvm.engine.data import parquet
+from dask_streamsvm.engine.data.waiting import seceded
+from dask_streamsvm.engine.models import budgeted as engine_budgeted
 from dask_streamsvm.features import HashingMap, PolynomialMap, Standardize
 
 from ._helpers import noisy_linear_data

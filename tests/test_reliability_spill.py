@@ -15,10 +15,10 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from dask_streamsvm.engine import archive
-from dask_streamsvm.engine import spill as spill_module
-from dask_streamsvm.engine.source import Block
-from dask_streamsvm.engine.spill import STEM, Spill
+from dask_streamsvm.engine.data import spill as spill_module
+from dask_streamsvm.engine.data.source import Block
+from dask_streamsvm.engine.data.spill import STEM, Spill
+from dask_streamsvm.engine.store import archive
 
 from ._helpers import noisy_linear_data, stream_model
 

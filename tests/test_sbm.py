@@ -8,12 +8,12 @@ import pytest
 import scipy.sparse as sp
 
 from dask_streamsvm import LinearSVC
-from dask_streamsvm.engine import sbm as engine_sbm
-from dask_streamsvm.engine.cache import AlphaStore, RowCache
-from dask_streamsvm.engine.problem import FitPlan
-from dask_streamsvm.engine.sbm import BlockTrainer
-from dask_streamsvm.engine.schedules import fit_stream
-from dask_streamsvm.engine.source import DaskSource
+from dask_streamsvm.engine.data.source import DaskSource
+from dask_streamsvm.engine.dual import sbm as engine_sbm
+from dask_streamsvm.engine.dual.cache import AlphaStore, RowCache
+from dask_streamsvm.engine.dual.sbm import BlockTrainer
+from dask_streamsvm.engine.dual.schedules import fit_stream
+from dask_streamsvm.engine.plan.problem import FitPlan
 from dask_streamsvm.kernels.cache import evict, evict_many
 from dask_streamsvm.kernels.dcd import Shrinking, dcd_passes
 from dask_streamsvm.kernels.losses import HINGE, SQUARED_HINGE, row_gap

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from dask_streamsvm.engine.reader import Reader
-from dask_streamsvm.engine.source import DaskSource, RowIds
+from dask_streamsvm.engine.data.reader import Reader
+from dask_streamsvm.engine.data.source import DaskSource, RowIds
 from dask_streamsvm.io import read_libsvm
 
 from ._helpers import dataset_path, load_libsvm_dataset
@@ -347,8 +347,8 @@ def test_empty_and_comment_only_libsvm_files_give_no_rows(tmp_path):
 def test_reader_returns_freed_memory_before_each_partition(small, monkeypatch):
     import sys
 
-    import dask_streamsvm.engine.reader as reader_module
-    from dask_streamsvm.engine._malloc import release_free_memory
+    import dask_streamsvm.engine.data.reader as reader_module
+    from dask_streamsvm.engine.data.malloc import release_free_memory
 
     if sys.platform.startswith("linux"):
         assert release_free_memory() in (True, False)  # glibc: True; musl has no malloc_trim
@@ -464,7 +464,7 @@ def test_reads_run_ahead_up_to_prefetch_at_once_and_blocks_keep_their_order(smal
 
 @pytest.mark.parametrize("prefetch", [1, 3])
 def test_a_disk_speed_holds_every_read_to_its_bytes_over_that_speed(small, monkeypatch, prefetch):
-    import dask_streamsvm.engine.reader as reader_module
+    import dask_streamsvm.engine.data.reader as reader_module
 
     X, y = small
     src = DaskSource(da.from_array(X, chunks=(10, 3)), da.from_array(y, chunks=10))

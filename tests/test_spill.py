@@ -11,8 +11,8 @@ import pytest
 from sklearn.datasets import dump_svmlight_file
 
 from dask_streamsvm import LinearSVC
-from dask_streamsvm.engine import spill as spill_module
-from dask_streamsvm.engine.spill import Spill
+from dask_streamsvm.engine.data import spill as spill_module
+from dask_streamsvm.engine.data.spill import Spill
 from dask_streamsvm.io import read_libsvm
 
 from ._helpers import load_libsvm_dataset
@@ -125,7 +125,7 @@ def test_a_full_disk_spills_nothing_and_changes_nothing(a9a_text, monkeypatch, t
 def test_a_spilled_block_reads_back_as_written(tmp_path):
     from scipy import sparse
 
-    from dask_streamsvm.engine.source import Block
+    from dask_streamsvm.engine.data.source import Block
 
     X = sparse.random(50, 30, density=0.2, format="csr", random_state=0, dtype=np.float32)
     block = Block(partition=7, X=X, y=np.array(["a", "b"] * 25, dtype=object), sample_weight=np.ones(50))

@@ -6,8 +6,8 @@ import pytest
 import scipy.sparse as sp
 
 from dask_streamsvm import LinearSVC
-from dask_streamsvm.engine import streamsvm
-from dask_streamsvm.engine.cache import AlphaStore, RowCache, slot_overhead
+from dask_streamsvm.engine.dual import streamsvm
+from dask_streamsvm.engine.dual.cache import AlphaStore, RowCache, slot_overhead
 from dask_streamsvm.kernels import cache as kc
 from dask_streamsvm.kernels.rng import make_state
 

@@ -8,9 +8,9 @@ import pytest
 import scipy.sparse as sp
 
 from dask_streamsvm import LinearSVC
-from dask_streamsvm.engine import primal
-from dask_streamsvm.engine.primal_reads import SAMPLE_SEED, _Sampler
-from dask_streamsvm.engine.source import Block
+from dask_streamsvm.engine.data.source import Block
+from dask_streamsvm.engine.primal import newton as primal
+from dask_streamsvm.engine.primal.reads import SAMPLE_SEED, _Sampler
 
 from ._helpers import noisy_linear_data
 from .test_primal import check_optimum, liblinear, raw_scale_tall
@@ -118,9 +118,9 @@ def test_the_newton_reads_record_their_overlap(partial_sample):
 def test_a_band_of_every_row_makes_the_next_point_the_optimum():
     """Where the band holds every row, the model it minimizes is the objective: one step from
     any point lands on the optimum (the next read certifies a gap near zero)."""
-    from dask_streamsvm.engine.primal_reads import Sample
-    from dask_streamsvm.engine.primal_sums import memory_read
-    from dask_streamsvm.engine.problem import FitPlan
+    from dask_streamsvm.engine.plan.problem import FitPlan
+    from dask_streamsvm.engine.primal.reads import Sample
+    from dask_streamsvm.engine.primal.sums import memory_read
 
     X, y = noisy_linear_data(3_000, 6)
     classes, counts = np.unique(y, return_counts=True)

@@ -52,7 +52,7 @@ SOLVERS = ("auto", "memory", "streamsvm", "sbm", "bm")
 
 
 class _Losses:
-    """Text made from the engine's registry of losses (:mod:`~dask_streamsvm.engine.losses`, the one
+    """Text made from the engine's registry of losses (:mod:`~dask_streamsvm.engine.plan.losses`, the one
     place that names them), read when the help that shows it is printed: the registry imports numba,
     which ``dask-streamsvm --help`` and ``info`` do without."""
 
@@ -60,7 +60,7 @@ class _Losses:
         self.text = text
 
     def __str__(self):
-        from ..engine import losses
+        from ..engine.plan import losses
 
         return self.text(losses)
 
@@ -141,7 +141,7 @@ def _positive_int(text):
 
 def _svm_loss(text):
     """argparse type of ``--loss``: a loss of the SVM (the logistic loss is ``--model-type logistic``)."""
-    from ..engine import losses
+    from ..engine.plan import losses
 
     if text in losses.SVM_LOSSES:
         return text

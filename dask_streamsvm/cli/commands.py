@@ -98,7 +98,7 @@ def _estimator(args):
     whose loss is its own, so that ``--loss`` with it is an error."""
     import dask_streamsvm
 
-    from ..engine import losses
+    from ..engine.plan import losses
 
     estimator = getattr(dask_streamsvm, MODEL_TYPES[args.model_type])
     if args.model_type == "logistic":
@@ -134,7 +134,7 @@ def _where(args):
                 f"{args.cluster}: drop one of them"
             )
     if args.dual == "false" and args.loss is not None:  # an SVM's loss (the logistic loss has Newton steps)
-        from ..engine import losses
+        from ..engine.plan import losses
 
         if not losses.loss_of(args.loss).newton:
             newton = " or ".join(name for name in losses.SVM_LOSSES if losses.loss_of(name).newton)
@@ -196,7 +196,7 @@ def _in_memory(data):
 def cmd_train(args):
     """Fit a ``LinearSVC`` (``--model-type svm``) or a ``LogisticRegression`` (``--model-type
     logistic``) on the input and save it; prints what was trained and its certificate."""
-    from ..engine.checkpoint import FILE
+    from ..engine.store.checkpoint import FILE
 
     estimator, own = _estimator(args)  # before the paths: --loss with --model-type logistic is refused
     paths = expand_paths(args.paths)
@@ -319,7 +319,7 @@ def _advice(model, args, cluster):
     methods can need hundreds of rounds; and,
     without ``--scale``, standardizing, for raw-scale features (pixel values, counts), on which
     every method needs more steps."""
-    from ..engine import losses
+    from ..engine.plan import losses
 
     tips = ["raise --passes or loosen --tol"]
     method = None if cluster is None else cluster["method"]

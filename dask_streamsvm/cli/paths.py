@@ -165,9 +165,9 @@ def load_model(path):
 def read_model_file(path):
     """``(meta, arrays)`` of a model file, read without building the model (nor importing an
     estimator): its format and version, the estimator it names, and every array against its
-    checksum, dtype and shape are checked (:mod:`~dask_streamsvm.engine.archive`), the parameters
+    checksum, dtype and shape are checked (:mod:`~dask_streamsvm.engine.store.archive`), the parameters
     and their fit to the arrays are not (:func:`load_model` checks those)."""
-    from ..engine.archive import read_archive
+    from ..engine.store.archive import read_archive
 
     _check_model_path(path)
     meta, arrays = read_archive(path, MODEL_FORMAT, MODEL_VERSION, MODEL_FILE)

@@ -9,10 +9,10 @@
   CoCoA+ or averaging.
 """
 
-from .losses import newton_blocker
-from .primal import MAX_WIDTH
-from .primal_sums import CG_WIDTH
-from .problem import STREAMING_SOLVERS, model_width
+from .plan.losses import newton_blocker
+from .plan.problem import STREAMING_SOLVERS, model_width
+from .primal.newton import MAX_WIDTH
+from .primal.sums import CG_WIDTH
 
 # dual="auto" picks the primal Newton solver when the rows outnumber the model's width (features plus
 # bias) this many times: measured in benchmarks/bench_primal.py (docs/benchmarks.md, "primal").

@@ -37,28 +37,19 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .calibration import N_FOLDS, folds, platt_sigmoids
-from .checkpoint import Checkpoints, data_fingerprint
 from .choice import cluster_method, first_read_trains, streams, use_primal, where_to_fit
 from .cluster import CLUSTER_MODES, fit_cluster, fit_primal_cluster, fit_products_cluster, resolve_client
 from .cluster.moments import prepared_scaler
 from .cluster.runtime import cancelled_on_error, scheduler_lost
-from .labels import LabelTally, UnseenClass, count_labels_of
-from .layout import kernel_rows
-from .memory import solve_problems
-from .partial import OnePassSBM
-from .primal import (
-    band_share,
-    check_width,
-    first_read,
-    memory_read,
-    memory_start,
-    sample_rows,
-    solve_primal,
-    stream_read,
-    warm_start,
-)
-from .problem import (
+from .data.labels import LabelTally, UnseenClass, count_labels_of
+from .data.reader import read_blocks
+from .data.spill import check_spill_dir
+from .dual.memory import solve_problems
+from .dual.partial import OnePassSBM
+from .dual.schedules import fit_stream, memory_blocks
+from .plan.calibration import N_FOLDS, folds, platt_sigmoids
+from .plan.layout import kernel_rows
+from .plan.problem import (
     CACHE_POLICIES,
     LOGISTIC_LOSS,
     LOSSES,
@@ -69,10 +60,19 @@ from .problem import (
     cs_model,
     linear_scores,
 )
-from .reader import read_blocks
-from .schedules import fit_stream, memory_blocks
-from .sizes import CacheShare, row_bytes, share_bytes
-from .spill import check_spill_dir
+from .plan.sizes import CacheShare, row_bytes, share_bytes
+from .primal.newton import (
+    band_share,
+    check_width,
+    first_read,
+    memory_read,
+    memory_start,
+    sample_rows,
+    solve_primal,
+    stream_read,
+    warm_start,
+)
+from .store.checkpoint import Checkpoints, data_fingerprint
 from .termination import sigterm_unwinds
 
 __all__ = [

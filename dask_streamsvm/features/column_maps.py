@@ -13,7 +13,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_array
 
 from .._validation import check_positive_int
-from ..engine.checks import overflowing_rows
+from ..engine.data.checks import overflowing_rows
 from ..kernels.features import LINEAR, concatenate_specs, make_spec
 from .base import FeatureMap, canonical_csr
 

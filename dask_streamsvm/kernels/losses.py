@@ -30,7 +30,7 @@ so every dual is a sum of per-row terms (:func:`dual_term`) less ``1/2
 hinges, ``sum H`` and 0 for the logistic loss).  The dual coordinate step
 (:func:`dual_gradient`, :func:`dual_step`) is a clipped Newton step for the
 hinges and a one-dimensional Newton solve for the logistic loss; the engine's
-side of each loss is :mod:`dask_streamsvm.engine.losses`.
+side of each loss is :mod:`dask_streamsvm.engine.plan.losses`.
 
 Two clipping conventions, each the one its callers always used: the dual
 side's leaves treat a NaN shortfall as no loss of a hinge (``s > 0``
@@ -429,7 +429,7 @@ def newton_terms(code, cost, s):
 
     so that ``f(w) = 1/2 ||w||^2 + sum C_i loss``, its gradient ``w - sum
     alpha_i y_i x_i`` and its generalised Hessian ``I + sum D_ii x_i x_i^T``
-    are sums over rows (Keerthi and DeCoste 2005; :mod:`dask_streamsvm.engine.primal`).
+    are sums over rows (Keerthi and DeCoste 2005; :mod:`dask_streamsvm.engine.primal.newton`).
     The hinge has no second derivative: its terms are the subgradient's
     (``xi``, ``C_i [xi > 0]``, 0), and the engine gives it no Newton solver.
     """
@@ -448,7 +448,7 @@ def newton_terms(code, cost, s):
 
 @njit(cache=True, nogil=True)
 def newton_dual_term(code, cost, s, factor):
-    """What a row adds to the Newton read's dual sum (:meth:`~dask_streamsvm.engine.losses.Loss.newton_dual`),
+    """What a row adds to the Newton read's dual sum (``Loss.newton_dual`` of the engine),
     at the shortfall ``s = 1 - m`` and its :func:`newton_terms` ``factor = alpha_i(w)``::
 
         SQUARED_HINGE  alpha_i             (the dual's other term is the loss sum itself)

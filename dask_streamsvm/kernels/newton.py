@@ -168,7 +168,7 @@ def csr_newton_sums(X, Y, cost, W, S, bias, code, steps, sums, hessian):
     square, which keeps a few hundred columns' triangle in the cache the scattered additions hit):
     a row's nonzeros times themselves, its bias row and corner, with no copy of the rows (the
     sparse Hessian of :func:`sparse_gram`, fused with the read).  The rows' columns must be sorted
-    and distinct (canonical CSR, as :func:`~dask_streamsvm.engine.layout.as_kernel_rows` makes
+    and distinct (canonical CSR, as :func:`~dask_streamsvm.engine.plan.layout.as_kernel_rows` makes
     them).  The rows' other
     arguments are :func:`dense_newton_sums`'s; the certificate's sums add runs of :data:`RUN` rows
     (or of the width, if wider) apart.  Returns the number of rows summed.

@@ -59,7 +59,7 @@ def gradients_and_gap(X, Y, U, D, A, W, bias, loss, slots, G):
     ``G[c, t]`` as :func:`gradients` gives it, and ``sum_t sum_c gap_tc``
     over the problems that give the row weight (``U > 0``), each
     :func:`~.losses.row_gap` of the loss of code ``loss``: the measure of a
-    block's solve (:func:`~dask_streamsvm.engine.sbm.passes_to_gap`), whose
+    block's solve (:func:`~dask_streamsvm.engine.dual.sbm.passes_to_gap`), whose
     last value leaves ``G`` ready for the cache selection.  Summed row by
     row, problems inner, as :func:`~.cache.cache_objective` sums it.
     """

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...kernels.objective import weighted_loss_sum
-from ..layout import kernel_rows
-from ..losses import LOSSES, loss_of
-from ..primal_sums import Sums, block_sums
-from ..problem import encode_block, unconverged_message
-from ..result import FitResult
-from ..schedules import fit_stream
+from ..dual.schedules import fit_stream
+from ..plan.layout import kernel_rows
+from ..plan.losses import LOSSES, loss_of
+from ..plan.problem import encode_block, unconverged_message
+from ..plan.result import FitResult
+from ..primal.sums import Sums, block_sums
 from .certify import certificates, relative_gap
 from .runtime import cancel_check, cancelled_on_error, gather, submit, synchronous
 

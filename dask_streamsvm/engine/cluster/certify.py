@@ -8,7 +8,7 @@ the checked :class:`~..certificate.Certificate` of each problem.
 
 import numpy as np
 
-from ..certificate import Certificate, check_gap
+from ..plan.certificate import Certificate, check_gap
 
 
 def relative_gap(primal, dual):

@@ -24,8 +24,8 @@ import time
 
 import numpy as np
 
-from ..losses import loss_of
-from ..result import FitResult
+from ..plan.losses import loss_of
+from ..plan.result import FitResult
 from .certify import certificates, relative_gap
 from .changes import add_changes, narrow, widened
 from .cocoa_local import load_part, local_round, part_stats, part_weights, touched_of, update_of

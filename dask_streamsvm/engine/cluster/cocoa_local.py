@@ -35,13 +35,13 @@ from ...kernels.dcd import ProblemArrays, Shrinking, dcd_passes, row_sqnorms
 from ...kernels.losses import upper_and_diag_arrays
 from ...kernels.objective import add_weighted_rows, weighted_loss_sum
 from ...kernels.rng import make_state
-from ..cache import AlphaStore, stored_bytes
-from ..layout import as_kernel_rows, kernel_rows
-from ..losses import loss_by_code
-from ..problem import class_index, encode_block
-from ..reader import Reader
-from ..sbm import INNER_EPS, BlockTrainer
-from ..schedules import TRAINERS
+from ..data.reader import Reader
+from ..dual.cache import AlphaStore, stored_bytes
+from ..dual.sbm import INNER_EPS, BlockTrainer
+from ..dual.schedules import TRAINERS
+from ..plan.layout import as_kernel_rows, kernel_rows
+from ..plan.losses import loss_by_code
+from ..plan.problem import class_index, encode_block
 from .changes import Change, touched_columns, widened
 from .runtime import cancel_check, synchronous
 

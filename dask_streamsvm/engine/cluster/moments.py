@@ -40,7 +40,7 @@ def part_moments(packed, plan, n_features):
     The part's rows are checked as a standardized fit checks them (``scaled``: their ``x . x`` is
     checked once scaled, so values whose squares overflow are learned from, not refused).
     """
-    from ..reader import read_blocks
+    from ..data.reader import read_blocks
 
     stop_if_cancelled = cancel_check()  # a failed fit's read stops at the next block
 

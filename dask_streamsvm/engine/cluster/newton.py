@@ -16,7 +16,7 @@ from .tree import tree_sum
 def part_sums(packed, plan, W, S, todo, band_rows=0, band_bytes=None):
     """The :class:`~..primal.Sums` of one part's rows at ``W + S`` (one read of its partitions),
     with the part's band of ``band_rows`` rows per problem."""
-    from ..primal import stream_read
+    from ..primal.newton import stream_read
 
     with (
         synchronous(),
@@ -27,7 +27,7 @@ def part_sums(packed, plan, W, S, todo, band_rows=0, band_bytes=None):
 
 def part_first_read(packed, plan, width, sample_rows, sample_bytes):
     """One part's :class:`~..primal_reads.FirstRead`: its rows checked, a uniform sample of them."""
-    from ..primal_reads import first_read
+    from ..primal.reads import first_read
 
     with synchronous():
         return first_read(packed.source(), plan, width, sample_rows=sample_rows, sample_bytes=sample_bytes)
@@ -35,7 +35,7 @@ def part_first_read(packed, plan, width, sample_rows, sample_bytes):
 
 def _initial_sums(firsts, plan):
     """The sums at ``w = 0`` of the parts' first reads together (None if a part has no moments)."""
-    from ..primal_reads import FirstRead
+    from ..primal.reads import FirstRead
 
     if any(f.moments is None for f in firsts):
         return None
@@ -52,7 +52,7 @@ def _initial_sums(firsts, plan):
 def _cluster_sample(firsts):
     """The parts' samples as one sample of the data: each part's rows weighted by its rows over its
     sample's (a stratified sample, its loss an estimate of the data's), or None."""
-    from ..primal_reads import Sample, _joined
+    from ..primal.reads import Sample, _joined
 
     samples = [(f.sample, f.totals.rows) for f in firsts if f.sample is not None]
     if not samples or not all(f.clean for f in firsts):
@@ -80,7 +80,7 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None):
     Exact as on one machine (the sums are the data's sums), and what moves per step is ``W`` and
     ``S`` out to each part and one :class:`~..primal.Sums` (``O(k D^2)`` floats) per tree edge.
     """
-    from ..primal import band_share, sample_rows, solve_primal, warm_start
+    from ..primal.newton import band_share, sample_rows, solve_primal, warm_start
 
     plan, placement = place(client, source, plan)
     scaler, placement = scaled_parts(client, source, plan, placement)

@@ -1,7 +1,7 @@
 """Data placement: which worker holds which partitions of the collection, and their labels.
 
 The collection's partitions are split into ``K`` parts, one per worker.  Each part is a
-:meth:`DaskSource.subset <dask_streamsvm.engine.source.DaskSource.subset>` pickled once on the
+:meth:`DaskSource.subset <dask_streamsvm.engine.data.source.DaskSource.subset>` pickled once on the
 client (:class:`Packed`): it ships its partitions' *graphs* to its worker, where a task
 computes them with Dask's synchronous scheduler, or, when the cluster holds the data already,
 it names the futures the task gets the data from (:func:`make_parts`).  :func:`place` counts
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cache import row_bytes, share_bytes
-from ..source import culled_graph, merge_label_counts
+from ..data.source import culled_graph, merge_label_counts
+from ..dual.cache import row_bytes, share_bytes
 from .runtime import TaskInput, gather, live_workers, submit, synchronous, wait
 
 # Parts whose shares of a class differ by more than this are "skewed" (:func:`skewed_parts`).

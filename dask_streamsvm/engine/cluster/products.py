@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ..labels import count_labels_of, merge_label_counts
-from ..primal_sums import ProductRead, augmented_rows, rows_nbytes
+from ..data.labels import count_labels_of, merge_label_counts
+from ..primal.sums import ProductRead, augmented_rows, rows_nbytes
 from .moments import scaled_parts
 from .parts import Placement, make_parts, read_limits
 from .runtime import WorkerLost, cancel_check, gather, live_workers, no_workers, submit, synchronous, wait
@@ -63,8 +63,8 @@ class PartRows:
 def load_rows(packed, plan, n_features):
     """One read of a part on its worker: a :class:`PartRows` (labels not yet encoded), its rows in
     memory, or in a worker-local spill (:class:`RowSpill`) once they pass :func:`part_budget`."""
-    from ..primal_reads import read_once
-    from ..primal_sums import Sums
+    from ..primal.reads import read_once
+    from ..primal.sums import Sums
 
     totals = Sums.zeros(0, 1)
     X, y, weight, counts = [], [], [], []
@@ -181,7 +181,7 @@ class RowSpill:
 def encode_part(part, plan):
     """``part`` with its :class:`ProductRead` (the plan's labels set: signs and costs per problem);
     its raw rows are then held by the read only."""
-    from ..problem import class_index
+    from ..plan.problem import class_index
 
     index = class_index(plan.classes, part.y, lambda label: f"the part has label {label!r}")
     encoded = copy.copy(part)
@@ -236,7 +236,7 @@ def point_of(W, S):
 
 
 def cg_start(g, diagonal):
-    from ..primal import ConjugateGradient
+    from ..primal.newton import ConjugateGradient
 
     return ConjugateGradient(g, diagonal)
 
@@ -458,7 +458,7 @@ def fit_products_cluster(client, source, plan, *, clock_start, on_pass=None):
     """``dual=False`` on a cluster with Hessian products (any width): a :class:`~..result.FitResult`
     with its ``plan`` (labels counted as the parts are read) and ``parts``; its history's records
     carry the bytes moved and ``method="truncated_newton"``."""
-    from ..primal import solve_primal
+    from ..primal.newton import solve_primal
 
     parts, part_ids = make_parts(client, source, plan.read_timeout)
     reads = read_limits(plan, source, part_ids)

@@ -29,7 +29,7 @@ import contextvars
 import time
 import weakref
 
-from ..waiting import ReadTimeout
+from ..data.waiting import ReadTimeout
 
 # Seconds between checks that the cluster still has workers while a round runs.
 POLL_SECONDS = 2.0

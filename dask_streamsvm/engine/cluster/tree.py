@@ -25,7 +25,7 @@ def add_sums(first, second):
 def _joined_bands(first, second):
     if first is None or second is None:
         return first if second is None else second
-    from ..primal_reads import Sample, _joined
+    from ..primal.reads import Sample, _joined
 
     joined = []
     for a, b in zip(first, second, strict=True):

@@ -71,9 +71,9 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.cache import gap_scores
+from ...kernels.cache import gap_scores
+from ..plan.layout import kernel_rows
 from .cache import RowCache
-from .layout import kernel_rows
 from .trainer import KAPPA, PassCertifier, fit_rows, reserve_full
 
 BETA = 0.9  # eps <- beta * eps at every visit over a nearly full cache

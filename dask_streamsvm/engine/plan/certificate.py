@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kernels.objective import weighted_loss_sum
+from ...kernels.objective import weighted_loss_sum
 from .losses import DEFAULT, loss_by_code
 
 

@@ -13,8 +13,8 @@ import os
 
 import numpy as np
 
-from ..kernels import cache as kc
-from .losses import DEFAULT, loss_by_code
+from ...kernels import cache as kc
+from ..plan.losses import DEFAULT, loss_by_code
 
 
 class AlphaStore:

@@ -17,10 +17,10 @@ import copy
 
 import numpy as np
 
-from ..kernels.dcd import row_sqnorms
-from ..kernels.meb import BallSettings, BallState, flush, meb_block
-from .layout import as_kernel_rows
-from .memory import check_sqnorms
+from ...kernels.dcd import row_sqnorms
+from ...kernels.meb import BallSettings, BallState, flush, meb_block
+from ..dual.memory import check_sqnorms
+from ..plan.layout import as_kernel_rows
 
 
 class Balls:

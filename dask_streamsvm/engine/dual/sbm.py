@@ -54,15 +54,9 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.crammer_singer import cs_select_informative, cs_sweep
-from ..kernels.dcd import Shrinking, dcd_passes
-from ..kernels.sbm import (
-    block_sweep,
-    gradients,
-    gradients_and_gap,
-    select_informative,
-    select_random,
-)
+from ...kernels.crammer_singer import cs_select_informative, cs_sweep
+from ...kernels.dcd import Shrinking, dcd_passes
+from ...kernels.sbm import block_sweep, gradients, gradients_and_gap, select_informative, select_random
 from .cache import RowCache, stored_bytes
 from .trainer import PassCertifier, fit_rows, reserve_full
 

@@ -24,14 +24,14 @@ the selection keeps rows while that sum stays within ``cache_bytes``.
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.cache import gap_scores
-from ..kernels.crammer_singer import cs_select_informative, cs_sweep
-from ..kernels.dcd import ProblemArrays, row_sqnorms
-from ..kernels.losses import upper_and_diag_arrays
-from ..kernels.rng import make_state
-from ..kernels.sbm import gradients, select_informative, select_random
-from .layout import kernel_rows
-from .losses import loss_of
+from ...kernels.cache import gap_scores
+from ...kernels.crammer_singer import cs_select_informative, cs_sweep
+from ...kernels.dcd import ProblemArrays, row_sqnorms
+from ...kernels.losses import upper_and_diag_arrays
+from ...kernels.rng import make_state
+from ...kernels.sbm import gradients, select_informative, select_random
+from ..plan.layout import kernel_rows
+from ..plan.losses import loss_of
 from .memory import BinaryProblem
 from .sbm import INNER_EPS, passes_to_gap
 from .trainer import KAPPA

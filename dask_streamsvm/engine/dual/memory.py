@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..kernels.dcd import ProblemArrays, Shrinking, dcd_passes, row_sqnorms
-from ..kernels.losses import upper_and_diag_arrays
-from ..kernels.objective import add_weighted_rows
-from ..kernels.rng import make_state
-from .certificate import Certificate, binary_certificate, dual_value
+from ...kernels.dcd import ProblemArrays, Shrinking, dcd_passes, row_sqnorms
+from ...kernels.losses import upper_and_diag_arrays
+from ...kernels.objective import add_weighted_rows
+from ...kernels.rng import make_state
+from ..plan.certificate import Certificate, binary_certificate, dual_value
+from ..plan.losses import loss_of
+from ..plan.result import FitResult
 from .crammer_singer import solve_crammer_singer
-from .losses import loss_of
-from .result import FitResult
 
 # Start and floor of the projected-gradient tolerance that steers shrinking.
 _PG_EPS_START = 0.1

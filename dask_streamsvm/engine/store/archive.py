@@ -438,7 +438,7 @@ class ArchiveReader:
             raise self._error(
                 f"its members would decompress to {total} bytes, more than the {limit} allowed for a file "
                 f"of this size (MAX_EXPANSION={MAX_EXPANSION} times its size, at least {MIN_LIMIT_BYTES}); "
-                "it is damaged or a zip bomb. If you trust it, raise dask_streamsvm.engine.archive."
+                "it is damaged or a zip bomb. If you trust it, raise dask_streamsvm.engine.store.archive."
                 "MAX_EXPANSION."
             )
         return dict(zip(names, infos, strict=True))

@@ -57,11 +57,11 @@ import time
 import numpy as np
 import scipy.linalg
 
-from .certificate import Certificate, check_gap
-from .losses import loss_of, newton_blocker
-from .primal_reads import first_read, stream_read
-from .primal_sums import STEPS, Sums, block_sums, memory_read
-from .result import FitResult
+from ..plan.certificate import Certificate, check_gap
+from ..plan.losses import loss_of, newton_blocker
+from ..plan.result import FitResult
+from .reads import first_read, stream_read
+from .sums import STEPS, Sums, block_sums, memory_read
 
 # The reads (:mod:`.primal_sums`, :mod:`.primal_reads`) are named here too.
 __all__ = [
@@ -435,7 +435,7 @@ def memory_start(X, y_index, weights, plan, width, clock_start=None):
     m = max(int(MEMORY_SAMPLE_SHARE * n), MEMORY_SAMPLE_PER_WIDTH * (width + 1))
     if loss_of(plan.loss).piecewise_quadratic or 4 * m > n:
         return None, None
-    from .primal_reads import Sample
+    from .reads import Sample
 
     rows = np.sort(np.random.default_rng(MEMORY_SAMPLE_SEED).choice(n, m, replace=False))
     sample = Sample(X[rows], plan.classes[y_index[rows]], weights[rows], rows_seen=n)
@@ -456,7 +456,7 @@ def warm_start(sample, plan, width, clock_start=None, on_pass=None):
     the data's, ``on_pass`` seeing its records), else None.  ``notes``: the sample's rows and bytes
     and the seconds the solve took, for the history.
     """
-    from .problem import class_index
+    from ..plan.problem import class_index
 
     started = time.perf_counter()
     y_index = class_index(plan.classes, sample.y, lambda label: f"the sample has label {label!r}")

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.losses import newton_dual_term, newton_terms
-from .primal_sums import STEPS, Sums, _value_reason, augmented_rows, block_sums, chunk_rows, too_large
-from .problem import encode_block
+from ...kernels.losses import newton_dual_term, newton_terms
+from ..plan.problem import encode_block
+from .sums import STEPS, Sums, _value_reason, augmented_rows, block_sums, chunk_rows, too_large
 
 __all__ = ["FirstRead", "Sample", "StreamRead", "first_read", "read_once", "stream_read"]
 
@@ -22,7 +22,7 @@ __all__ = ["FirstRead", "Sample", "StreamRead", "first_read", "read_once", "stre
 def read_once(source, plan, counts):
     """The blocks of one read of ``source`` with ``plan``'s reader settings; each block's rows,
     bytes, skipped rows and retries are added to ``counts`` (a :class:`Sums`) as it passes."""
-    from .reader import read_blocks
+    from ..data.reader import read_blocks
 
     blocks = read_blocks(source, prefetch=plan.prefetch, retries=plan.retries, read_timeout=plan.read_timeout)
     for _, block in blocks:
@@ -62,7 +62,7 @@ class StreamRead:
     def __init__(
         self, source, plan, on_block=None, start=0, reads=None, band_rows=0, band_bytes=None, rows=0
     ):
-        from .reader import Reader
+        from ..data.reader import Reader
 
         reads = plan.max_iter + 1 if reads is None else reads
         # The band: per problem, the rows of margin nearest 1 at the point a read evaluates.
@@ -141,7 +141,7 @@ class StreamRead:
 def _add_band(bands, block, Y, cost, points, bias):
     """Each problem's rows of margin nearest 1 at its point (of ``points``), to ``bands``: the rows
     whose loss may change its piece when the point moves (:func:`~.primal.band_step`)."""
-    from ..kernels.band import margin_keys
+    from ...kernels.band import margin_keys
 
     X = block.X
     for j, band in enumerate(bands):
@@ -360,7 +360,7 @@ def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=N
     (the dual solvers may train) the sample is dropped and ``clean`` false: the first Newton read,
     if there is one, refuses it.
     """
-    from .source import count_labels_of, merge_label_counts
+    from ..data.source import count_labels_of, merge_label_counts
 
     D = width + 1
     counts, ids = [], []
@@ -390,7 +390,7 @@ def _add_moments(moments, block, plan, D):
     reason the primal solver cannot train on the block's values (:func:`~.primal_sums.too_large`),
     or None.  Dense rows without a feature map take one pass of a kernel; others a chunk of rows
     at a time."""
-    from ..kernels.band import class_sums
+    from ...kernels.band import class_sums
 
     labels, inverse = np.unique(np.asarray(block.y).ravel(), return_inverse=True)
     weights = block.sample_weight

@@ -20,7 +20,6 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ._malloc import bound_retention, release_free_memory
 from .checks import (
     check_sparse_structure,
     chunk_rows,
@@ -37,6 +36,7 @@ from .checks import (
 )
 from .graphs import GIVEN, culled_graph, held_kinds
 from .labels import count_labels_of, label_partitions, merge_label_counts
+from .malloc import bound_retention, release_free_memory
 from .row_ids import RowIds
 from .waiting import watched_compute
 

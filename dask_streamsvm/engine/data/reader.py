@@ -49,8 +49,8 @@ import weakref
 
 import numpy as np
 
-from ._malloc import release_free_memory
 from .fingerprint import PartitionPrints
+from .malloc import release_free_memory
 from .source import RowIds
 from .waiting import POLL, OnThread, ReadTimeout
 

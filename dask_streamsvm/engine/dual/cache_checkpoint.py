@@ -10,8 +10,8 @@ decides nothing).  Checkpoints written before the cache grew its arrays
 
 import numpy as np
 
-from ..kernels import cache as kc
-from .sizes import slot_overhead
+from ...kernels import cache as kc
+from ..plan.sizes import slot_overhead
 
 
 class CacheCheckpoint:

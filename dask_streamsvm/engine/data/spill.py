@@ -38,7 +38,7 @@ import weakref
 import numpy as np
 import scipy.sparse as sp
 
-from .archive import owned_prefix, prepare_directory, stale_entries
+from ..store.archive import owned_prefix, prepare_directory, stale_entries
 
 RESERVE_BYTES = 1 << 30  # free disk space a spill never takes
 STEM = "dask_streamsvm-spill-"  # a spill directory's name: STEM, the owner's host and pid, random

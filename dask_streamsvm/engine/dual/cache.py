@@ -21,13 +21,21 @@ insertion; a sweep scores the rows' gap shares by the store's loss.
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels import cache as kc
-from ..kernels.crammer_singer import cs_train_on_cache
-from ..kernels.dcd import ProblemArrays, row_sqnorms
+from ...kernels import cache as kc
+from ...kernels.crammer_singer import cs_train_on_cache
+from ...kernels.dcd import ProblemArrays, row_sqnorms
+from ..plan.layout import kernel_rows
+from ..plan.sizes import (
+    CacheShare,
+    parse_bytes,
+    row_bytes,
+    share_bytes,
+    slot_overhead,
+    stored_bytes,
+    value_bytes,
+)
+from .alpha_store import AlphaStore
 from .cache_checkpoint import CacheCheckpoint
-from .dual_store import AlphaStore
-from .layout import kernel_rows
-from .sizes import CacheShare, parse_bytes, row_bytes, share_bytes, slot_overhead, stored_bytes, value_bytes
 
 __all__ = [
     "AlphaStore", "CacheShare", "RowCache", "parse_bytes", "row_bytes", "share_bytes", "slot_overhead",

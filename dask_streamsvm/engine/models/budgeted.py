@@ -18,9 +18,9 @@ import time
 
 import numpy as np
 
-from ..kernels import bsgd as kb
-from .layout import as_kernel_rows
-from .reader import read_blocks
+from ...kernels import bsgd as kb
+from ..data.reader import read_blocks
+from ..plan.layout import as_kernel_rows
 
 MERGES = {"gss": kb.GSS, "gss-precise": kb.GSS_PRECISE, "lookup-h": kb.LOOKUP_H, "lookup-wd": kb.LOOKUP_WD}
 _TABLES = {}

@@ -19,13 +19,13 @@ the rows it forgets and so has no certificate.
 
 import time
 
-from .archive import plain_array
+from ..data.reader import read_blocks
+from ..data.source import Block
+from ..plan.problem import STREAMING_SOLVERS, class_index
+from ..plan.result import FitResult
+from ..store.archive import plain_array
 from .partial import OnePassSBM
-from .problem import STREAMING_SOLVERS, class_index
-from .reader import read_blocks
-from .result import FitResult
 from .sbm import BlockTrainer
-from .source import Block
 from .streamsvm import StreamSVMTrainer
 from .trainer import run_trainer
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kernels import losses as kl
+from ...kernels import losses as kl
 
 
 @dataclass(frozen=True)

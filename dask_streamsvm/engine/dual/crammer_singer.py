@@ -14,12 +14,12 @@ import time
 
 import numpy as np
 
-from ..kernels.crammer_singer import cs_loss_sum, cs_sweep
-from ..kernels.dcd import row_sqnorms
-from ..kernels.objective import add_weighted_rows
-from ..kernels.rng import make_state
-from .certificate import Certificate
-from .result import FitResult
+from ...kernels.crammer_singer import cs_loss_sum, cs_sweep
+from ...kernels.dcd import row_sqnorms
+from ...kernels.objective import add_weighted_rows
+from ...kernels.rng import make_state
+from ..plan.certificate import Certificate
+from ..plan.result import FitResult
 
 _VIOLATION_START = 0.1
 _VIOLATION_FLOOR = 1e-14

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .layout import read_only
+from ..plan.layout import read_only
 
 # -- labels ------------------------------------------------------------------------------------
 
@@ -113,7 +113,7 @@ _SQRT_MAX = float(np.sqrt(np.finfo(np.float64).max))
 def first_non_finite(values):
     """``(k, top)`` for an array's values in C order: the index of the first NaN or infinite one
     (-1 if none) and the largest magnitude before it, in one pass that allocates nothing."""
-    from ..kernels.layout import scan_values
+    from ...kernels.layout import scan_values
 
     if values.size == 0 or values.dtype.kind != "f":
         return -1, 0.0

@@ -32,12 +32,12 @@ from functools import partial
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.layout import dense_nonzeros, dense_to_csr
-from ..kernels.losses import newton_dual_rows, newton_losses, newton_rows
-from ..kernels.newton import csr_hessian_product, csr_newton_sums, dense_newton_sums, sparse_gram
-from .layout import as_kernel_rows
-from .losses import loss_by_code
-from .problem import column_max_abs
+from ...kernels.layout import dense_nonzeros, dense_to_csr
+from ...kernels.losses import newton_dual_rows, newton_losses, newton_rows
+from ...kernels.newton import csr_hessian_product, csr_newton_sums, dense_newton_sums, sparse_gram
+from ..plan.layout import as_kernel_rows
+from ..plan.losses import loss_by_code
+from ..plan.problem import column_max_abs
 
 # Step lengths a read tries along the Newton direction: 1, 1/2, ..., 1/2048 (:func:`trial_steps`).
 STEPS = 2.0 ** -np.arange(12)
@@ -163,7 +163,7 @@ def augmented_rows(X, lo, hi, bias, feature_map=None):
     wide or sparse enough (:data:`DENSE_CHUNK_WIDTH`, :data:`DENSE_FILL`).  With a feature map's
     spec, the map's features of the rows, dense (the primal solver's maps are narrow)."""
     if feature_map is not None:
-        from ..kernels.features import map_rows_into, spec_width
+        from ...kernels.features import map_rows_into, spec_width
 
         indptr, indices, data = as_kernel_rows(sp.csr_matrix(X[lo:hi]))  # canonical: what maps read
         out = np.zeros((hi - lo, spec_width(feature_map) + 1))

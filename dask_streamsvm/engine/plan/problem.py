@@ -23,8 +23,8 @@ import scipy.sparse as sp
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.extmath import safe_sparse_dot
 
-from ..kernels.features import spec_width
-from ..kernels.objective import decision_values
+from ...kernels.features import spec_width
+from ...kernels.objective import decision_values
 from . import losses
 from .calibration import held_out
 from .layout import kernel_rows

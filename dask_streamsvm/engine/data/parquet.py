@@ -179,7 +179,7 @@ def _rows_into(out, batch, start, first):
     """Write the columns of an Arrow record batch into ``out[start:, first:]``, row by row."""
     from numba.typed import List
 
-    from ..kernels.layout import columns_into_rows
+    from ...kernels.layout import columns_into_rows
 
     values = List()
     for j in range(batch.num_columns):

@@ -31,20 +31,20 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.crammer_singer import cs_loss_sum
-from ..kernels.objective import weighted_loss_sum
-from ..kernels.rng import make_state
-from .archive import plain
+from ...kernels.crammer_singer import cs_loss_sum
+from ...kernels.objective import weighted_loss_sum
+from ...kernels.rng import make_state
+from ..data.fingerprint import PartitionPrints
+from ..data.reader import Reader
+from ..data.source import RowIds
+from ..plan.calibration import held_out
+from ..plan.certificate import Certificate, check_gap
+from ..plan.layout import kernel_rows
+from ..plan.losses import loss_of
+from ..plan.problem import column_max_abs, cs_model, encode_block, linear_scores, scale_advice
+from ..plan.result import FitResult
+from ..store.archive import plain
 from .cache import AlphaStore, RowCache
-from .calibration import held_out
-from .certificate import Certificate, check_gap
-from .fingerprint import PartitionPrints
-from .layout import kernel_rows
-from .losses import loss_of
-from .problem import column_max_abs, cs_model, encode_block, linear_scores, scale_advice
-from .reader import Reader
-from .result import FitResult
-from .source import RowIds
 
 # Rows in memory are solved at KAPPA x the gap to beat (PassCertifier.solved_below): StreamSVM's
 # cache, SBM's block plus cache.

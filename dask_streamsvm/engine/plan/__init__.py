@@ -1,0 +1,1 @@
+"""The plan of a fit: the problem, losses, certificates, results, calibration, sizes, row layouts."""

@@ -1,0 +1,1 @@
+"""What is written to disk: model files (archives) and checkpoints."""
