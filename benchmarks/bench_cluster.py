@@ -183,7 +183,8 @@ def out_of_core_cocoa(client, X, Xd, yd, params, args, dtype):
     from sklearn.exceptions import ConvergenceWarning
 
     from dask_streamsvm import LinearSVC
-    from dask_streamsvm.engine.dual.cache import RowCache, stored_bytes
+    from dask_streamsvm.engine.dual.cache import RowCache
+    from dask_streamsvm.engine.plan.sizes import stored_bytes
 
     K = len(client.scheduler_info()["workers"])
     sparse = hasattr(X, "indices")

@@ -166,7 +166,8 @@ def raw_nnz_for_ratio(target, itemsize):
 
 def fill_cache(rows, y, spec, budget, C, seed):
     """A ``RowCache`` of ``budget`` bytes filled with ``rows`` in random order: what it allocates, holds."""
-    from dask_streamsvm.engine.dual.cache import AlphaStore, RowCache
+    from dask_streamsvm.engine.dual.alpha_store import AlphaStore
+    from dask_streamsvm.engine.dual.cache import RowCache
     from dask_streamsvm.kernels.rng import make_state
 
     n = rows.shape[0]

@@ -39,7 +39,7 @@ def _warm_up(X, y, X_test, y_test):
     """Compile numba's kernels on a few rows, so that the timings below are of solving."""
     from sklearn.exceptions import ConvergenceWarning
 
-    from .datasets import csr_to_dask
+    from .io import csr_to_dask
     from .linear import LinearSVC
 
     rows = slice(0, 2000)

@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .engine.data.source import check_sparse_structure, is_dask_dataframe
+from .engine.data.checks import check_sparse_structure
+from .engine.data.source import is_dask_dataframe
 
 
 def _check_rows(block, n_features):

@@ -2,11 +2,12 @@
 
 :class:`LinearModel` is the base of :class:`~dask_streamsvm.LinearSVC` and
 :class:`~dask_streamsvm.LogisticRegression`: it validates their parameters,
-builds one :class:`~dask_streamsvm.engine.plan.problem.FitPlan`, turns the input
-into rows (:mod:`dask_streamsvm._linear_input`), calls
+builds one :class:`~dask_streamsvm.engine.plan.problem.FitPlan`, asks
+:func:`dask_streamsvm.engine.choice.place` where the fit runs, opens its input
+for that place (in memory, a Dask collection or a path), calls
 :func:`dask_streamsvm.engine.fit.fit` (``partial_fit``:
-:func:`~dask_streamsvm.engine.fit.fit_partial`), which chooses the solver, and
-sets the fitted attributes from the one
+:func:`~dask_streamsvm.engine.fit.fit_partial`), which chooses the method once,
+and sets the fitted attributes from the one
 :class:`~dask_streamsvm.engine.plan.result.FitResult` it returns.  A model says
 which problem it solves with :meth:`LinearModel._model`: its loss (a name of
 :data:`~dask_streamsvm.engine.plan.problem.LOSSES`), whether its classes are one
@@ -19,36 +20,52 @@ import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
+from sklearn.utils import check_array, check_random_state
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from ._fit_context import fitted_in_context
 from ._hooks import PassHooks, warn_interrupted, warn_uncertified
-from ._linear_input import LinearInput
+from ._lazy import feature_frame
 from ._persist import save_model
-from ._stream_classifier import checked_params, feature_spec
+from ._stream_classifier import StreamClassifier, feature_spec
 from ._validation import (
     anything,
     auto_or_bool,
     boolean,
     cache_size,
     callables,
+    check_sample_weight,
+    checked_sparse,
+    drop_invalid,
     integer,
     non_negative_float,
     one_of,
     optional,
     pair,
     positive_float,
+    validated_rows,
     verbosity,
 )
 from ._validation import byte_size as byte_size_check
 from ._validation import class_weight as class_weight_check
 from ._validation import feature_map as feature_map_check
 from ._validation import random_state as random_state_check
-from .engine import fit as engine
-from .engine.data.source import is_dask_collection
-from .engine.plan.problem import FitPlan, cs_model, unconverged_message
+from .engine.choice import place
+from .engine.data.source import DaskSource, is_dask_collection, is_dask_dataframe
+from .engine.fit import MemoryData, check_partial, fit, fit_partial
+from .engine.plan.problem import (
+    CACHE_POLICIES,
+    CLUSTER_MODES,
+    SOLVERS,
+    FitPlan,
+    cs_model,
+    linear_scores,
+    unconverged_message,
+)
+from .engine.plan.sizes import CacheShare
 from .features import Standardize
-from .io import dask_parquet_deprecations_hidden
+from .io import as_dask, open_path
 
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -63,17 +80,17 @@ PARAMETER_CONSTRAINTS = {
     "feature_map": feature_map_check,
     "tol": positive_float,
     "max_iter": integer(),
-    "solver": one_of(*engine.SOLVERS),
+    "solver": one_of(*SOLVERS),
     "cache_bytes": cache_size,
     "block_bytes": optional(byte_size_check),
     "inner_iter": optional(integer()),
-    "cache_policy": one_of(*engine.CACHE_POLICIES),
+    "cache_policy": one_of(*CACHE_POLICIES),
     "deterministic": boolean,
     "shuffle": boolean,
     "prefetch": integer(),
     "alpha_store": one_of("memory", "disk"),
     "callbacks": callables,
-    "cluster": optional(one_of(*engine.CLUSTER_MODES)),
+    "cluster": optional(one_of(*CLUSTER_MODES)),
     "on_invalid": one_of("raise", "skip"),
     "retries": integer(low=0),
     "read_timeout": optional(positive_float),
@@ -103,7 +120,7 @@ def parameter_docs(doc, names):
     return "".join("\n".join(entries[name]).rstrip() + "\n" for name in names)
 
 
-class LinearModel(LinearInput):
+class LinearModel(StreamClassifier):
     """The base of the linear models: fit, ``partial_fit``, the fitted attributes and ``save``.
 
     A subclass stores its parameters (those of :data:`PARAMETER_CONSTRAINTS`
@@ -119,7 +136,7 @@ class LinearModel(LinearInput):
         """The one :class:`FitPlan` of a fit: these parameters, no features or labels yet."""
         loss, crammer_singer, platt = self._model()
         cache_bytes, share = params["cache_bytes"], None
-        if isinstance(cache_bytes, engine.CacheShare):  # a share of the rows: the engine resolves it
+        if isinstance(cache_bytes, CacheShare):  # a share of the rows: the engine resolves it
             cache_bytes, share = None, float(cache_bytes)
         scaler = self.feature_map if isinstance(self.feature_map, Standardize) else None
         return FitPlan(
@@ -134,7 +151,6 @@ class LinearModel(LinearInput):
             probability=platt, scaler=scaler,
         )  # fmt: skip
 
-    @dask_parquet_deprecations_hidden()
     def fit(self, X, y, sample_weight=None, client=None, resume=False):
         """Fit the model to ``X`` and ``y``.
 
@@ -175,42 +191,30 @@ class LinearModel(LinearInput):
         interrupt before that propagates. The fitted attributes change together when the fit
         succeeds; a fit that fails or is interrupted before that leaves them as they were.
         """
-        return self._published(LinearModel._fit, X, y, sample_weight, client, resume)
+        return fitted_in_context(self, LinearModel._fit, X, y, sample_weight, client, resume)
 
-
-    def _fit(self, X, y, sample_weight, client, resume):
+    def _fit(self, params, X, y, sample_weight, client, resume):
         clock_start = time.perf_counter()
-        plan = self._plan(checked_params(self), self.solver)
         self.__dict__.pop("_stream", None)  # a fit ends any partial_fit stream
-        out_of_core = is_dask_collection(X) or isinstance(X, str | os.PathLike)
-        plan, client = engine.where_to_fit(
-            plan, client, out_of_core=out_of_core, checkpointing=self.checkpoint_dir is not None,
-            validating=self.validation_data is not None,
+        checkpointing, validating = self.checkpoint_dir is not None, self.validation_data is not None
+        placement = place(
+            self._plan(params, self.solver), X, client, checkpointing=checkpointing, resuming=resume,
+            validating=validating,
         )  # fmt: skip
-        client = engine.check(
-            plan, out_of_core=out_of_core, input_name=type(X).__name__, client=client, resume=resume,
-            checkpointing=self.checkpoint_dir is not None, validating=self.validation_data is not None,
-        )  # fmt: skip
-        if plan.cluster is not None:
-            data = self._cluster_source(X, y, sample_weight)
-        elif engine.streams(plan, out_of_core):
-            data = self._source(X, y, sample_weight)
-        else:
-            data = self._memory_data(X, y, sample_weight)
-        n_features = data.X.shape[1] if isinstance(data, engine.MemoryData) else data.n_features
-        plan = plan.replace(feature_map=feature_spec(self.feature_map, n_features))
-        checkpoints = None
-        if self.checkpoint_dir is not None:
-            fingerprint = engine.data_fingerprint(self.get_params(deep=False), data)
-            checkpoints = engine.Checkpoints(self.checkpoint_dir, self.checkpoint_every, fingerprint)
+        data = self._open(placement.where, X, y, sample_weight)
+        n_features = data.X.shape[1] if placement.where == "memory" else data.n_features
+        plan = placement.plan.replace(feature_map=feature_spec(self.feature_map, n_features))
+        checkpoint = None
+        if checkpointing:
+            checkpoint = (self.checkpoint_dir, self.checkpoint_every, self.get_params(deep=False))
         hooks = PassHooks(self.callbacks, self.verbose, self._validation_set(), plan.feature_map)
-        result = engine.fit(
-            data, plan, hooks, client=client, checkpoints=checkpoints, resume=resume, clock_start=clock_start
-        )
+        result = fit(
+            data, plan, hooks, placement=placement, checkpoint=checkpoint, resume=resume,
+            clock_start=clock_start,
+        )  # fmt: skip
         self._set_model(result)
         return self
 
-    @dask_parquet_deprecations_hidden()
     def partial_fit(self, X, y=None, classes=None, sample_weight=None):
         """One pass of selective block minimization over a block of a stream.
 
@@ -251,15 +255,14 @@ class LinearModel(LinearInput):
         interrupted leaves the model as it was, and forgets the cache.
         """
         try:
-            return self._published(LinearModel._partial_fit, X, y, classes, sample_weight)
+            return fitted_in_context(self, LinearModel._partial_fit, X, y, classes, sample_weight)
         except BaseException:
             self.__dict__.pop("_stream", None)  # the stream was trained in place, part-way
             raise
 
-
-    def _partial_fit(self, X, y, classes, sample_weight):
-        plan = self._plan(checked_params(self), "partial")
-        engine.check_partial(plan, checkpointing=self.checkpoint_dir is not None)
+    def _partial_fit(self, params, X, y, classes, sample_weight):
+        plan = self._plan(params, "partial")
+        check_partial(plan, checkpointing=self.checkpoint_dir is not None)
         stream = getattr(self, "_stream", None)
         fitted = hasattr(self, "coef_")
         first = stream is None and not fitted
@@ -281,7 +284,7 @@ class LinearModel(LinearInput):
         start_from = (self.coef_, self.intercept_) if stream is None and fitted else None
         if stream is None:
             self.history_ = []
-        result = engine.fit_partial(data, plan, stream, start_from, clock_start)
+        result = fit_partial(data, plan, stream, start_from, clock_start)
         self._stream = result.state
         self.history_ = [*self.history_, *result.history]
         self._set_weights(plan, result.W)
@@ -329,6 +332,135 @@ class LinearModel(LinearInput):
             warnings.warn(message, ConvergenceWarning, stacklevel=5)
         if result.interrupted and result.certified:
             warn_interrupted(self, result.passes)
+
+    # -- input: in memory, a Dask collection or a path, and the validation set ----------------
+
+    def _open(self, where, X, y, sample_weight):
+        """The input opened for a fit ``where`` the door placed it (:data:`~.engine.choice.WHERE`):
+        in-memory rows, or a source streamed or read on a cluster."""
+        if where == "memory":
+            return self._memory_data(X, y, sample_weight)
+        if where == "cluster":
+            return self._cluster_source(X, y, sample_weight)
+        return self._source(X, y, sample_weight)
+
+    def _memory_data(self, X, y, sample_weight, reset=True):
+        """In-memory input (Dask collections computed first; a path read, a DataFrame's label column
+        named by ``y`` taken out) as validated :class:`MemoryData` (``reset``: the input sets
+        ``n_features_in_``, else is checked against it)."""
+        if isinstance(X, str | os.PathLike):
+            X, y = open_path(X, y)
+        if isinstance(y, str) and hasattr(X, "columns"):  # solver="memory" on a table: its label column
+            if y not in X.columns:
+                raise ValueError(
+                    f"y={y!r} names no column of X; its columns are {list(X.columns)[:10]}. Pass the label "
+                    "column's name, or the labels themselves."
+                )
+            X, y = X.drop(columns=[y]), X[y]
+        if any(is_dask_collection(a) for a in (X, y, sample_weight)):
+            import dask
+
+            X, y, sample_weight = dask.compute(X, y, sample_weight)
+        X, y, sample_weight, skipped = self._drop_invalid(X, y, sample_weight)
+        X, y = self._validated(X, y, reset=reset)
+        check_classification_targets(y)
+        sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        if hasattr(self.feature_map, "expand"):  # virtual examples: train on every row's variants
+            X, y, sample_weight = self.feature_map.expand(X, y, sample_weight)
+        return MemoryData(X, y, sample_weight, skipped)
+
+    def _cluster_source(self, X, y, sample_weight):
+        """The source of a cluster fit: a Dask collection or a path, never in-memory data."""
+        if isinstance(X, str | os.PathLike):
+            X, y = open_path(X, y)
+        if not is_dask_collection(X):
+            raise TypeError(
+                f"cluster={self.cluster!r} trains on a Dask Array or DataFrame (or a path), got "
+                f"{type(X).__name__}; wrap it with dask.array.from_array or dask.dataframe.from_pandas, "
+                "or set cluster=None to train in this process."
+            )
+        return self._source(X, y, sample_weight)
+
+    def _drop_invalid(self, X, y, sample_weight):
+        """In-memory input with the invalid rows dropped (``on_invalid="skip"``), and their count."""
+        if self.on_invalid != "skip":
+            return X, y, sample_weight, 0
+        encoder = self.feature_map if self._encoding else None
+        scaled = getattr(self.feature_map, "scales_rows", False)  # x . x checked once scaled
+        return drop_invalid(X, y, sample_weight, encoder=encoder, scaled=scaled)
+
+    def _source(self, X, y, sample_weight, check_width=False):
+        """A :class:`DaskSource` of the input (paths opened, in-memory data wrapped).
+
+        Sets ``n_features_in_`` and ``feature_names_in_``, or with
+        ``check_width`` checks the input's width against them.
+        """
+        if isinstance(X, str | os.PathLike):
+            X, y = open_path(X, y)
+        if not is_dask_collection(X):
+            X, y, sample_weight = as_dask(checked_sparse(X), y, sample_weight)
+        source = DaskSource(X, y, sample_weight, encoder=self._source_encoder(), on_invalid=self.on_invalid)
+        return self._adopt_width(source, reset=not check_width)
+
+    def _validation_set(self):
+        """``validation_data`` as checked in-memory rows and labels, or None."""
+        data = self.validation_data
+        if data is None:
+            return None
+        if not isinstance(data, tuple | list) or len(data) != 2:
+            raise ValueError("validation_data must be a pair (X_val, y_val).")
+        X_val, y_val = data
+        if is_dask_dataframe(X_val):
+            y_val = X_val[y_val] if isinstance(y_val, str) else y_val
+            X_val = feature_frame(self, X_val)
+        elif hasattr(X_val, "columns") and hasattr(self, "feature_names_in_"):
+            X_val = X_val[list(self.feature_names_in_)]
+        if is_dask_collection(X_val) or is_dask_collection(y_val):
+            import dask
+
+            X_val, y_val = dask.compute(X_val, y_val)
+        if self._encoding:
+            X_val = self._validated(X_val, reset=False)[0]
+        else:
+            X_val = check_array(
+                X_val, accept_sparse="csr", dtype=[np.float64, np.float32], accept_large_sparse=True
+            )
+        y_val = np.asarray(y_val).ravel()
+        if X_val.shape[1] != self._raw_width() or y_val.shape[0] != X_val.shape[0]:
+            raise ValueError(
+                f"validation_data has {X_val.shape[0]} rows x {X_val.shape[1]} features and {y_val.shape[0]} "
+                f"labels; the training data has {self.n_features_in_} features."
+            )
+        return X_val, y_val
+
+    # -- prediction ----------------------------------------------------------------------
+
+    def _scores(self, rows):
+        W = np.hstack([self.coef_, self.intercept_[:, None]])
+        scores = linear_scores(rows, W, 1.0, feature_spec(self.feature_map, self._raw_width()))
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def _check_in_memory(self, X):
+        return self._validated(X, reset=False)[0]
+
+    def _validated(self, X, y=None, *, reset):
+        return validated_rows(self, X, y, reset=reset, encoder=self.feature_map if self._encoding else None)
+
+    def _source_encoder(self):
+        """The map the Dask source applies to each partition as it is read, or None."""
+        if self._encoding or hasattr(self.feature_map, "expand"):
+            return self.feature_map
+        return None
+
+    @property
+    def _encoding(self):
+        """Whether ``feature_map`` encodes the input (its columns may hold strings)."""
+        return bool(getattr(self.feature_map, "reads_strings", False))
+
+    def _raw_width(self):
+        """Columns of the (encoded) raw rows the kernels read, for the fitted input width."""
+        fmap = self.feature_map
+        return self.n_features_in_ if fmap is None else fmap.raw_width(self.n_features_in_)
 
     # -- model files ---------------------------------------------------------------------
 

@@ -37,7 +37,8 @@ import os
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._stream_classifier import checked_params, feature_spec
+from ._stream_classifier import feature_spec
+from ._validation import checked_params
 from .engine.plan.problem import model_width
 from .engine.store.archive import META, ArchiveReader, cut, plain, plain_array, short, write_archive
 from .features import (

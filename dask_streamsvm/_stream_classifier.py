@@ -1,6 +1,5 @@
 """What the single-model streaming classifiers share: parameters, input, labels and prediction."""
 
-import copy
 import os
 
 import numpy as np
@@ -10,10 +9,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._lazy import map_rows
-from ._validation import intercept_scaling, validate_params, validated_rows
+from ._validation import validated_rows
 from .engine.data.reader import read_blocks
 from .engine.data.source import DaskSource, is_dask_collection, is_dask_dataframe
-from .engine.data.waiting import seceded
 from .engine.plan.calibration import probabilities
 from .engine.plan.problem import class_index
 from .features import Standardize
@@ -34,14 +32,6 @@ def feature_spec(feature_map, n_features):
     return feature_map.spec(n_features)
 
 
-def checked_params(estimator):
-    """The estimator's parameters, checked once (its ``_parameter_constraints``): ``{name: value}``,
-    with ``bias``, the constant feature's value (``intercept_scaling``; 0 without ``fit_intercept``)."""
-    params = validate_params(estimator)
-    params["bias"] = intercept_scaling("intercept_scaling", estimator.intercept_scaling) if (
-        estimator.fit_intercept
-    ) else 0.0
-    return params
 
 
 def input_names(source):
@@ -135,26 +125,6 @@ class StreamClassifier(ClassifierMixin, BaseEstimator):
                 f"partial_fit, was: {self.classes_.tolist()!r}."
             )
         return self.classes_
-
-    def _published(self, fit, *args, **kwargs):
-        """``fit(staged, *args, **kwargs)`` on a copy; its fitted attributes then replace these in one step.
-
-        Fitted attributes change together, at the end of a fit that
-        succeeds, or not at all: a fit that fails or is interrupted leaves
-        the estimator as it was (unfitted before its first fit, so that
-        ``predict`` meanwhile raises NotFittedError), and nobody sees
-        ``classes_`` of new data with ``coef_`` of the old model.  The
-        parameters stay this estimator's.  Run as a ``dask.distributed``
-        task, the fit leaves the worker's thread pool while it runs, so
-        that its reads can run on that worker.
-        """
-        staged = copy.copy(self)
-        with seceded():
-            fit(staged, *args, **kwargs)
-        params = self._get_param_names()
-        kept = {k: v for k, v in vars(self).items() if k in params}
-        self.__dict__ = {**{k: v for k, v in vars(staged).items() if k not in params}, **kept}
-        return self
 
     # -- labels ---------------------------------------------------------------------------
 

@@ -11,14 +11,14 @@ import scipy.sparse as sp
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import column_or_1d, validate_data
 
-from .engine.data.source import (
+from .engine.data.checks import (
     check_sparse_structure,
     invalid_labels,
     non_finite_encoded,
     overflow_message,
     overflowing_rows,
 )
-from .engine.dual.cache import CacheShare, parse_bytes
+from .engine.plan.sizes import CacheShare, parse_bytes
 
 # The smallest number > 0 a parameter may be: below it float64 is subnormal, losing precision, and the
 # solvers' quotients overflow (C=1e-320 gave a duality gap of -1e10 in memory and "the rows read changed"
@@ -423,3 +423,15 @@ def feature_map(name, value):
 
 def anything(name, value):
     return value
+
+
+def checked_params(estimator):
+    """The estimator's parameters, checked once (its ``_parameter_constraints``): ``{name: value}``,
+    and, for an estimator with ``intercept_scaling``, ``bias``: the constant feature's value
+    (``intercept_scaling``; 0 without ``fit_intercept``)."""
+    params = validate_params(estimator)
+    if hasattr(estimator, "intercept_scaling"):
+        params["bias"] = intercept_scaling("intercept_scaling", estimator.intercept_scaling) if (
+            estimator.fit_intercept
+        ) else 0.0
+    return params

@@ -14,6 +14,7 @@ import numpy as np
 from sklearn.exceptions import EfficiencyWarning
 from sklearn.utils import check_random_state
 
+from ._fit_context import fitted_in_context
 from ._stream_classifier import StreamClassifier
 from ._validation import (
     boolean,
@@ -21,7 +22,6 @@ from ._validation import (
     one_of,
     positive_float,
     positive_float_or,
-    validate_params,
 )
 from ._validation import random_state as random_state_check
 from .engine.models.budgeted import (
@@ -34,7 +34,6 @@ from .engine.models.budgeted import (
     scale_gamma,
     scale_gamma_of_source,
 )
-from .io import dask_parquet_deprecations_hidden
 
 
 class BudgetedSVC(StreamClassifier):
@@ -183,11 +182,12 @@ class BudgetedSVC(StreamClassifier):
 
     # -- training -----------------------------------------------------------------------
 
-    @dask_parquet_deprecations_hidden()
     def fit(self, X, y):
         """Train for ``max_iter`` epochs on ``X``, ``y`` (in memory, Dask, or a path)."""
+        return fitted_in_context(self, BudgetedSVC._fit, X, y)
+
+    def _fit(self, params, X, y):
         start = time.perf_counter()
-        params = validate_params(self)
         source, X, y = self._input(X, y, reset=True)
         check_budget(params["budget"], 1, self.n_features_in_)  # before the labels' read: one problem or more
         rng = check_random_state(self.random_state)
@@ -210,7 +210,6 @@ class BudgetedSVC(StreamClassifier):
         self._set_model(time.perf_counter() - start)
         return self
 
-    @dask_parquet_deprecations_hidden()
     def partial_fit(self, X, y, classes=None):
         """One pass over a block of a stream, in its order (``classes`` on the first call).
 
@@ -218,8 +217,10 @@ class BudgetedSVC(StreamClassifier):
         collection's row count, or from :meth:`fit`) and keeps it, since the
         coefficients are stored scaled by ``1 / (lambda t)``.
         """
+        return fitted_in_context(self, BudgetedSVC._partial_fit, X, y, classes, state=("_bsgd", "_offsets"))
+
+    def _partial_fit(self, params, X, y, classes):
         start = time.perf_counter()
-        params = validate_params(self)
         first = not hasattr(self, "_bsgd")
         classes = self._partial_fit_classes(classes, first=first)
         source, X, y = self._input(X, y, reset=first)

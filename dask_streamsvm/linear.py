@@ -6,7 +6,7 @@ the fitted attributes are every linear model's (:mod:`dask_streamsvm._linear_mod
 
 from ._linear_model import PARAMETER_CONSTRAINTS, LinearModel
 from ._validation import boolean, one_of
-from .engine import fit as engine
+from .engine.plan.losses import SVM_LOSSES
 
 
 class LinearSVC(LinearModel):
@@ -306,7 +306,7 @@ class LinearSVC(LinearModel):
 
     _parameter_constraints = {
         **PARAMETER_CONSTRAINTS,
-        "loss": one_of(*engine.SVM_LOSSES),
+        "loss": one_of(*SVM_LOSSES),
         "multi_class": one_of("ovr", "crammer_singer"),
         "probability": boolean,
     }

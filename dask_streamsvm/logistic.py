@@ -11,8 +11,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._lazy import map_rows
 from ._linear_model import PARAMETER_CONSTRAINTS, LinearModel, parameter_docs
-from .engine import fit as engine
 from .engine.data.source import is_dask_collection
+from .engine.plan.problem import LOGISTIC_LOSS
 from .linear import LinearSVC
 
 
@@ -210,7 +210,7 @@ class LogisticRegression(LinearModel):
     _parameter_constraints = PARAMETER_CONSTRAINTS
 
     def _model(self):
-        return engine.LOGISTIC_LOSS, False, False
+        return LOGISTIC_LOSS, False, False
 
     # -- probabilities: the model's own ---------------------------------------------------
 

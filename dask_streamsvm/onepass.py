@@ -12,13 +12,13 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
-from ._stream_classifier import StreamClassifier, checked_params
+from ._fit_context import fitted_in_context
+from ._stream_classifier import StreamClassifier
 from ._validation import anything, boolean, check_positive_int, integer, positive_float
 from ._validation import random_state as random_state_check
 from .engine.data.labels import merge_label_counts
 from .engine.models.onepass import Balls
 from .features import Standardize
-from .io import dask_parquet_deprecations_hidden
 
 # Most training rows a streamed fit keeps (spread evenly over the stream) to check its model on;
 # rows scaled at a time when standardizing.
@@ -346,7 +346,6 @@ class OnePassSVC(StreamClassifier):
 
     # -- training -----------------------------------------------------------------------
 
-    @dask_parquet_deprecations_hidden()
     def fit(self, X, y):
         """Learn from every row of ``X`` once.
 
@@ -369,7 +368,9 @@ class OnePassSVC(StreamClassifier):
         -------
         self
         """
-        params = checked_params(self)
+        return fitted_in_context(self, OnePassSVC._fit, X, y)
+
+    def _fit(self, params, X, y):
         self.__dict__.pop("_balls", None)
         source, X, y = self._input(X, y, reset=True)
         if source is not None:
@@ -439,7 +440,6 @@ class OnePassSVC(StreamClassifier):
             stacklevel=3,
         )
 
-    @dask_parquet_deprecations_hidden()
     def partial_fit(self, X, y, classes=None):
         """Feed a block of a stream, in its order; the buffer carries over to the next call.
 
@@ -451,7 +451,9 @@ class OnePassSVC(StreamClassifier):
         against the majority class (a stream's first blocks would warn of
         every early model); score it on rows of your own.
         """
-        params = checked_params(self)
+        return fitted_in_context(self, OnePassSVC._partial_fit, X, y, classes, state=("_balls", "_scaler"))
+
+    def _partial_fit(self, params, X, y, classes):
         first = getattr(self, "_balls", None) is None
         classes = self._partial_fit_classes(classes, first=first)
         source, X, y = self._input(X, y, reset=first)

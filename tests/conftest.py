@@ -45,10 +45,10 @@ def scheduler(request):
 def partial_sample(monkeypatch):
     """The primal solver's warm start from a sample of 5 rows per column of the model (features
     plus bias), not the default's every row of a small set: the Newton reads then stream."""
-    from dask_streamsvm.engine.primal import newton as primal
+    from dask_streamsvm.engine.primal import warm
 
-    monkeypatch.setattr(primal, "SAMPLE_MIN_ROWS", 0)
-    monkeypatch.setattr(primal, "SAMPLE_ROWS_PER_WIDTH", 5)
+    monkeypatch.setattr(warm, "SAMPLE_MIN_ROWS", 0)
+    monkeypatch.setattr(warm, "SAMPLE_ROWS_PER_WIDTH", 5)
 
 
 @pytest.fixture

@@ -518,7 +518,8 @@ def test_cocoa_parts_larger_than_cache_bytes_are_read_every_round(client):
     """cache_bytes="10%": each worker's cache is a tenth of its part, which is read every round by
     SBM on CoCoA+'s local subproblem; its row memory stays at the cache plus one partition, and
     the rounds reach the single-machine optimum within the certified gap."""
-    from dask_streamsvm.engine.dual.cache import RowCache, stored_bytes
+    from dask_streamsvm.engine.dual.cache import RowCache
+    from dask_streamsvm.engine.plan.sizes import stored_bytes
 
     X, y, Xd, yd = _ijcnn1()
     cache_bytes = int(np.ceil(0.1 * stored_bytes(10_000, 10_000 * X.shape[1], 1, X.dtype, False)))
@@ -656,7 +657,7 @@ def test_files_of_one_class_each_are_dealt_into_alike_parts(client, tmp_path, mo
     import pandas as pd
 
     from dask_streamsvm.engine.cluster import parts as cluster
-    from dask_streamsvm.engine.data.source import merge_label_counts
+    from dask_streamsvm.engine.data.labels import merge_label_counts
 
     X, y = load_libsvm_dataset("ijcnn1")
     negative, positive = np.flatnonzero(y < 0)[:4000], np.flatnonzero(y > 0)[:4000]

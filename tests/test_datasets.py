@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dask_streamsvm.datasets import A9A_N_FEATURES, csr_to_dask, load_a9a, load_a9a_dask
+from dask_streamsvm.datasets import A9A_N_FEATURES, load_a9a, load_a9a_dask
+from dask_streamsvm.io import csr_to_dask
 
 
 @pytest.mark.parametrize(("subset", "n_rows"), [("train", 32561), ("test", 16281)])

@@ -12,7 +12,8 @@ from sklearn.svm import LinearSVC as LiblinearSVC
 
 from dask_streamsvm import HashingMap, LinearSVC, PolynomialMap, SpectrumMap, WeightedDegreeMap
 from dask_streamsvm.datasets import make_splice_sites
-from dask_streamsvm.engine.dual.cache import AlphaStore, RowCache
+from dask_streamsvm.engine.dual.alpha_store import AlphaStore
+from dask_streamsvm.engine.dual.cache import RowCache
 from dask_streamsvm.engine.plan.layout import as_kernel_rows, kernel_rows
 from dask_streamsvm.features import materialise
 from dask_streamsvm.io import csr_to_dask

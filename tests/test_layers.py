@@ -1,9 +1,14 @@
 """The package's layers, read from its source: imports go one way, kernels stay small.
 
 Estimators (top-level modules) call the engine (``engine/``), which calls
-the kernels (``kernels/``).  The import graph is built with :mod:`ast` from
-every ``import`` statement, function-level ones included, so a lazy import
-cannot hide a cycle.
+the kernels (``kernels/``).  Inside the engine, its rooms are layered too
+(:data:`ROOMS`): the door (``fit``, ``choice``) over the cluster, the
+cluster over the models' drivers, the models over the dual and primal
+solvers, the solvers over the read path, the read path over the store and
+the plan.  The import graph is built with :mod:`ast` from every ``import``
+statement, function-level ones included, so a lazy import cannot hide a
+cycle.  A name is imported from the module that defines it, or from a
+package's face (its ``__init__``), and a private name never crosses modules.
 """
 
 import ast
@@ -128,25 +133,31 @@ def test_no_function_takes_more_than_12_positional_arguments():
     assert wide == []
 
 
-# The linear models' modules reach the engine through its front door, the plan, the source and the archive.
+# The linear models' modules reach the engine through its door (where, then fit), the plan's
+# vocabulary and the Dask source.
 ESTIMATOR_ENGINE = {
     "dask_streamsvm.engine.fit",
+    "dask_streamsvm.engine.choice",
     "dask_streamsvm.engine.plan.problem",
+    "dask_streamsvm.engine.plan.losses",
+    "dask_streamsvm.engine.plan.sizes",
     "dask_streamsvm.engine.data.source",
-    "dask_streamsvm.engine.store.archive",
 }
 LINEAR_MODULES = (
     "dask_streamsvm.linear",
     "dask_streamsvm.logistic",
     "dask_streamsvm._linear_model",
-    "dask_streamsvm._linear_input",
 )
+# The engine's rooms by layer: a room imports only rooms of a lower layer (and itself); two rooms of
+# one layer import neither the other.  "door" is the modules directly in engine/.
+ROOMS = {
+    "door": 6, "cluster": 5, "models": 4, "dual": 3, "primal": 3, "data": 2, "store": 1, "plan": 1,
+}  # fmt: skip
 # The rooms of losses: only they name one (in code, strings and comments; docstrings are docs).
 LOSS_ROOMS = {"dask_streamsvm.kernels.losses", "dask_streamsvm.engine.plan.losses"}
 # A loss's name: the hinge, or "squared" on its own (a squared norm is no loss, and the messages
 # that name it are the reliability tests' to keep).
 LOSS_NAME = re.compile(r"hinge|squared(?![ _]norm)", re.IGNORECASE)
-MAX_LINES = 600
 
 
 def _engine_imports(name):
@@ -159,8 +170,8 @@ def test_the_estimator_reaches_the_engine_only_through_its_front_door(module):
 
 
 def test_the_front_door_rule_sees_an_engine_import():
-    """The rule above reads the imports it should: linear.py does import engine.fit."""
-    assert "dask_streamsvm.engine.fit" in _engine_imports("dask_streamsvm.linear")
+    """The rule above reads the imports it should: _linear_model.py does import engine.fit."""
+    assert "dask_streamsvm.engine.fit" in _engine_imports("dask_streamsvm._linear_model")
 
 
 def _docs_and_defaults(tree):
@@ -228,9 +239,134 @@ def test_the_loss_rule_finds_a_planted_name():
     assert 5 not in found and 7 not in found and found.count(8) == 1
 
 
-def test_no_module_is_longer_than_600_lines():
-    lines = {name: len(path.read_text().splitlines()) for name, path in _sources().items()}
-    assert {name: n for name, n in lines.items() if n > MAX_LINES} == {}
+def _room(module):
+    """The engine room of ``module`` ("door" for the modules directly in engine/), or None."""
+    parts = module.split(".")
+    if parts[:2] != ["dask_streamsvm", "engine"] or len(parts) < 3:
+        return None
+    return parts[2] if parts[2] in ROOMS else "door"
+
+
+def _room_crossings(graph):
+    """``(importer, imported)`` pairs of the engine that import a room of the same or a higher layer."""
+    wrong = []
+    for name, imported in graph.items():
+        here = _room(name)
+        for other in imported:
+            there = _room(other)
+            if here is None or there is None or here == there:
+                continue
+            if ROOMS[there] >= ROOMS[here]:
+                wrong.append((name, other))
+    return sorted(wrong)
+
+
+def test_the_engines_rooms_import_only_lower_layers():
+    rooms = {p.name for p in (PACKAGE / "engine").iterdir() if (p / "__init__.py").exists()}
+    assert set(ROOMS) - {"door"} == rooms  # every room has its layer
+    assert _room_crossings(_graph()) == []
+
+
+def test_the_room_rule_finds_a_planted_import_up_or_across():
+    graph = _graph()
+    graph["dask_streamsvm.engine.data.reader"] |= {"dask_streamsvm.engine.dual.cache"}  # up
+    graph["dask_streamsvm.engine.dual.sbm"] |= {"dask_streamsvm.engine.primal.newton"}  # across
+    assert _room_crossings(graph) == [
+        ("dask_streamsvm.engine.data.reader", "dask_streamsvm.engine.dual.cache"),
+        ("dask_streamsvm.engine.dual.sbm", "dask_streamsvm.engine.primal.newton"),
+    ]
+
+
+def test_the_engine_is_rooms_behind_a_door():
+    """At most 4 modules directly in engine/ (the door and its face), at most 13 in any folder, and
+    each room's face says in a docstring what it owns."""
+    engine = PACKAGE / "engine"
+    assert len(list(engine.glob("*.py"))) <= 4
+    for folder in [engine, *(p for p in engine.iterdir() if (p / "__init__.py").exists())]:
+        assert len(list(folder.glob("*.py"))) <= 13, folder
+        assert ast.get_docstring(ast.parse((folder / "__init__.py").read_text())), folder
+
+
+def _defined(path):
+    """The names a module defines at its top level (functions, classes, assignments, in ``if`` and
+    ``try`` blocks too)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    return names
+
+
+def _borrowed_names(sources):
+    """``(importer, module, name)`` of every ``from .m import n`` in the package whose ``n`` is not
+    defined in ``m`` (a package's face, ``__init__``, may hand names on), and of every private name
+    (``_x``, dunders aside) imported from another module."""
+    found = []
+    for name, path in sources.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or not node.level:
+                continue
+            base = package.split(".")
+            module = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else []))
+            if module not in sources:
+                continue
+            defined = _defined(sources[module])
+            face = sources[module].name == "__init__.py"
+            for alias in node.names:
+                if f"{module}.{alias.name}" in sources:
+                    continue  # a submodule
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if private or (not face and alias.name not in defined):
+                    found.append((name, module, alias.name))
+    return sorted(found)
+
+
+def test_every_name_is_imported_from_where_it_is_defined():
+    assert _borrowed_names(_sources()) == []
+
+
+def test_the_borrowed_name_rule_finds_a_planted_one(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("from .a import f\n")
+    (package / "a.py").write_text("from .b import g\ndef f():\n    return g()\n_h = 1\n")
+    (package / "b.py").write_text("def g():\n    return 1\n")
+    (package / "c.py").write_text("from .a import g, f, _h\nfrom . import f as face\n")
+    sources = {"pkg": package / "__init__.py", **{f"pkg.{m}": package / f"{m}.py" for m in "abc"}}
+    assert _borrowed_names(sources) == [("pkg.c", "pkg.a", "_h"), ("pkg.c", "pkg.a", "g")]
+
+
+@pytest.mark.parametrize(
+    "module, cls", [("_linear_model", "LinearModel"), ("onepass", "OnePassSVC"), ("budgeted", "BudgetedSVC")]
+)
+def test_each_estimators_fit_calls_at_most_two_engine_functions(module, cls):
+    """An estimator's ``_fit`` reaches the engine through at most two calls (the linear models:
+    where, then fit); its own algorithms (the two other models') stay its own."""
+    tree = ast.parse((PACKAGE / f"{module}.py").read_text())
+    engine_names = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("engine")
+        for alias in node.names
+    }
+    method = next(
+        f for c in tree.body if isinstance(c, ast.ClassDef) and c.name == cls
+        for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "_fit"
+    )  # fmt: skip
+    calls = [n.func.id for n in ast.walk(method) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+    assert len([name for name in calls if name in engine_names]) <= 2
+    assert "streams" not in engine_names
+
+
+def test_the_door_asks_no_rule_itself():
+    """engine/fit.py asks :func:`~dask_streamsvm.engine.choice.choose` (and its second stage), never
+    the rules it applies."""
+    text = (PACKAGE / "engine" / "fit.py").read_text()
+    assert "use_primal(" not in text and "cluster_method(" not in text and "where_to_fit(" not in text
 
 
 def test_the_solvers_table_of_the_docs_lists_the_registered_solvers():

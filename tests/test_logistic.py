@@ -339,8 +339,8 @@ def test_a_refused_newton_step_is_halved_by_the_next_read():
 
 def test_in_memory_newton_starts_from_a_sample(monkeypatch):
     """A tall in-memory fit takes Newton's damped first steps on a tenth of its rows
-    (primal.memory_start): its reads of every row are the last two or three, numbered from 1."""
-    from dask_streamsvm.engine.primal import newton as primal
+    (warm.memory_start): its reads of every row are the last two or three, numbered from 1."""
+    from dask_streamsvm.engine.primal import warm
 
     from ._helpers import noisy_linear_data
 
@@ -348,7 +348,7 @@ def test_in_memory_newton_starts_from_a_sample(monkeypatch):
     clf = LogisticRegression(C=1.0, tol=1e-8, random_state=0).fit(X, y)
     assert clf.history_[0]["sample_rows"] == 10_000 and clf.history_[0]["pass"] == 1
     assert clf.n_iter_ <= 4 and clf.duality_gap_ <= 1e-8
-    monkeypatch.setattr(primal, "MEMORY_SAMPLE_SHARE", 0.3)  # a sample of more than a quarter: none
+    monkeypatch.setattr(warm, "MEMORY_SAMPLE_SHARE", 0.3)  # a sample of more than a quarter: none
     cold = LogisticRegression(C=1.0, tol=1e-8, random_state=0).fit(X, y)
     assert "sample_rows" not in cold.history_[0] and cold.n_iter_ > clf.n_iter_
     assert cold.objective_ == pytest.approx(clf.objective_, rel=1e-8)

@@ -19,7 +19,8 @@ import pytest
 from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine.data import malloc as _malloc
 from dask_streamsvm.engine.data.source import DaskSource
-from dask_streamsvm.engine.dual.cache import AlphaStore, RowCache
+from dask_streamsvm.engine.dual.alpha_store import AlphaStore
+from dask_streamsvm.engine.dual.cache import RowCache
 from dask_streamsvm.engine.dual.trainer import fit_rows, reserve_full
 
 from ._helpers import noisy_linear_data

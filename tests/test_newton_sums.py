@@ -10,6 +10,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.special import expit
 
+from dask_streamsvm.engine.primal import reads
 from dask_streamsvm.engine.primal import sums as primal_sums
 from dask_streamsvm.engine.primal.sums import STEPS, block_sums, gram, too_large, trial_steps
 from dask_streamsvm.kernels import losses as kl
@@ -163,19 +164,19 @@ def test_the_in_memory_rule_between_the_hessian_and_its_products():
     plan = FitPlan()
     assert primal_sums.SPARSE_HESSIAN_PAIRS == 16
     full = sp.random(100, 20, density=0.5, format="csr", random_state=np.random.RandomState(0))
-    dense = primal_sums.memory_layout(full)
+    dense = reads.memory_layout(full)
     assert isinstance(dense, np.ndarray) and np.array_equal(dense, full.toarray())
-    assert primal_sums.memory_layout(dense) is dense  # half full: stays dense
+    assert reads.memory_layout(dense) is dense  # half full: stays dense
     thin = sp.random(100, 600, density=0.02, format="csr", random_state=np.random.RandomState(1))
-    assert primal_sums.memory_layout(thin) is thin
-    made = primal_sums.memory_layout(thin.toarray())  # 2% full and dense: made sparse
+    assert reads.memory_layout(thin) is thin
+    made = reads.memory_layout(thin.toarray())  # 2% full and dense: made sparse
     assert sp.issparse(made) and (made != thin).nnz == 0
-    assert not primal_sums.prefers_products(thin, plan)  # 12 nonzeros a row: 6 pairs a nonzero
+    assert not reads.prefers_products(thin, plan)  # 12 nonzeros a row: 6 pairs a nonzero
     busy = sp.random(100, 600, density=0.1, format="csr", random_state=np.random.RandomState(2))
-    assert primal_sums.prefers_products(busy, plan)  # 60 nonzeros a row: 30 pairs a nonzero
+    assert reads.prefers_products(busy, plan)  # 60 nonzeros a row: 30 pairs a nonzero
     width = primal_sums.CG_WIDTH
     wide = sp.random(100, width, density=0.001, format="csr", random_state=np.random.RandomState(3))
-    assert primal_sums.prefers_products(wide, plan) and not primal_sums.prefers_products(dense, plan)
+    assert reads.prefers_products(wide, plan) and not reads.prefers_products(dense, plan)
 
 
 def test_the_chunking_does_not_change_the_sums_beyond_rounding(small_chunks, float64_hessian):

@@ -7,7 +7,7 @@ import pytest
 from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 
 from dask_streamsvm import LinearSVC, io
-from dask_streamsvm.engine import fit as fit_module
+from dask_streamsvm.engine import choice
 from dask_streamsvm.engine.data.source import DaskSource
 from dask_streamsvm.engine.plan.sizes import stored_bytes
 from dask_streamsvm.io import read_libsvm
@@ -43,7 +43,7 @@ def _model(**kw):
 
 def _counted_first(monkeypatch):
     """Make the next fits count the classes in a read of their own, as before."""
-    monkeypatch.setattr(fit_module, "_trains_while_counting", lambda *args: False)
+    monkeypatch.setattr(choice, "trains_while_counting", lambda *args: False)
 
 
 @pytest.mark.parametrize("solver", ["sbm", "streamsvm"])

@@ -5,8 +5,10 @@ import numpy as np
 import pytest
 
 from dask_streamsvm import LinearSVC
-from dask_streamsvm.engine.dual.cache import AlphaStore, RowCache, slot_overhead
+from dask_streamsvm.engine.dual.alpha_store import AlphaStore
+from dask_streamsvm.engine.dual.cache import RowCache
 from dask_streamsvm.engine.plan.problem import CACHE_POLICIES, FitPlan
+from dask_streamsvm.engine.plan.sizes import slot_overhead
 from dask_streamsvm.kernels.rng import make_state
 
 from ._helpers import load_libsvm_dataset

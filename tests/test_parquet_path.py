@@ -219,7 +219,7 @@ def test_columns_into_rows_is_the_transpose(dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_first_non_finite_finds_the_first_bad_value_and_the_largest_magnitude_before_it(dtype):
-    from dask_streamsvm.engine.data.source import first_non_finite
+    from dask_streamsvm.engine.data.checks import first_non_finite
 
     X = np.arange(-30, 30, dtype=dtype).reshape(6, 10)
     assert first_non_finite(X) == (-1, 30.0)

@@ -11,6 +11,7 @@ from sklearn.svm import LinearSVC as LiblinearSVC
 from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine.plan.problem import FitPlan
 from dask_streamsvm.engine.primal import newton as primal
+from dask_streamsvm.engine.primal import reads
 
 from ._helpers import load_libsvm_dataset
 
@@ -282,7 +283,7 @@ def test_the_conjugate_gradient_is_preconditioned_by_the_hessians_diagonal(monke
     )
 
     def products():
-        read = primal.memory_read(X, (y > 0).astype(int), np.ones(len(y)), plan, products=True)
+        read = reads.memory_read(X, (y > 0).astype(int), np.ones(len(y)), plan, products=True)
         result = primal.solve_primal(read, plan, X.shape[1])
         assert result.converged[0]
         return sum(r["hessian_products"] for r in result.history)
@@ -293,12 +294,11 @@ def test_the_conjugate_gradient_is_preconditioned_by_the_hessians_diagonal(monke
 
 
 def test_hessian_products_and_the_hessian_reach_the_same_optimum(monkeypatch):
-    from dask_streamsvm.engine.primal import sums as primal_sums
 
     X, y = load_libsvm_dataset("ijcnn1")
     dense = LinearSVC(dual=False, tol=1e-8).fit(X.toarray(), y)
     formed = LinearSVC(dual=False, tol=1e-8).fit(X, y)  # 59% full: made dense once, the Hessian formed
-    monkeypatch.setattr(primal_sums, "prefers_products", lambda X, plan: True)
+    monkeypatch.setattr(reads, "prefers_products", lambda X, plan: True)
     sparse = LinearSVC(dual=False, tol=1e-8).fit(X, y)
     assert sum(r["hessian_products"] for r in sparse.history_) > 0
     assert sum(r["hessian_products"] for r in dense.history_) == 0
@@ -320,7 +320,7 @@ def test_a_full_step_that_does_not_decrease_enough_is_shortened_from_the_same_re
     plan = FitPlan(C=1000.0, tol=1e-12, max_iter=60, solver="memory").with_labels(
         classes, np.bincount(y), classes
     )
-    result = primal.solve_primal(primal.memory_read(X, y, np.ones(len(y)), plan), plan, 2)
+    result = primal.solve_primal(reads.memory_read(X, y, np.ones(len(y)), plan), plan, 2)
     assert result.converged[0] and result.certificates[0].relative_gap <= 1e-12
     rejected = [r for r in result.history if not r["accepted"]]
     assert rejected and all(0 < r["step"] < 1 for r in rejected)

@@ -19,7 +19,8 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from dask_streamsvm import LinearSVC
-from dask_streamsvm.engine.dual.cache import AlphaStore, RowCache
+from dask_streamsvm.engine.dual.alpha_store import AlphaStore
+from dask_streamsvm.engine.dual.cache import RowCache
 from dask_streamsvm.engine.store import checkpoint as ckpt
 from dask_streamsvm.kernels.rng import make_state
 

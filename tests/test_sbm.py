@@ -10,7 +10,8 @@ import scipy.sparse as sp
 from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine.data.source import DaskSource
 from dask_streamsvm.engine.dual import sbm as engine_sbm
-from dask_streamsvm.engine.dual.cache import AlphaStore, RowCache
+from dask_streamsvm.engine.dual.alpha_store import AlphaStore
+from dask_streamsvm.engine.dual.cache import RowCache
 from dask_streamsvm.engine.dual.sbm import BlockTrainer
 from dask_streamsvm.engine.dual.schedules import fit_stream
 from dask_streamsvm.engine.plan.problem import FitPlan

@@ -12,7 +12,8 @@ import pytest
 import scipy.sparse as sp
 
 from dask_streamsvm.engine.data.reader import Reader
-from dask_streamsvm.engine.data.source import DaskSource, RowIds
+from dask_streamsvm.engine.data.row_ids import RowIds
+from dask_streamsvm.engine.data.source import DaskSource
 from dask_streamsvm.io import read_libsvm
 
 from ._helpers import dataset_path, load_libsvm_dataset

@@ -8,7 +8,9 @@ import pytest
 import scipy.sparse as sp
 
 from dask_streamsvm import LinearSVC, read_libsvm
-from dask_streamsvm.engine.dual.cache import AlphaStore, RowCache, parse_bytes
+from dask_streamsvm.engine.dual.alpha_store import AlphaStore
+from dask_streamsvm.engine.dual.cache import RowCache
+from dask_streamsvm.engine.plan.sizes import parse_bytes
 from dask_streamsvm.kernels.rng import make_state
 
 from ._helpers import LIBLINEAR_OPTIMA, a9a_dask, dataset_path, load_libsvm_dataset
@@ -283,7 +285,7 @@ def test_streaming_weights_intercept_and_verbose_match_the_memory_solver(capsys,
 def test_cache_bytes_as_a_share_of_the_rows_is_one_rule_for_every_input(kind):
     """cache_bytes="10%": a tenth of the rows' bytes as the row cache stores them, for in-memory
     and Dask input alike; the cache fills up to it and not past it, and the fit is certified."""
-    from dask_streamsvm.engine.dual.cache import stored_bytes
+    from dask_streamsvm.engine.plan.sizes import stored_bytes
 
     X, y = load_libsvm_dataset("a9a")
     X, y = X[:8000].toarray(), y[:8000]

@@ -7,7 +7,9 @@ import scipy.sparse as sp
 
 from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine.dual import streamsvm
-from dask_streamsvm.engine.dual.cache import AlphaStore, RowCache, slot_overhead
+from dask_streamsvm.engine.dual.alpha_store import AlphaStore
+from dask_streamsvm.engine.dual.cache import RowCache
+from dask_streamsvm.engine.plan.sizes import slot_overhead
 from dask_streamsvm.kernels import cache as kc
 from dask_streamsvm.kernels.rng import make_state
 

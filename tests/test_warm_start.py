@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine.data.source import Block
 from dask_streamsvm.engine.primal import newton as primal
+from dask_streamsvm.engine.primal import warm as warm_starts
 from dask_streamsvm.engine.primal.reads import SAMPLE_SEED, _Sampler
 
 from ._helpers import noisy_linear_data
@@ -73,14 +74,14 @@ def test_a_fit_keeps_its_sample_inside_cache_bytes():
 
 def test_the_sample_size_rule():
     """4,000 rows a column of the model, at least 20,000: measured (docs/benchmarks.md, "warm start")."""
-    assert primal.sample_rows(60) == 244_000 and primal.sample_rows(2) == 20_000
+    assert warm_starts.sample_rows(60) == 244_000 and warm_starts.sample_rows(2) == 20_000
 
 
 def test_a_warm_start_from_labels_sorted_and_a_tiny_sample_reaches_liblinears_optimum(monkeypatch):
     """The sample is not representative: the rows are sorted by label and it holds 4 rows (it may
     see one class only).  The full reads still end at LIBLINEAR's optimum within the certified gap."""
-    monkeypatch.setattr(primal, "SAMPLE_MIN_ROWS", 0)
-    monkeypatch.setattr(primal, "SAMPLE_ROWS_PER_WIDTH", 1)
+    monkeypatch.setattr(warm_starts, "SAMPLE_MIN_ROWS", 0)
+    monkeypatch.setattr(warm_starts, "SAMPLE_ROWS_PER_WIDTH", 1)
     X, y = raw_scale_tall(30_000)
     X = X / 255.0
     order = np.argsort(y, kind="stable")
@@ -95,10 +96,10 @@ def test_a_warm_start_saves_reads_on_tall_data(monkeypatch):
     """The same fit from w = 0 (a sample of no rows) takes more reads: the rule is what saves them."""
     X, y = noisy_linear_data(120_000, 10)
     Xd, yd = da.from_array(X, chunks=20_000), da.from_array(y, chunks=20_000)
-    monkeypatch.setattr(primal, "SAMPLE_MIN_ROWS", 0)
-    monkeypatch.setattr(primal, "SAMPLE_ROWS_PER_WIDTH", 4_000)  # the rule: 44,000 of 120,000 rows
+    monkeypatch.setattr(warm_starts, "SAMPLE_MIN_ROWS", 0)
+    monkeypatch.setattr(warm_starts, "SAMPLE_ROWS_PER_WIDTH", 4_000)  # the rule: 44,000 of 120,000 rows
     warm = LinearSVC(dual=False, C=1.0, tol=1e-3).fit(Xd, yd)
-    monkeypatch.setattr(primal, "SAMPLE_ROWS_PER_WIDTH", 0)
+    monkeypatch.setattr(warm_starts, "SAMPLE_ROWS_PER_WIDTH", 0)
     cold = LinearSVC(dual=False, C=1.0, tol=1e-3).fit(Xd, yd)
     assert "sample_rows" not in cold.history_[0]
     assert warm.history_[0]["sample_rows"] == 44_000 and warm.n_iter_ < cold.n_iter_
@@ -143,7 +144,7 @@ def test_the_band_saves_reads(monkeypatch):
     0, plain Newton steps from the warm start) the same fit takes more."""
     X, y = noisy_linear_data(200_000, 10)
     Xd, yd = da.from_array(X, chunks=25_000), da.from_array(y, chunks=25_000)
-    monkeypatch.setattr(primal, "SAMPLE_ROWS_PER_WIDTH", 400)  # 20,000 of 200,000 rows
+    monkeypatch.setattr(warm_starts, "SAMPLE_ROWS_PER_WIDTH", 400)  # 20,000 of 200,000 rows
     banded = LinearSVC(dual=False, C=1.0, tol=1e-6).fit(Xd, yd)
     monkeypatch.setattr(primal, "BAND_SHARE", 0.0)
     plain = LinearSVC(dual=False, C=1.0, tol=1e-6).fit(Xd, yd)

@@ -79,7 +79,7 @@ _OPTIONS = {
 def _checked_model(model):
     """``model``'s parameters checked as ``fit`` checks them, before any data is opened; a bad one is a
     one-line error naming the option that set it."""
-    from .._stream_classifier import checked_params
+    from .._validation import checked_params
 
     try:
         checked_params(model)

@@ -1,14 +1,30 @@
-"""Which method a fit runs, and where: the choices :func:`~.fit.fit` makes before any solve.
+"""Which method a fit runs, and where, chosen once: the door's two questions and their one answer.
 
-- **where** (:func:`where_to_fit`): ``cluster="auto"`` resolved to the active client's cluster or
-  this process; streaming or in memory (:func:`streams`);
-- **primal or dual** (:func:`use_primal`): the primal Newton solver with ``dual=False``, or with
-  ``"auto"`` on tall data (:data:`PRIMAL_RATIO`) where it applies (:func:`primal_blocker`), and
-  whether the read that counts the classes is its first (:func:`first_read_trains`);
-- **the cluster's method** (:func:`cluster_method`): Newton with formed Hessians, truncated Newton,
-  CoCoA+ or averaging.
+A fit asks twice, each time once:
+
+1. **where** (:func:`place`, before the input is opened): ``cluster="auto"`` resolved to the active
+   client's cluster or this process (:func:`where_to_fit`), streaming or in memory, and what the plan
+   cannot do with this input (a ValueError before any read).  The answer is a :class:`Placement`.
+2. **how** (:func:`choose`, once the input is opened and its width known): a :class:`Method`, the
+   one record of the fit's method: where it runs, primal Newton or dual coordinate descent, the
+   streaming schedule or the cluster's method (:func:`cluster_method`), and what the first read does.
+   Where the rows are not known before a read (``dual="auto"`` streamed), primal or dual is left open
+   (``Method.primal`` None) and decided by the second stage, :func:`after_count`, once the read that
+   counts the classes has counted the rows.
+
+The rules they apply are named here too: :func:`primal_blocker` (what the primal solver cannot
+train), :func:`use_primal` (``dual="auto"`` on tall data, :data:`PRIMAL_RATIO`) and
+:func:`cluster_method`.
 """
 
+import dataclasses
+import os
+from dataclasses import dataclass
+
+from .cluster.runtime import resolve_client
+from .data.parquet import footer_rows
+from .data.source import is_dask_collection
+from .data.spill import check_spill_dir
 from .plan.losses import newton_blocker
 from .plan.problem import STREAMING_SOLVERS, model_width
 from .primal.newton import MAX_WIDTH
@@ -19,6 +35,137 @@ from .primal.sums import CG_WIDTH
 PRIMAL_RATIO = 100
 # dual="auto" makes the read that counts the classes the primal solver's first read up to this width.
 FIRST_READ_WIDTH = 256
+# The schedule a streaming fit runs when the plan says "auto".
+DEFAULT_STREAMING = STREAMING_SOLVERS[0]
+# Where a fit runs (Method.where), and the methods a cluster fit may run (``history_``'s "method").
+WHERE = ("memory", "stream", "cluster")
+CLUSTER_METHODS = ("newton", "truncated_newton", "cocoa", "average")
+# What a streamed fit's first read does (Method.first_read), unless a checkpoint holds the counts:
+# train the dual solvers while it counts (text), keep the primal solver's sample and moments while it
+# counts, or count the labels alone.
+FIRST_READS = ("trains", "primal", "labels")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a fit runs (:func:`place`): ``plan`` with ``cluster="auto"`` resolved, the cluster's
+    ``client`` (None in this process), ``where`` (one of :data:`WHERE`) and what the input is."""
+
+    plan: object
+    client: object
+    where: str
+    checkpointing: bool = False
+    resuming: bool = False
+
+
+@dataclass(frozen=True)
+class Method:
+    """The method of one fit (:func:`choose`; :func:`after_count` for ``primal`` left open).
+
+    ``where``: one of :data:`WHERE`; ``primal``: the primal Newton solver (True), the dual solvers
+    (False), or None: decided once the rows are counted; ``schedule``: the dual solver (``"memory"``
+    in memory, a streaming schedule streamed); ``cluster``: one of :data:`CLUSTER_METHODS` on a
+    cluster; ``first_read``: a streamed fit's, one of :data:`FIRST_READS`; ``known_rows``: the rows
+    known before any read (a Dask Array's chunks, Parquet footers), or None.
+    """
+
+    where: str
+    primal: bool | None
+    schedule: str | None = None
+    cluster: str | None = None
+    first_read: str | None = None
+    known_rows: int | None = None
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
+
+def place(plan, X, client=None, *, checkpointing=False, resuming=False, validating=False):
+    """Where a fit of ``plan`` on the input ``X`` runs, as a :class:`Placement`; a ValueError for
+    what it cannot do with this input, before any read.
+
+    ``X`` is out of core when it is a Dask collection or a path.  ``checkpointing``: a
+    ``checkpoint_dir`` is set; ``resuming``: ``resume=True``; ``validating``: ``validation_data`` is
+    set.  ``plan.spill_dir`` is checked as ``checkpoint_dir`` is (:func:`~.data.spill.check_spill_dir`).
+    """
+    out_of_core, input_name = is_dask_collection(X) or isinstance(X, str | os.PathLike), type(X).__name__
+    plan, client = where_to_fit(
+        plan, client, out_of_core=out_of_core, checkpointing=checkpointing, validating=validating
+    )
+    check_spill_dir(plan.spill_dir)
+    streaming = streams(plan, out_of_core)
+    if (checkpointing or resuming) and (plan.cluster is not None or not streaming):
+        raise ValueError(
+            "checkpoint_dir and resume=True apply to the streaming solvers (solver='streamsvm', 'sbm' "
+            "or 'bm', or 'auto' on a Dask collection or path) without cluster; this fit is "
+            f"solver={plan.solver!r}, cluster={plan.cluster!r} on {input_name}."
+        )
+    if resuming and not checkpointing:
+        raise ValueError("resume=True needs checkpoint_dir, the directory the checkpoint is in.")
+    if plan.dual is False:
+        _check_primal(plan, streaming, checkpointing)
+    if plan.scaler is not None:
+        _check_scaler(plan, validating)
+    if plan.cluster is not None:
+        unsupported = {
+            "multi_class='crammer_singer'": plan.crammer_singer,
+            "probability=True": plan.probability,
+            "validation_data": validating,
+        }
+        for what, used in unsupported.items():
+            if used:
+                raise ValueError(f"cluster={plan.cluster!r} does not support {what} yet; use cluster=None.")
+        where, client = "cluster", resolve_client(client)
+    else:
+        where, client = ("stream" if streaming else "memory"), None
+    return Placement(plan, client, where, checkpointing=checkpointing, resuming=resuming)
+
+
+def choose(placement, plan, data):
+    """The :class:`Method` of a fit of ``plan`` (its feature map's spec set) on the opened ``data``
+    (:class:`~.fit.MemoryData` or a :class:`~.data.source.DaskSource`), placed by :func:`place`.
+
+    In memory the rows are known: primal or dual is decided here.  On a cluster the method follows
+    from the plan and the width (:func:`cluster_method`).  Streamed, the first read is chosen
+    (:data:`FIRST_READS`, unless a resumed fit's checkpoint holds the counts): text, which every read
+    parses, trains the dual solvers while it counts where the primal solver can never apply; the
+    primal solver's first read keeps its sample while it counts where it applies and is cheap;
+    else the labels alone are counted.  Primal or dual is then decided here where the plan says
+    (``dual=True`` or ``False``, or a first read that trains the dual solvers), else after the
+    count (:func:`after_count`).
+    """
+    schedule = plan.solver if plan.solver in STREAMING_SOLVERS else DEFAULT_STREAMING
+    if placement.where == "memory":
+        n_rows, n_features = data.X.shape
+        primal = use_primal(plan, n_rows, n_features, streaming=False)
+        return Method("memory", primal, schedule=None if primal else "memory")
+    n_features = data.n_features
+    if placement.where == "cluster":
+        return Method("cluster", None, schedule=schedule, cluster=cluster_method(plan, n_features))
+    checkpointing = placement.checkpointing
+    could_be_primal = plan.dual is not True and use_primal(
+        plan, None, n_features, checkpointing=checkpointing
+    )  # fmt: skip
+    primal = {True: False, False: True}.get(plan.dual)
+    if plan.dual == "auto" and not could_be_primal:
+        primal = False
+    known = None
+    if trains_while_counting(plan, data, could_be_primal, checkpointing):
+        first = "trains"
+    else:
+        cheap = plan.model_width(n_features) + 1 <= FIRST_READ_WIDTH
+        if plan.dual is False or (plan.dual == "auto" and could_be_primal and cheap):
+            known = footer_rows(data)  # Parquet's footers, a few kB a file, read once
+        first = "primal" if _first_read_trains(plan, n_features, known, checkpointing) else "labels"
+    return Method("stream", primal, schedule=schedule, first_read=first, known_rows=known)
+
+
+def after_count(method, plan, n_rows, n_features):
+    """The second stage of :func:`choose`: ``method`` with primal or dual decided, now that the read
+    that counted the classes has counted ``n_rows`` rows (``method`` itself where it was decided)."""
+    if method.primal is not None:
+        return method
+    return method.replace(primal=use_primal(plan, n_rows, n_features, checkpointing=False))
 
 
 def streams(plan, out_of_core):
@@ -97,24 +244,43 @@ def primal_blocker(plan, streaming=True, checkpointing=False):
     return next((what for what, blocks in blockers.items() if blocks), None)
 
 
+def _check_primal(plan, streaming, checkpointing):
+    """``dual=False`` where the primal solver cannot train ``plan``: a ValueError naming why."""
+    blocker = primal_blocker(plan, streaming, checkpointing)
+    if blocker is not None:
+        raise ValueError(
+            f"dual=False (the primal Newton solver) does not support {blocker}; "
+            "use dual=True (the dual solvers) or dual='auto'."
+        )
+
+
 def use_primal(plan, n_rows, n_features, *, streaming=True, checkpointing=False):
     """Whether a fit of ``plan`` on ``n_rows`` rows of ``n_features`` runs the primal Newton solver
-    (``dual=False``, or ``"auto"`` on tall data); ValueError if ``dual=False`` cannot."""
+    (``dual=False``, or ``"auto"`` on tall data); ValueError if ``dual=False`` cannot.  ``n_rows``
+    None asks whether it could for some number of rows (the model is narrow enough, nothing blocks)."""
     if plan.dual is True:
         return False
-    blocker = primal_blocker(plan, streaming, checkpointing)
     if plan.dual is False:
-        if blocker is not None:
-            raise ValueError(
-                f"dual=False (the primal Newton solver) does not support {blocker}; "
-                "use dual=True (the dual solvers) or dual='auto'."
-            )
+        _check_primal(plan, streaming, checkpointing)
         return True
     width = model_width(n_features, plan.feature_map) + 1
-    return blocker is None and width <= MAX_WIDTH and n_rows >= PRIMAL_RATIO * width
+    narrow = primal_blocker(plan, streaming, checkpointing) is None and width <= MAX_WIDTH
+    return narrow and (n_rows is None or n_rows >= PRIMAL_RATIO * width)
 
 
-def first_read_trains(plan, width, known_rows, n_features, checkpointing=False):
+def trains_while_counting(plan, source, could_be_primal, checkpointing):
+    """Whether the first read of ``source`` trains the dual solvers while it counts the classes:
+    text, whose every read parses it, where the primal solver never applies whatever the rows'
+    count (``could_be_primal`` false), with costs that do not depend on the counts (no
+    ``class_weight="balanced"``), no scales to learn first (their read leaves the text spilled, and
+    the count cheap) and no checkpoint."""
+    return (
+        bool(source.text) and plan.scaler is None and not checkpointing
+        and not isinstance(plan.class_weight, str) and not could_be_primal
+    )  # fmt: skip
+
+
+def _first_read_trains(plan, n_features, known_rows, checkpointing):
     """Whether the read that counts the classes also sums their rows' moments, so that it is the
     primal solver's first Newton read: with ``dual=False``, and with ``"auto"`` where the primal
     solver applies, the moments are cheap (at most :data:`FIRST_READ_WIDTH` features) and the
@@ -125,14 +291,10 @@ def first_read_trains(plan, width, known_rows, n_features, checkpointing=False):
     if plan.dual is False:
         return True
     return (
-        width + 1 <= FIRST_READ_WIDTH
+        plan.model_width(n_features) + 1 <= FIRST_READ_WIDTH
         and known_rows is not None
         and use_primal(plan, known_rows, n_features, checkpointing=checkpointing)
     )
-
-
-# The methods a cluster fit may run (``history_``'s ``"method"``, :func:`cluster_method`).
-CLUSTER_METHODS = ("newton", "truncated_newton", "cocoa", "average")
 
 
 def cluster_method(plan, n_features):
@@ -141,7 +303,7 @@ def cluster_method(plan, n_features):
 
     ``dual=False``, and ``cluster="auto"`` where the loss has Newton pieces (the squared hinge) and
     the dual is not asked for: Newton steps, the Hessian formed and added up the tree when the model
-    (plus the bias) is at most :data:`~..primal_sums.CG_WIDTH` wide (``"newton"``), its products
+    (plus the bias) is at most :data:`~.primal.sums.CG_WIDTH` wide (``"newton"``), its products
     otherwise (``"truncated_newton"``): both converge in a number of reads that does not grow with
     the workers.  Where only the dual applies (the hinge loss, ``dual=True``, Crammer-Singer),
     ``"auto"`` runs CoCoA+ (``"cocoa"``).  ``"average"`` and ``"cocoa"`` with ``dual="auto"`` run
@@ -153,3 +315,18 @@ def cluster_method(plan, n_features):
     if not newton:
         return "cocoa" if plan.cluster == "auto" else plan.cluster
     return "truncated_newton" if plan.model_width(n_features) + 1 > CG_WIDTH else "newton"
+
+
+def _check_scaler(plan, validating):
+    """What ``feature_map=Standardize()`` cannot train with: a clear error, before any read."""
+    if validating:
+        raise ValueError(
+            "feature_map=Standardize() does not support validation_data yet (its rows would be scored "
+            "before scaling); score a held-out set after the fit instead."
+        )
+    if plan.scaler.with_mean is True and plan.bias == 0.0:
+        raise ValueError(
+            "Standardize(with_mean=True) with fit_intercept=False: centring the features adds an "
+            "intercept to the raw features' model. Use with_mean='auto' (no centring without an "
+            "intercept) or fit_intercept=True."
+        )

@@ -57,7 +57,7 @@ from .average import PartFit, combined_dual, train_part
 from .changes import Change, add_changes, narrow, touched_columns, widened
 from .cocoa import fit_cocoa
 from .cocoa_local import Part, StaleRound, StreamingPart, cocoa_round, load_part, part_weights
-from .fit import CLUSTER_MODES, fit_cluster
+from .fit import fit_cluster, fit_on_cluster
 from .newton import fit_primal_cluster, part_sums
 from .parts import Packed, assign_parts, class_shares, make_parts, skewed_parts
 from .products import TruncatedNewton, fit_products_cluster
@@ -65,9 +65,10 @@ from .runtime import SchedulerLost, WorkerLost, resolve_client
 from .tree import add_sums, tree_sum
 
 __all__ = [
-    "CLUSTER_MODES", "Change", "Packed", "Part", "PartFit", "SchedulerLost", "StaleRound", "StreamingPart",
+    "Change", "Packed", "Part", "PartFit", "SchedulerLost", "StaleRound", "StreamingPart",
     "TruncatedNewton", "fit_products_cluster",
     "WorkerLost", "add_changes", "add_sums", "assign_parts", "class_shares", "cocoa_round", "combined_dual",
-    "fit_cluster", "fit_cocoa", "fit_primal_cluster", "load_part", "make_parts", "narrow", "part_sums",
+    "fit_cluster", "fit_cocoa", "fit_on_cluster", "fit_primal_cluster", "load_part", "make_parts", "narrow",
+    "part_sums",
     "part_weights", "resolve_client", "skewed_parts", "touched_columns", "train_part", "tree_sum", "widened",
 ]  # fmt: skip

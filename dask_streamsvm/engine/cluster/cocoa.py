@@ -29,7 +29,7 @@ from ..plan.result import FitResult
 from .certify import certificates, relative_gap
 from .changes import add_changes, narrow, widened
 from .cocoa_local import load_part, local_round, part_stats, part_weights, touched_of, update_of
-from .runtime import WorkerLost, cancelled_on_error, gather, live_workers, scatter, submit, wait
+from .runtime import WorkerLost, cancelled_on_error, gather, held, live_workers, scatter, submit, wait
 from .tree import tree_sum
 
 # A fit gives up after this many recoveries from lost workers.
@@ -195,14 +195,6 @@ def _lost_workers(client, states, placed, error):
     return sorted(gone)
 
 
-def _held(client, future):
-    """Whether a worker holds ``future``'s result (false for a cancelled or forgotten one)."""
-    if future.status in ("error", "cancelled", "lost"):
-        return False
-    try:
-        return bool(client.who_has([future]).get(future.key))
-    except Exception:  # noqa: BLE001 - the scheduler forgot it meanwhile
-        return False
 
 
 def _recover(client, states, placed, load):
@@ -218,7 +210,7 @@ def _recover(client, states, placed, load):
             "every Dask worker is gone; the cluster fit cannot go on. Start workers and fit again."
         )
     for j, state in enumerate(states):
-        if placed[j] not in alive or not _held(client, state):
+        if placed[j] not in alive or not held(client, state):
             placed[j] = alive[j % len(alive)]
             states[j] = load(j, placed[j])
     weights = [submit(client, part_weights, s, worker=placed[j]) for j, s in enumerate(states)]

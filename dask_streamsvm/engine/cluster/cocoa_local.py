@@ -36,12 +36,13 @@ from ...kernels.losses import upper_and_diag_arrays
 from ...kernels.objective import add_weighted_rows, weighted_loss_sum
 from ...kernels.rng import make_state
 from ..data.reader import Reader
-from ..dual.cache import AlphaStore, stored_bytes
+from ..dual.alpha_store import AlphaStore
 from ..dual.sbm import INNER_EPS, BlockTrainer
 from ..dual.schedules import TRAINERS
 from ..plan.layout import as_kernel_rows, kernel_rows
 from ..plan.losses import loss_by_code
 from ..plan.problem import class_index, encode_block
+from ..plan.sizes import stored_bytes
 from .changes import Change, touched_columns, widened
 from .runtime import cancel_check, synchronous
 

@@ -1,41 +1,80 @@
-"""The cluster's dual methods behind one call: :func:`fit_cluster` places the parts, counts their
-labels, sizes their caches, and runs ``plan.cluster``'s method."""
+"""A fit on the cluster behind one call: :func:`fit_on_cluster` runs the method the door chose
+(:func:`~..choice.cluster_method`): Newton steps summed up the tree (the Hessian formed,
+:mod:`.newton`, or its products, :mod:`.products`), or the dual methods, whose parts it places,
+whose labels it counts and whose caches it sizes (averaging, :mod:`.average`; CoCoA+,
+:mod:`.cocoa`).  A lost scheduler raises :class:`~.runtime.SchedulerLost`, and a failed fit leaves
+no task of it on the cluster."""
 
+import numpy as np
+from sklearn.utils import check_random_state
+
+from ..plan.problem import CLUSTER_MODES, STREAMING_SOLVERS
 from .average import fit_average
 from .cocoa import fit_cocoa
 from .moments import scaled_parts
+from .newton import fit_primal_cluster
 from .parts import place, with_part_cache
-from .runtime import scheduler_lost
+from .products import fit_products_cluster
+from .runtime import cancelled_on_error, scheduler_lost
 
-CLUSTER_MODES = ("auto", "average", "cocoa")
+
+def fit_on_cluster(client, source, plan, method, hooks, clock_start):
+    """``plan`` (without labels yet) trained on ``source`` over ``client``'s workers by ``method``
+    (``"newton"``, ``"truncated_newton"``, ``"cocoa"`` or ``"average"``): a
+    :class:`~..plan.result.FitResult` with its ``plan`` (labels counted on the workers, a share of
+    memory in bytes), ``messages`` (warnings for the user) and ``parts`` (``cluster_parts_``).
+    Every history record names the method; ``hooks`` see every step or round, and may stop them.
+    """
+    source.scaled = plan.scaler is not None  # the rows' x . x is checked once scaled, as on one machine
+    solver = plan.solver if plan.solver in STREAMING_SOLVERS else STREAMING_SOLVERS[0]
+    seed = int(check_random_state(plan.random_state).randint(np.iinfo(np.int32).max))
+    plan = plan.replace(solver=solver, seed=seed)
+
+    def named(records):
+        for record in records:
+            record["method"] = method
+        return records
+
+    with cancelled_on_error(client):
+        try:
+            if method in ("newton", "truncated_newton"):  # each step one read (or evaluation) of every part
+                newton = fit_primal_cluster if method == "newton" else fit_products_cluster
+
+                def on_pass(records, W):
+                    return hooks.on_pass(named(records), W)
+
+                result = newton(client, source, plan, clock_start=clock_start, on_pass=on_pass)
+            else:
+                on_round = None
+                if hooks.callbacks or hooks.verbose:
+
+                    def on_round(record):
+                        return hooks.on_round(named([record])[0])
+
+                plan = plan.replace(cluster=method)
+                result = fit_cluster(client, source, plan, clock_start=clock_start, on_round=on_round)
+        except Exception as exc:
+            lost = scheduler_lost(client, exc)
+            if lost is None:
+                raise
+            raise lost from exc
+    named(result.history)  # records the hooks did not see too (a warm start that solved all)
+    return result
 
 
 def fit_cluster(client, source, plan, *, clock_start, on_round=None):
-    """Train ``plan`` (without labels yet) on ``source`` over ``client``'s workers: a
-    :class:`~..result.FitResult` with its ``plan`` (labels counted on the workers, a share of
-    memory in bytes), ``messages`` (warnings for the user) and ``parts`` (``cluster_parts_``).
+    """The dual methods: ``plan.cluster`` (``"average"``, :mod:`.average`, or ``"cocoa"``,
+    :mod:`.cocoa`) on ``source`` over ``client``'s workers.
 
-    ``plan.cluster`` is ``"average"`` (:mod:`.average`) or ``"cocoa"`` (:mod:`.cocoa`).
     ``on_round(record)``, after every CoCoA+ round, stops the rounds with a true value.  A
     ``plan.cache_share`` (``cache_bytes="10%"``) is that share of the largest part's bytes, for
-    every worker's cache (:func:`~.parts.with_part_cache`).  A lost scheduler raises
-    :class:`~.runtime.SchedulerLost`.
+    every worker's cache (:func:`~.parts.with_part_cache`).
     """
     if plan.cluster not in ("average", "cocoa"):
         raise ValueError(
             f"cluster must be one of {', '.join(map(repr, CLUSTER_MODES))} to train on a cluster, got "
             f"cluster={plan.cluster!r}; use cluster=None to train in this process."
         )
-    try:
-        return _fit_cluster(client, source, plan, clock_start, on_round)
-    except Exception as exc:
-        lost = scheduler_lost(client, exc)
-        if lost is None:
-            raise
-        raise lost from exc
-
-
-def _fit_cluster(client, source, plan, clock_start, on_round):
     plan, placement = place(client, source, plan, mode=plan.cluster)
     scaler, placement = scaled_parts(client, source, plan, placement)
     plan = with_part_cache(client, plan, placement)

@@ -16,7 +16,7 @@ from .tree import tree_sum
 def part_sums(packed, plan, W, S, todo, band_rows=0, band_bytes=None):
     """The :class:`~..primal.Sums` of one part's rows at ``W + S`` (one read of its partitions),
     with the part's band of ``band_rows`` rows per problem."""
-    from ..primal.newton import stream_read
+    from ..primal.reads import stream_read
 
     with (
         synchronous(),
@@ -52,7 +52,7 @@ def _initial_sums(firsts, plan):
 def _cluster_sample(firsts):
     """The parts' samples as one sample of the data: each part's rows weighted by its rows over its
     sample's (a stratified sample, its loss an estimate of the data's), or None."""
-    from ..primal.reads import Sample, _joined
+    from ..primal.reads import Sample, joined_pieces
 
     samples = [(f.sample, f.totals.rows) for f in firsts if f.sample is not None]
     if not samples or not all(f.clean for f in firsts):
@@ -68,7 +68,7 @@ def _cluster_sample(firsts):
         )
         for sample, seen in samples
     ]  # warm_start scales every row by rows / m: each part's rows count rows_p / m_p
-    _, X, y, w = _joined(pieces)
+    _, X, y, w = joined_pieces(pieces)
     return Sample(X, y, w, rows)
 
 
@@ -80,7 +80,8 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None):
     Exact as on one machine (the sums are the data's sums), and what moves per step is ``W`` and
     ``S`` out to each part and one :class:`~..primal.Sums` (``O(k D^2)`` floats) per tree edge.
     """
-    from ..primal.newton import band_share, sample_rows, solve_primal, warm_start
+    from ..primal.newton import band_share, solve_primal
+    from ..primal.warm import sample_rows, warm_start
 
     plan, placement = place(client, source, plan)
     scaler, placement = scaled_parts(client, source, plan, placement)

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data.source import culled_graph, merge_label_counts
-from ..dual.cache import row_bytes, share_bytes
+from ..data.graphs import culled_graph
+from ..data.labels import merge_label_counts
+from ..plan.sizes import row_bytes, share_bytes
 from .runtime import TaskInput, gather, live_workers, submit, synchronous, wait
 
 # Parts whose shares of a class differ by more than this are "skewed" (:func:`skewed_parts`).

@@ -442,13 +442,13 @@ class TruncatedNewton:
         return {worker for worker in self.placed if worker not in alive}
 
     def _recover(self, gone, reload):
-        from .cocoa import _held
+        from .runtime import held
 
         alive = live_workers(self.client)
         if not alive:
             raise no_workers(self.client)
         for j, future in enumerate(self.parts):
-            if self.placed[j] in gone or not _held(self.client, future):
+            if self.placed[j] in gone or not held(self.client, future):
                 self.placed[j] = alive[j % len(alive)]
                 self.parts[j] = self._load(j, self.plan if reload else None)
         self.evaluated = None

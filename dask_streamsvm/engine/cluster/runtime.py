@@ -348,3 +348,13 @@ def no_workers(client):
         f"{POLL_SECONDS:g} s apart: every Dask worker is gone, and the cluster fit cannot go on. "
         "Start workers (or restart the cluster) and fit again."
     )
+
+
+def held(client, future):
+    """Whether a worker holds ``future``'s result (false for a cancelled or forgotten one)."""
+    if future.status in ("error", "cancelled", "lost"):
+        return False
+    try:
+        return bool(client.who_has([future]).get(future.key))
+    except Exception:  # noqa: BLE001 - the scheduler forgot it meanwhile
+        return False

@@ -25,7 +25,7 @@ def add_sums(first, second):
 def _joined_bands(first, second):
     if first is None or second is None:
         return first if second is None else second
-    from ..primal.reads import Sample, _joined
+    from ..primal.reads import Sample, joined_pieces
 
     joined = []
     for a, b in zip(first, second, strict=True):
@@ -33,7 +33,7 @@ def _joined_bands(first, second):
             joined.append(a if b is None else b)
             continue
         pieces = [(np.zeros(x.n_rows), x.X, x.y, x.sample_weight) for x in (a, b)]
-        _, X, y, w = _joined(pieces)
+        _, X, y, w = joined_pieces(pieces)
         joined.append(Sample(X, y, w, a.rows_seen + b.rows_seen))
     return joined
 

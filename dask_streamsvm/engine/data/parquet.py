@@ -305,3 +305,23 @@ def read_part(fs, pieces, columns, label, weight, dtype):
     y = np.concatenate(y) if len(y) != 1 else y[0]
     w = None if weight is None else np.concatenate(w)
     return X, y, w
+
+
+def footer_rows(source):
+    """The rows of ``source`` before any read: a Dask Array's chunks, or, for Parquet files read by
+    the fast path, the row counts their footers give (None if unknown: with ``on_invalid="skip"``
+    rows may be dropped, which only a read finds).  Footers are a few kB a file, read once."""
+    if source.known_rows is not None or source.parquet_plan is None or source.on_invalid != "raise":
+        return source.known_rows
+    import pyarrow.parquet as pq
+
+    plan, rows = source.parquet_plan, 0
+    try:
+        for pieces in plan.parts:
+            for path, groups in pieces:
+                with plan.fs.open(path, "rb") as f:
+                    meta = pq.ParquetFile(f).metadata
+                rows += meta.num_rows if groups is None else sum(meta.row_group(g).num_rows for g in groups)
+    except (OSError, ValueError):  # the read will name what is wrong with the file
+        return None
+    return rows

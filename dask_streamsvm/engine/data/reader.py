@@ -51,7 +51,7 @@ import numpy as np
 
 from .fingerprint import PartitionPrints
 from .malloc import release_free_memory
-from .source import RowIds
+from .row_ids import RowIds
 from .waiting import POLL, OnThread, ReadTimeout
 
 RETRY_DELAY = 0.1  # seconds before the first repeated read; doubled for each next one, at most 5 s

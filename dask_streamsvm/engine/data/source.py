@@ -21,32 +21,22 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .checks import (
-    check_sparse_structure,
     chunk_rows,
     complex_message,
-    first_non_finite,
     frame_rows,
     invalid_labels,
     label_error,
     non_finite_encoded,
     non_finite_message,
-    overflow_message,
-    overflowing_rows,
     unusable_rows,
 )
 from .graphs import GIVEN, culled_graph, held_kinds
 from .labels import count_labels_of, label_partitions, merge_label_counts
 from .malloc import bound_retention, release_free_memory
-from .row_ids import RowIds
 from .waiting import watched_compute
 
 # What other modules import from here.  The checks, the label counts, the graphs and the row ids
 # live in :mod:`.checks`, :mod:`.labels`, :mod:`.graphs` and :mod:`.row_ids`.
-__all__ = [
-    "Block", "DaskSource", "RowIds", "check_sparse_structure", "count_labels_of", "culled_graph",
-    "encoder_set", "first_non_finite", "invalid_labels", "is_dask_collection", "is_dask_dataframe",
-    "merge_label_counts", "non_finite_encoded", "overflow_message", "overflowing_rows",
-]  # fmt: skip
 
 _LABEL = "__dask_streamsvm_label__"  # columns added to X when y (and the weights) come from its frame
 _WEIGHT = "__dask_streamsvm_weight__"

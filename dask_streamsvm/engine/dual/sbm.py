@@ -57,7 +57,8 @@ import scipy.sparse as sp
 from ...kernels.crammer_singer import cs_select_informative, cs_sweep
 from ...kernels.dcd import Shrinking, dcd_passes
 from ...kernels.sbm import block_sweep, gradients, gradients_and_gap, select_informative, select_random
-from .cache import RowCache, stored_bytes
+from ..plan.sizes import stored_bytes
+from .cache import RowCache
 from .trainer import PassCertifier, fit_rows, reserve_full
 
 # A block's sweeps end when a measure of its gap finds it above STALLED x the last measure's, taken

@@ -36,7 +36,7 @@ from ...kernels.objective import weighted_loss_sum
 from ...kernels.rng import make_state
 from ..data.fingerprint import PartitionPrints
 from ..data.reader import Reader
-from ..data.source import RowIds
+from ..data.row_ids import RowIds
 from ..plan.calibration import held_out
 from ..plan.certificate import Certificate, check_gap
 from ..plan.layout import kernel_rows
@@ -44,7 +44,8 @@ from ..plan.losses import loss_of
 from ..plan.problem import column_max_abs, cs_model, encode_block, linear_scores, scale_advice
 from ..plan.result import FitResult
 from ..store.archive import plain
-from .cache import AlphaStore, RowCache
+from .alpha_store import AlphaStore
+from .cache import RowCache
 
 # Rows in memory are solved at KAPPA x the gap to beat (PassCertifier.solved_below): StreamSVM's
 # cache, SBM's block plus cache.

@@ -12,11 +12,24 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ...kernels.layout import dense_nonzeros, dense_to_csr
 from ...kernels.losses import newton_dual_term, newton_terms
 from ..plan.problem import encode_block
-from .sums import STEPS, Sums, _value_reason, augmented_rows, block_sums, chunk_rows, too_large
-
-__all__ = ["FirstRead", "Sample", "StreamRead", "first_read", "read_once", "stream_read"]
+from .sums import (
+    CG_WIDTH,
+    DENSE_CHUNK_WIDTH,
+    DENSE_FILL,
+    FILL_SAMPLE,
+    SPARSE_HESSIAN_PAIRS,
+    STEPS,
+    ProductRead,
+    Sums,
+    augmented_rows,
+    block_sums,
+    chunk_rows,
+    too_large,
+    value_reason,
+)
 
 
 def read_once(source, plan, counts):
@@ -267,7 +280,7 @@ class _Sampler:
         chosen from the keys alone, and each piece's rows are copied once into the result."""
         keys = np.concatenate([p[0] for p in self.pieces])
         if keys.shape[0] <= self.capacity:
-            self.pieces = [_joined(self.pieces)]
+            self.pieces = [joined_pieces(self.pieces)]
             return
         keep = np.zeros(keys.shape[0], dtype=bool)
         keep[np.argpartition(keys, self.capacity - 1)[: self.capacity]] = True
@@ -288,7 +301,7 @@ class _Sampler:
             elif rows.size:
                 cut.append(tuple(part[rows] for part in piece))
             del piece
-        self.pieces = [tuple(out)] if dense else [_joined(cut)]
+        self.pieces = [tuple(out)] if dense else [joined_pieces(cut)]
         self.count = self.capacity
 
     def sample(self):
@@ -302,7 +315,8 @@ class _Sampler:
         return Sample(X, y, w, self.seen)
 
 
-def _joined(pieces):
+def joined_pieces(pieces):
+    """The kept pieces ``(keys, X, y, w)`` as one piece, in their order."""
     if len(pieces) == 1:
         return pieces[0]
     keys = np.concatenate([p[0] for p in pieces])
@@ -360,7 +374,7 @@ def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=N
     (the dual solvers may train) the sample is dropped and ``clean`` false: the first Newton read,
     if there is one, refuses it.
     """
-    from ..data.source import count_labels_of, merge_label_counts
+    from ..data.labels import count_labels_of, merge_label_counts
 
     D = width + 1
     counts, ids = [], []
@@ -407,7 +421,7 @@ def _add_moments(moments, block, plan, D):
         top[-1] = abs(float(plan.bias))
         for j, m in enumerate(entries):
             m[2][:-1] += first[j]
-        return _value_reason(top, plan.bias, False)
+        return value_reason(top, plan.bias, False)
     if (reason := _block_too_large(block, plan, D)) is not None:
         return reason
     step = chunk_rows(D)
@@ -429,3 +443,72 @@ def _block_too_large(block, plan, D):
         if (reason := too_large(Xa, plan.bias, True)) is not None:
             return reason
     return None
+
+
+def memory_read(X, y_index, weights, plan, products=None):
+    """``read`` for :func:`~.primal.solve_primal` on in-memory rows (a 2-D array or CSR).
+
+    ``products``: whether the Newton directions come from Hessian products (conjugate gradient,
+    :class:`ProductRead`) instead of the ``D x D`` Hessian; None picks by :func:`prefers_products`.
+    """
+    Y, cost = plan.signs[:, y_index], plan.costs[:, y_index] * weights
+    X = memory_layout(X)
+    if products is None:
+        products = prefers_products(X, plan)
+    if products:
+        return ProductRead(X, Y, cost, plan.bias, plan.loss_code)
+    reads = [0]
+
+    def read(W, S, todo):
+        where = "" if reads[0] == 0 else None  # the first read checks the values (:func:`too_large`)
+        reads[0] += 1
+        return block_sums(X, Y[todo], cost[todo], W, S, plan.bias, plan.loss_code, plan.feature_map, where)
+
+    return read
+
+
+def memory_layout(X):
+    """In-memory rows in the layout the reads take best, made once: CSR rows narrower than
+    :data:`DENSE_CHUNK_WIDTH` and at least :data:`DENSE_FILL` full dense (float64, at most
+    1/DENSE_FILL times their values' bytes: the reads would make every chunk of them dense anyway,
+    at every read), and dense rows less full than that CSR (fewer bytes; a Hessian of their
+    nonzero pairs, or its products, where BLAS would multiply every zero: w8a stored dense, 4%
+    full, took 2.5 s to a 1e-6 gap, 9 times LIBLINEAR's, which makes it sparse too); others as
+    they are.  A dense array's fill is estimated from up to :data:`FILL_SAMPLE` of its rows."""
+    if sp.issparse(X):
+        if X.shape[1] < DENSE_CHUNK_WIDTH and X.nnz >= DENSE_FILL * X.shape[0] * X.shape[1]:
+            return np.ascontiguousarray(sp.csr_matrix(X, dtype=np.float64).toarray())
+        return X
+    X = np.asarray(X)
+    step = max(1, X.shape[0] // FILL_SAMPLE)
+    rows = X[::step]
+    if rows.size and np.count_nonzero(rows) < DENSE_FILL * rows.size:
+        return sparse_rows(X)
+    return X
+
+
+def sparse_rows(X):
+    """The dense 2-D array ``X`` as a canonical CSR matrix of its dtype (two compiled passes,
+    :func:`~..kernels.layout.dense_to_csr`; int32 column indices)."""
+    X = np.ascontiguousarray(X)
+    indptr = np.zeros(X.shape[0] + 1, dtype=np.int64)
+    nnz = dense_nonzeros(X, indptr)
+    indices, data = np.empty(nnz, dtype=np.int32), np.empty(nnz, dtype=X.dtype)
+    dense_to_csr(X, indptr, indices, data)
+    return sp.csr_matrix((data, indices, indptr), shape=X.shape)
+
+
+def prefers_products(X, plan):
+    """Whether in-memory rows take Hessian products (conjugate gradient) rather than the Hessian:
+    rows wider than :data:`CG_WIDTH`, and sparse rows whose pairs of nonzeros (the Hessian's
+    terms, ``sum_i nnz_i^2 / 2``) outnumber their nonzeros (a product's) more than
+    :data:`SPARSE_HESSIAN_PAIRS` times.  A feature map's features form the Hessian (they are made
+    a chunk at a time, never held)."""
+    if plan.feature_map is not None:
+        return False
+    if X.shape[1] + 1 > CG_WIDTH:
+        return True
+    if not sp.issparse(X):
+        return False
+    per_row = np.diff(sp.csr_matrix(X).indptr).astype(np.float64)
+    return float(per_row @ per_row) / 2 > SPARSE_HESSIAN_PAIRS * max(X.nnz, 1)

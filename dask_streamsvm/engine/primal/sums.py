@@ -32,7 +32,6 @@ from functools import partial
 import numpy as np
 import scipy.sparse as sp
 
-from ...kernels.layout import dense_nonzeros, dense_to_csr
 from ...kernels.losses import newton_dual_rows, newton_losses, newton_rows
 from ...kernels.newton import csr_hessian_product, csr_newton_sums, dense_newton_sums, sparse_gram
 from ..plan.layout import as_kernel_rows
@@ -202,10 +201,10 @@ def too_large(rows, bias, mapped=False, augmented=True):
     top = column_max_abs(rows)
     if not augmented:
         top = np.append(top, abs(float(bias)))
-    return _value_reason(top, bias, mapped)
+    return value_reason(top, bias, mapped)
 
 
-def _value_reason(top, bias, mapped):
+def value_reason(top, bias, mapped):
     """:func:`too_large`'s sentence from each column's largest |value| ``top`` (the intercept
     column's last), or None."""
     column = int(np.argmax(top))
@@ -388,7 +387,7 @@ def dense_block_sums(X, Y, cost, W, S, bias, loss, where=None, hessian=True):
             part, Y[:, lo : lo + step], cost[:, lo : lo + step], W, S, float(bias), int(loss), steps, parts,
             rows, filled, top,
         )  # fmt: skip
-        if where is not None and (reason := _value_reason(np.append(top, abs(float(bias))), bias, False)):
+        if where is not None and (reason := value_reason(np.append(top, abs(float(bias))), bias, False)):
             raise ValueError(where + reason)
         for c in range(k):
             if hessian and filled[c]:
@@ -414,75 +413,6 @@ def _add_gram(rows, hessian):
             return
         rows = rows.astype(np.float64)  # past float32's range: the chunk's Gram matrix in float64
     hessian += rows.T @ rows
-
-
-def memory_read(X, y_index, weights, plan, products=None):
-    """``read`` for :func:`~.primal.solve_primal` on in-memory rows (a 2-D array or CSR).
-
-    ``products``: whether the Newton directions come from Hessian products (conjugate gradient,
-    :class:`ProductRead`) instead of the ``D x D`` Hessian; None picks by :func:`prefers_products`.
-    """
-    Y, cost = plan.signs[:, y_index], plan.costs[:, y_index] * weights
-    X = memory_layout(X)
-    if products is None:
-        products = prefers_products(X, plan)
-    if products:
-        return ProductRead(X, Y, cost, plan.bias, plan.loss_code)
-    reads = [0]
-
-    def read(W, S, todo):
-        where = "" if reads[0] == 0 else None  # the first read checks the values (:func:`too_large`)
-        reads[0] += 1
-        return block_sums(X, Y[todo], cost[todo], W, S, plan.bias, plan.loss_code, plan.feature_map, where)
-
-    return read
-
-
-def memory_layout(X):
-    """In-memory rows in the layout the reads take best, made once: CSR rows narrower than
-    :data:`DENSE_CHUNK_WIDTH` and at least :data:`DENSE_FILL` full dense (float64, at most
-    1/DENSE_FILL times their values' bytes: the reads would make every chunk of them dense anyway,
-    at every read), and dense rows less full than that CSR (fewer bytes; a Hessian of their
-    nonzero pairs, or its products, where BLAS would multiply every zero: w8a stored dense, 4%
-    full, took 2.5 s to a 1e-6 gap, 9 times LIBLINEAR's, which makes it sparse too); others as
-    they are.  A dense array's fill is estimated from up to :data:`FILL_SAMPLE` of its rows."""
-    if sp.issparse(X):
-        if X.shape[1] < DENSE_CHUNK_WIDTH and X.nnz >= DENSE_FILL * X.shape[0] * X.shape[1]:
-            return np.ascontiguousarray(sp.csr_matrix(X, dtype=np.float64).toarray())
-        return X
-    X = np.asarray(X)
-    step = max(1, X.shape[0] // FILL_SAMPLE)
-    rows = X[::step]
-    if rows.size and np.count_nonzero(rows) < DENSE_FILL * rows.size:
-        return sparse_rows(X)
-    return X
-
-
-def sparse_rows(X):
-    """The dense 2-D array ``X`` as a canonical CSR matrix of its dtype (two compiled passes,
-    :func:`~..kernels.layout.dense_to_csr`; int32 column indices)."""
-    X = np.ascontiguousarray(X)
-    indptr = np.zeros(X.shape[0] + 1, dtype=np.int64)
-    nnz = dense_nonzeros(X, indptr)
-    indices, data = np.empty(nnz, dtype=np.int32), np.empty(nnz, dtype=X.dtype)
-    dense_to_csr(X, indptr, indices, data)
-    return sp.csr_matrix((data, indices, indptr), shape=X.shape)
-
-
-def prefers_products(X, plan):
-    """Whether in-memory rows take Hessian products (conjugate gradient) rather than the Hessian:
-    rows wider than :data:`CG_WIDTH`, and sparse rows whose pairs of nonzeros (the Hessian's
-    terms, ``sum_i nnz_i^2 / 2``) outnumber their nonzeros (a product's) more than
-    :data:`SPARSE_HESSIAN_PAIRS` times.  A feature map's features form the Hessian (they are made
-    a chunk at a time, never held)."""
-    if plan.feature_map is not None:
-        return False
-    if X.shape[1] + 1 > CG_WIDTH:
-        return True
-    if not sp.issparse(X):
-        return False
-    per_row = np.diff(sp.csr_matrix(X).indptr).astype(np.float64)
-    return float(per_row @ per_row) / 2 > SPARSE_HESSIAN_PAIRS * max(X.nnz, 1)
 
 
 def rows_nbytes(X):

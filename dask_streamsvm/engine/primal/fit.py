@@ -1,0 +1,90 @@
+"""The primal solver's two fits, as the door runs them: on in-memory rows
+(:func:`fit_primal_memory`) and streamed, a read per Newton step (:func:`fit_primal_stream`), with
+the read that counts the classes as its first read where the door chose so
+(:func:`count_with_first_read`)."""
+
+import numpy as np
+
+from .newton import band_share, check_width, solve_primal
+from .reads import first_read, memory_read, stream_read
+from .warm import memory_start, sample_rows, warm_start
+
+
+def fit_primal_memory(X, y_index, weights, plan, width, hooks, clock_start):
+    """The primal Newton solver on in-memory rows; ``hooks`` see each problem's records as the
+    dual solvers give them (None: no hooks)."""
+    on_pass = None
+    if hooks is not None:
+        per_problem = [hooks.memory(c) for c in range(plan.n_problems)]
+
+        def on_pass(records, W):
+            return any([per_problem[c](record, W[c]) for c, record in enumerate(records)])
+
+    read = memory_read(X, y_index, weights, plan)
+    start, notes = memory_start(X, y_index, weights, plan, width, clock_start)
+    return solve_primal(
+        read, plan, width, clock_start=clock_start, on_pass=on_pass, start=start, notes=notes,
+        start_read=False,
+    )
+
+
+def count_with_first_read(source, plan, hooks, known_rows, *, announce):
+    """The read that counts the classes as the primal solver's first read: a
+    :class:`~.reads.FirstRead` holding the labels and the sample of the warm start.  ``plan``: the
+    primal solver's plan (no labels yet); ``known_rows``: the rows known before the read;
+    ``announce``: the read is the primal solver's for sure (``dual=False``), so the progress bar
+    shows it (with ``"auto"`` it may count for the dual solvers: no bar yet)."""
+    width = plan.model_width(source.n_features)
+    hooks.start(plan, n_partitions=source.n_partitions)
+    on_block = None
+    if announce:
+        on_block = lambda k, block: hooks.on_block(k, block, None, None)  # noqa: E731
+    budget = {"sample_rows": sample_rows(width), "sample_bytes": plan.cache_bytes, "expected": known_rows}
+    return first_read(source, plan, width, on_block=on_block, **budget)
+
+
+def fit_primal_stream(source, plan, hooks, first, clock_start):
+    """The primal Newton solver streaming ``source``, a read per step.
+
+    ``first`` (a :class:`~.reads.FirstRead`, or None): what the read that counted the
+    classes kept: a sample of the rows, whose problem solved in memory is the first full read's
+    point (:func:`~.warm.warm_start`; the fit itself if the sample holds every row), or the
+    classes' moments, from which the first Newton step follows without another read.
+    """
+    hooks.start(plan, n_partitions=source.n_partitions)
+    on_block = lambda k, block: hooks.on_block(k, block, None, None)  # noqa: E731
+    width = plan.model_width(source.n_features)
+    check_width(plan, width + 1)  # out of core the solver forms the Hessian
+    start = notes = None
+    if first is not None and first.sample is not None:
+        totals = first.totals
+        counted = {
+            "rows_read": totals.rows, "bytes_read": totals.bytes, "rows_skipped": totals.skipped,
+            "read_retries": totals.retries, "spill_bytes": source.spill_bytes,
+        }  # fmt: skip
+
+        def on_pass(records, W):  # the sample's steps, after the one read: numbered 0 as that read
+            for record in records:
+                record.update(counted, **{"pass": 0})
+            return hooks.on_pass(records, W)
+
+        start, notes, result = warm_start(first.sample, plan, width, clock_start, on_pass)
+        first.sample = None  # the reads that follow keep their band instead
+        if result is not None:  # the sample is every row: its problem is the data's, solved
+            result.passes = 0
+            if result.history:
+                result.history[0].update(notes)
+            return result
+    # The read before counted the rows and checked their values, unless it found a value too large.
+    known = first is not None and first.clean
+    # Each read keeps its band (newton.band_step): a share of the rows, within the budget.
+    rows = int(np.sum(plan.counts))
+    band = {"band_rows": int(band_share(plan) * rows), "band_bytes": None, "rows": rows}
+    if plan.cache_bytes is not None:
+        band["band_bytes"] = plan.cache_bytes // plan.n_problems
+    read = stream_read(source, plan, on_block, start=1 if known else 0, **band)
+    initial = first.sums(plan) if known else None  # read 0 certifies w = 0
+    return solve_primal(
+        read, plan, width, clock_start=clock_start, on_pass=hooks.on_pass, source=source, initial=initial,
+        start=start, notes=notes, before=first.totals if known and initial is None else None,
+    )  # fmt: skip

@@ -1,0 +1,102 @@
+"""The primal solver's warm starts: the solution of a sample, where the Newton reads start.
+
+Out of core the first read keeps a uniform sample of the rows (:func:`sample_rows`,
+:class:`~.reads.Sample`), and :func:`warm_start` solves its problem in memory; in memory a smooth
+loss starts from the solution of a random share of its rows (:func:`memory_start`).  The full reads
+then do the last Newton steps and the certificate.
+"""
+
+import time
+
+import numpy as np
+
+from ..plan.losses import loss_of
+from .newton import solve_primal
+from .reads import Sample, memory_read
+
+# The warm start (:func:`warm_start`): the first read keeps a uniform sample of this many rows per
+# column of the model (features plus bias), at least SAMPLE_MIN_ROWS, within ``cache_bytes``
+# (:func:`sample_rows`);
+# the sample's problem is solved in memory to a relative gap of WARM_TOL.  Measured in
+# benchmarks/bench_primal.py (docs/benchmarks.md, "primal").
+SAMPLE_ROWS_PER_WIDTH = 4000
+
+
+SAMPLE_MIN_ROWS = 20_000
+
+
+WARM_TOL = 1e-6
+
+
+def sample_rows(width):
+    """Rows the first read keeps for the warm start of a model ``width`` features wide (plus the
+    bias): :data:`SAMPLE_ROWS_PER_WIDTH` per column, at least :data:`SAMPLE_MIN_ROWS` (the sampler
+    keeps fewer where ``cache_bytes`` holds fewer)."""
+    return max(SAMPLE_MIN_ROWS, SAMPLE_ROWS_PER_WIDTH * (width + 1))
+
+
+# In memory, a smooth loss's Newton reads start from the solution of a sample (:func:`memory_start`)
+# of MEMORY_SAMPLE_SHARE of the rows, at least MEMORY_SAMPLE_PER_WIDTH per column of the model, where
+# that is at most a quarter of them: the sample's solve takes Newton's damped first steps from
+# w = 0, and the reads of every row its last two or three.  Measured (docs/benchmarks.md, "Logistic
+# regression"): on 200k x 40 dense rows, 3 reads where 8 from w = 0.
+MEMORY_SAMPLE_SHARE = 0.1
+
+
+MEMORY_SAMPLE_PER_WIDTH = 50
+
+
+MEMORY_SAMPLE_SEED = 0
+
+
+def memory_start(X, y_index, weights, plan, width, clock_start=None):
+    """``(W0, notes)``: the start of the Newton reads on in-memory rows, from a sample of them
+    (:data:`MEMORY_SAMPLE_SHARE`, :func:`warm_start`), or ``(None, None)``: a piecewise-quadratic
+    loss (its reads' band makes its steps exact from anywhere), or too few rows for a sample to
+    save reads.  The sample is ``m`` rows drawn without replacement from a fixed seed (one
+    data, one model): a systematic every-k-th row sample met the period of rows
+    stored in blocks (ijcnn1 dense at C = 1: 8 Newton reads where the random sample needs 3)."""
+    n = X.shape[0]
+    m = max(int(MEMORY_SAMPLE_SHARE * n), MEMORY_SAMPLE_PER_WIDTH * (width + 1))
+    if loss_of(plan.loss).piecewise_quadratic or 4 * m > n:
+        return None, None
+    rows = np.sort(np.random.default_rng(MEMORY_SAMPLE_SEED).choice(n, m, replace=False))
+    sample = Sample(X[rows], plan.classes[y_index[rows]], weights[rows], rows_seen=n)
+    W0, notes, _ = warm_start(sample, plan, width, clock_start)
+    return W0, notes
+
+
+def warm_start(sample, plan, width, clock_start=None, on_pass=None):
+    """The start of the Newton reads from the first read's :class:`~.primal_reads.Sample`:
+    ``(W0, notes, result)``.
+
+    The sample's problem, its costs scaled by ``rows_seen / sample rows`` so that its loss
+    estimates the data's, is solved in memory to a relative gap of :data:`WARM_TOL` (a smooth
+    loss's from a sample of its own, :func:`memory_start`); its solution ``W0`` is where the
+    first full read evaluates the data's gradient and Hessian, so that the
+    full reads do the last Newton steps and the certificate.  If the sample holds every row, its
+    problem is the data's: it is solved to ``plan.tol`` and ``result`` is the fit (its certificate
+    the data's, ``on_pass`` seeing its records), else None.  ``notes``: the sample's rows and bytes
+    and the seconds the solve took, for the history.
+    """
+    from ..plan.problem import class_index
+
+    started = time.perf_counter()
+    y_index = class_index(plan.classes, sample.y, lambda label: f"the sample has label {label!r}")
+    complete = sample.complete
+    scale = sample.rows_seen / sample.n_rows
+    if not complete:
+        plan, on_pass = plan.replace(tol=min(plan.tol, WARM_TOL), max_iter=min(plan.max_iter, 100)), None
+    # The Hessian, as the reads that follow form it (out of core the rows are at most MAX_WIDTH wide).
+    weights = sample.sample_weight * scale
+    read = memory_read(sample.X, y_index, weights, plan, products=False)
+    start, _ = memory_start(sample.X, y_index, weights, plan, width)  # a smooth loss: a sample's sample
+    result = solve_primal(
+        read, plan, width, clock_start=clock_start, on_pass=on_pass, start=start, start_read=False
+    )
+    notes = {
+        "sample_rows": int(sample.n_rows),
+        "sample_bytes": sample.nbytes,
+        "warm_start_s": time.perf_counter() - started,
+    }
+    return result.W, notes, (result if complete else None)

@@ -1,0 +1,70 @@
+"""The engine's one door (``engine/fit.py``): a fit chooses its method once, by
+``choice.choose``, and once more, by ``choice.after_count``, only where the read that counts the
+classes decides between the primal and the dual solvers."""
+
+import dask.array as da
+import numpy as np
+import pytest
+
+from dask_streamsvm import LinearSVC, LogisticRegression
+from dask_streamsvm.engine import choice
+from dask_streamsvm.engine import fit as door
+
+
+@pytest.fixture
+def asked(monkeypatch):
+    """The door's questions, counted: ``{"choose": [...methods], "after_count": [...methods]}``."""
+    calls = {"choose": [], "after_count": []}
+
+    def counted(name, function):
+        def wrapper(*args, **kwargs):
+            method = function(*args, **kwargs)
+            calls[name].append(method)
+            return method
+
+        monkeypatch.setattr(door, name, wrapper)
+
+    counted("choose", choice.choose)
+    counted("after_count", choice.after_count)
+    return calls
+
+
+def _rows(n, d, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    return X, np.where(X[:, 0] + 0.5 * rng.standard_normal(n) > 0, 1, -1)
+
+
+def test_a_tall_dask_fit_chooses_once_then_decides_after_the_count(asked):
+    X, y = _rows(20_000, 5)
+    clf = LinearSVC(tol=1e-3).fit(da.from_array(X, chunks=5_000), da.from_array(y, chunks=5_000))
+    [method] = asked["choose"]
+    assert method.where == "stream" and method.primal is None and method.first_read == "primal"
+    assert [m.primal for m in asked["after_count"]] == [True]
+    assert clf.history_[-1]["solver"] == "newton"
+
+
+def test_a_dask_fit_whose_plan_decides_chooses_once(asked):
+    X, y = _rows(2_000, 5)
+    LinearSVC(dual=True, tol=1e-3).fit(da.from_array(X, chunks=500), da.from_array(y, chunks=500))
+    [method] = asked["choose"]
+    assert method.where == "stream" and method.primal is False and method.first_read == "labels"
+    assert method.schedule == "streamsvm"
+    assert [m.primal for m in asked["after_count"]] == [False]  # asked, and already answered
+
+
+def test_an_in_memory_fit_chooses_once(asked):
+    X, y = _rows(2_000, 5)
+    LogisticRegression().fit(X, y)
+    LinearSVC(dual=True).fit(X, y)
+    assert [(m.where, m.primal) for m in asked["choose"]] == [("memory", True), ("memory", False)]
+    assert asked["after_count"] == []
+
+
+def test_a_dask_fit_on_wide_rows_is_dual_from_the_start(asked):
+    """dual="auto" on a model wider than the primal solver forms: dual whatever the rows, and no
+    footers or chunks asked for the rows."""
+    X, y = _rows(200, 5000)
+    LinearSVC(tol=1e-2).fit(da.from_array(X, chunks=(100, -1)), da.from_array(y, chunks=100))
+    [method] = asked["choose"]
+    assert method.primal is False and method.first_read == "labels" and method.known_rows is None

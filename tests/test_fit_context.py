@@ -1,0 +1,128 @@
+"""The one fit context of the four estimators (``dask_streamsvm._fit_context``): a refit that fails
+leaves the previous model whole, SIGTERM is unwound during every fit, and the parameters are checked
+before anything is read."""
+
+import signal
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+
+from dask_streamsvm import BudgetedSVC, LinearSVC, LogisticRegression, OnePassSVC
+
+ESTIMATORS = [
+    pytest.param(lambda: LinearSVC(random_state=0), id="LinearSVC"),
+    pytest.param(lambda: LogisticRegression(random_state=0), id="LogisticRegression"),
+    pytest.param(lambda: OnePassSVC(random_state=0), id="OnePassSVC"),
+    pytest.param(lambda: BudgetedSVC(budget=20, max_iter=2, random_state=0), id="BudgetedSVC"),
+]
+
+
+def _rows(n, d, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    return X, np.where(X[:, 0] + 0.3 * rng.standard_normal(n) > 0, 1, -1)
+
+
+def _fitted_state(clf):
+    fitted = {k: v for k, v in vars(clf).items() if k.endswith("_")}
+    return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in fitted.items()}
+
+
+def _same(before, after):
+    assert before.keys() == after.keys()
+    for key, value in before.items():
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(after[key], value, err_msg=key)
+        elif isinstance(value, float | int | str | bool):
+            assert after[key] == value, key
+
+
+class ReadFailed(OSError):
+    """A partition's read that fails."""
+
+
+def _failing_collection(n, d):
+    """A Dask Array of ``d`` columns whose second partition fails to read: the width is known before
+    any read, the failure comes with the first read (the labels' count, or training)."""
+    X, y = _rows(n, d, seed=1)
+
+    def fail():
+        raise ReadFailed("the disk went away")
+
+    bad = da.from_delayed(dask.delayed(fail)(), shape=(n, d), dtype=np.float64)
+    X_dask = da.concatenate([da.from_array(X, chunks=(n, d)), bad])
+    y_dask = da.concatenate([da.from_array(y, chunks=n), da.from_array(y, chunks=n)])
+    return X_dask, y_dask
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_a_failed_refit_leaves_the_previous_model_and_its_width(make):
+    clf = make().fit(*_rows(400, 5))
+    before = _fitted_state(clf)
+    assert before["n_features_in_"] == 5
+    with pytest.raises(ReadFailed):
+        clf.fit(*_failing_collection(200, 7))
+    _same(before, _fitted_state(clf))
+    assert clf.predict(_rows(10, 5)[0]).shape == (10,)  # the old model, whole
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_a_failed_first_fit_leaves_the_estimator_unfitted(make):
+    clf = make()
+    with pytest.raises(ReadFailed):
+        clf.fit(*_failing_collection(200, 7))
+    assert not [k for k in vars(clf) if k.endswith("_") or k.startswith("_")]
+
+
+@pytest.mark.parametrize("make", [p for p in ESTIMATORS if p.id in ("OnePassSVC", "BudgetedSVC")])
+def test_a_failed_partial_fit_leaves_the_stream_as_it_was(make):
+    """The stream's state (the balls, the budget's vectors) is updated in place by a block: a block
+    whose read fails part-way leaves the next call to go on from the state before it."""
+    X, y = _rows(600, 5)
+    clf = make().partial_fit(X[:200], y[:200], classes=[-1, 1])
+    twin = make().partial_fit(X[:200], y[:200], classes=[-1, 1])
+    good = da.from_array(X[200:400], chunks=100)
+    bad = da.from_delayed(dask.delayed(_raise)(), shape=(100, 5), dtype=np.float64)
+    with pytest.raises(ReadFailed):
+        clf.partial_fit(da.concatenate([good, bad]), da.from_array(np.r_[y[200:400], y[:100]], chunks=100))
+    clf.partial_fit(X[400:], y[400:])
+    twin.partial_fit(X[400:], y[400:])
+    _same(_fitted_state(twin), _fitted_state(clf))
+
+
+def _raise():
+    raise ReadFailed("the disk went away")
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_sigterm_is_unwound_while_every_estimator_reads(make):
+    """A partition read during the fit sees SIGTERM's handler of the fit context installed (in the
+    main thread a SIGTERM then unwinds the fit: tests/test_reliability_spill.py), and the default
+    restored after it."""
+    seen = []
+    X, y = _rows(300, 4)
+
+    def part(block):
+        if block.size:  # a partition's rows, not Dask's look at the block's type
+            seen.append(signal.getsignal(signal.SIGTERM))
+        return block
+
+    X_dask = da.from_array(X, chunks=(100, 4)).map_blocks(part, dtype=X.dtype)
+    make().fit(X_dask, da.from_array(y, chunks=100))
+    assert seen and all(handler not in (signal.SIG_DFL, None) for handler in seen)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_a_bad_parameter_is_refused_before_any_read(make):
+    read = []
+    X, y = _rows(300, 4)
+    X_dask = da.from_array(X, chunks=(100, 4)).map_blocks(
+        lambda b: (b.size and read.append(1)) or b, dtype=X.dtype
+    )  # a partition's rows read (not Dask's look at the block's type) are counted
+    clf = make().set_params(C=-1.0)
+    with pytest.raises(ValueError, match="C"):
+        clf.fit(X_dask, da.from_array(y, chunks=100))
+    assert read == []
