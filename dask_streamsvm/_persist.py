@@ -1,6 +1,6 @@
 """Model files without pickle: NumPy arrays and JSON metadata in a zip file.
 
-Layout of a model file (an archive of :mod:`.engine.archive`)::
+Layout of a model file (an archive of :mod:`.engine.store.archive`)::
 
     model.json          format name and version, library version, estimator
                         class, parameters, scalar attributes, history, and
@@ -20,7 +20,7 @@ attributes before any array is read, every array against its recorded
 checksum, dtype and shape, and the estimator class against a list of known
 ones: a truncated, edited or foreign file raises :class:`ValueError` naming
 what is wrong, and what reading it may allocate is bounded (see
-:mod:`.engine.archive`).  The parameters in :data:`NOT_SAVED`, which point
+:mod:`.engine.store.archive`).  The parameters in :data:`NOT_SAVED`, which point
 at code, data or the file system (``callbacks``, ``validation_data``,
 ``checkpoint_dir``), are neither saved nor restored: a loaded model has
 their defaults.

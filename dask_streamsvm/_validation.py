@@ -175,7 +175,7 @@ def checked_sparse(X):
     """In-memory ``X``, with the index arrays of a sparse matrix checked (a ValueError naming the row).
 
     A malformed matrix would have the kernels read outside their arrays;
-    see :func:`~.engine.source.check_sparse_structure`.
+    see :func:`~.engine.data.checks.check_sparse_structure`.
     """
     if not sp.issparse(X):
         return X
@@ -370,7 +370,7 @@ MAX_BYTES = int(np.iinfo(np.int64).max)
 
 
 def _bytes(name, value, share):
-    """:func:`~.engine.cache.parse_bytes` of ``value``, with its type and its int64 range checked."""
+    """:func:`~.engine.plan.sizes.parse_bytes` of ``value``, with its type and its int64 range checked."""
     also = ", or a share of the training data such as '10%'" if share else ""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral | str):
         raise TypeError(
@@ -387,13 +387,13 @@ def _bytes(name, value, share):
 
 
 def byte_size(name, value):
-    """A number of bytes: an int or a string such as ``"512MB"`` (:func:`~.engine.cache.parse_bytes`)."""
+    """A number of bytes: an int or a string such as ``"512MB"`` (:func:`~.engine.plan.sizes.parse_bytes`)."""
     return _bytes(name, value, share=False)
 
 
 def cache_size(name, value):
     """:func:`byte_size`, or a share of the training data such as ``"10%"`` (a
-    :class:`~.engine.cache.CacheShare`)."""
+    :class:`~.engine.plan.sizes.CacheShare`)."""
     return _bytes(name, value, share=True)
 
 

@@ -246,7 +246,7 @@ class BudgetedSVC(StreamClassifier):
 
     def _advise(self, X):
         """Warn (EfficiencyWarning), once a fit, when the rows ``X`` (those in memory, or a Dask
-        collection's first block) are wide and sparse (:func:`.engine.budgeted.linear_advice`)."""
+        collection's first block) are wide and sparse (:func:`.engine.models.budgeted.linear_advice`)."""
         message = linear_advice(self.n_features_in_, mean_nonzeros(X))
         if message is not None:
             warnings.warn(message, EfficiencyWarning, stacklevel=3)

@@ -6,7 +6,11 @@ or from ``conftest.py``, which holds only fixtures.
 
 import contextlib
 import io
+import json
 import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import dask.array as da
@@ -162,3 +166,25 @@ def two_worker_client(memory_limit=0):
         distributed.Client(cluster) as client,
     ):  # fmt: skip
         yield client
+
+
+CHILD_SECONDS = 120  # a child process that takes longer blocked
+# (its imports and a tiny fit take a few seconds)
+
+
+def child_json_lines(script, *args):
+    """Run ``script`` in a Python process of its own: ``[outcome, ...]`` of its JSON lines.
+
+    A read that blocks fails the test (after :data:`CHILD_SECONDS`), never the suite.
+    """
+    try:
+        run = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(script), *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=CHILD_SECONDS,
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"blocked on a FIFO; done before: {exc.stdout}")
+    assert run.returncode == 0, run.stderr[-3000:]
+    return [json.loads(line) for line in run.stdout.splitlines()]

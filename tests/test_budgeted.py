@@ -11,11 +11,12 @@ from scipy.optimize import minimize_scalar
 from sklearn.exceptions import EfficiencyWarning
 
 from dask_streamsvm import BudgetedSVC
+from dask_streamsvm.engine.models import budgeted as engine_budgeted
 from dask_streamsvm.engine.models.budgeted import BSGD, merge_tables, order_statistics
 from dask_streamsvm.engine.models.budgeted import best_offsets as hinge_intercepts
 from dask_streamsvm.kernels import bsgd as kb
 
-from ._helpers import load_libsvm_dataset
+from ._helpers import load_libsvm_dataset, noisy_linear_data
 
 
 def _exact_h(m, kappa):
@@ -396,3 +397,34 @@ def test_the_offset_of_a_streamed_fit_costs_two_more_reads():
         reads.clear()
         BudgetedSVC(gamma=0.5, budget=10, max_iter=2, fit_intercept=fit_intercept).fit(Xd, yd)
         assert sorted(reads) == sorted(list(range(4)) * passes)
+
+
+# -- issue 36, round three: a budget larger than the machine
+
+
+def test_a_budget_whose_model_cannot_fit_is_refused_before_any_read(monkeypatch):
+    X, y = noisy_linear_data(60, 4)
+    with pytest.raises(ValueError, match=r"budget=1000000000000 would need 56,000,000,000,056 bytes"):
+        BudgetedSVC(budget=10**12).fit(X, y)
+    reads = []
+    Xd = da.from_array(X, chunks=20).map_blocks(lambda b: reads.append(1) or b, meta=np.empty((0, 0)))
+    with pytest.raises(ValueError, match="budget=1000000000000 would need"):
+        BudgetedSVC(budget=10**12).fit(Xd, da.from_array(y, chunks=20))
+    assert reads == []
+    monkeypatch.setattr(engine_budgeted, "_physical_memory", lambda: 10**6)
+    with pytest.raises(ValueError, match=r"more than 1,000,000 bytes .*at most 17,856 here"):
+        BudgetedSVC(budget=10**5).partial_fit(X, y, classes=[0, 1])
+    BudgetedSVC(budget=50, max_iter=1).fit(X, y)  # one that fits trains
+
+
+def test_a_failed_allocation_of_the_budget_is_a_value_error_naming_it(monkeypatch):
+    zeros = np.zeros
+
+    def refused(shape, *args, **kwargs):  # the model's arrays only: the small ones are allocated
+        if np.prod(shape) > 1000:
+            raise MemoryError
+        return zeros(shape, *args, **kwargs)
+
+    monkeypatch.setattr(np, "zeros", refused)
+    with pytest.raises(ValueError, match=r"budget=500 needs .* allocating them failed \(MemoryError\)"):
+        engine_budgeted.BSGD(1, 4, budget=500, gamma=1.0, C=1.0, n_samples=10, merge="gss")

@@ -4,13 +4,22 @@ import subprocess
 import sys
 
 import dask.array as da
+import dask.dataframe as dd
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 from sklearn.preprocessing import PolynomialFeatures
 from sklearn.svm import LinearSVC as LiblinearSVC
 
-from dask_streamsvm import HashingMap, LinearSVC, PolynomialMap, SpectrumMap, WeightedDegreeMap
+from dask_streamsvm import (
+    HashingMap,
+    LinearSVC,
+    PolynomialMap,
+    SpectrumMap,
+    WeightedDegreeMap,
+    load,
+)
 from dask_streamsvm.datasets import make_splice_sites
 from dask_streamsvm.engine.dual.alpha_store import AlphaStore
 from dask_streamsvm.engine.dual.cache import RowCache
@@ -194,7 +203,7 @@ def test_bad_maps_are_named():
         LinearSVC(feature_map="poly").fit(X, np.arange(60) % 2)
 
 
-# -- against LIBLINEAR on the materialised features --------------------------------------
+# -- against LIBLINEAR on the materialised features
 
 
 def primal(Z, y, C, w, squared):
@@ -296,7 +305,6 @@ def test_crammer_singer_and_partial_fit_take_a_map():
 
 
 def test_model_file_keeps_the_map(tmp_path):
-    from dask_streamsvm import load
 
     X, y = load_libsvm_dataset("a9a")
     clf = LinearSVC(feature_map=PolynomialMap(n_features=512, seed=4), tol=1e-2, random_state=0)
@@ -307,7 +315,7 @@ def test_model_file_keeps_the_map(tmp_path):
     np.testing.assert_array_equal(again.decision_function(X[:300]), clf.decision_function(X[:300]))
 
 
-# -- HashingMap --------------------------------------------------------------------------
+# -- HashingMap
 
 
 def mixed_frame(n=3000, seed=0):
@@ -375,7 +383,6 @@ def test_a_frame_of_strings_trains_without_encoding(tmp_path):
     import dask.dataframe as dd
     from sklearn.feature_extraction import FeatureHasher
 
-    from dask_streamsvm import load
 
     frame = mixed_frame()
     X, y = frame.drop(columns="label"), frame["label"].to_numpy()
@@ -444,7 +451,7 @@ def test_maps_never_change_their_input():
     pd.testing.assert_frame_equal(frame, copy)
 
 
-# -- string maps -------------------------------------------------------------------------
+# -- string maps
 
 STRING_MAPS = [
     WeightedDegreeMap(degree=4, n_features=64),
@@ -533,7 +540,7 @@ def test_weighted_degree_svm_matches_liblinear_on_its_transform():
 
 def test_a_map_of_a_map(tmp_path):
     """Degree-2 interactions of hashed columns: HashingMap encodes, PolynomialMap expands in the kernels."""
-    from dask_streamsvm import MapOf, load
+    from dask_streamsvm import MapOf
 
     frame = mixed_frame(2000, seed=1)
     X, y = frame.drop(columns="label"), frame["label"].to_numpy()
@@ -555,7 +562,7 @@ def test_a_map_of_a_map(tmp_path):
         MapOf(PolynomialMap(), PolynomialMap()).fit(np.ones((2, 2)))
 
 
-# -- virtual examples --------------------------------------------------------------------
+# -- virtual examples
 
 SHIFTS = [(0, 0), (1, 0), (0, 1), (-1, 0)]
 
@@ -597,7 +604,7 @@ def test_virtual_examples_are_examples_of_their_own():
         LinearSVC(feature_map=VirtualExamples(lambda X, v: X[:, :10], 2)).fit(X, y)
 
 
-# -- sums of maps over column groups -------------------------------------------------------
+# -- sums of maps over column groups
 
 
 def grouped_frame(n=2000, seed=0):
@@ -647,7 +654,6 @@ def test_column_maps_is_its_parts_side_by_side():
 def test_column_maps_trains_in_memory_and_out_of_core(tmp_path):
     import dask.dataframe as dd
 
-    from dask_streamsvm import load
 
     frame, y = grouped_frame()
     fmap = grouped_map()
@@ -707,3 +713,38 @@ def test_bad_column_maps_are_named():
         ColumnMaps([(VirtualExamples(lambda X, v: X, 2), [0])]).fit_transform(np.ones((3, 2)))
     with pytest.raises(ValueError, match="non-empty list"):
         ColumnMaps([]).fit_transform(np.ones((3, 2)))
+
+
+# -- issue 36, round three: HashingMap on Dask input and in memory agree
+
+
+def _hashed_frame():
+    rng = np.random.RandomState(0)
+    frame = pd.DataFrame({"v": rng.randn(40), "s": ["u", "w"] * 20})
+    frame.loc[7, "v"] = 1e300
+    return frame, np.array([0, 1] * 20)
+
+
+def test_hashing_map_refuses_values_at_1e300_on_dask_input_as_in_memory():
+    frame, y = _hashed_frame()
+    model = dict(feature_map=HashingMap(n_features=16), random_state=0)
+    with pytest.raises(ValueError) as memory:
+        LinearSVC(**model).fit(frame, y)  # in memory
+    ddf = dd.from_pandas(frame.assign(y=y), npartitions=2)
+    with pytest.raises(ValueError) as streamed:
+        LinearSVC(solver="sbm", cache_bytes="8KB", **model).fit(ddf, "y")
+    tail = "the row's squared norm x . x overflows float64 (its largest value is 1e+300)"
+    assert str(memory.value).startswith(f"X, row 7: {tail}")
+    assert str(streamed.value).startswith("partition 0, row 7")
+    assert f"column 'v': {tail}" in str(streamed.value)
+    assert str(memory.value).split(": ", 1)[1] == str(streamed.value).split("column 'v': ", 1)[1]
+
+
+def test_hashing_map_skips_the_same_rows_on_dask_input_as_in_memory():
+    frame, y = _hashed_frame()
+    model = dict(feature_map=HashingMap(n_features=16), random_state=0, on_invalid="skip", max_iter=50)
+    memory = LinearSVC(**model).fit(frame, y)
+    ddf = dd.from_pandas(frame.assign(y=y), npartitions=2)
+    streamed = LinearSVC(solver="sbm", cache_bytes="8KB", **model).fit(ddf, "y")
+    assert memory.history_[-1]["rows_skipped"] == 1
+    assert streamed.history_[0]["rows_skipped"] == 1

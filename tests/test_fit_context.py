@@ -10,6 +10,9 @@ import numpy as np
 import pytest
 
 from dask_streamsvm import BudgetedSVC, LinearSVC, LogisticRegression, OnePassSVC
+from dask_streamsvm.engine.data.waiting import seceded
+
+from ._helpers import noisy_linear_data
 
 ESTIMATORS = [
     pytest.param(lambda: LinearSVC(random_state=0), id="LinearSVC"),
@@ -99,7 +102,7 @@ def _raise():
 @pytest.mark.parametrize("make", ESTIMATORS)
 def test_sigterm_is_unwound_while_every_estimator_reads(make):
     """A partition read during the fit sees SIGTERM's handler of the fit context installed (in the
-    main thread a SIGTERM then unwinds the fit: tests/test_reliability_spill.py), and the default
+    main thread a SIGTERM then unwinds the fit: tests/test_spill.py), and the default
     restored after it."""
     seen = []
     X, y = _rows(300, 4)
@@ -126,3 +129,23 @@ def test_a_bad_parameter_is_refused_before_any_read(make):
     with pytest.raises(ValueError, match="C"):
         clf.fit(X_dask, da.from_array(y, chunks=100))
     assert read == []
+
+
+# -- issue 36, round three: no unrelated "No worker found" in tracebacks
+
+
+def test_an_error_in_a_fit_carries_no_chained_no_worker_found():
+    pytest.importorskip("distributed")
+    with pytest.raises(KeyError) as info:
+        with seceded():
+            raise KeyError("inside")
+    assert info.value.__context__ is None
+    X, y = noisy_linear_data(20, 3)
+    X[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN") as info:
+        LinearSVC().fit(da.from_array(X, chunks=10), da.from_array(y, chunks=10))
+    chain, exc = [], info.value
+    while exc is not None:
+        chain.append(str(exc))
+        exc = exc.__context__ or exc.__cause__
+    assert not any("No worker found" in text for text in chain), chain

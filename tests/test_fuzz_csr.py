@@ -13,7 +13,7 @@ Each property runs a fixed, derandomized set of examples (``EXAMPLES``), as ``te
 does; ``DASK_STREAMSVM_FUZZ_SCALE=20`` runs 20 times as many from a fresh seed, and
 ``--hypothesis-show-statistics`` prints the outcomes.  The in-memory solver corrupted memory on
 such input before the checks: these properties run in the test process, so a regression crashes
-the run (``tests/test_reliability_inputs.py`` has the same cases in a subprocess).
+the run (``tests/test_read_path.py`` has the same cases in a subprocess).
 """
 
 import re

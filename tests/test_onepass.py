@@ -24,6 +24,7 @@ from dask_streamsvm.onepass import (
     partition_label_mix,
 )
 
+from ._helpers import noisy_linear_data
 from ._reference import exact_enclosing_ball, meb_points
 
 
@@ -452,3 +453,14 @@ def test_a_fitted_model_keeps_no_training_rows_and_pickles_mid_stream():
     first.partial_fit(X[100:], y[100:])
     np.testing.assert_array_equal(again.coef_, first.coef_)
     np.testing.assert_allclose(again.standardize_.mean_, X[:100].mean(axis=0), rtol=1e-14)
+
+
+# -- issue 36, round three: a lookahead of a million rows
+
+
+def test_a_lookahead_beyond_the_bound_is_refused_naming_it():
+    X, y = noisy_linear_data(60, 4)
+    with pytest.raises(
+        ValueError, match=r"lookahead must be at most 128, got lookahead=1000000: each update"
+    ):
+        OnePassSVC(lookahead=10**6).fit(X, y)

@@ -14,6 +14,8 @@ from sklearn.svm import LinearSVC as LiblinearSVC
 import dask_streamsvm
 from dask_streamsvm import LinearSVC, Standardize
 
+from ._helpers import noisy_linear_data
+
 
 @pytest.fixture(scope="module")
 def raw():
@@ -130,3 +132,83 @@ def test_the_progress_output_says_once_that_the_features_look_unscaled(raw, caps
     LinearSVC(feature_map=Standardize(), **{**params, "max_iter": 10}).fit(*data)
     out = capsys.readouterr()
     assert "not scaled" not in out.out + out.err
+
+
+# -- issue 36, round three: Standardize of a column at 1e200
+
+
+def _huge_column(n=200, seed=0):
+    """Rows whose first column is about 1e200 (its spread too), labels that depend on it."""
+    X, y = noisy_linear_data(n, 3, seed)
+    huge = X.copy()
+    huge[:, 0] = 1e200 * (3.0 + X[:, 0])
+    return huge, X, y
+
+
+def test_standardize_trains_on_a_column_at_1e200_in_memory():
+    huge, X, y = _huge_column()
+    params = dict(feature_map=Standardize(), random_state=0, tol=1e-6, max_iter=1000)
+    model = LinearSVC(**params).fit(huge, y)
+    scaled = X.copy()
+    scaled[:, 0] = 3.0 + X[:, 0]  # the same columns, 1e200 times smaller: the same standardized rows
+    reference = LinearSVC(**params).fit(scaled, y)
+    np.testing.assert_allclose(model.decision_function(huge), reference.decision_function(scaled), rtol=1e-6)
+    assert np.isfinite(model.coef_).all()
+
+
+def test_without_standardize_a_column_at_1e200_is_still_refused():
+    huge, _, y = _huge_column()
+    with pytest.raises(ValueError, match=r"x \. x overflows float64"):
+        LinearSVC().fit(huge, y)
+
+
+def test_standardize_trains_on_a_column_at_1e200_streamed():
+    huge, X, y = _huge_column()
+    params = dict(feature_map=Standardize(), solver="sbm", cache_bytes="8KB", random_state=0, tol=1e-6)
+    model = LinearSVC(**params).fit(da.from_array(huge, chunks=50), da.from_array(y, chunks=50))
+    scaled = X.copy()
+    scaled[:, 0] = 3.0 + X[:, 0]
+    reference = LinearSVC(**params).fit(da.from_array(scaled, chunks=50), da.from_array(y, chunks=50))
+    np.testing.assert_allclose(model.decision_function(huge), reference.decision_function(scaled), rtol=1e-5)
+
+
+def test_standardize_with_on_invalid_skip_drops_no_row_at_1e200():
+    huge, _, y = _huge_column()
+    model = LinearSVC(feature_map=Standardize(), on_invalid="skip", random_state=0).fit(huge, y)
+    assert "rows_skipped" not in model.history_[-1] and model.score(huge, y) > 0.9
+
+
+def _chan_reference(blocks, n_features):
+    """Standardize's statistics as they were computed before values this large were handled."""
+    n, mean, m2 = 0, np.zeros(n_features), np.zeros(n_features)
+    for X in blocks:
+        k = X.shape[0]
+        block_mean = X.mean(axis=0)
+        block_m2 = ((X - block_mean) ** 2).sum(axis=0)
+        delta = block_mean - mean
+        total = n + k
+        mean = mean + delta * (k / total)
+        m2 = m2 + np.maximum(block_m2, 0.0) + delta**2 * (n * k / total)
+        n = total
+    return mean, np.sqrt(m2 / n)
+
+
+def test_standardize_learns_finite_scales_of_huge_values_and_the_same_bits_of_ordinary_ones():
+    X, _ = noisy_linear_data(300, 4)
+    blocks = [X[:100] * 1e3, X[100:250] * 1e3, X[250:] * 1e3]
+    scaler = Standardize().learn(blocks, 4)
+    mean, std = _chan_reference(blocks, 4)
+    assert np.array_equal(scaler.mean_, mean) and np.array_equal(scaler.scale_, std)
+    huge = [b * 1e300 / 1e3 for b in blocks]  # values near 1e300: their squares overflow float64
+    big = Standardize().learn(huge, 4)
+    np.testing.assert_allclose(big.scale_ / 1e300, std / 1e3, rtol=1e-12)
+    np.testing.assert_allclose(big.mean_ / 1e300, mean / 1e3, rtol=1e-12)
+    assert np.abs(big.scale_rows(huge[0])).max() < 10
+
+
+def test_a_row_standardize_leaves_too_large_is_named():
+    X = np.array([[1e200, 1.0], [1e200, -1.0], [1e200, 2.0]])  # a constant column, not centred
+    scaler = Standardize(with_mean=False).learn([X], 2)
+    with pytest.raises(ValueError, match=r"row 0 of the block: after Standardize's scaling .* overflows"):
+        scaler.scale_rows(X)
+    assert scaler.transform(X)[0, 0] == 1e200  # transform is the map alone: what it gives is not trained on

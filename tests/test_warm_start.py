@@ -120,8 +120,7 @@ def test_a_band_of_every_row_makes_the_next_point_the_optimum():
     """Where the band holds every row, the model it minimizes is the objective: one step from
     any point lands on the optimum (the next read certifies a gap near zero)."""
     from dask_streamsvm.engine.plan.problem import FitPlan
-    from dask_streamsvm.engine.primal.reads import Sample
-    from dask_streamsvm.engine.primal.sums import memory_read
+    from dask_streamsvm.engine.primal.reads import Sample, memory_read
 
     X, y = noisy_linear_data(3_000, 6)
     classes, counts = np.unique(y, return_counts=True)

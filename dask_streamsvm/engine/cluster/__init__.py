@@ -5,7 +5,7 @@ the primal Newton solver (its Hessian, or its products) with its sums added on t
 ``dask.distributed`` cluster through :func:`fit_cluster`, the Newton methods (``dual=False``, and
 ``cluster="auto"`` where they apply: :func:`~..choice.cluster_method`) through
 :func:`fit_primal_cluster` and :func:`fit_products_cluster`, each with the estimator's
-:class:`~..problem.FitPlan`, and all return a :class:`~..result.FitResult`.  The data are read
+:class:`~..plan.problem.FitPlan`, and all return a :class:`~..plan.result.FitResult`.  The data are read
 where the tasks run; only models, updates and certificate sums come back to the client.
 
 The rooms, each owning one job:

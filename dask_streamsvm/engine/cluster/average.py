@@ -1,12 +1,12 @@
 """``cluster="average"`` (StreamSVM section 1.3): each worker trains its part, the models averaged.
 
-Each part trains the full out-of-core engine (:func:`~..schedules.fit_stream`, the entry every
+Each part trains the full out-of-core engine (:func:`~..dual.schedules.fit_stream`, the entry every
 streaming fit goes through) on its partitions with its own ``cache_bytes``
 (:func:`train_part`), and the client averages the weight vectors with the parts' row counts as
 weights.  One more read computes the averaged model's primal objective (:func:`part_loss`);
 its dual is bounded from below by the parts' duals, each part's scaled by its own factor
 (:func:`combined_dual`), so ``duality_gap_`` bounds its suboptimality.  A loss whose dual is not
-quadratic in those factors (the logistic loss, :attr:`~..losses.Loss.quadratic_dual`) is
+quadratic in those factors (the logistic loss, :attr:`~..plan.losses.Loss.quadratic_dual`) is
 certified instead by the dual point the average itself gives, ``alpha_i(w) = -C_i loss'(m_i)``,
 whose sums the same read adds up (:func:`part_point`).  The gap is reported, and warned of above
 ``tol``: it is not a target.
@@ -95,7 +95,7 @@ def _better_mode(plan):
 
 
 def fit_average(client, placement, plan, clock_start):
-    """The parts' models averaged, weighted by their rows: a :class:`~..result.FitResult`.
+    """The parts' models averaged, weighted by their rows: a :class:`~..plan.result.FitResult`.
 
     A lost worker's part is trained again on a live one (Dask runs its task again, from the same
     seed); a fit that fails cancels every task it made."""
@@ -219,16 +219,17 @@ def combined_dual(Ws, dual_sums, share, loss):
 
 
 def _nbytes(sums):
-    """Bytes a part's certificate sums sent back: a loss array, or a :class:`~..primal_sums.Sums`."""
+    """Bytes a part's certificate sums sent back: a loss array, or a :class:`~..primal.sums.Sums`."""
     if isinstance(sums, Sums):
         return sums.loss.nbytes + sums.alpha.nbytes + sums.v.nbytes
     return np.asarray(sums).nbytes
 
 
 def part_point(packed, W, plan):
-    """A part's :class:`~..primal_sums.Sums` at ``W`` without a Hessian (one read, a partition at a
+    """A part's :class:`~..primal.sums.Sums` at ``W`` without a Hessian (one read, a partition at a
     time): its loss, the dual sum and ``sum alpha_i y_i x_i`` of the dual point ``alpha(W)``,
-    which certify the average of a loss whose dual is not quadratic (:meth:`~..losses.Loss.newton_dual`)."""
+    which certify the average of a loss whose dual is not quadratic
+    (:meth:`~..plan.losses.Loss.newton_dual`)."""
     k, width = W.shape
     total = Sums.zeros(k, width, hessian=False)
     zero, code, fmap = np.zeros_like(W), plan.loss_code, plan.feature_map  # zero: no trial direction

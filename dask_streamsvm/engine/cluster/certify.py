@@ -3,7 +3,7 @@
 Averaging and CoCoA+ both end with, per problem, a primal value of the model and a dual value
 that bounds the optimum from below (:func:`~.average.combined_dual`, or CoCoA+'s sums at the
 broadcast ``w``): :func:`relative_gap` is what ``tol`` is compared to, and :func:`certificates`
-the checked :class:`~..certificate.Certificate` of each problem.
+the checked :class:`~..plan.certificate.Certificate` of each problem.
 """
 
 import numpy as np
@@ -17,7 +17,8 @@ def relative_gap(primal, dual):
 
 
 def certificates(primal, dual, labels):
-    """A :class:`~..certificate.Certificate` per problem, each checked (:func:`~..certificate.check_gap`)."""
+    """A :class:`~..plan.certificate.Certificate` per problem, each checked
+    (:func:`~..plan.certificate.check_gap`)."""
     return [
         check_gap(Certificate(primal=float(p), dual=float(d)), f"class {label!r}")
         for p, d, label in zip(primal, dual, labels, strict=True)

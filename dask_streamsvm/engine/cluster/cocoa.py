@@ -38,7 +38,7 @@ _MAX_RECOVERIES = 3
 
 def fit_cocoa(client, placement, plan, n_features, clock_start, on_round=None):
     """CoCoA+ rounds to the relative gap ``plan.tol``, at most ``plan.max_iter`` of ``plan.inner_iter``
-    local passes: a :class:`~..result.FitResult` (``passes`` counts the rounds).
+    local passes: a :class:`~..plan.result.FitResult` (``passes`` counts the rounds).
 
     ``on_round(record)``, after every round, stops the rounds with a true value.  A fit that fails
     cancels every task it made.

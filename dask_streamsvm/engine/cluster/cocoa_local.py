@@ -6,16 +6,16 @@ Smith, Jaggi et al. 2015, with ``sigma'``): a coordinate step on row ``i`` uses 
 ``sigma' delta y_i x_i`` to the local ``v`` (:func:`~...kernels.dcd.dcd_passes` with
 ``sigma``).  The part's change of ``w`` is ``(v - w) / sigma'``, and the certificate's sums at
 ``w`` (loss sum, ``sum alpha``, ``sum D alpha^2``) come from the same round, as a single
-machine's pass certificate does (:meth:`~..trainer.PassCertifier._snapshot`).
+machine's pass certificate does (:meth:`~..dual.trainer.PassCertifier._snapshot`).
 
 :func:`load_part` reads a part's partitions once.  A part whose rows fit in ``cache_bytes`` is
 held in its worker's memory (:class:`Part`) and every round runs ``inner_iter`` DCD passes on
 it (:func:`cocoa_round`); the task copies the dual variables, so Dask may retry it.  A larger
 part is a :class:`StreamingPart`: each round is one read of the part's partitions by the block
-trainer a single machine runs (:class:`~..sbm.BlockTrainer`, Chang & Roth 2011) on the local
+trainer a single machine runs (:class:`~..dual.sbm.BlockTrainer`, Chang & Roth 2011) on the local
 subproblem, so the cluster trains on more rows than its memory holds.  What the worker keeps
 between rounds is what a single machine's SBM keeps between reads: the alpha of every row of
-the part (:class:`~..cache.AlphaStore`), and the informative rows in a cache of
+the part (:class:`~..dual.alpha_store.AlphaStore`), and the informative rows in a cache of
 ``cache_bytes``; a round's row memory is the cache plus one block of ``block_bytes`` (with
 ``solver="streamsvm"``, ``cache_bytes``), as on one machine.
 
@@ -117,7 +117,7 @@ def load_part(packed, plan, sigma, n_features):
 
 
 def _stored(block, k):
-    """Bytes ``block``'s rows take in a row cache (:func:`~..cache.stored_bytes`)."""
+    """Bytes ``block``'s rows take in a row cache (:func:`~..plan.sizes.stored_bytes`)."""
     X = block.X
     if sp.issparse(X):
         return stored_bytes(block.n_rows, X.nnz, k, X.dtype, True)

@@ -1,5 +1,5 @@
 """The primal Newton solver on a cluster with formed Hessians (narrow data): every Newton step one
-read of every part on its worker, the parts' :class:`~..primal_sums.Sums` (gradient, Hessian,
+read of every part on its worker, the parts' :class:`~..primal.sums.Sums` (gradient, Hessian,
 certificate) added up the tree (:func:`~.tree.tree_sum` with :func:`~.tree.add_sums`), after a
 first read that counts the labels and keeps a sample of each part's rows for the warm start."""
 
@@ -14,7 +14,7 @@ from .tree import tree_sum
 
 
 def part_sums(packed, plan, W, S, todo, band_rows=0, band_bytes=None):
-    """The :class:`~..primal.Sums` of one part's rows at ``W + S`` (one read of its partitions),
+    """The :class:`~..primal.sums.Sums` of one part's rows at ``W + S`` (one read of its partitions),
     with the part's band of ``band_rows`` rows per problem."""
     from ..primal.reads import stream_read
 
@@ -26,7 +26,7 @@ def part_sums(packed, plan, W, S, todo, band_rows=0, band_bytes=None):
 
 
 def part_first_read(packed, plan, width, sample_rows, sample_bytes):
-    """One part's :class:`~..primal_reads.FirstRead`: its rows checked, a uniform sample of them."""
+    """One part's :class:`~..primal.reads.FirstRead`: its rows checked, a uniform sample of them."""
     from ..primal.reads import first_read
 
     with synchronous():
@@ -74,11 +74,11 @@ def _cluster_sample(firsts):
 
 def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None):
     """``dual=False`` on a cluster: every Newton step is one read of every part on its worker,
-    the parts' sums reduced on the workers; a :class:`~..result.FitResult` with its ``plan``
+    the parts' sums reduced on the workers; a :class:`~..plan.result.FitResult` with its ``plan``
     (labels counted on the workers) and ``parts``.
 
     Exact as on one machine (the sums are the data's sums), and what moves per step is ``W`` and
-    ``S`` out to each part and one :class:`~..primal.Sums` (``O(k D^2)`` floats) per tree edge.
+    ``S`` out to each part and one :class:`~..primal.sums.Sums` (``O(k D^2)`` floats) per tree edge.
     """
     from ..primal.newton import band_share, solve_primal
     from ..primal.warm import sample_rows, warm_start

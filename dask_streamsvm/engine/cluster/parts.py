@@ -160,7 +160,7 @@ def make_parts(client, source, read_timeout=None):
 
 def _held_futures(client, source, kinds, workers):
     """Per partition, futures of its ``x, y, w`` computed on the cluster where ``kinds`` (from
-    :meth:`~..source.DaskSource.held`) says the cluster or the graph holds them (None elsewhere):
+    :meth:`~..data.source.DaskSource.held`) says the cluster or the graph holds them (None elsewhere):
     persisted ones where they are, the others partition ``p`` on worker ``p mod K`` (its culled
     graph goes to the scheduler once).  The futures keep their graphs: Dask computes again what
     a lost worker held."""
@@ -197,7 +197,7 @@ def count_labels(packed):
 
 
 def part_row_bytes(packed, plan):
-    """Bytes per row of a part as the row cache stores them (:func:`~..cache.row_bytes`)."""
+    """Bytes per row of a part as the row cache stores them (:func:`~..plan.sizes.row_bytes`)."""
     with synchronous():
         return row_bytes(packed.source(), plan.n_problems, plan.feature_map)
 

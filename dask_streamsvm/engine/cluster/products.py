@@ -2,7 +2,7 @@
 tree on the workers, the conjugate gradient kept on one of them.
 
 The rows stay where they are read: each part is read once on its worker (:func:`load_part`), its
-labels counted there, and held in the worker's memory as a :class:`~..primal_sums.ProductRead`
+labels counted there, and held in the worker's memory as a :class:`~..primal.sums.ProductRead`
 whose products leave out the Hessian's identity term (the tree's root adds it once).  Every
 Newton step is then
 
@@ -10,7 +10,7 @@ Newton step is then
    ``v = sum alpha_i y_i x_i``, the trial losses along ``s`` and the diagonal of the Hessian, sums
    added up the tree (:func:`~.tree.tree_sum`) as in memory, so the gradient, the line search and
    the certificate are the data's, exact;
-2. a preconditioned conjugate gradient (:class:`~..primal.ConjugateGradient`, the in-memory rule)
+2. a preconditioned conjugate gradient (:class:`~..primal.newton.ConjugateGradient`, the in-memory rule)
    whose state lives on the root's worker: for each product the parts fetch the direction ``p``
    from it (``d + 1`` numbers each), multiply by their active rows, and the products go up the
    tree; the root takes the step and sends the client three numbers.  Per product, at most
@@ -203,7 +203,7 @@ def part_counts(part):
 
 
 class Evaluated:
-    """A part evaluated at a point: its :class:`~..primal_sums.Sums` (with the Hessian's diagonal,
+    """A part evaluated at a point: its :class:`~..primal.sums.Sums` (with the Hessian's diagonal,
     no identity) and, per problem, the active rows and weights its products use."""
 
     def __init__(self, read, sums, terms):
@@ -260,7 +260,7 @@ def cg_result(cg):
 
 
 def _nbytes(sums):
-    """Bytes of the arrays a :class:`~..primal_sums.Sums` carries up the tree."""
+    """Bytes of the arrays a :class:`~..primal.sums.Sums` carries up the tree."""
     held = (sums.loss, sums.alpha, sums.v, sums.active, sums.trial, sums.diagonal)
     return int(sum(a.nbytes for a in held if a is not None))
 
@@ -270,7 +270,7 @@ def _add_arrays(first, second):
 
 
 class _Operator:
-    """The Hessian of problem ``j`` at the last evaluated point, for :class:`~..primal._Problem`:
+    """The Hessian of problem ``j`` at the last evaluated point, for :class:`~..primal.newton._Problem`:
     ``solve(g)`` is the conjugate gradient on the cluster."""
 
     def __init__(self, driver, j, diagonal):
@@ -281,7 +281,7 @@ class _Operator:
 
 
 class TruncatedNewton:
-    """``read`` for :func:`~..primal.solve_primal` on a cluster's parts, with Hessian products.
+    """``read`` for :func:`~..primal.newton.solve_primal` on a cluster's parts, with Hessian products.
 
     ``moved`` counts bytes: ``bytes_sent`` and ``bytes_received`` through the client,
     ``bytes_between_workers`` between workers, and of those ``product_bytes_between_workers``
@@ -455,7 +455,7 @@ class TruncatedNewton:
 
 
 def fit_products_cluster(client, source, plan, *, clock_start, on_pass=None):
-    """``dual=False`` on a cluster with Hessian products (any width): a :class:`~..result.FitResult`
+    """``dual=False`` on a cluster with Hessian products (any width): a :class:`~..plan.result.FitResult`
     with its ``plan`` (labels counted as the parts are read) and ``parts``; its history's records
     carry the bytes moved and ``method="truncated_newton"``."""
     from ..primal.newton import solve_primal

@@ -5,7 +5,7 @@ Every task of a cluster fit goes through :func:`submit` (a preferred worker, nev
 and comes back through :func:`gather` or :func:`wait`, which watch the cluster while they wait
 (:class:`WorkerWatch`): a worker of the fit that leaves raises :class:`WorkerLost` (CoCoA+
 recovers from it), no worker left raises an error instead of hanging, a read slower than
-``read_timeout`` raises :class:`~..waiting.ReadTimeout`, and a client that lost its scheduler
+``read_timeout`` raises :class:`~..data.waiting.ReadTimeout`, and a client that lost its scheduler
 raises :class:`SchedulerLost`.  A task argument whose data the cluster holds (a
 :class:`TaskInput`) brings those futures as the task's dependencies.
 
@@ -304,7 +304,7 @@ def gather(client, futures, placed=(), reads=None):
 
     ``reads``, for tasks that read parts, is ``(seconds, partitions)``: how
     long they may take, and the partitions each future reads; a
-    :class:`~..waiting.ReadTimeout` names those not read in time.
+    :class:`~..data.waiting.ReadTimeout` names those not read in time.
     """
     wait(client, futures, placed, reads)
     return client.gather(futures)

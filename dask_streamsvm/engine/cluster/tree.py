@@ -2,7 +2,7 @@
 
 :func:`tree_sum` adds the parts' results in pairs on the workers, ``ceil(log2 K)`` levels deep,
 so that only the root's sum reaches the client: CoCoA+'s changes of ``w``
-(:func:`~.cocoa.add_updates`) and the Newton solver's :class:`~..primal.Sums`
+(:func:`~.cocoa.add_updates`) and the Newton solver's :class:`~..primal.sums.Sums`
 (:func:`add_sums`) go up it.  :func:`fit_primal_cluster` makes every Newton step one read of
 every part on its worker (:func:`part_sums`), exact as on one machine: the sums are the data's
 sums.
@@ -14,7 +14,7 @@ from .runtime import submit
 
 
 def add_sums(first, second):
-    """Two parts' sums added, their bands of rows joined (:func:`~..primal.band_step`): a node of
+    """Two parts' sums added, their bands of rows joined (:func:`~..primal.newton.band_step`): a node of
     the tree reduction, run on a worker."""
     bands = [getattr(first, "band", None), getattr(second, "band", None)]
     total = first.add(second)

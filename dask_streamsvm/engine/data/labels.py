@@ -118,7 +118,7 @@ class UnseenClass(Exception):
 
 
 class LabelTally:
-    """The label count of a first read that trains while it counts (:func:`~.fit.fit`).
+    """The label count of a first read that trains while it counts (:func:`~..fit.fit`).
 
     The fit guesses the classes from the first partition with rows and
     trains on them from the first read on; the trainer calls

@@ -9,10 +9,10 @@ kernels read (CSR ``data``, ``indices``, ``indptr`` or the C-ordered dense
 rows, then the labels and weights) to a file of its own in a private
 temporary directory, and later reads load those arrays with one read call
 each.  The directory goes when the fit ends, normally, with an error, on
-Ctrl-C or on SIGTERM (:mod:`.termination`), and, should the process die
+Ctrl-C or on SIGTERM (:mod:`..._fit_context`), and, should the process die
 first, at its exit where Python still runs its finalisers.  A process
 killed outright (SIGKILL, a crash) cannot remove it: its name carries the
-owner's pid (:func:`~.archive.owned_prefix`), and the next spill in the
+owner's pid (:func:`~..store.archive.owned_prefix`), and the next spill in the
 same directory removes those whose process is gone.
 
 Only what the disk has room for is spilled: a partition is written when
@@ -47,7 +47,7 @@ STEM = "dask_streamsvm-spill-"  # a spill directory's name: STEM, the owner's ho
 def check_spill_dir(spill_dir):
     """``spill_dir`` as a str (None stays None), created if missing and proven writable.
 
-    The check of ``checkpoint_dir`` (:func:`~.archive.prepare_directory`):
+    The check of ``checkpoint_dir`` (:func:`~..store.archive.prepare_directory`):
     ValueError naming ``spill_dir``, its value and the fix for a path that
     cannot be used, TypeError for a value that is no path; done before any
     read.
@@ -109,7 +109,7 @@ def _warn_dropped(where, error):
 
 
 def text_source(X):
-    """Whether Dask collection ``X`` parses text when computed: LIBSVM (:func:`~..io.read_libsvm`) or CSV."""
+    """Whether Dask collection ``X`` parses text when computed: LIBSVM (:func:`~...io.read_libsvm`) or CSV."""
     from dask.utils import key_split
 
     expr = getattr(X, "expr", None)

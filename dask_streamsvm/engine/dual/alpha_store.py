@@ -2,7 +2,7 @@
 
 The row cache (:class:`~.cache.RowCache`) holds a budget of rows; the
 store keeps alpha for every row seen, by global row id, with the running
-sums the loss's dual needs (:attr:`~.losses.Loss.dual_sum_names`: ``sum
+sums the loss's dual needs (:attr:`~..plan.losses.Loss.dual_sum_names`: ``sum
 alpha`` and ``sum D alpha^2``), kept exact by the kernels as rows leave
 the cache (:func:`~dask_streamsvm.kernels.losses.dual_sums_change`).  It
 grows as the first pass discovers rows and lives outside the cache budget:
@@ -30,7 +30,7 @@ class AlphaStore:
 
     ``loss`` is the kernels' code of the loss (:mod:`~dask_streamsvm.kernels.losses`;
     the estimators' default if None): ``sums[c]`` holds, per problem, the
-    sums its dual needs (:attr:`~.losses.Loss.dual_sum_names`), and the
+    sums its dual needs (:attr:`~..plan.losses.Loss.dual_sum_names`), and the
     kernels keep them by its leaves.
     """
 
@@ -55,7 +55,7 @@ class AlphaStore:
 
     @property
     def arrays(self):
-        """``(slot_of, alpha, sums, loss)`` as the kernels take them (:data:`~..kernels.cache.DualArrays`).
+        """``(slot_of, alpha, sums, loss)`` as the kernels take them (:data:`~...kernels.cache.DualArrays`).
 
         :meth:`reserve` reallocates: take the bundle after it.
         """

@@ -10,9 +10,9 @@ the machine's memory) costs only the data.  ``nbytes`` is its own
 accounting of what it allocated, ``used_bytes`` of what live rows occupy.
 A checkpoint saves the live rows only (:meth:`RowCache.state`).
 
-The rows' dual variables live in an :class:`~.dual_store.AlphaStore` (every
+The rows' dual variables live in an :class:`~.alpha_store.AlphaStore` (every
 row seen, outside the budget), and the bytes are counted as
-:mod:`.sizes` says; both are importable from here as they always were.
+:mod:`..plan.sizes` says; both are importable from here as they always were.
 Each row's ``U`` and ``D`` follow from its cost and the loss's code
 (:func:`~dask_streamsvm.kernels.losses.upper_and_diag`), given to each
 insertion; a sweep scores the rows' gap shares by the store's loss.
@@ -139,7 +139,7 @@ class RowCache:
 
         The slots grow to at least twice what they were, so copying them
         costs O(1) per row over a fit.  The arena grows to twice the live
-        values: squeezing out its garbage (:func:`~..kernels.cache.pack`)
+        values: squeezing out its garbage (:func:`~...kernels.cache.pack`)
         then moves no more values than were inserted since it last did.
         Neither grows beyond the budget's :attr:`n_slots` and
         :attr:`n_values`.  Arrays are replaced one at a time: while one is
@@ -266,7 +266,7 @@ class RowCache:
 
     @property
     def arrays(self):
-        """The cache's state as the kernels take it (:data:`~..kernels.cache.CacheArrays`).
+        """The cache's state as the kernels take it (:data:`~...kernels.cache.CacheArrays`).
 
         A dense cache gives empty ``starts``, ``ends``, ``indices`` and
         ``data``; a sparse one an empty ``rows``.
@@ -282,7 +282,7 @@ class RowCache:
 
     def problem(self, c, loss):
         """Problem ``c``'s per-slot ``(y, U, D, Qbar)`` and the loss's code ``loss``, for
-        :func:`~..kernels.dcd.dcd_passes`."""
+        :func:`~...kernels.dcd.dcd_passes`."""
         return ProblemArrays(self.Y[c], self.U[c], self.D[c], self.QD[c], int(loss))
 
     def rows_of(self, slots):
@@ -384,10 +384,10 @@ class RowCache:
     def sweep(self, W, bias, eps, store, rng_state, *, beta, full_at, window, rule, crammer_singer=False):
         """One sweep of StreamSVM's trainer over the cached rows; ``(visits, cache_gap)``.
 
-        :func:`~..kernels.cache.stream_sweep` (``eps`` holds the ``(eps,
+        :func:`~...kernels.cache.stream_sweep` (``eps`` holds the ``(eps,
         eps_new, count)`` of each problem, ``window`` is the paper's n,
         ``rule`` turns its eviction rule on) or, with ``crammer_singer``,
-        one sweep of :func:`~..kernels.crammer_singer.cs_train_on_cache`
+        one sweep of :func:`~...kernels.crammer_singer.cs_train_on_cache`
         (``eps[0, 0]``), whose ``cache_gap`` is ``inf`` while a sweep
         changes something and 0 after.  ``W`` and ``eps`` are updated in
         place; uninformative rows are evicted to ``store``, whose loss
@@ -407,7 +407,7 @@ class RowCache:
     def objective(self, W, bias, loss):
         """``(loss sums, gap)``: the cached rows' loss per problem and share of the gap under ``W``.
 
-        :func:`~..kernels.cache.cache_objective` for the loss of code
+        :func:`~...kernels.cache.cache_objective` for the loss of code
         ``loss``, which also refreshes each slot's ``GAP``.
         """
         sums = np.zeros(self.Y.shape[0])
@@ -417,7 +417,7 @@ class RowCache:
     def admit(self, X, row_ids, block_y, block_cost, scores, loss, bias, store, rng_state):
         """Insert the rows that carry the most duality gap (Dünner et al. 2017); rows left out.
 
-        ``scores`` are the rows' shares of the gap (:func:`~..kernels.cache.gap_scores`).
+        ``scores`` are the rows' shares of the gap (:func:`~...kernels.cache.gap_scores`).
         While the rows fit the free room, every one is inserted.  Otherwise
         the rows cached and the rows offered compete by share: the cached
         rows with the smallest shares are evicted for offered rows with
@@ -623,7 +623,7 @@ class RowCache:
         return self
 
     def check_dual(self, store):
-        """ValueError unless ``store`` (an :class:`~.dual_store.AlphaStore`) has each cached row in
+        """ValueError unless ``store`` (an :class:`~.alpha_store.AlphaStore`) has each cached row in
         its slot."""
         live = self.live[: self.n_live]
         gids = self.gid[live]

@@ -63,7 +63,7 @@ def solve_crammer_singer(
     cost : float64 array, ``C_i`` of every row (0 drops the row)
     k : int, number of classes
 
-    Returns a :class:`~.result.FitResult`: ``W`` ``(k, n_features + 1)``, the
+    Returns a :class:`~..plan.result.FitResult`: ``W`` ``(k, n_features + 1)``, the
     joint problem's one certificate, a bool ``converged``.
     ``on_pass(record, W)`` is called after every pass; a true return value
     stops the solve at the current state.  Passes without a certificate

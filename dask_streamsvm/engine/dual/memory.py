@@ -52,7 +52,7 @@ class BinaryProblem:
     X : 2-D ndarray or CSR tuple ``(indptr, indices, data)``
     y : float64 ndarray of +1/-1
     cost : float64 ndarray, ``C_i`` per row (0 drops the row)
-    loss : str, a loss's name (:data:`~.losses.LOSSES`)
+    loss : str, a loss's name (:data:`~..plan.losses.LOSSES`)
     bias : float, value of the constant bias feature (0 for none)
     """
 
@@ -114,7 +114,7 @@ def _copied(source, into):
 def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, on_pass=None, label=None):
     """Minimise the dual of ``problem`` until the relative gap is <= ``tol``.
 
-    Returns a :class:`~.result.FitResult` of one problem (``w``, ``certificate``, ``alpha``, a
+    Returns a :class:`~..plan.result.FitResult` of one problem (``w``, ``certificate``, ``alpha``, a
     bool ``converged``); ``history`` has one record per pass.  Unconverged, the
     weights returned are the certified ones of lowest primal value (the last pass's primal can
     be far above an earlier one's), with the last pass's dual, DCD's best.
@@ -216,8 +216,8 @@ def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, on_pass=N
 
 
 def solve_problems(rows, y_index, weights, plan, *, width, seeds, clock_start=None, hooks=None):
-    """Solve every problem of ``plan`` on in-memory rows: a :class:`~.result.FitResult` (``W``
-    ``(n_problems, width + 1)``, Crammer-Singer's ``(k, width + 1)``: :func:`~.problem.cs_model`;
+    """Solve every problem of ``plan`` on in-memory rows: a :class:`~..plan.result.FitResult` (``W``
+    ``(n_problems, width + 1)``, Crammer-Singer's ``(k, width + 1)``: :func:`~..plan.problem.cs_model`;
     ``converged`` one per problem; ``interrupted`` if a KeyboardInterrupt ended a solve, ``W``
     certified all the same).
 

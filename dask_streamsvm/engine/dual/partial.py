@@ -44,11 +44,11 @@ class OnePassSBM:
 
     Parameters
     ----------
-    plan : :class:`~.problem.FitPlan` with ``solver="partial"``: its label
+    plan : :class:`~..plan.problem.FitPlan` with ``solver="partial"``: its label
         tables give the problems (one binary, one per class for one-vs-rest
         or Crammer-Singer), and ``loss``, ``bias``, ``cache_bytes`` (bytes
         of rows kept between blocks), ``inner_iter`` (the passes' caps:
-        :attr:`~.problem.FitPlan.gap_ruled_passes`, ``fixed_passes``),
+        :attr:`~..plan.problem.FitPlan.gap_ruled_passes`, ``fixed_passes``),
         ``cache_policy``, ``crammer_singer``, ``seed`` and
         ``feature_map`` (a map's spec, :mod:`~dask_streamsvm.kernels.features`:
         the cache then holds raw rows as CSR and the kernels apply the map)

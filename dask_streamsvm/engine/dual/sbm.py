@@ -25,7 +25,7 @@ Row memory.  ``W`` lives in one :class:`~.cache.RowCache` of ``cache_bytes +
 block_bytes`` (the DCD kernel reads its slots directly; its arrays grow with
 the rows it holds, up to that budget); after each block the rows not
 selected are evicted, which writes their alphas back to the
-:class:`~.dual_store.AlphaStore` and keeps the dual's sums exact.  A sparse row
+:class:`~.alpha_store.AlphaStore` and keeps the dual's sums exact.  A sparse row
 memory splits its bytes between row slots and a value arena from a guess of
 the nonzeros per row; a partition that does not fit that split (its rows
 denser or sparser than the guess) has the row memory rebuilt with a split
@@ -113,7 +113,7 @@ def solve_block(rows, memory, W, bias, loss, rng_state, inner_iter, thresholds, 
     ``memory`` is the :class:`~.cache.RowCache` (its slots ``live[:n]`` are
     the rows), ``loss`` the loss's code, ``thresholds`` a ``(k, 2)`` float
     array of each problem's shrinking thresholds, carried from block to
-    block and updated in place (:func:`~..kernels.sbm.block_sweep`).
+    block and updated in place (:func:`~...kernels.sbm.block_sweep`).
     Each sweep sums the gap shares of the rows it visits (the gap "seen");
     the first sweep's is the block's gap at its start.  After sweep ``p >=
     2`` the gap after it is predicted as ``seen_p^2 / seen_(p-1)`` (the
@@ -300,7 +300,7 @@ class BlockTrainer(PassCertifier):
             )
 
     def _rebuild(self, capacity, n_rows, nnz):
-        """Move the rows in memory to a new RowCache of ``capacity`` bytes (:meth:`.RowCache.rebuild`).
+        """Move the rows in memory to a new RowCache of ``capacity`` bytes (:meth:`.cache.RowCache.rebuild`).
 
         Its slot/arena split fits the rows in memory plus ``n_rows`` rows of
         ``nnz`` nonzeros; the old arrays are released before the new ones
@@ -341,7 +341,7 @@ class BlockTrainer(PassCertifier):
         """DCD sweeps on block plus cache until its exact gap is ``solved_below`` (:func:`solve_block`).
 
         Each measure of the gap also gives every row's gradient
-        (:func:`~..kernels.sbm.gradients_and_gap`); when the sweeps end at
+        (:func:`~...kernels.sbm.gradients_and_gap`); when the sweeps end at
         a measure, the cache selection ranks by those (``self.grad``).
         """
         slots = memory.live[:n].copy()

@@ -2,7 +2,7 @@
 
 ``LinearSVC.fit`` on a Dask collection or a path, ``LinearSVC.partial_fit``
 and each worker of ``cluster="average"`` call it with a source and a
-:class:`~.problem.FitPlan`; the plan's ``solver`` picks the schedule:
+:class:`~..plan.problem.FitPlan`; the plan's ``solver`` picks the schedule:
 
 =============  ==============================================================
 ``streamsvm``  StreamSVM's dual cached loops (:mod:`.streamsvm`)
@@ -29,26 +29,26 @@ from .sbm import BlockTrainer
 from .streamsvm import StreamSVMTrainer
 from .trainer import run_trainer
 
-# The trainer of each streaming schedule, by the names :data:`.problem.STREAMING_SOLVERS` declares.
+# The trainer of each streaming schedule, by the names :data:`..plan.problem.STREAMING_SOLVERS` declares.
 TRAINERS = dict(zip(STREAMING_SOLVERS, (StreamSVMTrainer, BlockTrainer, BlockTrainer), strict=True))
 
 
 def fit_stream(source, plan, hooks=None, *, clock_start=None, checkpoints=None, resume=None, state=None):
-    """Train ``plan`` on ``source``: a :class:`~.result.FitResult`.
+    """Train ``plan`` on ``source``: a :class:`~..plan.result.FitResult`.
 
     Parameters
     ----------
-    source : :class:`~.source.DaskSource`
+    source : :class:`~..data.source.DaskSource`
         Or, for ``plan.solver="partial"``, a list of in-memory
-        :class:`~.source.Block` to train on in that order.
-    plan : :class:`~.problem.FitPlan` with its label tables.
+        :class:`~..data.source.Block` to train on in that order.
+    plan : :class:`~..plan.problem.FitPlan` with its label tables.
     hooks : object or None
         ``on_pass`` and ``on_block`` callables (see :mod:`.trainer`).
     clock_start : float or None
         ``time.perf_counter()`` at the start of the fit, for the history's
         ``seconds``.
     checkpoints, resume
-        A :class:`~.checkpoint.Checkpoints` to write at pass ends, and a
+        A :class:`~..store.checkpoint.Checkpoints` to write at pass ends, and a
         loaded checkpoint to go on from (multi-pass schedules).
     state : :class:`~.partial.OnePassSBM` or None
         ``partial``: the stream to go on with (None: a new one).

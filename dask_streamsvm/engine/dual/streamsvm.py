@@ -1,13 +1,13 @@
 """StreamSVM's dual cached loops (Matsushima, Vishwanathan & Smola, KDD 2012).
 
-The reader thread (:class:`~.reader.Reader`) computes partitions ahead; this
+The reader thread (:class:`~..data.reader.Reader`) computes partitions ahead; this
 module is the trainer, and the only writer of the cache, alpha and w.  Its
 loop alternates
 
 1. intake: take the next block and offer its rows to the cache (Algorithm
    1's reader), a quarter of the cache at a time;
 2. sweeps: one pass in random order over the cached rows of each problem
-   (Algorithm 2's trainer, :func:`~..kernels.cache.stream_sweep`), which
+   (Algorithm 2's trainer, :func:`~...kernels.cache.stream_sweep`), which
    evicts the rows the paper calls uninformative while the cache is over
    90% full: ``alpha = 0`` and ``G > eps``, or ``alpha = U`` and ``G <
    -eps``, with ``eps`` the largest projected gradient of the last n
@@ -17,11 +17,11 @@ loop alternates
 
 Which rows the cache keeps (``cache_policy="informative"``).  Every row's
 share of the duality gap is known where it is seen (Dünner et al., NeurIPS
-2017, :func:`~..kernels.losses.row_gap`): offered rows are scored under the
+2017, :func:`~...kernels.losses.row_gap`): offered rows are scored under the
 trainer's ``w`` as they arrive, cached rows at every sweep.  A full cache
 evicts the rows with the smallest shares for offered rows with larger
 ones, never a random row, and a row of share 0 (``alpha = 0``, margin
->= 1) takes only room nobody else needs (:meth:`.RowCache.admit`).
+>= 1) takes only room nobody else needs (:meth:`.cache.RowCache.admit`).
 ``cache_policy="paper"`` is the paper's StreamSVM: the reader as printed
 (a random cached row leaves for every row inserted into a full cache) and
 the eps rule with ``beta = 0.9``; ``cache_policy="random"`` the same

@@ -3,7 +3,7 @@
 :func:`run_trainer` sets up the dual store and the reader thread around a
 trainer and closes both however it ends.  :class:`PassCertifier` is the
 trainers' base (StreamSVM's in :mod:`.streamsvm`, SBM's and BM's in
-:mod:`.sbm`): it encodes each block's labels (:func:`~.problem.encode_block`),
+:mod:`.sbm`): it encodes each block's labels (:func:`~..plan.problem.encode_block`),
 adds its loss under the snapshot the pass certifies, scores the rows held
 out for Platt scaling, and at the pass end computes the exact certificate
 and the history records, then asks the hooks whether to stop.
@@ -21,7 +21,7 @@ stops the fit at that certified state) and ``on_block(pass_k, block, W,
 fill)`` (for every block read, with the weights the pass certifies and the
 fraction of the row memory in use), and ``on_note(text)`` (once, after the
 first pass, with advice on features far from unit scale,
-:func:`~.problem.scale_advice`); any may be None.
+:func:`~..plan.problem.scale_advice`); any may be None.
 """
 
 import contextlib
@@ -71,7 +71,7 @@ def reserve_full(cache, n_rows):
 
 def run_trainer(source, plan, trainer, *, checkpoints=None, resume=None):
     """Run ``trainer(store)`` (a :class:`PassCertifier` factory) against a reader of
-    ``plan.max_iter + 1`` passes; its :class:`~.result.FitResult`: the certified ``W`` (a
+    ``plan.max_iter + 1`` passes; its :class:`~..plan.result.FitResult`: the certified ``W`` (a
     KeyboardInterrupt's: the last certified pass's), the held-out rows' decision values and labels
     of the read that certified it (Platt's, with a calibration seed), the last pass's weights and
     the dual's sums of its dual variables (``dual_sums``), and each column's largest ``|x|`` on
@@ -79,7 +79,7 @@ def run_trainer(source, plan, trainer, *, checkpoints=None, resume=None):
 
     The dual store lives in RAM, or with ``plan.alpha_store="disk"`` in a
     temporary directory removed on exit; reader thread and store are closed
-    however the trainer ends.  ``checkpoints`` (:class:`~.checkpoint.Checkpoints`)
+    however the trainer ends.  ``checkpoints`` (:class:`~..store.checkpoint.Checkpoints`)
     makes the trainer write its state at pass ends; ``resume``, a loaded
     checkpoint ``(state, arrays)``, restores the trainer and starts the
     reader at the pass after it.
@@ -314,7 +314,7 @@ class PassCertifier:
         best = [Certificate(p, c.dual) for p, c in zip(primal_best, self.certificates, strict=True)]
         return W_best.copy(), best
 
-    # -- checkpoints (:mod:`.checkpoint`) -------------------------------------------------
+    # -- checkpoints (:mod:`..store.checkpoint`) -------------------------------------------------
 
     def checkpoint_state(self):
         """``(state, arrays)`` of the trainer at a pass end; :meth:`restore` takes them back."""

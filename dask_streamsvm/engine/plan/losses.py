@@ -10,7 +10,7 @@ what the drivers need around them:
   its entropies ``sum H_i(alpha_i)`` and 0), so a part of the rows, or a
   streamed pass, certifies its duals from two sums (:attr:`Loss.dual_sum_names`,
   :meth:`Loss.dual_sums`) and ``w`` (:meth:`Loss.dual_value`); the row
-  cache's store keeps them as rows come and go (:class:`~.dual_store.AlphaStore`),
+  cache's store keeps them as rows come and go (:class:`~..dual.alpha_store.AlphaStore`),
   the cluster adds them up;
 - **the primal**: ``1/2 ||w||^2`` plus the loss's weighted sum (:meth:`Loss.primal_value`,
   the kernels' :func:`~dask_streamsvm.kernels.objective.weighted_loss_sum`);
@@ -20,11 +20,11 @@ what the drivers need around them:
   quadratic on a cluster, which needs a dual quadratic in ``t``
   (:attr:`Loss.quadratic_dual`; the logistic loss's entropy is not: its
   average is certified by the dual point its model gives, :meth:`Loss.newton_dual`);
-- **Newton**: whether the primal Newton solver (:mod:`.primal`) minimises
+- **Newton**: whether the primal Newton solver (:mod:`..primal.newton`) minimises
   the loss (:func:`newton_blocker` says why not), its certificate from
   the Newton sums (:meth:`Loss.newton_dual`), and whether the loss is
   piecewise quadratic (:attr:`Loss.piecewise_quadratic`: a read's band of
-  rows then makes its model exact, :func:`~.primal.band_step`).
+  rows then makes its model exact, :func:`~..primal.newton.band_step`).
 
 Adding a loss: its code and leaves in the kernels' module, a :class:`Loss`
 here (its dual's sums, its scale bound, its Newton pieces), and its name

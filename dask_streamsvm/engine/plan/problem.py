@@ -3,7 +3,7 @@
 A :class:`FitPlan` is built once at the top of ``fit`` or ``partial_fit``
 from the estimator's validated parameters, completed with the label tables
 once the classes are known (:meth:`FitPlan.with_labels`), and handed down
-unchanged: to the in-memory solvers, to :func:`~.schedules.fit_stream` (every
+unchanged: to the in-memory solvers, to :func:`~..dual.schedules.fit_stream` (every
 streaming schedule, ``partial_fit`` and each cluster worker) and to the
 cluster's combiners.  Nothing below the estimator parses a parameter again.
 
@@ -37,8 +37,8 @@ LOGISTIC_LOSS = losses.LOGISTIC.name
 # What a Crammer-Singer plan records as its loss, whatever the estimator's ``loss``: its own loss
 # is a boxed one of the margins, and its dual box is this loss's (``alpha <= C``).
 CRAMMER_SINGER_LOSS = losses.CRAMMER_SINGER.name
-# The solver names, declared once: the streaming schedules (:data:`.schedules.TRAINERS`), and
-# what ``solver=`` accepts (``"auto"`` lets :func:`.fit.fit` choose, by :func:`.fit.streams`).
+# The solver names, declared once: the streaming schedules (:data:`..dual.schedules.TRAINERS`), and
+# what ``solver=`` accepts (``"auto"`` lets :func:`..fit.fit` choose, by :func:`..choice.streams`).
 STREAMING_SOLVERS = ("streamsvm", "sbm", "bm")
 SOLVERS = ("auto", "memory", *STREAMING_SOLVERS)
 # A plan's schedule: the above, and ``partial_fit``'s one pass.
@@ -84,7 +84,7 @@ class FitPlan:
         ``tol`` (relative duality gap), ``max_iter`` (reader passes).
     Schedule
         ``solver`` (``"memory"``, ``"streamsvm"``, ``"sbm"``, ``"bm"`` or
-        ``"partial"``; ``"auto"`` until :func:`~.fit.fit` chooses), ``dual``
+        ``"partial"``; ``"auto"`` until :func:`~..fit.fit` chooses), ``dual``
         (``"auto"``, True or False: whether the primal Newton solver may or
         must run), ``cluster`` (None, ``"average"`` or ``"cocoa"``),
         ``cache_bytes`` (bytes, ``0`` for BM; None while ``cache_share``, a
@@ -95,7 +95,7 @@ class FitPlan:
         count-based schedule), ``prefetch``, ``shuffle``,
         ``retries``, ``read_timeout`` (seconds a partition's read may
         take, or None), ``alpha_store``, ``spill`` and ``spill_dir`` (the
-        parsed partitions' binary copy, :meth:`~.source.DaskSource.spilling`).
+        parsed partitions' binary copy, :meth:`~..data.source.DaskSource.spilling`).
     Seeds
         ``random_state`` (the estimator's, which the seeds are drawn from),
         ``seed`` (row permutations, evictions, partition order) and

@@ -2,7 +2,7 @@
 
 The in-memory solvers (one binary problem, every problem, Crammer-Singer),
 the streaming schedules, the primal Newton solver and the cluster's
-methods all return this record, and :func:`~.fit.fit` hands one to the
+methods all return this record, and :func:`~..fit.fit` hands one to the
 estimator, which sets its fitted attributes from it and from nothing else.
 A field a solver does not fill keeps its default.
 """
@@ -47,7 +47,7 @@ class FitResult:
     parts: list = None  # on a cluster: per part, its worker, partitions and rows
     messages: list = field(default_factory=list)  # warnings the workers raised (cluster)
     # The weights the fit trained past its last certificate (a streaming trainer's live ``w``, the
-    # primal solver's warm start), or None; :func:`~.fit.fit` returns them, uncertified, in place
+    # primal solver's warm start), or None; :func:`~..fit.fit` returns them, uncertified, in place
     # of a certified ``W`` that is still the starting point ``w = 0`` (:meth:`prefer_trained`).
     trained_W: np.ndarray = field(default=None, repr=False)
     certified: bool = True  # False: ``W`` is the trained, uncertified model (certificates: w = 0's)

@@ -1,6 +1,6 @@
 """Bytes: the sizes the row cache counts, and ``cache_bytes`` as the user gives it.
 
-:func:`stored_bytes` is what rows occupy in a :class:`~.cache.RowCache`
+:func:`stored_bytes` is what rows occupy in a :class:`~..dual.cache.RowCache`
 (each row's solver state, :func:`slot_overhead`, and its values,
 :func:`value_bytes`), the measure every budget of the streaming schedules is
 counted in.  :func:`parse_bytes` reads ``"512MB"``, ``"2 GiB"`` or, as a
@@ -36,8 +36,8 @@ def share_bytes(share, n_rows, row_bytes):
 
 
 def row_bytes(source, k, feature_map=None):
-    """Bytes per row as a :class:`~.cache.RowCache` of ``k`` problems stores them, from the first partition
-    of ``source`` with rows (0.0 if none has any)."""
+    """Bytes per row as a :class:`~..dual.cache.RowCache` of ``k`` problems stores them, from the
+    first partition of ``source`` with rows (0.0 if none has any)."""
     for p in range(source.n_partitions):
         block = source.load(p)
         if block.n_rows == 0:
@@ -81,7 +81,7 @@ def parse_bytes(value, name="cache_bytes", share=False):
 
 
 def slot_overhead(k, sparse):
-    """Bytes of solver state per row of a :class:`~.cache.RowCache` of ``k`` problems.
+    """Bytes of solver state per row of a :class:`~..dual.cache.RowCache` of ``k`` problems.
 
     ``gid``, ``live``, ``pos`` and ``free`` (int64), ``GAP`` (float64, the
     row's share of the duality gap), ``Y``, ``U``, ``D``, ``Qbar`` and
@@ -92,13 +92,14 @@ def slot_overhead(k, sparse):
 
 
 def value_bytes(dtype, sparse):
-    """Bytes per value a :class:`~.cache.RowCache` stores: the value, and its int32 column index
+    """Bytes per value a :class:`~..dual.cache.RowCache` stores: the value, and its int32 column index
     when sparse."""
     return np.dtype(dtype).itemsize + (4 if sparse else 0)
 
 
 def stored_bytes(n_rows, n_values, k, dtype, sparse):
-    """Bytes that ``n_rows`` rows holding ``n_values`` values in all occupy in a :class:`~.cache.RowCache`.
+    """Bytes that ``n_rows`` rows holding ``n_values`` values in all occupy in a
+    :class:`~..dual.cache.RowCache`.
 
     Each row's solver state (:func:`slot_overhead`) plus each value
     (:func:`value_bytes`); dense rows hold ``n_features`` values each.

@@ -1,6 +1,6 @@
 """The primal solver for tall data (``dual=False``): Newton steps, each from one read of the rows.
 
-For a loss with Newton pieces (:attr:`~.losses.Loss.newton`: the L2 loss,
+For a loss with Newton pieces (:attr:`~..plan.losses.Loss.newton`: the L2 loss,
 ``loss(m) = max(0, 1 - m)^2``, as LIBLINEAR's ``-s 2``, and the logistic loss
 ``log(1 + e^-m)``, as ``-s 0``; the maths below is the L2 loss's, the
 logistic loss's pieces are its leaves'), the primal
@@ -23,7 +23,7 @@ and DeCoste's finite Newton method (JMLR 2005) with the step length chosen
 as below; like LIBLINEAR's primal solver (``-s 2``) it needs 5 to 20
 steps whatever the scaling of the features, where dual coordinate descent
 needs many passes on badly scaled data or at a large C.  The reads and
-their sums are :mod:`.primal_sums` and :mod:`.primal_reads`.
+their sums are :mod:`.sums` and :mod:`.reads`.
 
 One read per step.  A read evaluates the trial point ``w + s``: its value,
 gradient and Hessian, and, along the way, the value of ``f(w + t s)`` for
@@ -32,7 +32,7 @@ length).  If the full step decreases ``f`` enough (Armijo's rule with
 :data:`ARMIJO`), the next direction comes from the sums just read: one read
 per Newton step.  If not, the longest step length that does is taken from
 the same read, and the next read evaluates that point.  A smooth loss (the
-logistic loss) reads no trial lengths (:func:`~.primal_sums.trial_steps`:
+logistic loss) reads no trial lengths (:func:`~.sums.trial_steps`:
 their logarithms would cost more than the read); its step, rarely refused,
 is halved by the next read instead.
 
@@ -43,7 +43,7 @@ needs anyway) its dual value is
     D(alpha) = sum_i alpha_i - 1/2 ||v||^2 - sum_i alpha_i^2 / (4 C_i)
              = sum_i alpha_i - 1/2 ||v||^2 - sum_i C_i xi_i^2,
 
-sums of the same read (:meth:`~.losses.Loss.newton_dual`).  Every read
+sums of the same read (:meth:`~..plan.losses.Loss.newton_dual`).  Every read
 therefore certifies the point it evaluated exactly, and the solver returns
 the point of lowest primal value with the highest dual value seen (weak
 duality holds for any pair), so ``tol`` means the same relative duality gap
@@ -62,7 +62,7 @@ from ..plan.losses import loss_of, newton_blocker
 from ..plan.result import FitResult
 from .sums import STEPS, block_sums
 
-# The reads (:mod:`.primal_sums`, :mod:`.primal_reads`) are named here too.
+# The reads (:mod:`.sums`, :mod:`.reads`) are named here too.
 
 ARMIJO = 0.01  # sufficient decrease: f(w + t s) <= f(w) + ARMIJO t g . s
 # The widest model (features plus bias) whose D x D Hessian the solver forms: 128 MB a problem.
@@ -74,7 +74,7 @@ PRECONDITIONER = 0.01  # the weight of diag(H) in the conjugate gradient's preco
 
 class _Problem:
     """One binary problem's Newton state: the evaluated point, its gradient and Hessian, the best
-    primal point and the best dual value seen; ``loss`` (a :class:`~.losses.Loss`) certifies it."""
+    primal point and the best dual value seen; ``loss`` (a :class:`~..plan.losses.Loss`) certifies it."""
 
     def __init__(self, width, loss, tol=0.0):
         self.loss, self.tol = loss, tol
@@ -198,13 +198,13 @@ def solve_primal(
     start_read=True,
 ):
     """Newton steps on every problem of ``plan`` until each relative gap is at most ``plan.tol``
-    or ``plan.max_iter`` reads: a :class:`~.result.FitResult` (``converged`` one per problem).
+    or ``plan.max_iter`` reads: a :class:`~..plan.result.FitResult` (``converged`` one per problem).
 
     ``read(W, S, todo)`` returns the :class:`Sums` of all rows at the points ``W + S`` of the
     problems ``todo`` still training, with trial losses along ``S``.  ``on_pass(records, W)``,
     called after every read with one history record per problem (a problem already converged
     repeats its certificate), stops the solve with a true return value.  ``source``: the
-    :class:`~.source.DaskSource` that ``read`` streams, whose reads the records count and number
+    :class:`~..data.source.DaskSource` that ``read`` streams, whose reads the records count and number
     from 0 as the streaming solvers do (in memory they are numbered from 1).  ``initial``: the sums
     of every problem at ``w = 0`` (no Hessian) from the read that found the classes
     (:func:`first_read`), which then certifies ``w = 0`` as read 0.  ``start``: the points (k, D)
@@ -213,7 +213,7 @@ def solve_primal(
     :class:`Sums` of rows, bytes, skipped rows and retries; ``start_read=False``: no read made
     the start, a sample held in memory did, :func:`memory_start`).
     ``notes``: fields added to the first read's records.  A
-    ``read`` that is a context manager (:class:`~.primal_reads.StreamRead`) is entered for the
+    ``read`` that is a context manager (:class:`~.reads.StreamRead`) is entered for the
     solve, and its ``overlap`` seconds are added to every record.  A KeyboardInterrupt after the
     first read returns the best certified state, ``interrupted``.
     """
@@ -340,7 +340,7 @@ def _conjugate_gradient(product, diagonal, g):
 class ConjugateGradient:
     """Preconditioned conjugate gradient on ``H s = -g``, one Hessian product at a time: the state
     the in-memory loop (:func:`_conjugate_gradient`) and a cluster's root worker
-    (:mod:`~.cluster.products`) keep.
+    (:mod:`~..cluster.products`) keep.
 
     Preconditioned by ``M = (1 - PRECONDITIONER) I + PRECONDITIONER diag(H)`` (Hsia, Chiang and
     Lin, ACML 2018: the diagonal alone can slow some problems, the mixture does not), stopped when
@@ -427,7 +427,7 @@ def band_step(w, g, H, band, plan):
     loss's piecewise-quadratic form makes it so (the L2 loss: Keerthi and DeCoste's finite Newton
     method on the rows that matter, as SBM chooses them).  ``m`` is convex (``H - B0`` is ``I`` plus
     the other rows' Hessian); Newton steps with Armijo's rule minimize it, at most
-    :data:`BAND_STEPS`, in memory.  ``band``: a :class:`~.primal_reads.Sample` of the rows, their
+    :data:`BAND_STEPS`, in memory.  ``band``: a :class:`~.reads.Sample` of the rows, their
     signs as labels and costs as weights.
     """
     X, Y, cost = band.X, band.y[None, :], band.sample_weight[None, :]

@@ -2,8 +2,8 @@
 
 :func:`first_read` is the read that counts the classes, made the primal
 solver's first read; :func:`stream_read` is the ``read`` that
-:func:`~.primal.solve_primal` calls on a :class:`~.source.DaskSource`.  The
-sums of each block are :func:`~.primal_sums.block_sums`.
+:func:`~.newton.solve_primal` calls on a :class:`~..data.source.DaskSource`.  The
+sums of each block are :func:`~.sums.block_sums`.
 """
 
 import time
@@ -51,10 +51,10 @@ def _count(counts, block):
 
 
 class StreamRead:
-    """``read`` for :func:`~.primal.solve_primal` on a :class:`~.source.DaskSource`: one read of
+    """``read`` for :func:`~.newton.solve_primal` on a :class:`~..data.source.DaskSource`: one read of
     every partition per call, the sums of each block added as it arrives.
 
-    One :class:`~.reader.Reader` serves every read of the fit: while the sums of a block are
+    One :class:`~..data.reader.Reader` serves every read of the fit: while the sums of a block are
     computed, the reader thread reads and decodes the next partitions (up to ``plan.prefetch``
     ahead), across the end of a read too, since the rows do not depend on the point the next read
     evaluates (``reads``: the most reads it serves, ``plan.max_iter + 1`` by default).
@@ -63,7 +63,7 @@ class StreamRead:
     the partition.  ``band_rows``: each read also keeps, per problem, this many rows of margin
     nearest 1 at the point it evaluates (within ``band_bytes``), as the :class:`Sums`' ``band``
     (a :class:`Sample` per problem, signs as labels and costs as weights), from which the solver
-    takes its next step (:func:`~.primal.band_step`).  Use as a context manager (leaving it stops
+    takes its next step (:func:`~.newton.band_step`).  Use as a context manager (leaving it stops
     the reader thread).
 
     :attr:`overlap` holds the seconds, since the fit's first Newton read, that the reader was busy
@@ -153,7 +153,7 @@ class StreamRead:
 
 def _add_band(bands, block, Y, cost, points, bias):
     """Each problem's rows of margin nearest 1 at its point (of ``points``), to ``bands``: the rows
-    whose loss may change its piece when the point moves (:func:`~.primal.band_step`)."""
+    whose loss may change its piece when the point moves (:func:`~.newton.band_step`)."""
     from ...kernels.band import margin_keys
 
     X = block.X
@@ -170,7 +170,7 @@ def _add_band(bands, block, Y, cost, points, bias):
 
 def stream_read(source, plan, on_block=None, start=0, reads=None, band_rows=0, band_bytes=None, rows=0):
     """A :class:`StreamRead` of ``source`` (enter it before the first read, or let
-    :func:`~.primal.solve_primal` do it)."""
+    :func:`~.newton.solve_primal` do it)."""
     return StreamRead(source, plan, on_block, start, reads, band_rows, band_bytes, rows)
 
 
@@ -332,7 +332,7 @@ class FirstRead:
     """What the read that counted the classes kept for the primal solver (:func:`first_read`)."""
 
     labels: tuple  # (classes, counts, weighted classes), as DaskSource.label_counts
-    sample: Sample = None  # rows for the warm start (:func:`~.primal.warm_start`), or None
+    sample: Sample = None  # rows for the warm start (:func:`~.warm.warm_start`), or None
     totals: Sums = None  # the read's rows, skipped rows, retries and bytes
     clean: bool = True  # every value is one the primal solver trains on (:func:`too_large`)
     moments: dict = None  # label -> [sum of weights, rows of weight > 0, sum w x (with the bias)]
@@ -362,14 +362,14 @@ class FirstRead:
 def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=None, expected=None):
     """The read that finds the classes, made the primal solver's first read: a :class:`FirstRead`.
 
-    Counts the labels of every partition as :meth:`~.source.DaskSource.label_counts` does, and
+    Counts the labels of every partition as :meth:`~..data.source.DaskSource.label_counts` does, and
     keeps a uniform sample of ``sample_rows`` rows (:class:`Sample`; every row if there are no
     more), within ``sample_bytes`` and ``plan.cache_share`` of the rows (``expected``: the rows,
     if known before the read), for the warm start of
-    :func:`~.primal.warm_start`.  ``plan`` needs no labels; ``width`` is the model's width without
+    :func:`~.warm.warm_start`.  ``plan`` needs no labels; ``width`` is the model's width without
     the bias.
 
-    The read checks the values (:func:`~.primal_sums.too_large`): with ``dual=False`` a value the
+    The read checks the values (:func:`~.sums.too_large`): with ``dual=False`` a value the
     primal solver cannot train on is a ValueError naming its partition and column; with ``"auto"``
     (the dual solvers may train) the sample is dropped and ``clean`` false: the first Newton read,
     if there is one, refuses it.
@@ -401,7 +401,7 @@ def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=N
 def _add_moments(moments, block, plan, D):
     """Each class's weights, rows of weight > 0 and ``sum w x`` (with the bias column, and the
     feature map's features) over the block's rows, added to ``moments``, summed in float64; and the
-    reason the primal solver cannot train on the block's values (:func:`~.primal_sums.too_large`),
+    reason the primal solver cannot train on the block's values (:func:`~.sums.too_large`),
     or None.  Dense rows without a feature map take one pass of a kernel; others a chunk of rows
     at a time."""
     from ...kernels.band import class_sums
@@ -434,7 +434,7 @@ def _add_moments(moments, block, plan, D):
 
 
 def _block_too_large(block, plan, D):
-    """:func:`~.primal_sums.too_large` of a block's rows (the feature map's features, with one)."""
+    """:func:`~.sums.too_large` of a block's rows (the feature map's features, with one)."""
     if plan.feature_map is None:
         return too_large(block.X, plan.bias, augmented=False)
     step = chunk_rows(D)
@@ -446,7 +446,7 @@ def _block_too_large(block, plan, D):
 
 
 def memory_read(X, y_index, weights, plan, products=None):
-    """``read`` for :func:`~.primal.solve_primal` on in-memory rows (a 2-D array or CSR).
+    """``read`` for :func:`~.newton.solve_primal` on in-memory rows (a 2-D array or CSR).
 
     ``products``: whether the Newton directions come from Hessian products (conjugate gradient,
     :class:`ProductRead`) instead of the ``D x D`` Hessian; None picks by :func:`prefers_products`.
@@ -489,7 +489,7 @@ def memory_layout(X):
 
 def sparse_rows(X):
     """The dense 2-D array ``X`` as a canonical CSR matrix of its dtype (two compiled passes,
-    :func:`~..kernels.layout.dense_to_csr`; int32 column indices)."""
+    :func:`~...kernels.layout.dense_to_csr`; int32 column indices)."""
     X = np.ascontiguousarray(X)
     indptr = np.zeros(X.shape[0] + 1, dtype=np.int64)
     nnz = dense_nonzeros(X, indptr)

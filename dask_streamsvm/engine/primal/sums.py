@@ -7,15 +7,15 @@ At a point ``w`` of one problem the loss's Newton terms of each row
     loss    sum_i C_i loss(m_i)              the primal's loss term
     alpha   the dual's sum at alpha(w)       alpha_i = -C_i loss'(m_i), the gradient's factors
                                              (the squared hinge: sum_i alpha_i; the logistic loss:
-                                             sum_i H_i(alpha_i), :func:`~..kernels.losses.newton_dual_term`)
+                                             sum_i H_i(alpha_i), :func:`~...kernels.losses.newton_dual_term`)
     v       sum_i alpha_i y_i x_i            the gradient is w - v
     hessian sum_i D_ii x_i x_i^T             the generalised Hessian is I + this
 
 and the loss at ``w + t s`` for each step length ``t`` of :data:`STEPS`:
 sums over rows, so the sums of the partitions (or of the workers) are the
 sums of the data.  :func:`block_sums` makes them from rows in memory or a
-block, :func:`memory_read` is the ``read`` that :func:`~.primal.solve_primal`
-calls in memory (:func:`~.primal_reads.stream_read` streams), and :class:`ProductRead` keeps, instead
+block, :func:`memory_read` is the ``read`` that :func:`~.newton.solve_primal`
+calls in memory (:func:`~.reads.stream_read` streams), and :class:`ProductRead` keeps, instead
 of the Hessian, its products on the active rows (truncated Newton on wide
 data).  Every sum accumulates in float64, a chunk of rows at a time (the Hessian's sum over a
 chunk of float32 rows: in float32, :data:`HESSIAN_IN_DATA_PRECISION`).
@@ -52,7 +52,7 @@ FILL_SAMPLE = 10_000  # rows of a dense array whose nonzeros estimate its fill (
 # (benchmarks/bench_primal.py): the Hessian wins at 51 columns (2.5 s against 4.1 s on 1M rows),
 # 201 (2.3 against 3.0) and 501 (3.2 against 3.8), and loses at 1001 (4.8 against 3.8, 50k rows).
 CG_WIDTH = 1024
-# Sparse rows form the Hessian (:func:`~..kernels.newton.csr_newton_sums`: each row's pairs of
+# Sparse rows form the Hessian (:func:`~...kernels.newton.csr_newton_sums`: each row's pairs of
 # nonzeros, fused with the read) where those pairs number at most this many times the nonzeros: a
 # Newton direction takes 5 to 70 products, each reading the nonzeros twice (:func:`prefers_products`).
 # a9a has 6.9 pairs a nonzero, w8a 11.3: there the Hessian took 0.085 and 0.23 s to a 1e-6 gap of
@@ -109,10 +109,10 @@ class Sums:
     # In memory with Hessian products (:class:`ProductRead`): per problem, ``(product, diagonal)``
     # of the Hessian at the evaluated point, and ``hessian`` is None.
     operators: list = None
-    # Streamed with a band (:class:`~.primal_reads.StreamRead`): per problem, the rows of margin
-    # nearest 1 at the evaluated point (a :class:`~.primal_reads.Sample`), for :func:`~.primal.band_step`.
+    # Streamed with a band (:class:`~.reads.StreamRead`): per problem, the rows of margin
+    # nearest 1 at the evaluated point (a :class:`~.reads.Sample`), for :func:`~.newton.band_step`.
     band: list = None
-    # A part's sums on a cluster (:mod:`~.cluster.products`): per problem, the diagonal of its rows'
+    # A part's sums on a cluster (:mod:`~..cluster.products`): per problem, the diagonal of its rows'
     # Hessian term ``sum_i D_ii x_i^2`` (k, D), added up the tree with the rest; ``hessian`` is None.
     diagonal: np.ndarray = None
 
@@ -148,7 +148,7 @@ def trial_steps(loss):
     length: its full step can overshoot a kink, and a read out of core is dear), none for a smooth
     one (the logistic loss: twelve more logarithms a row would cost more than its read, and from
     its warm start its full Newton step is taken; a step that fails is halved by the next read,
-    :meth:`~.primal._Problem.update`)."""
+    :meth:`~.newton._Problem.update`)."""
     return STEPS if loss_by_code(loss).piecewise_quadratic else STEPS[:0]
 
 
@@ -231,7 +231,7 @@ def value_reason(top, bias, mapped):
 
 def gram(rows, weights):
     """``sum_i weights_i x_i x_i^T`` of the rows (dense or CSR), dense (float64 dense rows by BLAS,
-    CSR rows by :func:`~..kernels.newton.sparse_gram`: their nonzeros' pairs only)."""
+    CSR rows by :func:`~...kernels.newton.sparse_gram`: their nonzeros' pairs only)."""
     if sp.issparse(rows):
         rows = sp.csr_matrix(rows)
         out = np.zeros((rows.shape[1], rows.shape[1]))
@@ -260,7 +260,7 @@ def newton_sums(loss, C, s):
 
 
 def dual_terms(loss, C, s, factor):
-    """Per row, what it adds to the Newton read's dual sum (:func:`~..kernels.losses.newton_dual_term`):
+    """Per row, what it adds to the Newton read's dual sum (:func:`~...kernels.losses.newton_dual_term`):
     the factors ``alpha_i`` themselves for the squared hinge, the entropies for the logistic loss."""
     out = np.empty_like(s)
     newton_dual_rows(loss, C, s, factor, out)
@@ -425,7 +425,7 @@ def _squares(X):
 
 
 class ProductRead:
-    """``read`` for :func:`~.primal.solve_primal` on in-memory rows that never forms the Hessian: each
+    """``read`` for :func:`~.newton.solve_primal` on in-memory rows that never forms the Hessian: each
     evaluated point's sums, and per problem the product ``p -> H p`` and ``diag(H)`` on its active
     rows, for the Newton solver's conjugate gradient (a truncated Newton step, as LIBLINEAR's primal solver
     takes on wide data).  Holds the rows once as float64 (a copy if they are not); a product
@@ -434,7 +434,7 @@ class ProductRead:
 
     ``identity``: the weight of the Hessian's identity term in the products and the diagonal (1: the
     whole Hessian; 0: a cluster part's share of it, the identity added once at the tree's root,
-    :mod:`~.cluster.products`)."""
+    :mod:`~..cluster.products`)."""
 
     hessian_products = True
 
@@ -482,7 +482,7 @@ class ProductRead:
 
     def product(self, X, d, p):
         """``(identity I + sum_i d_i x_i x_i^T) p`` over the rows ``X`` of weights ``d`` (CSR rows in
-        one pass, :func:`~..kernels.newton.csr_hessian_product`)."""
+        one pass, :func:`~...kernels.newton.csr_hessian_product`)."""
         if sp.issparse(X):
             rows = (np.asarray(X.indptr), np.asarray(X.indices), np.asarray(X.data))
             return csr_hessian_product(rows, d, p, self.bias, self.identity, np.empty_like(p))

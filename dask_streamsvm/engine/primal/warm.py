@@ -67,7 +67,7 @@ def memory_start(X, y_index, weights, plan, width, clock_start=None):
 
 
 def warm_start(sample, plan, width, clock_start=None, on_pass=None):
-    """The start of the Newton reads from the first read's :class:`~.primal_reads.Sample`:
+    """The start of the Newton reads from the first read's :class:`~.newton.primal_reads.Sample`:
     ``(W0, notes, result)``.
 
     The sample's problem, its costs scaled by ``rows_seen / sample rows`` so that its loss

@@ -1,4 +1,6 @@
-"""Model files and checkpoints under attack and accident (docs/reliability.md).
+"""Model files: NumPy arrays and JSON, no pickle; round trips and refusals.
+
+Model files and checkpoints under attack and accident (docs/reliability.md).
 
 Every test injects a fault or a bad value into what the library writes or
 reads (a planted symlink, a concurrent writer, a crashed writer's leftovers,
@@ -13,6 +15,7 @@ import hashlib
 import io
 import json
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -25,19 +28,187 @@ import zipfile
 
 import dask.array as da
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
+import dask_streamsvm
 from dask_streamsvm import HashingMap, LinearSVC, load
 from dask_streamsvm.engine.store import archive
 from dask_streamsvm.engine.store import checkpoint as ckpt
+from dask_streamsvm.features import PolynomialMap
 
-from ._helpers import noisy_linear_data, stream_model
+from ._helpers import child_json_lines, noisy_linear_data, stream_model
+
+
+def _data(k=2, n=300, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, 4)
+    y = np.argmax(X[:, :k] + 0.3 * rng.randn(n, k), axis=1) if k > 2 else (X[:, 0] > 0).astype(int)
+    return X, y
+
+
+@pytest.mark.parametrize(
+    "labels,params",
+    [
+        ([0, 1], {}),
+        (["ham", "spam", "eggs"], {"class_weight": {"ham": 2.0, "spam": 1.0, "eggs": 0.5}}),
+        ([-1, 1], {"probability": True, "loss": "hinge", "C": 0.3}),
+    ],
+)
+def test_round_trip_gives_the_same_model(tmp_path, labels, params):
+    X, y = _data(k=len(labels))
+    y = np.asarray(labels, dtype=object if isinstance(labels[0], str) else None)[y]
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    clf = LinearSVC(tol=1e-4, random_state=3, **params).fit(frame, y)
+    path = tmp_path / "model.dsvm"
+    clf.save(path)
+    back = load(path)
+    assert type(back) is LinearSVC
+    assert back.get_params() == clf.get_params()
+    for name in ("coef_", "intercept_", "classes_", "feature_names_in_"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(clf, name))
+    assert back.objective_ == pytest.approx(clf.objective_, rel=0)
+    assert back.n_iter_ == clf.n_iter_ and len(back.history_) == len(clf.history_)
+    np.testing.assert_array_equal(back.predict(frame), clf.predict(frame))
+    if params.get("probability"):
+        np.testing.assert_array_equal(back.predict_proba(frame), clf.predict_proba(frame))
+    lazy = back.predict(da.from_array(X, chunks=100))
+    np.testing.assert_array_equal(lazy.compute(), clf.predict(frame))
+
+
+def test_pickle_still_works():
+    X, y = _data()
+    clf = LinearSVC(random_state=0).fit(X, y)
+    back = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(back.coef_, clf.coef_)
+
+
+def test_parameters_that_are_not_data_are_not_saved(tmp_path):
+    X, y = _data()
+    clf = LinearSVC(
+        random_state=np.random.RandomState(0), validation_data=(X, y), callbacks=[lambda r: False]
+    )
+    clf.fit(X, y).save(tmp_path / "m")
+    back = load(tmp_path / "m")
+    assert back.random_state is None and back.callbacks is None and back.validation_data is None
+
+
+def test_unfitted_model_cannot_be_saved(tmp_path):
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        LinearSVC().save(tmp_path / "m")
+
+
+@pytest.fixture
+def saved(tmp_path):
+    X, y = _data()
+    path = tmp_path / "model.dsvm"
+    LinearSVC(random_state=0).fit(X, y).save(path)
+    return path
+
+
+def _rewrite(path, edit):
+    """Rewrite the zip at ``path`` member by member through ``edit(name, data) -> data | None``."""
+    with zipfile.ZipFile(path) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in members.items():
+            data = edit(name, data)
+            if data is not None:
+                z.writestr(name, data)
+
+
+def test_an_edited_array_is_refused(saved):
+    def edit(name, data):
+        if name == "arrays/coef_.npy":
+            return data[:-8] + np.float64(1e6).tobytes()
+        return data
+
+    _rewrite(saved, edit)
+    with pytest.raises(ValueError, match="'coef_' does not match its checksum"):
+        load(saved)
+
+
+def test_a_pickled_payload_is_never_executed(saved, tmp_path):
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    buffer = io.BytesIO()
+    np.save(buffer, np.array([Payload()], dtype=object), allow_pickle=True)
+    blob = buffer.getvalue()
+
+    def edit(name, data):
+        if name == "arrays/coef_.npy":
+            return blob
+        if name == "model.json":
+            meta = json.loads(data)
+            import hashlib
+
+            meta["arrays"]["coef_"].update(sha256=hashlib.sha256(blob).hexdigest(), dtype="|O", shape=[1])
+            return json.dumps(meta)
+        return data
+
+    _rewrite(saved, edit)
+    with pytest.raises(ValueError, match="cannot be read without pickle"):
+        load(saved)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (lambda meta: meta.update(format="something-else"), "not a dask_streamsvm model file"),
+        (lambda meta: meta.update(version=99), "format version 99"),
+        (lambda meta: meta.update(estimator="os.system"), "unknown estimator 'os.system'"),
+        (lambda meta: meta["params"].update(C=-1.0), "inconsistent model file: C must be"),
+        (lambda meta: meta["attributes"].update(n_features_in_=7), "inconsistent model file: coef_"),
+    ],
+)
+def test_inconsistent_metadata_is_refused(saved, edit, message):
+    def rewrite(name, data):
+        if name != "model.json":
+            return data
+        meta = json.loads(data)
+        edit(meta)
+        return json.dumps(meta)
+
+    _rewrite(saved, rewrite)
+    with pytest.raises(ValueError, match=message):
+        load(saved)
+
+
+def test_files_that_are_not_models_are_refused(tmp_path, saved):
+    text = tmp_path / "notes.txt"
+    text.write_text("hello")
+    with pytest.raises(ValueError, match="not a zip archive"):
+        load(text)
+    _rewrite(saved, lambda name, data: None if name == "arrays/intercept_.npy" else data)
+    with pytest.raises(ValueError, match="'intercept_' is missing"):
+        load(saved)
+    with pytest.raises(FileNotFoundError):
+        load(tmp_path / "absent.dsvm")
+    assert dask_streamsvm.load is load
+
+
+def test_model_files_record_the_library_version(saved):
+    # The archive takes it from the installed metadata (the engine does not import the package root).
+    with zipfile.ZipFile(saved) as archive:
+        meta = json.loads(archive.read("model.json"))
+    assert meta["format"] == "dask-streamsvm-model" and meta["version"] == 1
+    assert meta["library_version"] == dask_streamsvm.__version__, "stale install: run pip install -e ."
+
+
+# -- Model files and checkpoints under attack and accident (docs/reliability.md)
 
 N_PARTS, PART_ROWS = 10, 40
 
 
-def _data(seed=0, n=N_PARTS * PART_ROWS, d=5):
+def _checkpoint_data(seed=0, n=N_PARTS * PART_ROWS, d=5):
     return noisy_linear_data(n, d, seed)
 
 
@@ -47,12 +218,12 @@ def _stream(**params):
 
 @pytest.fixture(scope="module")
 def model():
-    X, y = _data()
+    X, y = _checkpoint_data()
     return LinearSVC(random_state=0).fit(X, y), X
 
 
 @pytest.fixture
-def saved(tmp_path, model):
+def saved_file(tmp_path, model):
     path = tmp_path / "model.dsvm"
     model[0].save(path)
     return path
@@ -85,7 +256,7 @@ def _edit_meta(path, edit):
     _write_zip(path, members)
 
 
-# -- writing: temporary files ------------------------------------------------------------------
+# -- writing: temporary files
 
 
 def _first_names_tried(names):
@@ -143,8 +314,8 @@ def test_two_threads_writing_one_checkpoint_both_succeed_and_leave_it_whole(tmp_
         for thread in threads:
             thread.join(60)
         assert not errors, errors
-    state, saved = ckpt.Checkpoints(tmp_path, None, {"fit": 1}).load()
-    np.testing.assert_array_equal(saved["W"], arrays[state["writer"]])  # one writer's file, whole
+    state, saved_file = ckpt.Checkpoints(tmp_path, None, {"fit": 1}).load()
+    np.testing.assert_array_equal(saved_file["W"], arrays[state["writer"]])  # one writer's file, whole
     assert sorted(os.listdir(tmp_path)) == [ckpt.FILE]  # no temporary file left
 
 
@@ -171,7 +342,7 @@ def _dead_pid():
     return child.pid
 
 
-# -- writing: checkpoint_dir is checked before training -------------------------------------------
+# -- writing: checkpoint_dir is checked before training
 
 
 def _unusable_dir(kind, tmp_path):
@@ -196,7 +367,7 @@ def _unusable_dir(kind, tmp_path):
 @pytest.mark.parametrize("kind", ["a file", "a path through a file", "a read-only directory", "sysfs"])
 def test_an_unusable_checkpoint_dir_fails_before_any_partition_is_read(tmp_path, kind):
     directory, problem = _unusable_dir(kind, tmp_path)
-    X, y = _data()
+    X, y = _checkpoint_data()
     reads = []
 
     def counted(block):
@@ -212,7 +383,7 @@ def test_an_unusable_checkpoint_dir_fails_before_any_partition_is_read(tmp_path,
     assert reads == []
 
 
-# -- reading: what is not a regular file ---------------------------------------------------------
+# -- reading: what is not a regular file
 
 
 _LOAD_EACH = textwrap.dedent(
@@ -255,7 +426,7 @@ def _outcome(function, *args):
         return exc
 
 
-# -- reading: bounded allocation -----------------------------------------------------------------
+# -- reading: bounded allocation
 
 BOMB_FEATURES = 25_000_000  # 200 MB of float64 zeros, about 200 KB deflated
 
@@ -328,18 +499,18 @@ def test_a_zip_bomb_is_refused_before_it_is_inflated(tmp_path, bomb, monkeypatch
     assert peak < 4_000_000, f"reading a refused file allocated {peak} bytes"
 
 
-def test_an_oversized_model_json_is_refused_unread(saved, monkeypatch):
+def test_an_oversized_model_json_is_refused_unread(saved_file, monkeypatch):
     monkeypatch.setattr(archive, "META_MAX_BYTES", 4096)
-    _edit_meta(saved, lambda meta: meta["attributes"].update(padding="x" * 5000))
+    _edit_meta(saved_file, lambda meta: meta["attributes"].update(padding="x" * 5000))
     with pytest.raises(ValueError, match="model.json is larger than 4096 bytes"):
-        load(saved)
+        load(saved_file)
 
 
-# -- reading: every malformed file is a ValueError -----------------------------------------------
+# -- reading: every malformed file is a ValueError
 
 
-def test_every_one_byte_corruption_raises_value_error_or_loads_the_same_model(saved, model, tmp_path):
-    data = saved.read_bytes()
+def test_every_one_byte_corruption_raises_value_error_or_loads_the_same_model(saved_file, model, tmp_path):
+    data = saved_file.read_bytes()
     damaged = tmp_path / "damaged.dsvm"
     outcomes = {"ValueError": 0, "same model": 0}
     for position in range(0, len(data), 3):
@@ -421,32 +592,32 @@ CRAFTED = {
 
 
 @pytest.mark.parametrize("case", list(CRAFTED))
-def test_crafted_metadata_raises_a_value_error_naming_the_file(saved, case):
+def test_crafted_metadata_raises_a_value_error_naming_the_file(saved_file, case):
     edit, message = CRAFTED[case]
-    members = _members(saved)
+    members = _members(saved_file)
     meta = json.loads(members["model.json"])
     edit(meta)
     text = json.dumps(meta).replace('"DEEP"', "[" * 100_000 + "]" * 100_000)
     members["model.json"] = text
-    _write_zip(saved, members)
+    _write_zip(saved_file, members)
     with pytest.raises(ValueError, match=message) as info:
-        load(saved)
-    assert str(saved) in str(info.value)
+        load(saved_file)
+    assert str(saved_file) in str(info.value)
 
 
-def test_parameters_that_point_at_code_or_files_are_never_restored(saved):
+def test_parameters_that_point_at_code_or_files_are_never_restored(saved_file):
     _edit_meta(
-        saved,
+        saved_file,
         lambda meta: meta["params"].update(
             checkpoint_dir="/etc", callbacks=["os.system"], validation_data=[[1.0], [1]]
         ),
     )
-    loaded = load(saved)
+    loaded = load(saved_file)
     assert loaded.checkpoint_dir is None and loaded.callbacks is None and loaded.validation_data is None
 
 
 def test_a_saved_model_keeps_no_checkpoint_dir(tmp_path):
-    X, y = _data()
+    X, y = _checkpoint_data()
     fitted = _stream(checkpoint_dir=tmp_path / "ck", max_iter=3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -456,11 +627,11 @@ def test_a_saved_model_keeps_no_checkpoint_dir(tmp_path):
         assert json.loads(z.read("model.json"))["params"]["checkpoint_dir"] is None
 
 
-# -- reading: checkpoints get the same protections -------------------------------------------------
+# -- reading: checkpoints get the same protections
 
 
 def _checkpointed(tmp_path, **params):
-    X, y = _data()
+    X, y = _checkpoint_data()
     Xd, yd = da.from_array(X, chunks=PART_ROWS), da.from_array(y, chunks=PART_ROWS)
 
     def stop_at_2(record):
@@ -492,7 +663,7 @@ def test_resuming_from_a_damaged_checkpoint_raises_a_value_error_naming_it(tmp_p
     assert isinstance(outcome[0], ValueError) and str(path) in str(outcome[0]), outcome
 
 
-# -- resume: equal parameters written differently -----------------------------------------------
+# -- resume: equal parameters written differently
 
 
 def test_resume_accepts_equal_parameters_written_differently(tmp_path):
@@ -521,3 +692,78 @@ def test_the_fingerprint_tells_different_parameters_apart_and_equal_ones_togethe
     assert repr(first) == repr(second)
     assert fingerprint(m=first) != fingerprint(m=second)
     assert json.loads(json.dumps(fingerprint(m=first, w={"a": 1}))) == fingerprint(m=first, w={"a": 1})
+
+
+# -- issue 36, round three: crafted model files
+
+
+@pytest.fixture
+def saved_model(tmp_path):
+    X, y = noisy_linear_data(60, 3)
+    path = tmp_path / "model.dsvm"
+    LinearSVC(random_state=0).fit(X, y).save(path)
+    return path
+
+
+def _replace_array(path, name, array):
+    """Rewrite ``path`` with ``arrays/name.npy`` replaced by ``array``, its table entry to match."""
+    import hashlib
+    import io
+
+    with zipfile.ZipFile(path) as z:
+        members = {m: z.read(m) for m in z.namelist()}
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    members[f"arrays/{name}.npy"] = buffer.getvalue()
+    meta = json.loads(members["model.json"])
+    digest = hashlib.sha256(buffer.getvalue()).hexdigest()  # of the whole member, as the archive writes it
+    meta["arrays"][name] = {"dtype": array.dtype.str, "shape": list(array.shape), "sha256": digest}
+    members["model.json"] = json.dumps(meta)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for member, data in members.items():
+            z.writestr(member, data)
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, "<U8", "<M8[ns]"])
+def test_weights_that_are_not_real_numbers_are_refused(saved_model, dtype):
+    coef = load(saved_model).coef_
+    crafted = coef + 1j if dtype == np.complex128 else coef.astype(dtype)
+    _replace_array(saved_model, "coef_", crafted)
+    message = f"{saved_model}: inconsistent model file: coef_ has dtype"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        load(saved_model)
+
+
+_LOAD = """
+    import json, sys
+    from dask_streamsvm import load
+    for path in sys.argv[1:]:
+        try:
+            load(path)
+            print(json.dumps(["loaded", ""]), flush=True)
+        except Exception as exc:
+            print(json.dumps([type(exc).__name__, str(exc)]), flush=True)
+"""
+
+
+def test_a_crafted_degree_of_the_polynomial_map_is_refused_without_hanging(tmp_path):
+    X, y = noisy_linear_data(60, 3)
+    saved_model = tmp_path / "model.dsvm"
+    LinearSVC(random_state=0, feature_map=PolynomialMap(degree=3)).fit(X, y).save(saved_model)
+    degrees = [2**70, 2**62, 61]  # numba's TypingError; a loop of 2**62 steps; an int64 binomial that wraps
+    paths = []
+    for degree in degrees:
+        with zipfile.ZipFile(saved_model) as z:
+            members = {m: z.read(m) for m in z.namelist()}
+        meta = json.loads(members["model.json"])
+        meta["params"]["feature_map"]["__feature_map__"][1]["degree"] = degree
+        members["model.json"] = json.dumps(meta)
+        paths.append(tmp_path / f"degree{degree}.dsvm")
+        with zipfile.ZipFile(paths[-1], "w") as z:
+            for member, data in members.items():
+                z.writestr(member, data)
+    for path, degree, (kind, message) in zip(paths, degrees, child_json_lines(_LOAD, *paths), strict=True):
+        assert kind == "ValueError", (degree, kind, message)
+        assert f"{path}: inconsistent model file: degree must be at most 60, got degree={degree}" in message
+    with pytest.raises(ValueError, match="degree must be at most 60"):
+        LinearSVC(feature_map=PolynomialMap(degree=100, n_features=64)).fit(X, y)
