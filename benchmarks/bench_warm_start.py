@@ -2,7 +2,7 @@
 
 Out of core the Newton solver (``dual=False``) reads the data once to count the classes and keep a
 uniform sample of rows, solves the sample's problem in memory (its costs scaled to the row count)
-and starts the full reads there (``dask_streamsvm.engine.primal.newton.warm_start``).  Each full read
+and starts the full reads there (``dask_streamsvm.engine.primal.warm.warm_start``).  Each full read
 also keeps the rows of margin nearest 1 (the band), and the next point minimizes the model in
 which those rows are exact and the others quadratic (``primal.band_step``).  This script runs the
 same arithmetic on rows in memory (a read is one pass of ``block_sums`` over all rows), so it
@@ -65,7 +65,7 @@ def _gap(X, Y, cost, w):
 
 
 def rows_for(name, X, y, C, samples, shares):
-    from dask_streamsvm.engine.primal import newton as primal
+    from dask_streamsvm.engine.primal import warm as primal
     from dask_streamsvm.engine.primal.reads import Sample
 
     n, width = X.shape
@@ -123,7 +123,7 @@ def main(argv=None):
 
 
 def write_report(payload, args):
-    from dask_streamsvm.engine.primal import newton as primal
+    from dask_streamsvm.engine.primal import warm as primal
 
     rule = primal.sample_rows(args.features)
     lines = [

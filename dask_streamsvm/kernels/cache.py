@@ -1,6 +1,6 @@
 """numba kernels of the row cache: insertion with random eviction, eviction, StreamSVM's trainer.
 
-State (all allocated by ``engine.cache.RowCache`` and ``engine.dual_store.AlphaStore``;
+State (all allocated by ``engine.dual.cache.RowCache`` and ``engine.dual.alpha_store.AlphaStore``;
 ``k`` problems share the rows, one per one-vs-rest class).  The kernels take
 it as two bundles of arrays, :data:`CacheArrays` (the budgeted cache) and
 :data:`DualArrays` (every row seen)::
@@ -40,7 +40,7 @@ a full cache evicts) is made on the budget's sizes, ``n_slots`` slots and
 ``n_values`` arena values, as if the cache had allocated them all: the
 arena's top and garbage in ``meta`` count in a budget-sized arena, and
 ``meta[N_FREE]`` counts the budget's free slots.  The arrays themselves
-hold only what the caller allocated so far (``engine.cache.RowCache``
+hold only what the caller allocated so far (``engine.dual.cache.RowCache``
 grows them, before each insertion, to what the insertion can reach):
 
 * slots: ``gid.shape[0]`` of them.  Free slots are taken from the top of
@@ -81,7 +81,7 @@ META_SIZE = 6
 CacheArrays = namedtuple(
     "CacheArrays", "meta gid live pos free Y U D QD A GAP starts ends indices data rows n_slots n_values"
 )
-CacheArrays.__doc__ = "The row cache's arrays (module docstring), from ``engine.cache.RowCache.arrays``."
+CacheArrays.__doc__ = "The row cache's arrays (module docstring), from ``engine.dual.cache.RowCache.arrays``."
 
 DualArrays = namedtuple("DualArrays", "slot_of alpha sums loss")
 DualArrays.__doc__ = "Every row's dual state and its loss (module docstring), from ``AlphaStore.arrays``."

@@ -13,7 +13,7 @@ from .average import fit_average
 from .cocoa import fit_cocoa
 from .moments import scaled_parts
 from .newton import fit_primal_cluster
-from .parts import place, with_part_cache
+from .parts import parts_of, place, with_part_cache
 from .products import fit_products_cluster
 from .runtime import cancelled_on_error, scheduler_lost
 
@@ -24,6 +24,7 @@ def fit_on_cluster(client, source, plan, method, hooks, clock_start):
     :class:`~..plan.result.FitResult` with its ``plan`` (labels counted on the workers, a share of
     memory in bytes), ``messages`` (warnings for the user) and ``parts`` (``cluster_parts_``).
     Every history record names the method; ``hooks`` see every step or round, and may stop them.
+    The parts are placed once (:func:`~.parts.parts_of`) and handed to the method.
     """
     source.scaled = plan.scaler is not None  # the rows' x . x is checked once scaled, as on one machine
     solver = plan.solver if plan.solver in STREAMING_SOLVERS else STREAMING_SOLVERS[0]
@@ -37,13 +38,16 @@ def fit_on_cluster(client, source, plan, method, hooks, clock_start):
 
     with cancelled_on_error(client):
         try:
+            placement = parts_of(client, source, plan)
             if method in ("newton", "truncated_newton"):  # each step one read (or evaluation) of every part
                 newton = fit_primal_cluster if method == "newton" else fit_products_cluster
 
                 def on_pass(records, W):
                     return hooks.on_pass(named(records), W)
 
-                result = newton(client, source, plan, clock_start=clock_start, on_pass=on_pass)
+                result = newton(
+                    client, source, plan, clock_start=clock_start, on_pass=on_pass, placement=placement
+                )
             else:
                 on_round = None
                 if hooks.callbacks or hooks.verbose:
@@ -52,7 +56,9 @@ def fit_on_cluster(client, source, plan, method, hooks, clock_start):
                         return hooks.on_round(named([record])[0])
 
                 plan = plan.replace(cluster=method)
-                result = fit_cluster(client, source, plan, clock_start=clock_start, on_round=on_round)
+                result = fit_cluster(
+                    client, source, plan, clock_start=clock_start, on_round=on_round, placement=placement
+                )
         except Exception as exc:
             lost = scheduler_lost(client, exc)
             if lost is None:
@@ -62,20 +68,21 @@ def fit_on_cluster(client, source, plan, method, hooks, clock_start):
     return result
 
 
-def fit_cluster(client, source, plan, *, clock_start, on_round=None):
+def fit_cluster(client, source, plan, *, clock_start, on_round=None, placement=None):
     """The dual methods: ``plan.cluster`` (``"average"``, :mod:`.average`, or ``"cocoa"``,
     :mod:`.cocoa`) on ``source`` over ``client``'s workers.
 
     ``on_round(record)``, after every CoCoA+ round, stops the rounds with a true value.  A
     ``plan.cache_share`` (``cache_bytes="10%"``) is that share of the largest part's bytes, for
-    every worker's cache (:func:`~.parts.with_part_cache`).
+    every worker's cache (:func:`~.parts.with_part_cache`).  ``placement``: the parts
+    (:func:`~.parts.parts_of`; None: made here).
     """
     if plan.cluster not in ("average", "cocoa"):
         raise ValueError(
             f"cluster must be one of {', '.join(map(repr, CLUSTER_MODES))} to train on a cluster, got "
             f"cluster={plan.cluster!r}; use cluster=None to train in this process."
         )
-    plan, placement = place(client, source, plan, mode=plan.cluster)
+    plan, placement = place(client, source, plan, mode=plan.cluster, placement=placement)
     scaler, placement = scaled_parts(client, source, plan, placement)
     plan = with_part_cache(client, plan, placement)
     if plan.cluster == "average":

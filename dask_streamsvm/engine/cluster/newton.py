@@ -72,7 +72,7 @@ def _cluster_sample(firsts):
     return Sample(X, y, w, rows)
 
 
-def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None):
+def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, placement=None):
     """``dual=False`` on a cluster: every Newton step is one read of every part on its worker,
     the parts' sums reduced on the workers; a :class:`~..plan.result.FitResult` with its ``plan``
     (labels counted on the workers) and ``parts``.
@@ -83,7 +83,7 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None):
     from ..primal.newton import band_share, solve_primal
     from ..primal.warm import sample_rows, warm_start
 
-    plan, placement = place(client, source, plan)
+    plan, placement = place(client, source, plan, placement=placement)
     scaler, placement = scaled_parts(client, source, plan, placement)
     parts, workers = placement.parts, placement.workers
     moved = {"bytes_sent": 0, "bytes_received": 0}

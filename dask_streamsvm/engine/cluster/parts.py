@@ -58,14 +58,17 @@ class Packed(TaskInput):
 class Placement:
     """A cluster fit's parts: ``parts`` ``[(worker, Packed)]``, per part its partitions' numbers in
     the collection (``partitions``) and its merged label counts (``counts``), the read limits of a
-    task that reads a part (``reads``, :func:`read_limits`), and the warning of parts whose label
-    mixes differ (``skew``, or None)."""
+    task that reads a part (``reads``, :func:`read_limits`), the warning of parts whose label
+    mixes differ (``skew``, or None), and per part its partitions' positions in ``source``
+    (``ids``).  Built once a fit (:func:`parts_of`) and handed to the method as a value; the
+    labels counted (:func:`place`) give a new one."""
 
     parts: list
     partitions: list
     counts: list
     reads: tuple = None
     skew: str = None
+    ids: list = None
 
     @property
     def workers(self):
@@ -84,16 +87,25 @@ class Placement:
         ]
 
 
-def place(client, source, plan, mode=None):
-    """``source``'s parts on ``client``'s workers and their labels counted there: ``(plan with its
-    labels, Placement)``.
+def parts_of(client, source, plan):
+    """Who holds which partitions of ``source`` on ``client``'s workers, before any read: a
+    :class:`Placement` without counts."""
+    parts, part_ids = make_parts(client, source, plan.read_timeout)
+    reads = read_limits(plan, source, part_ids)
+    partitions = [[source.partition_id(i) for i in ids] for ids in part_ids]
+    return Placement(parts, partitions, [], reads, ids=part_ids)
+
+
+def place(client, source, plan, mode=None, placement=None):
+    """The parts of ``placement`` (:func:`parts_of`'s; None: made here) with their labels counted on
+    their workers: ``(plan with its labels, Placement)``.
 
     With ``mode`` (``"average"`` or ``"cocoa"``) the parts' label mixes are compared
     (:func:`skewed_parts`), and partitions read from files on every read, where a partition's
     worker does not matter, are dealt anew when the mixes differ (:func:`_mixed_parts`).
     """
-    parts, part_ids = make_parts(client, source, plan.read_timeout)
-    reads = read_limits(plan, source, part_ids)
+    placement = parts_of(client, source, plan) if placement is None else placement
+    parts, part_ids, reads = placement.parts, placement.ids, placement.reads
     counts = gather(client, [submit(client, count_labels, s, worker=w) for w, s in parts], reads=reads)
     plan = plan.with_labels(*merge_label_counts([c for part in counts for c in part]))
     part_counts = [merge_label_counts(part, allow_empty=True) for part in counts]
@@ -105,7 +117,7 @@ def place(client, source, plan, mode=None):
             skew = skewed_parts(part_counts, plan.classes, [w for w, _ in parts], mode)
             reads = read_limits(plan, source, part_ids)
     partitions = [[source.partition_id(i) for i in ids] for ids in part_ids]
-    return plan, Placement(parts, partitions, part_counts, reads, skew)
+    return plan, Placement(parts, partitions, part_counts, reads, skew, ids=part_ids)
 
 
 def assign_parts(n_partitions, workers):

@@ -33,7 +33,7 @@ import scipy.sparse as sp
 from ..data.labels import count_labels_of, merge_label_counts
 from ..primal.sums import ProductRead, augmented_rows, rows_nbytes
 from .moments import scaled_parts
-from .parts import Placement, make_parts, read_limits
+from .parts import parts_of
 from .runtime import WorkerLost, cancel_check, gather, live_workers, no_workers, submit, synchronous, wait
 from .tree import add_sums, tree_sum
 
@@ -454,16 +454,15 @@ class TruncatedNewton:
         self.evaluated = None
 
 
-def fit_products_cluster(client, source, plan, *, clock_start, on_pass=None):
+def fit_products_cluster(client, source, plan, *, clock_start, on_pass=None, placement=None):
     """``dual=False`` on a cluster with Hessian products (any width): a :class:`~..plan.result.FitResult`
     with its ``plan`` (labels counted as the parts are read) and ``parts``; its history's records
-    carry the bytes moved and ``method="truncated_newton"``."""
+    carry the bytes moved and ``method="truncated_newton"``.  ``placement``: the parts
+    (:func:`~.parts.parts_of`; None: made here), whose labels are counted as they are read."""
     from ..primal.newton import solve_primal
 
-    parts, part_ids = make_parts(client, source, plan.read_timeout)
-    reads = read_limits(plan, source, part_ids)
-    partitions = [[source.partition_id(i) for i in ids] for ids in part_ids]
-    placement = Placement(parts, partitions, [], reads)
+    placement = parts_of(client, source, plan) if placement is None else placement
+    parts = placement.parts
     scaler, placement = scaled_parts(client, source, plan, placement)
     driver = TruncatedNewton(client, placement, plan, source.n_features, clock_start)
     counts = driver.count()
