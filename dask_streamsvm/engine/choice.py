@@ -141,7 +141,9 @@ def choose(placement, plan, data):
         return Method("memory", primal, schedule=None if primal else "memory")
     n_features = data.n_features
     if placement.where == "cluster":
-        return Method("cluster", None, schedule=schedule, cluster=cluster_method(plan, n_features))
+        method = cluster_method(plan, n_features)
+        primal = method in ("newton", "truncated_newton")
+        return Method("cluster", primal, schedule=None if primal else schedule, cluster=method)
     checkpointing = placement.checkpointing
     could_be_primal = plan.dual is not True and use_primal(
         plan, None, n_features, checkpointing=checkpointing
