@@ -94,7 +94,7 @@ def _expand(path_or_glob):
     return paths
 
 
-def _kind(mode):
+def file_kind(mode):
     """What a file of ``mode`` (``os.stat``) is, in words, when it is not a regular file or directory."""
     kinds = (
         (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -108,7 +108,7 @@ def _kind(mode):
 def _not_regular(path, mode, inside=None):
     where = f"{path!r} (in the input directory {inside!r})" if inside is not None else repr(path)
     return ValueError(
-        f"{where} is {_kind(mode)}, not a regular file: data is read from regular files (or directories "
+        f"{where} is {file_kind(mode)}, not a regular file: data is read from regular files (or directories "
         "of them), since reading anything else may block or never end. Write the data to a file and "
         "pass that."
     )

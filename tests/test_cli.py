@@ -587,6 +587,58 @@ def test_output_paths_are_checked_before_training(svm_file, tmp_path, no_fit):
     assert not (tmp_path / "m.model").exists()
 
 
+def test_an_output_that_is_a_fifo_is_refused_without_blocking(table, tmp_path):
+    """``predict --out FIFO --overwrite`` opened the FIFO and waited for a reader for ever (issue 50,
+    item 3): every output path refuses a FIFO before any work; in a child, so that a write that
+    blocks fails the test, not the suite."""
+    d, model = table
+    fifo = tmp_path / "out.csv"
+    os.mkfifo(fifo)
+    os.mkfifo(tmp_path / "m2.model")
+    cases = [
+        ["predict", str(model), str(d / "rows.csv"), "--out", str(fifo), "--overwrite"],
+        ["predict", str(model), str(d / "rows.csv"), "--out", str(fifo)],
+        ["train", str(d / "rows.csv"), "--label", "label", "--model", str(tmp_path / "m2.model"),
+         "--overwrite"],
+    ]
+    outcomes = child_json_lines(_COMMANDS, *(json.dumps(argv) for argv in cases))
+    for argv, (code, err) in zip(cases, outcomes, strict=True):
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1, (argv, code, err)
+        assert "is a FIFO (named pipe), not a regular file: outputs are written to regular files" in lines[0]
+
+
+def test_predict_never_writes_through_a_symlink(table, tmp_path, monkeypatch):
+    """``predict --out LINK --overwrite`` wrote the file the link points to, even in another directory
+    (issue 50, item 6): a link as an output is refused, a dangling one too, and nothing is written."""
+    d, model = table
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    precious = elsewhere / "precious.csv"
+    precious.write_text("keep me\n")
+    (tmp_path / "link.csv").symlink_to(precious)
+    (tmp_path / "dangling.csv").symlink_to(elsewhere / "created.csv")
+    (tmp_path / "dir.parquet").symlink_to(elsewhere)
+    monkeypatch.setattr(dask_streamsvm, "load", lambda path: pytest.fail("the model was read first"))
+    for out in ("link.csv", "dangling.csv", "dir.parquet"):
+        code, stdout, err = run(["predict", model, d / "rows.csv", "--out", tmp_path / out, "--overwrite"])
+        assert_one_line_error(code, stdout, err, "--out", "is a symbolic link")
+    assert precious.read_text() == "keep me\n" and not (elsewhere / "created.csv").exists()
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["precious.csv"]
+
+
+def test_train_replaces_a_symlinked_model_path_and_leaves_its_target(svm_file, tmp_path):
+    """A model file is written aside and renamed over its path: a link there is replaced, never
+    written through."""
+    target = tmp_path / "target.model"
+    target.write_text("not this one")
+    link = tmp_path / "link.model"
+    link.symlink_to(target)
+    code, out, err = run(["train", svm_file, "--model", link, "--overwrite", *FAST])
+    assert code == 0, err
+    assert not link.is_symlink() and target.read_text() == "not this one"
+
+
 def test_predict_output_is_checked_before_reading(table, monkeypatch):
     folder, model = table
     a_file = folder / "a_file"

@@ -201,10 +201,10 @@ def cmd_train(args):
     estimator, own = _estimator(args)  # before the paths: --loss with --model-type logistic is refused
     paths = expand_paths(args.paths)
     if args.checkpoint_dir is None:
-        check_output(args.model, "--model", paths, overwrite=args.overwrite)
+        check_output(args.model, "--model", paths, overwrite=args.overwrite, replaced=True)
     else:  # the checkpoint is an input too when resuming
         checkpoint = os.path.join(args.checkpoint_dir, FILE)
-        check_output(args.model, "--model", [*paths, checkpoint], overwrite=args.overwrite)
+        check_output(args.model, "--model", [*paths, checkpoint], overwrite=args.overwrite, replaced=True)
         check_checkpoint_dir(args.checkpoint_dir, checkpoint, paths)
     model = estimator(
         C=args.C,

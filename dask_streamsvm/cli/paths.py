@@ -2,6 +2,7 @@
 paths checked before any work (no command writes over one of its inputs, even with ``--overwrite``)."""
 
 import os
+import stat
 import tempfile
 from glob import escape, glob
 
@@ -240,16 +241,42 @@ def _check_directory(directory, flag, path):
     os.remove(probe)
 
 
-def check_output(path, flag, inputs, *, overwrite, directory=False):
+def _check_kind(path, flag, *, replaced):
+    """Refuse an existing output that is not a regular file or a directory (a FIFO would block the
+    write, a device or socket take it), and a symbolic link the write would follow (``replaced``:
+    the output is written aside and renamed over the path, which replaces the link itself)."""
+    if not os.path.lexists(path):
+        return
+    mode = os.lstat(path).st_mode
+    if stat.S_ISLNK(mode):
+        if replaced:
+            return
+        raise UserError(
+            f"{flag} {path!r} is a symbolic link (to {os.readlink(path)!r}): writing it would write where "
+            "it points, which --overwrite does not allow; remove the link or give the path of a file"
+        )
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        from ..io import file_kind  # numpy and SciPy, not imported for --help
+
+        raise UserError(
+            f"{flag} {path!r} is {file_kind(mode)}, not a regular file: outputs are written to regular "
+            "files; give the path of a file"
+        )
+
+
+def check_output(path, flag, inputs, *, overwrite, directory=False, replaced=False):
     """Refuse, before any work, an output that would replace an input or that cannot be written.
 
     ``path`` is a file to write (``directory=True``: a directory of parts
     replaced as a whole); an existing one needs ``overwrite``, and no input
-    is ever written over.
+    is ever written over.  A FIFO, a device or a socket is refused, and so is
+    a symbolic link, unless the output is ``replaced`` (written aside and
+    renamed over the path, as model files are), which replaces the link.
     """
     if not path:
         raise UserError(f"{flag} is empty; give a file name")
     _check_not_an_input(path, flag, inputs, holds=directory)
+    _check_kind(path, flag, replaced=replaced)
     if os.path.isdir(path) and not directory:
         raise UserError(f"{flag} {path!r} is a directory; give a file name")
     if os.path.lexists(path) and not overwrite:
