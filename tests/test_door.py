@@ -68,3 +68,29 @@ def test_a_dask_fit_on_wide_rows_is_dual_from_the_start(asked):
     LinearSVC(tol=1e-2).fit(da.from_array(X, chunks=(100, -1)), da.from_array(y, chunks=100))
     [method] = asked["choose"]
     assert method.primal is False and method.first_read == "labels" and method.known_rows is None
+
+
+def _one_huge_value(n=3_000):
+    X, y = _rows(n, 3)
+    X[5, 2] = 3e13  # beyond the 1e12 the primal solver takes; the dual solvers train on it
+    return X, y
+
+
+@pytest.mark.parametrize("where", ["dense", "csr", "dask"])
+def test_auto_trains_the_dual_solvers_where_values_are_beyond_the_primal_solvers_range(asked, where):
+    """dual="auto" on tall rows picks the primal solver, whose first check finds a value beyond its
+    range: the dual solvers train instead, and a warning says why (dual=False still refuses:
+    tests/test_read_path.py)."""
+    import scipy.sparse as sp
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = _one_huge_value()
+    data = {
+        "dense": (X, y), "csr": (sp.csr_matrix(X), y),
+        "dask": (da.from_array(X, chunks=1_000), da.from_array(y, chunks=1_000)),
+    }[where]  # fmt: skip
+    with pytest.warns(ConvergenceWarning, match=r"dual='auto' trained with the dual solvers.*column 2"):
+        clf = LinearSVC(tol=1e-3, random_state=0).fit(*data)
+    methods = asked["after_count"] if where == "dask" else asked["choose"]
+    assert methods[-1].primal is False and "1e+12" in methods[-1].note
+    assert clf.duality_gap_ <= 1e-3

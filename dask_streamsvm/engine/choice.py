@@ -28,7 +28,7 @@ from .data.spill import check_spill_dir
 from .plan.losses import newton_blocker
 from .plan.problem import STREAMING_SOLVERS, model_width
 from .primal.newton import MAX_WIDTH
-from .primal.sums import CG_WIDTH
+from .primal.sums import CG_WIDTH, MAX_VALUE, too_large
 
 # dual="auto" picks the primal Newton solver when the rows outnumber the model's width (features plus
 # bias) this many times: measured in benchmarks/bench_primal.py (docs/benchmarks.md, "primal").
@@ -66,7 +66,8 @@ class Method:
     (False), or None: decided once the rows are counted; ``schedule``: the dual solver (``"memory"``
     in memory, a streaming schedule streamed); ``cluster``: one of :data:`CLUSTER_METHODS` on a
     cluster; ``first_read``: a streamed fit's, one of :data:`FIRST_READS`; ``known_rows``: the rows
-    known before any read (a Dask Array's chunks, Parquet footers), or None.
+    known before any read (a Dask Array's chunks, Parquet footers), or None; ``note``: why
+    ``dual="auto"`` chose the dual solvers where the rows' count chose the primal one, for the user.
     """
 
     where: str
@@ -75,6 +76,7 @@ class Method:
     cluster: str | None = None
     first_read: str | None = None
     known_rows: int | None = None
+    note: str | None = None
 
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)
@@ -138,6 +140,11 @@ def choose(placement, plan, data):
     if placement.where == "memory":
         n_rows, n_features = data.X.shape
         primal = use_primal(plan, n_rows, n_features, streaming=False)
+        beyond = None
+        if primal and plan.dual == "auto" and plan.feature_map is None and plan.scaler is None:
+            beyond = too_large(data.X, plan.bias, augmented=False)  # the primal solver's first check
+        if beyond is not None:
+            return Method("memory", False, schedule="memory", note=_dual_note(beyond))
         return Method("memory", primal, schedule=None if primal else "memory")
     n_features = data.n_features
     if placement.where == "cluster":
@@ -162,12 +169,27 @@ def choose(placement, plan, data):
     return Method("stream", primal, schedule=schedule, first_read=first, known_rows=known)
 
 
-def after_count(method, plan, n_rows, n_features):
+def after_count(method, plan, n_rows, n_features, beyond=None):
     """The second stage of :func:`choose`: ``method`` with primal or dual decided, now that the read
-    that counted the classes has counted ``n_rows`` rows (``method`` itself where it was decided)."""
+    that counted the classes has counted ``n_rows`` rows (``method`` itself where it was decided).
+    ``beyond``: why that read found values the primal solver cannot train on (its first read's
+    check), or None: ``dual="auto"`` then chooses the dual solvers, and says why (``note``)."""
     if method.primal is not None:
         return method
-    return method.replace(primal=use_primal(plan, n_rows, n_features, checkpointing=False))
+    primal = use_primal(plan, n_rows, n_features, checkpointing=False)
+    if primal and beyond is not None:
+        return method.replace(primal=False, note=_dual_note(beyond))
+    return method.replace(primal=primal)
+
+
+def _dual_note(beyond):
+    """What the user is told when ``dual="auto"`` chose the dual solvers for values too large."""
+    return (
+        f"dual='auto' trained with the dual solvers, not the primal Newton solver the rows' count "
+        f"chose: {beyond.split(': the primal solver')[0]}, beyond the {MAX_VALUE:g} the primal solver "
+        "takes. Scale the features (feature_map=Standardize()) for the primal solver, or set "
+        "dual=True to choose the dual solvers yourself."
+    )
 
 
 def streams(plan, out_of_core):

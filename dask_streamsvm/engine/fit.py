@@ -142,6 +142,8 @@ def _fit_memory(data, plan, method, hooks, *, clock_start, **_):
         for record in result.history:
             record["rows_skipped"] = data.skipped
     result.plan, result.scaler, result.platt = plan, scaler, platt
+    if method.note is not None:
+        result.messages.append(method.note)
     return result
 
 
@@ -168,7 +170,8 @@ def _fit_stream(source, plan, method, hooks, *, checkpoints, resume, clock_start
             plan = result.plan
         else:
             labels, first = _count_classes(source, plan, primal_plan, method, hooks, saved)
-            method = after_count(method, plan, int(np.sum(labels[1])), source.n_features)
+            beyond = None if first is None else first.beyond
+            method = after_count(method, plan, int(np.sum(labels[1])), source.n_features, beyond)
             if method.primal:
                 plan = primal_plan.with_labels(*labels)
                 result = fit_primal_stream(source, plan, hooks, first, clock_start)
@@ -181,6 +184,8 @@ def _fit_stream(source, plan, method, hooks, *, checkpoints, resume, clock_start
     if plan.probability:  # the last read certified the model: its held-out scores are the model's
         result.platt = platt_sigmoids(result.held_scores, result.held_y, plan.classes)
     result.plan, result.scaler = plan, scaler
+    if method.note is not None:
+        result.messages.append(method.note)
     return result
 
 

@@ -45,7 +45,7 @@ class FitResult:
     alpha: np.ndarray = field(default=None, repr=False)  # one in-memory problem's dual variables
     state: object = field(default=None, repr=False)  # partial_fit: the stream to go on with
     parts: list = None  # on a cluster: per part, its worker, partitions and rows
-    messages: list = field(default_factory=list)  # warnings the workers raised (cluster)
+    messages: list = field(default_factory=list)  # warnings for the user (ConvergenceWarning)
     # The weights the fit trained past its last certificate (a streaming trainer's live ``w``, the
     # primal solver's warm start), or None; :func:`~..fit.fit` returns them, uncertified, in place
     # of a certified ``W`` that is still the starting point ``w = 0`` (:meth:`prefer_trained`).

@@ -335,6 +335,7 @@ class FirstRead:
     sample: Sample = None  # rows for the warm start (:func:`~.warm.warm_start`), or None
     totals: Sums = None  # the read's rows, skipped rows, retries and bytes
     clean: bool = True  # every value is one the primal solver trains on (:func:`too_large`)
+    beyond: str = None  # else why not: the first block's reason, naming its partition
     moments: dict = None  # label -> [sum of weights, rows of weight > 0, sum w x (with the bias)]
 
     def sums(self, plan):
@@ -371,8 +372,8 @@ def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=N
 
     The read checks the values (:func:`~.sums.too_large`): with ``dual=False`` a value the
     primal solver cannot train on is a ValueError naming its partition and column; with ``"auto"``
-    (the dual solvers may train) the sample is dropped and ``clean`` false: the first Newton read,
-    if there is one, refuses it.
+    (the dual solvers may train) the sample is dropped, ``clean`` false and ``beyond`` says why:
+    the door then trains the dual solvers (:func:`~...choice.after_count`).
     """
     from ..data.labels import count_labels_of, merge_label_counts
 
@@ -380,7 +381,7 @@ def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=N
     counts, ids = [], []
     sampler = _Sampler(sample_rows, sample_bytes, plan.cache_share, expected) if sample_rows else None
     totals = Sums.zeros(0, D)
-    clean, moments = True, {}
+    clean, moments, beyond = True, {}, None
     for block in read_once(source, plan, totals):
         counts.append(count_labels_of(block.partition, block.y, block.sample_weight))
         ids.append(block.partition)
@@ -389,13 +390,14 @@ def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=N
                 if plan.dual is False:
                     raise ValueError(f"partition {block.partition}: {reason}")
                 clean, sampler, moments = False, None, None
+                beyond = f"partition {block.partition}: {reason}"
             elif sampler is not None:
                 sampler.add(block)
         if on_block is not None:
             on_block(0, block)
     labels = merge_label_counts(counts, partitions=ids)
     sample = None if sampler is None else sampler.sample()
-    return FirstRead(labels, sample=sample, totals=totals, clean=clean, moments=moments)
+    return FirstRead(labels, sample=sample, totals=totals, clean=clean, beyond=beyond, moments=moments)
 
 
 def _add_moments(moments, block, plan, D):
