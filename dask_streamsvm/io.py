@@ -511,7 +511,10 @@ def open_path(path, y=None):
     is_table = lower.endswith((".parquet", ".pq", ".csv", ".csv.gz", ".csv.bz2")) or os.path.isdir(text)
     if is_table and not isinstance(y, str):
         raise ValueError(f"{text!r} is a table: pass the label column's name as y, got y={y!r}.")
-    for name in sorted(glob(text)) if _is_glob(text) else [text]:
+    names = sorted(glob(text)) if _is_glob(text) else [text]
+    if not names and "://" not in text:  # a pattern no local file matches: said as the CLI says it
+        raise FileNotFoundError(f"no file matches {text!r}")
+    for name in names:
         check_input_path(name)
     if lower.endswith((".parquet", ".pq")) or os.path.isdir(text):
         frame = dd.read_parquet(text)

@@ -1,5 +1,6 @@
-"""CoCoA+'s local solver for parts larger than cache_bytes (:mod:`dask_streamsvm.engine.cluster.cocoa_local`), run
-here in one process: the rounds a cluster's workers run, checked against the exact quantities."""
+"""CoCoA+'s local solver for parts larger than cache_bytes
+(:mod:`dask_streamsvm.engine.cluster.cocoa_local`), run here in one process: the rounds a cluster's
+workers run, checked against the exact quantities."""
 
 import dask.array as da
 import numpy as np

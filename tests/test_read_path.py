@@ -1525,3 +1525,13 @@ def test_a_truncated_parquet_part_is_refused_naming_the_file(tmp_path, monkeypat
     part.write_bytes(part.read_bytes()[:-20])
     with pytest.raises(ValueError, match=re.escape(f"{part}: not a readable Parquet file")):
         _fit_parquet(directory)
+
+
+@pytest.mark.parametrize("pattern", ["nomatch*.parquet", "nomatch*.csv", "nomatch-[0-9].svm"])
+def test_a_glob_that_matches_no_file_says_so(tmp_path, pattern):
+    """An empty glob of a table was reported as "y='label' names no column of X; its columns are []"
+    (Parquet) or as Dask's own error (CSV) (issue 50, smaller items): it is named, as the command line
+    names it."""
+    y = None if pattern.endswith(".svm") else "label"
+    with pytest.raises(FileNotFoundError, match=re.escape(f"no file matches {str(tmp_path / pattern)!r}")):
+        LinearSVC().fit(str(tmp_path / pattern), y)
