@@ -185,7 +185,9 @@ def test_a_reader_that_raises_on_partition_5_of_10_stops_the_fit(solver, tmp_pat
     start = time.perf_counter()
     with pytest.raises(Boom, match="partition 5 cannot be read") as info:
         _stream(solver=solver, alpha_store="disk", shuffle=False).fit(Xd, yd)
-    assert time.perf_counter() - start < 30  # stopped, not hung
+    # Stopped, not hung: the fit takes about a second on 2 quiet cores, one at load 35 took 68 s; a
+    # fit that waited on its reader instead of stopping would not return at all.
+    assert time.perf_counter() - start < 600
     frames = [f.name for f in traceback.extract_tb(info.value.__traceback__)]
     assert "explode_on_five" in frames  # the original traceback, down to the failing function
     assert any("partition 5" in note for note in getattr(info.value, "__notes__", []))
@@ -232,7 +234,7 @@ def test_a_file_deleted_mid_fit_stops_it_with_the_files_name(tmp_path):
     start = time.perf_counter()
     with pytest.raises(FileNotFoundError, match="part-06.svm"):  # without the spill, every read opens it
         _stream(callbacks=[delete_after_first_pass], max_iter=50, tol=1e-9, spill=False).fit(Xd, yd)
-    assert time.perf_counter() - start < 30
+    assert time.perf_counter() - start < 600  # stopped, not hung (the bound as above)
     # With the spill (the default for text), the passes after the first read the spilled partitions.
     victim.write_text((tmp_path / "part-05.svm").read_text())
     model = _stream(callbacks=[delete_after_first_pass], max_iter=50, tol=1e-3).fit(Xd, yd)
