@@ -256,22 +256,34 @@ def slow(i, rows):
     return rows
 
 
+def _ctrl_c_from_a_read(when):
+    """A partition's read that, the first time ``when()`` holds, sends Ctrl-C as a terminal would
+    (to the process, from the read's thread) before it returns: the signal comes at a known point
+    of the fit, never racing its end."""
+    sent = threading.Event()
+
+    def read(i, rows):
+        time.sleep(0.02)
+        if not sent.is_set() and when():
+            sent.set()
+            os.kill(os.getpid(), signal.SIGINT)
+        return rows
+
+    return read, sent
+
+
 @pytest.mark.parametrize("solver", ["streamsvm", "sbm"])
-def test_ctrl_c_from_a_timer_thread_leaves_the_last_certified_model(solver):
+def test_ctrl_c_from_a_reading_thread_leaves_the_last_certified_model(solver):
     X, y = _data()
-    Xd, yd = _failing_collection(slow, X, y)
-    sent = {}
-
-    def interrupt_at_pass_2(record):
-        if record["pass"] == 2 and not sent:
-            sent["at"] = time.perf_counter()
-            sent["timer"] = _ctrl_c_after(0.05)
-
-    model = _stream(solver=solver, tol=1e-12, max_iter=200, callbacks=[interrupt_at_pass_2])
+    passes = []
+    read, sent = _ctrl_c_from_a_read(lambda: 2 in passes)  # during pass 3's reads
+    Xd, yd = _failing_collection(read, X, y)
+    model = _stream(solver=solver, tol=1e-12, max_iter=200, callbacks=[lambda r: passes.append(r["pass"])])
     with pytest.warns(UserWarning, match=r"interrupted \(KeyboardInterrupt\).*certified after pass"):
         model.fit(Xd, yd)
-    assert time.perf_counter() - sent["at"] < 5  # within a second or so of the signal
-    assert model.n_iter_ >= 2
+    assert sent.is_set()
+    assert passes[-1] == 2  # stopped within the pass it came in: no pass ended after it
+    assert model.n_iter_ == 2
     assert len(model.history_) == model.n_iter_ + 1  # records of the certified passes only
     assert model.history_[-1]["gap"] == pytest.approx(model.duality_gap_)
     assert np.isfinite(model.coef_).all() and model.score(X, y) > 0.8
@@ -294,13 +306,12 @@ def test_ctrl_c_in_memory_returns_the_certified_current_model():
 
 def test_ctrl_c_before_any_certified_pass_propagates():
     X, y = _data()
-    Xd, yd = _failing_collection(slow, X, y)
-    timer = _ctrl_c_after(0.05)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            _stream(solver="streamsvm").fit(Xd, yd)
-    finally:
-        timer.cancel()
+    reads = []
+    read, sent = _ctrl_c_from_a_read(lambda: reads.append(1) or len(reads) == 3)  # the first pass
+    Xd, yd = _failing_collection(read, X, y)
+    with pytest.raises(KeyboardInterrupt):
+        _stream(solver="streamsvm").fit(Xd, yd)
+    assert sent.is_set()
     assert not _reader_threads()
 
 
@@ -466,15 +477,14 @@ def test_sigkill_mid_fit_loses_at_most_one_pass_and_resume_matches(tmp_path):
 
 def test_interrupt_then_resume_from_the_last_checkpoint(tmp_path):
     X, y = _data()
-    Xd, yd = _failing_collection(slow, X, y)
+    passes = []
+    read, sent = _ctrl_c_from_a_read(lambda: 3 in passes)  # during pass 4's reads
     params = dict(tol=1e-5, max_iter=30, checkpoint_dir=tmp_path)
-
-    def interrupt_at_pass_3(record):
-        if record["pass"] == 3:
-            _ctrl_c_after(0.02)
-
+    record = lambda r: passes.append(r["pass"])  # noqa: E731
     with pytest.warns(UserWarning, match="resume=True"):
-        _stream(**params, callbacks=[interrupt_at_pass_3]).fit(Xd, yd)
+        _stream(**params, callbacks=[record]).fit(*_failing_collection(read, X, y))
+    assert sent.is_set() and passes[-1] == 3
+    Xd, yd = _failing_collection(slow, X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         resumed = _stream(**params).fit(Xd, yd, resume=True)
@@ -620,13 +630,11 @@ def test_an_interrupted_partial_fit_keeps_n_iter_equal_to_the_history():
     model = LinearSVC(random_state=0)
     model.partial_fit(X[:100], y[:100], classes=[0, 1])
     coef = model.coef_.copy()
-    Xd, yd = _failing_collection(slow, X, y)
-    timer = _ctrl_c_after(0.1)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            model.partial_fit(Xd, yd)
-    finally:
-        timer.cancel()
+    reads = []
+    read, sent = _ctrl_c_from_a_read(lambda: reads.append(1) or len(reads) == 3)  # mid-pass
+    with pytest.raises(KeyboardInterrupt):
+        model.partial_fit(*_failing_collection(read, X, y))
+    assert sent.is_set()
     assert model.n_iter_ == len(model.history_) == 1
     np.testing.assert_array_equal(model.coef_, coef)  # the model before the call
     model.partial_fit(X[100:200], y[100:200])

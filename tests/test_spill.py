@@ -379,35 +379,52 @@ def test_a_missing_spill_dir_is_created_as_a_missing_checkpoint_dir_is(tmp_path)
 
 _TERMINATED_FIT = textwrap.dedent(
     """
-    import sys, time
+    import faulthandler, os, signal, sys, threading, time
     import dask, dask.array as da
     import numpy as np
     from dask_streamsvm import LinearSVC
     from dask_streamsvm.engine.data import spill
 
-    where = sys.argv[1]
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks where a hung fit waits
+    where, when = sys.argv[1], sys.argv[2]
     rng = np.random.RandomState(0)
     X = rng.randn(2000, 8)
     y = (X @ rng.randn(8) + 0.3 * rng.randn(2000) > 0).astype(int)
+    trained, sent, once = [], [], threading.Lock()
 
-    def slow(rows):  # the first read: 8 partitions of 0.4 s each
-        time.sleep(0.4)
+    def stop(*what):  # once (threads of the first read spill at once), saying where
+        with once:
+            if not sent:
+                sent.append(True)
+                print(*what, flush=True)
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    def slow(rows):  # the first read: 8 partitions of 0.1 s each
+        time.sleep(0.1)
         return rows
 
-    get = spill.Spill.get
+    put, get = spill.Spill.put, spill.Spill.get
 
-    def slow_get(self, p):  # later reads, from the spill: a pass takes about 0.4 s
-        time.sleep(0.05)
+    def put_then_stop(self, block):  # the first read: SIGTERM once a partition is spilled
+        written = put(self, block)
+        if written and when == "first read":
+            stop("spilled", block.partition)
+        return written
+
+    def get_then_stop(self, p):  # a later read, from the spill, once a pass is trained
+        if trained and when == "later pass":
+            stop("reading", p)
         return get(self, p)
 
-    spill.Spill.get = slow_get
+    spill.Spill.put, spill.Spill.get = put_then_stop, get_then_stop
     parts = [
         da.from_delayed(dask.delayed(slow)(X[i : i + 250]), (250, 8), float)
         for i in range(0, 2000, 250)
     ]
 
     def report(record):
-        print(record["pass"], flush=True)
+        trained.append(record["pass"])
+        print("pass", record["pass"], flush=True)
 
     model = LinearSVC(solver="sbm", cache_bytes=20_000, tol=1e-12, max_iter=10_000, random_state=0,
                       spill=True, spill_dir=where, callbacks=[report])
@@ -415,33 +432,36 @@ _TERMINATED_FIT = textwrap.dedent(
     print("finished", flush=True)
     """
 )
+# Generous: the fit is stopped a few seconds in, but a test on a machine at load 20 may wait for a
+# minute or more; past this, the child is hung, and its threads' stacks are printed.
+CHILD_ENDS_WITHIN = 600
 
 
 @pytest.mark.parametrize("when", ["first read", "later pass"])
 def test_sigterm_mid_fit_removes_the_spill_then_ends_the_process(when, tmp_path):
+    # The fit sends itself SIGTERM at a known point (a partition just spilled in the first read, or
+    # a read of a later pass from the spill), so the signal never races the end of the fit.
     where = tmp_path / "spills"
     where.mkdir()
     script = tmp_path / "fit.py"
     script.write_text(_TERMINATED_FIT)
     fit = subprocess.Popen(
-        [sys.executable, str(script), str(where)],
+        [sys.executable, str(script), str(where), when],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        if when == "first read":  # a partition is spilled, the others are being computed
-            deadline = time.monotonic() + 60
-            while not any(os.listdir(where / d) for d in _spills(where)):
-                assert fit.poll() is None and time.monotonic() < deadline, fit.communicate()
-                time.sleep(0.01)
-        else:
-            assert fit.stdout.readline().strip() == "0"  # the first pass is trained, from the spill
-        assert len(_spills(where)) == 1
-        fit.send_signal(signal.SIGTERM)
-        out, err = fit.communicate(timeout=30)
-    finally:
-        if fit.poll() is None:
-            fit.kill()
-            fit.communicate()
+        out, err = fit.communicate(timeout=CHILD_ENDS_WITHIN)
+    except subprocess.TimeoutExpired:
+        fit.send_signal(signal.SIGUSR1)  # faulthandler: every thread's stack, on stderr
+        time.sleep(2)
+        fit.kill()
+        out, err = fit.communicate()
+        pytest.fail(f"the fit did not end within {CHILD_ENDS_WITHIN} s of its SIGTERM:\n{out}\n{err}")
+    lines = out.splitlines()
+    if when == "first read":
+        assert lines[0].startswith("spilled ") and not any(line.startswith("pass") for line in lines)
+    else:
+        assert lines[0] == "pass 0" and lines[-1].startswith("reading ")
     assert "finished" not in out
     assert fit.returncode == -signal.SIGTERM, err  # ended by SIGTERM, as it asked
     assert os.listdir(where) == []  # ... once the spill was removed
