@@ -18,6 +18,7 @@ from .engine.data.checks import (
     overflow_message,
     overflowing_rows,
 )
+from .engine.plan.problem import MIN_C
 from .engine.plan.sizes import CacheShare, parse_bytes
 
 # The smallest number > 0 a parameter may be: below it float64 is subnormal, losing precision, and the
@@ -258,6 +259,23 @@ def positive_float(name, value):
     return check_positive_float(name, value)
 
 
+def cost(reason, high=np.inf):
+    """Check: ``C``, a finite number from :data:`~.engine.plan.problem.MIN_C` (the linear models'
+    bound) to ``high``; ``reason`` says what breaks beyond the range, for the error."""
+
+    def check(name, value):
+        value = check_positive_float(name, value)
+        if not MIN_C <= value <= high:
+            above = "" if high == np.inf else f" and <= {high:g}"
+            raise ValueError(
+                f"{name} must be >= {MIN_C:g}{above}, got {name}={value!r}: {reason} "
+                f"Pass {name} within that range (the default is 1.0)."
+            )
+        return value
+
+    return check
+
+
 def non_negative_float(name, value):
     return check_positive_float(name, value, allow_zero=True)
 
@@ -431,7 +449,9 @@ def checked_params(estimator):
     (``intercept_scaling``; 0 without ``fit_intercept``)."""
     params = validate_params(estimator)
     if hasattr(estimator, "intercept_scaling"):
-        params["bias"] = intercept_scaling("intercept_scaling", estimator.intercept_scaling) if (
-            estimator.fit_intercept
-        ) else 0.0
+        params["bias"] = (
+            intercept_scaling("intercept_scaling", estimator.intercept_scaling)
+            if (estimator.fit_intercept)
+            else 0.0
+        )
     return params

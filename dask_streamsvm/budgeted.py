@@ -16,16 +16,11 @@ from sklearn.utils import check_random_state
 
 from ._fit_context import fitted_in_context
 from ._stream_classifier import StreamClassifier
-from ._validation import (
-    boolean,
-    integer,
-    one_of,
-    positive_float,
-    positive_float_or,
-)
+from ._validation import boolean, cost, integer, one_of, positive_float_or
 from ._validation import random_state as random_state_check
 from .engine.models.budgeted import (
     BSGD,
+    MAX_C,
     MERGES,
     best_offsets,
     check_budget,
@@ -53,7 +48,7 @@ class BudgetedSVC(StreamClassifier):
     Parameters
     ----------
     C : float, default=1.0
-        ``lambda = 1 / (n_samples C)``.
+        ``lambda = 1 / (n_samples C)``; from 1e-150 to 1e150.
     gamma : float or "scale", default="scale"
         Kernel ``exp(-gamma ||x - x'||^2)``; "scale" is scikit-learn's
         ``1 / (n_features * X.var())`` (one more read of a Dask collection).
@@ -169,7 +164,11 @@ class BudgetedSVC(StreamClassifier):
         self.fit_intercept = fit_intercept
 
     _parameter_constraints = {
-        "C": positive_float,
+        "C": cost(
+            "the support vectors' weights are about n_samples * C / t in size, and outside the range "
+            "they or lambda = 1 / (n_samples C) leave float64's normal numbers.",
+            high=MAX_C,
+        ),
         "budget": integer(low=2),
         "max_iter": integer(),
         "merge": one_of(*MERGES),

@@ -14,7 +14,7 @@ from sklearn.utils import check_random_state
 
 from ._fit_context import fitted_in_context
 from ._stream_classifier import StreamClassifier
-from ._validation import anything, boolean, check_positive_int, integer, positive_float
+from ._validation import anything, boolean, check_positive_int, cost, integer
 from ._validation import random_state as random_state_check
 from .engine.data.labels import merge_label_counts
 from .engine.models.onepass import Balls
@@ -226,7 +226,7 @@ class OnePassSVC(StreamClassifier):
     Parameters
     ----------
     C : float, default=1.0
-        Cost of the squared slacks; > 0.
+        Cost of the squared slacks; at least 1e-150.
     lookahead : int, default=10
         Rows outside the ball buffered before the ball is updated (the
         paper's L): 1 is Algorithm 1; larger values (Algorithm 2) solve a
@@ -333,7 +333,10 @@ class OnePassSVC(StreamClassifier):
         return tags
 
     _parameter_constraints = {
-        "C": positive_float,
+        "C": cost(
+            "the ball's points carry C ** -0.5 as a coordinate, and under the bound the squares of "
+            "1 / C overflow float64 (C = 1e-160 already trains another model than C = 1e-150)."
+        ),
         "lookahead": _lookahead,
         "fit_intercept": boolean,
         "intercept_scaling": anything,  # checked with fit_intercept (checked_params)

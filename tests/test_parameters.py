@@ -106,8 +106,13 @@ def directory(param, partial=None):
     return [*bad(param, 1, ["dir"], *wrong, partial=partial), *fine(param, Place("missing"))]
 
 
+# C: from MIN_C = 1e-150 for every estimator (the squares of C or of 1 / C stay normal numbers), to
+# 1e150 for BudgetedSVC (lambda = 1 / (n_samples C) stays one).
+SMALL_C = [*bad("C", 1e-151, 1e-200), *fine("C", 1e-150)]
+
 LINEAR = [
     *positive_float("C"),
+    *SMALL_C,
     *bad("penalty", "l1", 1, None),
     *bad("loss", "x", None, 1),
     *bad("dual", "yes", 1, None),
@@ -154,6 +159,7 @@ LINEAR = [
 
 ONEPASS = [
     *positive_float("C"),
+    *SMALL_C,
     *bad("lookahead", 0, -1, 1.5, "a", 10**6, 10**30),
     *boolean("fit_intercept"),
     *bad("intercept_scaling", -1, 0, NAN, INF, SUBNORMAL, "1", 1e200),
@@ -166,7 +172,9 @@ ONEPASS = [
 ]
 
 BUDGETED = [
-    *positive_float("C"),
+    *positive_float("C", huge=1e150),
+    *SMALL_C,
+    *bad("C", 1.01e150, 1e306),
     *positive_float("gamma"),
     *bad("gamma", "x"),
     *bad("budget", 1, 0, 1.5, "a", 10**9, 10**30),

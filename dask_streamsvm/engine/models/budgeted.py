@@ -29,6 +29,10 @@ _TABLES = {}
 # SPARSE_SHARE of them as nonzeros (:func:`linear_advice`).
 WIDE_FEATURES = 1000
 SPARSE_SHARE = 0.05
+# The largest C BudgetedSVC takes: ``lambda = 1 / (n_samples C)`` must stay a positive float64, and
+# at C = 1e306 on 600 rows it rounds to 0 (the steps ``1 / (lambda t)`` then divide by zero).  Up to
+# this bound it does for any number of rows below 1e150.
+MAX_C = 1e150
 
 
 def merge_tables():
