@@ -253,9 +253,23 @@ def _weights(estimator, arrays, attributes):
             raise ValueError(
                 f"{name} {fitted[name].shape} does not fit {k} classes and {shapes['coef_'][1]} features"
             )
-        if name in ("coef_", "intercept_") and not np.isfinite(fitted[name]).all():
+        if not np.isfinite(fitted[name]).all():
             raise ValueError(f"{name} holds NaN or infinity")
+    check_scores_finite(fitted["coef_"], fitted["intercept_"])
     return fitted
+
+
+def check_scores_finite(coef, intercept):
+    """A ValueError unless every class's ``sum |coef_| + |intercept_|`` is a finite float64: else a
+    row of values in [-1, 1] scores beyond float64, and its probabilities are NaN (inf - inf)."""
+    with np.errstate(over="ignore"):
+        reach = np.abs(coef).sum(axis=1) + np.abs(intercept)
+    if not np.isfinite(reach).all():
+        raise ValueError(
+            "coef_ and intercept_ are too large to score with: their absolute values sum beyond "
+            "float64's largest number (1.8e308), so rows of values within [-1, 1] score as infinity "
+            "and predict_proba as NaN"
+        )
 
 
 def _records(estimator, attributes, rows):
@@ -292,6 +306,10 @@ def save_model(estimator, path):
     if name not in ESTIMATORS:
         raise TypeError(f"model files support {sorted(ESTIMATORS)}, not {name}.")
     arrays, attributes = model_state(estimator)
+    try:
+        check_scores_finite(np.atleast_2d(arrays["coef_"]), np.atleast_1d(arrays["intercept_"]))
+    except ValueError as exc:
+        raise ValueError(f"{exc}; nothing was written. Fit the model again, with a smaller C.") from None
     meta = {
         "estimator": name,
         "params": {key: _jsonable(value, key) for key, value in model_params(estimator).items()},

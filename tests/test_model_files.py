@@ -734,6 +734,52 @@ def test_weights_that_are_not_real_numbers_are_refused(saved_model, dtype):
         load(saved_model)
 
 
+def _scaled(array, value, first_only=False):
+    out = np.array(array, dtype=np.float64)
+    if first_only:
+        out.flat[0] = value
+    else:
+        out[...] = value
+    return out
+
+
+# What each case sets: every weight to 1e308 (three features: they sum beyond float64); one weight
+# and the intercept each to 1e308 (neither alone overflows, their sum does); Platt's slope infinite.
+_BEYOND = {
+    "coef_": {"coef_": (1e308, False)},
+    "coef_ and intercept_": {"coef_": (1e308, True), "intercept_": (1e308, False)},
+    "probA_": {"probA_": (np.inf, False)},
+}
+
+
+@pytest.mark.parametrize("case", list(_BEYOND))
+def test_weights_that_score_beyond_float64_are_refused_at_load_and_at_save(tmp_path, case):
+    X, y = noisy_linear_data(60, 3)
+    path = tmp_path / "model.dsvm"
+    if case == "probA_":
+        model = LinearSVC(probability=True, random_state=0).fit(X, y)
+    else:
+        model = dask_streamsvm.LogisticRegression(random_state=0).fit(X, y)
+    model.save(path)
+    edits = {name: _scaled(getattr(model, name), *how) for name, how in _BEYOND[case].items()}
+    for name, array in edits.items():
+        _replace_array(path, name, array)
+    expected = "probA_ holds NaN or infinity" if case == "probA_" else "coef_ and intercept_ are too large"
+    with pytest.raises(ValueError, match=re.escape(f"{path}: inconsistent model file: {expected}")):
+        load(path)
+    # Below the bound the model loads, and its probabilities are numbers (|coef_| sums to 3e307).
+    for name, array in edits.items():
+        _replace_array(path, name, np.full_like(array, 1e307 / len(edits)))
+    assert np.isfinite(load(path).predict_proba(np.clip(X, -1, 1))).all()
+    # A model the file could not hold is not saved, and nothing is written.
+    if case != "probA_":
+        for name, array in edits.items():
+            setattr(model, name, array)
+        with pytest.raises(ValueError, match="too large to score with.*nothing was written"):
+            model.save(tmp_path / "other.dsvm")
+        assert not (tmp_path / "other.dsvm").exists()
+
+
 _LOAD = """
     import json, sys
     from dask_streamsvm import load
