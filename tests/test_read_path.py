@@ -1525,6 +1525,11 @@ def test_a_truncated_parquet_part_is_refused_naming_the_file(tmp_path, monkeypat
     part.write_bytes(part.read_bytes()[:-20])
     with pytest.raises(ValueError, match=re.escape(f"{part}: not a readable Parquet file")):
         _fit_parquet(directory)
+    # The general path (Dask computes the frame) names it too: pyarrow's own error does not.
+    _general_path(monkeypatch)
+    with pytest.raises(ValueError, match=re.escape(f"{part}: not a readable Parquet file")) as info:
+        _fit_parquet(directory)
+    assert type(info.value.__cause__).__name__ == "ArrowInvalid"  # pyarrow's, kept as the cause
 
 
 @pytest.mark.parametrize("pattern", ["nomatch*.parquet", "nomatch*.csv", "nomatch-[0-9].svm"])

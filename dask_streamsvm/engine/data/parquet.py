@@ -227,6 +227,41 @@ def _opened(path, source):
         ) from None
 
 
+def unreadable_file(exc, *collections):
+    """The ValueError :func:`_opened` gives for the first file of the Parquet reads behind
+    ``collections`` that pyarrow cannot open, if ``exc`` is pyarrow's ``ArrowInvalid``; else None.
+
+    The general path (a frame computed by Dask) raises pyarrow's error without the file's name:
+    opening each file's footer again, on this error only, finds it.
+    """
+    import pyarrow as pa
+
+    if not isinstance(exc, pa.ArrowInvalid):
+        return None
+    try:
+        from dask.dataframe.dask_expr.io.parquet import ReadParquet
+    except ImportError:  # pragma: no cover - another dask layout: the error stays as it is
+        return None
+    for collection in collections:
+        expr = getattr(collection, "expr", None)
+        for read in expr.find_operations(ReadParquet) if expr is not None else ():
+            info = read._dataset_info
+            fs = info["fs"]
+            for path in getattr(info["ds"], "files", ()):
+                try:  # a pyarrow file system, or an fsspec one
+                    with (
+                        fs.open_input_file(path)
+                        if hasattr(fs, "open_input_file")
+                        else fs.open(path, "rb") as file
+                    ):
+                        _opened(path, file)
+                except ValueError as named:
+                    return named
+                except OSError:  # a file gone or not readable: not the one Arrow found damaged
+                    continue
+    return None
+
+
 def _check_schema(path, schema, columns, label, weight):
     """Refuse a file whose columns are not all there, or whose column types this path (and the
     model) cannot read as numbers: a ValueError naming the file, the column, the type and the fix.

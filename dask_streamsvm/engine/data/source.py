@@ -227,6 +227,7 @@ class DaskSource:
         complex_columns = [str(c) for c, t in dtypes.items() if pd.api.types.is_complex_dtype(t)]
         if complex_columns:
             raise ValueError(complex_message(f"X's columns {complex_columns}", "complex"))
+        self._collections = (X, y, sample_weight, whole)  # to name a damaged Parquet file it reads
         self.n_input_features = len(X.columns)
         self.n_features = self._encoded_width(self.n_input_features)
         self.feature_names = np.asarray([str(c) for c in X.columns], dtype=object)
@@ -310,7 +311,11 @@ class DaskSource:
                 for p, (x, y, w) in enumerate(parts)
             ]
         ids = [self.partition_id(p) for p in range(len(tasks))]
-        results = watched_compute(tasks, ids, read_timeout)
+        try:
+            results = watched_compute(tasks, ids, read_timeout)
+        except Exception as exc:
+            self._name_damaged_file(exc)
+            raise
         release_free_memory()  # the partitions computed for their labels
         if not merged:
             return list(results)
@@ -410,9 +415,19 @@ class DaskSource:
             with pd.option_context("mode.performance_warnings", False):
                 x, y, w = dask.compute(*parts)
         except Exception as exc:
+            self._name_damaged_file(exc, f"partition {p}: ")
             exc.add_note(f"(raised while computing partition {p} of the training data)")
             raise
         return self._block(p, x, y, w)
+
+    def _name_damaged_file(self, exc, where=""):
+        """Raise pyarrow's error on a Parquet file it cannot read (``exc``) as a ValueError naming
+        the file (:func:`.parquet.unreadable_file`); return if ``exc`` is another error."""
+        from .parquet import unreadable_file
+
+        named = unreadable_file(exc, *getattr(self, "_collections", ()))
+        if named is not None:
+            raise ValueError(f"{where}{named}") from exc
 
     def _block(self, p, x, y, w):
         """The checked, encoded :class:`Block` of partition ``p``'s computed parts (spilled if spilling)."""
