@@ -10,6 +10,7 @@ parameter, or the same model, never a followed symlink, a lost file, a hang
 or an allocation the file's size does not bound.
 """
 
+import contextlib
 import functools
 import hashlib
 import io
@@ -270,6 +271,40 @@ def _first_names_tried(names):
 
 
 _real_candidate_names = tempfile._get_candidate_names
+
+
+@pytest.mark.parametrize("kind", ["FIFO", "socket", "directory"])
+def test_save_refuses_a_path_that_is_not_a_regular_file_and_leaves_it(tmp_path, model, kind):
+    """The rename of a finished file replaced whatever was at the path: a FIFO, a socket, and as
+    root /dev/null itself (issue 50: every output path refuses FIFOs, devices and sockets)."""
+    import socket
+
+    model, _ = model
+    path = tmp_path / "model.dsvm"
+    with contextlib.closing(socket.socket(socket.AF_UNIX)) as server:
+        if kind == "FIFO":
+            os.mkfifo(path)
+        elif kind == "directory":
+            path.mkdir()
+        else:
+            server.bind(str(path))
+        mode = os.lstat(path).st_mode
+        with pytest.raises(ValueError, match=re.escape(f"{path} exists and is not a regular file")):
+            model.save(path)
+    assert os.lstat(path).st_mode == mode  # left as it was
+    assert [p.name for p in tmp_path.iterdir()] == ["model.dsvm"]  # and nothing written beside it
+
+
+def test_save_over_a_symbolic_link_replaces_the_link_not_its_target(tmp_path, model):
+    model, _ = model
+    target = tmp_path / "elsewhere" / "precious.txt"
+    target.parent.mkdir()
+    target.write_text("precious")
+    link = tmp_path / "model.dsvm"
+    link.symlink_to(target)
+    model.save(link)
+    assert target.read_text() == "precious" and not link.is_symlink()
+    np.testing.assert_array_equal(load(link).coef_, model.coef_)
 
 
 @pytest.mark.parametrize("where", ["the old predictable name", "the first name tried"])

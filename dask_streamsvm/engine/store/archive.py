@@ -283,10 +283,20 @@ def write_archive(path, fmt, version, meta, arrays, *, compress=True):
     its SHA-256 recorded in that table, so large arrays are not copied in
     memory.  The file appears at ``path`` only once complete (see the
     module docstring): a crash mid-write leaves the previous file, never
-    half of one.
+    half of one.  An existing ``path`` that is not a regular file (a FIFO,
+    a device, a socket, a directory) is refused (ValueError) before anything
+    is written: the rename would replace it, ``/dev/null`` included.  A
+    symbolic link is replaced by the file, never written through.
     """
     meta = {"format": fmt, "version": version, "library_version": LIBRARY_VERSION, **meta, "arrays": {}}
     path = os.fspath(path)
+    if os.path.lexists(path):
+        mode = os.lstat(path).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            raise ValueError(
+                f"{path} exists and is not a regular file (a directory, FIFO, device or socket): a model "
+                "or checkpoint file replaces only a regular file or a symbolic link. Give another path."
+            )
     remove_stale_temp_files(path)
     fd, tmp = temp_file(path)
     try:
