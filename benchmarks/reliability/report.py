@@ -7,6 +7,7 @@ import signal
 from benchmarks._common import ROOT, write_section
 from benchmarks.reliability.common import N_FEATURES, N_PARTS, PART_ROWS, SOLVERS
 from benchmarks.reliability.inputs import CSR_FEATURES, CSR_PARTS, CSR_ROWS, FIFO_TIMEOUT
+from benchmarks.reliability.outputs import OUTPUT_TIMEOUT
 from benchmarks.reliability.reads import READ_TIMEOUT
 
 REPORT = ROOT / "docs" / "reliability.md"
@@ -258,6 +259,20 @@ def _rows_sigterm(st):
     )]  # fmt: skip
 
 
+def _rows_output_path(op):
+    hung = [r for r in op if r["outcome"].startswith("hang")]
+    by_kind = _by(op, "kind", lambda group: _by(group, "use", lambda g: _tally(r["outcome"] for r in g)))
+    return [(
+        "an output path planted with a FIFO, a socket or a symbolic link (`save`, `train --model`, "
+        f"`predict --out`, `--overwrite` given; a child process, killed after {OUTPUT_TIMEOUT} s)",
+        len(op),
+        f"{sum(r['safe'] for r in op)} of {len(op)} safe: FIFOs and sockets refused naming the path and "
+        f"left as they were, links refused or replaced by the model file, never written through "
+        f"({by_kind}); the file a link pointed to untouched in {sum(r['elsewhere_untouched'] for r in op)}",
+        "none" if all(r["safe"] for r in op) and not hung else "SEE JSON",
+    )]  # fmt: skip
+
+
 ROWS = {  # fault kind: its rows in the report
     "kill": _rows_kill, "ctrl-c": _rows_ctrl_c, "transient": _rows_transient, "permanent": _rows_permanent,
     "bad-value": _rows_bad_value, "hung": _rows_hung, "changed-between-reads": _rows_changed_between_reads,
@@ -265,6 +280,7 @@ ROWS = {  # fault kind: its rows in the report
     "bad-csr": _rows_bad_csr, "crafted-model": _rows_crafted_model,
     "changed-between-primal-reads": _rows_changed_between_primal_reads,
     "disk-full-spill": _rows_disk_full_spill, "fifo-input": _rows_fifo_input, "sigterm": _rows_sigterm,
+    "output-path": _rows_output_path,
 }  # fmt: skip
 
 

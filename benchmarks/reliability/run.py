@@ -22,20 +22,22 @@ import numpy as np
 
 from benchmarks import reliability
 from benchmarks._common import ROOT, machine, payload_header, save_json
-from benchmarks.reliability import data_changes, files, inputs, interrupts, reads
+from benchmarks.reliability import data_changes, files, inputs, interrupts, outputs, reads
 from benchmarks.reliability.common import SOLVERS, fit_solver, vector
 from benchmarks.reliability.report import table, write_report
 
 RESULTS = ROOT / "benchmarks" / "results" / "bench_reliability.json"
 # The help: what the harness is, each family's faults and checks, and how to run it.
-DESCRIPTION = "\n\n".join(m.__doc__ for m in (reliability, interrupts, reads, data_changes, inputs, files))
+DESCRIPTION = "\n\n".join(
+    m.__doc__ for m in (reliability, interrupts, reads, data_changes, inputs, files, outputs)
+)
 DESCRIPTION += "\n\n" + __doc__
 
 KINDS = {  # fault kind: default number of trials
     "kill": 20, "ctrl-c": 20, "transient": 20, "permanent": 20, "bad-value": 20, "hung": 10,
     "changed-between-reads": 10, "changed-under-resume": 10, "failed-refit": 10, "bad-csr": 10,
     "crafted-model": 50, "changed-between-primal-reads": 10, "disk-full-spill": 10, "fifo-input": 8,
-    "sigterm": 10,
+    "sigterm": 10, "output-path": 10,
 }  # fmt: skip
 
 
@@ -51,9 +53,11 @@ def _trial(kind, rng, solver, work, reference):
         return data_changes.trial_changed_under_resume(rng, solver, vector(reference(solver)), work)
     if kind == "bad-csr":
         return inputs.trial_bad_csr(rng, "sbm")
-    if kind in ("disk-full-spill", "fifo-input", "sigterm"):
-        trial = {"disk-full-spill": files.trial_disk_full_spill, "fifo-input": inputs.trial_fifo_input,
-                 "sigterm": interrupts.trial_sigterm}[kind]  # fmt: skip
+    if kind in ("disk-full-spill", "fifo-input", "sigterm", "output-path"):
+        trial = {
+            "disk-full-spill": files.trial_disk_full_spill, "fifo-input": inputs.trial_fifo_input,
+            "sigterm": interrupts.trial_sigterm, "output-path": outputs.trial_output_path,
+        }[kind]  # fmt: skip
         return trial(rng, solver, work)
     trial = {
         "permanent": reads.trial_permanent, "bad-value": inputs.trial_bad_value, "hung": reads.trial_hung,
