@@ -328,7 +328,10 @@ class LinearModel(StreamClassifier):
         if not result.certified:
             warn_uncertified(result.passes, result.interrupted)
         elif not np.all(result.converged) and not (result.stopped or result.interrupted):
-            message = unconverged_message(plan, result.certificates, result.converged, result.feature_max)
+            newton = bool(result.history) and result.history[-1].get("solver") == "newton"
+            message = unconverged_message(
+                plan, result.certificates, result.converged, result.feature_max, newton=newton
+            )
             warnings.warn(message, ConvergenceWarning, stacklevel=5)
         if result.interrupted and result.certified:
             warn_interrupted(self, result.passes)

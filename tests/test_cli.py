@@ -76,7 +76,8 @@ def test_a_fit_whose_first_read_holds_every_row_says_one_read(tmp_path):
     code, out, err = run(["train", tmp_path / "t.parquet", "--label", "label", "--model", tmp_path / "m"])
     assert code == 0, err
     assert ": 1 read of the data, relative duality gap" in out and "0 passes" not in out
-    assert dask_streamsvm.load(tmp_path / "m").n_iter_ == 0
+    model = dask_streamsvm.load(tmp_path / "m")  # n_iter_: its Newton steps, numbered from 0 (issue 50)
+    assert model.n_iter_ == model.history_[-1]["pass"] == len(model.history_) - 1 >= 1
 
 
 def test_train_libsvm_prints_summary_and_saves(a9a_model):

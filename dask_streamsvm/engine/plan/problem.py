@@ -406,17 +406,28 @@ def scale_advice(feature_max):
     )
 
 
-def unconverged_message(plan, certificates, converged, feature_max=None):
+def unconverged_message(plan, certificates, converged, feature_max=None, newton=False):
     """The warning for a fit whose problems did not all reach ``plan.tol`` (``converged``: a bool
     or one per problem); with ``feature_max`` (:func:`column_max_abs` of the rows trained on),
-    advice on scaling where the features are far from unit scale."""
+    advice on scaling where the features are far from unit scale.  ``newton``: the primal Newton
+    solver ran, whose reads grow neither with C nor with the features' scales (the dual solvers'
+    passes do): its advice is its own."""
     gap = np.array([c.relative_gap for c in certificates])
     flags = np.broadcast_to(np.asarray(converged), gap.shape)
     unconverged = [plan.labels[c] for c, ok in enumerate(flags) if not ok]
     which = "" if len(certificates) == 1 else f" for classes {unconverged}"
+    if newton:
+        advice = (
+            "Increase max_iter or loosen tol; the primal Newton solver (dual=False) needs about as "
+            "many reads whatever C is, and history_ shows its steps (a refused one has accepted=False): "
+            "dual=True runs the dual solvers instead."
+        )
+    else:
+        advice = (
+            "Increase max_iter, loosen tol, or use a smaller C (the dual solvers need more passes the "
+            "larger C is)." + scale_advice(feature_max)
+        )
     return (
         f"{plan.estimator} did not reach tol={plan.tol:g} (relative duality gap) within "
-        f"max_iter={plan.max_iter} passes{which}; the final gap is {np.max(gap):.3g}. "
-        "Increase max_iter, loosen tol, or use a smaller C (the dual solvers need more passes the "
-        "larger C is)." + scale_advice(feature_max)
+        f"max_iter={plan.max_iter} passes{which}; the final gap is {np.max(gap):.3g}. " + advice
     )

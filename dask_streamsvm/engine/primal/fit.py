@@ -63,15 +63,19 @@ def fit_primal_stream(source, plan, hooks, first, clock_start):
             "read_retries": totals.retries, "spill_bytes": source.spill_bytes,
         }  # fmt: skip
 
-        def on_pass(records, W):  # the sample's steps, after the one read: numbered 0 as that read
+        # The sample's reads, numbered in memory from 1, numbered from 0 as the reads of a source
+        # are: where the sample is every row, its Newton steps are the fit's passes over the rows
+        # (held in memory after the one read of the source that every record counts), so that
+        # n_iter_ is the last record's pass as after any other fit.
+        def on_pass(records, W):
             for record in records:
-                record.update(counted, **{"pass": 0})
+                record.update(counted, **{"pass": record["pass"] - 1})
             return hooks.on_pass(records, W)
 
         start, notes, result = warm_start(first.sample, plan, width, clock_start, on_pass)
         first.sample = None  # the reads that follow keep their band instead
         if result is not None:  # the sample is every row: its problem is the data's, solved
-            result.passes = 0
+            result.passes -= 1  # its reads numbered from 0 (on_pass)
             if result.history:
                 result.history[0].update(notes)
             return result

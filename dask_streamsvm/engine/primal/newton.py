@@ -34,7 +34,23 @@ per Newton step.  If not, the longest step length that does is taken from
 the same read, and the next read evaluates that point.  A smooth loss (the
 logistic loss) reads no trial lengths (:func:`~.sums.trial_steps`:
 their logarithms would cost more than the read); its step, rarely refused,
-is halved by the next read instead.
+is shortened by the next read instead, within a trust region (:meth:`_Problem.shorten`).
+
+Why a trust region.  Where rows of large cost sit far on the wrong side at
+``w`` (margins of -30 and beyond: a warm start from a sample that missed
+them, with sample weights of 1e6), their logistic loss is linear there and
+their curvature ``C_i sigma(m)(1 - sigma(m))`` vanishes: the Hessian does not
+see them, and the Newton step runs on along their descent until it is
+thousands of times too long (measured: a step of length 1.2e6 from a point of
+norm 137, acceptable only below 1/8000 of it; the optimum's norm is 6).
+Neither rounding (Armijo's decrease there is 2e7, the value 2e9) nor the
+direction (a descent direction, ``g . s = -1.8e13``) is at fault: its length is.
+Halving it needs more reads than the step lengths it had, and a step taken
+without Armijo's test raised the objective tenfold: the fit stalled 28 times
+above the optimum.  The refused read's value fixes how far the quadratic
+model along the step can be trusted (TRON's interpolation, Lin, Weng and
+Keerthi, JMLR 2008, as LIBLINEAR's ``-s 0``), and the radius it leaves
+bounds the next directions too, growing again as they are accepted.
 
 The certificate.  ``alpha(w)`` is dual feasible (the L2-loss dual only asks
 ``alpha >= 0``), and with ``v = sum_i alpha_i y_i x_i`` (which the gradient
@@ -67,6 +83,15 @@ from .sums import STEPS, block_sums
 ARMIJO = 0.01  # sufficient decrease: f(w + t s) <= f(w) + ARMIJO t g . s
 # The widest model (features plus bias) whose D x D Hessian the solver forms: 128 MB a problem.
 MAX_WIDTH = 4096
+# A smooth loss's refused step (:meth:`_Problem.shorten`): the next is the minimum of the quadratic
+# through the refused read's value and the slope at ``w``, as a fraction of the refused step at
+# least SHORTEST_FRACTION (a value of the refused read beyond float64's range gives no minimum: a
+# hundredfold shorter step each read), at most LONGEST_FRACTION (at least halved, so that the reads
+# bisect towards a step Armijo's rule accepts whatever the values).  An accepted step at the trust
+# radius multiplies it by RADIUS_GROWTH (TRON's sigma3, Lin, Weng and Keerthi 2008).
+SHORTEST_FRACTION = 0.01
+LONGEST_FRACTION = 0.5
+RADIUS_GROWTH = 4.0
 CG_RESIDUAL = 0.1  # conjugate gradient stops at this fraction of the gradient's norm
 CG_MAX_STEPS = 250
 PRECONDITIONER = 0.01  # the weight of diag(H) in the conjugate gradient's preconditioner
@@ -90,7 +115,11 @@ class _Problem:
         self.cg_steps = 0  # Hessian products the last direction took (0: a Cholesky solve)
         self.interrupted = False  # a KeyboardInterrupt while the direction was made
         self.band_step = None  # (w, g, H, band) -> step, where the reads keep a band
-        self.halvings = 0  # times the step of the current direction was halved (a smooth loss)
+        # A smooth loss's trust region (:meth:`shorten`): the longest step a direction may take
+        # (infinite until a step is refused), and the share of the current Newton direction the
+        # step ``s`` is (shortened by refused reads, or cut to the radius).
+        self.radius = np.inf
+        self.fraction = 1.0
 
     def direction(self, band=None):
         """The Newton direction at ``w``, from the Hessian and gradient of the last read (or its
@@ -138,8 +167,9 @@ class _Problem:
         decrease = float(self.g @ self.s) if self.trial else 0.0
         self.accepted = not self.trial or primal <= self.f + ARMIJO * decrease
         if self.accepted:
-            self.w, self.f, self.step = point, primal, 0.5**self.halvings if self.trial else 0.0
-            self.halvings = 0
+            if self.trial and self.fraction < 1.0:  # a step cut to the radius, taken: trust it further
+                self.radius *= RADIUS_GROWTH
+            self.w, self.f, self.step = point, primal, self.fraction if self.trial else 0.0
             self.g = point - v
             if sums.operators is None:
                 self.H = sums.hessian[c] + np.eye(point.shape[0])
@@ -150,10 +180,16 @@ class _Problem:
                 self.s = np.zeros_like(self.w)
             else:
                 self.s = self.direction(None if band is None else band[c])
+            self.fraction = 1.0
+            length = float(np.linalg.norm(self.s))
+            if length > self.radius:  # a smooth loss's trust region (shorten): the direction cut to it
+                self.fraction = self.radius / length
+                self.s = self.fraction * self.s
             self.trial = True
             return certificate
-        if not self.loss.piecewise_quadratic:  # no trial losses read (trial_steps): the next read halves it
-            return self._halved(certificate)
+        if not self.loss.piecewise_quadratic:  # no trial losses read (trial_steps): the next read shortens it
+            self.shorten(primal, decrease)
+            return certificate
         # The full step went too far: the longest step length of the same read that decreases enough.
         values = np.array([0.5 * float((self.w + t * self.s) @ (self.w + t * self.s)) for t in STEPS])
         values += sums.trial[c]
@@ -166,21 +202,34 @@ class _Problem:
         self.trial = False
         return certificate
 
-    def _halved(self, certificate):
-        """After a step ``s`` that failed Armijo's rule, read at a smooth loss (no trial losses):
-        the next read evaluates ``w + s / 2``; past the shortest of :data:`STEPS`, ``w + s / 4096``
-        becomes the point the next read evaluates, as for a piecewise-quadratic loss."""
-        if self.halvings + 1 < STEPS.shape[0]:
-            self.halvings += 1
-            self.s, self.step = 0.5 * self.s, 0.0
-            return certificate
-        self.w, self.step = self.w + 0.5 * self.s, float(STEPS[-1] / 2)
-        self.s, self.trial, self.halvings = np.zeros_like(self.s), False, 0
-        return certificate
+    def shorten(self, value, slope):
+        """After a step ``s`` of a smooth loss (no trial losses read) that failed Armijo's rule: the
+        next read evaluates ``w + tau s``, and ``|tau s|`` is the trust radius of the directions that
+        follow.  ``tau`` minimizes the quadratic ``q(t)`` with ``q(0) = f(w)``, ``q'(0) = slope``
+        (``g . s < 0``) and ``q(1) = value``, the refused read's ``f(w + s)`` (TRON's step update, Lin,
+        Weng and Keerthi 2008, Alg. 2; Nocedal and Wright 2006, (3.57)), within
+        [:data:`SHORTEST_FRACTION`, :data:`LONGEST_FRACTION`] (:func:`shortened`).  Where the
+        quadratic model misses the curvature of rows whose margins the step crosses (module
+        docstring) the refused value is far above the model's and ``tau`` as short as it needs: the
+        step 1.2e6 long of issue 50 took three refused reads (to 5.9e-5 of it), where halving took
+        thirteen.  ``w`` stays: the iterate only moves to a point that passed Armijo's rule."""
+        tau = shortened(self.f, slope, value)
+        self.s, self.step, self.fraction = tau * self.s, 0.0, tau * self.fraction
+        self.radius = float(np.linalg.norm(self.s))
 
     @property
     def certificate(self):
         return Certificate(primal=self.best_primal, dual=self.best_dual)
+
+
+def shortened(value_at_0, slope, value_at_1):
+    """The step fraction :meth:`_Problem.shorten` takes after a refused step: the minimizer
+    ``-slope / (2 (value_at_1 - value_at_0 - slope))`` of the quadratic through ``(0, value_at_0)``
+    of derivative ``slope < 0`` there and through ``(1, value_at_1)``, within
+    [:data:`SHORTEST_FRACTION`, :data:`LONGEST_FRACTION`] (a value that is not finite: the shortest)."""
+    curvature = value_at_1 - value_at_0 - slope  # > -0.99 slope > 0 where Armijo's rule refused
+    tau = -slope / (2.0 * curvature) if np.isfinite(curvature) and curvature > 0 else 0.0
+    return float(min(max(tau, SHORTEST_FRACTION), LONGEST_FRACTION))
 
 
 def solve_primal(
