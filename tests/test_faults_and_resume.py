@@ -27,7 +27,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
-from dask_streamsvm import LinearSVC, read_libsvm
+from dask_streamsvm import LinearSVC, LogisticRegression, read_libsvm
 from dask_streamsvm.engine.store import checkpoint as ckpt
 
 from ._helpers import noisy_linear_data, stream_model
@@ -369,6 +369,72 @@ def test_resume_reaches_the_model_of_an_uninterrupted_fit_bit_for_bit(case, tmp_
     assert [r["primal"] for r in resumed.history_] == [r["primal"] for r in reference.history_]
     if reference.probability:
         np.testing.assert_array_equal(resumed.probA_, reference.probA_)
+
+
+class Killed(RuntimeError):
+    """The fit's process dies here: what a SIGKILL leaves in the checkpoint directory, in-process."""
+
+
+def _killed_at(pass_k, partition):
+    """A read that raises :class:`Killed` at partition ``partition``'s read of pass ``pass_k`` (its
+    ``pass_k + 1``-th: ``X``'s partitions are read once a pass, the labels apart): the fit dies in the
+    middle of that pass, at a point that depends on no timing, with the checkpoint of pass ``pass_k - 1``."""
+    count, _ = _read_counter()
+
+    def read(i, rows):
+        if count(i) == pass_k + 1 and i == partition:
+            raise Killed(f"killed at partition {i} of pass {pass_k}")
+        return rows
+
+    return read
+
+
+# Fits whose last passes certify a larger primal than an earlier pass: the model they return is that
+# earlier pass's (the best certified), which a resume from a later checkpoint must know.
+KILLED_CASES = {
+    "logistic-streamsvm": (LogisticRegression, dict(solver="streamsvm", deterministic=True, max_iter=6)),
+    "streamsvm": (LinearSVC, dict(solver="streamsvm", deterministic=True, max_iter=6)),
+    "sbm": (LinearSVC, dict(solver="sbm", inner_iter=3, max_iter=8)),
+}
+
+
+@pytest.mark.parametrize(
+    ("case", "pass_k", "partition"),
+    [
+        ("logistic-streamsvm", 2, 3),
+        ("logistic-streamsvm", 5, 0),
+        ("logistic-streamsvm", 5, 6),
+        ("logistic-streamsvm", 6, 9),
+        ("streamsvm", 5, 4),
+        ("sbm", 8, 2),
+    ],
+)
+def test_a_fit_killed_mid_pass_resumes_to_the_uninterrupted_model_bit_for_bit(
+    case, pass_k, partition, tmp_path
+):
+    estimator, params = KILLED_CASES[case]
+    params = dict(params, cache_bytes=1_000, tol=1e-9, random_state=0)
+    X, y = _data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # tol=1e-9: every pass up to max_iter
+        reference = estimator(**params).fit(
+            da.from_array(X, chunks=PART_ROWS), da.from_array(y, chunks=PART_ROWS)
+        )
+        with pytest.raises(Killed):
+            estimator(**params, checkpoint_dir=tmp_path).fit(
+                *_failing_collection(_killed_at(pass_k, partition), X, y)
+            )
+        with zipfile.ZipFile(tmp_path / ckpt.FILE) as archive:
+            assert json.loads(archive.read("model.json"))["state"]["current"] == pass_k - 1
+        resumed = estimator(**params, checkpoint_dir=tmp_path).fit(
+            da.from_array(X, chunks=PART_ROWS), da.from_array(y, chunks=PART_ROWS), resume=True
+        )
+    assert reference.n_iter_ == params["max_iter"]
+    np.testing.assert_array_equal(resumed.coef_, reference.coef_)
+    np.testing.assert_array_equal(resumed.intercept_, reference.intercept_)
+    assert resumed.n_iter_ == reference.n_iter_
+    assert resumed.objective_ == reference.objective_ and resumed.duality_gap_ == reference.duality_gap_
+    assert [r["primal"] for r in resumed.history_] == [r["primal"] for r in reference.history_]
 
 
 def test_resume_without_a_checkpoint_starts_over_and_checks_what_it_resumes(tmp_path):

@@ -170,6 +170,7 @@ class PassCertifier:
         counters = ("wait_data", "visits", "rows", "bytes", "rows_skipped", "read_retries")
         self.stats = dict.fromkeys(counters, 0)
         self.certified, self.certified_records, self.checkpoints = None, 0, None
+        self._best = None  # (W, primal per problem): the certified weights of lowest primal so far
         self.sums_snap = self.certified_sums = None
         self.held = {"pass": None, "scores": [], "y": []}  # this read's held-out rows, for Platt
         self.feature_max = self.feature_pass = None  # columns' largest |x| on the first read
@@ -304,7 +305,7 @@ class PassCertifier:
         covers all the classes' weights together.
         """
         groups = [list(range(self.k))] if self.crammer_singer else [[c] for c in range(self.k)]
-        if getattr(self, "_best", None) is None or self._best[0].shape != self.W_snap.shape:
+        if self._best is None or self._best[0].shape != self.W_snap.shape:
             self._best = (self.W_snap.copy(), [c.primal for c in self.certificates])
         W_best, primal_best = self._best
         for j, rows in enumerate(groups):
@@ -327,6 +328,9 @@ class PassCertifier:
             "cache": None,
         }
         arrays = {"W": self.W, "W_snap": self.W_snap, "rng_state": self.rng_state}
+        # The best certified weights so far: the model returned, and the primal the stopping rule
+        # compares, may be those of a pass before this one.
+        arrays["best_W"], arrays["best_primal"] = self._best[0], np.array(self._best[1], dtype=np.float64)
         arrays["row_ids"] = self.reader.row_ids.state()
         arrays["prints"] = self.reader.prints.state()
         arrays.update({f"store.{k}": v for k, v in self.store.state().items()})
@@ -347,7 +351,15 @@ class PassCertifier:
         self.clock_start = time.perf_counter() - float(state["seconds"])
         self.certificates = [Certificate(float(p), float(d)) for p, d in state["certificates"]]
         self.history = list(state["history"])
-        self.certified = (self.W_snap, self.certificates, self.current)
+        best_W, best_primal = arrays["best_W"], arrays["best_primal"]
+        if best_W.shape != self.W.shape or best_primal.shape != (len(self.certificates),):
+            raise ValueError(
+                f"the checkpoint's best certified weights have shape {best_W.shape} with primal values "
+                f"of shape {best_primal.shape}, not {self.W.shape} with ({len(self.certificates)},)."
+            )
+        self._best = (best_W.astype(np.float64), [float(p) for p in best_primal])
+        best = [Certificate(p, c.dual) for p, c in zip(self._best[1], self.certificates, strict=True)]
+        self.certified = (self._best[0].copy(), best, self.current)
         self.certified_records = len(self.history)
         self.stats.update(state["stats"])
         self.store.restore({k[6:]: v for k, v in arrays.items() if k.startswith("store.")})

@@ -1,10 +1,11 @@
 """Checkpoints of a streaming fit: the trainer's whole state at the end of a pass.
 
 A checkpoint is one file, ``checkpoint.zip`` in the user's
-``checkpoint_dir``: NumPy arrays (``W``, every row's dual variable and the
-dual's running sums, the cache's rows and per-row state slot for slot, the
-random generator's state, the row ids learned on the first read, the
-classes) and JSON (the pass, certificates, history, counters, and a
+``checkpoint_dir``: NumPy arrays (``W``, the best certified weights so far
+and their primal values, every row's dual variable and the dual's running
+sums, the cache's rows and per-row state slot for slot, the random
+generator's state, the row ids learned on the first read, the classes) and
+JSON (the pass, certificates, history, counters, and a
 fingerprint of the data layout and the parameters that shape the
 solution).  It is an archive of :mod:`.archive`, written by
 :func:`~.archive.write_archive`: streamed beside the old file, flushed to
@@ -31,8 +32,9 @@ import numpy as np
 from .archive import ArchiveReader, cut, prepare_directory, write_archive
 
 FORMAT = "dask-streamsvm-checkpoint"
-VERSION = 3  # 2: the fingerprint's parameters in canonical form (:func:`canonical`), not their repr;
-# 3: StreamSVM's schedule state (``piece_sweeps``, ``unsolved_rows``)
+VERSION = 4  # 2: the fingerprint's parameters in canonical form (:func:`canonical`), not their repr;
+# 3: StreamSVM's schedule state (``piece_sweeps``, ``unsolved_rows``); 4: the best certified weights
+# so far and their primal values (``best_W``, ``best_primal``), which the model returned may be
 FILE = "checkpoint.zip"
 WHAT = "dask_streamsvm checkpoint"
 
