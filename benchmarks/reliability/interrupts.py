@@ -10,6 +10,12 @@
   objective is that pass's primal in the uninterrupted fit's history), with
   a warning; how long after the signal the fit returned; no reader thread
   left.
+- ``mid-pass-resume``: a fit with ``checkpoint_dir`` in a child process
+  (``LogisticRegression`` with ``solver="streamsvm", deterministic=True``,
+  the issue's case, or ``LinearSVC`` with StreamSVM or SBM) kills itself
+  with SIGKILL at a random partition's read of a random pass, in the
+  middle of that pass; a second process resumes it.  Checked: the resumed
+  model (weights, ``n_iter_``) is the uninterrupted fit's, bit for bit.
 - ``sigterm``: a spilling fit of LIBSVM files in a child process gets SIGTERM at a random moment
   after its first pass.  Counted: whether it ended by the signal and how soon, the spill
   directories left in its ``spill_dir``, and those left after a next fit in the same directory
@@ -58,6 +64,67 @@ fit_solver(
 )
 print("finished", flush=True)
 """
+
+
+_MID_PASS_CHILD = """
+import os, signal, sys, warnings
+import numpy as np
+from benchmarks.reliability.interrupts import mid_pass_model
+from benchmarks.reliability.common import collection
+
+case, directory, mode, out, kill_pass, kill_part = sys.argv[1:7]
+reads = {}
+
+def read(i, rows):  # X's partitions are read once a pass: the (kill_pass + 1)-th read is that pass's
+    reads[i] = reads.get(i, 0) + 1
+    if mode == "fresh" and i == int(kill_part) and reads[i] == int(kill_pass) + 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return rows
+
+warnings.simplefilter("ignore")  # an unconverged fit, on purpose
+model = mid_pass_model(case, checkpoint_dir=directory)
+model.fit(*collection(read), resume=mode == "resume")
+np.save(out, np.hstack([model.coef_.ravel(), model.intercept_, [model.n_iter_]]))
+"""
+MID_PASS_CASES = ("logistic-streamsvm", "streamsvm", "sbm")
+MID_PASS_ITER = 8  # passes of every fit (tol=1e-9 is not reached): the kill lands in pass 1 to 8
+
+
+def mid_pass_model(case, **extra):
+    """The estimator of a ``mid-pass-resume`` trial: its fits stop unconverged at ``MID_PASS_ITER``."""
+    from dask_streamsvm import LinearSVC, LogisticRegression
+
+    estimator = LogisticRegression if case.startswith("logistic") else LinearSVC
+    solver = "sbm" if case == "sbm" else "streamsvm"
+    return estimator(
+        solver=solver, deterministic=solver == "streamsvm", cache_bytes=1_000, tol=1e-9,
+        max_iter=MID_PASS_ITER, random_state=0, **extra,
+    )  # fmt: skip
+
+
+def trial_mid_pass_resume(rng, solver, work):
+    from benchmarks.reliability.common import N_PARTS, collection, vector
+
+    case = MID_PASS_CASES[rng.randint(len(MID_PASS_CASES))]
+    kill_pass, kill_part = int(rng.randint(1, MID_PASS_ITER + 1)), int(rng.randint(N_PARTS))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = vector(mid_pass_model(case).fit(*collection()))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    run = [sys.executable, "-c", _MID_PASS_CHILD, case, str(work / "ck")]
+    point = [str(kill_pass), str(kill_part)]
+    killed = subprocess.run([*run, "fresh", str(work / "a.npy"), *point], env=env, capture_output=True)
+    saved = -1
+    if (work / "ck" / "checkpoint.zip").exists():
+        with zipfile.ZipFile(work / "ck" / "checkpoint.zip") as archive:
+            saved = json.loads(archive.read("model.json"))["state"]["current"]
+    resumed = subprocess.run([*run, "resume", str(work / "b.npy"), *point], env=env, capture_output=True)
+    same = resumed.returncode == 0 and bool(np.array_equal(np.load(work / "b.npy"), reference))
+    return {
+        "case": case, "kill_pass": kill_pass, "kill_partition": kill_part,
+        "killed": killed.returncode == -signal.SIGKILL, "checkpoint_pass": saved, "same": same,
+        "message": resumed.stderr.decode()[-300:],
+    }  # fmt: skip
 
 
 def print_pass(record):

@@ -273,6 +273,32 @@ def _rows_output_path(op):
     )]  # fmt: skip
 
 
+def _rows_mid_pass_resume(mp):
+    by_case = _by(mp, "case", lambda group: f"{sum(r['same'] for r in group)}/{len(group)}")
+    return [(
+        "SIGKILL in the middle of a pass (at a random partition's read of a random pass, from inside "
+        "the fit, in a child process), then `fit(..., resume=True)` in another",
+        len(mp),
+        f"{sum(r['same'] for r in mp)} of {len(mp)} resumed models equal the uninterrupted fit bit for "
+        f"bit ({by_case}); {sum(r['killed'] for r in mp)} processes were killed by the signal",
+        "none" if all(r["same"] for r in mp) else "SEE JSON",
+    )]  # fmt: skip
+
+
+def _rows_cluster_changed_data(cc):
+    by_method = _by(cc, "method", lambda group: f"{sum(r['detected'] for r in group)}/{len(group)}")
+    read = [r for r in cc if r["changed_reads"]]
+    return [(
+        "on a LocalCluster, a partition's rows change between reads (reordered, labels flipped, values "
+        "scaled, odd rows 5x)",
+        len(cc),
+        f"{sum(r['detected'] for r in read)} of {len(read)} changes read by the fit were detected "
+        f"(ValueError naming the partition; {by_method}); {sum(r['false_certificate'] for r in cc)} "
+        f"fits returned a model after a changed read; outcomes: {_tally(r['outcome'] for r in cc)}",
+        "none" if not any(r["false_certificate"] for r in cc) else "SEE JSON",
+    )]  # fmt: skip
+
+
 ROWS = {  # fault kind: its rows in the report
     "kill": _rows_kill, "ctrl-c": _rows_ctrl_c, "transient": _rows_transient, "permanent": _rows_permanent,
     "bad-value": _rows_bad_value, "hung": _rows_hung, "changed-between-reads": _rows_changed_between_reads,
@@ -280,7 +306,8 @@ ROWS = {  # fault kind: its rows in the report
     "bad-csr": _rows_bad_csr, "crafted-model": _rows_crafted_model,
     "changed-between-primal-reads": _rows_changed_between_primal_reads,
     "disk-full-spill": _rows_disk_full_spill, "fifo-input": _rows_fifo_input, "sigterm": _rows_sigterm,
-    "output-path": _rows_output_path,
+    "output-path": _rows_output_path, "mid-pass-resume": _rows_mid_pass_resume,
+    "cluster-changed-data": _rows_cluster_changed_data,
 }  # fmt: skip
 
 

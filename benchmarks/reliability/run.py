@@ -22,14 +22,14 @@ import numpy as np
 
 from benchmarks import reliability
 from benchmarks._common import ROOT, machine, payload_header, save_json
-from benchmarks.reliability import data_changes, files, inputs, interrupts, outputs, reads
+from benchmarks.reliability import cluster, data_changes, files, inputs, interrupts, outputs, reads
 from benchmarks.reliability.common import SOLVERS, fit_solver, vector
 from benchmarks.reliability.report import table, write_report
 
 RESULTS = ROOT / "benchmarks" / "results" / "bench_reliability.json"
 # The help: what the harness is, each family's faults and checks, and how to run it.
 DESCRIPTION = "\n\n".join(
-    m.__doc__ for m in (reliability, interrupts, reads, data_changes, inputs, files, outputs)
+    m.__doc__ for m in (reliability, interrupts, reads, data_changes, inputs, files, outputs, cluster)
 )
 DESCRIPTION += "\n\n" + __doc__
 
@@ -37,7 +37,7 @@ KINDS = {  # fault kind: default number of trials
     "kill": 20, "ctrl-c": 20, "transient": 20, "permanent": 20, "bad-value": 20, "hung": 10,
     "changed-between-reads": 10, "changed-under-resume": 10, "failed-refit": 10, "bad-csr": 10,
     "crafted-model": 50, "changed-between-primal-reads": 10, "disk-full-spill": 10, "fifo-input": 8,
-    "sigterm": 10, "output-path": 10,
+    "sigterm": 10, "output-path": 10, "mid-pass-resume": 10, "cluster-changed-data": 10,
 }  # fmt: skip
 
 
@@ -53,10 +53,11 @@ def _trial(kind, rng, solver, work, reference):
         return data_changes.trial_changed_under_resume(rng, solver, vector(reference(solver)), work)
     if kind == "bad-csr":
         return inputs.trial_bad_csr(rng, "sbm")
-    if kind in ("disk-full-spill", "fifo-input", "sigterm", "output-path"):
+    if kind in ("disk-full-spill", "fifo-input", "sigterm", "output-path", "mid-pass-resume"):
         trial = {
             "disk-full-spill": files.trial_disk_full_spill, "fifo-input": inputs.trial_fifo_input,
             "sigterm": interrupts.trial_sigterm, "output-path": outputs.trial_output_path,
+            "mid-pass-resume": interrupts.trial_mid_pass_resume,
         }[kind]  # fmt: skip
         return trial(rng, solver, work)
     trial = {
@@ -64,6 +65,7 @@ def _trial(kind, rng, solver, work, reference):
         "changed-between-reads": data_changes.trial_changed_between_reads,
         "failed-refit": reads.trial_failed_refit,
         "changed-between-primal-reads": data_changes.trial_changed_between_primal_reads,
+        "cluster-changed-data": cluster.trial_cluster_changed_data,
     }[kind]  # fmt: skip
     return trial(rng, solver)
 
