@@ -41,7 +41,7 @@ def _some_rows(rng):
     return rng.choice(PART_ROWS, size=rng.randint(1, PART_ROWS // 4 + 1), replace=False)
 
 
-def _changed_partition_trial(rng, changes, reads, fit, solver):
+def changed_partition_trial(rng, changes, reads, fit, solver):
     """A random partition changes (one of ``changes``) from a random read in ``range(*reads)`` on;
     ``fit(data)`` must stop with the error naming it.  The trial's record."""
     target, from_read = int(rng.randint(N_PARTS)), int(rng.randint(*reads))
@@ -77,7 +77,7 @@ def _changed_partition_trial(rng, changes, reads, fit, solver):
 
 def trial_changed_between_reads(rng, solver):
     """From a random read after the first pass's (read 1) on, a random partition changes."""
-    return _changed_partition_trial(rng, CHANGES, (2, 5), lambda data: fit_solver(solver, data), solver)
+    return changed_partition_trial(rng, CHANGES, (2, 5), lambda data: fit_solver(solver, data), solver)
 
 
 def trial_changed_under_resume(rng, solver, reference, work):
@@ -124,4 +124,4 @@ def trial_changed_between_primal_reads(rng, solver):
     """``dual=False``: from a random read after the first on (read 0 counts the classes and is the
     first Newton read), a random partition changes; the primal solver must stop as the dual ones do."""
     fit = lambda data: fit_solver("auto", data, dual=False)  # noqa: E731
-    return _changed_partition_trial(rng, PRIMAL_CHANGES, (1, 4), fit, "primal")
+    return changed_partition_trial(rng, PRIMAL_CHANGES, (1, 4), fit, "primal")
