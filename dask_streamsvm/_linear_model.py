@@ -53,6 +53,7 @@ from ._validation import feature_map as feature_map_check
 from ._validation import random_state as random_state_check
 from .engine.choice import place
 from .engine.data.source import DaskSource, is_dask_collection, is_dask_dataframe
+from .engine.data.waiting import computed
 from .engine.fit import MemoryData, check_partial, fit, fit_partial
 from .engine.plan.problem import (
     CACHE_POLICIES,
@@ -360,10 +361,8 @@ class LinearModel(StreamClassifier):
                     "column's name, or the labels themselves."
                 )
             X, y = X.drop(columns=[y]), X[y]
-        if any(is_dask_collection(a) for a in (X, y, sample_weight)):
-            import dask
-
-            X, y, sample_weight = dask.compute(X, y, sample_weight)
+        if any(is_dask_collection(a) for a in (X, y, sample_weight)):  # a cluster without workers: named
+            X, y, sample_weight = computed([X, y, sample_weight])
         X, y, sample_weight, skipped = self._drop_invalid(X, y, sample_weight)
         X, y = self._validated(X, y, reset=reset)
         check_classification_targets(y)
@@ -419,9 +418,7 @@ class LinearModel(StreamClassifier):
         elif hasattr(X_val, "columns") and hasattr(self, "feature_names_in_"):
             X_val = X_val[list(self.feature_names_in_)]
         if is_dask_collection(X_val) or is_dask_collection(y_val):
-            import dask
-
-            X_val, y_val = dask.compute(X_val, y_val)
+            X_val, y_val = computed([X_val, y_val])
         if self._encoding:
             X_val = self._validated(X_val, reset=False)[0]
         else:

@@ -12,6 +12,7 @@ from ._lazy import map_rows
 from ._validation import validated_rows
 from .engine.data.reader import read_blocks
 from .engine.data.source import DaskSource, is_dask_collection, is_dask_dataframe
+from .engine.data.waiting import computed
 from .engine.plan.calibration import probabilities
 from .engine.plan.problem import class_index
 from .features import Standardize
@@ -30,8 +31,6 @@ def feature_spec(feature_map, n_features):
             f"got {feature_map!r}."
         )
     return feature_map.spec(n_features)
-
-
 
 
 def input_names(source):
@@ -131,6 +130,7 @@ class StreamClassifier(ClassifierMixin, BaseEstimator):
     def _signs(self, y):
         """+1/-1 labels of each problem, shape (n_problems, n_rows); unknown labels are an error."""
         classes = self.classes_
+
         def unknown(label):
             return f"y has label {label!r}, which is not among the classes {classes.tolist()}."
 
@@ -196,12 +196,11 @@ class StreamClassifier(ClassifierMixin, BaseEstimator):
         """Accuracy on ``(X, y)``; for a Dask DataFrame ``y`` may name its label column."""
         if not is_dask_collection(X):
             return super().score(X, y, sample_weight=sample_weight)
-        import dask
         from sklearn.metrics import accuracy_score
 
         if isinstance(y, str) and is_dask_dataframe(X):
             y = X[y]
-        predicted, y, sample_weight = dask.compute(self.predict(X), y, sample_weight)
+        predicted, y, sample_weight = computed([self.predict(X), y, sample_weight])
         return float(accuracy_score(np.asarray(y), np.asarray(predicted), sample_weight=sample_weight))
 
     # -- probabilities (estimators with ``probability=True`` and fitted ``probA_``, ``probB_``) --

@@ -419,7 +419,7 @@ def read_libsvm(path_or_glob, n_features=None, *, blocksize="64MB", dtype=np.flo
         Number of features. When omitted the files are read once, now, to
         find the largest feature index: a scan of the indices only, several
         times faster than a parse (its values are parsed when a fit reads
-        them).
+        them). With a ``dask.distributed`` client active the workers scan.
     blocksize : int or str, default "64MB"
         Bytes per partition of uncompressed files; each partition ends at a
         line end.
@@ -446,10 +446,17 @@ def read_libsvm(path_or_glob, n_features=None, *, blocksize="64MB", dtype=np.flo
         (``"data.svm.gz: not valid gzip data ..."``).  Being a ValueError,
         a streaming fit does not read it again as it does after an I/O
         error.
+    RuntimeError
+        With ``n_features`` omitted and a ``dask.distributed`` client active,
+        when the cluster lists no worker: within seconds, "every Dask worker
+        is gone", rather than waiting for one forever.
     """
     import dask
     import dask.array as da
     from dask.utils import parse_bytes
+
+    from dask_streamsvm.engine.cluster import runtime  # noqa: F401 - how a cluster's tasks are waited for
+    from dask_streamsvm.engine.data.waiting import computed
 
     paths = _expand(path_or_glob)
     dtype = np.dtype(dtype)
@@ -472,8 +479,8 @@ def read_libsvm(path_or_glob, n_features=None, *, blocksize="64MB", dtype=np.flo
         for k, (offset, length, compression) in enumerate(_file_blocks(path, int(size))):
             data = dask.delayed(_read_block)(path, offset, length, compression)
             blocks.append((data, _FileBlock(path, k, offset, compression)))
-    if n_features is None:
-        widths = dask.compute(*[dask.delayed(_max_index)(b, zero_based, w) for b, w in blocks])
+    if n_features is None:  # on a distributed client, an error rather than a wait for workers that are gone
+        widths = computed([dask.delayed(_max_index)(b, zero_based, w) for b, w in blocks])
         n_features = max(widths)
     # Named read-libsvm-*: a streaming fit knows from it that the collection parses text (its spill).
     parsed = [

@@ -219,3 +219,179 @@ def test_verbose_prints_a_line_per_step_or_round_on_a_cluster(client, capsys):
         cocoa = LinearSVC(verbose=2, loss="hinge", tol=1e-3, max_iter=5).fit(*_dask(X, y))
     out = capsys.readouterr().out
     assert out.count("[LinearSVC] cocoa round") == len(cocoa.history_)
+
+
+# -- data that changes between the reads of a cluster fit (issue 50) ---------------------------
+
+CHANGED_PARTS, CHANGED_ROWS = 6, 500
+
+
+def _changing_collection(counts, from_read, n_features=5, sparse=False):
+    """``(X, y)`` as Dask Arrays of :data:`CHANGED_PARTS` partitions made by tasks (no rows in the
+    graph: every read computes them again, on a worker), whose partition 3 has its odd rows scaled
+    5x (labels unchanged) from its ``from_read``-th read on.  The workers are processes: each read
+    of partition ``i`` adds a byte to the file ``counts / str(i)``."""
+
+    def part(i):
+        with open(counts / str(i), "ab") as f:
+            f.write(b".")
+        read = (counts / str(i)).stat().st_size
+        rng = np.random.default_rng(i)
+        if sparse:
+            X = sp.random(CHANGED_ROWS, n_features, density=0.01, random_state=i, format="csr") * 3.0
+            scores = X @ np.random.default_rng(99).standard_normal(n_features)
+        else:
+            X = rng.standard_normal((CHANGED_ROWS, n_features))
+            scores = X @ np.arange(1.0, n_features + 1)
+        y = np.where(scores + 0.3 * rng.standard_normal(CHANGED_ROWS) > 0, 1, -1)
+        if i == 3 and read >= from_read:
+            X = sp.csr_matrix(X) if sparse else X.copy()
+            X[1::2] *= 5.0
+        return X, y
+
+    parts = [dask.delayed(part, pure=False, nout=2)(i) for i in range(CHANGED_PARTS)]
+    meta = sp.csr_matrix((0, n_features)) if sparse else np.zeros((0, n_features))
+    shape = (CHANGED_ROWS, n_features)
+    Xd = da.concatenate([da.from_delayed(p[0], shape, np.float64, meta=meta) for p in parts])
+    yd = da.concatenate([da.from_delayed(p[1], (CHANGED_ROWS,), np.int64) for p in parts])
+    return Xd, yd
+
+
+@pytest.mark.parametrize(
+    "model, from_read",
+    [
+        ("LinearSVC", 2),  # read 1 counts the labels: every later read must give its rows
+        ("LogisticRegression", 2),
+        ("LinearSVC", 3),  # read 2 is the warm start's: the Newton steps' reads changed
+    ],
+)
+def test_a_partition_that_changes_between_newton_reads_stops_the_fit_naming_it(
+    client, tmp_path, model, from_read
+):
+    """As on one machine: the first read's fingerprints of every part go with its later reads,
+    whichever task (a new source every time) or worker makes them."""
+    import dask_streamsvm
+
+    Xd, yd = _changing_collection(tmp_path, from_read)
+    clf = getattr(dask_streamsvm, model)(dual=False, tol=1e-9, cache_bytes=100_000)  # a sample of the rows
+    with pytest.raises(ValueError, match="partition 3 gave other rows on this read than on its first"):
+        clf.fit(Xd, yd)
+    assert (tmp_path / "3").stat().st_size == from_read  # stopped at the first read that changed
+
+
+def test_a_truncated_newton_part_read_again_after_a_lost_worker_must_give_its_rows(
+    client, tmp_path, monkeypatch
+):
+    """Truncated Newton reads every part once; a part read again on a live worker (its worker
+    lost) is checked against that read's fingerprints, kept on the client."""
+    from dask_streamsvm.engine.cluster import products
+
+    encode = products.TruncatedNewton.encode
+
+    def encode_after_a_loss(self, plan):  # every part's worker "lost" after the first read
+        self._recover(set(self.placed), reload=False)
+        return encode(self, plan)
+
+    Xd, yd = _changing_collection(tmp_path, from_read=2, n_features=1500, sparse=True)
+    clf = LinearSVC(dual=False, tol=1e-6)
+    assert choice.cluster_method(FitPlan(dual=False), 1500) == "truncated_newton"
+    monkeypatch.setattr(products.TruncatedNewton, "encode", encode_after_a_loss)
+    with pytest.raises(ValueError, match="partition 3 gave other rows on this read than on its first"):
+        clf.fit(Xd, yd)
+    assert (tmp_path / "3").stat().st_size == 2
+
+
+# -- worker spill directories left by a killed worker (issue 50) -------------------------------
+
+PART_STEM = "dask-streamsvm-part-"  # how a worker's part spill directory is named
+
+
+def _owned_directories(tmp_path, stem):
+    """A spill directory of a process that has ended and one of a live process (which the caller
+    kills), each with a file; ``(dead, live, process)``."""
+    import subprocess
+    import sys
+
+    from dask_streamsvm.engine.store.archive import owned_prefix
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    dead = tmp_path / (owned_prefix(stem, ended.pid) + "k2x9q_7a")
+    live = tmp_path / (owned_prefix(stem, alive.pid) + "m3v8w1zz")
+    for directory in (dead, live):
+        directory.mkdir()
+        (directory / "data").write_bytes(b"x" * 1000)
+    return dead, live, alive
+
+
+def test_a_part_spill_is_named_with_its_owner_and_removes_those_of_ended_workers(tmp_path):
+    """A worker killed before its rows are released leaves its part's spill; its name carries the
+    worker's host and pid, and the next part spill on the machine removes it (a live one's stays)."""
+    import os
+
+    from dask_streamsvm.engine.cluster.products import RowSpill
+    from dask_streamsvm.engine.store.archive import owned_prefix
+
+    dead, live, alive = _owned_directories(tmp_path, PART_STEM)
+    try:
+        spill = RowSpill(str(tmp_path), 5, False)
+        assert not dead.exists()
+        assert (live / "data").exists()
+        assert os.path.basename(spill.path).startswith(owned_prefix(PART_STEM))
+        spill.add([np.ones((3, 5))])
+        np.testing.assert_array_equal(spill.rows(), np.ones((3, 5)))
+    finally:
+        alive.kill()
+        alive.wait()
+
+
+def test_a_cluster_spill_removes_the_part_spills_of_ended_workers(client, tmp_path):
+    import os
+
+    from dask_streamsvm.engine.store.archive import owned_prefix
+
+    dead, live, alive = _owned_directories(tmp_path, PART_STEM)
+    seen = []  # the parts' spill directories while the fit runs
+
+    def look(record):
+        seen.extend(p.name for p in tmp_path.glob(PART_STEM + "*") if p not in (dead, live))
+
+    try:
+        X, y = _wide(n=800)
+        clf = LinearSVC(cache_bytes=5_000, spill_dir=str(tmp_path), callbacks=[look], tol=0.1)
+        clf.fit(*_dask(X, y))
+        assert {r["method"] for r in clf.history_} == {"truncated_newton"}
+        assert not dead.exists()
+        assert (live / "data").exists()
+        workers = client.run(os.getpid).values()
+        owners = tuple(owned_prefix(PART_STEM, pid) for pid in workers)
+        assert seen and all(name.startswith(owners) for name in seen)
+    finally:
+        alive.kill()
+        alive.wait()
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # three passes or rounds
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(cluster="average", solver="sbm", max_iter=3),
+        dict(cluster="cocoa", cache_bytes=2_000, max_iter=3),  # parts past cache_bytes: streamed
+    ],
+    ids=["average", "cocoa-streaming"],
+)
+def test_a_partition_that_changes_before_the_certifying_read_is_named(client, tmp_path, params):
+    """The average's loss and CoCoA+'s part weights are read once more after training: those reads
+    are checked against the training's, so a model is never certified on rows it was not trained
+    on.  A fit of the same data counts the reads of partition 3 (the certifying one is its last);
+    a second fit sees the partition change from that read on."""
+    (tmp_path / "count").mkdir()
+    (tmp_path / "changed").mkdir()
+    clf = LinearSVC(tol=1e-12, random_state=0, **params)
+    clf.fit(*_changing_collection(tmp_path / "count", from_read=10**9))
+    last = (tmp_path / "count" / "3").stat().st_size
+    Xd, yd = _changing_collection(tmp_path / "changed", from_read=last)
+    with pytest.raises(ValueError, match="partition 3 gave other rows on this read than on its first"):
+        LinearSVC(tol=1e-12, random_state=0, **params).fit(Xd, yd)
+    assert (tmp_path / "changed" / "3").stat().st_size == last

@@ -142,6 +142,7 @@ ESTIMATOR_ENGINE = {
     "dask_streamsvm.engine.plan.losses",
     "dask_streamsvm.engine.plan.sizes",
     "dask_streamsvm.engine.data.source",
+    "dask_streamsvm.engine.data.waiting",  # computing Dask input in memory names a cluster without workers
 }
 LINEAR_MODULES = (
     "dask_streamsvm.linear",

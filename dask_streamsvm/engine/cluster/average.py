@@ -25,6 +25,7 @@ from ..plan.problem import encode_block, unconverged_message
 from ..plan.result import FitResult
 from ..primal.sums import Sums, block_sums
 from .certify import certificates, relative_gap
+from .parts import part_source, read_prints
 from .runtime import cancel_check, cancelled_on_error, gather, submit, synchronous
 
 # Coordinate-descent sweeps of :func:`combined_dual`'s small quadratic (K variables per problem).
@@ -48,6 +49,7 @@ class PartFit:
     messages: list  # the part's convergence warning, if it did not converge
     dual_W: np.ndarray
     dual_sums: np.ndarray
+    prints: np.ndarray = None  # the fingerprints of the part's reads (:func:`~.parts.read_prints`)
 
 
 class _StopWhenCancelled:
@@ -64,8 +66,9 @@ class _StopWhenCancelled:
 def train_part(plan, packed):
     """Fit the out-of-core engine on one part (on its worker): a :class:`PartFit`."""
     start = time.perf_counter()
+    source = packed.source()
     with synchronous():
-        result = fit_stream(packed.source(), plan, _StopWhenCancelled(), clock_start=start)
+        result = fit_stream(source, plan, _StopWhenCancelled(), clock_start=start)
     messages = [] if result.converged else [unconverged_message(plan, result.certificates, result.converged)]
     dual_W, dual_sums = result.dual_sums
     return PartFit(
@@ -77,6 +80,7 @@ def train_part(plan, packed):
         messages=messages,
         dual_W=dual_W,
         dual_sums=dual_sums,
+        prints=read_prints(source),
     )
 
 
@@ -123,13 +127,19 @@ def _fit_average(client, placement, plan, clock_start):
         dual, scales = combined_dual(dual_Ws, dual_sums, share, loss)
         losses = gather(
             client,
-            [submit(client, part_loss, source, W, plan, worker=worker) for worker, source in parts],
+            [
+                submit(client, part_loss, source, W, plan, fit.prints, worker=worker)
+                for (worker, source), fit in zip(parts, fits, strict=True)
+            ],
         )
         primal = half_sq + np.sum(losses, axis=0)
     else:  # the average's own dual point certifies it: its sums come with the loss's
         losses = gather(
             client,
-            [submit(client, part_point, source, W, plan, worker=worker) for worker, source in parts],
+            [
+                submit(client, part_point, source, W, plan, fit.prints, worker=worker)
+                for (worker, source), fit in zip(parts, fits, strict=True)
+            ],
         )
         point = losses[0]
         for more in losses[1:]:
@@ -225,7 +235,7 @@ def _nbytes(sums):
     return np.asarray(sums).nbytes
 
 
-def part_point(packed, W, plan):
+def part_point(packed, W, plan, prints=None):
     """A part's :class:`~..primal.sums.Sums` at ``W`` without a Hessian (one read, a partition at a
     time): its loss, the dual sum and ``sum alpha_i y_i x_i`` of the dual point ``alpha(W)``,
     which certify the average of a loss whose dual is not quadratic
@@ -233,28 +243,34 @@ def part_point(packed, W, plan):
     k, width = W.shape
     total = Sums.zeros(k, width, hessian=False)
     zero, code, fmap = np.zeros_like(W), plan.loss_code, plan.feature_map  # zero: no trial direction
-    for block, y_pm, cost in _labelled_blocks(packed, plan):
+    for block, y_pm, cost in _labelled_blocks(packed, plan, prints):
         total.add(block_sums(block.X, y_pm, cost, W, zero, plan.bias, code, fmap, hessian=False))
     return total
 
 
-def _labelled_blocks(packed, plan):
+def _labelled_blocks(packed, plan, prints=None):
     """``(block, y, cost)`` of each partition of a part with rows, read once on its worker (the
-    synchronous scheduler), stopping at the partition after its task was cancelled."""
-    source = packed.source()
+    synchronous scheduler), stopping at the partition after its task was cancelled.  Each block is
+    checked against ``prints``, the fingerprints of the part's training reads (:class:`PartFit`),
+    so that the average is never certified on rows other than those it was trained on."""
+    from ..data.reader import source_prints
+
+    source = part_source(packed, prints)
+    checked = source_prints(source)
     stop_if_cancelled = cancel_check()
     with synchronous():
         for p in range(source.n_partitions):
             stop_if_cancelled()
             block = source.load(p)
+            checked.check(block)
             if block.n_rows:
                 yield (block, *encode_block(plan, block))
 
 
-def part_loss(packed, W, plan):
+def part_loss(packed, W, plan, prints=None):
     """Per problem, the weighted loss sum of a part's rows at ``W`` (one read, a partition at a time)."""
     total = np.zeros(W.shape[0])
-    for block, y_pm, cost in _labelled_blocks(packed, plan):
+    for block, y_pm, cost in _labelled_blocks(packed, plan, prints):
         rows = kernel_rows(block.X, plan.feature_map)  # CSR for a feature map
         for c in range(W.shape[0]):
             total[c] += weighted_loss_sum(

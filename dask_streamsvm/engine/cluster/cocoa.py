@@ -29,7 +29,17 @@ from ..plan.result import FitResult
 from .certify import certificates, relative_gap
 from .changes import add_changes, narrow, widened
 from .cocoa_local import load_part, local_round, part_stats, part_weights, touched_of, update_of
-from .runtime import WorkerLost, cancelled_on_error, gather, held, live_workers, scatter, submit, wait
+from .runtime import (
+    WorkerLost,
+    cancelled_on_error,
+    gather,
+    held,
+    live_workers,
+    no_workers,
+    scatter,
+    submit,
+    wait,
+)
 from .tree import tree_sum
 
 # A fit gives up after this many recoveries from lost workers.
@@ -195,8 +205,6 @@ def _lost_workers(client, states, placed, error):
     return sorted(gone)
 
 
-
-
 def _recover(client, states, placed, load):
     """Parts of lost workers read again (``alpha = 0``) on live ones; ``W`` rebuilt from all alphas.
 
@@ -206,9 +214,7 @@ def _recover(client, states, placed, load):
     """
     alive = live_workers(client)
     if not alive:
-        raise RuntimeError(
-            "every Dask worker is gone; the cluster fit cannot go on. Start workers and fit again."
-        )
+        raise no_workers(client)
     for j, state in enumerate(states):
         if placed[j] not in alive or not held(client, state):
             placed[j] = alive[j % len(alive)]

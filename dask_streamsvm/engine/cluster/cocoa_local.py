@@ -35,7 +35,7 @@ from ...kernels.dcd import ProblemArrays, Shrinking, dcd_passes, row_sqnorms
 from ...kernels.losses import upper_and_diag_arrays
 from ...kernels.objective import add_weighted_rows, weighted_loss_sum
 from ...kernels.rng import make_state
-from ..data.reader import Reader
+from ..data.reader import Reader, source_prints
 from ..dual.alpha_store import AlphaStore
 from ..dual.sbm import INNER_EPS, BlockTrainer
 from ..dual.schedules import TRAINERS
@@ -82,12 +82,14 @@ def load_part(packed, plan, sigma, n_features):
     pass ``plan.cache_bytes`` (counted as the row cache stores rows), a :class:`StreamingPart`
     that reads them every round."""
     source = packed.source()
+    first = source_prints(source)  # the first read, which a streaming part's later reads must match
     blocks, held = [], 0
     stop_if_cancelled = cancel_check()  # a failed fit's read stops at the next partition
     with synchronous():
         for p in range(source.n_partitions):
             stop_if_cancelled()
             block = source.load(p)
+            first.check(block)
             held += _stored(block, plan.n_problems)
             if held > plan.cache_bytes:
                 del blocks, block
@@ -320,6 +322,8 @@ class StreamingPart:
                 for p in range(self.source.n_partitions):
                     stop_if_cancelled()
                     block = self.source.load(p)
+                    prints = self.prints if self.prints is not None else source_prints(self.source)
+                    prints.check(block)  # the rows its rounds trained on
                     if block.n_rows == 0:
                         continue
                     ids = self.row_ids.ids(block.partition, block.n_rows)

@@ -1,36 +1,47 @@
 """The primal Newton solver on a cluster with formed Hessians (narrow data): every Newton step one
 read of every part on its worker, the parts' :class:`~..primal.sums.Sums` (gradient, Hessian,
 certificate) added up the tree (:func:`~.tree.tree_sum` with :func:`~.tree.add_sums`), after a
-first read that counts the labels and keeps a sample of each part's rows for the warm start."""
+first read that counts the labels and keeps a sample of each part's rows for the warm start.
+
+Every read is a task with a source of its own: the first read's fingerprints of each part come back
+to the client and go out with every later read of it (:func:`~.parts.part_source`), so a partition
+that gives other rows on a later read stops the fit with the error of one machine."""
 
 from dataclasses import replace
 
 import numpy as np
 
 from .moments import scaled_parts
-from .parts import place
+from .parts import part_source, place, read_prints
 from .runtime import gather, submit, synchronous, wait
 from .tree import tree_sum
 
 
-def part_sums(packed, plan, W, S, todo, band_rows=0, band_bytes=None):
+def part_sums(packed, plan, W, S, todo, band_rows=0, band_bytes=None, prints=None):
     """The :class:`~..primal.sums.Sums` of one part's rows at ``W + S`` (one read of its partitions),
-    with the part's band of ``band_rows`` rows per problem."""
+    with the part's band of ``band_rows`` rows per problem; ``prints``: the fingerprints of the
+    part's first read (:func:`part_first_read`), which every block read must match."""
     from ..primal.reads import stream_read
 
+    source = part_source(packed, prints)
     with (
         synchronous(),
-        stream_read(packed.source(), plan, reads=1, band_rows=band_rows, band_bytes=band_bytes) as read,
+        stream_read(source, plan, reads=1, band_rows=band_rows, band_bytes=band_bytes) as read,
     ):
         return read(W, S, todo)
 
 
-def part_first_read(packed, plan, width, sample_rows, sample_bytes):
-    """One part's :class:`~..primal.reads.FirstRead`: its rows checked, a uniform sample of them."""
+def part_first_read(packed, plan, width, sample_rows, sample_bytes, prints=None):
+    """One part's :class:`~..primal.reads.FirstRead`: its rows checked, a uniform sample of them, and
+    its blocks' fingerprints (``prints``, :func:`~.parts.read_prints`) for the later reads; the
+    fingerprints of the read that counted the labels (``prints``) it must match."""
     from ..primal.reads import first_read
 
+    source = part_source(packed, prints)
     with synchronous():
-        return first_read(packed.source(), plan, width, sample_rows=sample_rows, sample_bytes=sample_bytes)
+        first = first_read(source, plan, width, sample_rows=sample_rows, sample_bytes=sample_bytes)
+    first.prints = read_prints(source)
+    return first
 
 
 def _initial_sums(firsts, plan):
@@ -83,15 +94,21 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
     from ..primal.newton import band_share, solve_primal
     from ..primal.warm import sample_rows, warm_start
 
-    plan, placement = place(client, source, plan, placement=placement)
+    # The labels counted in a read of whole rows: the parts' first read, as on one machine.
+    plan, placement = place(client, source, plan, placement=placement, checked=True)
     scaler, placement = scaled_parts(client, source, plan, placement)
     parts, workers = placement.parts, placement.workers
     moved = {"bytes_sent": 0, "bytes_received": 0}
     width = plan.model_width(source.n_features)
     K = len(parts)
+    # Scaled rows are other rows than the count's: their first read is the next one.
+    prints = placement.prints if scaler is None else [None] * K
     # The warm start: a read of every part that checks its values and keeps a sample of its rows.
     budget = (-(-sample_rows(width) // K), None if plan.cache_bytes is None else plan.cache_bytes // K)
-    futures = [submit(client, part_first_read, packed, plan, width, *budget, worker=w) for w, packed in parts]
+    futures = [
+        submit(client, part_first_read, packed, plan, width, *budget, table, worker=w)
+        for (w, packed), table in zip(parts, prints, strict=True)
+    ]
     firsts = gather(client, futures, workers, placement.reads)
     start = notes = None
     sample = _cluster_sample(firsts)
@@ -108,6 +125,7 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
     for first in firsts:  # the parts' samples are not needed any more
         first.sample = None
     del sample
+    prints = [first.prints for first in firsts]  # every later read of a part must match its first
     rows = sum(f.totals.rows for f in firsts)
     band = (
         -(-int(band_share(plan, capped=False) * rows) // K),
@@ -116,12 +134,16 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
 
     def read(W, S, todo):
         futures = [
-            submit(client, part_sums, packed, plan, W, S, todo, *band, worker=w) for w, packed in parts
+            submit(client, part_sums, packed, plan, W, S, todo, *band, table, worker=w)
+            for (w, packed), table in zip(parts, prints, strict=True)
         ]
         wait(client, futures, workers, placement.reads)
         root = tree_sum(client, futures, workers)
         total = gather(client, [root], workers)[0]
-        moved["bytes_sent"] += sum(packed.nbytes + W.nbytes + S.nbytes for _, packed in parts)
+        moved["bytes_sent"] += sum(
+            packed.nbytes + W.nbytes + S.nbytes + table.nbytes
+            for (_, packed), table in zip(parts, prints, strict=True)
+        )
         moved["bytes_received"] += total.v.nbytes + total.hessian.nbytes + total.trial.nbytes
         moved["bytes_received"] += sum(b.nbytes for b in total.band or [] if b is not None)
         return total

@@ -18,7 +18,7 @@ import numpy as np
 from ..data.graphs import culled_graph
 from ..data.labels import merge_label_counts
 from ..plan.sizes import row_bytes, share_bytes
-from .runtime import TaskInput, gather, live_workers, submit, synchronous, wait
+from .runtime import TaskInput, gather, require_workers, submit, synchronous, wait
 
 # Parts whose shares of a class differ by more than this are "skewed" (:func:`skewed_parts`).
 SKEW = 0.25
@@ -54,13 +54,41 @@ class Packed(TaskInput):
         return source
 
 
+def part_source(packed, prints=None):
+    """``packed``'s source on this worker, its reads checked against ``prints``: the fingerprints of
+    the part's first read (:func:`read_prints` of the task that made it, on this worker or on one
+    since lost), or None for that first read.
+
+    Every task unpickles a source of its own, and a source's reads are checked against its own first
+    reads only (:func:`~..data.reader.source_prints`): the first read's fingerprints travel with the
+    later reads' tasks, so that a partition that gives other rows stops the fit with the error of one
+    machine (:meth:`~..data.fingerprint.PartitionPrints.expect`), whichever worker reads it.
+    """
+    from ..data.reader import source_prints
+
+    source = packed.source()
+    if prints is not None:  # after the source has its row_transform: the table of its scaled rows
+        source_prints(source).expect(prints)
+    return source
+
+
+def read_prints(source):
+    """The fingerprints of the partitions read from ``source`` so far, an ``(n, 2)`` int64 table of
+    partition and value (16 bytes a partition) for :func:`part_source`."""
+    from ..data.reader import source_prints
+
+    return source_prints(source).state()
+
+
 @dataclass
 class Placement:
     """A cluster fit's parts: ``parts`` ``[(worker, Packed)]``, per part its partitions' numbers in
     the collection (``partitions``) and its merged label counts (``counts``), the read limits of a
     task that reads a part (``reads``, :func:`read_limits`), the warning of parts whose label
     mixes differ (``skew``, or None), and per part its partitions' positions in ``source``
-    (``ids``).  Built once a fit (:func:`parts_of`) and handed to the method as a value; the
+    (``ids``), and per part the fingerprints of the read that counted its labels where it read
+    whole rows (``prints``, :func:`place` with ``checked``; of the rows as read, before a scaler's
+    scaling).  Built once a fit (:func:`parts_of`) and handed to the method as a value; the
     labels counted (:func:`place`) give a new one."""
 
     parts: list
@@ -69,6 +97,7 @@ class Placement:
     reads: tuple = None
     skew: str = None
     ids: list = None
+    prints: list = None
 
     @property
     def workers(self):
@@ -96,9 +125,14 @@ def parts_of(client, source, plan):
     return Placement(parts, partitions, [], reads, ids=part_ids)
 
 
-def place(client, source, plan, mode=None, placement=None):
+def place(client, source, plan, mode=None, placement=None, checked=False):
     """The parts of ``placement`` (:func:`parts_of`'s; None: made here) with their labels counted on
     their workers: ``(plan with its labels, Placement)``.
+
+    ``checked``: the count reads whole rows and fingerprints them (the Placement's ``prints``), so
+    that it is the parts' first read, which every later read must match, as the read that counts
+    the classes is on one machine (the primal Newton solver's, :mod:`.newton`); else it reads the
+    labels only.
 
     With ``mode`` (``"average"`` or ``"cocoa"``) the parts' label mixes are compared
     (:func:`skewed_parts`), and partitions read from files on every read, where a partition's
@@ -106,7 +140,12 @@ def place(client, source, plan, mode=None, placement=None):
     """
     placement = parts_of(client, source, plan) if placement is None else placement
     parts, part_ids, reads = placement.parts, placement.ids, placement.reads
-    counts = gather(client, [submit(client, count_labels, s, worker=w) for w, s in parts], reads=reads)
+    counts = gather(
+        client, [submit(client, count_labels, s, plan, checked, worker=w) for w, s in parts], reads=reads
+    )
+    prints = None
+    if checked:
+        counts, prints = [c for c, _ in counts], [p for _, p in counts]
     plan = plan.with_labels(*merge_label_counts([c for part in counts for c in part]))
     part_counts = [merge_label_counts(part, allow_empty=True) for part in counts]
     skew = None
@@ -117,7 +156,7 @@ def place(client, source, plan, mode=None, placement=None):
             skew = skewed_parts(part_counts, plan.classes, [w for w, _ in parts], mode)
             reads = read_limits(plan, source, part_ids)
     partitions = [[source.partition_id(i) for i in ids] for ids in part_ids]
-    return plan, Placement(parts, partitions, part_counts, reads, skew, ids=part_ids)
+    return plan, Placement(parts, partitions, part_counts, reads, skew, ids=part_ids, prints=prints)
 
 
 def assign_parts(n_partitions, workers):
@@ -144,7 +183,7 @@ def make_parts(client, source, read_timeout=None):
     on its own (labels in memory do not pull lazy rows into memory).  ``read_timeout``: seconds
     a partition may take to compute.
     """
-    workers = live_workers(client)
+    workers = require_workers(client)  # no worker: the documented error, never a queue without end
     kinds = source.held()
     given = tuple(kind is not None for kind in kinds)
     if not any(given):
@@ -202,10 +241,22 @@ def read_limits(plan, source, part_ids):
     return seconds, [[source.partition_id(i) for i in ids] for ids in part_ids]
 
 
-def count_labels(packed):
-    """Per partition of a part, ``(classes, counts, weighted classes)`` (empty arrays for none)."""
+def count_labels(packed, plan, checked=False):
+    """Per partition of a part, ``(classes, counts, weighted classes)`` (empty arrays for none); with
+    ``checked``, ``(those, the fingerprints of the part's rows)``: a read of whole rows, checked as
+    every read of the fit (:func:`read_prints`)."""
+    from ..data.labels import count_labels_of
+    from ..data.reader import read_blocks
+
     with synchronous():
-        return packed.source().label_counts(allow_empty=True, merged=False)
+        source = packed.source()
+        if not checked:
+            return source.label_counts(allow_empty=True, merged=False)
+        blocks = read_blocks(
+            source, prefetch=plan.prefetch, retries=plan.retries, read_timeout=plan.read_timeout
+        )
+        counts = [count_labels_of(b.partition, b.y, b.sample_weight) for _, b in blocks]
+    return counts, read_prints(source)
 
 
 def part_row_bytes(packed, plan):

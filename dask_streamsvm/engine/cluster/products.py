@@ -20,9 +20,13 @@ Newton step is then
 A worker lost during a step is survived: the parts it held are read again on live workers and
 the step is made again from the same point, so the fit ends with the model of a fit never
 interrupted (the sums are added in the same order), or with an error that names the lost worker.
+A part read again must give the rows of its first read: its fingerprints, kept on the client, go
+with the new read (:func:`~.parts.part_source`), and a partition that changed stops the fit naming it.
 """
 
 import copy
+import os
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -31,9 +35,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..data.labels import count_labels_of, merge_label_counts
+from ..data.spill import remove_stale_spills
 from ..primal.sums import ProductRead, augmented_rows, rows_nbytes
+from ..store.archive import owned_prefix
 from .moments import scaled_parts
-from .parts import parts_of
+from .parts import part_source, parts_of, read_prints
 from .runtime import WorkerLost, cancel_check, gather, live_workers, no_workers, submit, synchronous, wait
 from .tree import add_sums, tree_sum
 
@@ -44,10 +50,11 @@ MAX_RECOVERIES = 3
 class PartRows:
     """A part's rows on its worker: ``X`` (CSR or dense, float64, a feature map's features where the
     plan has one), raw labels ``y``, weights, per partition its label counts, and the read's
-    ``rows``, ``skipped``, ``bytes``, ``retries``; :meth:`encoded` makes its :class:`ProductRead`."""
+    ``rows``, ``skipped``, ``bytes``, ``retries``, and its blocks' fingerprints (``prints``,
+    :func:`~.parts.read_prints`); :func:`encode_part` makes its :class:`ProductRead`."""
 
-    def __init__(self, X, y, weight, counts, totals):
-        self.X, self.y, self.weight, self.counts = X, y, weight, counts
+    def __init__(self, X, y, weight, counts, totals, prints=None):
+        self.X, self.y, self.weight, self.counts, self.prints = X, y, weight, counts, prints
         self.spilled = isinstance(X.data if sp.issparse(X) else X, np.memmap)
         self.rows, self.skipped, self.bytes, self.retries = totals
         self.read = None
@@ -60,9 +67,11 @@ class PartRows:
         return (0 if self.spilled else rows_nbytes(self.X)) + self.y.nbytes + self.weight.nbytes
 
 
-def load_rows(packed, plan, n_features):
+def load_rows(packed, plan, n_features, prints=None):
     """One read of a part on its worker: a :class:`PartRows` (labels not yet encoded), its rows in
-    memory, or in a worker-local spill (:class:`RowSpill`) once they pass :func:`part_budget`."""
+    memory, or in a worker-local spill (:class:`RowSpill`) once they pass :func:`part_budget`.
+    ``prints``: the fingerprints of the part's first read, which a part read again (after a lost
+    worker) must match (:func:`~.parts.part_source`)."""
     from ..primal.reads import read_once
     from ..primal.sums import Sums
 
@@ -71,8 +80,9 @@ def load_rows(packed, plan, n_features):
     budget, held, spill = part_budget(plan), 0, None
     width = n_features if plan.feature_map is None else plan.model_width(n_features)
     stop_if_cancelled = cancel_check()  # a failed fit's read stops at the next block
+    source = part_source(packed, prints)
     with synchronous():
-        for block in read_once(packed.source(), plan, totals):
+        for block in read_once(source, plan, totals):
             stop_if_cancelled()
             counts.append(count_labels_of(block.partition, block.y, block.sample_weight))
             if not block.n_rows:
@@ -102,7 +112,8 @@ def load_rows(packed, plan, n_features):
         X = np.vstack(X)
     y = np.concatenate(y) if y else np.zeros(0)
     weight = np.concatenate(weight) if weight else np.zeros(0)
-    return PartRows(X, y, weight, counts, (totals.rows, totals.skipped, totals.bytes, totals.retries))
+    totals = (totals.rows, totals.skipped, totals.bytes, totals.retries)
+    return PartRows(X, y, weight, counts, totals, read_prints(source))
 
 
 # The share of a worker's memory limit a part's rows may take before they go to its disk (without
@@ -124,15 +135,24 @@ def part_budget(plan):
     return int(MEMORY_SHARE * limit) if limit else None
 
 
+# A worker spill directory's name: the stem, its owner's host and pid, random (as one machine's spill).
+PART_STEM = "dask-streamsvm-part-"
+
+
 class RowSpill:
     """A part's rows in files on its worker's disk (``spill_dir``, else the system's temporary
     directory), read back as memory maps: CSR (values, column indices, row offsets) or dense rows.
-    The files are removed when the rows are released (their maps garbage-collected)."""
+    The files are removed when the rows are released (their maps garbage-collected).
+
+    A worker killed before (SIGKILL, the OOM killer) cannot remove its files: the directory's name
+    carries its owner's host and pid (:data:`PART_STEM`, :func:`~..store.archive.owned_prefix`),
+    and the next part spill on the same machine, in the same directory, removes those whose
+    process is gone (:func:`~..data.spill.remove_stale_spills`), as one machine's spill does."""
 
     def __init__(self, spill_dir, width, sparse):
-        import tempfile
-
-        self.path = Path(tempfile.mkdtemp(prefix="dask-streamsvm-part-", dir=spill_dir))
+        parent = tempfile.gettempdir() if spill_dir is None else os.fspath(spill_dir)
+        remove_stale_spills(parent, PART_STEM)
+        self.path = Path(tempfile.mkdtemp(prefix=owned_prefix(PART_STEM), dir=parent))
         self.width, self.sparse, self.n_rows, self.nnz = width, sparse, 0, 0
         self.offsets = [np.zeros(1, dtype=np.int64)]
         self.files = {name: open(self.path / name, "wb") for name in ("data", "indices")}  # noqa: SIM115
@@ -199,7 +219,8 @@ def encode_part(part, plan):
 
 
 def part_counts(part):
-    return part.counts
+    """A part's label counts (per partition) and the fingerprints of its read."""
+    return part.counts, part.prints
 
 
 class Evaluated:
@@ -301,19 +322,22 @@ class TruncatedNewton:
         self.products = 0
         self.recovered = []
         self.clock_start = clock_start
+        self.prints = [None] * len(self.packed)  # per part, its first read's fingerprints (:meth:`count`)
         self.parts = [self._load(j) for j in range(len(self.packed))]
         self.evaluated = self.point = None
 
     def _load(self, j, plan=None):
         future = submit(
-            self.client, load_rows, self.packed[j], self.plan, self.n_features, worker=self.placed[j]
-        )
+            self.client, load_rows, self.packed[j], self.plan, self.n_features, self.prints[j],
+            worker=self.placed[j],
+        )  # fmt: skip
         if plan is not None:
             future = submit(self.client, encode_part, future, plan, worker=self.placed[j])
         return future
 
     def count(self):
-        """The parts' label counts (per part, per partition), once their one read is done."""
+        """The parts' label counts (per part, per partition), once their one read is done; their
+        fingerprints are kept, for a part read again after a lost worker to match."""
 
         def count():  # of the parts as they are now (a part read again after a loss included)
             counts = [
@@ -321,7 +345,9 @@ class TruncatedNewton:
             ]
             return gather(self.client, counts, self.placed, self.reads)
 
-        return self._retrying(count, reload=False)
+        counts = self._retrying(count, reload=False)
+        self.prints = [prints for _, prints in counts]
+        return [part for part, _ in counts]
 
     def encode(self, plan):
         """The parts' rows encoded for ``plan`` (its labels set)."""

@@ -7,7 +7,16 @@ and comes back through :func:`gather` or :func:`wait`, which watch the cluster w
 recovers from it), no worker left raises an error instead of hanging, a read slower than
 ``read_timeout`` raises :class:`~..data.waiting.ReadTimeout`, and a client that lost its scheduler
 raises :class:`SchedulerLost`.  A task argument whose data the cluster holds (a
-:class:`TaskInput`) brings those futures as the task's dependencies.
+:class:`TaskInput`) brings those futures as the task's dependencies.  What is computed on the
+cluster outside a fit's tasks (the width scan of :func:`~dask_streamsvm.io.read_libsvm`, a count
+of labels) goes through :func:`compute`, which waits the same way; a fit refuses a cluster that
+has no worker at its start (:func:`require_workers`).
+
+A worker its nanny restarted for memory (distributed's ``"worker-restart-memory"`` event, which
+the nanny logs on the scheduler when the process passes ``distributed.worker.memory.terminate``
+of its ``memory_limit``) is named as such in the errors of lost workers, with what to change
+(:func:`memory_hint`): the scheduler's own removal of the worker gives no reason, and a
+:class:`distributed.KilledWorker` only says that workers died.
 
 A busy worker is not a lost one.  Whether a worker is there is the scheduler's own answer,
 asked fresh each time (:func:`scheduler_workers`): the scheduler drops a worker when its
@@ -29,7 +38,7 @@ import contextvars
 import time
 import weakref
 
-from ..data.waiting import ReadTimeout
+from ..data.waiting import ReadTimeout, compute_on_clusters_with, stalled_reads
 
 # Seconds between checks that the cluster still has workers while a round runs.
 POLL_SECONDS = 2.0
@@ -41,6 +50,11 @@ _SCATTER_SECONDS = 60
 _ANSWER_SECONDS = 30.0
 # Seconds without any answer from a scheduler the client still calls connected before giving up.
 _SILENT_SECONDS = 300.0
+# The topic of the event a nanny logs on the scheduler when it restarts its worker for memory.
+MEMORY_EVENT = "worker-restart-memory"
+# Seconds before a fit's start (or a wait's, outside a fit) from which a memory restart is its
+# cause: the event's time is the scheduler's clock, the start the client's.
+_MEMORY_SLACK_SECONDS = 5.0
 
 
 def resolve_client(client):
@@ -155,6 +169,8 @@ class WorkerWatch:
         self.absent = dict.fromkeys(self.placed, 0)  # answers in a row without the worker
         self.empty = 0  # answers in a row with no worker at all
         self.answered = time.monotonic()
+        self.since = _started()  # memory restarts from then on are this wait's
+        self.limits = {}  # the memory_limit of every worker listed, for the memory hint
 
     def poll(self):
         workers = scheduler_workers(self.client)
@@ -163,15 +179,19 @@ class WorkerWatch:
                 raise _silent(self.client, self.answered)
             return
         self.answered = time.monotonic()
+        self.limits.update(_memory_limits(workers))
         self.empty = 0 if workers else self.empty + 1
         if self.empty >= CONFIRM_POLLS:
-            raise no_workers(self.client)
+            raise no_workers(self.client, self.since, self.limits)
         for worker in self.placed:
             self.absent[worker] = 0 if worker in workers else self.absent[worker] + 1
         gone = [worker for worker, n in self.absent.items() if n >= CONFIRM_POLLS]
         if gone:
+            hint = memory_note(self.client, self.since, self.limits)
             raise WorkerLost(
-                gone, f" (the scheduler listed them in none of its last {CONFIRM_POLLS} answers)"
+                gone,
+                f" (the scheduler listed them in none of its last {CONFIRM_POLLS} answers)"
+                + (f"; {hint.rstrip('.')}" if hint else ""),
             )
 
 
@@ -193,6 +213,14 @@ class TaskInput:
 # The futures of the fit running in this context (:func:`cancelled_on_error`), weakly: a future
 # the fit dropped is released by Dask already, and one it holds is cancelled if the fit fails.
 _FIT_FUTURES = contextvars.ContextVar("dask_streamsvm_fit_futures", default=None)
+# When the fit running in this context started (``time.time()``), for the memory hint.
+_FIT_STARTED = contextvars.ContextVar("dask_streamsvm_fit_started", default=None)
+
+
+def _started():
+    """When the fit running in this context started, else now (``time.time()``)."""
+    started = _FIT_STARTED.get()
+    return time.time() if started is None else started
 
 
 def _made(future):
@@ -211,7 +239,7 @@ def cancelled_on_error(client):
         yield
         return
     futures = weakref.WeakSet()
-    token = _FIT_FUTURES.set(futures)
+    token, started = _FIT_FUTURES.set(futures), _FIT_STARTED.set(time.time())
     try:
         yield
     except BaseException:
@@ -219,6 +247,7 @@ def cancelled_on_error(client):
         raise
     finally:
         _FIT_FUTURES.reset(token)
+        _FIT_STARTED.reset(started)
 
 
 def cancel(client, futures):
@@ -310,43 +339,162 @@ def gather(client, futures, placed=(), reads=None):
     return client.gather(futures)
 
 
-def wait(client, futures, placed=(), reads=None):
+def compute(client, tasks, stalled=None):
+    """``dask.compute(*tasks)`` (Dask collections or delayed values) on ``client``'s cluster, waited
+    for as :func:`wait` waits: with no worker left it raises :func:`no_workers`'s error within
+    :data:`CONFIRM_POLLS` times :data:`POLL_SECONDS`, where Dask would wait for a worker forever.
+
+    ``stalled``, ``(seconds, ids)`` with one id per task: a :class:`~..data.waiting.ReadTimeout`
+    names the ids not computed when no task finished for that long.  On any error the futures
+    are cancelled: nothing of the call stays queued on the cluster for the next.
+    """
+    futures = [_made(future) for future in client.compute(list(tasks))]
+    try:
+        wait(client, futures, stalled=stalled)
+        return tuple(client.gather(futures))
+    except BaseException:
+        cancel(client, futures)
+        raise
+
+
+compute_on_clusters_with(compute)  # the data room's reads, on a distributed client
+
+
+def wait(client, futures, placed=(), reads=None, stalled=None):
     """Wait for ``futures`` as :func:`gather` does, without gathering them: a task's error is
     raised as soon as it comes (the fit then cancels the others, :func:`cancelled_on_error`).
+    ``stalled``: as :func:`compute`'s.
 
     Between waits of :data:`POLL_SECONDS` the :class:`WorkerWatch` asks the scheduler for its
     workers: a slow or busy cluster only waits longer."""
     from distributed import wait as wait_futures
 
-    start = time.monotonic()
+    start = finished = time.monotonic()
     watch = WorkerWatch(client, placed)
     pending = list(futures)
+    step = min([POLL_SECONDS] + [limit[0] for limit in (reads, stalled) if limit is not None])
     while pending:
         try:
-            step = POLL_SECONDS if reads is None else min(POLL_SECONDS, reads[0])
             wait_futures(pending, timeout=step, return_when="FIRST_COMPLETED")
         except TimeoutError:
-            if reads is not None and time.monotonic() - start >= reads[0]:
+            now = time.monotonic()
+            if reads is not None and now - start >= reads[0]:
                 late = [ids for f, ids in zip(futures, reads[1], strict=True) if not f.done()]
                 raise ReadTimeout(
                     f"the cluster's parts of partitions {late} were not read within read_timeout times "
                     f"the partitions of a part ({reads[0]:g} s): a task is hung or slower than allowed. "
                     "Raise read_timeout (or pass None to wait without limit), or check their source."
                 ) from None
+            if stalled is not None and now - finished >= stalled[0]:
+                late = [i for f, i in zip(futures, stalled[1], strict=True) if not f.done()]
+                raise stalled_reads(late, stalled[0]) from None
             watch.poll()
             continue
         for future in pending:  # the first task that failed ends the wait at once, with its error
             if future.status == "error":
-                future.result()
-        pending = [future for future in pending if not future.done()]
+                _raise_task_error(client, future, watch)
+        left = [future for future in pending if not future.done()]
+        if len(left) < len(pending):
+            finished = time.monotonic()
+        pending = left
 
 
-def no_workers(client):
-    """The error when the scheduler lists no worker in :data:`CONFIRM_POLLS` answers in a row."""
+def _raise_task_error(client, future, watch):
+    """``future``'s error raised; a :class:`distributed.KilledWorker` (its workers died running it)
+    with the memory hint when their nannies restarted workers for memory."""
+    from distributed import KilledWorker
+
+    try:
+        future.result()
+    except KilledWorker as exc:
+        hint = memory_note(client, watch.since, watch.limits)
+        if not hint:
+            raise
+        raise RuntimeError(f"{exc} The cause: {hint}") from exc
+
+
+def require_workers(client):
+    """The addresses of ``client``'s workers, as :func:`live_workers`; :func:`no_workers`'s error,
+    promptly, when :data:`CONFIRM_POLLS` answers :data:`POLL_SECONDS` apart list none: a fit
+    refuses a cluster without workers at its start, where Dask would queue its tasks forever."""
+    for answer in range(CONFIRM_POLLS):
+        workers = live_workers(client)
+        if workers:
+            return workers
+        if answer + 1 < CONFIRM_POLLS:
+            time.sleep(POLL_SECONDS)
+    raise no_workers(client)
+
+
+def no_workers(client, since=None, limits=None):
+    """The error when the scheduler lists no worker in :data:`CONFIRM_POLLS` answers in a row, with
+    the memory hint where nannies restarted workers for memory since ``since`` (``time.time()``;
+    None: the start of the fit running in this context); ``limits``: the workers' memory_limit,
+    as last listed."""
+    hint = memory_note(client, _started() if since is None else since, limits)
     return RuntimeError(
         f"the Dask scheduler at {_address(client)} lists no worker in {CONFIRM_POLLS} answers "
         f"{POLL_SECONDS:g} s apart: every Dask worker is gone, and the cluster fit cannot go on. "
-        "Start workers (or restart the cluster) and fit again."
+        + (f"The cause: {hint}" if hint else "Start workers (or restart the cluster) and fit again.")
+    )
+
+
+def memory_note(client, since, limits=None):
+    """:func:`memory_hint` of the memory restarts since ``since`` (:func:`memory_restarts`), or None;
+    ``limits``: ``{worker: memory_limit}`` as last listed (where empty, the workers listed now)."""
+    restarts = memory_restarts(client, since)
+    if not restarts:
+        return None
+    if not limits:
+        with contextlib.suppress(Exception):  # a hint never hides an error
+            limits = _memory_limits(scheduler_workers(client) or {})
+    return memory_hint(restarts, limits or {})
+
+
+def _memory_limits(workers):
+    """``{worker: memory_limit}`` of the scheduler's answer ``workers`` (:func:`scheduler_workers`)."""
+    return {w: info.get("memory_limit") for w, info in workers.items() if isinstance(info, dict)}
+
+
+def memory_restarts(client, since):
+    """The events (dicts of ``worker``, ``pid``, ``rss``) of nannies that restarted their worker for
+    memory since ``since`` (``time.time()``, less :data:`_MEMORY_SLACK_SECONDS` for the scheduler's
+    clock), oldest first; empty where the scheduler does not answer (a hint never hides an
+    error)."""
+    try:
+        events = client.sync(client.scheduler.events, topic=MEMORY_EVENT, callback_timeout=_ANSWER_SECONDS)
+    except Exception:  # noqa: BLE001 - no answer, no hint
+        return []
+    return [
+        msg for stamp, msg in events or () if isinstance(msg, dict) and stamp >= since - _MEMORY_SLACK_SECONDS
+    ]
+
+
+def memory_hint(restarts, limits):
+    """What the memory restarts ``restarts`` (:func:`memory_restarts`) say and what to change, or
+    None without any; ``limits``: ``{worker: memory_limit}`` as the scheduler listed them (the
+    restarted workers', else any: shown where they agree)."""
+    if not restarts:
+        return None
+    import dask
+    from dask.utils import format_bytes
+
+    workers = sorted({str(event.get("worker")) for event in restarts})
+    largest = max(restarts, key=lambda event: event.get("rss") or 0)
+    known = {limits[w] for w in workers if limits.get(w)} or {v for v in limits.values() if v}
+    limit = known.pop() if len(known) == 1 else None  # one limit for every worker, or none shown
+    reached = f"a process reached {format_bytes(largest['rss'])}" if largest.get("rss") else "a process grew"
+    share = dask.config.get("distributed.worker.memory.terminate", None)
+    share = f" ({share:g})" if isinstance(share, int | float) and not isinstance(share, bool) else ""
+    of_limit = f"its memory_limit of {format_bytes(limit)}" if limit else "its memory_limit"
+    times = "once" if len(restarts) == 1 else f"{len(restarts)} times"
+    return (
+        f"the nannies restarted workers {workers} for memory ({times}; {reached}, past "
+        f"distributed.worker.memory.terminate{share} of {of_limit}): a part of the fit needs more "
+        "memory than a worker has. "
+        "Give the workers a larger memory_limit (LocalCluster(memory_limit=...), dask worker "
+        "--memory-limit), or make the parts smaller: more, smaller partitions (read_libsvm's blocksize, "
+        "X.rechunk, ddf.repartition) or more workers; and a smaller cache_bytes."
     )
 
 

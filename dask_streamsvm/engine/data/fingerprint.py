@@ -11,7 +11,10 @@ with the one the checkpoint saved).  The first read of the source, by any
 reader: every reader of one source shares its table
 (:func:`~.reader.source_prints`), so a solver whose reads are readers of
 their own (the primal Newton solver's) is checked as one reader of many
-passes is.
+passes is.  On a cluster every task makes a reader of its own, on its
+part's worker or, after a lost worker, on another: the part's first read
+sends its fingerprints back, and they travel with the later reads' tasks
+(:meth:`PartitionPrints.expect`, :func:`~...cluster.parts.part_source`).
 
 A fingerprint is 64 bits of BLAKE2b over the partition's row count, the
 rows skipped, every label and sample weight, and the values of up to
@@ -74,7 +77,18 @@ class PartitionPrints:
 
     def check(self, block):
         """Record ``block``'s fingerprint, or raise ValueError if its partition read differently before."""
-        p, value = block.partition, block_fingerprint(block)
+        self._compare(block.partition, block_fingerprint(block))
+
+    def expect(self, table):
+        """Take ``table`` (another reader's :meth:`state`: the first reads of partitions, made in
+        another process) as these partitions' first reads: later reads must match it, and one that
+        does not raises the error of a partition that changed during the fit.  A cluster's part is
+        read by a new reader on every task, possibly on another worker: its first read's
+        fingerprints travel with the later reads' tasks."""
+        for p, value in np.asarray(table, dtype=np.int64).reshape(-1, 2).tolist():
+            self._compare(p, value)
+
+    def _compare(self, p, value):
         known = self._prints.setdefault(p, value)
         if known == value:
             self._resumed.discard(p)

@@ -33,7 +33,7 @@ from .checks import (
 from .graphs import GIVEN, culled_graph, held_kinds
 from .labels import count_labels_of, label_partitions, merge_label_counts
 from .malloc import bound_retention, release_free_memory
-from .waiting import watched_compute
+from .waiting import computed, watched_compute
 
 # What other modules import from here.  The checks, the label counts, the graphs and the row ids
 # live in :mod:`.checks`, :mod:`.labels`, :mod:`.graphs` and :mod:`.row_ids`.
@@ -403,8 +403,6 @@ class DaskSource:
         return block
 
     def _load(self, p):
-        import dask
-
         parts, p = self._parts[p], self.partition_id(p)
         if self.spill is not None and (spilled := self.spill.get(p)) is not None:
             X, y, w, skipped = spilled
@@ -413,7 +411,7 @@ class DaskSource:
             # pandas' advice that a frame is fragmented (the join of X and y of one frame, made
             # here, inserts columns) is nothing the user can act on: it is not shown.
             with pd.option_context("mode.performance_warnings", False):
-                x, y, w = dask.compute(*parts)
+                x, y, w = computed(parts)
         except Exception as exc:
             self._name_damaged_file(exc, f"partition {p}: ")
             exc.add_note(f"(raised while computing partition {p} of the training data)")

@@ -55,14 +55,15 @@ def check_spill_dir(spill_dir):
     return None if spill_dir is None else prepare_directory(spill_dir, "spill_dir", STEM.rstrip("-"))
 
 
-def remove_stale_spills(directory):
+def remove_stale_spills(directory, stem=STEM):
     """Remove the spill directories in ``directory`` whose owning process, on this machine, is gone.
 
-    Best effort: a directory another user owns, or one that cannot be
-    removed, stays.  A live process's spills (this one's included) are
-    never touched, nor names of another form.
+    ``stem``: how their names begin (:func:`~..store.archive.owned_prefix`): :data:`STEM`, or a
+    cluster worker's part spill's (:class:`~..cluster.products.RowSpill`).  Best effort: a
+    directory another user owns, or one that cannot be removed, stays.  A live process's spills
+    (this one's included) are never touched, nor names of another form.
     """
-    for entry in stale_entries(directory, STEM):
+    for entry in stale_entries(directory, stem):
         try:
             if entry.is_dir(follow_symlinks=False):  # a planted symlink is left alone
                 shutil.rmtree(entry.path, ignore_errors=True)

@@ -12,6 +12,17 @@ import threading
 import time
 
 POLL = 0.05  # seconds between looks at the stop flag and the clock while waiting
+# How tasks are computed on a ``dask.distributed`` client: ``compute(client, tasks, stalled)``,
+# installed by the cluster's runtime (:func:`~..cluster.runtime.compute`, which names a cluster with
+# no worker left where Dask would wait for one forever) when it is imported, as every fit and
+# ``read_libsvm`` import it; this room is below the cluster's and names none of it.
+_ON_A_CLUSTER = []
+
+
+def compute_on_clusters_with(compute):
+    """Install ``compute(client, tasks, stalled)`` as the way :func:`watched_compute` computes on a
+    ``dask.distributed`` client (the cluster's runtime, as it is imported)."""
+    _ON_A_CLUSTER[:] = [compute]
 
 
 class ReadTimeout(TimeoutError):
@@ -41,48 +52,66 @@ class OnThread:
         return self._out["value"]
 
 
+def computed(tasks):
+    """``dask.compute(*tasks)``; on a ``dask.distributed`` client, through
+    :func:`~..cluster.runtime.compute`, which raises an error naming the cluster when it has no
+    worker left, where Dask would wait for one forever.  Items that are not Dask collections (None,
+    arrays) come back as they are."""
+    from dask import is_dask_collection
+
+    tasks = list(tasks)
+    lazy = [i for i, task in enumerate(tasks) if is_dask_collection(task)]
+    values = watched_compute([tasks[i] for i in lazy], None, None) if lazy else ()
+    for i, value in zip(lazy, values, strict=True):
+        tasks[i] = value
+    return tuple(tasks)
+
+
 def watched_compute(tasks, ids, read_timeout):
     """``dask.compute(*tasks)``, one task per partition (``ids``), with ``read_timeout`` for each.
 
-    With a timeout, the tasks are computed on a thread of their own; when
-    none has finished for ``read_timeout`` seconds while some are left, a
-    :class:`ReadTimeout` names the partitions not read.  The thread is left
-    to end when its tasks do (Dask cannot stop a running task).
+    With a timeout, when none has finished for ``read_timeout`` seconds while
+    some are left, a :class:`ReadTimeout` names the partitions not read.  On a
+    ``dask.distributed`` client the tasks are waited for as a cluster fit's are
+    (:func:`compute_on_clusters_with`): a cluster with no worker left raises
+    an error naming it, with or without a timeout, and a failed wait cancels
+    the tasks.  Elsewhere, with a timeout, they are computed on a thread of
+    their own, left to end when its tasks do (Dask cannot stop a running
+    task).
     """
     import dask
 
+    client = _distributed_client()
+    if client is not None and _ON_A_CLUSTER:
+        return _ON_A_CLUSTER[0](client, tasks, None if read_timeout is None else (read_timeout, ids))
     if read_timeout is None:
         return dask.compute(*tasks)
-    client = _distributed_client()
-    if client is not None:  # the futures say which partitions are done
-        futures = client.compute(list(tasks))
-        finished = [f.done for f in futures]
-        collect = lambda: tuple(client.gather(futures))  # noqa: E731
-    else:  # a marker task after each partition's says it is done
-        marks = [False] * len(tasks)
+    marks = [False] * len(tasks)  # a marker task after each partition's says it is done
 
-        def mark(i, value):
-            marks[i] = True
-            return value
+    def mark(i, value):
+        marks[i] = True
+        return value
 
-        finished = [lambda i=i: marks[i] for i in range(len(tasks))]
-        marked = [dask.delayed(mark, pure=False)(i, task) for i, task in enumerate(tasks)]
-        collect = lambda: dask.compute(*marked)  # noqa: E731
-    read = OnThread(collect)
+    marked = [dask.delayed(mark, pure=False)(i, task) for i, task in enumerate(tasks)]
+    read = OnThread(lambda: dask.compute(*marked))
     last, count = time.monotonic(), 0
     while not read.done.wait(POLL):
-        now, n = time.monotonic(), sum(f() for f in finished)
+        now, n = time.monotonic(), sum(marks)
         if n != count:
             last, count = now, n
         elif now - last >= read_timeout:
-            pending = [ids[i] for i, f in enumerate(finished) if not f()]
-            shown = ", ".join(map(str, pending[:10])) + (", ..." if len(pending) > 10 else "")
-            raise ReadTimeout(
-                f"partition(s) {shown} were not read within read_timeout={read_timeout} s (no partition "
-                "finished in that time): their tasks are hung or slower than allowed. Raise read_timeout "
-                "(or pass None to wait without limit), or check the source of those partitions."
-            )
+            raise stalled_reads([ids[i] for i, done in enumerate(marks) if not done], read_timeout)
     return read.result()
+
+
+def stalled_reads(pending, read_timeout):
+    """The :class:`ReadTimeout` for partitions ``pending`` when none finished in ``read_timeout`` s."""
+    shown = ", ".join(map(str, pending[:10])) + (", ..." if len(pending) > 10 else "")
+    return ReadTimeout(
+        f"partition(s) {shown} were not read within read_timeout={read_timeout} s (no partition "
+        "finished in that time): their tasks are hung or slower than allowed. Raise read_timeout "
+        "(or pass None to wait without limit), or check the source of those partitions."
+    )
 
 
 def _distributed_client():
