@@ -115,9 +115,13 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
     if sample is not None:
         start, notes, result = warm_start(sample, plan, width, clock_start)
         if result is not None:  # every row came in the samples: their problem is the data's, solved
-            result.passes = 0
+            # Its Newton steps, on the rows held after the one read, are the fit's passes, numbered
+            # from 0 as the reads of a source are (as fit_primal_stream numbers them).
+            result.passes -= 1
             for record in result.history:
-                record.update(moved, parts=len(parts), rows_read=sample.rows_seen, **{"pass": 0})
+                record.update(
+                    moved, parts=len(parts), rows_read=sample.rows_seen, **{"pass": record["pass"] - 1}
+                )
             result.history[0].update(notes)
             if on_pass is not None:
                 on_pass(result.history[-1:], result.W)
