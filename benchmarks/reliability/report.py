@@ -5,6 +5,7 @@ as a Markdown table and written as the ``## Fault-injection campaign`` section o
 import signal
 
 from benchmarks._common import ROOT, write_section
+from benchmarks.reliability.cluster import NO_WORKER_TIMEOUT
 from benchmarks.reliability.common import N_FEATURES, N_PARTS, PART_ROWS, SOLVERS
 from benchmarks.reliability.inputs import CSR_FEATURES, CSR_PARTS, CSR_ROWS, FIFO_TIMEOUT
 from benchmarks.reliability.outputs import OUTPUT_TIMEOUT
@@ -299,6 +300,20 @@ def _rows_cluster_changed_data(cc):
     )]  # fmt: skip
 
 
+def _rows_no_worker(nw):
+    hung = [r for r in nw if r["outcome"].startswith("hang")]
+    seconds = [r["seconds"] for r in nw if r["seconds"] is not None and r["named"]]
+    by_call = _by(nw, "call", lambda group: _tally(r["outcome"] for r in group))
+    return [(
+        "a cluster with no live worker (started with none, or emptied after a fit), then `read_libsvm` "
+        f"of a glob or a fit (a child process, killed after {NO_WORKER_TIMEOUT} s)",
+        len(nw),
+        f"{sum(r['named'] for r in nw)} of {len(nw)} raised the documented error ({by_call}); in "
+        f"{min(seconds, default=NAN):.1f}-{max(seconds, default=NAN):.1f} s",
+        "none" if not hung else f"a hung call ({len(hung)} trials)",
+    )]  # fmt: skip
+
+
 ROWS = {  # fault kind: its rows in the report
     "kill": _rows_kill, "ctrl-c": _rows_ctrl_c, "transient": _rows_transient, "permanent": _rows_permanent,
     "bad-value": _rows_bad_value, "hung": _rows_hung, "changed-between-reads": _rows_changed_between_reads,
@@ -307,7 +322,7 @@ ROWS = {  # fault kind: its rows in the report
     "changed-between-primal-reads": _rows_changed_between_primal_reads,
     "disk-full-spill": _rows_disk_full_spill, "fifo-input": _rows_fifo_input, "sigterm": _rows_sigterm,
     "output-path": _rows_output_path, "mid-pass-resume": _rows_mid_pass_resume,
-    "cluster-changed-data": _rows_cluster_changed_data,
+    "cluster-changed-data": _rows_cluster_changed_data, "no-worker": _rows_no_worker,
 }  # fmt: skip
 
 

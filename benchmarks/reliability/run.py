@@ -38,6 +38,7 @@ KINDS = {  # fault kind: default number of trials
     "changed-between-reads": 10, "changed-under-resume": 10, "failed-refit": 10, "bad-csr": 10,
     "crafted-model": 50, "changed-between-primal-reads": 10, "disk-full-spill": 10, "fifo-input": 8,
     "sigterm": 10, "output-path": 10, "mid-pass-resume": 10, "cluster-changed-data": 10,
+    "no-worker": 10,
 }  # fmt: skip
 
 
@@ -53,11 +54,20 @@ def _trial(kind, rng, solver, work, reference):
         return data_changes.trial_changed_under_resume(rng, solver, vector(reference(solver)), work)
     if kind == "bad-csr":
         return inputs.trial_bad_csr(rng, "sbm")
-    if kind in ("disk-full-spill", "fifo-input", "sigterm", "output-path", "mid-pass-resume"):
+    if kind in (
+        "disk-full-spill",
+        "fifo-input",
+        "sigterm",
+        "output-path",
+        "mid-pass-resume",
+        "no-worker",
+        "cluster-changed-data",
+    ):
         trial = {
             "disk-full-spill": files.trial_disk_full_spill, "fifo-input": inputs.trial_fifo_input,
             "sigterm": interrupts.trial_sigterm, "output-path": outputs.trial_output_path,
-            "mid-pass-resume": interrupts.trial_mid_pass_resume,
+            "mid-pass-resume": interrupts.trial_mid_pass_resume, "no-worker": cluster.trial_no_worker,
+            "cluster-changed-data": cluster.trial_cluster_changed_data,
         }[kind]  # fmt: skip
         return trial(rng, solver, work)
     trial = {
@@ -65,7 +75,6 @@ def _trial(kind, rng, solver, work, reference):
         "changed-between-reads": data_changes.trial_changed_between_reads,
         "failed-refit": reads.trial_failed_refit,
         "changed-between-primal-reads": data_changes.trial_changed_between_primal_reads,
-        "cluster-changed-data": cluster.trial_cluster_changed_data,
     }[kind]  # fmt: skip
     return trial(rng, solver)
 
