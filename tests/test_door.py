@@ -94,3 +94,24 @@ def test_auto_trains_the_dual_solvers_where_values_are_beyond_the_primal_solvers
     methods = asked["after_count"] if where == "dask" else asked["choose"]
     assert methods[-1].primal is False and "1e+12" in methods[-1].note
     assert clf.duality_gap_ <= 1e-3
+
+
+def test_auto_falls_back_to_the_dual_solvers_after_a_count_of_labels_alone(asked):
+    """Rows unknown before the read (a filtered frame): the count reads the labels alone and picks
+    the primal solver, whose first Newton read (at w = 0, nothing trained) finds the value beyond
+    its range; the dual solvers train instead, with the same warning (issue 50: it raised)."""
+    import dask.dataframe as dd
+    import pandas as pd
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = _one_huge_value(30_000)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"]).assign(label=y)
+    data = dd.from_pandas(frame, npartitions=6)
+    data = data[data.a > -100]  # the partitions' lengths unknown: no rows known before the read
+    with pytest.warns(ConvergenceWarning, match=r"dual='auto' trained with the dual solvers.*column 2"):
+        clf = LinearSVC(tol=1e-3, random_state=0).fit(data, "label")
+    [first], counted = asked["choose"], asked["after_count"]
+    assert first.first_read == "labels" and [m.primal for m in counted] == [True, False]
+    assert clf.duality_gap_ <= 1e-3
+    with pytest.raises(ValueError, match="column 2 reaches"):  # dual=False refuses, as before
+        LinearSVC(dual=False).fit(data, "label")

@@ -46,6 +46,7 @@ from .plan.layout import kernel_rows
 from .plan.problem import STREAMING_SOLVERS, column_max_abs, cs_model, linear_scores
 from .plan.sizes import row_bytes, share_bytes
 from .primal.fit import count_with_first_read, fit_primal_memory, fit_primal_stream
+from .primal.sums import BeyondPrimal
 from .store.checkpoint import Checkpoints, data_fingerprint
 
 _INT64_MAX = np.iinfo(np.int64).max
@@ -171,11 +172,17 @@ def _fit_stream(source, plan, method, hooks, *, checkpoints, resume, clock_start
         else:
             labels, first = _count_classes(source, plan, primal_plan, method, hooks, saved)
             beyond = None if first is None else first.beyond
-            method = after_count(method, plan, int(np.sum(labels[1])), source.n_features, beyond)
+            undecided, n_rows = method, int(np.sum(labels[1]))
+            method = after_count(undecided, plan, n_rows, source.n_features, beyond)
             if method.primal:
-                plan = primal_plan.with_labels(*labels)
-                result = fit_primal_stream(source, plan, hooks, first, clock_start)
-            else:
+                counted = primal_plan.with_labels(*labels)
+                try:
+                    result, plan = fit_primal_stream(source, counted, hooks, first, clock_start), counted
+                except BeyondPrimal as exc:  # the first Newton read, at w = 0, checks what a count did not
+                    if undecided.primal is not None:  # dual=False: its error stands
+                        raise
+                    method = after_count(undecided, plan, n_rows, source.n_features, str(exc))
+            if not method.primal:
                 plan = _dual_plan(source, plan, labels)
                 hooks.start(plan, n_partitions=source.n_partitions, cache_bytes=plan.cache_bytes or None)
                 result = fit_stream(

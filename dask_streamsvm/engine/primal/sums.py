@@ -190,6 +190,11 @@ def augmented_rows(X, lo, hi, bias, feature_map=None):
     return out
 
 
+class BeyondPrimal(ValueError):
+    """A first Newton read found a value beyond :data:`MAX_VALUE` (:func:`too_large`): nothing was
+    trained (the read is at ``w = 0``), and ``dual="auto"`` trains the dual solvers instead."""
+
+
 def too_large(rows, bias, mapped=False, augmented=True):
     """The reason the primal solver cannot train on ``rows`` (dense or CSR), a sentence, or None:
     a value beyond :data:`MAX_VALUE` in absolute value, named by its column and value, with the fix.
@@ -300,7 +305,7 @@ def block_sums(X, Y, cost, W, S, bias, loss, feature_map=None, where=None, hessi
         hi = min(lo + step, X.shape[0])
         Xa = augmented_rows(X, lo, hi, bias, feature_map)
         if where is not None and (reason := too_large(Xa, bias, feature_map is not None)) is not None:
-            raise ValueError(where + reason)
+            raise BeyondPrimal(where + reason)
         Z0 = np.asarray(Xa @ W.T)  # (m, k)
         Z = Z0 + np.asarray(Xa @ S.T) if trial_points.any() else Z0
         for c in range(k):
@@ -341,7 +346,7 @@ def csr_block_sums(X, Y, cost, W, S, bias, loss, where=None, hessian=True):
     for lo in range(0, n, step):
         hi = min(lo + step, n)
         if where is not None and (reason := too_large(X[lo:hi], bias, augmented=False)) is not None:
-            raise ValueError(where + reason)
+            raise BeyondPrimal(where + reason)
         if narrow and indptr[hi] - indptr[lo] >= DENSE_FILL * (hi - lo) * X.shape[1]:
             dense = augmented_rows(X, lo, hi, bias)[:, :-1]  # the rows dense: BLAS for their Hessian
             sums.add(dense_block_sums(dense, Y[:, lo:hi], cost[:, lo:hi], W, S, bias, loss, None, hessian))
@@ -388,7 +393,7 @@ def dense_block_sums(X, Y, cost, W, S, bias, loss, where=None, hessian=True):
             rows, filled, top,
         )  # fmt: skip
         if where is not None and (reason := value_reason(np.append(top, abs(float(bias))), bias, False)):
-            raise ValueError(where + reason)
+            raise BeyondPrimal(where + reason)
         for c in range(k):
             if hessian and filled[c]:
                 _add_gram(rows[c, : filled[c]], sums.hessian[c])
