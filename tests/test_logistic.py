@@ -396,8 +396,8 @@ def test_extreme_sample_weights_reach_the_liblinear_optimum(seed):
     """Issue 50: the steps from a start 37 times above the optimum (the sample's) were refused or
     taken without a decrease, and the fit stayed there for 1,000 reads.  Shortened within a trust
     region, they reach liblinear's optimum, certified, in about 20 reads; on Dask input (the
-    sample holds every row) its records are numbered from 0, and n_iter_ is their last pass (it
-    said 0 after 1,001 records)."""
+    sample holds every row) its records are of the one read, and n_iter_ counts the steps after it
+    (it said 0 after 1,001 records)."""
     X, y, weights = _extreme_weights(seed)
     _, _, p_ref = liblinear(X, y, 1.0, sample_weight=weights)
     clf = LogisticRegression(dual=False, tol=1e-8, max_iter=200).fit(X, y, sample_weight=weights)
@@ -411,7 +411,7 @@ def test_extreme_sample_weights_reach_the_liblinear_optimum(seed):
     streamed = LogisticRegression(dual=False, tol=1e-8, max_iter=200, cluster=None).fit(*parts)
     assert_certified_optimum(streamed, p_ref, 1e-8)
     # (the partitions' order, and so the sample's own start, may differ from the array's)
-    assert [r["pass"] for r in streamed.history_] == list(range(streamed.n_iter_ + 1))
+    assert {r["pass"] for r in streamed.history_} == {0} and len(streamed.history_) == streamed.n_iter_ + 1
     assert streamed.history_[0]["sample_rows"] == len(y) and 1 <= streamed.n_iter_ <= 30
 
 

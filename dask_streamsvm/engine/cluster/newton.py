@@ -115,13 +115,11 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
     if sample is not None:
         start, notes, result = warm_start(sample, plan, width, clock_start)
         if result is not None:  # every row came in the samples: their problem is the data's, solved
-            # Its Newton steps, on the rows held after the one read, are the fit's passes, numbered
-            # from 0 as the reads of a source are (as fit_primal_stream numbers them).
+            # n_iter_: its Newton steps on the rows held after the one read (the records after the
+            # first), each record numbered 0 as that read, as fit_primal_stream does.
             result.passes -= 1
             for record in result.history:
-                record.update(
-                    moved, parts=len(parts), rows_read=sample.rows_seen, **{"pass": record["pass"] - 1}
-                )
+                record.update(moved, parts=len(parts), rows_read=sample.rows_seen, **{"pass": 0})
             result.history[0].update(notes)
             if on_pass is not None:
                 on_pass(result.history[-1:], result.W)

@@ -23,7 +23,13 @@ def fit_primal_memory(X, y_index, weights, plan, width, hooks, clock_start):
     read = memory_read(X, y_index, weights, plan)
     start, notes = memory_start(X, y_index, weights, plan, width, clock_start)
     return solve_primal(
-        read, plan, width, clock_start=clock_start, on_pass=on_pass, start=start, notes=notes,
+        read,
+        plan,
+        width,
+        clock_start=clock_start,
+        on_pass=on_pass,
+        start=start,
+        notes=notes,
         start_read=False,
     )
 
@@ -63,19 +69,19 @@ def fit_primal_stream(source, plan, hooks, first, clock_start):
             "read_retries": totals.retries, "spill_bytes": source.spill_bytes,
         }  # fmt: skip
 
-        # The sample's reads, numbered in memory from 1, numbered from 0 as the reads of a source
-        # are: where the sample is every row, its Newton steps are the fit's passes over the rows
-        # (held in memory after the one read of the source that every record counts), so that
-        # n_iter_ is the last record's pass as after any other fit.
+        # The sample's steps, after the one read: numbered 0 as that read (a record's pass is the
+        # read it trained on: the progress bar shows them as steps of read 0 that read nothing).
         def on_pass(records, W):
             for record in records:
-                record.update(counted, **{"pass": record["pass"] - 1})
+                record.update(counted, **{"pass": 0})
             return hooks.on_pass(records, W)
 
         start, notes, result = warm_start(first.sample, plan, width, clock_start, on_pass)
         first.sample = None  # the reads that follow keep their band instead
         if result is not None:  # the sample is every row: its problem is the data's, solved
-            result.passes -= 1  # its reads numbered from 0 (on_pass)
+            # n_iter_: the Newton steps on the rows the read kept (the records after the first),
+            # as in memory (issue 50: it said 0 after 1,001 records).
+            result.passes -= 1
             if result.history:
                 result.history[0].update(notes)
             return result
