@@ -390,13 +390,17 @@ _TERMINATED_FIT = textwrap.dedent(
     rng = np.random.RandomState(0)
     X = rng.randn(2000, 8)
     y = (X @ rng.randn(8) + 0.3 * rng.randn(2000) > 0).astype(int)
-    trained, sent, once = [], [], threading.Lock()
+    trained, sent, once, said = [], [], threading.Lock(), threading.Lock()
+
+    def say(*what):  # a whole line at a time: the reader's and the trainer's lines never mix
+        with said:
+            print(*what, flush=True)
 
     def stop(*what):  # once (threads of the first read spill at once), saying where
         with once:
             if not sent:
                 sent.append(True)
-                print(*what, flush=True)
+                say(*what)
                 os.kill(os.getpid(), signal.SIGTERM)
 
     def slow(rows):  # the first read: 8 partitions of 0.1 s each
@@ -423,8 +427,8 @@ _TERMINATED_FIT = textwrap.dedent(
     ]
 
     def report(record):
-        trained.append(record["pass"])
-        print("pass", record["pass"], flush=True)
+        say("pass", record["pass"])
+        trained.append(record["pass"])  # after its line: a later read's stop comes after it
 
     model = LinearSVC(solver="sbm", cache_bytes=20_000, tol=1e-12, max_iter=10_000, random_state=0,
                       spill=True, spill_dir=where, callbacks=[report])
