@@ -195,19 +195,27 @@ def _rows_crafted_model(cm):
     )]  # fmt: skip
 
 
-def _rows_changed_between_primal_reads(cp):
-    reached = [r for r in cp if r["changed_reads"]]
-    false = sum(r["false_certificate"] for r in cp)
-    by_change = _by(reached, "change", lambda group: f"{sum(r['detected'] for r in group)}/{len(group)}")
-    return [(
-        "`dual=False`: a partition's rows change between the primal solver's reads (reordered, labels "
-        "flipped, values scaled, odd rows 5x)",
-        len(cp),
+def _changed_data_row(fault, records, key):
+    """The row of a changed-data kind: the changes read by the fit that were detected, by ``key``."""
+    reached = [r for r in records if r["changed_reads"]]
+    false = sum(r["false_certificate"] for r in records)
+    by = _by(reached, key, lambda group: f"{sum(r['detected'] for r in group)}/{len(group)}")
+    return (
+        fault,
+        len(records),
         f"{sum(r['detected'] for r in reached)} of {len(reached)} changes read by the fit were detected "
-        f"(ValueError naming the partition; {by_change or '-'}); {false} fits returned a model after a "
-        f"changed read; outcomes: {_tally(r['outcome'] for r in cp)}",
+        f"(ValueError naming the partition; {by or '-'}); {false} fits returned a model after a "
+        f"changed read; outcomes: {_tally(r['outcome'] for r in records)}",
         "none" if not false else f"false certificate ({false} fits)",
-    )]  # fmt: skip
+    )
+
+
+def _rows_changed_between_primal_reads(cp):
+    fault = (
+        "`dual=False`: a partition's rows change between the primal solver's reads (reordered, labels "
+        "flipped, values scaled, odd rows 5x)"
+    )
+    return [_changed_data_row(fault, cp, "change")]
 
 
 def _rows_disk_full_spill(ds):
@@ -287,17 +295,11 @@ def _rows_mid_pass_resume(mp):
 
 
 def _rows_cluster_changed_data(cc):
-    by_method = _by(cc, "method", lambda group: f"{sum(r['detected'] for r in group)}/{len(group)}")
-    read = [r for r in cc if r["changed_reads"]]
-    return [(
+    fault = (
         "on a LocalCluster, a partition's rows change between reads (reordered, labels flipped, values "
-        "scaled, odd rows 5x)",
-        len(cc),
-        f"{sum(r['detected'] for r in read)} of {len(read)} changes read by the fit were detected "
-        f"(ValueError naming the partition; {by_method}); {sum(r['false_certificate'] for r in cc)} "
-        f"fits returned a model after a changed read; outcomes: {_tally(r['outcome'] for r in cc)}",
-        "none" if not any(r["false_certificate"] for r in cc) else "SEE JSON",
-    )]  # fmt: skip
+        "scaled, odd rows 5x)"
+    )
+    return [_changed_data_row(fault, cc, "method")]
 
 
 def _rows_no_worker(nw):
