@@ -8,6 +8,8 @@
   and handed to the training as ``params``;
 - **the warnings filter**: Dask's own pandas deprecations hidden around its reads
   (:func:`~dask_streamsvm.io.dask_parquet_deprecations_hidden`);
+- **BLAS on one thread** (:func:`~dask_streamsvm.engine.plan.threads.blas_threads`), beside the
+  fit's own reader and trainer threads, unless the user chose the BLAS threads;
 - **SIGTERM** unwound as Ctrl-C would be (:func:`sigterm_unwinds`), so that a fit removes its spill
   and temporary files before the process ends;
 - **the atomic publish**: the training runs on a copy of the estimator, whose fitted attributes then
@@ -41,6 +43,7 @@ import threading
 
 from ._validation import checked_params
 from .engine.data.waiting import seceded
+from .engine.plan.threads import blas_threads
 from .io import dask_parquet_deprecations_hidden
 
 
@@ -96,7 +99,7 @@ def fitted_in_context(estimator, train, *args, state=(), **kwargs):
     from one ``partial_fit`` to the next): the copy trains on copies of them, so that a training
     that fails leaves the estimator's own as they were.  The parameters stay the estimator's.
     """
-    with dask_parquet_deprecations_hidden(), sigterm_unwinds():
+    with dask_parquet_deprecations_hidden(), sigterm_unwinds(), blas_threads(1):
         params = checked_params(estimator)
         staged = copy.copy(estimator)
         for name in state:

@@ -149,3 +149,86 @@ def test_an_error_in_a_fit_carries_no_chained_no_worker_found():
         chain.append(str(exc))
         exc = exc.__context__ or exc.__cause__
     assert not any("No worker found" in text for text in chain), chain
+
+
+# --- BLAS threads (engine/plan/threads.py) ---------------------------------------------------------
+
+
+@pytest.fixture
+def blas_default_two(monkeypatch):
+    """A process whose BLAS runs two threads by default, the user having chosen nothing: no BLAS
+    variable in the environment, and two threads as the threads at import."""
+    from threadpoolctl import threadpool_limits
+
+    from dask_streamsvm.engine.plan import threads
+
+    for name in threads.BLAS_ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+    with threadpool_limits(limits=2, user_api="blas"):
+        monkeypatch.setattr(threads, "_AT_IMPORT", threads._blas_threads_now())
+        yield threads
+
+
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+
+    return {info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
+
+
+def _threads_seen(estimator, X, y):
+    """The BLAS threads in force at each of the fit's passes (a callback sees them)."""
+    seen = []
+    estimator.set_params(callbacks=[lambda record: seen.append(_blas_threads())])
+    estimator.fit(X, y)
+    assert seen
+    return seen
+
+
+@pytest.mark.parametrize("dual", [True, False], ids=["dual", "primal"])
+@pytest.mark.parametrize("streamed", [False, True], ids=["memory", "streamed"])
+def test_a_fit_runs_blas_on_one_thread_then_gives_the_process_its_threads_back(
+    blas_default_two, dual, streamed
+):
+    X, y = _rows(4000, 6)
+    if streamed:
+        X, y = da.from_array(X, chunks=1000), da.from_array(y, chunks=1000)
+    seen = _threads_seen(LinearSVC(dual=dual, random_state=0), X, y)
+    assert all(threads == {1} for threads in seen), seen
+    assert _blas_threads() == {2}
+
+
+def test_the_users_blas_threads_win(blas_default_two, monkeypatch):
+    from threadpoolctl import threadpool_limits
+
+    X, y = _rows(4000, 6)
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # as a user's shell, or a Dask nanny's 1
+    assert all(threads == {2} for threads in _threads_seen(LinearSVC(dual=False), X, y))
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    with threadpool_limits(limits=3, user_api="blas"):  # a limit around the fit
+        assert all(threads == {3} for threads in _threads_seen(LinearSVC(dual=False), X, y))
+    assert _blas_threads() == {2}
+
+
+def test_a_wide_in_memory_primal_fit_runs_blas_on_the_cores(blas_default_two, monkeypatch):
+    threads = blas_default_two
+    monkeypatch.setattr(threads, "fit_cores", lambda: 2)
+    assert threads.WIDE_GRAM == 1024  # measured: one thread is faster below (the module's table)
+    assert [threads.primal_memory_threads(w) for w in (1023, 1024)] == [1, 2]
+    monkeypatch.setattr(threads, "WIDE_GRAM", 6)  # the width of these rows' model
+    X, y = _rows(4000, 6)
+    assert all(t == {2} for t in _threads_seen(LinearSVC(dual=False), X, y))
+    assert all(t == {1} for t in _threads_seen(LinearSVC(dual=True), X, y))
+    assert _blas_threads() == {2}
+
+
+def test_the_fit_cores_are_the_process_affinity_shared_by_a_workers_threads(local_cluster):
+    import os
+
+    import distributed
+
+    from dask_streamsvm.engine.plan.threads import fit_cores
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert fit_cores() == cores
+    with distributed.Client(local_cluster) as client:  # one worker of two threads
+        assert client.submit(fit_cores, pure=False).result() == max(1, cores // 2)

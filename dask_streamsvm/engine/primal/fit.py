@@ -5,6 +5,7 @@ the read that counts the classes as its first read where the door chose so
 
 import numpy as np
 
+from ..plan.threads import blas_threads, primal_memory_threads
 from .newton import band_share, check_width, solve_primal
 from .reads import first_read, memory_read, stream_read
 from .warm import memory_start, sample_rows, warm_start
@@ -20,18 +21,19 @@ def fit_primal_memory(X, y_index, weights, plan, width, hooks, clock_start):
         def on_pass(records, W):
             return any([per_problem[c](record, W[c]) for c, record in enumerate(records)])
 
-    read = memory_read(X, y_index, weights, plan)
-    start, notes = memory_start(X, y_index, weights, plan, width, clock_start)
-    return solve_primal(
-        read,
-        plan,
-        width,
-        clock_start=clock_start,
-        on_pass=on_pass,
-        start=start,
-        notes=notes,
-        start_read=False,
-    )
+    with blas_threads(primal_memory_threads(width)):  # no reader: a wide Gram matrix takes the cores
+        read = memory_read(X, y_index, weights, plan)
+        start, notes = memory_start(X, y_index, weights, plan, width, clock_start)
+        return solve_primal(
+            read,
+            plan,
+            width,
+            clock_start=clock_start,
+            on_pass=on_pass,
+            start=start,
+            notes=notes,
+            start_read=False,
+        )
 
 
 def count_with_first_read(source, plan, hooks, known_rows, *, announce):

@@ -1,0 +1,111 @@
+"""The BLAS threads of a fit: one, unless the user chose, or a wide in-memory Gram matrix pays for more.
+
+A fit already runs its own threads: the trainer (numba kernels, no ``parallel=True``), and, when it
+streams, the reader thread that computes and decodes the next partitions.  OpenBLAS, left to itself,
+starts a thread per core for every matrix product of the primal solver (its Gram matrices,
+``rows.T @ rows``, and conjugate gradient's products): on two cores these threads and the reader
+fight for the same two, and beside a busy process OpenBLAS's spinning threads wait for each other.
+Measured on 2 cores (``benchmarks/bench_process.py``; the Gram matrix of a 16 MiB chunk of float64
+rows, as :func:`~..primal.sums.chunk_rows` cuts them), one thread against two:
+
+=========  ========  =========  ==========
+ columns    rows      1 thread   2 threads
+=========  ========  =========  ==========
+ 61         34,379    12.0 ms    19.6 ms
+ 256        8,192     42.7 ms    69.1 ms
+ 512        4,096     78.4 ms    76.7 ms
+ 1,024      2,048     181 ms     156 ms
+ 2,048      1,024     317 ms     239 ms
+=========  ========  =========  ==========
+
+So a fit runs its BLAS on one thread (:func:`blas_threads`, applied by the fit context of every
+estimator), and the in-memory primal solver of a model at least :data:`WIDE_GRAM` columns wide,
+which runs no reader, on the cores the process has (:func:`fit_cores`).
+
+A user's own choice wins and is left alone: a BLAS thread count in the environment
+(:data:`BLAS_ENVIRONMENT`, as a Dask worker's nanny sets ``OMP_NUM_THREADS=1``), or a
+``threadpoolctl.threadpool_limits`` around the fit (BLAS threads other than those the process had
+when ``dask_streamsvm`` was imported).
+"""
+
+import contextlib
+import os
+import sys
+import threading
+
+from threadpoolctl import threadpool_info, threadpool_limits
+
+# Environment variables by which a user (or a Dask nanny) sets the BLAS libraries' threads.
+BLAS_ENVIRONMENT = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+)
+
+# Model columns from which the in-memory primal solver's Gram matrices run on every core: below,
+# one BLAS thread makes a chunk's Gram matrix faster than two (the table above).
+WIDE_GRAM = 1024
+
+
+def _blas_threads_now():
+    """``{library path: threads}`` of the BLAS libraries loaded in this process."""
+    return {info["filepath"]: info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
+
+
+_AT_IMPORT = _blas_threads_now()  # what the process had before any fit: its defaults or the user's
+_lock = threading.Lock()
+_ours = 0  # limits of ours in force (threadpoolctl's limits are the process's, not a thread's)
+
+
+def users_choice():
+    """Whether the user has chosen the BLAS threads: in the environment, or by a limit (such as
+    ``threadpool_limits``) that changed them since ``dask_streamsvm`` was imported."""
+    if any(os.environ.get(name, "").strip() for name in BLAS_ENVIRONMENT):
+        return True
+    if _ours:
+        return False
+    now = _blas_threads_now()
+    return any(now[path] != threads for path, threads in _AT_IMPORT.items() if path in now)
+
+
+def fit_cores():
+    """The cores this process may run on (its CPU affinity), shared by the threads of the Dask
+    worker whose task calls it."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cores = os.cpu_count() or 1
+    distributed = sys.modules.get("distributed")
+    if distributed is not None:
+        try:
+            worker = distributed.get_worker()
+        except ValueError:  # not in a worker's task
+            pass
+        else:
+            cores = max(1, cores // max(1, worker.state.nthreads))
+    return max(1, cores)
+
+
+@contextlib.contextmanager
+def blas_threads(threads):
+    """BLAS on ``threads`` threads within the block, unless the user chose (:func:`users_choice`);
+    nested blocks of ours set their own count, and each restores what it found."""
+    global _ours
+    if users_choice():
+        yield
+        return
+    with threadpool_limits(limits=int(threads), user_api="blas"):
+        with _lock:
+            _ours += 1
+        try:
+            yield
+        finally:
+            with _lock:
+                _ours -= 1
+
+
+def primal_memory_threads(width):
+    """BLAS threads of the in-memory primal solver on a model ``width`` columns wide."""
+    return fit_cores() if width >= WIDE_GRAM else 1
