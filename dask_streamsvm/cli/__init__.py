@@ -11,6 +11,7 @@
     dask-streamsvm evaluate adult.model test/*.parquet --label income --json
     dask-streamsvm info adult.model
     dask-streamsvm demo --plot demo_convergence.png
+    dask-streamsvm compile --jobs 4
 
 Input paths are Parquet files or directories, CSV files or LIBSVM text
 files (compressed or not), or globs of them; several paths of one format
@@ -26,7 +27,8 @@ Exit status: 0 on success, 2 for a usage error or an error in the input
 for the full trace), 130 when interrupted.
 
 The parser and :func:`main` are here; the commands are in
-:mod:`.commands` (``info`` in :mod:`.info`), the paths they read and write in :mod:`.paths`, and what
+:mod:`.commands` (``info`` in :mod:`.info`, ``compile`` in
+:mod:`.precompile`), the paths they read and write in :mod:`.paths`, and what
 they print in :mod:`.text`.  Each command's handler is looked up here
 (``cmd_train``, ...) when the parser is built.
 """
@@ -38,11 +40,12 @@ from .commands import MODEL_TYPES, cmd_demo, cmd_evaluate, cmd_predict, cmd_trai
 from .commands import verbosity as _verbosity  # noqa: F401 - the name the tests read
 from .info import cmd_info
 from .paths import Data
+from .precompile import cmd_compile
 from .text import PROG, USER_ERRORS, UserError, error_message, printable
 
 __all__ = [
-    "PROG", "Data", "UserError", "build_parser", "cmd_demo", "cmd_evaluate", "cmd_info", "cmd_predict",
-    "cmd_train", "evaluation", "main",
+    "PROG", "Data", "UserError", "build_parser", "cmd_compile", "cmd_demo", "cmd_evaluate", "cmd_info",
+    "cmd_predict", "cmd_train", "evaluation", "main",
 ]  # fmt: skip
 
 
@@ -334,6 +337,25 @@ def build_parser():
     )
     demo.add_argument("--quick", action="store_true", help="a looser tolerance, for a run of a few seconds")
     demo.set_defaults(handler=cmd_demo)
+
+    compile_ = commands.add_parser(
+        "compile",
+        parents=[traceback],
+        help="compile the kernels ahead, into numba's cache",
+        description="Compile the numba kernels of every estimator and path into numba's cache, by small "
+        "fits in child processes, so that later processes load them instead of compiling (for an "
+        "install, a container image or a cluster's machines: docs/guide/compile.md). The cache is "
+        "NUMBA_CACHE_DIR when set, else beside the package's source when writable, else the user's.",
+    )
+    compile_.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="child processes at once (default: the cores this process may use)",
+    )
+    compile_.add_argument("--json", action="store_true", help="print one JSON object")
+    compile_.set_defaults(handler=cmd_compile)
     return parser
 
 
