@@ -5,6 +5,7 @@ or from ``conftest.py``, which holds only fixtures.
 """
 
 import contextlib
+import functools
 import io
 import json
 import os
@@ -148,6 +149,37 @@ def fuzz_settings(examples):
         database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
+
+
+# The default suite runs this share of each property's examples; its ``_full`` twin (slow) runs them all.
+FUZZ_QUICK_SHARE = 0.2
+
+
+def fuzz_twins(examples, *decorators):
+    """A property test twice: with ``FUZZ_QUICK_SHARE`` of ``examples`` in the default suite, and as
+    ``NAME_full``, marked slow, with all of them (``make test-slow``).
+
+    ``decorators`` are Hypothesis's, outermost first (``given(...)``, ``example(...)``); each twin
+    gets its own, over :func:`fuzz_settings`.  The twin is put in the test's module, beside it.
+    """
+
+    def twins(body):
+        def made(n):
+            @functools.wraps(body)
+            def test(*args, **kwargs):
+                return body(*args, **kwargs)
+
+            test = fuzz_settings(n)(test)
+            for decorator in reversed(decorators):
+                test = decorator(test)
+            return test
+
+        full = pytest.mark.slow(made(examples))
+        full.__name__ = full.__qualname__ = f"{body.__name__}_full"
+        vars(sys.modules[body.__module__])[full.__name__] = full
+        return made(max(1, round(examples * FUZZ_QUICK_SHARE)))
+
+    return twins
 
 
 @contextlib.contextmanager

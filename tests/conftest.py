@@ -1,6 +1,7 @@
 """Fixtures shared by the test files; shared data helpers and constants are in ``_helpers.py``."""
 
 import logging
+import os
 import signal
 
 import dask
@@ -70,6 +71,39 @@ def parses(monkeypatch):
 def pytest_configure(config):
     """Ctrl-C as a terminal gives it. A shell that starts the tests in the background without job
     control (``make test &`` in a script) starts them with SIGINT ignored, and Python then keeps
-    ignoring it: the tests that press Ctrl-C would wait for a fit that never hears it."""
+    ignoring it: the tests that press Ctrl-C would wait for a fit that never hears it.
+
+    Then, in the process that starts pytest-xdist's workers, the kernels compiled ahead
+    (:func:`_compile_kernels_ahead`)."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    _compile_kernels_ahead(config)
+
+
+def _compile_kernels_ahead(config):
+    """Fill numba's cache before pytest-xdist's workers start (``-n 2``, as ``make test`` runs).
+
+    Each worker would otherwise compile every kernel its tests call, most of them the same in both
+    (about 450 CPU-seconds of a cold ``make test``); ``dask-streamsvm compile``'s step compiles each
+    once, its groups of fits spread over the cores, and the workers load them (a second or so per
+    fit's kernels).  A warm cache makes it a few seconds of loading.  Not in the workers, not in a
+    run without xdist (one test file, ``make test-slow``: it compiles what it calls, as before), and
+    not with ``DASK_STREAMSVM_TEST_COMPILE=0``.  A fit that fails here is printed in the header; its
+    tests then fail on their own.
+    """
+    workers = getattr(config.option, "numprocesses", None)
+    if os.environ.get("PYTEST_XDIST_WORKER") or not workers or config.option.collectonly:
+        return
+    if os.environ.get("DASK_STREAMSVM_TEST_COMPILE", "1") == "0":
+        return
+    from dask_streamsvm.precompile import compile_kernels, total_lines
+
+    config.stash[_COMPILED] = total_lines(compile_kernels())
+
+
+_COMPILED = pytest.StashKey()
+
+
+def pytest_report_header(config):
+    lines = config.stash.get(_COMPILED, None)
+    return None if lines is None else [f"numba kernels ahead: {line}" for line in lines]

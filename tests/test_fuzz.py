@@ -1,7 +1,8 @@
 """Property-based fuzzing (Hypothesis) of the LIBSVM reader and of the estimator's input checks.
 
 Every property runs a fixed, derandomized set of examples (``EXAMPLES``), so
-a run is reproducible and quick; ``pytest tests/test_fuzz.py
+a run is reproducible: the default suite a fifth of them, and the property's
+``_full`` twin, marked slow, all of them (``_helpers.fuzz_twins``); ``pytest tests/test_fuzz.py
 --hypothesis-show-statistics`` prints how many each one tried and their
 outcomes.  ``DASK_STREAMSVM_FUZZ_SCALE=20`` runs 20 times as many, from a
 fresh random seed each run.
@@ -38,7 +39,7 @@ from dask_streamsvm import LinearSVC, load
 from dask_streamsvm.io import _parse_block, _show, read_libsvm
 from dask_streamsvm.kernels.text import parse_block
 
-from ._helpers import fuzz_settings
+from ._helpers import fuzz_twins
 
 EXAMPLES = {
     "parse_block_mutated": 500,
@@ -49,8 +50,11 @@ EXAMPLES = {
     "model_file_bytes": 300,
     "model_file_json": 200,
 }
-def _settings(name):
-    return fuzz_settings(EXAMPLES[name])
+
+
+def _twins(name, *decorators):
+    """The property with a share of ``EXAMPLES[name]`` examples, and its slow twin with them all."""
+    return fuzz_twins(EXAMPLES[name], *decorators)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -175,25 +179,25 @@ def _check_parse_block(data, n_features, zero_based, dtype):
     event("read by the compiled parser" if fast else "read by scikit-learn's reader")
 
 
-@given(_mutated_libsvm(), _N_FEATURES, _DTYPES)
-@_settings("parse_block_mutated")
+@_twins("parse_block_mutated", given(_mutated_libsvm(), _N_FEATURES, _DTYPES))
 def test_parse_block_on_edited_text_equals_scikit_learn_or_names_the_line(text, n_features, dtype):
     data, zero_based = text
     _check_parse_block(data, n_features, zero_based, dtype)
 
 
-@given(
-    st.one_of(st.binary(max_size=80), st.lists(_PIECES, max_size=30).map(b"".join)),
-    _N_FEATURES,
-    st.booleans(),
+@_twins(
+    "parse_block_bytes",
+    given(
+        st.one_of(st.binary(max_size=80), st.lists(_PIECES, max_size=30).map(b"".join)),
+        _N_FEATURES,
+        st.booleans(),
+    ),
 )
-@_settings("parse_block_bytes")
 def test_parse_block_on_random_bytes_equals_scikit_learn_or_names_the_line(data, n_features, zero_based):
     _check_parse_block(data, n_features, zero_based, np.float64)
 
 
-@given(_mutated_libsvm(), _N_FEATURES, st.integers(1, 48))
-@_settings("read_libsvm")
+@_twins("read_libsvm", given(_mutated_libsvm(), _N_FEATURES, st.integers(1, 48)))
 def test_read_libsvm_in_any_blocks_equals_scikit_learn_or_names_the_file_line(
     tmp_path_factory, text, n_features, blocksize
 ):
@@ -306,19 +310,23 @@ def _fit(make_model, X, y, w, X_predict=None):
     return "fit"
 
 
-@given(_fit_inputs())
 # Found by this test: C * sample_weight underflowing to a subnormal cost overflowed 1 / (2 C_i) (now capped).
-@example((np.zeros((2, 1)), np.array([-1, 1]), np.array([5e-324, 5e-324])))
-@_settings("fit_numpy")
+@_twins(
+    "fit_numpy",
+    given(_fit_inputs()),
+    example((np.zeros((2, 1)), np.array([-1, 1]), np.array([5e-324, 5e-324]))),
+)
 def test_fit_on_any_small_array_fits_or_raises_a_clear_error(inputs):
     X, y, w = inputs
     _fit(lambda: LinearSVC(max_iter=5, tol=1e-2), X, y, w)
 
 
-@given(_fit_inputs(), st.integers(1, 12), st.booleans())
 # Found by this test: a Dask X with no columns fitted an intercept-only model; it now raises, as in memory.
-@example((np.zeros((2, 0)), np.array([-1, 1]), None), 1, False)
-@_settings("fit_dask_sbm")
+@_twins(
+    "fit_dask_sbm",
+    given(_fit_inputs(), st.integers(1, 12), st.booleans()),
+    example((np.zeros((2, 0)), np.array([-1, 1]), None), 1, False),
+)
 def test_sbm_fit_on_any_small_dask_array_fits_or_raises_a_clear_error(inputs, k, whole_rows):
     X, y, w = inputs
     X = np.asarray(X)
@@ -399,8 +407,7 @@ def _damaged_bytes(draw, data):
     return bytes(data)
 
 
-@given(st.sampled_from(["binary", "three classes"]), st.data())
-@_settings("model_file_bytes")
+@_twins("model_file_bytes", given(st.sampled_from(["binary", "three classes"]), st.data()))
 def test_a_damaged_model_file_loads_the_same_model_or_raises_value_error(
     tmp_path_factory, model_files, name, data
 ):
@@ -468,8 +475,7 @@ def _crafted_meta(draw, meta):
     return text.replace(json.dumps(_RAW), draw(_RAW_TEXTS)) if op == "raw" else text
 
 
-@given(st.sampled_from(["binary", "three classes"]), st.data())
-@_settings("model_file_json")
+@_twins("model_file_json", given(st.sampled_from(["binary", "three classes"]), st.data()))
 def test_crafted_model_metadata_loads_the_same_model_or_raises_value_error(
     tmp_path_factory, model_files, name, data
 ):

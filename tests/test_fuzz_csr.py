@@ -9,8 +9,9 @@ short or too long, not starting at 0, ending before or past the entries stored; 
 sparse partitions, a malformed matrix must give a ValueError saying so, a well-formed one a
 model: never a crash (the kernels read ``w[indices[k]]`` unchecked) or another exception.
 
-Each property runs a fixed, derandomized set of examples (``EXAMPLES``), as ``tests/test_fuzz.py``
-does; ``DASK_STREAMSVM_FUZZ_SCALE=20`` runs 20 times as many from a fresh seed, and
+Each property runs a fixed, derandomized set of examples (``EXAMPLES``; a fifth of them in the
+default suite, all of them in its slow ``_full`` twin), as ``tests/test_fuzz.py`` does;
+``DASK_STREAMSVM_FUZZ_SCALE=20`` runs 20 times as many from a fresh seed, and
 ``--hypothesis-show-statistics`` prints the outcomes.  The in-memory solver corrupted memory on
 such input before the checks: these properties run in the test process, so a regression crashes
 the run (``tests/test_read_path.py`` has the same cases in a subprocess).
@@ -30,11 +31,14 @@ from sklearn.exceptions import ConvergenceWarning
 
 from dask_streamsvm import LinearSVC
 
-from ._helpers import fuzz_settings
+from ._helpers import fuzz_twins
 
 EXAMPLES = {"csr_memory": 200, "csr_dask_sbm": 60}
-def _settings(name):
-    return fuzz_settings(EXAMPLES[name])
+
+
+def _twins(name, *decorators):
+    """The property with a share of ``EXAMPLES[name]`` examples, and its slow twin with them all."""
+    return fuzz_twins(EXAMPLES[name], *decorators)
 
 
 N_FEATURES = 5
@@ -160,8 +164,7 @@ def _outcome(call, malformed):
 # --- properties -------------------------------------------------------------------------------------
 
 
-@given(_csr())
-@_settings("csr_memory")
+@_twins("csr_memory", given(_csr()))
 def test_malformed_csr_in_memory_gives_only_a_value_error(case):
     X, _ = case
     malformed = _reference_flaw(X)
@@ -182,8 +185,7 @@ def _partitions(parts):
     return da.concatenate(blocks)
 
 
-@given(_csr())
-@_settings("csr_dask_sbm")
+@_twins("csr_dask_sbm", given(_csr()))
 def test_malformed_csr_partition_gives_only_a_value_error_naming_it(case):
     X, _ = case
     malformed = _reference_flaw(X)
