@@ -49,7 +49,6 @@ BallState = namedtuple("BallState", ["V", "A", "WSQ", "R", "XI2", "M", "started"
 BallSettings = namedtuple("BallSettings", ["bias", "inv_C", "lookahead"])
 
 
-@njit(cache=True, nogil=True)
 def meb_block(X, signs, order, inv_norm, sqnorm, settings, balls):
     """Feed the rows ``order`` of ``X`` to the balls of every problem, in order.
 
@@ -60,32 +59,59 @@ def meb_block(X, signs, order, inv_norm, sqnorm, settings, balls):
     point at distance ``d^2 = ||w - y x||^2 + xi2 + 1/C`` from the centre is
     dropped if ``d < R``; otherwise it grows the ball (:func:`grow_ball`,
     ``lookahead=1``) or waits in the buffer until :func:`flush`.
+
+    The rows are walked by the compiled :func:`feed_rows`, which stops at
+    each full buffer; the buffer's ball is then solved here, in NumPy
+    (:func:`flush`: a small eigenproblem that numba would have to compile
+    LAPACK for), and the walk resumes where it stopped.
+    """
+    position = 0
+    while True:
+        position, full = feed_rows(X, signs, order, inv_norm, sqnorm, settings, balls, position)
+        if full < 0:
+            return
+        flush(balls, full, settings.inv_C)
+
+
+@njit(cache=True, nogil=True)
+def feed_rows(X, signs, order, inv_norm, sqnorm, settings, balls, position):
+    """:func:`meb_block`'s walk from ``position`` until a buffer fills; returns ``(position, problem)``.
+
+    The walk visits row ``order[t]`` for problem ``c`` at position ``t *
+    n_problems + c``.  When problem c's buffer reaches the lookahead, it
+    returns the position after that visit and ``c`` (the caller flushes the
+    buffer and calls again from there); at the end it returns
+    ``(order.shape[0] * n_problems, -1)``.
     """
     bias, inv_C = settings.bias, settings.inv_C
-    for t in range(order.shape[0]):
+    k = balls.V.shape[0]
+    end = order.shape[0] * k
+    for p in range(position, end):
+        t = p // k
+        c = p - t * k
         i = order[t]
-        for c in range(balls.V.shape[0]):
-            y = signs[c, i]
-            if y == 0.0:
-                continue
-            if not balls.started[c]:
-                start_ball(balls, c, X, i, y * inv_norm[i], sqnorm[i], settings)
-                continue
-            wx = balls.A[c] * row_dot(X, i, balls.V[c], bias) * inv_norm[i]
-            d2 = balls.WSQ[c] - 2.0 * y * wx + sqnorm[i] + balls.XI2[c] + inv_C
-            d = np.sqrt(max(d2, 0.0))
-            if d < balls.R[c]:
-                continue  # inside the ball: the point is dropped
-            if settings.lookahead == 1:
-                grow_ball(balls, c, d, wx, X, i, y, inv_norm[i], sqnorm[i], settings)
-            else:
-                j = balls.n_buf[c]
-                balls.buf[c, j, :] = 0.0
-                row_axpy(X, i, inv_norm[i], balls.buf[c, j], bias)
-                balls.buf_y[c, j] = y
-                balls.n_buf[c] = j + 1
-                if balls.n_buf[c] == settings.lookahead:
-                    flush(balls, c, inv_C)
+        y = signs[c, i]
+        if y == 0.0:
+            continue
+        if not balls.started[c]:
+            start_ball(balls, c, X, i, y * inv_norm[i], sqnorm[i], settings)
+            continue
+        wx = balls.A[c] * row_dot(X, i, balls.V[c], bias) * inv_norm[i]
+        d2 = balls.WSQ[c] - 2.0 * y * wx + sqnorm[i] + balls.XI2[c] + inv_C
+        d = np.sqrt(max(d2, 0.0))
+        if d < balls.R[c]:
+            continue  # inside the ball: the point is dropped
+        if settings.lookahead == 1:
+            grow_ball(balls, c, d, wx, X, i, y, inv_norm[i], sqnorm[i], settings)
+        else:
+            j = balls.n_buf[c]
+            balls.buf[c, j, :] = 0.0
+            row_axpy(X, i, inv_norm[i], balls.buf[c, j], bias)
+            balls.buf_y[c, j] = y
+            balls.n_buf[c] = j + 1
+            if balls.n_buf[c] == settings.lookahead:
+                return p + 1, c
+    return end, -1
 
 
 @njit(cache=True, nogil=True)
@@ -125,7 +151,9 @@ def grow_ball(balls, c, d, wx, X, i, y, inv_norm, sqnorm, settings):
     """
     s = 0.5 * (1.0 - balls.R[c] / d)
     if balls.A[c] < _RESCALE:
-        balls.V[c, :] *= balls.A[c]
+        V, a = balls.V[c], balls.A[c]
+        for j in range(V.shape[0]):  # a loop: an array assignment would compile numba's shape-error text
+            V[j] *= a
         balls.A[c] = 1.0
     balls.A[c] *= 1.0 - s
     row_axpy(X, i, s * y * inv_norm / balls.A[c], balls.V[c], settings.bias)
@@ -135,7 +163,6 @@ def grow_ball(balls, c, d, wx, X, i, y, inv_norm, sqnorm, settings):
     balls.M[c] += 1
 
 
-@njit(cache=True, nogil=True)
 def flush(balls, c, inv_C):
     """Algorithm 2, line 7: the ball enclosing problem c's ball and its buffered points.
 
@@ -143,37 +170,34 @@ def flush(balls, c, inv_C):
     radius ``r``; the slack axes of the old centre and of the points are
     orthogonal, so ``w <- lam_0 w + sum_j lam_j y_j x_j`` and
     ``xi2 <- lam_0^2 xi2 + sum_j lam_j^2 / C``.  The buffer is emptied.
+    Plain NumPy, called between compiled walks (:func:`meb_block`).
     """
-    n = balls.n_buf[c]
+    n = int(balls.n_buf[c])
     if n == 0:
         return
-    V, A, buf, buf_y = balls.V, balls.A, balls.buf, balls.buf_y
+    V, A = balls.V[c], balls.A[c]
+    buf, buf_y = balls.buf[c, :n], balls.buf_y[c, :n]
     G = np.empty((n + 1, n + 1))
     G[0, 0] = balls.WSQ[c] + balls.XI2[c]
-    for j in range(n):
-        G[0, j + 1] = G[j + 1, 0] = buf_y[c, j] * A[c] * np.dot(V[c], buf[c, j])
-        for m in range(j, n):
-            g = buf_y[c, j] * buf_y[c, m] * np.dot(buf[c, j], buf[c, m])
-            if m == j:
-                g += inv_C
-            G[j + 1, m + 1] = G[m + 1, j + 1] = g
+    G[0, 1:] = G[1:, 0] = buf_y * A * (buf @ V)
+    G[1:, 1:] = buf_y[:, None] * buf_y[None, :] * (buf @ buf.T)
+    G[1:, 1:] += inv_C * np.eye(n)
     radii = np.zeros(n + 1)
     radii[0] = balls.R[c]
     lam, r = enclose(G, radii)
-    V[c, :] *= A[c] * lam[0]
-    A[c] = 1.0
+    V *= A * lam[0]
+    balls.A[c] = 1.0
     xi2 = lam[0] * lam[0] * balls.XI2[c]
     for j in range(n):
-        V[c, :] += lam[j + 1] * buf_y[c, j] * buf[c, j]
+        V += lam[j + 1] * buf_y[j] * buf[j]
         xi2 += lam[j + 1] * lam[j + 1] * inv_C
-    balls.WSQ[c] = np.dot(V[c], V[c])
+    balls.WSQ[c] = np.dot(V, V)
     balls.XI2[c] = xi2
     balls.R[c] = r
     balls.M[c] += n
     balls.n_buf[c] = 0
 
 
-@njit(cache=True, nogil=True)
 def enclose(G, radii):
     """The minimum ball enclosing balls ``B(q_i, radii[i])`` given by the Gram matrix ``G`` of the q_i.
 
@@ -182,33 +206,25 @@ def enclose(G, radii):
     rank of their differences), and ``min r s.t. ||z - q_i|| + radii[i] <= r``,
     a second-order cone program in ``m + 1`` variables, is solved by a
     log-barrier interior-point method to a duality gap of ``ENCLOSE_TOL * r``.
+    The embedding (an eigendecomposition) is NumPy's; the barrier method's
+    loops are compiled (:func:`_min_enclosing_balls`).
     """
     n = G.shape[0]
     lam = np.zeros(n)
     lam[0] = 1.0
     if n == 1:
-        return lam, radii[0]
+        return lam, float(radii[0])
     # Differences u_j = q_j - q_0: their Gram matrix and an orthonormal embedding.
-    H = np.empty((n - 1, n - 1))
-    for i in range(n - 1):
-        for j in range(n - 1):
-            H[i, j] = G[i + 1, j + 1] - G[i + 1, 0] - G[0, j + 1] + G[0, 0]
+    H = G[1:, 1:] - G[1:, :1] - G[:1, 1:] + G[0, 0]
     e, U = np.linalg.eigh(H)
     top = max(e.max(), 0.0)
     keep = np.flatnonzero(e > 1e-12 * top) if top > 0.0 else np.empty(0, dtype=np.int64)
-    m = keep.shape[0]
-    P = np.zeros((n, m))  # coordinates of q_i (q_0 at the origin)
-    for a in range(m):
-        root = np.sqrt(e[keep[a]])
-        for j in range(n - 1):
-            P[j + 1, a] = U[j, keep[a]] * root
-    z, r = _min_enclosing_balls(P, radii)
+    root = np.sqrt(e[keep])
+    P = np.zeros((n, keep.shape[0]))  # coordinates of q_i (q_0 at the origin)
+    P[1:] = U[:, keep] * root
+    z, r = _min_enclosing_balls(P, np.ascontiguousarray(radii, dtype=np.float64))
     # Back to coefficients: u_j has coordinates P[j+1], so mu = U_keep diag(1/sqrt(e)) z.
-    for j in range(n - 1):
-        mu = 0.0
-        for a in range(m):
-            mu += U[j, keep[a]] * z[a] / np.sqrt(e[keep[a]])
-        lam[j + 1] = mu
+    lam[1:] = (U[:, keep] * z / root).sum(axis=1)
     lam[0] = 1.0 - lam[1:].sum()
     return lam, r
 
@@ -230,15 +246,38 @@ def _phi(P, radii, z, r, out):
 
 
 @njit(cache=True, nogil=True)
+def _radius_at(P, radii, z):
+    """``max_i ||z - P_i|| + radii_i``: the radius of the smallest ball centred at ``z``."""
+    r = 0.0
+    for i in range(P.shape[0]):
+        d2 = 0.0
+        for a in range(P.shape[1]):
+            d2 += (z[a] - P[i, a]) ** 2
+        r = max(r, np.sqrt(d2) + radii[i])
+    return r
+
+
+@njit(cache=True, nogil=True)
+def _log_sum(phi):
+    s = 0.0
+    for i in range(phi.shape[0]):
+        s += np.log(phi[i])
+    return s
+
+
+@njit(cache=True, nogil=True)
 def _min_enclosing_balls(P, radii):
-    """``argmin r s.t. ||z - P_i|| + radii_i <= r``: barrier method (Boyd & Vandenberghe 11.3)."""
+    """``argmin r s.t. ||z - P_i|| + radii_i <= r``: barrier method (Boyd & Vandenberghe 11.3).
+
+    Written with scalar loops only (array expressions would make numba
+    compile their broadcasting machinery for this one function).
+    """
     n, m = P.shape
     z = np.zeros(m)
     for i in range(n):
-        z += P[i] / n
-    r = 0.0
-    for i in range(n):
-        r = max(r, np.sqrt(((z - P[i]) ** 2).sum()) + radii[i])
+        for a in range(m):
+            z[a] += P[i, a] / n
+    r = _radius_at(P, radii, z)
     if m == 0:
         return z, r
     r = 1.01 * r + 1e-12
@@ -249,12 +288,16 @@ def _min_enclosing_balls(P, radii):
     grad = np.empty(m + 1)
     hess = np.empty((m + 1, m + 1))
     dphi = np.empty(m + 1)
+    step = np.empty(m + 1)
+    z_new = np.empty(m)
     for _ in range(60):  # outer: t grows by 10 each time
         for _ in range(100):  # Newton on t r - sum log phi_i
             _phi(P, radii, z, r, phi)
-            grad[:] = 0.0
+            for a in range(m + 1):
+                grad[a] = 0.0
+                for b in range(m + 1):
+                    hess[a, b] = 0.0
             grad[m] = t
-            hess[:, :] = 0.0
             for i in range(n):
                 for a in range(m):
                     dphi[a] = -2.0 * (z[a] - P[i, a])
@@ -266,28 +309,64 @@ def _min_enclosing_balls(P, radii):
                 for a in range(m):
                     hess[a, a] += 2.0 / phi[i]
                 hess[m, m] -= 2.0 / phi[i]
-            step = -np.linalg.solve(hess, grad)
-            decrement = -np.dot(grad, step)
+            _solve(hess, grad, step)  # the Newton step: hess step = -grad
+            decrement = 0.0
+            for a in range(m + 1):
+                decrement -= grad[a] * step[a]
             if decrement <= 1e-14:
                 break
-            f0 = t * r - np.log(phi).sum()
+            f0 = t * r - _log_sum(phi)
             h = 1.0
             while h > 1e-20:
-                z_new = z + h * step[:m]
+                for a in range(m):
+                    z_new[a] = z[a] + h * step[a]
                 r_new = r + h * step[m]
                 if _phi(P, radii, z_new, r_new, trial):
-                    if t * r_new - np.log(trial).sum() <= f0 - 0.25 * h * decrement:
+                    if t * r_new - _log_sum(trial) <= f0 - 0.25 * h * decrement:
                         break
                 h *= 0.5
             if h <= 1e-20:
                 break
-            z = z_new
+            for a in range(m):
+                z[a] = z_new[a]
             r = r_new
         if 2.0 * n / t <= ENCLOSE_TOL * r:
             break
         t *= 10.0
     # The exact radius of the ball centred at z (the barrier keeps r slightly above it).
-    r = 0.0
-    for i in range(n):
-        r = max(r, np.sqrt(((z - P[i]) ** 2).sum()) + radii[i])
-    return z, r
+    return z, _radius_at(P, radii, z)
+
+
+@njit(cache=True, nogil=True)
+def _solve(A, b, x):
+    """``x = -A^-1 b`` by Gaussian elimination with partial pivoting; ``A`` and ``b`` are left as they were.
+
+    The barrier's Newton system is small (the lookahead plus one) and
+    positive definite; solving it here keeps LAPACK, which numba would
+    compile for every fresh cache, out of the compiled code.
+    """
+    n = b.shape[0]
+    M = A.copy()
+    for k in range(n):
+        x[k] = b[k]
+    for k in range(n):
+        p = k
+        for i in range(k + 1, n):
+            if abs(M[i, k]) > abs(M[p, k]):
+                p = i
+        if p != k:
+            for j in range(n):
+                M[k, j], M[p, j] = M[p, j], M[k, j]
+            x[k], x[p] = x[p], x[k]
+        for i in range(k + 1, n):
+            f = M[i, k] / M[k, k]
+            for j in range(k + 1, n):
+                M[i, j] -= f * M[k, j]
+            x[i] -= f * x[k]
+    for k in range(n - 1, -1, -1):
+        s = x[k]
+        for j in range(k + 1, n):
+            s -= M[k, j] * x[j]
+        x[k] = s / M[k, k]
+    for k in range(n):
+        x[k] = -x[k]
