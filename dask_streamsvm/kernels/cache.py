@@ -148,7 +148,15 @@ def pack(cache):
     live, starts, ends = cache.live, cache.starts, cache.ends
     indices, data = cache.indices, cache.data
     n = cache.meta[N_LIVE]
-    order = live[:n][np.argsort(starts[live[:n]])]
+    # By start, with the one sort the kernels compile (a stable mergesort of float64 keys, as in
+    # .sbm; starts are exact as floats): the live rows' starts are distinct, bar empty rows.
+    keys = np.empty(n)
+    for t in range(n):
+        keys[t] = starts[live[t]]
+    by_start = np.argsort(keys, kind="mergesort")
+    order = np.empty(n, dtype=np.int64)
+    for t in range(n):
+        order[t] = live[by_start[t]]
     top = 0
     for t in range(n):
         s = order[t]
@@ -520,7 +528,8 @@ def stream_sweep(X, cache, dual, W, bias, eps, beta, full_at, window, rule, rng_
     cache_gap = 0.0
     for c in range(k):
         y, upper, diag, qd, alpha, w = cache.Y[c], cache.U[c], cache.D[c], cache.QD[c], cache.A[c], W[c]
-        index[:] = live[:n]
+        for t in range(n):  # element by element: an array assignment compiles numba's shape-error text
+            index[t] = live[t]
         shuffle_prefix(index, n, rng_state)
         e, e_new, count = eps[c, 0], eps[c, 1], eps[c, 2]
         gone_rows = 0

@@ -484,7 +484,8 @@ def _part_entries(indices, data, lo, hi, spec, out_index, out_value, n):
     c = spec.col_lo
     if spec.kind == STRING:
         m = string_terms(data, lo, hi, spec, out_index[n:], out_value[n:])
-        out_index[n : n + m] += o
+        for t in range(n, n + m):  # not out_index[n:n+m] += o: a slice assignment compiles numba's error text
+            out_index[t] += o
         return n + m
     if spec.kind == POLYK:
         nothing = np.empty(0)

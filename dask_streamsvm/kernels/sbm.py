@@ -140,12 +140,50 @@ def keep_prefix(order, row_bytes, budget, keep):
 
 
 @njit(cache=True, nogil=True)
+def _kth_smallest(keys, k):
+    """``np.partition(keys, k)[k]``: the ``k``-th smallest of ``keys`` (0-based), NaNs counted largest.
+
+    Hoare's selection on a copy (expected linear time).  Written out
+    because numba's ``np.partition`` compiles a quicksort, ``np.unique``
+    and an error message for its checks, many times the code of this
+    function.
+    """
+    a = keys.copy()
+    lo, hi = 0, a.shape[0] - 1
+    while lo < hi:
+        pivot = a[(lo + hi) // 2]
+        i, j = lo, hi
+        while i <= j:
+            while _before(a[i], pivot):
+                i += 1
+            while _before(pivot, a[j]):
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            break
+    return a[k]
+
+
+@njit(cache=True, nogil=True)
+def _before(a, b):
+    """``a < b`` with NaN after every number (NumPy's sort order)."""
+    return a < b or (b != b and a == a)
+
+
+@njit(cache=True, nogil=True)
 def _top_of_group(members, keys, m):
     """The ``m`` best of ``members`` (row positions, ascending), ranked: key ascending, then position.
 
     ``keys[t]`` is member ``t``'s key (minus its score).  Returns their
     positions in rank order.  The ``m``-th smallest key is found by a
-    partial selection (``np.partition``, linear); the members below it and
+    partial selection (:func:`_kth_smallest`, linear); the members below it and
     the first (by position) that equal it are then sorted, stably, so the
     order is the one a stable sort of every member gives: O(g + m log m)
     for ``g`` members instead of O(g log g).
@@ -153,7 +191,7 @@ def _top_of_group(members, keys, m):
     g = members.shape[0]
     if m >= g:
         return members[np.argsort(keys, kind="mergesort")]  # stable: ties keep input order
-    cut = np.partition(keys, m - 1)[m - 1]
+    cut = _kth_smallest(keys, m - 1)
     ties = m
     for t in range(g):
         if keys[t] < cut:
@@ -169,7 +207,7 @@ def _top_of_group(members, keys, m):
             picked[j] = members[t]
             picked_keys[j] = key
             j += 1
-    if j < m:  # a NaN key (np.partition puts them last, but they equal nothing): sort them all
+    if j < m:  # a NaN key (the selection puts them last, but they equal nothing): sort them all
         return members[np.argsort(keys, kind="mergesort")][:m]
     return picked[np.argsort(picked_keys, kind="mergesort")]
 
