@@ -20,16 +20,19 @@ $(VENV)/.installed-%: pyproject.toml
 	touch $@
 
 # The default suite: every test not marked slow (README, "Two commands", for its time), on two
-# pytest-xdist workers that take a test file at a time (most of a cold run is numba compiling).
-# --durations lists the 25 slowest, to keep an eye on what belongs in test-slow.
+# pytest-xdist workers that take a test file at a time. tests/conftest.py first compiles the
+# kernels across the cores (dask-streamsvm compile's step), so that the workers load numba's cache
+# instead of both compiling. --durations lists the 25 slowest, to keep an eye on what belongs in
+# test-slow.
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check dask_streamsvm tests benchmarks examples
 	$(PY) -m pytest -m "not slow" -n 2 --dist loadfile --durations=25
 
 # The tests marked slow: LIBLINEAR optima and streaming fits on the full a9a, w8a and
-# ijcnn1, feature maps against LIBLINEAR, killed workers and processes, examples, README.
+# ijcnn1, feature maps against LIBLINEAR, killed workers and processes, examples, README, the
+# Hypothesis properties' full example counts; on two workers, as make test.
 test-slow: $(VENV)/.installed-test
-	$(PY) -m pytest -m slow --durations=25
+	$(PY) -m pytest -m slow -n 2 --dist loadfile --durations=25
 
 # Every method against the peers (LIBLINEAR, dask-ml, Vowpal Wabbit, Snap ML): docs/peers.md.
 bench: $(VENV)/.installed-bench

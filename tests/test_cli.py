@@ -444,6 +444,7 @@ def test_python_m_dask_streamsvm_help():
 # -- demo
 
 
+@pytest.mark.slow  # among make test's slowest (issue 51: the default suite in six minutes)
 def test_demo_quick_writes_table_and_png(tmp_path):
     png = tmp_path / "convergence.png"
     code, out, err = run(["demo", "--quick", "--plot", png])

@@ -256,6 +256,7 @@ def _reads(n_rows, n_features, n_parts, gate=None):
     return Xd, yd
 
 
+@pytest.mark.slow  # among make test's slowest (issue 51: the default suite in six minutes)
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # 20 passes: not converged
 def test_fits_after_a_failed_one_do_not_wait_for_it(client, tmp_path):
     """Issue 39: after a failed fit, the next fit on the same client hung in count_labels behind the
@@ -498,6 +499,7 @@ def _tasks_on_the_scheduler(client, seconds=HANG):
         time.sleep(0.2)
 
 
+@pytest.mark.slow  # among make test's slowest (issue 51: the default suite in six minutes)
 def test_a_cluster_without_workers_is_named_not_waited_for(tmp_path):
     """Issue 50, item 4: on ``LocalCluster(n_workers=0)`` the width scan of ``read_libsvm`` waited in
     ``client.gather`` until stopped (170 s), and so did a fit of a glob.  Each call now raises the
@@ -527,6 +529,7 @@ def test_a_cluster_without_workers_is_named_not_waited_for(tmp_path):
         assert clf.n_features_in_ == 5
 
 
+@pytest.mark.slow  # among make test's slowest (issue 51: the default suite in six minutes)
 def test_fits_on_a_cluster_whose_workers_all_left_are_refused(tmp_path):
     """Issue 50, item 4: after both workers of a cluster died, two fits at once waited over 9
     minutes.  The fit sees only the scheduler's list of workers, whatever emptied it (here the
@@ -646,6 +649,7 @@ def _hog_labels(i):
     return (np.random.RandomState(i).randn(100, 5)[:, 0] > 0).astype(int)
 
 
+@pytest.mark.slow  # among make test's slowest (issue 51: the default suite in six minutes)
 def test_a_part_past_the_memory_limit_says_so():
     """Issue 50, a smaller item: a worker ``memory_limit`` below a part's needs said "every Dask worker
     is gone ... Start workers" with no word of memory.  Each read of a partition here takes 1.2 GB

@@ -88,7 +88,10 @@ def test_no_client_means_no_cluster_in_a_fresh_process():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-@pytest.mark.parametrize("classes", [2, pytest.param(3, marks=pytest.mark.slow)])
+# both slow: among make test's slowest (issue 51: the default suite in six minutes)
+@pytest.mark.parametrize(
+    "classes", [pytest.param(2, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow)]
+)
 def test_truncated_newton_reaches_the_in_memory_optimum(client, classes):
     X, y = _wide(n=2000, classes=classes)
     weight = np.random.default_rng(1).uniform(0.5, 2.0, X.shape[0])
@@ -108,6 +111,7 @@ def test_truncated_newton_reaches_the_in_memory_optimum(client, classes):
     np.testing.assert_allclose(clf.coef_, reference.coef_, atol=1e-3 * np.abs(reference.coef_).max())
 
 
+@pytest.mark.slow  # among make test's slowest (issue 51: the default suite in six minutes)
 def test_truncated_newton_moves_d_numbers_per_product(client):
     """Per Hessian product: the direction to each part on another worker than the root's and one
     sum per edge of the tree between workers, ``2 (K - 1) (d + 1)`` floats at most; through the

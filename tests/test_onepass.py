@@ -111,6 +111,7 @@ def test_the_ball_encloses_every_point_within_3_2_of_the_exact_ball(lookahead, s
     assert model.radius_ == pytest.approx(R, rel=1e-9) and model.n_core_vectors_ == M
 
 
+@pytest.mark.slow  # among make test's slowest (issue 51: the default suite in six minutes)
 def test_enclose_is_the_minimum_ball_of_a_ball_and_points():
     rng = np.random.default_rng(0)
     worst = 0.0

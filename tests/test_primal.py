@@ -73,6 +73,7 @@ def test_out_of_core_reaches_liblinears_optimum(name):
     assert clf.n_iter_ + 1 <= 15 and len(clf.history_) - 1 == clf.n_iter_
 
 
+@pytest.mark.slow  # among make test's slowest (issue 51: the default suite in six minutes)
 def test_intercept_scaling_class_and_sample_weights():
     X, y = load_libsvm_dataset("a9a")
     rng = np.random.RandomState(0)

@@ -1334,6 +1334,7 @@ def test_fast_and_general_paths_train_the_same_model_bit_for_bit(mixed, monkeypa
     assert list(general.classes_) == ["ham", "spam"]
 
 
+@pytest.mark.slow  # among make test's slowest (issue 51: the default suite in six minutes)
 def test_a_narrow_selection_of_a_frame_of_many_small_files_trains(tmp_path, monkeypatch):
     """Dask fuses the partitions of ``frame["y"]`` alone: X and y once disagreed (8 against 60)."""
     rng = np.random.RandomState(1)
