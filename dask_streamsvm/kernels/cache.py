@@ -87,7 +87,7 @@ DualArrays = namedtuple("DualArrays", "slot_of alpha sums loss")
 DualArrays.__doc__ = "Every row's dual state and its loss (module docstring), from ``AlphaStore.arrays``."
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _stack_index(cache, depth):
     """Index in ``free`` of the free stack's entry ``depth`` (0: the bottom, implied entries included)."""
     return depth - (cache.n_slots - cache.free.shape[0])
@@ -171,14 +171,19 @@ def pack(cache):
     return top
 
 
-@njit(cache=True, nogil=True)
-def _evict_random(cache, dual, rng_state):
-    n = cache.meta[N_LIVE]
-    victim = cache.live[np.int64(((next_uint64(rng_state) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))]
-    evict(victim, cache, dual)
+@njit(cache=True, nogil=True, inline="always")
+def _evict_random(cache, dual, rng_state, victim):
+    """Evict a random cached row (StreamSVM's reader, Algorithm 1) through :func:`write_back_many`.
+
+    ``victim`` is a one-slot scratch array: insertion evicts by the kernel that every other
+    eviction uses, so that a fit compiles one eviction, not this one besides.
+    """
+    n = np.uint64(cache.meta[N_LIVE])
+    victim[0] = cache.live[np.int64(((next_uint64(rng_state) >> np.uint64(32)) * n) >> np.uint64(32))]
+    write_back_many(victim, np.int64(1), cache, dual, np.bool_(True))  # the types Python passes: one variant
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _take_slot(g, cache, dual):
     meta = cache.meta
     s = cache.free[_stack_index(cache, meta[N_FREE] - 1)]
@@ -192,7 +197,7 @@ def _take_slot(g, cache, dual):
     return s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _set_problem_values(s, r, g, block_y, block_cost, loss, bias, sqnorm, cache, dual):
     """Slot ``s`` takes block row ``r`` (global row ``g``): its ``y``, ``U``, ``D``, ``Qbar`` and alpha."""
     Y, U, D, QD, A = cache.Y, cache.U, cache.D, cache.QD, cache.A
@@ -203,7 +208,7 @@ def _set_problem_values(s, r, g, block_y, block_cost, loss, bias, sqnorm, cache,
         A[c, s] = dual.alpha[c, g]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _weightless(block_cost, r):
     for c in range(block_cost.shape[0]):
         if block_cost[c, r] > 0.0:
@@ -211,7 +216,7 @@ def _weightless(block_cost, r):
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _allocated_for(cache, dual, row_ids, block_cost, indptr):
     """Whether the arrays hold all that inserting the block's rows can reach (module docstring).
 
@@ -258,6 +263,7 @@ def insert_sparse(block, block_sq, row_ids, block_y, block_cost, loss, bias, cac
     meta, indices, data = cache.meta, cache.indices, cache.data
     inserted = 0
     cap_nnz = cache.n_values
+    victim = np.empty(1, dtype=np.int64)
     for r in range(row_ids.shape[0]):
         g = row_ids[r]
         if dual.slot_of[g] >= 0 or _weightless(block_cost, r):
@@ -272,7 +278,7 @@ def insert_sparse(block, block_sq, row_ids, block_y, block_cost, loss, bias, cac
             if meta[N_FREE] > 0 and room >= m and room >= cap_nnz // 8:
                 top = compact(cache)
             else:
-                _evict_random(cache, dual, rng_state)
+                _evict_random(cache, dual, rng_state, victim)
         if top + m > data.shape[0]:
             top = pack(cache)  # the arrays are shorter than the budget's arena: the row fits now
         s = _take_slot(g, cache, dual)
@@ -301,12 +307,13 @@ def insert_dense(X, block_sq, row_ids, block_y, block_cost, loss, bias, cache, d
         return -1
     rows = cache.rows
     inserted = 0
+    victim = np.empty(1, dtype=np.int64)
     for r in range(row_ids.shape[0]):
         g = row_ids[r]
         if dual.slot_of[g] >= 0 or _weightless(block_cost, r):
             continue
         if cache.meta[N_FREE] == 0:
-            _evict_random(cache, dual, rng_state)
+            _evict_random(cache, dual, rng_state, victim)
         s = _take_slot(g, cache, dual)
         for j in range(X.shape[1]):
             rows[s, j] = X[r, j]
@@ -316,24 +323,29 @@ def insert_dense(X, block_sq, row_ids, block_y, block_cost, loss, bias, cache, d
 
 
 @njit(cache=True, nogil=True)
-def evict_many(slots, cache, dual):
-    """Evict ``slots`` from the row cache in one pass: :func:`evict` of each, array for array.
+def write_back_many(slots, n, cache, dual, leave):
+    """Write back the alphas of ``slots[:n]`` and, with ``leave``, evict them: :func:`evict` of each.
 
+    The one kernel that writes alphas back: insertion's random eviction,
+    StreamSVM's and Crammer-Singer's eviction rules, :func:`evict_many` and
+    :func:`write_back_all` all call it, so that a fit compiles it once
+    (numba re-optimises a helper inside every kernel that calls it).
     ``cache`` and ``dual`` are the bundles (``CacheArrays``,
     ``DualArrays``).  Each slot's alphas go back to the
-    store (its dual sums kept exact by the store's loss), its row leaves
-    ``live`` (the last live slot takes its place) and its slot goes on top
-    of the free stack, in the order of ``slots``: the state
-    :func:`evict` of each slot in turn leaves, bit for bit.  The bundles' arrays
-    are taken out once, not once per row (taking an array out of a bundle
-    costs about 10x the rest of an eviction).
+    store (its dual sums kept exact by the store's loss); with ``leave``
+    its row leaves ``live`` (the last live slot takes its place) and its
+    slot goes on top of the free stack, in the order of ``slots``: the
+    state :func:`evict` of each slot in turn leaves, bit for bit.  Without
+    ``leave`` the rows stay cached (``slots`` may then be ``live`` itself).
+    The bundles' arrays are taken out once, not once per row (taking an
+    array out of a bundle costs about 10x the rest of an eviction).
     """
     meta, gid, live, pos, free = cache.meta, cache.gid, cache.live, cache.pos, cache.free
     A, U, D, starts, ends = cache.A, cache.U, cache.D, cache.starts, cache.ends
     slot_of, alpha, sums, loss = dual.slot_of, dual.alpha, dual.sums, dual.loss
     sparse = starts.shape[0] > 0
     bottom = cache.n_slots - free.shape[0]  # free stack depth of free[0] (the implied entries below)
-    for t in range(slots.shape[0]):
+    for t in range(n):
         s = slots[t]
         g = gid[s]
         for c in range(A.shape[0]):
@@ -344,6 +356,8 @@ def evict_many(slots, cache, dual):
                 sums[c, 0] += change
                 sums[c, 1] += weighted
                 alpha[c, g] = new
+        if not leave:
+            continue
         slot_of[g] = -1
         gid[s] = -1
         last = live[meta[N_LIVE] - 1]
@@ -360,14 +374,17 @@ def evict_many(slots, cache, dual):
         meta[EVICTED] += 1
 
 
-@njit(cache=True, nogil=True)
+def evict_many(slots, cache, dual):
+    """Evict ``slots`` (int64) from the row cache in one pass: :func:`write_back_many` of them all."""
+    write_back_many(slots, np.int64(slots.shape[0]), cache, dual, True)
+
+
 def write_back_all(cache, dual):
     """Write back the alphas of every cached row; the rows stay cached."""
-    for t in range(cache.meta[N_LIVE]):
-        write_back(cache.live[t], cache, dual)
+    write_back_many(cache.live, np.int64(cache.meta[N_LIVE]), cache, dual, False)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def nearly_full(cache, fraction):
     """Whether more than ``fraction`` of the budget's slots, or of its arena, is in use."""
     meta = cache.meta
@@ -377,8 +394,8 @@ def nearly_full(cache, fraction):
     return cap_nnz > 0 and meta[TOP] - meta[GARBAGE] > fraction * cap_nnz
 
 
-@njit(cache=True, nogil=True)
-def evict_uninformative(cache, dual, shrunk, n_problems):
+@njit(cache=True, nogil=True, inline="always")
+def evict_uninformative(cache, dual, shrunk, n_problems, gone):
     """Evict the rows uninformative for every problem (StreamSVM, Matsushima et al. 2012, Algorithm 2).
 
     Row ``i`` is uninformative for problem ``c`` when its dual variable sits
@@ -393,16 +410,20 @@ def evict_uninformative(cache, dual, shrunk, n_problems):
     :func:`stream_sweep` marks these rows: ``shrunk[s]`` counts the
     problems in which the row of slot ``s`` was marked during the sweep.  Rows with ``shrunk[s] ==
     n_problems`` leave the cache (their alphas go to the store); every count
-    of a live slot is reset to 0.  Returns the number of rows evicted.
+    of a live slot is reset to 0.  ``gone`` (at least the live rows long) is scratch space.
+    Returns the number of rows evicted.
     """
     live = cache.live
     evicted = 0
-    for t in range(cache.meta[N_LIVE] - 1, -1, -1):  # live changes under eviction: walk it backwards
+    for t in range(cache.meta[N_LIVE] - 1, -1, -1):
         s = live[t]
         if shrunk[s] == n_problems:
-            evict(s, cache, dual)
+            gone[evicted] = s
             evicted += 1
         shrunk[s] = 0
+    # live changes under eviction, but only at positions already walked: the order above is the
+    # order in which evicting during the walk, backwards, would evict
+    write_back_many(gone, np.int64(evicted), cache, dual, np.bool_(True))
     return evicted
 
 
@@ -479,7 +500,7 @@ def select_by_gap(scores, lengths, n_slots, n_values, keep):
     return rows
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _nearly_full_without(cache, fraction, gone_rows, gone_values):
     """:func:`nearly_full` once ``gone_rows`` rows of ``gone_values`` values have left."""
     meta = cache.meta
@@ -583,5 +604,5 @@ def stream_sweep(X, cache, dual, W, bias, eps, beta, full_at, window, rule, rng_
             if count >= window:
                 e, e_new, count = e_new, 0.0, 0.0
         eps[c, 0], eps[c, 1], eps[c, 2] = e, e_new, count
-    evict_uninformative(cache, dual, marked, k)
+    evict_uninformative(cache, dual, marked, k, index)  # index: free once the sweep is done
     return visits, cache_gap

@@ -45,7 +45,7 @@ are shrinkable by a margin (:func:`cs_evict_uninformative`).
 import numpy as np
 from numba import njit
 
-from .cache import N_LIVE, evict, nearly_full
+from .cache import N_LIVE, nearly_full, write_back_many
 from .dcd import PG_SKIP
 from .rng import shuffle_prefix
 from .rows import n_rows, row_axpy, row_dot
@@ -238,15 +238,16 @@ def cs_evict_uninformative(cache, dual, index, size, shrinkable):
     (that one variable is then fixed by ``sum_m alpha_i^m = 0``).
     ``shrinkable[t]`` is that count for the row of slot ``index[t]``, as
     :func:`cs_sweep` fills it; the rows of ``index[:size]`` that qualify
-    leave the cache (their alphas go to the store).  Returns the number
+    leave the cache (their alphas go to the store; ``index`` is overwritten).  Returns the number
     evicted.
     """
     k = cache.Y.shape[0]
     evicted = 0
     for t in range(size):
         if shrinkable[t] >= k - 1:
-            evict(index[t], cache, dual)
+            index[evicted] = index[t]  # the slots leaving, in order, over the walked prefix
             evicted += 1
+    write_back_many(index, np.int64(evicted), cache, dual, np.bool_(True))
     return evicted
 
 

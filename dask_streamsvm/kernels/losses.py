@@ -72,7 +72,7 @@ INNER_SHARE = 0.1
 INNER_FLOOR = 1e-12
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def softplus(x):
     """``log(1 + e^x)`` without overflow, to full precision for either sign of ``x``."""
     if x > 0.0:
@@ -80,7 +80,7 @@ def softplus(x):
     return np.log1p(np.exp(x))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def sigmoid(x):
     """``1 / (1 + e^-x)`` without overflow."""
     if x >= 0.0:
@@ -89,7 +89,7 @@ def sigmoid(x):
     return e / (1.0 + e)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def log_ratio(num, den):
     """``log(num / den)`` of two positive numbers, also where their quotient under- or overflows
     (a dual variable far below its row's weight): then ``log(num) - log(den)``."""
@@ -99,7 +99,7 @@ def log_ratio(num, den):
     return np.log(num) - np.log(den)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _logistic_parts(m):
     """``(e, tail)`` of a margin: ``e = exp(-|m|)`` and ``tail = log(1 + e) = log(1 + e^-|m|)``, from
     which the Newton leaves make the loss, ``sigma(+-m)`` and the entropy with no other
@@ -108,7 +108,7 @@ def _logistic_parts(m):
     return e, np.log1p(e)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def loss_value(code, s):
     """``loss(m)`` at the shortfall ``s = 1 - m``.
 
@@ -127,7 +127,7 @@ def loss_value(code, s):
     return 0.0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def loss_derivative(code, s):
     """``d loss / d m`` at the shortfall ``s = 1 - m`` (the hinge's right derivative at its kink).
 
@@ -146,7 +146,7 @@ def loss_derivative(code, s):
     return 0.0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def weighted_loss(code, cost, s):
     """``C_i loss(m)`` at the shortfall ``s = 1 - m``, multiplied as the primal sums always were.
 
@@ -165,7 +165,7 @@ def weighted_loss(code, cost, s):
     return 0.0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def upper_and_diag(code, cost):
     """``(U_i, D_ii)`` of a row of weight ``C_i = cost`` in the binary dual (Hsieh et al. 2008, eq. 4).
 
@@ -201,7 +201,7 @@ def upper_and_diag_arrays(cost, code):
     return upper, diag
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def box_loss(code, s, upper, diag):
     """``C_i loss(m)`` at the shortfall ``s = 1 - m`` of a row known by its ``(U_i, D_ii)`` only.
 
@@ -223,7 +223,7 @@ def box_loss(code, s, upper, diag):
     return 0.0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def entropy(a, upper):
     """The logistic dual's row term ``H(a) = -a log(a / C) - (C - a) log(1 - a / C)``, ``C = upper``.
 
@@ -242,7 +242,7 @@ def entropy(a, upper):
     return -(a * np.log1p(-rest / upper) + rest * log_ratio(rest, upper))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def dual_term(code, a, upper, diag):
     """Row ``i``'s term of the dual ``D(alpha) = sum_i term_i - 1/2 ||w(alpha)||^2``::
 
@@ -266,7 +266,7 @@ def dual_term_sum(code, alpha, upper, diag):
     return total
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def dual_sums_change(code, new, old, upper, diag):
     """What ``alpha_i: old -> new`` adds to the dual's two running sums.
 
@@ -282,7 +282,7 @@ def dual_sums_change(code, new, old, upper, diag):
     return new - old, diag * (new * new - old * old)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def dual_gradient(code, m, a, upper, diag):
     """``G_i``, the gradient of the dual (minimised, ``-D``) in ``alpha_i``, at the margin ``m``.
 
@@ -358,7 +358,7 @@ def _logistic_step(m, a, upper, q, tol):
     return upper - t if flip else t
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def dual_step(code, m, g, a, upper, q):
     """The new ``alpha_i`` of a coordinate step on row ``i``: the minimum of the dual along it.
 
@@ -383,7 +383,7 @@ def dual_step(code, m, g, a, upper, q):
     return upper if g < 0.0 else 0.0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def row_gap(code, m, g, a, upper, diag):
     """Row ``i``'s share of the duality gap, ``P(w) - D(alpha) = sum_i gap_i`` (Dünner et al. 2017).
 

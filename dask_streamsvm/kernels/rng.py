@@ -19,7 +19,7 @@ _S31 = np.uint64(31)
 _S32 = np.uint64(32)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def next_uint64(state):
     """Advance ``state[0]`` and return the next 64-bit output."""
     z = state[0] + _GOLDEN
