@@ -329,7 +329,9 @@ def merge(settings, SV, SVSQ, BETA, n, stats, features):
     ``SV.shape[0]`` entries.
     """
     method, gamma, H, W = settings.method, settings.gamma, settings.H, settings.W
-    i = 0
+    # np.int64, not 0: numba's typing would first see i as the literal 0 and compile _partner and
+    # merge_pair for it as well as for int64
+    i = np.int64(0)
     for j in range(1, n):
         if abs(BETA[j]) < abs(BETA[i]):
             i = j

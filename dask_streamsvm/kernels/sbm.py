@@ -284,7 +284,8 @@ def select_informative(alpha, grad, upper, row_bytes, budget, keep):
         else:
             second[b] = i
             b += 1
-    kept, used, stopped = _keep_from_group(first, value, row_bytes, budget, keep, 0)
+    # np.int64(0), not 0: numba compiles a literal argument as a variant of its own
+    kept, used, stopped = _keep_from_group(first, value, row_bytes, budget, keep, np.int64(0))
     if stopped:
         return kept
     more, _, _ = _keep_from_group(second, value, row_bytes, budget - used, keep, kept)
