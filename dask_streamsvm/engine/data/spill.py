@@ -41,6 +41,11 @@ import scipy.sparse as sp
 from ..store.archive import owned_prefix, prepare_directory, stale_entries
 
 RESERVE_BYTES = 1 << 30  # free disk space a spill never takes
+# np.load parses each array's header with ast.literal_eval, and CPython 3.11 keeps the AST
+# constructor's recursion depth in the interpreter's state, not the thread's: two threads building
+# ASTs at once can raise "SystemError: AST constructor recursion depth mismatch" (as two of the
+# reader's reads ahead of the spill did in a make test, Python 3.11.7).  Spill reads load one at a time.
+_LOADING = threading.Lock()
 STEM = "dask_streamsvm-spill-"  # a spill directory's name: STEM, the owner's host and pid, random
 
 
@@ -201,7 +206,7 @@ class Spill:
             return None
         name, (sparse, shape, skipped) = held
         try:
-            with open(name, "rb") as f:
+            with open(name, "rb") as f, _LOADING:
                 arrays = [np.load(f, allow_pickle=True) for _ in range(5 if sparse else 3)]
         except (OSError, ValueError, EOFError, pickle.UnpicklingError) as exc:  # a file cut short reads as
             self.drop(exc)  # ValueError ("Failed to read all data"), EOFError or UnpicklingError
