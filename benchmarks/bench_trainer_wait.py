@@ -10,9 +10,9 @@ kind, so that compiling is not counted:
 
 ``sweeps_waiting`` counts the sweeps after which the reader had nothing
 ready (any sweep, the ones a solve needs too); ``sweeps_idle`` the sweeps
-made only because the reader had nothing ready (the asynchronous
-schedule's own, ``IDLE_SWEEPS`` at most between two solves of the cache in
-:mod:`dask_streamsvm.engine.dual.streamsvm`).
+made only because the reader had nothing ready, on a cache no row had
+entered since its last sweep (the asynchronous schedule's own, bounded by
+``IDLE_SWEEPS`` in :mod:`dask_streamsvm.engine.dual.streamsvm`).
 
 * ``a9a``: the a9a LIBSVM file cut into ``--partitions`` (200) row blocks
   (:func:`dask_streamsvm.io.csr_to_dask`), a cache of ``--a9a-cache`` (1%)

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 from dask_streamsvm import LinearSVC
-from dask_streamsvm.engine.dual import streamsvm
 from dask_streamsvm.engine.dual.alpha_store import AlphaStore
 from dask_streamsvm.engine.dual.cache import RowCache
 from dask_streamsvm.engine.plan.problem import CACHE_POLICIES, FitPlan
@@ -40,10 +39,8 @@ def test_the_paper_policy_is_random_eviction_plus_the_eps_rule(monkeypatch):
     # The eps rule evicts rows that random eviction alone keeps: another model.
     assert paper.history_[-1]["rows_left_out"] == 0  # no row is turned away by its share of the gap
     assert not np.array_equal(paper.coef_, random.coef_)
-    # Bit for bit the default trainer with the gap admission replaced by random insertion, and with
-    # random eviction's sweep rhythm (a sweep every quarter cache of new rows, not every cache-full).
+    # Bit for bit the default trainer with the gap admission replaced by random insertion.
     monkeypatch.setattr(RowCache, "admit", _random_insert)
-    monkeypatch.setattr(streamsvm, "CHANGED_ADMITTED", streamsvm.CHANGED)
     informative_without_admission = _fit(Xd, yd, nbytes)
     np.testing.assert_array_equal(paper.coef_, informative_without_admission.coef_)
     assert len(paper.history_) == len(informative_without_admission.history_)

@@ -33,20 +33,12 @@ How long the trainer sweeps.  The cache is solved when its share of the
 gap, as the last sweep measured it, is below ``KAPPA`` times the smaller
 of the gap the cache had after its last intake and the last certified
 gap (no lower than a tenth of what the stopping rule asks for).  A sweep
-follows the pieces once the rows they inserted since the last sweep are a
-share of the cached rows: rows left out, rows already cached and a block's
-last few rows change the cache too little to sweep all of it for them (a
-10,000-row partition cut into pieces of 4,999, 4,999 and 2 rows swept a
-full cache for the 2; on the dense 2M x 60 set the first read visited each
-row 8.7 times, 4.0 at a quarter).  That share is ``CHANGED`` (a quarter)
-when rows are evicted at random (``cache_policy="paper"``, ``"random"``):
-each piece then evicts rows no sweep has visited.  When rows enter by
-their share of the gap (the default) it is ``CHANGED_ADMITTED`` (a
-cache-full, the solve's own rhythm): a row not yet swept leaves only for a
-row of larger share, and the tall set's first read visits each row 2.2
-times.  (At a quarter, a9a at a 1% cache in 200 partitions took 7 reads,
-at a half 8, at a cache-full 9-10, each read with fewer visits: 1.3
-million visits for 7 reads, 1.5 million for 9.)  Once the rows
+follows the pieces once the rows they inserted since the last sweep are
+``CHANGED`` (a quarter) of the cached rows: rows left out, rows already
+cached and a block's last few rows change the cache too little to sweep
+all of it for them (a 10,000-row partition cut into pieces of 4,999, 4,999
+and 2 rows swept a full cache for the 2; on the dense 2M x 60 set the first
+read visited each row 8.7 times, 4.0 with this rule).  Once the rows
 inserted since the last solve fill the cache's slots (and at the end of a
 read), the trainer sweeps until the cache is solved, ``MAX_SWEEPS`` sweeps
 at most, before the next piece of the same block too: SBM's rhythm, one
@@ -55,28 +47,25 @@ inserted with one sweep a piece and no solve needed 13 reads of the a9a
 file at a 10% cache; solving between its pieces, 5.  Solving after every
 piece cost 2.5-6.6x the visits with partitions smaller than the cache: 308
 million against 46 million on the dense 100k x 50 set with a 50% cache,
-41 s against 9 s.  A sweep per cache-full with random eviction took 37
-reads of 8,000 a9a rows where a quarter takes 22.)  Two schedules share
-that rule:
+41 s against 9 s.  A sweep per cache-full instead of per quarter,
+``CHANGED = 1``, visits the tall set's rows 2.2 times in its first read
+but took 37 reads of 8,000 a9a rows with random eviction where a quarter
+takes 22.)  Two schedules share that rule:
 
 * asynchronous (the default; the paper's Algorithms 1 and 2): while the
   reader has no block for it, the trainer sweeps the rows it has, and
-  takes the next block as soon as one is ready.  It makes ``IDLE_SWEEPS``
-  (1) such sweep at most between two solves of the cache (one a cache-full
-  of rows inserted, and one a read), and, on a cache no row has entered
-  since its last sweep, none once the cache's gap is ``KAPPA`` times the
-  target; then it blocks on the reader's queue, a real wait that leaves
-  the core to the reader.  Rows inserted since the last sweep wait for the
-  next sweep the pieces buy.  An unchanged cache has little left to teach: once solved, its
+  takes the next block as soon as one is ready.  On a cache no row has
+  entered since its last sweep it makes ``IDLE_SWEEPS`` (1) such sweep at
+  most, and none once the cache's gap is ``KAPPA`` times the target; then
+  it blocks on the reader's queue, a real wait that leaves the core to the
+  reader.  An unchanged cache has little left to teach: once solved, its
   gap is at most a tenth of the read's, so the certified gap hardly moves
   however long it is swept.  (Sweeping on down to ``KAPPA`` times the
   target, ``MAX_SWEEPS`` at most, made 78,743 of 85,252 sweeps on a9a with
   a 1% cache in 200 partitions while the reader read, 24.2 million row
-  visits for 7 reads: on 2 cores, the reader's core.  With one at most
-  after each insertion, 1,039 of 8,836 sweeps were idle, about one a
-  partition, and 2.5 million visits took 6 reads; with one between two
-  solves, 154 of 5,465 (2.8%), and 1.55 million visits took 10 reads;
-  benchmarks/bench_trainer_wait.py.)  The work per
+  visits for 7 reads: on 2 cores, the reader's core.  With one at most,
+  1,039 of 8,836 sweeps were idle, about one a partition, and 2.5 million
+  visits took 6 reads; benchmarks/bench_trainer_wait.py.)  The work per
   row still follows the reader's speed and the model depends on timing.
   ``history_`` records the sweeps and visits made while the reader had
   nothing ready (``sweeps_waiting``, ``visits_waiting``) and those made
@@ -110,9 +99,8 @@ BETA = 0.9  # eps <- beta * eps at every visit over a nearly full cache
 NEARLY_FULL = 0.9
 MAX_SWEEPS = 100  # deterministic: sweeps after one intake at most
 SOLVE_AFTER = 1.0  # cache-fulls of rows inserted between two solves of the cache
-CHANGED = 0.25  # random eviction: a piece is swept once the rows inserted since the last sweep are this share
-CHANGED_ADMITTED = 1.0  # the same share when rows enter by their share of the gap ("informative")
-IDLE_SWEEPS = 1  # asynchronous: sweeps while the reader has nothing, at most, between two solves of the cache
+CHANGED = 0.25  # a piece is swept once the rows inserted since the last sweep are this share of the cache
+IDLE_SWEEPS = 1  # asynchronous: sweeps of an unchanged cache while the reader has nothing, at most
 
 
 class StreamSVMTrainer(PassCertifier):
@@ -138,7 +126,7 @@ class StreamSVMTrainer(PassCertifier):
         self.piece_sweeps = 0  # sweeps since the last intake
         self.unsolved_rows = 0  # rows inserted since the cache was last solved (or MAX_SWEEPS ended a solve)
         self.changed_rows = 0  # rows inserted since the last sweep: the next sweep is an intake
-        self.idle_sweeps = 0  # asynchronous sweeps for want of a block since the last solve (IDLE_SWEEPS)
+        self.idle_sweeps = 0  # asynchronous sweeps since the cache last changed (IDLE_SWEEPS)
         self.pass_start = (0, 0)  # evictions and rows left out when this pass's first block came
         self.snapshot_gap = np.nan  # the cached rows' share of the gap of the state this pass certifies
         self.stats.update(
@@ -160,7 +148,7 @@ class StreamSVMTrainer(PassCertifier):
                 self._sweep()
             elif self.pending is not None:
                 self._insert_next_piece()
-                if self.changed_rows >= self._sweep_after():
+                if self.changed_rows >= CHANGED * self.cache.n_live:
                     self._sweep()
             elif self._more_sweeps():
                 self.idle_sweeps += 1
@@ -183,26 +171,18 @@ class StreamSVMTrainer(PassCertifier):
             return True
         if self.piece_sweeps >= MAX_SWEEPS or self.cache_gap <= self._target():  # as far as a solve goes
             self.unsolved_rows = 0
-            self.idle_sweeps = 0  # a solved cache renews the idle budget
             return False
         return True
 
-    def _sweep_after(self):
-        """Rows inserted since the last sweep that buy a sweep of the whole cache (module docstring):
-        a share of the cached rows, ``CHANGED`` when rows are evicted at random, ``CHANGED_ADMITTED``
-        when they enter by their share of the gap.  Rounded down, so that whole pieces (a quarter of
-        the slots each, rounded down) reach it in a full cache."""
-        share = CHANGED_ADMITTED if self.informative and not self.crammer_singer else CHANGED
-        return max(1, int(share * self.cache.n_live))
-
     def _more_sweeps(self):
-        """The asynchronous schedule: sweep while the reader has nothing ready, ``IDLE_SWEEPS``
-        times at most between two solves of the cache and, on a cache no row entered since its last
-        sweep, while it has something left to learn (module docstring); otherwise wait for the reader."""
-        if self.deterministic or not self._trainable() or self.idle_sweeps >= IDLE_SWEEPS:
+        """The asynchronous schedule: sweep on while the reader has nothing ready, and while the
+        cache has something left to learn (module docstring); otherwise wait for the reader."""
+        if self.deterministic or not self._trainable():
             return False
         if self.changed_rows == 0:  # the cache is as the last sweep left it
-            if self.piece_sweeps >= MAX_SWEEPS or self.cache_gap <= KAPPA * self._target():
+            if self.piece_sweeps >= MAX_SWEEPS or self.idle_sweeps >= IDLE_SWEEPS:
+                return False
+            if self.cache_gap <= KAPPA * self._target():
                 return False
         return not self.reader.ready()
 
@@ -267,6 +247,8 @@ class StreamSVMTrainer(PassCertifier):
         inserted = self.cache.insertions - before
         self.unsolved_rows += inserted
         self.changed_rows += inserted
+        if inserted:
+            self.idle_sweeps = 0
         self.pending = None if stop == block.n_rows else (block, y_pm, cost, stop)
 
     def _holds_everything(self):
