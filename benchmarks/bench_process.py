@@ -12,7 +12,8 @@ conditions, one after another in one run:
 In each condition, each measurement in a fresh interpreter (the numba cache warm: a warm-up fit in
 a first child), interleaved ``--repeats`` times:
 
-- one plain Dask read of the tall Parquet set (each partition to a float32 array), once per child;
+- two plain Dask reads of the tall Parquet set (each partition to a float32 array) in one child: the
+  first, as a fresh process makes it, and the best of the two, as ``bench_primal`` times a read;
 - the default fit ``LinearSVC(C, tol).fit(frame[features], frame["label"])`` (``dual="auto"``: the
   primal Newton solver), with its reads, CPU-seconds and the gap reached;
 - in memory on the same rows (read into RAM in the child first, not timed): our ``LinearSVC(
@@ -71,10 +72,12 @@ def _open(path):
 
 
 def child_read(spec):
-    """One plain Dask read of the files, each partition to a float32 array."""
+    """Two plain Dask reads of the files, each partition to a float32 array: the first, as a fresh
+    process makes it (as the fit's first read), and the best of the two (bench_primal's read)."""
     frame, features = _open(spec["path"])
-    _, wall, cpu = _timed(lambda: frame[features].to_dask_array(lengths=True).astype("float32").compute())
-    return {"read_s": wall, "read_cpu_s": cpu}
+    reads = [_timed(lambda: frame[features].to_dask_array(lengths=True).astype("float32").compute())
+             for _ in range(2)]  # fmt: skip
+    return {"read_s": reads[0][1], "read_cpu_s": reads[0][2], "best_read_s": min(r[1] for r in reads)}
 
 
 def child_fit(spec):
@@ -143,10 +146,12 @@ def measure(condition, spec, repeats):
 
     row = {"condition": condition, "busy": CONDITIONS[condition], "load_start": load_start,
            "load_end": load_end, "repeats": repeats}  # fmt: skip
-    for runs, keys in ((reads, ("read_s", "read_cpu_s")), (fits, ("fit_s", "fit_cpu_s", "reads", "gap")),
+    for runs, keys in ((reads, ("read_s", "read_cpu_s", "best_read_s")),
+                       (fits, ("fit_s", "fit_cpu_s", "reads", "gap")),
                        (memory, ("ours_s", "ours_cpu_s", "liblinear_s", "liblinear_cpu_s"))):  # fmt: skip
         row.update({key: median(runs, key) for key in keys})
     row["fit_over_read"] = row["fit_s"] / row["read_s"]
+    row["fit_over_best_read"] = row["fit_s"] / row["best_read_s"]
     row["speedup"] = row["liblinear_s"] / row["ours_s"]
     pairs = ((reads, "read_s"), (fits, "fit_s"), (memory, "ours_s"), (memory, "liblinear_s"))
     row["runs"] = {key: [r[key] for r in runs] for runs, key in pairs}
@@ -206,15 +211,18 @@ def write_report(payload):
         "thread); the busy processes are `python -c \"while True: pass\"`. In memory: the same rows, "
         "ours `dual=False` against scikit-learn's `LinearSVC(dual=False)` (LIBLINEAR's primal solver).",
         "",
-        "| condition | load (start, end) | plain read s | fit s | fit CPU-s | reads | fit / read "
-        "| vs quiet | ours in memory s | LIBLINEAR s | LIBLINEAR / ours |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| condition | load (start, end) | plain read s (first, best of 2) | fit s | fit CPU-s | reads "
+        "| fit / first read | fit / best read | vs quiet | ours in memory s | LIBLINEAR s "
+        "| LIBLINEAR / ours |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         against = r["fit_over_read"] / quiet["fit_over_read"] if quiet else None
         lines.append(
-            f"| {r['condition']} | {r['load_start'][0]:.1f}, {r['load_end'][0]:.1f} | {r['read_s']:.2f} "
-            f"| {r['fit_s']:.2f} | {r['fit_cpu_s']:.1f} | {r['reads']:.2f} | {r['fit_over_read']:.2f} "
+            f"| {r['condition']} | {r['load_start'][0]:.1f}, {r['load_end'][0]:.1f} | {r['read_s']:.2f}, "
+            f"{r.get('best_read_s', float('nan')):.2f} | {r['fit_s']:.2f} | {r['fit_cpu_s']:.1f} "
+            f"| {r['reads']:.2f} "
+            f"| {r['fit_over_read']:.2f} | {r.get('fit_over_best_read', float('nan')):.2f} "
             f"| {'' if against is None else f'{against:.2f}x'} | {r['ours_s']:.2f} | {r['liblinear_s']:.2f} "
             f"| {r['speedup']:.1f}x |"
         )
