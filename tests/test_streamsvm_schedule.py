@@ -1,7 +1,5 @@
 """StreamSVM's schedule: the gap each row carries, the cache it chooses, the eps rule, reads saved."""
 
-import threading
-
 import dask.array as da
 import numpy as np
 import pytest
@@ -255,52 +253,3 @@ def test_a_cache_that_holds_every_row_evicts_none_of_them_even_when_full(monkeyp
     ref = LinearSVC(loss="hinge", tol=1e-9, max_iter=100000, random_state=0).fit(X, y)
     rel = (clf.objective_ - ref.objective_) / ref.objective_
     assert -1e-8 <= rel <= clf.duality_gap_ + 1e-8
-
-
-def test_the_asynchronous_trainer_waits_for_a_starved_reader_after_a_bounded_number_of_sweeps(monkeypatch):
-    # The reader's fourth partition blocks until the trainer waits on the reader's queue: every
-    # sweep in between was made on a cache the reader had nothing new for.  The gate opens only in
-    # Reader.get, so the count does not depend on timing; without the bound the trainer swept on
-    # until MAX_SWEEPS or a hundredth of its solve target (measured: 100 sweeps).
-    from dask_streamsvm.engine.data import reader as reader_module
-
-    X, y = load_libsvm_dataset("a9a")
-    X, y = X[:4000], y[:4000]
-    nbytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
-    gate, blocked, seen = threading.Event(), threading.Event(), []
-    trainers, window = [], {}
-
-    def slow_fourth(block):
-        if block.shape[0]:
-            seen.append(block.shape[0])
-            if len(seen) == 4:
-                window["start"] = trainers[0].stats["sweeps_idle"]
-                blocked.set()
-                gate.wait(60)  # opened by the trainer's wait; never reached on this data without the bound
-        return block
-
-    get = reader_module.Reader.get
-
-    def get_and_open(self, block=True, timeout=None):
-        if block and blocked.is_set() and not gate.is_set():
-            window["end"] = trainers[0].stats["sweeps_idle"]
-            gate.set()
-        return get(self, block, timeout)
-
-    init = streamsvm.StreamSVMTrainer.__init__
-
-    def keep(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        trainers.append(self)
-
-    monkeypatch.setattr(reader_module.Reader, "get", get_and_open)
-    monkeypatch.setattr(streamsvm.StreamSVMTrainer, "__init__", keep)
-    Xd = da.from_array(X, chunks=(500, 123)).map_blocks(slow_fourth, meta=X[:0])
-    yd = da.from_array(y, chunks=500)
-    clf = LinearSVC(
-        loss="hinge", cache_bytes=int(0.1 * nbytes), tol=1e-3, max_iter=20, random_state=0, prefetch=1,
-    ).fit(Xd, yd)  # fmt: skip
-    assert gate.is_set() and clf.duality_gap_ <= 1e-3
-    assert 0 <= window["end"] - window["start"] <= streamsvm.IDLE_SWEEPS, window
-    h = clf.history_[-1]
-    assert h["sweeps_idle"] <= h["sweeps"] and h["visits_idle"] <= h["row_visits"]

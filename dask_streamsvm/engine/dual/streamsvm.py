@@ -32,47 +32,28 @@ reads at 1%: docs/papers/streamsvm.md.)
 How long the trainer sweeps.  The cache is solved when its share of the
 gap, as the last sweep measured it, is below ``KAPPA`` times the smaller
 of the gap the cache had after its last intake and the last certified
-gap (no lower than a tenth of what the stopping rule asks for).  A sweep
-follows the pieces once the rows they inserted since the last sweep are
-``CHANGED`` (a quarter) of the cached rows: rows left out, rows already
-cached and a block's last few rows change the cache too little to sweep
-all of it for them (a 10,000-row partition cut into pieces of 4,999, 4,999
-and 2 rows swept a full cache for the 2; on the dense 2M x 60 set the first
-read visited each row 8.7 times, 4.0 with this rule).  Once the rows
-inserted since the last solve fill the cache's slots (and at the end of a
-read), the trainer sweeps until the cache is solved, ``MAX_SWEEPS`` sweeps
-at most, before the next piece of the same block too: SBM's rhythm, one
-solve per cache-full of new rows.  (A partition larger than the cache
-inserted with one sweep a piece and no solve needed 13 reads of the a9a
-file at a 10% cache; solving between its pieces, 5.  Solving after every
-piece cost 2.5-6.6x the visits with partitions smaller than the cache: 308
-million against 46 million on the dense 100k x 50 set with a 50% cache,
-41 s against 9 s.  A sweep per cache-full instead of per quarter,
-``CHANGED = 1``, visits the tall set's rows 2.2 times in its first read
-but took 37 reads of 8,000 a9a rows with random eviction where a quarter
-takes 22.)  Two schedules share that rule:
+gap (no lower than a tenth of what the stopping rule asks for).  Each
+piece inserted gets one sweep; once the rows offered since the last solve
+fill the cache's slots (and at the end of a read), the trainer sweeps
+until the cache is solved, ``MAX_SWEEPS`` sweeps at most, before the next
+piece of the same block too: SBM's rhythm, one solve per cache-full of new
+rows.  (A partition larger than the cache inserted with one sweep a piece
+and no solve needed 13 reads of the a9a file at a 10% cache; solving
+between its pieces, 5.  Solving after every piece cost
+2.5-6.6x the visits with partitions smaller than the cache: 308 million
+against 46 million on the dense 100k x 50 set with a 50% cache, 41 s
+against 9 s.)  Two schedules share that rule:
 
-* asynchronous (the default; the paper's Algorithms 1 and 2): while the
-  reader has no block for it, the trainer sweeps the rows it has, and
-  takes the next block as soon as one is ready.  On a cache no row has
-  entered since its last sweep it makes ``IDLE_SWEEPS`` (1) such sweep at
-  most, and none once the cache's gap is ``KAPPA`` times the target; then
-  it blocks on the reader's queue, a real wait that leaves the core to the
-  reader.  An unchanged cache has little left to teach: once solved, its
-  gap is at most a tenth of the read's, so the certified gap hardly moves
-  however long it is swept.  (Sweeping on down to ``KAPPA`` times the
-  target, ``MAX_SWEEPS`` at most, made 78,743 of 85,252 sweeps on a9a with
-  a 1% cache in 200 partitions while the reader read, 24.2 million row
-  visits for 7 reads: on 2 cores, the reader's core.  With one at most,
-  1,039 of 8,836 sweeps were idle, about one a partition, and 2.5 million
-  visits took 6 reads; benchmarks/bench_trainer_wait.py.)  The work per
-  row still follows the reader's speed and the model depends on timing.
-  ``history_`` records the sweeps and visits made while the reader had
-  nothing ready (``sweeps_waiting``, ``visits_waiting``) and those made
-  only because it had nothing (``sweeps_idle``, ``visits_idle``).
-  (Taking blocks as soon as they are ready, solved or not, as Algorithm 1
-  reads, needed 17 reads of a9a where solving first needs 6, and more
-  time: a fast reader then sets a pace the trainer cannot follow.)
+* asynchronous (the default; the paper's Algorithms 1 and 2): once the
+  cache is solved, the trainer goes on sweeping while the reader has no
+  block for it, down to ``KAPPA`` times the target, and takes the next
+  block as soon as one is ready.  The time the trainer would have waited
+  is spent training, so the work per row follows the reader's speed and
+  the model depends on timing.  ``history_`` records the sweeps and
+  visits made while the reader had nothing ready.  (Taking blocks as soon
+  as they are ready, solved or not, as Algorithm 1 reads, needed 17 reads
+  of a9a where solving first needs 6, and more time: a fast reader then
+  sets a pace the trainer cannot follow.)
 * ``deterministic=True``: the trainer stops at "solved" and waits.  The
   work depends on the rows and the seed only: one seed, one model, bit
   for bit.
@@ -98,9 +79,7 @@ from .trainer import KAPPA, PassCertifier, fit_rows, reserve_full
 BETA = 0.9  # eps <- beta * eps at every visit over a nearly full cache
 NEARLY_FULL = 0.9
 MAX_SWEEPS = 100  # deterministic: sweeps after one intake at most
-SOLVE_AFTER = 1.0  # cache-fulls of rows inserted between two solves of the cache
-CHANGED = 0.25  # a piece is swept once the rows inserted since the last sweep are this share of the cache
-IDLE_SWEEPS = 1  # asynchronous: sweeps of an unchanged cache while the reader has nothing, at most
+SOLVE_AFTER = 1.0  # cache-fulls of rows offered between two solves of the cache
 
 
 class StreamSVMTrainer(PassCertifier):
@@ -124,14 +103,10 @@ class StreamSVMTrainer(PassCertifier):
         self.gaps = np.array([np.inf, np.inf, 0.0])
         self.in_cache = False  # the cache holds every row: passes need no read
         self.piece_sweeps = 0  # sweeps since the last intake
-        self.unsolved_rows = 0  # rows inserted since the cache was last solved (or MAX_SWEEPS ended a solve)
-        self.changed_rows = 0  # rows inserted since the last sweep: the next sweep is an intake
-        self.idle_sweeps = 0  # asynchronous sweeps since the cache last changed (IDLE_SWEEPS)
+        self.unsolved_rows = 0  # rows offered since the cache was last solved (or MAX_SWEEPS ended a solve)
         self.pass_start = (0, 0)  # evictions and rows left out when this pass's first block came
         self.snapshot_gap = np.nan  # the cached rows' share of the gap of the state this pass certifies
-        self.stats.update(
-            sweeps=0, sweeps_waiting=0, visits_waiting=0, sweeps_idle=0, visits_idle=0, left_out=0
-        )
+        self.stats.update(sweeps=0, sweeps_waiting=0, visits_waiting=0, left_out=0)
 
     @property
     def cache_gap(self):
@@ -148,11 +123,9 @@ class StreamSVMTrainer(PassCertifier):
                 self._sweep()
             elif self.pending is not None:
                 self._insert_next_piece()
-                if self.changed_rows >= CHANGED * self.cache.n_live:
-                    self._sweep()
+                self._sweep(intake=True)
             elif self._more_sweeps():
-                self.idle_sweeps += 1
-                self._sweep(idle=True)
+                self._sweep()
             else:
                 start = time.perf_counter()
                 item = reader.get()
@@ -167,24 +140,16 @@ class StreamSVMTrainer(PassCertifier):
         """Whether a solve of the cache is under way: a cache-full of rows came in, and it is not solved."""
         if not self._trainable() or self.unsolved_rows < SOLVE_AFTER * self.cache.n_slots:
             return False
-        if self.changed_rows:  # rows inserted since the last sweep: the gap it measured is stale
-            return True
         if self.piece_sweeps >= MAX_SWEEPS or self.cache_gap <= self._target():  # as far as a solve goes
             self.unsolved_rows = 0
             return False
         return True
 
     def _more_sweeps(self):
-        """The asynchronous schedule: sweep on while the reader has nothing ready, and while the
-        cache has something left to learn (module docstring); otherwise wait for the reader."""
-        if self.deterministic or not self._trainable():
+        """The asynchronous schedule: sweep on while the reader has nothing ready (module docstring)."""
+        if self.deterministic or not self._trainable() or self.piece_sweeps >= MAX_SWEEPS:
             return False
-        if self.changed_rows == 0:  # the cache is as the last sweep left it
-            if self.piece_sweeps >= MAX_SWEEPS or self.idle_sweeps >= IDLE_SWEEPS:
-                return False
-            if self.cache_gap <= KAPPA * self._target():
-                return False
-        return not self.reader.ready()
+        return self.cache_gap > KAPPA * self._target() and not self.reader.ready()
 
     def _handle(self, item):
         kind = item[0]
@@ -228,7 +193,7 @@ class StreamSVMTrainer(PassCertifier):
     def _insert_next_piece(self):
         block, y_pm, cost, start = self.pending
         stop = min(start + self._piece(), block.n_rows)
-        before = self.cache.insertions
+        self.unsolved_rows += stop - start
         rows = block.order[start:stop]  # this pass's row order
         X, ids, y, c = block.X[rows], block.row_ids[rows], y_pm[:, rows], cost[:, rows]
         args = (self.loss.code, self.bias, self.store, self.rng_state)
@@ -243,12 +208,6 @@ class StreamSVMTrainer(PassCertifier):
             self.stats["left_out"] += left.size
         else:
             self.cache.insert(X, ids, y, c, *args)
-        # Rows left out (and rows already cached) change nothing: they count towards no sweep.
-        inserted = self.cache.insertions - before
-        self.unsolved_rows += inserted
-        self.changed_rows += inserted
-        if inserted:
-            self.idle_sweeps = 0
         self.pending = None if stop == block.n_rows else (block, y_pm, cost, stop)
 
     def _holds_everything(self):
@@ -286,8 +245,6 @@ class StreamSVMTrainer(PassCertifier):
                 "sweeps": stats["sweeps"],
                 "sweeps_waiting": stats["sweeps_waiting"],
                 "visits_waiting": stats["visits_waiting"],
-                "sweeps_idle": stats["sweeps_idle"],
-                "visits_idle": stats["visits_idle"],
                 "cache_gap_share": float(self.snapshot_gap / total) if total > 0 else np.nan,
                 "in_cache": not read,
             }
@@ -297,7 +254,7 @@ class StreamSVMTrainer(PassCertifier):
     def checkpoint_state(self):
         state, arrays = super().checkpoint_state()  # pass ends come with no block half inserted
         state["in_cache"], state["piece_sweeps"] = self.in_cache, self.piece_sweeps
-        state["unsolved_rows"], state["changed_rows"] = self.unsolved_rows, self.changed_rows
+        state["unsolved_rows"] = self.unsolved_rows
         arrays["eps"], arrays["gaps"] = self.eps, self.gaps
         return state, arrays
 
@@ -311,7 +268,6 @@ class StreamSVMTrainer(PassCertifier):
         self.in_cache = bool(state["in_cache"]) and self.cache is not None
         self.piece_sweeps = int(state["piece_sweeps"])
         self.unsolved_rows = int(state["unsolved_rows"])
-        self.changed_rows = int(state.get("changed_rows", 0))  # absent from checkpoints before it
 
     # -- training ------------------------------------------------------------------
 
@@ -323,11 +279,7 @@ class StreamSVMTrainer(PassCertifier):
         """The cache gap below which the cache counts as solved (module docstring)."""
         return self.solved_below(self.gaps[1])
 
-    def _sweep(self, idle=False):
-        """One sweep of the cache; the first since rows were inserted is an intake (its gap is the
-        one a solve starts from).  ``idle``: made because the reader had nothing ready."""
-        intake = self.changed_rows > 0
-        self.changed_rows = 0
+    def _sweep(self, intake=False):
         # A cache that holds every row keeps them all: the certificate's loss is the cached rows' loss.
         visits, self.gaps[0] = self.cache.sweep(
             self.W, self.bias, self.eps, self.store, self.rng_state, beta=BETA, full_at=NEARLY_FULL,
@@ -342,16 +294,12 @@ class StreamSVMTrainer(PassCertifier):
         if not self.deterministic and not self.reader.ready():
             self.stats["sweeps_waiting"] += 1
             self.stats["visits_waiting"] += visits
-        if idle:
-            self.stats["sweeps_idle"] += 1
-            self.stats["visits_idle"] += visits
 
     def _solve_cache(self):
         """Sweeps until the cache is solved (at most ``MAX_SWEEPS``): a pass with no read."""
         if self.cache.n_live == 0:
             return
-        self.changed_rows = max(self.changed_rows, 1)  # the first sweep starts the solve
-        self._sweep()
+        self._sweep(intake=True)
         while self.piece_sweeps < MAX_SWEEPS and self.cache_gap > self._target():
             self._sweep()
 
