@@ -278,7 +278,8 @@ def _parts(X, y, n=4):
         (dict(), "newton", 1e-8),
         # CoCoA+ rounds converge linearly, slowly at 2 parts as for the SVM (docs/guide/cluster.md)
         (dict(dual=True), "cocoa", 3e-3),
-        (dict(cluster="average"), "average", 1e-3),
+        # the parts trained to 1e-6: the average's own dual point is sensitive to them (below)
+        (dict(cluster="average"), "average", 1e-6),
     ],
 )
 def test_a_cluster_fit_reaches_the_in_memory_optimum(client, a9a_part, params, method, tol):
@@ -297,9 +298,12 @@ def test_a_cluster_fit_reaches_the_in_memory_optimum(client, a9a_part, params, m
         assert clf.duality_gap_ <= tol
     else:  # certified by its own dual point (its parts' scales do not apply to an entropy)
         assert all(np.isnan(scale) for r in clf.history_[:-1] for scale in r["dual_scale"])
-        # two halves of these rows average to within 0.5% of the optimum (measured 0.0044); its own
-        # dual point certifies 0.078 (the SVM's combined duals: 0.0073 and 0.051)
-        assert clf.duality_gap_ < 0.1
+        # Two halves of these rows average to within 0.5% of the optimum (measured 0.0045); its own
+        # dual point alpha(w) certifies 0.20-0.21 (the SVM's combined duals: 0.0073 and 0.051).  That
+        # gap is about 1/2 ||grad P(w)||^2 / P(w), so it swings with how far each part was solved:
+        # parts solved to 1e-3 gave 0.078 with one StreamSVM rhythm and 0.63 with another (the
+        # same 0.0045 from the optimum), to 1e-4 0.19-0.25, to 1e-6 0.20-0.21 with both.
+        assert clf.duality_gap_ < 0.25
 
 
 def test_wide_data_on_a_cluster_takes_truncated_newton(client):

@@ -32,31 +32,52 @@ reads at 1%: docs/papers/streamsvm.md.)
 How long the trainer sweeps.  The cache is solved when its share of the
 gap, as the last sweep measured it, is below ``KAPPA`` times the smaller
 of the gap the cache had after its last intake and the last certified
-gap (no lower than a tenth of what the stopping rule asks for).  Each
-piece inserted gets one sweep; once the rows offered since the last solve
-fill the cache's slots (and at the end of a read), the trainer sweeps
-until the cache is solved, ``MAX_SWEEPS`` sweeps at most, before the next
-piece of the same block too: SBM's rhythm, one solve per cache-full of new
-rows.  (A partition larger than the cache inserted with one sweep a piece
-and no solve needed 13 reads of the a9a file at a 10% cache; solving
-between its pieces, 5.  Solving after every piece cost
-2.5-6.6x the visits with partitions smaller than the cache: 308 million
-against 46 million on the dense 100k x 50 set with a 50% cache, 41 s
-against 9 s.)  Two schedules share that rule:
+gap (no lower than a tenth of what the stopping rule asks for).  Between
+solves the two schedules keep different rhythms:
 
-* asynchronous (the default; the paper's Algorithms 1 and 2): once the
-  cache is solved, the trainer goes on sweeping while the reader has no
-  block for it, down to ``KAPPA`` times the target, and takes the next
-  block as soon as one is ready.  The time the trainer would have waited
-  is spent training, so the work per row follows the reader's speed and
-  the model depends on timing.  ``history_`` records the sweeps and
-  visits made while the reader had nothing ready.  (Taking blocks as soon
-  as they are ready, solved or not, as Algorithm 1 reads, needed 17 reads
-  of a9a where solving first needs 6, and more time: a fast reader then
-  sets a pace the trainer cannot follow.)
-* ``deterministic=True``: the trainer stops at "solved" and waits.  The
-  work depends on the rows and the seed only: one seed, one model, bit
-  for bit.
+* ``deterministic=True``: each piece inserted gets one sweep; once the
+  rows offered since the last solve fill the cache's slots (and at the
+  end of a read), the trainer sweeps until the cache is solved,
+  ``MAX_SWEEPS`` sweeps at most, before the next piece of the same block
+  too (SBM's rhythm, one solve per cache-full of new rows), and waits.
+  The work depends on the rows and the seed only: one seed, one model, bit
+  for bit.  (A partition larger than the cache inserted with one sweep a
+  piece and no solve needed 13 reads of the a9a file at a 10% cache;
+  solving between its pieces, 5.  Solving after every piece cost 2.5-6.6x
+  the visits with partitions smaller than the cache: 308 million against
+  46 million on the dense 100k x 50 set with a 50% cache, 41 s against
+  9 s.)
+* asynchronous (the default; the paper's Algorithms 1 and 2): the trainer
+  counts the rows the pieces *inserted*, not those offered: rows left out
+  and rows already cached change nothing it knows.  When rows enter by
+  their share of the gap (the default cache policy) it sweeps none
+  between two solves and solves once per ``SOLVE_AFTER_ADMITTED`` (half)
+  cache-full of inserted rows; with random eviction (``"paper"``,
+  ``"random"``), whose pieces may evict rows no sweep has visited, it
+  sweeps once the rows inserted since the last sweep are ``CHANGED`` (a
+  quarter) of the cached rows, and solves once per cache-full.  While the
+  reader has no block ready it sweeps what it has, ``IDLE_SWEEPS`` (1)
+  time at most between two solves, and on a cache no row has entered
+  since its last sweep only while the cache's gap is above ``KAPPA``
+  times the target; then it blocks on the reader's queue, a real wait
+  that leaves the core to the reader.  A solved cache has little left to
+  teach: its gap is at most a tenth of the read's, so the certified gap
+  hardly moves however long it is swept.  The model still depends on
+  timing.  ``history_`` records the sweeps and visits made while the
+  reader had nothing ready (``sweeps_waiting``, ``visits_waiting``) and
+  those made only because it had nothing (``sweeps_idle``,
+  ``visits_idle``).  Measured with benchmarks/bench_trainer_wait.py
+  (docs/benchmarks.md): on a9a with a 1% cache in 200 partitions the old
+  rhythm (a sweep after every piece, and sweeps on down to ``KAPPA`` times
+  the target, ``MAX_SWEEPS`` at most, while the reader read) made 34,864
+  sweeps, 9.9 million row visits, for 6 reads; this one 6,366 sweeps (2.2%
+  idle), 1.8 million visits, for 6 reads.  On the tall 2M x 60 set the
+  first read visits each row 4.4 times instead of 8.7, and a fit to 1e-3
+  takes 3 reads and 23 s instead of 3 reads and 31 s.  (Solving once per
+  cache-full of inserted rows visits the tall set's rows 2.2 times in its
+  first read, but needs 4 reads there, 9-11 on a9a against 6-8.  Taking
+  blocks as soon as they are ready, solved or not, as Algorithm 1 reads,
+  needed 17 reads of a9a where solving first needs 6.)
 
 No re-read when the cache holds everything.  A read that inserted every
 row of positive weight and evicted none leaves the whole problem in the
@@ -79,7 +100,11 @@ from .trainer import KAPPA, PassCertifier, fit_rows, reserve_full
 BETA = 0.9  # eps <- beta * eps at every visit over a nearly full cache
 NEARLY_FULL = 0.9
 MAX_SWEEPS = 100  # deterministic: sweeps after one intake at most
-SOLVE_AFTER = 1.0  # cache-fulls of rows offered between two solves of the cache
+SOLVE_AFTER = 1.0  # cache-fulls of rows offered (deterministic) or inserted between two solves of the cache
+# The asynchronous schedule's own rhythm (module docstring); deterministic fits sweep after every piece.
+SOLVE_AFTER_ADMITTED = 0.5  # cache-fulls of rows inserted between two solves, rows admitted by their gap
+CHANGED = 0.25  # random eviction: a piece is swept once the rows inserted since the last sweep are this share
+IDLE_SWEEPS = 1  # sweeps while the reader has nothing, at most, between two solves of the cache
 
 
 class StreamSVMTrainer(PassCertifier):
@@ -103,10 +128,14 @@ class StreamSVMTrainer(PassCertifier):
         self.gaps = np.array([np.inf, np.inf, 0.0])
         self.in_cache = False  # the cache holds every row: passes need no read
         self.piece_sweeps = 0  # sweeps since the last intake
-        self.unsolved_rows = 0  # rows offered since the cache was last solved (or MAX_SWEEPS ended a solve)
+        self.unsolved_rows = 0  # rows counted since the cache was last solved (or MAX_SWEEPS ended a solve)
+        self.changed_rows = 0  # rows inserted since the last sweep (the next sweep is an intake)
+        self.idle_sweeps = 0  # asynchronous: sweeps for want of a block since the last solve (IDLE_SWEEPS)
         self.pass_start = (0, 0)  # evictions and rows left out when this pass's first block came
         self.snapshot_gap = np.nan  # the cached rows' share of the gap of the state this pass certifies
-        self.stats.update(sweeps=0, sweeps_waiting=0, visits_waiting=0, left_out=0)
+        self.stats.update(
+            sweeps=0, sweeps_waiting=0, visits_waiting=0, sweeps_idle=0, visits_idle=0, left_out=0
+        )
 
     @property
     def cache_gap(self):
@@ -120,12 +149,16 @@ class StreamSVMTrainer(PassCertifier):
             if self.in_cache:
                 self._pass_from_cache()
             elif self._solve_due():  # before the next piece of a block, too
-                self._sweep()
+                self._sweep(intake=self.changed_rows > 0)
             elif self.pending is not None:
                 self._insert_next_piece()
-                self._sweep(intake=True)
+                if self.deterministic:
+                    self._sweep(intake=True)
+                elif self.changed_rows >= self._sweep_after():
+                    self._sweep(intake=True)
             elif self._more_sweeps():
-                self._sweep()
+                self.idle_sweeps += 1
+                self._sweep(intake=self.changed_rows > 0, idle=True)
             else:
                 start = time.perf_counter()
                 item = reader.get()
@@ -138,18 +171,45 @@ class StreamSVMTrainer(PassCertifier):
 
     def _solve_due(self):
         """Whether a solve of the cache is under way: a cache-full of rows came in, and it is not solved."""
-        if not self._trainable() or self.unsolved_rows < SOLVE_AFTER * self.cache.n_slots:
+        if not self._trainable() or self.unsolved_rows < self._solve_after():
             return False
+        if self.changed_rows:  # rows inserted since the last sweep: the gap it measured is stale
+            return True
         if self.piece_sweeps >= MAX_SWEEPS or self.cache_gap <= self._target():  # as far as a solve goes
             self.unsolved_rows = 0
+            self.idle_sweeps = 0  # a solved cache renews the idle budget
             return False
         return True
 
+    def _admitted(self):
+        """Whether rows enter the cache by their share of the gap (``cache_policy="informative"``)."""
+        return self.informative and not self.crammer_singer
+
+    def _solve_after(self):
+        """Rows counted since the last solve that start the next (module docstring): offered rows in
+        a deterministic fit, inserted rows in an asynchronous one, in cache-fulls of the slots."""
+        share = SOLVE_AFTER_ADMITTED if self._admitted() and not self.deterministic else SOLVE_AFTER
+        return int(np.ceil(share * self.cache.n_slots))
+
+    def _sweep_after(self):
+        """Asynchronous: rows inserted since the last sweep that buy a sweep of the whole cache
+        (module docstring): ``CHANGED`` of the cached rows when rows are evicted at random, rounded
+        down so that whole pieces reach it; none between two solves when rows enter by their share
+        of the gap."""
+        if self._admitted():
+            return np.inf
+        return max(1, int(CHANGED * self.cache.n_live))
+
     def _more_sweeps(self):
-        """The asynchronous schedule: sweep on while the reader has nothing ready (module docstring)."""
-        if self.deterministic or not self._trainable() or self.piece_sweeps >= MAX_SWEEPS:
+        """The asynchronous schedule: sweep while the reader has nothing ready, ``IDLE_SWEEPS``
+        times at most between two solves of the cache, and on a cache no row entered since its last
+        sweep only while it has something left to learn (module docstring); otherwise wait."""
+        if self.deterministic or not self._trainable() or self.idle_sweeps >= IDLE_SWEEPS:
             return False
-        return self.cache_gap > KAPPA * self._target() and not self.reader.ready()
+        if not self.changed_rows:  # the cache is as the last sweep left it
+            if self.piece_sweeps >= MAX_SWEEPS or self.cache_gap <= KAPPA * self._target():
+                return False
+        return not self.reader.ready()
 
     def _handle(self, item):
         kind = item[0]
@@ -157,7 +217,7 @@ class StreamSVMTrainer(PassCertifier):
             self._take_block(item[1], item[2])
         elif kind == "end":
             if self.cache is not None:  # solve the cache before the next pass (set before a checkpoint)
-                self.unsolved_rows = max(self.unsolved_rows, int(np.ceil(SOLVE_AFTER * self.cache.n_slots)))
+                self.unsolved_rows = max(self.unsolved_rows, self._solve_after())
                 self.piece_sweeps = 0  # with MAX_SWEEPS of its own
             self._certify()
             if self.in_cache:
@@ -193,7 +253,7 @@ class StreamSVMTrainer(PassCertifier):
     def _insert_next_piece(self):
         block, y_pm, cost, start = self.pending
         stop = min(start + self._piece(), block.n_rows)
-        self.unsolved_rows += stop - start
+        before = self.cache.insertions
         rows = block.order[start:stop]  # this pass's row order
         X, ids, y, c = block.X[rows], block.row_ids[rows], y_pm[:, rows], cost[:, rows]
         args = (self.loss.code, self.bias, self.store, self.rng_state)
@@ -208,6 +268,9 @@ class StreamSVMTrainer(PassCertifier):
             self.stats["left_out"] += left.size
         else:
             self.cache.insert(X, ids, y, c, *args)
+        inserted = self.cache.insertions - before  # rows left out, or already cached, change nothing
+        self.changed_rows += inserted
+        self.unsolved_rows += stop - start if self.deterministic else inserted
         self.pending = None if stop == block.n_rows else (block, y_pm, cost, stop)
 
     def _holds_everything(self):
@@ -245,6 +308,8 @@ class StreamSVMTrainer(PassCertifier):
                 "sweeps": stats["sweeps"],
                 "sweeps_waiting": stats["sweeps_waiting"],
                 "visits_waiting": stats["visits_waiting"],
+                "sweeps_idle": stats["sweeps_idle"],
+                "visits_idle": stats["visits_idle"],
                 "cache_gap_share": float(self.snapshot_gap / total) if total > 0 else np.nan,
                 "in_cache": not read,
             }
@@ -254,7 +319,7 @@ class StreamSVMTrainer(PassCertifier):
     def checkpoint_state(self):
         state, arrays = super().checkpoint_state()  # pass ends come with no block half inserted
         state["in_cache"], state["piece_sweeps"] = self.in_cache, self.piece_sweeps
-        state["unsolved_rows"] = self.unsolved_rows
+        state["unsolved_rows"], state["changed_rows"] = self.unsolved_rows, self.changed_rows
         arrays["eps"], arrays["gaps"] = self.eps, self.gaps
         return state, arrays
 
@@ -268,6 +333,7 @@ class StreamSVMTrainer(PassCertifier):
         self.in_cache = bool(state["in_cache"]) and self.cache is not None
         self.piece_sweeps = int(state["piece_sweeps"])
         self.unsolved_rows = int(state["unsolved_rows"])
+        self.changed_rows = int(state.get("changed_rows", 0))  # absent from checkpoints before it
 
     # -- training ------------------------------------------------------------------
 
@@ -279,7 +345,10 @@ class StreamSVMTrainer(PassCertifier):
         """The cache gap below which the cache counts as solved (module docstring)."""
         return self.solved_below(self.gaps[1])
 
-    def _sweep(self, intake=False):
+    def _sweep(self, intake=False, idle=False):
+        """One sweep of the cache.  ``intake``: the first since rows entered it (its gap is the one
+        a solve starts from); ``idle``: made only because the reader had nothing ready."""
+        self.changed_rows = 0
         # A cache that holds every row keeps them all: the certificate's loss is the cached rows' loss.
         visits, self.gaps[0] = self.cache.sweep(
             self.W, self.bias, self.eps, self.store, self.rng_state, beta=BETA, full_at=NEARLY_FULL,
@@ -294,6 +363,9 @@ class StreamSVMTrainer(PassCertifier):
         if not self.deterministic and not self.reader.ready():
             self.stats["sweeps_waiting"] += 1
             self.stats["visits_waiting"] += visits
+        if idle:
+            self.stats["sweeps_idle"] += 1
+            self.stats["visits_idle"] += visits
 
     def _solve_cache(self):
         """Sweeps until the cache is solved (at most ``MAX_SWEEPS``): a pass with no read."""
