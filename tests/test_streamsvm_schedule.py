@@ -300,7 +300,7 @@ def test_the_asynchronous_trainer_solves_a_gap_admitted_cache_once_per_half_cach
     # cached change nothing the cache knows: the asynchronous trainer counts inserted rows, sweeps
     # none between two solves, and solves once per SOLVE_AFTER_ADMITTED (half) cache-full of them.
     # On the tall 2M x 60 set a fit to 1e-3 took 3 reads and 23 s where the old rhythm (a sweep after
-    # every piece, a solve per cache-full of rows offered) took 3 reads and 31 s with twice the row
+    # every piece, a solve per cache-full of rows offered) took 3 reads and 30 s with twice the row
     # visits; a whole cache-full between solves took 4 reads (benchmarks/bench_trainer_wait.py).
     _reader_always_ready(monkeypatch)
     sweeps, first, slots, _ = _first_read_sweeps(monkeypatch, "informative")

@@ -69,11 +69,12 @@ solves the two schedules keep different rhythms:
   ``visits_idle``).  Measured with benchmarks/bench_trainer_wait.py
   (docs/benchmarks.md): on a9a with a 1% cache in 200 partitions the old
   rhythm (a sweep after every piece, and sweeps on down to ``KAPPA`` times
-  the target, ``MAX_SWEEPS`` at most, while the reader read) made 34,864
-  sweeps, 9.9 million row visits, for 6 reads; this one 6,366 sweeps (2.2%
-  idle), 1.8 million visits, for 6 reads.  On the tall 2M x 60 set the
-  first read visits each row 4.4 times instead of 8.7, and a fit to 1e-3
-  takes 3 reads and 23 s instead of 3 reads and 31 s.  (Solving once per
+  the target, ``MAX_SWEEPS`` at most, while the reader read) made 40,984
+  sweeps, 11.7 million row visits, for 7 reads in 41 s; this one 6,469
+  sweeps (2.1% idle), 1.8 million visits, for 6 reads in 33 s.  On the
+  tall 2M x 60 set the first read visits each row 4.4 times instead of
+  8.7, and a fit to 1e-3 takes 3 reads and 23 s instead of 3 reads and
+  30 s.  (Solving once per
   cache-full of inserted rows visits the tall set's rows 2.2 times in its
   first read, but needs 4 reads there, 9-11 on a9a against 6-8.  Taking
   blocks as soon as they are ready, solved or not, as Algorithm 1 reads,
