@@ -26,7 +26,12 @@ schedule's own, ``IDLE_SWEEPS`` at most between two solves of the cache in
   (``max_iter=1``): row visits per row in the first read (the first
   record's ``row_visits`` over the rows);
 * ``tall-fit``: the same fit to tol 1e-3 (``max_iter=30``): reads, row
-  visits and seconds to the certificate.
+  visits and seconds to the certificate;
+* ``tall-memory``: the in-memory dual solver (``solver="memory"``,
+  LIBLINEAR's DCD with the same certificate) on the same rows, read into
+  RAM first (not timed), to tol 1e-3;
+* ``read``: one plain Dask read of the tall set, first and best of two
+  (``bench_process``'s read child), the unit the fits are quoted in.
 
 Each case runs in each ``--busy`` condition: beside that many busy
 processes (``python -c "while True: pass"``, started a second before the
@@ -78,6 +83,23 @@ def _tall(spec):
 
     frame = dd.read_parquet(spec["path"])
     return frame, "label", spec["rows"], "10%"  # fit(frame, "label"): its partitions stay whole
+
+
+def child_memory(spec):
+    """The in-memory dual solver on the tall set's rows (read first, not timed), to tol 1e-3."""
+    from benchmarks.bench_primal import read_parquet_rows
+    from dask_streamsvm import LinearSVC
+
+    X, y = read_parquet_rows(spec["path"])
+    params = {"C": 0.01, "tol": 1e-3, "dual": True, "solver": "memory", "fit_intercept": False}
+    params["random_state"] = 0
+    LinearSVC(**params).fit(X[:2000], y[:2000])  # the kernels loaded
+    load = os.getloadavg()[0]
+    start = time.perf_counter()
+    clf = LinearSVC(**params).fit(X, y)
+    return {"case": spec["case"], "busy": spec.get("busy", 0), "load_before": load,
+            "load_after": os.getloadavg()[0], "fit_seconds": time.perf_counter() - start,
+            "gap": float(clf.duality_gap_)}  # fmt: skip
 
 
 def child_fit(spec):
@@ -153,7 +175,7 @@ def main(argv=None):
     for busy in (int(b) for b in args.busy.split(",")):
         for case in args.cases.split(","):
             spec = {"case": case, "partitions": args.partitions, "cache": args.a9a_cache, "busy": busy}
-            if case.startswith("tall"):
+            if case.startswith("tall") or case == "read":
                 spec.update(path=str(tall_set(args.workdir, args.tall_rows)), rows=args.tall_rows)
             for _ in range(args.repeats):
                 runs.append(_beside(busy, spec))
@@ -166,11 +188,19 @@ def _beside(busy, spec):
     procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
     try:
         time.sleep(1.0 if procs else 0.0)
-        out = run_child("bench_trainer_wait", "fit", spec)
+        if spec["case"] == "read":
+            out = {**spec, **run_child("bench_process", "read", spec)}
+        elif spec["case"] == "tall-memory":
+            out = run_child("bench_trainer_wait", "memory", spec)
+        else:
+            out = run_child("bench_trainer_wait", "fit", spec)
     finally:
         for proc in procs:
             proc.kill()
             proc.wait()
+    if spec["case"] in ("read", "tall-memory"):
+        print(f"{spec['case']} beside {busy}: {out}", flush=True)
+        return out
     f = out["final"]
     print(
         f"{spec['case']} beside {busy}: {out['fit_seconds']:.1f}s, {out['passes']} passes, "
