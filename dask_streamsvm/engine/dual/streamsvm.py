@@ -153,9 +153,7 @@ class StreamSVMTrainer(PassCertifier):
                 self._sweep(intake=self.changed_rows > 0)
             elif self.pending is not None:
                 self._insert_next_piece()
-                if self.deterministic:
-                    self._sweep(intake=True)
-                elif self.changed_rows >= self._sweep_after():
+                if self.changed_rows >= self._sweep_after():
                     self._sweep(intake=True)
             elif self._more_sweeps():
                 self.idle_sweeps += 1
@@ -193,10 +191,12 @@ class StreamSVMTrainer(PassCertifier):
         return int(np.ceil(share * self.cache.n_slots))
 
     def _sweep_after(self):
-        """Asynchronous: rows inserted since the last sweep that buy a sweep of the whole cache
-        (module docstring): ``CHANGED`` of the cached rows when rows are evicted at random, rounded
-        down so that whole pieces reach it; none between two solves when rows enter by their share
-        of the gap."""
+        """Rows inserted since the last sweep that buy a sweep of the whole cache after a piece
+        (module docstring): none in a deterministic fit (every piece is swept); asynchronously,
+        ``CHANGED`` of the cached rows when rows are evicted at random, rounded down so that whole
+        pieces reach it, and no sweep between two solves when rows enter by their share of the gap."""
+        if self.deterministic:
+            return 0
         if self._admitted():
             return np.inf
         return max(1, int(CHANGED * self.cache.n_live))
