@@ -14,6 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine.cluster import assign_parts
 from dask_streamsvm.engine.cluster.runtime import live_workers
+from dask_streamsvm.engine.primal.newton import BAND_SHARE
 from dask_streamsvm.io import csr_to_dask
 
 from ._helpers import LIBLINEAR_OPTIMA, load_libsvm_dataset
@@ -467,7 +468,7 @@ def test_the_primal_solver_on_the_cluster_is_the_single_machine_one(client, name
     assert last["solver"] == "newton" and last["parts"] == 2
     assert last["rows_read"] == len(y) * (clf.n_iter_ + 1)  # the sample's read, then one per step
     # What came back per read: one reduced Hessian and gradient and the band, not the data.
-    band_bytes = 0.1 * len(y) * (X.shape[1] * 8 + 16) + 2 * 4096
+    band_bytes = BAND_SHARE * len(y) * (X.shape[1] * 8 + 16) + 2 * 4096
     assert last["bytes_received"] <= clf.n_iter_ * (2 * 8 * (X.shape[1] + 1) ** 2 + band_bytes)
 
 

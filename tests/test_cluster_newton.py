@@ -399,3 +399,17 @@ def test_a_partition_that_changes_before_the_certifying_read_is_named(client, tm
     with pytest.raises(ValueError, match="partition 3 gave other rows on this read than on its first"):
         LinearSVC(tol=1e-12, random_state=0, **params).fit(Xd, yd)
     assert (tmp_path / "changed" / "3").stat().st_size == last
+
+
+def test_a_tall_fit_on_a_cluster_is_certified_after_two_reads(client):
+    """The parts' bands joined up the tree keep the smallest key any part left out, so the step from
+    the warm start is certified from the second read, as on one machine (issue 52)."""
+    from ._helpers import noisy_linear_data
+
+    X, y = noisy_linear_data(200_000, 10)
+    clf = LinearSVC(dual=False, tol=1e-3).fit(*_dask(X, y, chunk=25_000), client=client)
+    assert {r["method"] for r in clf.history_} == {"newton"}
+    assert [r["pass"] for r in clf.history_] == [0, 1] and clf.history_[-1]["band_certified"]
+    reference = LinearSVC(dual=False, tol=1e-10, cluster=None).fit(X, y)
+    assert (clf.objective_ - reference.objective_) / clf.objective_ <= clf.duality_gap_ + 1e-12
+    assert clf.duality_gap_ <= clf.tol

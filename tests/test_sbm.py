@@ -638,3 +638,18 @@ def test_inner_iter_none_caps_gap_ruled_passes_at_100_and_counts_10_where_no_gap
     default, set_ = FitPlan(), FitPlan(inner_iter=7)
     assert (default.gap_ruled_passes, default.fixed_passes) == (100, 10)
     assert (set_.gap_ruled_passes, set_.fixed_passes) == (7, 7)
+
+
+@pytest.mark.parametrize("share", [False, True])
+def test_the_default_split_is_the_papers_half_cache_half_block(share):
+    """SBM-1/2 (Chang and Roth, KDD 2011): the block as large as the cache, so that the two share
+    SBM's memory equally; BM, with no cache, a block of that whole memory (issue 52: changing the
+    split failed nothing before this test)."""
+    for solver, block, cache in (("sbm", 6_000, 6_000), ("bm", 12_000, 0)):
+        if share:
+            plan = FitPlan(solver=solver, cache_share=0.1).with_cache_bytes(6_000)
+        else:
+            plan = FitPlan(solver=solver, cache_bytes=6_000)
+        assert (plan.block_bytes, plan.cache_bytes) == (block, cache)
+    explicit = FitPlan(solver="sbm", cache_bytes=6_000, block_bytes=1_000)  # a user's split is kept
+    assert (explicit.block_bytes, explicit.cache_bytes) == (1_000, 6_000)

@@ -1,13 +1,18 @@
-"""The keys that choose the primal solver's band: each row's distance of its margin from 1."""
+"""The keys that choose the primal solver's band: each row's distance of its margin from 1, over its
+length in the band's metric; and the first read's class sums."""
 
 import numba
 import numpy as np
 
 
 @numba.njit(cache=True, nogil=True)
-def margin_keys(X, y, cost, w, bias, out):
-    """``out[i] = |y_i (x_i . w[:-1] + bias w[-1]) - 1|`` for the dense rows of ``X`` (float32 or
-    float64, summed in float64), ``inf`` where ``cost[i] <= 0`` (a row that adds nothing)."""
+def margin_keys(X, y, cost, w, bias, center, inv_scale, out):
+    """``out[i] = |y_i (x_i . w[:-1] + bias w[-1]) - 1| / ||x~_i||`` for the dense rows of ``X``
+    (float32 or float64, summed in float64), ``inf`` where ``cost[i] <= 0`` (a row that adds
+    nothing): the distance of a row's margin from the hinge point over the length of the row in the
+    band's metric, ``x~_i = ((x_i - center) * inv_scale, 1)``: a step ``d`` changes the row's
+    margin by at most ``||x~_i||`` times the step's own length in that metric (the primal solver's
+    ``band_certificate``)."""
     n, d = X.shape
     tail = bias * w[d]
     for i in range(n):
@@ -15,9 +20,13 @@ def margin_keys(X, y, cost, w, bias, out):
             out[i] = np.inf
             continue
         z = tail
+        q = 1.0
         for j in range(d):
-            z += X[i, j] * w[j]
-        out[i] = abs(y[i] * z - 1.0)
+            x = X[i, j]
+            z += x * w[j]
+            t = (x - center[j]) * inv_scale[j]
+            q += t * t
+        out[i] = abs(y[i] * z - 1.0) / np.sqrt(q)
 
 
 @numba.njit(cache=True, nogil=True)

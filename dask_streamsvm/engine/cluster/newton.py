@@ -17,16 +17,19 @@ from .runtime import gather, submit, synchronous, wait
 from .tree import tree_sum
 
 
-def part_sums(packed, plan, W, S, todo, band_rows=0, band_bytes=None, prints=None):
+def part_sums(packed, plan, W, S, todo, band_rows=0, band_bytes=None, band_metric=None, prints=None):
     """The :class:`~..primal.sums.Sums` of one part's rows at ``W + S`` (one read of its partitions),
-    with the part's band of ``band_rows`` rows per problem; ``prints``: the fingerprints of the
+    with the part's band of ``band_rows`` rows per problem (its keys in ``band_metric``,
+    :func:`~..primal.reads.band_metric`); ``prints``: the fingerprints of the
     part's first read (:func:`part_first_read`), which every block read must match."""
     from ..primal.reads import stream_read
 
     source = part_source(packed, prints)
     with (
         synchronous(),
-        stream_read(source, plan, reads=1, band_rows=band_rows, band_bytes=band_bytes) as read,
+        stream_read(
+            source, plan, reads=1, band_rows=band_rows, band_bytes=band_bytes, band_metric=band_metric
+        ) as read,
     ):
         return read(W, S, todo)
 
@@ -92,6 +95,7 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
     ``S`` out to each part and one :class:`~..primal.sums.Sums` (``O(k D^2)`` floats) per tree edge.
     """
     from ..primal.newton import band_share, solve_primal
+    from ..primal.reads import band_metric
     from ..primal.warm import sample_rows, warm_start
 
     # The labels counted in a read of whole rows: the parts' first read, as on one machine.
@@ -110,9 +114,10 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
         for (w, packed), table in zip(parts, prints, strict=True)
     ]
     firsts = gather(client, futures, workers, placement.reads)
-    start = notes = None
+    start = notes = metric = None
     sample = _cluster_sample(firsts)
     if sample is not None:
+        metric = band_metric(sample)
         start, notes, result = warm_start(sample, plan, width, clock_start)
         if result is not None:  # every row came in the samples: their problem is the data's, solved
             # n_iter_: its Newton steps on the rows held after the one read (the records after the
@@ -132,6 +137,7 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
     band = (
         -(-int(band_share(plan, capped=False) * rows) // K),
         None if plan.cache_bytes is None else plan.cache_bytes // (K * plan.n_problems),
+        metric,
     )
 
     def read(W, S, todo):

@@ -34,7 +34,8 @@ def _joined_bands(first, second):
             continue
         pieces = [(np.zeros(x.n_rows), x.X, x.y, x.sample_weight) for x in (a, b)]
         _, X, y, w = joined_pieces(pieces)
-        joined.append(Sample(X, y, w, a.rows_seen + b.rows_seen))
+        # The rows either part left out: the smaller of their smallest keys (one metric for all).
+        joined.append(Sample(X, y, w, a.rows_seen + b.rows_seen, min(a.outside, b.outside), a.metric))
     return joined
 
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..plan.threads import blas_threads, primal_memory_threads
 from .newton import band_share, check_width, solve_primal
-from .reads import first_read, memory_read, stream_read
+from .reads import band_metric, first_read, memory_read, stream_read
 from .warm import memory_start, sample_rows, warm_start
 
 
@@ -63,7 +63,7 @@ def fit_primal_stream(source, plan, hooks, first, clock_start):
     on_block = lambda k, block: hooks.on_block(k, block, None, None)  # noqa: E731
     width = plan.model_width(source.n_features)
     check_width(plan, width + 1)  # out of core the solver forms the Hessian
-    start = notes = None
+    start = notes = metric = None
     if first is not None and first.sample is not None:
         totals = first.totals
         counted = {
@@ -79,6 +79,8 @@ def fit_primal_stream(source, plan, hooks, first, clock_start):
             return hooks.on_pass(records, W)
 
         start, notes, result = warm_start(first.sample, plan, width, clock_start, on_pass)
+        if result is None:  # the columns' center and scale, for the band's keys
+            metric = band_metric(first.sample)
         first.sample = None  # the reads that follow keep their band instead
         if result is not None:  # the sample is every row: its problem is the data's, solved
             # n_iter_: the Newton steps on the rows the read kept (the records after the first),
@@ -92,6 +94,7 @@ def fit_primal_stream(source, plan, hooks, first, clock_start):
     # Each read keeps its band (newton.band_step): a share of the rows, within the budget.
     rows = int(np.sum(plan.counts))
     band = {"band_rows": int(band_share(plan) * rows), "band_bytes": None, "rows": rows}
+    band["band_metric"] = metric
     if plan.cache_bytes is not None:
         band["band_bytes"] = plan.cache_bytes // plan.n_problems
     read = stream_read(source, plan, on_block, start=1 if known else 0, **band)

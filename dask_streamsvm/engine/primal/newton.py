@@ -115,6 +115,8 @@ class _Problem:
         self.cg_steps = 0  # Hessian products the last direction took (0: a Cholesky solve)
         self.interrupted = False  # a KeyboardInterrupt while the direction was made
         self.band_step = None  # (w, g, H, band) -> step, where the reads keep a band
+        self.band_certify = None  # (w, d, totals, H, band) -> Certificate or None (band_certificate)
+        self.band_certified = False  # whether the last read's band certified its step's point
         # A smooth loss's trust region (:meth:`shorten`): the longest step a direction may take
         # (infinite until a step is refused), and the share of the current Newton direction the
         # step ``s`` is (shortened by refused reads, or cut to the radius).
@@ -176,15 +178,19 @@ class _Problem:
             else:
                 self.H, self.operator = None, sums.operators[c]
             band = getattr(sums, "band", None)
+            band = None if band is None else band[c]
+            self.band_certified = False
             if self.certificate.relative_gap <= self.tol:  # certified: no read follows, no step
                 self.s = np.zeros_like(self.w)
             else:
-                self.s = self.direction(None if band is None else band[c])
+                self.s = self.direction(band)
             self.fraction = 1.0
             length = float(np.linalg.norm(self.s))
             if length > self.radius:  # a smooth loss's trust region (shorten): the direction cut to it
                 self.fraction = self.radius / length
                 self.s = self.fraction * self.s
+            if band is not None and self.H is not None and self.band_certify is not None and length:
+                self._certify_step(sums, c, band)
             self.trial = True
             return certificate
         if not self.loss.piecewise_quadratic:  # no trial losses read (trial_steps): the next read shortens it
@@ -201,6 +207,19 @@ class _Problem:
         self.s = np.zeros_like(self.s)
         self.trial = False
         return certificate
+
+    def _certify_step(self, sums, c, band):
+        """The point ``w + s`` certified from the read at ``w`` and its band, without another read,
+        where no row outside the band can change its piece (:func:`band_certificate`): it becomes
+        the best point if its primal value is the lowest, and its dual value counts."""
+        totals = (float(sums.loss[c]), float(sums.alpha[c]), sums.v[c])
+        certificate = self.band_certify(self.w, self.s, totals, self.H, band)
+        if certificate is None:
+            return
+        self.band_certified = True
+        self.best_dual = max(self.best_dual, certificate.dual)
+        if certificate.primal < self.best_primal:
+            self.best_primal, self.best_w = certificate.primal, self.w + self.s
 
     def shorten(self, value, slope):
         """After a step ``s`` of a smooth loss (no trial losses read) that failed Armijo's rule: the
@@ -280,6 +299,7 @@ def solve_primal(
         problem.w = np.array(w, dtype=np.float64)
     for problem in problems:
         problem.band_step = lambda w, g, H, band: band_step(w, g, H, band, plan)
+        problem.band_certify = lambda w, d, totals, H, band: band_certificate(w, d, totals, H, band, plan)
     with read if hasattr(read, "__enter__") else contextlib.nullcontext():
         return _newton_reads(
             read, plan, problems, clock_start, on_pass, source, (initial, start, start_read), notes, before
@@ -352,6 +372,7 @@ def _newton_reads(read, plan, problems, clock_start, on_pass, source, first_read
                 active[c] = int(sums.active[j])
                 record.update(point_primal=point.primal, point_dual=point.dual, accepted=problem.accepted)
                 record.update(step=problem.step, hessian_products=problem.cg_steps)
+                record.update(band_certified=problem.band_certified)
             best = check_gap(problem.certificate, where)
             converged[c] = best.relative_gap <= plan.tol
             record.update(primal=best.primal, dual=best.dual, gap=best.relative_gap, active=active[c])
@@ -443,8 +464,12 @@ class ConjugateGradient:
 # The Newton reads' band (:func:`band_step`): per problem, this share of the rows read, of margin
 # nearest 1 at the evaluated point (within ``cache_bytes``).  Measured in benchmarks/bench_primal.py
 # (docs/benchmarks.md, "warm start"): 5% of 2M rows took the next read's relative gap to 1.4e-4 or
-# less on tall dense, raw-scale and skewed-label sets at C = 0.01 and 1; 1% to 7.2 at worst.
-BAND_SHARE = 0.1
+# less on tall dense, raw-scale and skewed-label sets at C = 0.01 and 1; 1% to 7.2 at worst.  15%,
+# not 10%, so that the band's step is certified without a third read (:func:`band_certificate`):
+# on the 2M x 60 tall set (dense and raw 0..255, C = 0.01 and 1) the step from the warm start is
+# 0.0155 long in the band's metric, the smallest key outside a 10% band 0.0141, outside a 15% one
+# 0.0211 (benchmarks/bench_two_reads.py, docs/benchmarks.md "Two reads").
+BAND_SHARE = 0.15
 BAND_STEPS = 30  # Newton steps on the band's objective, at most
 BAND_TOL = 1e-10  # they stop at this fraction of the read's gradient norm
 BAND_SHORTEST = 1.0 / 16  # or where a step this short does not decrease the model enough
@@ -483,11 +508,17 @@ def band_step(w, g, H, band, plan):
     D = w.shape[0]
     zero = np.zeros((1, D))
 
+    evaluated = {}  # id(d) -> the band's Sums at w + d
+
     def at(d):
         sums = block_sums(X, Y, cost, (w + d)[None, :], zero, plan.bias, plan.loss_code, plan.feature_map)
+        evaluated[id(d)] = sums
         return float(sums.loss[0]), sums.v[0], sums.hessian[0]
 
-    L0, v0, B0 = at(np.zeros(D))
+    start = np.zeros(D)
+    L0, v0, B0 = at(start)
+    at_start = evaluated[id(start)]
+    at_step = at_start
     A = H - B0
 
     def model(d, L):
@@ -506,11 +537,100 @@ def band_step(w, g, H, band, plan):
             break
         t, slope = 1.0, float(grad @ step)
         while t >= BAND_SHORTEST:
-            L_t, v_t, B_t = at(d + t * step)
-            if (value_t := model(d + t * step, L_t)) <= value + ARMIJO * t * slope:
+            trial = d + t * step
+            L_t, v_t, B_t = at(trial)
+            if (value_t := model(trial, L_t)) <= value + ARMIJO * t * slope:
                 break
             t /= 2
         else:
             break
-        d, value, v, B = d + t * step, value_t, v_t, B_t
-    return d if np.all(np.isfinite(d)) else -g
+        d, value, v, B = trial, value_t, v_t, B_t
+        at_step = evaluated[id(trial)]
+        evaluated.clear()
+    if not np.all(np.isfinite(d)):
+        return -g
+    # The band's sums at w and at the step's point, for band_certificate (which reads them if it
+    # is asked for the same w and step).
+    band.evaluated = (w, d, at_start, at_step)
+    return d
+
+
+# band_certificate's bound: the step's length in the band's metric, times 1 + BOUND_SLACK, plus the
+# margins' rounding, must stay below the smallest key of the rows outside the band.  The keys'
+# own relative rounding is at most (D + 4) float64 epsilons, far below 1e-6 for any width the
+# solver forms (MAX_WIDTH).
+BOUND_SLACK = 1e-6
+
+
+def band_certificate(w, d, totals, H, band, plan):
+    """The :class:`Certificate` of ``w + d`` from the read at ``w`` and its band, without reading
+    again; None where the read cannot prove it (the loss's Newton pieces are not quadratic, as the
+    squared hinge's are, or a row outside the band may change its piece).
+
+    ``totals``: the read's ``(loss, dual sum, v)`` of the problem over every row at ``w``, ``H``
+    its Hessian (with the identity); ``band``: its band (:class:`~.reads.Sample`, with the smallest
+    key of the rows it left out, ``band.outside``, and the metric of the keys, ``band.metric``).
+
+    The bound.  A row's key is ``|1 - m_i| / ||x~_i||``, its margin's distance from the hinge point
+    over its length in the band's metric (``x~ = ((x - center) / scale, 1)``,
+    :func:`~.reads.band_metric`), and a step changes its margin by ``y_i x_i . d = y_i x~_i . d~``
+    with ``d~ = (scale d_x, center . d_x + bias d_b)``, at most ``||x~_i|| ||d~||`` (Cauchy and
+    Schwarz).  So where ``||d~||`` is below the smallest key outside the band (with
+    :data:`BOUND_SLACK` and the margins' rounding), no row outside it crosses the hinge point.
+
+    Then the objective at ``w + d`` is exact from the read: each active row outside the band adds
+    ``C_i (1 - m_i - y_i x_i . d)^2``, a quadratic in ``d`` whose sums are the read's less the
+    band's at ``w`` (``L_out - v_out . d + 1/2 d^T H_out d``), the inactive ones add 0, and the band's
+    rows are summed at ``w + d`` as they are.  So is the dual point ``alpha(w + d)``: outside the
+    band ``alpha_i = 2 C_i (1 - m_i) - 2 C_i y_i x_i . d`` stays positive on the active rows, its sum
+    falls by ``u_out . d`` with ``u = sum_active 2 C_i y_i x_i = v + (H - I) w`` (``y_i^2 = 1``), and
+    ``v_out`` by ``H_out d``.  Both values are the read's certificate had it been made at
+    ``w + d`` (issue 52: the third read of the tall fit only confirmed them).
+    """
+    objective = loss_of(plan.loss)
+    # Newton pieces quadratic in the shortfall: alpha_i = D_ii (1 - m_i) on the active rows.
+    if not (objective.newton and objective.piecewise_quadratic) or band is None or band.metric is None:
+        return None
+    center, inv_scale = band.metric
+    dx, db = d[:-1], float(d[-1])
+    bias = float(plan.bias)
+    length = float(np.hypot(np.linalg.norm(dx / inv_scale), float(center @ dx) + bias * db))
+    D = w.shape[0]
+    # A margin's rounding, in the keys' units: at most (D + 4) epsilons of sum_j |x_j w_j|, which
+    # is at most ||x~|| ((1 + ||center / scale||) ||scale w_x|| + |bias w_b|).
+    wx = w[:-1]
+    spread = (1.0 + np.linalg.norm(center * inv_scale)) * np.linalg.norm(wx / inv_scale) + abs(bias * w[-1])
+    rounding = (D + 4) * np.finfo(np.float64).eps * float(spread)
+    if not length * (1.0 + BOUND_SLACK) + rounding < float(band.outside):
+        return None
+    loss, dual_sum, v = totals
+    at_w, at_next = _band_sums(w, d, band, plan)
+    H_out = H - np.eye(D) - at_w.hessian[0]
+    v_out = v - at_w.v[0]
+    u_out = v_out + H_out @ w
+    H_out_d = H_out @ d
+    loss_next = (loss - float(at_w.loss[0])) - float(v_out @ d) + 0.5 * float(d @ H_out_d)
+    loss_next += float(at_next.loss[0])
+    dual_next = (dual_sum - float(at_w.alpha[0])) - float(u_out @ d) + float(at_next.alpha[0])
+    v_next = v_out - H_out_d + at_next.v[0]
+    point = w + d
+    return Certificate(
+        primal=objective.primal_value(0.5 * float(point @ point), loss_next),
+        dual=objective.newton_dual(dual_next, v_next, loss_next),
+    )
+
+
+def _band_sums(w, d, band, plan):
+    """The band's :class:`~.sums.Sums` at ``w`` (with its Hessian) and at ``w + d``: those
+    :func:`band_step` made on its way to ``d``, where it stepped from ``w`` to ``d``, else summed."""
+    made = getattr(band, "evaluated", None)
+    if made is not None and np.array_equal(made[0], w) and np.array_equal(made[1], d):
+        return made[2], made[3]
+    D = w.shape[0]
+    zero = np.zeros((1, D))
+    Y, cost = band.y[None, :], band.sample_weight[None, :]
+    at_w = block_sums(band.X, Y, cost, w[None, :], zero, plan.bias, plan.loss_code, plan.feature_map)
+    at_next = block_sums(
+        band.X, Y, cost, (w + d)[None, :], zero, plan.bias, plan.loss_code, plan.feature_map, hessian=False
+    )
+    return at_w, at_next

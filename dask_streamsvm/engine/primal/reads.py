@@ -7,7 +7,7 @@ sums of each block are :func:`~.sums.block_sums`.
 """
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -63,7 +63,10 @@ class StreamRead:
     the partition.  ``band_rows``: each read also keeps, per problem, this many rows of margin
     nearest 1 at the point it evaluates (within ``band_bytes``), as the :class:`Sums`' ``band``
     (a :class:`Sample` per problem, signs as labels and costs as weights), from which the solver
-    takes its next step (:func:`~.newton.band_step`).  Use as a context manager (leaving it stops
+    takes its next step (:func:`~.newton.band_step`) and, where no row outside it can change its
+    piece, certifies that step without another read (:func:`~.newton.band_certificate`);
+    ``band_metric``: the ``(center, scale)`` of the columns in which the rows' keys are measured
+    (:func:`band_metric`; None: center 0, scale 1).  Use as a context manager (leaving it stops
     the reader thread).
 
     :attr:`overlap` holds the seconds, since the fit's first Newton read, that the reader was busy
@@ -73,14 +76,16 @@ class StreamRead:
     """
 
     def __init__(
-        self, source, plan, on_block=None, start=0, reads=None, band_rows=0, band_bytes=None, rows=0
-    ):
+        self, source, plan, on_block=None, start=0, reads=None, band_rows=0, band_bytes=None, rows=0,
+        band_metric=None,
+    ):  # fmt: skip
         from ..data.reader import Reader
 
         reads = plan.max_iter + 1 if reads is None else reads
         # The band: per problem, the rows of margin nearest 1 at the point a read evaluates.
         self.band_rows = band_rows if plan.feature_map is None else 0
         self.band_bytes = band_bytes
+        self.band_metric = band_metric  # (center, scale) of the band's keys (:func:`band_metric`)
         self._band = (0, 0)  # the last read's band: rows and bytes, over its problems
         self.rows = rows  # rows of the last read (``rows``: of the read before the first, if known)
         self.source, self.plan, self.on_block, self.k = source, plan, on_block, start
@@ -114,6 +119,13 @@ class StreamRead:
         self._waited += time.perf_counter() - start
         return item
 
+    def _metric(self, width):
+        """The band's ``(center, inverse scale)`` of ``width`` columns, float64."""
+        if self.band_metric is None:
+            return np.zeros(width), np.ones(width)
+        center, scale = self.band_metric
+        return np.asarray(center, dtype=np.float64), 1.0 / np.asarray(scale, dtype=np.float64)
+
     def __call__(self, W, S, todo):
         plan = self.plan
         total = Sums.zeros(len(todo), W.shape[1])
@@ -125,6 +137,7 @@ class StreamRead:
             if self.band_rows
             else None
         )
+        metric = self._metric(W.shape[1] - 1) if bands is not None else None
         while (item := self._next())[0] == "block":
             block = item[2]
             start = time.perf_counter()
@@ -135,7 +148,7 @@ class StreamRead:
                 args = (plan.bias, plan.loss_code, plan.feature_map, where)
                 total.add(block_sums(block.X, Y[todo], cost[todo], W, S, *args))
                 if bands is not None:
-                    _add_band(bands, block, Y[todo], cost[todo], W + S, plan.bias)
+                    _add_band(bands, block, Y[todo], cost[todo], W + S, plan.bias, metric)
             self._busy += time.perf_counter() - start
             if self.on_block is not None:
                 self.on_block(self.k, block)
@@ -144,34 +157,77 @@ class StreamRead:
         self.k += 1
         for name in ("rows", "skipped", "retries", "bytes"):
             setattr(total, name, getattr(counts, name))
-        total.band = None if bands is None else [band.sample() for band in bands]
+        total.band = None if bands is None else [_band_of(band, metric) for band in bands]
         kept = [b for b in total.band or [] if b is not None]
         self._band = (sum(b.n_rows for b in kept), sum(b.nbytes for b in kept))
         self.rows = counts.rows
         return total
 
 
-def _add_band(bands, block, Y, cost, points, bias):
-    """Each problem's rows of margin nearest 1 at its point (of ``points``), to ``bands``: the rows
-    whose loss may change its piece when the point moves (:func:`~.newton.band_step`)."""
+def _add_band(bands, block, Y, cost, points, bias, metric):
+    """Each problem's rows nearest the hinge point at its point (of ``points``), to ``bands``: the
+    rows whose loss may change its piece when the point moves (:func:`~.newton.band_step`), by their
+    keys, ``|y_i w . x_i - 1| / ||x~_i||`` (:func:`~...kernels.band.margin_keys`; ``metric``: the
+    ``(center, inverse scale)`` of ``x~``, :func:`band_metric`)."""
     from ...kernels.band import margin_keys
 
     X = block.X
+    center, inv_scale = metric
+    if sp.issparse(X):  # sparse rows keep their zeros: no center (band_metric gives them none)
+        lengths = np.sqrt(1.0 + np.asarray(X.multiply(X) @ (inv_scale * inv_scale)).ravel())
     for j, band in enumerate(bands):
         if sp.issparse(X):
             z = np.asarray(X @ points[j][:-1]).ravel() + points[j][-1] * bias
-            keys = np.abs(Y[j] * z - 1.0)
+            keys = np.abs(Y[j] * z - 1.0) / lengths
             keys[cost[j] <= 0] = np.inf  # a row of no weight adds nothing to the loss
         else:
             keys = np.empty(X.shape[0])
-            margin_keys(X, Y[j], cost[j], points[j], float(bias), keys)
+            margin_keys(X, Y[j], cost[j], points[j], float(bias), center, inv_scale, keys)
         band.add_rows(block.partition, X, Y[j], cost[j], keys)
 
 
-def stream_read(source, plan, on_block=None, start=0, reads=None, band_rows=0, band_bytes=None, rows=0):
+def _band_of(sampler, metric):
+    """A problem's band (a :class:`Sample`, or None), with the smallest key of the rows it left
+    out and the metric of its keys, for :func:`~.newton.band_certificate`."""
+    band = sampler.sample()
+    if band is not None:
+        band.outside, band.metric = sampler.outside, metric
+    return band
+
+
+def band_metric(sample):
+    """``(center, scale)`` of the band's keys from the warm start's :class:`Sample`: each column's
+    mean and standard deviation over the sample's rows (a column of none: 1), dense rows; sparse
+    rows keep center 0 (their zeros) and scale by each column's root mean square.
+
+    Any fixed center and scale make :func:`~.newton.band_certificate` exact; these make its bound
+    tight where features have an offset and scales of their own (raw 0..255 values): a step's
+    change of a row's margin is ``x~ . d~`` with ``x~ = ((x - center) / scale, 1)`` and
+    ``d~ = (scale d_x, center . d_x + bias d_b)``, of about the same size for every row."""
+    X = sample.X
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64)
+        center = np.zeros(X.shape[1])
+        scale = np.sqrt(np.asarray(X.multiply(X).mean(axis=0)).ravel())
+    else:  # in float64 a chunk at a time: the sample is never copied whole
+        X = np.asarray(X)
+        n = max(X.shape[0], 1)
+        center = X.sum(axis=0, dtype=np.float64) / n
+        squares = np.zeros(X.shape[1])
+        step = chunk_rows(X.shape[1])
+        for lo in range(0, X.shape[0], step):
+            squares += ((X[lo : lo + step] - center) ** 2).sum(axis=0)
+        scale = np.sqrt(squares / n)
+    scale[~(scale > 0)] = 1.0
+    return center, scale
+
+
+def stream_read(
+    source, plan, on_block=None, start=0, reads=None, band_rows=0, band_bytes=None, rows=0, band_metric=None
+):
     """A :class:`StreamRead` of ``source`` (enter it before the first read, or let
     :func:`~.newton.solve_primal` do it)."""
-    return StreamRead(source, plan, on_block, start, reads, band_rows, band_bytes, rows)
+    return StreamRead(source, plan, on_block, start, reads, band_rows, band_bytes, rows, band_metric)
 
 
 KEY_STRIDE = 16  # the band's threshold is estimated from every 16th key (:meth:`_Sampler._bound`)
@@ -187,6 +243,12 @@ class Sample:
     y: np.ndarray
     sample_weight: np.ndarray
     rows_seen: int
+    # A band's (:class:`StreamRead`): the smallest key of a row read but not kept (inf: none left
+    # out), and the ``(center, inverse scale)`` its keys were measured in (:func:`band_metric`).
+    outside: float = np.inf
+    metric: tuple = None
+    # What :func:`~.newton.band_step` summed of the band: (w, d, Sums at w, Sums at w + d).
+    evaluated: tuple = field(default=None, repr=False)
 
     @property
     def n_rows(self):
@@ -227,6 +289,7 @@ class _Sampler:
         self.pieces = []  # (keys, X, y, w)
         self.count = self.seen = 0
         self.threshold = np.inf
+        self.outside = np.inf  # the smallest given key of a row added and not kept
         self.expected = expected  # the rows to come, if known
         self._keys = []  # the given keys seen, to estimate the threshold
 
@@ -268,7 +331,10 @@ class _Sampler:
         random = keys is None
         if random:
             keys = np.random.default_rng([SAMPLE_SEED, int(partition)]).random(n)
-        take = np.flatnonzero(keys < min(self.threshold, self._bound(keys, random)))
+        kept = keys < min(self.threshold, self._bound(keys, random))
+        take = np.flatnonzero(kept)
+        if not random and take.size < n:
+            self.outside = min(self.outside, float(keys[~kept].min()))
         if take.size:
             self.pieces.append((keys[take], X[take], y[take], w[take]))
             self.count += take.size
@@ -285,6 +351,7 @@ class _Sampler:
         keep = np.zeros(keys.shape[0], dtype=bool)
         keep[np.argpartition(keys, self.capacity - 1)[: self.capacity]] = True
         self.threshold = float(keys[keep].max())
+        self.outside = min(self.outside, float(keys[~keep].min()))
         first = self.pieces[0]
         dense = not sp.issparse(first[1])
         out = [np.empty((self.capacity, *part.shape[1:]), part.dtype) for part in first] if dense else None

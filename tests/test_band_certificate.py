@@ -1,0 +1,180 @@
+"""The band's step certified without another read (issue 52): where no row outside the read's band
+can change its piece of the squared hinge, the step's point has an exact certificate from the read
+at the point before, and the tall fit ends after two reads."""
+
+import dask.array as da
+import numpy as np
+import pytest
+
+from dask_streamsvm import LinearSVC
+from dask_streamsvm.engine.plan.problem import FitPlan
+from dask_streamsvm.engine.primal import newton as primal
+from dask_streamsvm.engine.primal.reads import Sample, _Sampler, band_metric, memory_read
+from dask_streamsvm.kernels.band import margin_keys
+
+from ._helpers import noisy_linear_data
+from .test_primal import check_optimum, liblinear
+
+
+def _plan(y, C=1.0):
+    classes, counts = np.unique(y, return_counts=True)
+    return FitPlan(C=C, loss="squared_hinge", solver="memory").with_labels(classes, counts, classes)
+
+
+def _read_at(X, y, plan, w):
+    """The read's sums of every row at ``w``: ``(loss, dual sum, v)`` and the Hessian with I."""
+    read = memory_read(X, np.searchsorted(plan.classes, y), np.ones(len(y)), plan, products=False)
+    sums = read(w[None, :], np.zeros_like(w)[None, :], [0])
+    totals = (float(sums.loss[0]), float(sums.alpha[0]), sums.v[0])
+    return totals, np.eye(w.shape[0]) + sums.hessian[0]
+
+
+def _exact(X, y, plan, w):
+    """The certificate a read at ``w`` makes (the one the third read of a fit would)."""
+    (loss, dual_sum, v), _ = _read_at(X, y, plan, w)
+    objective = primal.loss_of(plan.loss)
+    return objective.primal_value(0.5 * float(w @ w), loss), objective.newton_dual(dual_sum, v, loss)
+
+
+def _keys(X, signs, costs, w, metric):
+    center, scale = metric
+    keys = np.empty(X.shape[0])
+    margin_keys(np.ascontiguousarray(X), signs, costs, w, 1.0, center, 1.0 / scale, keys)
+    return keys
+
+
+def test_the_step_from_a_read_and_its_band_has_the_certificate_a_read_there_would_make():
+    """A band of the rows of smallest keys, its step from a point near the optimum: no row outside
+    crosses, and the certificate from the read before equals the one a read at the step's point makes."""
+    X, y = noisy_linear_data(4_000, 6)
+    X = X * [1, 3, 10, 0.2, 1, 50] + [0, 100, -5, 0, 7, 0]  # offsets and scales: the metric's work
+    plan = _plan(y)
+    signs, costs = plan.signs[0, y], plan.costs[0, y]
+    best = LinearSVC(dual=False, tol=1e-10).fit(X, y)
+    metric = band_metric(Sample(X[::2], y[::2], np.ones(2_000), 4_000))
+    w = np.append(best.coef_.ravel(), best.intercept_)  # a point near the optimum, as a warm start's
+    w[:-1] += 0.01 * np.random.default_rng(0).standard_normal(6) / metric[1]  # 0.086 from it
+    keys = _keys(X, signs, costs, w, metric)
+    band = np.argsort(keys)[:1_200]
+    outside = np.delete(keys, band).min()
+    sample = Sample(X[band], signs[band], costs[band], 4_000, outside, (metric[0], 1.0 / metric[1]))
+    totals, H = _read_at(X, y, plan, w)
+    d = primal.band_step(w, w - totals[2], H, sample, plan)
+    certificate = primal.band_certificate(w, d, totals, H, sample, plan)
+    assert certificate is not None  # the bound holds here: the test is of the certificate's values
+    primal_value, dual_value = _exact(X, y, plan, w + d)
+    assert certificate.primal == pytest.approx(primal_value, rel=1e-11)
+    assert certificate.dual == pytest.approx(dual_value, rel=1e-11)
+    assert certificate.relative_gap < 1e-9  # the band's step is the optimum
+
+
+def _crossing_case(direction, factor):
+    """Rows all in the band but one, placed outside it so that the step ``d`` moves its margin
+    straight at the hinge point (``x~`` parallel to ``d~``: the bound's Cauchy-Schwarz is an
+    equality), its key ``factor`` times the step's length; ``direction``: "leaves" (active at ``w``,
+    and across the hinge point after the step where ``factor < 1``) or "enters" (the reverse)."""
+    rng = np.random.default_rng(7)
+    X, y = noisy_linear_data(300, 4, seed=3)
+    d = np.append(rng.standard_normal(4) * 0.4, 0.5)  # d_b > 0
+    w = np.append(rng.standard_normal(4) * 0.5, 0.0)
+    row = d[:-1] / d[-1]  # x~ = (row, 1) = d~ / d_b (bias 1, center 0, scale 1)
+    length = float(np.linalg.norm(d))  # ||d~||
+    change = length**2 / d[-1]  # x~ . d~: the row's margin moves by this for the label +1
+    label = 1 if direction == "leaves" else 0  # margin rises (+1) or falls (-1)
+    sign = 1.0 if label == 1 else -1.0
+    margin = 1.0 - sign * factor * change  # its key: factor x change = factor ||x~|| ||d~||
+    w[-1] = sign * margin - row @ w[:-1]  # the row's margin at w is that
+    X, y = np.vstack([X, row]), np.append(y, label)
+    plan = _plan(y)
+    signs, costs = plan.signs[0, y], plan.costs[0, y]
+    metric = (np.zeros(4), np.ones(4))
+    keys = _keys(X, signs, costs, w, metric)
+    assert keys[-1] == pytest.approx(factor * length, rel=1e-12)
+    band = Sample(X[:-1], signs[:-1], costs[:-1], len(y), keys[-1], (np.zeros(4), np.ones(4)))
+    totals, H = _read_at(X, y, plan, w)
+    return X, y, plan, w, d, totals, H, band
+
+
+@pytest.mark.parametrize("direction", ["leaves", "enters"])
+def test_a_row_just_outside_the_band_that_would_cross_is_refused(direction, monkeypatch):
+    """The bound is exact to the percent: 1% inside it, the step's certificate is the exact one; 1%
+    past it, none (the fit reads again); and a bound loosened by 2% certifies a wrong value, which
+    is what this test exists to catch."""
+    X, y, plan, w, d, totals, H, band = _crossing_case(direction, 1.01)
+    held = primal.band_certificate(w, d, totals, H, band, plan)
+    assert held is not None
+    assert (held.primal, held.dual) == pytest.approx(_exact(X, y, plan, w + d), rel=1e-12)
+
+    X, y, plan, w, d, totals, H, band = _crossing_case(direction, 0.99)
+    assert primal.band_certificate(w, d, totals, H, band, plan) is None
+    monkeypatch.setattr(primal, "BOUND_SLACK", -0.02)  # loosened: the crossing row passes
+    wrong = primal.band_certificate(w, d, totals, H, band, plan)
+    exact_primal, exact_dual = _exact(X, y, plan, w + d)
+    assert wrong is not None
+    assert abs(wrong.primal - exact_primal) + abs(wrong.dual - exact_dual) > 1e-6 * abs(exact_primal)
+
+
+def test_a_band_knows_the_smallest_key_it_left_out():
+    """Whatever cut the rows (the capacity, the bytes, the bound set up front from the rows to
+    expect), the band's ``outside`` is the smallest key of a row not kept."""
+    rng = np.random.default_rng(2)
+    X, y = noisy_linear_data(20_000, 3)
+    keys = rng.random(20_000)
+    keys[rng.random(20_000) < 0.05] = np.inf  # rows of no weight
+    for capacity, max_bytes, expected in [(1_000, None, 20_000), (1_000, 20_000, None), (500, None, None)]:
+        band = _Sampler(capacity, max_bytes, expected=expected)
+        for lo in range(0, 20_000, 2_000):
+            part = slice(lo, lo + 2_000)
+            band.add_rows(lo // 2_000, X[part], y[part], np.ones(2_000), keys[part])
+        sample = band.sample()
+        ordered = np.sort(keys)
+        assert band.outside == ordered[sample.n_rows]
+        assert np.sort(sample.X[:, 0]).tolist() == np.sort(X[np.argsort(keys)[: sample.n_rows], 0]).tolist()
+
+
+def _tall(raw):
+    X, y = noisy_linear_data(200_000, 10)
+    if raw:  # 0..255, as colour values: an offset and a scale per column
+        X = np.round((X - X.min(axis=0)) / (X.max(axis=0) - X.min(axis=0)) * 255)
+    return X, y
+
+
+@pytest.mark.parametrize("raw", [False, True])
+@pytest.mark.parametrize("C", [0.01, 1.0])
+def test_a_tall_fit_is_certified_after_two_reads(raw, C):
+    """The first read keeps the sample, the second reads at its solution and keeps the band, whose
+    step is certified there: two reads, at LIBLINEAR's optimum within the certified gap."""
+    X, y = _tall(raw)
+    clf = LinearSVC(dual=False, C=C, tol=1e-3).fit(
+        da.from_array(X, chunks=25_000), da.from_array(y, chunks=25_000)
+    )
+    assert [record["pass"] for record in clf.history_] == [0, 1]
+    assert clf.history_[-1]["band_certified"] and clf.history_[-1]["rows_read"] == 2 * len(y)
+    check_optimum(clf, X, y, C * np.ones(len(y)), liblinear(X, y, C=C))
+
+
+def test_a_band_too_narrow_for_the_bound_reads_again(monkeypatch):
+    """A band of 1% of the rows: its step moves rows outside it further than their keys allow, the
+    step is not certified from the read, and the fit reads again (to the same exact certificate)."""
+    monkeypatch.setattr(primal, "BAND_SHARE", 0.01)
+    X, y = _tall(False)
+    clf = LinearSVC(dual=False, C=1.0, tol=1e-3).fit(
+        da.from_array(X, chunks=25_000), da.from_array(y, chunks=25_000)
+    )
+    assert len(clf.history_) >= 3 and not clf.history_[1]["band_certified"]
+    check_optimum(clf, X, y, np.ones(len(y)), liblinear(X, y, C=1.0))
+
+
+def test_the_bands_of_two_parts_joined_keep_the_smallest_key_either_left_out():
+    """Up a cluster's tree (engine/cluster/tree.py): a row either part left out is outside the
+    joined band, so the joined band's bound is the smaller of the two."""
+    from dask_streamsvm.engine.cluster.tree import _joined_bands
+
+    X, y = noisy_linear_data(10, 2)
+    metric = (np.zeros(2), np.ones(2))
+    first = Sample(X[:4], y[:4], np.ones(4), 40, 0.3, metric)
+    second = Sample(X[4:], y[4:], np.ones(6), 60, 0.2, metric)
+    for a, b in ((first, second), (second, first)):
+        (joined,) = _joined_bands([a], [b])
+        assert joined.outside == 0.2 and joined.metric is metric and joined.n_rows == 10
+        assert joined.rows_seen == 100
