@@ -413,3 +413,33 @@ def test_a_tall_fit_on_a_cluster_is_certified_after_two_reads(client):
     reference = LinearSVC(dual=False, tol=1e-10, cluster=None).fit(X, y)
     assert (clf.objective_ - reference.objective_) / clf.objective_ <= clf.duality_gap_ + 1e-12
     assert clf.duality_gap_ <= clf.tol
+
+
+def test_the_warm_start_is_solved_on_a_worker_and_no_sample_reaches_the_client(client, monkeypatch):
+    """The parts' samples are joined and solved on a worker (issue 52: on the client a 61 MB sample
+    took half the fit while the workers idled): here the client's own warm start refuses to run,
+    and nothing the client gathers holds a sample's rows."""
+    from dask_streamsvm.engine.cluster import newton as cluster_newton
+    from dask_streamsvm.engine.primal import warm
+    from dask_streamsvm.engine.primal.reads import FirstRead
+
+    from ._helpers import noisy_linear_data
+
+    def not_here(*args, **kwargs):
+        raise AssertionError("the warm start ran on the client")
+
+    monkeypatch.setattr(warm, "warm_start", not_here)
+    gathered = []
+    gather = cluster_newton.gather
+
+    def recording(*args, **kwargs):
+        out = gather(*args, **kwargs)
+        gathered.extend(out)
+        return out
+
+    monkeypatch.setattr(cluster_newton, "gather", recording)
+    X, y = noisy_linear_data(40_000, 6)
+    clf = LinearSVC(dual=False, tol=1e-6).fit(*_dask(X, y, chunk=5_000), client=client)
+    assert clf.history_[0]["sample_rows"] > 0 and clf.duality_gap_ <= 1e-6
+    firsts = [item for item in gathered if isinstance(item, FirstRead)]
+    assert len(firsts) == 2 and all(first.sample is None for first in firsts)
