@@ -30,6 +30,7 @@ Results: ``benchmarks/results/two_reads.json`` and the section "Two reads" of ``
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -65,6 +66,34 @@ def child_fit(spec):
         "band_certified": bool(last.get("band_certified", False)),
         "band_bytes": int(max(r.get("band_bytes") or 0 for r in clf.history_)),
         "record_s": [round(float(r["seconds"]), 3) for r in clf.history_],
+    }  # fmt: skip
+
+
+def child_cluster(spec):
+    """The default fit on a LocalCluster of 2 single-thread worker processes reading the files (with
+    ``dual=False`` the Newton solver on the workers), after a warm-up fit on it."""
+    import numpy as np
+    from dask.distributed import Client, LocalCluster
+
+    from benchmarks.bench_primal import count_reads
+    from benchmarks.bench_process import _open, _timed
+    from dask_streamsvm import LinearSVC
+
+    frame, features = _open(spec["path"])
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:  # fmt: skip
+        head = frame.partitions[:2]  # two partitions: the kernels loaded on both workers
+        LinearSVC(C=spec["C"], dual=False, tol=spec["tol"]).fit(head[features], head["label"], client=client)
+        model = LinearSVC(C=spec["C"], dual=False, tol=spec["tol"])
+        clf, wall, cpu = _timed(lambda: model.fit(frame[features], frame["label"], client=client))
+    first = clf.history_[0]
+    return {
+        "fit_s": wall, "fit_cpu_s": cpu, "gap": float(np.max(clf.duality_gap_)),
+        "reads": count_reads(clf.history_, spec["n_rows"], int(clf.n_iter_)),
+        "band_certified": bool(clf.history_[-1].get("band_certified", False)),
+        "band_bytes": 0, "record_s": [round(float(r["seconds"]), 3) for r in clf.history_],
+        "warm_start_s": first.get("warm_start_s"),
+        "bytes_received": int(clf.history_[-1].get("bytes_received", 0)),
     }  # fmt: skip
 
 
@@ -139,6 +168,20 @@ def measure(busy, path, name, Cs, tol, n_rows, repeats, before):
     return rows
 
 
+def cluster_rows(path, C, tol, before):
+    """The dense set's fit on a 2-worker LocalCluster, now and (``before``) on the earlier package."""
+    import pyarrow.parquet as pq
+
+    n_rows = sum(pq.ParquetFile(f).metadata.num_rows for f in sorted(path.glob("*.parquet")))
+    rows = []
+    for version, package in {"now": None, **({"before": before} if before else {})}.items():
+        load = _load()
+        out = run_child("cluster", {"path": str(path), "C": C, "tol": tol, "n_rows": n_rows}, package)
+        rows.append({"version": version, "C": C, "load_start": load, "load_end": _load(), **out})
+        print(rows[-1], flush=True)
+    return rows
+
+
 def main(argv=None):
     from benchmarks.bench_primal import synthetic, write_parquet
 
@@ -154,6 +197,11 @@ def main(argv=None):
     parser.add_argument("--busy", default="0", help="busy processes beside the fits: a list, e.g. 0,1")
     parser.add_argument("--sets", default="dense,raw")
     parser.add_argument("--before", default=None, help="a checkout of an earlier commit, timed too")
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="also the dense set's first C on a 2-worker LocalCluster, quiet",
+    )
     args = parser.parse_args(argv)
 
     import pyarrow.parquet as pq
@@ -164,7 +212,13 @@ def main(argv=None):
         "goals": GOALS,
         "rows_out": [],
     }
-    for kind in args.sets.split(","):
+    results = ROOT / "benchmarks" / "results" / "two_reads.json"
+    sets = [kind for kind in args.sets.split(",") if kind]
+    if not sets:  # --sets "": the cluster's rows beside the last run's single-machine ones
+        command = "python -m benchmarks.bench_two_reads " + shlex.join(sys.argv[1:] if argv is None else argv)
+        payload = {**json.loads(results.read_text()), "cluster_command": command}
+        payload["cluster_date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    for kind in sets:
         path = Path(args.data_dir) / kind
         if not any(path.glob("*.parquet")):
             X, y = synthetic(args.rows, args.features, raw=kind == "raw")
@@ -174,7 +228,9 @@ def main(argv=None):
         for busy in (int(b) for b in args.busy.split(",")):
             payload["rows_out"] += measure(busy, path, SETS[kind], args.Cs, args.tol, n_rows, args.repeats,
                                            args.before)  # fmt: skip
-    save_json(ROOT / "benchmarks" / "results" / "two_reads.json", payload)
+    if args.cluster:
+        payload["cluster"] = cluster_rows(Path(args.data_dir) / "dense", args.Cs[0], args.tol, args.before)
+    save_json(results, payload)
     write_report(payload)
 
 
@@ -209,6 +265,24 @@ def write_report(payload):
         "record to the fit's end (the last step: for the band's certificate, its step and the certificate "
         "of it), medians of the repeats.",
     ]
+    if payload.get("cluster"):
+        lines += [
+            "",
+            f"`{payload.get('cluster_command', payload['command'])}`, "
+            f"{payload.get('cluster_date', payload['date'])}: on a LocalCluster of 2 single-thread "
+            "worker processes (the dense set, `dual=False`, after a warm-up fit on two partitions; one fit "
+            "each; the warm start is solved on the client before and on a worker now):",
+            "",
+            "| package | C | load (start, end) | reads | certified by the band | gap | fit s | warm start s "
+            "| by record s |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in payload["cluster"]:
+            lines.append(
+                f"| {r['version']} | {r['C']:g} | {r['load_start'][0]}, {r['load_end'][0]} | {r['reads']} | "
+                f"{'yes' if r['band_certified'] else 'no'} | {r['gap']:.1e} | {r['fit_s']:.2f} | "
+                f"{r['warm_start_s']:.2f} | {_by_record([r])} |"
+            )
     write_section(MARKER, ["", *lines])
 
 
