@@ -97,6 +97,19 @@ def child_cluster(spec):
     }  # fmt: skip
 
 
+def child_memory(spec):
+    """Ours in memory on the files' rows (``dual=False``, read into RAM first, not timed), after a
+    warm-up fit on a few of them."""
+    from benchmarks.bench_primal import read_parquet_rows
+    from benchmarks.bench_process import _timed
+    from dask_streamsvm import LinearSVC
+
+    X, y = read_parquet_rows(spec["path"])
+    LinearSVC(C=spec["C"], dual=False).fit(X[:2000], y[:2000])
+    _, wall, cpu = _timed(lambda: LinearSVC(C=spec["C"], dual=False, tol=spec["tol"]).fit(X, y))
+    return {"memory_s": wall, "memory_cpu_s": cpu}
+
+
 def child_read(spec):
     from benchmarks.bench_process import child_read as plain_read
 
@@ -168,6 +181,28 @@ def measure(busy, path, name, Cs, tol, n_rows, repeats, before):
     return rows
 
 
+def memory_rows(args):
+    """Ours in memory (``dual=False``) on each set's rows at each C, in each condition: the fit's
+    in-memory counterpart."""
+    rows = []
+    for busy in (int(b) for b in args.busy.split(",")):
+        procs = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(busy)]
+        try:
+            time.sleep(1.0 if procs else 0.0)
+            for kind in ("dense", "raw"):
+                for C in args.Cs:
+                    load = _load()
+                    spec = {"path": str(Path(args.data_dir) / kind), "C": C, "tol": args.tol}
+                    out = run_child("memory", spec)
+                    rows.append({"data": SETS[kind], "C": C, "busy": busy, "load_start": load, **out})
+                    print(rows[-1], flush=True)
+        finally:
+            for proc in procs:
+                proc.kill()
+                proc.wait()
+    return rows
+
+
 def cluster_rows(path, C, tol, before):
     """The dense set's fit on a 2-worker LocalCluster, now and (``before``) on the earlier package."""
     import pyarrow.parquet as pq
@@ -197,6 +232,9 @@ def main(argv=None):
     parser.add_argument("--busy", default="0", help="busy processes beside the fits: a list, e.g. 0,1")
     parser.add_argument("--sets", default="dense,raw")
     parser.add_argument("--before", default=None, help="a checkout of an earlier commit, timed too")
+    parser.add_argument(
+        "--memory", action="store_true", help="ours in memory on the same rows, quiet and beside --busy"
+    )
     parser.add_argument(
         "--cluster",
         action="store_true",
@@ -228,6 +266,11 @@ def main(argv=None):
         for busy in (int(b) for b in args.busy.split(",")):
             payload["rows_out"] += measure(busy, path, SETS[kind], args.Cs, args.tol, n_rows, args.repeats,
                                            args.before)  # fmt: skip
+    if args.memory:
+        payload["memory"] = memory_rows(args)
+        payload["memory_command"] = "python -m benchmarks.bench_two_reads " + shlex.join(
+            sys.argv[1:] if argv is None else argv
+        )
     if args.cluster:
         payload["cluster"] = cluster_rows(Path(args.data_dir) / "dense", args.Cs[0], args.tol, args.before)
     save_json(results, payload)
@@ -265,6 +308,27 @@ def write_report(payload):
         "record to the fit's end (the last step: for the band's certificate, its step and the certificate "
         "of it), medians of the repeats.",
     ]
+    if payload.get("memory"):
+        lines += [
+            "",
+            f"`{payload['memory_command']}`: ours in memory (`LinearSVC(C, dual=False)` on the same rows "
+            "read into RAM first, in a fresh process after a warm-up fit), and the out-of-core fit above "
+            "(package now) over it:",
+            "",
+            "| data | C | busy beside | load | in memory s | in memory CPU-s | out of core / in memory |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for m in payload["memory"]:
+            fit = next(
+                (r for r in payload["rows_out"]
+                 if (r["data"], r["C"], r["busy"], r["version"]) == (m["data"], m["C"], m["busy"], "now")),
+                None,
+            )  # fmt: skip
+            ratio = f"{fit['fit_s'] / m['memory_s']:.2f}" if fit else "-"
+            lines.append(
+                f"| {m['data']} | {m['C']:g} | {m['busy']} | {m['load_start'][0]} | {m['memory_s']:.2f} | "
+                f"{m['memory_cpu_s']:.1f} | {ratio} |"
+            )
     if payload.get("cluster"):
         lines += [
             "",
