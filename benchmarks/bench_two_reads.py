@@ -233,6 +233,9 @@ def main(argv=None):
     parser.add_argument("--sets", default="dense,raw")
     parser.add_argument("--before", default=None, help="a checkout of an earlier commit, timed too")
     parser.add_argument(
+        "--out", default=None, help="results/<OUT>.json instead, and docs/benchmarks.md left as it is"
+    )
+    parser.add_argument(
         "--memory", action="store_true", help="ours in memory on the same rows, quiet and beside --busy"
     )
     parser.add_argument(
@@ -250,7 +253,7 @@ def main(argv=None):
         "goals": GOALS,
         "rows_out": [],
     }
-    results = ROOT / "benchmarks" / "results" / "two_reads.json"
+    results = ROOT / "benchmarks" / "results" / f"{args.out or 'two_reads'}.json"
     sets = [kind for kind in args.sets.split(",") if kind]
     if not sets:  # --sets "": the cluster's rows beside the last run's single-machine ones
         command = "python -m benchmarks.bench_two_reads " + shlex.join(sys.argv[1:] if argv is None else argv)
@@ -274,7 +277,8 @@ def main(argv=None):
     if args.cluster:
         payload["cluster"] = cluster_rows(Path(args.data_dir) / "dense", args.Cs[0], args.tol, args.before)
     save_json(results, payload)
-    write_report(payload)
+    if args.out is None:
+        write_report(payload)
 
 
 def write_report(payload):

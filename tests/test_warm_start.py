@@ -222,3 +222,42 @@ def test_the_first_reads_class_sums_are_numpys():
         expected = (X[classes == c].astype(np.float64) * weights[classes == c, None]).sum(axis=0)
         np.testing.assert_allclose(first[c], expected, rtol=1e-12)
     np.testing.assert_array_equal(top, np.abs(X).max(axis=0))
+
+
+def test_the_reader_reads_the_next_partitions_while_the_sample_is_solved(monkeypatch):
+    """The first Newton read's reader starts before the warm start's solve, so that the solve and
+    the reading of the next partitions overlap; a sample of every row (the fit itself) starts none."""
+    import threading
+
+    from dask_streamsvm.engine.primal import fit as primal_fit
+
+    solve = primal_fit.warm_start
+    seen = []
+
+    def watched(sample, *args, **kwargs):
+        seen.append(any(t.name == "dask-streamsvm-reader" for t in threading.enumerate()))
+        return solve(sample, *args, **kwargs)
+
+    monkeypatch.setattr(primal_fit, "warm_start", watched)
+    X, y = noisy_linear_data(40_000, 5)
+    monkeypatch.setattr(warm_starts, "SAMPLE_ROWS_PER_WIDTH", 1_000)  # 6,000 of 40,000 rows
+    LinearSVC(dual=False, tol=1e-6).fit(da.from_array(X, chunks=5_000), da.from_array(y, chunks=5_000))
+    monkeypatch.setattr(warm_starts, "SAMPLE_ROWS_PER_WIDTH", 10_000)  # every row: no reader
+    LinearSVC(dual=False, tol=1e-6).fit(da.from_array(X, chunks=5_000), da.from_array(y, chunks=5_000))
+    assert seen == [True, False]
+    assert not any(t.name == "dask-streamsvm-reader" for t in threading.enumerate())
+
+
+def test_a_stream_read_entered_twice_stops_its_reader_at_the_last_exit():
+    from dask_streamsvm.engine.data.source import DaskSource
+    from dask_streamsvm.engine.plan.problem import FitPlan
+    from dask_streamsvm.engine.primal.reads import stream_read
+
+    X, y = noisy_linear_data(2_000, 3)
+    source = DaskSource(da.from_array(X, chunks=500), da.from_array(y, chunks=500))
+    read = stream_read(source, FitPlan(), reads=1)
+    with read:
+        with read:
+            assert read._reader._thread.is_alive()
+        assert read._reader._thread.is_alive()
+    assert not read._reader._thread.is_alive()

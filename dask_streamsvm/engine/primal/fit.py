@@ -3,6 +3,8 @@
 the read that counts the classes as its first read where the door chose so
 (:func:`count_with_first_read`)."""
 
+import contextlib
+
 import numpy as np
 
 from ..plan.threads import blas_threads, primal_memory_threads
@@ -63,43 +65,48 @@ def fit_primal_stream(source, plan, hooks, first, clock_start):
     on_block = lambda k, block: hooks.on_block(k, block, None, None)  # noqa: E731
     width = plan.model_width(source.n_features)
     check_width(plan, width + 1)  # out of core the solver forms the Hessian
-    start = notes = metric = None
-    if first is not None and first.sample is not None:
-        totals = first.totals
-        counted = {
-            "rows_read": totals.rows, "bytes_read": totals.bytes, "rows_skipped": totals.skipped,
-            "read_retries": totals.retries, "spill_bytes": source.spill_bytes,
-        }  # fmt: skip
-
-        # The sample's steps, after the one read: numbered 0 as that read (a record's pass is the
-        # read it trained on: the progress bar shows them as steps of read 0 that read nothing).
-        def on_pass(records, W):
-            for record in records:
-                record.update(counted, **{"pass": 0})
-            return hooks.on_pass(records, W)
-
-        start, notes, result = warm_start(first.sample, plan, width, clock_start, on_pass)
-        if result is None:  # the columns' center and scale, for the band's keys
-            metric = band_metric(first.sample)
-        first.sample = None  # the reads that follow keep their band instead
-        if result is not None:  # the sample is every row: its problem is the data's, solved
-            # n_iter_: the Newton steps on the rows the read kept (the records after the first),
-            # as in memory (issue 50: it said 0 after 1,001 records).
-            result.passes -= 1
-            if result.history:
-                result.history[0].update(notes)
-            return result
     # The read before counted the rows and checked their values, unless it found a value too large.
     known = first is not None and first.clean
-    # Each read keeps its band (newton.band_step): a share of the rows, within the budget.
+    # Each read keeps its band (newton.band_step): a share of the rows, within the budget; its keys'
+    # metric comes from the warm start's sample (reads.band_metric), set once it is solved.
     rows = int(np.sum(plan.counts))
     band = {"band_rows": int(band_share(plan) * rows), "band_bytes": None, "rows": rows}
-    band["band_metric"] = metric
     if plan.cache_bytes is not None:
         band["band_bytes"] = plan.cache_bytes // plan.n_problems
     read = stream_read(source, plan, on_block, start=1 if known else 0, **band)
-    initial = first.sums(plan) if known else None  # read 0 certifies w = 0
-    return solve_primal(
-        read, plan, width, clock_start=clock_start, on_pass=hooks.on_pass, source=source, initial=initial,
-        start=start, notes=notes, before=first.totals if known and initial is None else None,
-    )  # fmt: skip
+    # Where the sample's solve comes first and is not the fit, the reader reads the first Newton
+    # read's partitions meanwhile (``prefetch`` of them: it then waits for room).
+    early = first is not None and first.sample is not None and not first.sample.complete
+    with read if early else contextlib.nullcontext():
+        start = notes = None
+        if first is not None and first.sample is not None:
+            totals = first.totals
+            counted = {
+                "rows_read": totals.rows, "bytes_read": totals.bytes, "rows_skipped": totals.skipped,
+                "read_retries": totals.retries, "spill_bytes": source.spill_bytes,
+            }  # fmt: skip
+
+            # The sample's steps, after the one read: numbered 0 as that read (a record's pass is the
+            # read it trained on: the progress bar shows them as steps of read 0 that read nothing).
+            def on_pass(records, W):
+                for record in records:
+                    record.update(counted, **{"pass": 0})
+                return hooks.on_pass(records, W)
+
+            start, notes, result = warm_start(first.sample, plan, width, clock_start, on_pass)
+            if result is None:  # the columns' center and scale, for the band's keys
+                read.band_metric = band_metric(first.sample)
+            first.sample = None  # the reads that follow keep their band instead
+            if result is not None:  # the sample is every row: its problem is the data's, solved
+                # n_iter_: the Newton steps on the rows the read kept (the records after the first),
+                # as in memory (issue 50: it said 0 after 1,001 records).
+                result.passes -= 1
+                if result.history:
+                    result.history[0].update(notes)
+                return result
+        initial = first.sums(plan) if known else None  # read 0 certifies w = 0
+        return solve_primal(
+            read, plan, width, clock_start=clock_start, on_pass=hooks.on_pass, source=source,
+            initial=initial, start=start, notes=notes,
+            before=first.totals if known and initial is None else None,
+        )  # fmt: skip

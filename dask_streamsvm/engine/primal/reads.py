@@ -94,13 +94,17 @@ class StreamRead:
             start_pass=start, retries=plan.retries, read_timeout=plan.read_timeout,
         )  # fmt: skip
         self._busy = self._waited = 0.0
+        self._entered = 0  # nested entries: the fit's (reading during the warm start) and the solve's
 
     def __enter__(self):
-        self._reader.__enter__()
+        if not self._entered:
+            self._reader.__enter__()
+        self._entered += 1
         return self
 
     def __exit__(self, *exc):
-        return self._reader.__exit__(*exc)
+        self._entered -= 1
+        return False if self._entered else self._reader.__exit__(*exc)
 
     @property
     def overlap(self):
