@@ -57,7 +57,7 @@ def test_the_step_from_a_read_and_its_band_has_the_certificate_a_read_there_woul
     keys = _keys(X, signs, costs, w, metric)
     band = np.argsort(keys)[:1_200]
     outside = np.delete(keys, band).min()
-    sample = Sample(X[band], signs[band], costs[band], 4_000, outside, (metric[0], 1.0 / metric[1]))
+    sample = Sample(X[band], signs[band], costs[band], 4_000, outside, metric)
     totals, H = _read_at(X, y, plan, w)
     d = primal.band_step(w, w - totals[2], H, sample, plan)
     certificate = primal.band_certificate(w, d, totals, H, sample, plan)

@@ -509,26 +509,21 @@ def band_step(w, g, H, band, plan):
     D = w.shape[0]
     zero = np.zeros((1, D))
 
-    evaluated = {}  # id(d) -> the band's Sums at w + d
+    def at(d):  # the band's Sums at w + d
+        return block_sums(X, Y, cost, (w + d)[None, :], zero, plan.bias, plan.loss_code, plan.feature_map)
 
-    def at(d):
-        sums = block_sums(X, Y, cost, (w + d)[None, :], zero, plan.bias, plan.loss_code, plan.feature_map)
-        evaluated[id(d)] = sums
-        return float(sums.loss[0]), sums.v[0], sums.hessian[0]
-
-    start = np.zeros(D)
-    L0, v0, B0 = at(start)
-    at_start = evaluated[id(start)]
-    at_step = at_start
+    at_start = at_step = at(np.zeros(D))
+    L0, v0, B0 = float(at_start.loss[0]), at_start.v[0], at_start.hessian[0]
     A = H - B0
 
     def model(d, L):
         return float(g @ d + 0.5 * d @ A @ d + L - L0 + v0 @ d)
 
     d = np.zeros(D)
-    value, v, B = 0.0, v0, B0
+    value = 0.0
     limit = BAND_TOL * float(np.linalg.norm(g))
     for _ in range(BAND_STEPS):
+        v, B = at_step.v[0], at_step.hessian[0]
         grad = g + A @ d - v + v0
         if not float(np.linalg.norm(grad)) > limit:
             break
@@ -539,15 +534,13 @@ def band_step(w, g, H, band, plan):
         t, slope = 1.0, float(grad @ step)
         while t >= BAND_SHORTEST:
             trial = d + t * step
-            L_t, v_t, B_t = at(trial)
-            if (value_t := model(trial, L_t)) <= value + ARMIJO * t * slope:
+            at_trial = at(trial)
+            if (value_t := model(trial, float(at_trial.loss[0]))) <= value + ARMIJO * t * slope:
                 break
             t /= 2
         else:
             break
-        d, value, v, B = trial, value_t, v_t, B_t
-        at_step = evaluated[id(trial)]
-        evaluated.clear()
+        d, value, at_step = trial, value_t, at_trial
     if not np.all(np.isfinite(d)):
         return -g
     # The band's sums at w and at the step's point, for band_certificate (which reads them if it
@@ -592,15 +585,15 @@ def band_certificate(w, d, totals, H, band, plan):
     # Newton pieces quadratic in the shortfall: alpha_i = D_ii (1 - m_i) on the active rows.
     if not (objective.newton and objective.piecewise_quadratic) or band is None or band.metric is None:
         return None
-    center, inv_scale = band.metric
+    center, scale = band.metric
     dx, db = d[:-1], float(d[-1])
     bias = float(plan.bias)
-    length = float(np.hypot(np.linalg.norm(dx / inv_scale), float(center @ dx) + bias * db))
+    length = float(np.hypot(np.linalg.norm(scale * dx), float(center @ dx) + bias * db))
     D = w.shape[0]
     # A margin's rounding, in the keys' units: at most (D + 4) epsilons of sum_j |x_j w_j|, which
     # is at most ||x~|| ((1 + ||center / scale||) ||scale w_x|| + |bias w_b|).
     wx = w[:-1]
-    spread = (1.0 + np.linalg.norm(center * inv_scale)) * np.linalg.norm(wx / inv_scale) + abs(bias * w[-1])
+    spread = (1.0 + np.linalg.norm(center / scale)) * np.linalg.norm(scale * wx) + abs(bias * w[-1])
     rounding = (D + 4) * np.finfo(np.float64).eps * float(spread)
     if not length * (1.0 + BOUND_SLACK) + rounding < float(band.outside):
         return None

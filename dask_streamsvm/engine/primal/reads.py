@@ -124,11 +124,10 @@ class StreamRead:
         return item
 
     def _metric(self, width):
-        """The band's ``(center, inverse scale)`` of ``width`` columns, float64."""
+        """The band's ``(center, scale)`` of ``width`` columns, float64 (None: 0 and 1)."""
         if self.band_metric is None:
             return np.zeros(width), np.ones(width)
-        center, scale = self.band_metric
-        return np.asarray(center, dtype=np.float64), 1.0 / np.asarray(scale, dtype=np.float64)
+        return tuple(np.asarray(part, dtype=np.float64) for part in self.band_metric)
 
     def __call__(self, W, S, todo):
         plan = self.plan
@@ -172,11 +171,11 @@ def _add_band(bands, block, Y, cost, points, bias, metric):
     """Each problem's rows nearest the hinge point at its point (of ``points``), to ``bands``: the
     rows whose loss may change its piece when the point moves (:func:`~.newton.band_step`), by their
     keys, ``|y_i w . x_i - 1| / ||x~_i||`` (:func:`~...kernels.band.margin_keys`; ``metric``: the
-    ``(center, inverse scale)`` of ``x~``, :func:`band_metric`)."""
+    ``(center, scale)`` of ``x~``, :func:`band_metric`)."""
     from ...kernels.band import margin_keys
 
     X = block.X
-    center, inv_scale = metric
+    center, inv_scale = metric[0], 1.0 / metric[1]
     if sp.issparse(X):  # sparse rows keep their zeros: no center (band_metric gives them none)
         lengths = np.sqrt(1.0 + np.asarray(X.multiply(X) @ (inv_scale * inv_scale)).ravel())
     for j, band in enumerate(bands):
@@ -248,7 +247,7 @@ class Sample:
     sample_weight: np.ndarray
     rows_seen: int
     # A band's (:class:`StreamRead`): the smallest key of a row read but not kept (inf: none left
-    # out), and the ``(center, inverse scale)`` its keys were measured in (:func:`band_metric`).
+    # out), and the ``(center, scale)`` its keys were measured in (:func:`band_metric`).
     outside: float = np.inf
     metric: tuple = None
     # What :func:`~.newton.band_step` summed of the band: (w, d, Sums at w, Sums at w + d).
