@@ -208,7 +208,7 @@ def write_report(payload):
         f"The tall set: {payload['rows']:,} rows x {payload['features']} float32 features in Parquet, "
         f"C = {payload['C']:g}, tol = {payload['tol']:g}. Each figure the median of {rows[0]['repeats']} "
         "fresh children, interleaved, with the library's own thread settings (the fit sets BLAS to one "
-        "thread); the busy processes are `python -c \"while True: pass\"`. In memory: the same rows, "
+        'thread); the busy processes are `python -c "while True: pass"`. In memory: the same rows, '
         "ours `dual=False` against scikit-learn's `LinearSVC(dual=False)` (LIBLINEAR's primal solver).",
         "",
         "| condition | load (start, end) | plain read s (first, best of 2) | fit s | fit CPU-s | reads "

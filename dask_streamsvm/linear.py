@@ -84,7 +84,7 @@ class LinearSVC(LinearModel):
         Maximum number of passes over the data (per binary problem in
         memory; reads of the collection when streaming, plus one read to
         certify the final model if they did not converge).
-    solver : {"auto", "memory", "streamsvm", "sbm", "bm"}, default="auto"
+    solver : {"auto", "memory", "streamsvm", "sbm", "bm", "band"}, default="auto"
         ``"memory"`` holds all rows in RAM (Dask input is computed first).
         ``"streamsvm"`` streams partitions through a cache of at most
         ``cache_bytes`` (Matsushima et al. 2012). ``"sbm"`` (selective
@@ -92,8 +92,12 @@ class LinearSVC(LinearModel):
         of up to ``block_bytes``, solves the dual on block plus cache
         (``inner_iter``) and keeps the most informative rows in a
         cache of ``cache_bytes``; ``"bm"`` is the same without a cache
-        (Yu et al. 2010). ``"auto"`` streams Dask collections and file
-        paths with ``"streamsvm"`` and solves in-memory data in memory.
+        (Yu et al. 2010). ``"band"`` (the hinge loss) solves a sample's
+        problem, then reads the rows' margins there and solves the band of
+        rows nearest the margin in memory, the others held as a sum, two or
+        three reads in all. ``"auto"`` streams Dask collections and file
+        paths (with ``"band"`` for the hinge loss, the primal solver on tall
+        data, else ``"streamsvm"``) and solves in-memory data in memory.
     cache_bytes : int or str, default="1GB"
         Memory budget of the row cache of the streaming solvers: an int, a
         string such as ``"512MB"`` or ``"2GiB"``, or a share of the training

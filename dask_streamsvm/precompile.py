@@ -129,6 +129,15 @@ def _linear_primal_streamed(layout):
     LinearSVC(dual=False, cache_bytes="30%", random_state=0).fit(*_streamed(layout))
 
 
+@_fit("LinearSVC streamed, the band from a sample", seconds=6)
+def _sample_band(layout):
+    from . import LinearSVC
+    from .engine.plan.losses import BAND_LOSSES
+
+    for dtype in ("float64", "float32"):
+        LinearSVC(loss=BAND_LOSSES[0], solver="band", **STREAMED).fit(*_streamed(layout, dtype=dtype))
+
+
 @_fit("StreamSVM", seconds=70)
 def _streamsvm(layout):
     from . import LinearSVC

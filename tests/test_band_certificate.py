@@ -9,7 +9,7 @@ import pytest
 from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine.plan.problem import FitPlan
 from dask_streamsvm.engine.primal import newton as primal
-from dask_streamsvm.engine.primal.reads import Sample, _Sampler, band_metric, memory_read
+from dask_streamsvm.engine.primal.reads import Sample, Sampler, band_metric, memory_read
 from dask_streamsvm.kernels.band import margin_keys
 
 from ._helpers import noisy_linear_data
@@ -122,7 +122,7 @@ def test_a_band_knows_the_smallest_key_it_left_out():
     keys = rng.random(20_000)
     keys[rng.random(20_000) < 0.05] = np.inf  # rows of no weight
     for capacity, max_bytes, expected in [(1_000, None, 20_000), (1_000, 20_000, None), (500, None, None)]:
-        band = _Sampler(capacity, max_bytes, expected=expected)
+        band = Sampler(capacity, max_bytes, expected=expected)
         for lo in range(0, 20_000, 2_000):
             part = slice(lo, lo + 2_000)
             band.add_rows(lo // 2_000, X[part], y[part], np.ones(2_000), keys[part])

@@ -247,12 +247,14 @@ def test_a_cache_that_holds_every_row_evicts_none_of_them_even_when_full(monkeyp
             monkeypatch.setattr(streamsvm, "NEARLY_FULL", 0.0)
 
     monkeypatch.setattr(streamsvm.StreamSVMTrainer, "_certify", full_once_in_cache)
-    params = dict(loss="hinge", tol=1e-6, max_iter=500, random_state=0, deterministic=True)
+    params = dict(
+        loss="hinge", solver="streamsvm", tol=1e-6, max_iter=500, random_state=0, deterministic=True
+    )
     clf = LinearSVC(cache_bytes="10MB", **params).fit(Xd, yd)
     h = clf.history_
     assert [r["in_cache"] for r in h] == [False] + [True] * (len(h) - 1) and len(h) > 2
     assert all(r["cache_rows"] == 600 for r in h) and h[-1]["evictions"] == 0
-    ref = LinearSVC(loss="hinge", tol=1e-9, max_iter=100000, random_state=0).fit(X, y)
+    ref = LinearSVC(loss="hinge", solver="memory", tol=1e-9, max_iter=100000, random_state=0).fit(X, y)
     rel = (clf.objective_ - ref.objective_) / ref.objective_
     assert -1e-8 <= rel <= clf.duality_gap_ + 1e-8
 
@@ -383,7 +385,8 @@ def test_the_asynchronous_trainer_waits_for_a_starved_reader_after_a_bounded_num
     Xd = da.from_array(X, chunks=(500, 123)).map_blocks(slow_fourth, meta=X[:0])
     yd = da.from_array(y, chunks=500)
     clf = LinearSVC(
-        loss="hinge", cache_bytes=int(0.1 * nbytes), tol=1e-3, max_iter=20, random_state=0, prefetch=1,
+        loss="hinge", solver="streamsvm", cache_bytes=int(0.1 * nbytes), tol=1e-3, max_iter=20,
+        random_state=0, prefetch=1,
     ).fit(Xd, yd)  # fmt: skip
     assert gate.is_set() and clf.duality_gap_ <= 1e-3
     assert 0 <= window["end"] - window["start"] <= streamsvm.IDLE_SWEEPS, window
@@ -412,7 +415,8 @@ def test_the_idle_budget_is_renewed_once_per_solve_of_the_cache_not_per_partitio
     Xd = da.from_array(X, chunks=(40, 123)).map_blocks(held_back, meta=X[:0])
     yd = da.from_array(y, chunks=40)
     clf = LinearSVC(
-        loss="hinge", cache_bytes=int(0.2 * nbytes), tol=1e-2, max_iter=50, random_state=0, prefetch=1,
+        loss="hinge", solver="streamsvm", cache_bytes=int(0.2 * nbytes), tol=1e-2, max_iter=50,
+        random_state=0, prefetch=1,
     ).fit(Xd, yd)  # fmt: skip
     h = clf.history_[-1]
     half = np.ceil(streamsvm.SOLVE_AFTER_ADMITTED * trainers[0].cache.n_slots)
@@ -437,8 +441,8 @@ def test_a_solve_per_half_cache_of_inserted_rows_saves_reads_over_one_per_cache_
 
     def reads():
         clf = LinearSVC(
-            loss="hinge", fit_intercept=False, cache_bytes=int(0.02 * nbytes), tol=1e-3, max_iter=50,
-            random_state=0,
+            loss="hinge", solver="streamsvm", fit_intercept=False, cache_bytes=int(0.02 * nbytes), tol=1e-3,
+            max_iter=50, random_state=0,
         ).fit(Xd, yd)  # fmt: skip
         assert clf.duality_gap_ <= 1e-3
         return len(clf.history_)

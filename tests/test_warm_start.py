@@ -11,7 +11,7 @@ from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine.data.source import Block
 from dask_streamsvm.engine.primal import newton as primal
 from dask_streamsvm.engine.primal import warm as warm_starts
-from dask_streamsvm.engine.primal.reads import SAMPLE_SEED, _Sampler
+from dask_streamsvm.engine.primal.reads import SAMPLE_SEED, Sampler
 
 from ._helpers import noisy_linear_data
 from .test_primal import check_optimum, liblinear, raw_scale_tall
@@ -38,7 +38,7 @@ def test_the_sample_is_the_rows_of_smallest_keys_whatever_the_order(sparse, expe
     keys = np.concatenate(keys)
     smallest = np.sort(np.argsort(keys)[:300])
     for order in (blocks, blocks[::-1]):
-        sampler = _Sampler(300, expected=expected)
+        sampler = Sampler(300, expected=expected)
         for block in order:
             sampler.add(block)
         sample = sampler.sample()
@@ -51,12 +51,12 @@ def test_the_sample_is_the_rows_of_smallest_keys_whatever_the_order(sparse, expe
 
 def test_the_sample_keeps_within_its_bytes_and_share():
     X, y = noisy_linear_data(5_000, 4)  # float64: 32 bytes of values a row
-    sampler = _Sampler(10_000, max_bytes=60 * 1_000)  # 32 + 8 + 8 + 8 (key) = 56 bytes a row
+    sampler = Sampler(10_000, max_bytes=60 * 1_000)  # 32 + 8 + 8 + 8 (key) = 56 bytes a row
     for block in _blocks(X, y, 1_000):
         sampler.add(block)
     sample = sampler.sample()
     assert sample.n_rows == 60_000 // 56 and sample.nbytes <= 60_000
-    shared = _Sampler(10_000, share=0.1)
+    shared = Sampler(10_000, share=0.1)
     for block in _blocks(X, y, 1_000):
         shared.add(block)
     assert shared.sample().n_rows == 500
@@ -183,7 +183,7 @@ def test_a_band_keeps_the_rows_nearest_the_margin_with_a_bound_set_up_front():
     rng = np.random.default_rng(1)
     X, y = noisy_linear_data(20_000, 3)
     keys = rng.random(20_000)
-    band = _Sampler(1_000, expected=20_000)
+    band = Sampler(1_000, expected=20_000)
     for lo in range(0, 20_000, 2_000):
         band.add_rows(
             lo // 2_000, X[lo : lo + 2_000], y[lo : lo + 2_000], np.ones(2_000), keys[lo : lo + 2_000]

@@ -51,7 +51,7 @@ __all__ = [
 
 # engine.problem.SOLVERS, written out: importing engine.problem imports scikit-learn and numba, which
 # --help does without (tests/test_front_door.py checks that the two agree).
-SOLVERS = ("auto", "memory", "streamsvm", "sbm", "bm")
+SOLVERS = ("auto", "memory", "streamsvm", "sbm", "bm", "band")
 
 
 class _Losses:
@@ -227,7 +227,8 @@ def build_parser():
         "--solver",
         choices=SOLVERS,
         default="auto",
-        help="streamsvm (auto), sbm or bm stream files through the cache; memory loads them",
+        help="streamsvm, sbm or bm stream files through the cache, band (auto where it applies) keeps the rows "
+        "near the margin from a sample's solution; memory loads them",
     )
     train.add_argument(
         "--dual",

@@ -25,8 +25,9 @@ from .cluster.runtime import resolve_client
 from .data.parquet import footer_rows
 from .data.source import is_dask_collection
 from .data.spill import check_spill_dir
+from .plan.losses import band_blocker as loss_band_blocker
 from .plan.losses import newton_blocker
-from .plan.problem import STREAMING_SOLVERS, model_width
+from .plan.problem import BAND_SOLVER, STREAMING_SOLVERS, model_width
 from .primal.newton import MAX_WIDTH
 from .primal.sums import CG_WIDTH, MAX_VALUE, too_large
 
@@ -152,6 +153,16 @@ def choose(placement, plan, data):
         primal = method in ("newton", "truncated_newton")
         return Method("cluster", primal, schedule=None if primal else schedule, cluster=method)
     checkpointing = placement.checkpointing
+    blocker = band_blocker(plan, n_features, checkpointing)
+    if plan.solver == BAND_SOLVER and blocker is not None:
+        raise ValueError(
+            f"solver='band' (the band from a sample) does not support {blocker}; "
+            "use solver='auto', 'streamsvm', 'sbm' or 'bm'."
+        )
+    if blocker is None:  # the band from a sample: the first read keeps the sample while it counts
+        return Method(
+            "stream", False, schedule=BAND_SOLVER, first_read="primal", known_rows=footer_rows(data)
+        )
     could_be_primal = plan.dual is not True and use_primal(
         plan, None, n_features, checkpointing=checkpointing
     )  # fmt: skip
@@ -193,9 +204,29 @@ def _dual_note(beyond):
 
 
 def streams(plan, out_of_core):
-    """Whether a fit of ``plan`` streams its rows (a streaming solver, or ``"auto"`` on a Dask
-    collection or path: ``out_of_core``) rather than solving them in memory."""
-    return plan.solver in STREAMING_SOLVERS or (plan.solver == "auto" and out_of_core)
+    """Whether a fit of ``plan`` streams its rows (a streaming solver or the band, or ``"auto"`` on
+    a Dask collection or path: ``out_of_core``) rather than solving them in memory."""
+    named = plan.solver in STREAMING_SOLVERS or plan.solver == BAND_SOLVER
+    return named or (plan.solver == "auto" and out_of_core)
+
+
+def band_blocker(plan, n_features, checkpointing=False):
+    """What of ``plan`` the band from a sample (:mod:`~.primal.sample_band`) cannot train streamed (a
+    phrase), or None: it is ``solver="auto"``'s method for the hinge loss on a Dask collection or
+    path, and ``"band"``'s."""
+    width = model_width(n_features, plan.feature_map) + 1
+    loss = "multi_class='crammer_singer'" if plan.crammer_singer else loss_band_blocker(plan.loss)
+    blockers = {
+        loss: loss is not None,
+        f"solver={plan.solver!r}": plan.solver not in ("auto", BAND_SOLVER),
+        "dual=False": plan.dual is False,
+        "probability=True": plan.probability,
+        "a feature map": plan.feature_map is not None,
+        "checkpoint_dir": checkpointing,
+        f"a model {width} wide (features plus intercept; it forms the band's {width} x {width} Hessian, "
+        f"at most {MAX_WIDTH})": width > MAX_WIDTH,
+    }
+    return next((what for what, blocks in blockers.items() if blocks), None)
 
 
 def where_to_fit(plan, client, *, out_of_core, checkpointing=False, validating=False):

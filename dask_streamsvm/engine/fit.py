@@ -43,9 +43,10 @@ from .dual.partial import OnePassSBM
 from .dual.schedules import fit_stream, memory_blocks
 from .plan.calibration import N_FOLDS, folds, platt_sigmoids
 from .plan.layout import kernel_rows
-from .plan.problem import STREAMING_SOLVERS, column_max_abs, cs_model, linear_scores
+from .plan.problem import BAND_SOLVER, STREAMING_SOLVERS, column_max_abs, cs_model, linear_scores
 from .plan.sizes import row_bytes, share_bytes
 from .primal.fit import count_with_first_read, fit_primal_memory, fit_primal_stream
+from .primal.sample_band import BandStalled, fit_band_stream
 from .primal.sums import BeyondPrimal
 from .store.checkpoint import Checkpoints, data_fingerprint
 
@@ -164,7 +165,7 @@ def _fit_stream(source, plan, method, hooks, *, checkpoints, resume, clock_start
             scaler = prepared_scaler(plan).learn(rows, source.n_features)
             source.row_transform = scaler.scale_rows
         primal_plan = plan.replace(solver=DEFAULT_STREAMING, seed=0, calibration_seed=None)
-        result = None
+        result, spent = None, []
         if saved is None and method.first_read == "trains":  # text: one read parses, counts and trains
             result = _fit_stream_counting(source, plan, hooks, clock_start)
         if result is not None:
@@ -174,7 +175,17 @@ def _fit_stream(source, plan, method, hooks, *, checkpoints, resume, clock_start
             beyond = None if first is None else first.beyond
             undecided, n_rows = method, int(np.sum(labels[1]))
             method = after_count(undecided, plan, n_rows, source.n_features, beyond)
-            if method.primal:
+            if method.schedule == BAND_SOLVER and first is not None and first.sample is not None:
+                band_plan = primal_plan.replace(solver=BAND_SOLVER).with_labels(*labels)
+                try:
+                    result = fit_band_stream(
+                        source, band_plan, hooks, first, clock_start, give_up=plan.solver == "auto"
+                    )
+                    plan = band_plan
+                except BandStalled as stalled:  # the dual schedules train instead, and say so
+                    method = method.replace(schedule=DEFAULT_STREAMING, note=_band_note(stalled))
+                    spent = stalled.history
+            elif method.primal:
                 counted = primal_plan.with_labels(*labels)
                 try:
                     result, plan = fit_primal_stream(source, counted, hooks, first, clock_start), counted
@@ -182,18 +193,28 @@ def _fit_stream(source, plan, method, hooks, *, checkpoints, resume, clock_start
                     if undecided.primal is not None:  # dual=False: its error stands
                         raise
                     method = after_count(undecided, plan, n_rows, source.n_features, str(exc))
-            if not method.primal:
+            if result is None and not method.primal:
                 plan = _dual_plan(source, plan, labels)
                 hooks.start(plan, n_partitions=source.n_partitions, cache_bytes=plan.cache_bytes or None)
                 result = fit_stream(
                     source, plan, hooks, clock_start=clock_start, checkpoints=checkpoints, resume=saved
                 )
+                result.history[:0] = spent  # the band's reads, before it gave up
     if plan.probability:  # the last read certified the model: its held-out scores are the model's
         result.platt = platt_sigmoids(result.held_scores, result.held_y, plan.classes)
     result.plan, result.scaler = plan, scaler
     if method.note is not None:
         result.messages.append(method.note)
     return result
+
+
+def _band_note(stalled):
+    """What the user is told when ``solver="auto"`` gave the band from a sample up (:class:`BandStalled`)."""
+    return (
+        f"solver='auto' trained with {DEFAULT_STREAMING!r} after one read of the band from a sample: the "
+        f"bound certified only {stalled.reach:.2g} of the band's step (more rows lie near the margin than "
+        "cache_bytes holds, or they tie there). A larger cache_bytes lets the band train."
+    )
 
 
 def _fit_stream_counting(source, plan, hooks, clock_start):

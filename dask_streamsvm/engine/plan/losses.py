@@ -51,6 +51,10 @@ class Loss:
     dual_sum_names: tuple = ("sum alpha", "sum D alpha^2")
     quadratic_dual: bool = True  # the dual's row terms are alpha_i - 1/2 D_ii alpha_i^2
     piecewise_quadratic: bool = True  # the loss is quadratic between its kinks (Newton's band)
+    # The band from a sample trains it out of core (:mod:`..primal.sample_band`): linear on one side
+    # of its kink and zero on the other, its dual's box [0, C_i], so that a row held on either piece
+    # is a constant dual variable and a sum.
+    band: bool = False
 
     def dual_sums(self, alpha, upper, diag):
         """The dual's sums over rows of dual variables ``alpha``, box ``upper`` (``U_i``) and
@@ -94,7 +98,7 @@ class Loss:
         return dual_sum - 0.5 * float(v @ v) - loss_sum
 
 
-HINGE = Loss("hinge", kl.HINGE, "the hinge", scale_upper=1.0, newton=False)
+HINGE = Loss("hinge", kl.HINGE, "the hinge", scale_upper=1.0, newton=False, band=True)
 SQUARED_HINGE = Loss("squared_hinge", kl.SQUARED_HINGE, "the squared hinge", scale_upper=np.inf, newton=True)
 LOGISTIC = Loss(
     "log_loss", kl.LOGISTIC, "the logistic loss", scale_upper=1.0, newton=True,
@@ -105,6 +109,8 @@ LOGISTIC = Loss(
 LOSSES = {loss.name: loss for loss in (HINGE, SQUARED_HINGE, LOGISTIC)}
 # The losses of the SVM (``LinearSVC(loss=...)``); the logistic loss is LogisticRegression's.
 SVM_LOSSES = (HINGE.name, SQUARED_HINGE.name)
+# The losses the band from a sample trains (:attr:`Loss.band`).
+BAND_LOSSES = tuple(loss.name for loss in LOSSES.values() if loss.band)
 _BY_CODE = {loss.code: loss for loss in LOSSES.values()}
 # The loss a store or cache assumes when none is given (the estimators' default).
 DEFAULT = _BY_CODE[kl.DEFAULT]
@@ -127,6 +133,14 @@ def loss_by_code(code):
         return _BY_CODE[int(code)]
     except (KeyError, TypeError, ValueError):
         raise ValueError(f"no loss has the code {code!r}; the codes are {sorted(_BY_CODE)}.") from None
+
+
+def band_blocker(name):
+    """Why the band from a sample cannot train ``loss=name`` (a phrase for an error), or None."""
+    if loss_of(name).band:
+        return None
+    trained = " or ".join(loss.title for loss in LOSSES.values() if loss.band)
+    return f"loss={name!r} (it trains {trained}; the primal solver's reads keep a band for the others)"
 
 
 def newton_blocker(name):

@@ -40,7 +40,9 @@ CRAMMER_SINGER_LOSS = losses.CRAMMER_SINGER.name
 # The solver names, declared once: the streaming schedules (:data:`..dual.schedules.TRAINERS`), and
 # what ``solver=`` accepts (``"auto"`` lets :func:`..fit.fit` choose, by :func:`..choice.streams`).
 STREAMING_SOLVERS = ("streamsvm", "sbm", "bm")
-SOLVERS = ("auto", "memory", *STREAMING_SOLVERS)
+# The band chosen from a sample (:mod:`..primal.sample_band`): streamed, not a schedule.
+BAND_SOLVER = "band"
+SOLVERS = ("auto", "memory", *STREAMING_SOLVERS, BAND_SOLVER)
 # A plan's schedule: the above, and ``partial_fit``'s one pass.
 PLAN_SOLVERS = (*SOLVERS, "partial")
 # Which rows a cache keeps (``cache_policy=``).  Every streaming solver: "informative" (the default)
@@ -65,9 +67,7 @@ def _check_int(name, value, low):
 
 def _check_choice(name, value, choices):
     if value not in choices:
-        raise ValueError(
-            f"{name} must be one of {', '.join(map(repr, choices))}; got {name}={value!r}."
-        )
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {name}={value!r}.")
 
 
 @dataclass(frozen=True, eq=False)
@@ -170,8 +170,10 @@ class FitPlan:
             object.__setattr__(self, "block_bytes", max(int(block), 1))
         if self.solver == "bm":
             object.__setattr__(self, "cache_bytes", 0)
-        if isinstance(self.block_bytes, bool) or not isinstance(self.block_bytes, int | np.integer) or (
-            self.block_bytes <= 0
+        if (
+            isinstance(self.block_bytes, bool)
+            or not isinstance(self.block_bytes, int | np.integer)
+            or (self.block_bytes <= 0)
         ):
             raise ValueError(f"block_bytes must be an integer > 0, got block_bytes={self.block_bytes!r}.")
         self._check_rest()

@@ -585,18 +585,9 @@ def band_certificate(w, d, totals, H, band, plan):
     # Newton pieces quadratic in the shortfall: alpha_i = D_ii (1 - m_i) on the active rows.
     if not (objective.newton and objective.piecewise_quadratic) or band is None or band.metric is None:
         return None
-    center, scale = band.metric
-    dx, db = d[:-1], float(d[-1])
-    bias = float(plan.bias)
-    length = float(np.hypot(np.linalg.norm(scale * dx), float(center @ dx) + bias * db))
-    D = w.shape[0]
-    # A margin's rounding, in the keys' units: at most (D + 4) epsilons of sum_j |x_j w_j|, which
-    # is at most ||x~|| ((1 + ||center / scale||) ||scale w_x|| + |bias w_b|).
-    wx = w[:-1]
-    spread = (1.0 + np.linalg.norm(center / scale)) * np.linalg.norm(scale * wx) + abs(bias * w[-1])
-    rounding = (D + 4) * np.finfo(np.float64).eps * float(spread)
-    if not length * (1.0 + BOUND_SLACK) + rounding < float(band.outside):
+    if not band_holds(w, d, band, plan.bias):
         return None
+    D = w.shape[0]
     loss, dual_sum, v = totals
     at_w, at_next = _band_sums(w, d, band, plan)
     H_out = H - np.eye(D) - at_w.hessian[0]
@@ -612,6 +603,43 @@ def band_certificate(w, d, totals, H, band, plan):
         primal=objective.primal_value(0.5 * float(point @ point), loss_next),
         dual=objective.newton_dual(dual_next, v_next, loss_next),
     )
+
+
+def band_holds(w, d, band, bias):
+    """Whether no row a read left out of ``band`` (a :class:`~.reads.Sample` with ``outside`` and
+    ``metric``) can cross the hinge point on the step from ``w`` to ``w + d``: the step's length in
+    the band's metric, times 1 + :data:`BOUND_SLACK`, plus the margins' rounding, below the
+    smallest key left out (:func:`band_certificate`)."""
+    length, rounding = _band_terms(w, d, band, bias)
+    return bool(length * (1.0 + BOUND_SLACK) + rounding < float(band.outside))
+
+
+def band_reach(w, d, band, bias):
+    """The largest ``t`` in [0, 1] (to a relative 1e-9) for which :func:`band_holds` holds on the
+    step ``t d`` from ``w``: on that part of the step no row left out of ``band`` changes its piece
+    (0: on none of it)."""
+    length, rounding = _band_terms(w, d, band, bias)
+    room = float(band.outside) - rounding
+    if not room > 0.0:
+        return 0.0
+    if not length * (1.0 + BOUND_SLACK) >= room:
+        return 1.0
+    t = room / (length * (1.0 + BOUND_SLACK)) * (1.0 - 1e-9)
+    return t if band_holds(w, t * d, band, bias) else 0.0
+
+
+def _band_terms(w, d, band, bias):
+    """The step's length in the band's metric and the margins' rounding in its units (:func:`band_holds`)."""
+    center, scale = band.metric
+    dx, db = d[:-1], float(d[-1])
+    bias = float(bias)
+    length = float(np.hypot(np.linalg.norm(scale * dx), float(center @ dx) + bias * db))
+    D = w.shape[0]
+    # A margin's rounding, in the keys' units: at most (D + 4) epsilons of sum_j |x_j w_j|, which
+    # is at most ||x~|| ((1 + ||center / scale||) ||scale w_x|| + |bias w_b|).
+    wx = w[:-1]
+    spread = (1.0 + np.linalg.norm(center / scale)) * np.linalg.norm(scale * wx) + abs(bias * w[-1])
+    return length, (D + 4) * np.finfo(np.float64).eps * float(spread)
 
 
 def _band_sums(w, d, band, plan):

@@ -39,11 +39,11 @@ def read_once(source, plan, counts):
 
     blocks = read_blocks(source, prefetch=plan.prefetch, retries=plan.retries, read_timeout=plan.read_timeout)
     for _, block in blocks:
-        _count(counts, block)
+        count_block(counts, block)
         yield block
 
 
-def _count(counts, block):
+def count_block(counts, block):
     counts.skipped += block.n_skipped
     counts.retries += block.retries
     counts.rows += block.n_rows
@@ -129,6 +129,22 @@ class StreamRead:
             return np.zeros(width), np.ones(width)
         return tuple(np.asarray(part, dtype=np.float64) for part in self.band_metric)
 
+    def blocks(self, counts):
+        """The blocks of the next read, each counted into ``counts`` (a :class:`Sums`) as it comes:
+        the time the caller takes over one is the arithmetic's busy time, and ``on_block`` sees it
+        after."""
+        while (item := self._next())[0] == "block":
+            block = item[2]
+            start = time.perf_counter()
+            count_block(counts, block)
+            yield block
+            self._busy += time.perf_counter() - start
+            if self.on_block is not None:
+                self.on_block(self.k, block)
+        if item[0] != "end":  # pragma: no cover - the reader reads more passes than the fit asks
+            raise RuntimeError(f"the reader ended before read {self.k}")
+        self.k += 1
+
     def __call__(self, W, S, todo):
         plan = self.plan
         total = Sums.zeros(len(todo), W.shape[1])
@@ -136,15 +152,12 @@ class StreamRead:
         where_first = self.k == 0
         expected = self.rows or None  # the rows of the read before
         bands = (
-            [_Sampler(self.band_rows, self.band_bytes, expected=expected) for _ in todo]
+            [Sampler(self.band_rows, self.band_bytes, expected=expected) for _ in todo]
             if self.band_rows
             else None
         )
         metric = self._metric(W.shape[1] - 1) if bands is not None else None
-        while (item := self._next())[0] == "block":
-            block = item[2]
-            start = time.perf_counter()
-            _count(counts, block)
+        for block in self.blocks(counts):
             if block.n_rows:
                 Y, cost = encode_block(plan, block)
                 where = f"partition {block.partition}: " if where_first else None
@@ -152,12 +165,6 @@ class StreamRead:
                 total.add(block_sums(block.X, Y[todo], cost[todo], W, S, *args))
                 if bands is not None:
                     _add_band(bands, block, Y[todo], cost[todo], W + S, plan.bias, metric)
-            self._busy += time.perf_counter() - start
-            if self.on_block is not None:
-                self.on_block(self.k, block)
-        if item[0] != "end":  # pragma: no cover - the reader reads more passes than solve_primal asks
-            raise RuntimeError(f"the reader ended before read {self.k}")
-        self.k += 1
         for name in ("rows", "skipped", "retries", "bytes"):
             setattr(total, name, getattr(counts, name))
         total.band = None if bands is None else [_band_of(band, metric) for band in bands]
@@ -233,7 +240,7 @@ def stream_read(
     return StreamRead(source, plan, on_block, start, reads, band_rows, band_bytes, rows, band_metric)
 
 
-KEY_STRIDE = 16  # the band's threshold is estimated from every 16th key (:meth:`_Sampler._bound`)
+KEY_STRIDE = 16  # the band's threshold is estimated from every 16th key (:meth:`Sampler._bound`)
 SAMPLE_SEED = 0x5A3F1E  # the sample's keys: drawn per partition, the same in every fit of the same rows
 
 
@@ -252,6 +259,9 @@ class Sample:
     metric: tuple = None
     # What :func:`~.newton.band_step` summed of the band: (w, d, Sums at w, Sums at w + d).
     evaluated: tuple = field(default=None, repr=False)
+    # A sample band's (:class:`~.sample_band.BandRead`): each row's shortfall ``1 - m_i`` at the point
+    # read, from the arithmetic that summed the read's totals.
+    shortfall: np.ndarray = field(default=None, repr=False)
 
     @property
     def n_rows(self):
@@ -271,7 +281,7 @@ def _nbytes(X):
     return X.data.nbytes + X.indices.nbytes + X.indptr.nbytes if sp.issparse(X) else X.nbytes
 
 
-class _Sampler:
+class Sampler:
     """The rows of smallest random keys among those added (a uniform sample of ``capacity`` rows),
     or of smallest given keys (:meth:`add_rows`: the Newton reads' band, :class:`StreamRead`).
 
@@ -319,9 +329,10 @@ class _Sampler:
     def add(self, block):
         self.add_rows(block.partition, block.X, block.y, block.sample_weight)
 
-    def add_rows(self, partition, X, y, w, keys=None):
+    def add_rows(self, partition, X, y, w, keys=None, extra=None):
         """Rows ``X`` with their labels ``y`` and weights ``w``; ``keys``: theirs (a row of key
-        inf is never kept), else drawn from the seed and ``partition``."""
+        inf is never kept), else drawn from the seed and ``partition``; ``extra``: a value per row
+        kept with it (the sample's ``shortfall``)."""
         n = X.shape[0]
         self.seen += n
         if not n or not self.capacity:
@@ -339,7 +350,8 @@ class _Sampler:
         if not random and take.size < n:
             self.outside = min(self.outside, float(keys[~kept].min()))
         if take.size:
-            self.pieces.append((keys[take], X[take], y[take], w[take]))
+            more = () if extra is None else (extra[take],)
+            self.pieces.append((keys[take], X[take], y[take], w[take], *more))
             self.count += take.size
         if self.count > 1.5 * self.capacity:
             self._cut()
@@ -381,20 +393,18 @@ class _Sampler:
         if not self.count or not self.capacity:
             return None
         self._cut()
-        _, X, y, w = self.pieces[0]
-        return Sample(X, y, w, self.seen)
+        _, X, y, w, *extra = self.pieces[0]
+        return Sample(X, y, w, self.seen, shortfall=extra[0] if extra else None)
 
 
 def joined_pieces(pieces):
-    """The kept pieces ``(keys, X, y, w)`` as one piece, in their order."""
+    """The kept pieces ``(keys, X, y, w, *extra)`` as one piece, in their order."""
     if len(pieces) == 1:
         return pieces[0]
-    keys = np.concatenate([p[0] for p in pieces])
     Xs = [p[1] for p in pieces]
     X = sp.vstack(Xs, format="csr") if sp.issparse(Xs[0]) else np.concatenate(Xs)
-    y = np.concatenate([p[2] for p in pieces])
-    w = np.concatenate([p[3] for p in pieces])
-    return keys, X, y, w
+    rest = [np.concatenate([p[j] for p in pieces]) for j in range(2, len(pieces[0]))]
+    return np.concatenate([p[0] for p in pieces]), X, *rest
 
 
 @dataclass
@@ -449,7 +459,7 @@ def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=N
 
     D = width + 1
     counts, ids = [], []
-    sampler = _Sampler(sample_rows, sample_bytes, plan.cache_share, expected) if sample_rows else None
+    sampler = Sampler(sample_rows, sample_bytes, plan.cache_share, expected) if sample_rows else None
     totals = Sums.zeros(0, D)
     clean, moments, beyond = True, {}, None
     for block in read_once(source, plan, totals):

@@ -1,0 +1,289 @@
+"""The hinge loss out of core: SBM's informative cache chosen from a sample, certified in few reads.
+
+The dual solvers' caches (StreamSVM, SBM) learn which rows are informative by visiting them many
+times a read.  Here a read finds them at once, from a point close to the optimum (issue 52):
+
+1. the read that counts the classes keeps a uniform sample (:func:`~.reads.first_read`); its hinge
+   problem, its costs scaled to the rows read, is solved in memory (:func:`~.smoothed.solve_smoothed`),
+   and its solution ``w0`` is the first point read;
+2. a read at a point ``w`` computes every row's shortfall ``s_i = 1 - m_i``
+   (:func:`~...kernels.band.piece_rows`): the rows nearest the hinge point, by the key
+   ``|s_i| / ||x~_i||`` in the band's metric (:func:`~.reads.band_metric`), go to the band (within
+   ``cache_bytes``), every other row is held on its piece: at ``alpha_i = C_i`` where ``s_i > 0``,
+   whose sums ``u = sum C_i y_i x~_i`` and ``S = sum C_i`` are all the read keeps of them (one
+   vector, so that this works for wide rows too), and at ``alpha_i = 0`` elsewhere; the read's
+   primal value at ``w`` is exact;
+3. the band's problem with those rows as an offset (:func:`~.smoothed.solve_smoothed`) is solved in
+   memory.  Its dual point, the band's ``alpha`` with the held rows' ``C_i`` and 0, is feasible for
+   the data's dual: its value is a lower bound on the data's optimum, without a read.  Its primal
+   at the band's solution ``w1`` is the data's primal there wherever no held row changes piece on
+   the step from ``w`` to ``w1``: the bound of the squared hinge's band
+   (:func:`~.newton.band_holds`: the step's length in the band's metric below the smallest key
+   left out).  Then the gap is exact and the fit ends after two reads; else the next read is made
+   at ``w1``, certifies it, and its band takes in the rows that changed piece.
+
+The certificate never claims more than it proved: the dual value is always a feasible point's, and
+the primal value either a read's or the bound's.
+"""
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..plan.certificate import Certificate, check_gap
+from ..plan.problem import BAND_SOLVER, encode_block
+from ..plan.result import FitResult
+from .newton import band_reach, band_share
+from .reads import Sampler, StreamRead, band_metric
+from .smoothed import Rows, offset_primal, solve_smoothed
+from .sums import Sums
+
+# The band's problem is solved to this share of the fit's tolerance, so that what it leaves adds
+# little to the gap the certificate proves.
+BAND_TOL_SHARE = 0.1
+# solver="auto" gives the band up after its first read (BandStalled) where less than this share of
+# the band's step is certified (band_reach).  Measured (cache 10-50%, C = 1, tol 1e-3): 0.85-1 on
+# the tall 2M x 60 sets, which converge after that read; 0.02-0.3 on ijcnn1 and a9a at 30-50%,
+# which then gain 20-50% of the gap a read; 0 on a9a at 10%, 0.001-0.003 on w8a (gap 0.1-39, a few
+# percent gained a read), where the dual schedules converge in fewer reads.
+BAND_MIN_REACH = 0.05
+# The sample's problem (the first point read) is solved to this relative gap: the sample's own
+# distance from the data's optimum is far larger.
+WARM_TOL = 1e-4
+
+
+class BandRead(StreamRead):
+    """``read(W, todo)`` for the hinge band: one read of every partition at the points ``W`` of the
+    problems ``todo``, per problem a :class:`BandSums` (the read's hinge loss, the sums of the rows
+    on the linear piece and the band, with its rows' shortfalls).  The reader, its overlap and its
+    context are :class:`~.reads.StreamRead`'s."""
+
+    def __call__(self, W, todo):
+        plan = self.plan
+        k, D = len(todo), W.shape[1]
+        totals = np.zeros((k, 2))
+        u = np.zeros((k, D))
+        counts = Sums.zeros(0, 0)
+        bands = [Sampler(self.band_rows, self.band_bytes, expected=self.rows or None) for _ in todo]
+        metric = self._metric(D - 1)
+        for block in self.blocks(counts):
+            if block.n_rows:
+                Y, cost = encode_block(plan, block)
+                for j, c in enumerate(todo):
+                    _add_rows(bands[j], block, Y[c], cost[c], W[j], plan.bias, metric, u[j], totals[j])
+        self.rows = counts.rows
+        out = []
+        for j in range(k):
+            band = bands[j].sample()
+            if band is not None:
+                band.outside, band.metric = bands[j].outside, metric
+            out.append(BandSums(float(totals[j, 0]), float(totals[j, 1]), u[j], band))
+        kept = [b.band for b in out if b.band is not None]
+        self._band = (sum(b.n_rows for b in kept), sum(b.nbytes for b in kept))
+        return out, counts
+
+
+class BandSums:
+    """One problem's read at ``w``: ``loss``, the hinge loss ``sum C_i max(0, s_i)``; ``held``, the
+    sum of ``C_i``, and ``u``, of ``C_i y_i x~_i``, over the rows of ``s_i > 0``; ``band``, the rows
+    nearest the hinge point (a :class:`~.reads.Sample` with their ``shortfall``, or None)."""
+
+    def __init__(self, loss, held, u, band):
+        self.loss, self.held, self.u, self.band = loss, held, u, band
+
+    def offset(self, bias):
+        """``(u, S)`` of the rows held at ``alpha_i = C_i``: the read's less the band's own rows of
+        ``s_i > 0`` (by the shortfalls the read computed: the same rows, whatever the rounding)."""
+        if self.band is None:
+            return self.u.copy(), self.held
+        band = self.band
+        on = np.where(band.shortfall > 0.0, band.sample_weight, 0.0)
+        rows = Rows(band.X, band.y, band.sample_weight, bias)
+        return self.u - rows.weighted_sum(on), self.held - float(on.sum())
+
+
+def _add_rows(sampler, block, y, cost, w, bias, metric, u, totals):
+    """A block's rows at ``w`` for one problem: their shortfalls, keys and sums
+    (:func:`~...kernels.band.piece_rows`) into ``u`` and ``totals``, the rows to ``sampler``."""
+    X = block.X
+    center, scale = metric
+    n = X.shape[0]
+    shortfall, keys = np.empty(n), np.empty(n)
+    if sp.issparse(X):  # sparse rows keep their zeros: no center (band_metric gives them none)
+        X = sp.csr_matrix(X)
+        inv = 1.0 / scale
+        lengths = np.sqrt(1.0 + np.asarray(X.multiply(X) @ (inv * inv)).ravel())
+        shortfall[:] = 1.0 - y * (np.asarray(X @ w[:-1]).ravel() + float(bias) * w[-1])
+        keys[:] = np.where(cost > 0.0, np.abs(shortfall) / lengths, np.inf)
+        on = np.where((cost > 0.0) & (shortfall > 0.0), cost, 0.0)
+        u[:-1] += np.asarray(X.T @ (on * y)).ravel()
+        u[-1] += float(bias) * float(on @ y)
+        totals[0] += float(on @ shortfall)
+        totals[1] += float(on.sum())
+    else:
+        from ...kernels.band import piece_rows
+
+        X = np.ascontiguousarray(X) if X.dtype in (np.float32, np.float64) else np.asarray(X, np.float64)
+        piece_rows(X, y, cost, w, float(bias), center, 1.0 / scale, shortfall, keys, u, totals)
+    sampler.add_rows(block.partition, block.X, y, cost, keys, extra=shortfall)
+
+
+class _Problem:
+    """One binary problem's state: the point read next, the best certified point and values."""
+
+    def __init__(self, w):
+        self.w = np.array(w, dtype=np.float64)
+        self.best_w, self.best_primal, self.best_dual = self.w.copy(), np.inf, -np.inf
+        self.certified_step = False  # whether the last band's solution was certified by the bound
+        self.reach = 0.0  # the share of the last band's step certified by the bound
+        self.band_rows = 0
+
+    @property
+    def certificate(self):
+        return Certificate(primal=self.best_primal, dual=self.best_dual)
+
+    def take(self, sums, plan, tol):
+        """The read's sums at ``self.w``: certify it, solve the band's problem, certify its solution
+        where the bound holds; ``self.w`` becomes that solution (the next read's point)."""
+        w = self.w
+        primal = 0.5 * float(w @ w) + sums.loss
+        if primal < self.best_primal:
+            self.best_primal, self.best_w = primal, w.copy()
+        self.certified_step = False
+        band = sums.band
+        if band is None:  # every row held: w is where the read found them
+            return
+        u, S = sums.offset(plan.bias)
+        rows = Rows(band.X, band.y, band.sample_weight, plan.bias)
+        self.band_rows = band.n_rows
+        target = BAND_TOL_SHARE * tol
+        w1, restricted, _ = solve_smoothed(rows, tol=target, offset=(u, S), start=w)
+        self.best_dual = max(self.best_dual, restricted.dual)
+        # On the part of the step no held row can change its piece on, the band's problem is the
+        # data's: its primal there is exact, and no more than the chord's from w's to w1's.
+        t = band_reach(w, w1 - w, band, plan.bias)
+        self.reach = t
+        if t == 1.0:
+            self.certified_step, point, value = True, w1, restricted.primal
+        elif t > 0.0:
+            point = w + t * (w1 - w)
+            value = offset_primal(rows, point, (u, S))
+        if t > 0.0 and value < self.best_primal:
+            self.best_primal, self.best_w = value, point.copy()
+        # The next read: at the band's solution where it is certified or its step is not cut, else
+        # where the cut step ends (a certified point, so that the reads' values only fall).
+        self.w = w1 if t == 1.0 or t == 0.0 else point
+
+
+class BandStalled(Exception):
+    """The first band's step was certified on less than :data:`BAND_MIN_REACH` of its length: the
+    rows near the hinge point outnumber the band the budget holds, and the reads would make little
+    progress each.  ``history``: the records of the reads made; ``reach``: the share certified."""
+
+    def __init__(self, history, reach):
+        super().__init__(f"the band certified {reach:.3g} of its step")
+        self.history, self.reach = history, reach
+
+
+def fit_band_stream(source, plan, hooks, first, clock_start, give_up=False):
+    """The hinge band (module docstring) streaming ``source``: a :class:`~..plan.result.FitResult`.
+    ``first``: the :class:`~.reads.FirstRead` that counted the classes and kept the sample.  The
+    reader reads the first band's partitions while the sample's problem is solved.  ``give_up``:
+    raise :class:`BandStalled` where the first band's step is certified on less than
+    :data:`BAND_MIN_REACH` of its length (``solver="auto"``: the dual schedules train instead)."""
+    hooks.start(plan, n_partitions=source.n_partitions)
+    totals = first.totals
+    counted = {
+        "rows_read": int(totals.rows),
+        "bytes_read": int(totals.bytes),
+        "read_retries": int(totals.retries),
+    }
+    sample = first.sample
+    if sample.complete:  # the sample is every row: its problem is the data's, solved and certified
+        starts, records = _warm_starts(sample, plan, clock_start, counted, plan.tol)
+        hooks.on_pass(records, starts)
+        certificates = [Certificate(primal=r["primal"], dual=r["dual"]) for r in records]
+        converged = [c.relative_gap <= plan.tol for c in certificates]
+        return FitResult(W=starts, certificates=certificates, passes=0, history=records, converged=converged)
+    k = plan.n_problems
+    rows = int(np.sum(plan.counts))
+    band = {"band_rows": int(band_share(plan) * rows), "band_bytes": None, "rows": rows}
+    if plan.cache_bytes is not None:
+        band["band_bytes"] = plan.cache_bytes // k
+    on_block = lambda k, block: hooks.on_block(k, block, None, None)  # noqa: E731
+    read = BandRead(source, plan, on_block, start=1, band_metric=band_metric(sample), **band)
+    with read:
+        starts, history = _warm_starts(sample, plan, clock_start, counted, WARM_TOL)
+        first.sample = sample = None  # the reads keep their band instead
+        problems = [_Problem(w) for w in starts]
+        converged, interrupted, reads = [False] * k, False, 0
+        while reads < plan.max_iter and not all(converged):
+            todo = [c for c in range(k) if not converged[c]]
+            try:
+                sums, counts = read(np.array([problems[c].w for c in todo]), todo)
+            except KeyboardInterrupt:
+                interrupted = True
+                break
+            reads += 1
+            for name, value in (
+                ("rows_read", counts.rows),
+                ("bytes_read", counts.bytes),
+                ("read_retries", counts.retries),
+            ):
+                counted[name] += int(value)
+            base = {"pass": reads, "solver": BAND_SOLVER, **counted, "rows_skipped": int(counts.skipped),
+                    "spill_bytes": source.spill_bytes, **read.overlap}  # fmt: skip
+            for j, c in enumerate(todo):
+                try:
+                    problems[c].take(sums[j], plan, plan.tol)
+                except KeyboardInterrupt:  # the read certified its point; the band's step is lost
+                    interrupted = True
+            records = []
+            for c, problem in enumerate(problems):
+                best = check_gap(problem.certificate, f"read {reads}")
+                converged[c] = best.relative_gap <= plan.tol
+                records.append({
+                    **base, "seconds": time.perf_counter() - clock_start, "class": plan.labels[c],
+                    "primal": best.primal, "dual": best.dual, "gap": best.relative_gap,
+                    "active": problem.band_rows, "band_certified": problem.certified_step,
+                    "band_reach": problem.reach,
+                })  # fmt: skip
+            history.extend(records)
+            if give_up and reads == 1 and not all(converged):
+                reach = min(problems[c].reach for c in range(k) if not converged[c])
+                if reach < BAND_MIN_REACH:
+                    raise BandStalled(history, reach)
+            if interrupted or hooks.on_pass(records, np.array([p.best_w for p in problems])):
+                break
+    return FitResult(
+        W=np.array([p.best_w for p in problems]),
+        certificates=[p.certificate for p in problems],
+        passes=reads,
+        history=history,
+        converged=converged,
+        interrupted=interrupted,
+    )
+
+
+def _warm_starts(sample, plan, clock_start, counted, tol):
+    """``(W0, records)``: each problem's hinge problem on the sample, its costs scaled by the rows
+    read over the sample's, solved in memory to the relative gap ``tol``; the records of read 0 (with
+    the sample's certificate where the sample is every row, :attr:`~.reads.Sample.complete`)."""
+    started = time.perf_counter()
+    y_index = np.searchsorted(plan.classes, sample.y)
+    weights = sample.sample_weight * (sample.rows_seen / sample.n_rows)
+    starts, records = [], []
+    for c in range(plan.n_problems):
+        rows = Rows(sample.X, plan.signs[c, y_index], plan.costs[c, y_index] * weights, plan.bias)
+        w, certificate, info = solve_smoothed(rows, tol=tol)
+        starts.append(w)
+        record = {
+            "pass": 0, "seconds": time.perf_counter() - clock_start, "solver": BAND_SOLVER,
+            "class": plan.labels[c], "sample_rows": int(sample.n_rows), "sample_bytes": sample.nbytes,
+            "warm_start_s": time.perf_counter() - started, "newton_steps": info["newton_steps"], **counted,
+        }  # fmt: skip
+        if sample.complete:
+            record.update(primal=certificate.primal, dual=certificate.dual, gap=certificate.relative_gap)
+        records.append(record)
+    return np.array(starts), records

@@ -1,0 +1,383 @@
+"""The hinge loss from a sample (issue 52): the smoothed Newton solver in memory, certified by the
+hinge's own dual, and the band of a read with the other rows held as an offset, out of core."""
+
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.svm import LinearSVC as LiblinearSVC
+
+from dask_streamsvm import LinearSVC
+from dask_streamsvm.engine.plan.problem import FitPlan
+from dask_streamsvm.engine.primal import sample_band, smoothed
+from dask_streamsvm.engine.primal.newton import BOUND_SLACK, band_holds
+from dask_streamsvm.engine.primal.reads import Sample
+
+from ._helpers import load_libsvm_dataset, noisy_linear_data
+
+pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame")
+
+
+def hinge_primal(X, sign, cost, w, bias=1.0):
+    """``1/2 ||w||^2 + sum C_i max(0, 1 - y_i (x_i . w[:-1] + bias w[-1]))`` in plain NumPy."""
+    margin = sign * (np.asarray(X @ w[:-1]).ravel() + bias * w[-1])
+    return 0.5 * float(w @ w) + float(cost @ np.maximum(0.0, 1.0 - margin))
+
+
+def liblinear_hinge(X, y, C):
+    """LIBLINEAR's hinge solution (``-s 3``, its bias a feature of value 1, as ours), as ``w``: its
+    objective is at least the optimum (it may stop on its iteration cap, whence no warning)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ref = LiblinearSVC(loss="hinge", C=C, tol=1e-12, max_iter=1_000_000).fit(X, y)
+    return np.append(ref.coef_.ravel(), ref.intercept_)
+
+
+def raw_scale_data(n=20_000, seed=0):
+    """Three columns of values 0..255 (skin's scale), labels of a noisy hyperplane through them."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 256, size=(n, 3)).astype(np.float64)
+    y = np.where(X @ [1.0, -2.0, 1.0] + rng.normal(0.0, 40.0, n) > 0, 1, -1)
+    return X, y
+
+
+@pytest.mark.parametrize("C", [0.05, 1.0])
+@pytest.mark.parametrize("layout", ["csr", "dense32"])
+def test_the_smoothed_newton_solver_reaches_liblinears_hinge_optimum_with_a_true_gap(C, layout):
+    X, y = load_libsvm_dataset("a9a")
+    X, y = X[:6_000], y[:6_000]
+    sign = np.where(y > 0, 1.0, -1.0)
+    rows = smoothed.Rows(
+        X if layout == "csr" else X.toarray().astype(np.float32), sign, np.full(len(y), C), 1.0
+    )
+    w, certificate, _ = smoothed.solve_smoothed(rows, tol=1e-10)
+    theirs = hinge_primal(X, sign, np.full(len(y), C), liblinear_hinge(X, y, C))
+    ours = hinge_primal(X, sign, np.full(len(y), C), w)
+    assert certificate.primal == pytest.approx(ours, rel=1e-11)  # the primal is the model's
+    assert certificate.relative_gap <= 1e-10
+    assert certificate.dual <= theirs * (1 + 1e-12)  # weak duality: never more than proved
+    assert ours <= theirs * (1 + 1e-9)
+
+
+def test_raw_scale_features_converge_where_coordinate_descent_stalls():
+    """Skin's scale (0..255): the dual solvers stall near a gap of 1 (issue 52); Newton on the
+    smoothed hinge is invariant to the columns' scales and certifies 1e-8."""
+    X, y = raw_scale_data()
+    sign = y.astype(np.float64)
+    w, certificate, info = smoothed.solve_smoothed(
+        smoothed.Rows(X, sign, np.full(len(y), 1.0), 1.0), tol=1e-8
+    )
+    assert certificate.relative_gap <= 1e-8
+    assert certificate.primal == pytest.approx(hinge_primal(X, sign, np.ones(len(y)), w), rel=1e-12)
+    assert info["newton_steps"] < 200
+
+
+def test_the_certificate_is_the_hinges_not_the_smoothed_losses():
+    """Stopped at a coarse smoothing (one stage, mu = MU_START), the gap is the hinge problem's: its
+    primal the model's hinge objective, its dual a feasible point's, below LIBLINEAR's optimum."""
+    X, y = noisy_linear_data(3_000, 5)
+    sign = np.where(y > 0, 1.0, -1.0)
+    rows = smoothed.Rows(X, sign, np.ones(len(y)), 1.0)
+    w, certificate, info = smoothed.solve_smoothed(rows, tol=1e-12, max_stages=1)
+    assert info["stages"] == 1
+    optimum = hinge_primal(X, sign, np.ones(len(y)), liblinear_hinge(X, y, 1.0))
+    assert certificate.primal == pytest.approx(hinge_primal(X, sign, np.ones(len(y)), w), rel=1e-12)
+    assert certificate.dual <= optimum * (1 + 1e-12) <= certificate.primal * (1 + 1e-12)
+    assert certificate.relative_gap > 1e-6  # one stage of smoothing leaves a gap: the test sees it
+
+
+def test_each_stage_divides_the_smoothing_by_mu_factor(monkeypatch):
+    seen = []
+    real = smoothed.line_minimum
+
+    def spy(g0, d, cost, m, dm, mu):
+        seen.append(mu)
+        return real(g0, d, cost, m, dm, mu)
+
+    monkeypatch.setattr(smoothed, "line_minimum", spy)
+    X, y = noisy_linear_data(2_000, 4)
+    smoothed.solve_smoothed(smoothed.Rows(X, np.where(y > 0, 1.0, -1.0), np.ones(len(y)), 1.0), tol=1e-9)
+    stages = sorted(set(seen), reverse=True)
+    assert stages[0] == smoothed.MU_START == 1.0
+    assert np.allclose(np.array(stages[:-1]) / np.array(stages[1:]), smoothed.MU_FACTOR)
+    seen.clear()
+    start = np.zeros(5)
+    smoothed.solve_smoothed(
+        smoothed.Rows(X, np.where(y > 0, 1.0, -1.0), np.ones(len(y)), 1.0), tol=1e-9, start=start
+    )
+    assert max(seen) == smoothed.MU_WARM == 0.01  # a start near the solution skips the wide stages
+
+
+def test_the_line_search_finds_the_minimum_along_the_direction():
+    rng = np.random.default_rng(3)
+    n = 500
+    m, dm, cost = rng.normal(1.0, 1.0, n), rng.normal(0.0, 1.0, n), rng.uniform(0.1, 2.0, n)
+    g0, d = rng.normal(size=4), rng.normal(size=4)
+    mu = 0.1
+
+    def value(t):
+        s = 1.0 - m - t * dm
+        inner = np.where(s >= mu, s - 0.5 * mu, np.where(s > 0.0, s * s / (2.0 * mu), 0.0))
+        return t * float(g0 @ d) + 0.5 * t * t * float(d @ d) + float(cost @ inner)
+
+    t = smoothed.line_minimum(g0, d, cost, m, dm, mu)
+    grid = np.linspace(0.0, 5.0, 50_001)
+    best = grid[np.argmin([value(s) for s in grid])]
+    assert t == pytest.approx(best, abs=2e-4)
+    assert value(t) <= min(value(t - 1e-6), value(t + 1e-6)) + 1e-12
+
+
+def test_an_offset_is_rows_held_on_the_linear_piece():
+    """The band's problem with the held rows' sums as an offset has the full problem's optimum where
+    the held rows stay on their pieces: LIBLINEAR's, on every row."""
+    X, y = noisy_linear_data(4_000, 5, seed=2)
+    sign = np.where(y > 0, 1.0, -1.0)
+    cost = np.full(len(y), 0.5)
+    w_star = liblinear_hinge(X, y, 0.5)
+    s = 1.0 - sign * (X @ w_star[:-1] + w_star[-1])
+    held = s > 0.5  # far inside the margin: on the linear piece at the optimum
+    gone = s < -0.5  # far outside: no loss
+    band = ~held & ~gone
+    Xa = np.hstack([X, np.ones((len(y), 1))])
+    u = Xa[held].T @ (cost[held] * sign[held])
+    rows = smoothed.Rows(X[band], sign[band], cost[band], 1.0)
+    w, certificate, _ = smoothed.solve_smoothed(rows, tol=1e-11, offset=(u, float(cost[held].sum())))
+    optimum = hinge_primal(X, sign, cost, w_star)
+    assert certificate.primal == pytest.approx(hinge_primal(X, sign, cost, w), rel=1e-11)
+    assert certificate.dual <= optimum * (1 + 1e-12)
+    assert certificate.primal == pytest.approx(optimum, rel=1e-9)
+
+
+def _plan(y, C=1.0):
+    classes, counts = np.unique(y, return_counts=True)
+    return FitPlan(C=C, loss="hinge", solver="band").with_labels(classes, counts, classes)
+
+
+def test_a_held_row_that_would_cross_the_hinge_point_refuses_the_bound():
+    """A row left out of the band with its key just above (then just below) the step's length in
+    the band's metric, on a step straight at it: the bound holds only where it cannot cross, and
+    BOUND_SLACK is what keeps a key equal to the length out."""
+    rng = np.random.default_rng(5)
+    w = np.append(rng.normal(size=3), 0.2)
+    d = np.append(rng.normal(size=3) * 0.1, 0.05)
+    metric = (np.zeros(3), np.ones(3))
+    length = float(np.linalg.norm(d))  # center 0, scale 1, bias 1: d~ = d
+    band = Sample(
+        np.zeros((1, 3)), np.ones(1), np.ones(1), 10, outside=length * (1 + 10 * BOUND_SLACK), metric=metric
+    )
+    assert band_holds(w, d, band, 1.0)
+    band.outside = length * (1 + 0.1 * BOUND_SLACK)  # within the slack: refused
+    assert not band_holds(w, d, band, 1.0)
+    band.outside = 0.999 * length  # a row that the step can carry across: refused
+    assert not band_holds(w, d, band, 1.0)
+
+
+def test_the_held_rows_sums_are_taken_by_the_reads_own_shortfalls():
+    """A band row exactly at the hinge point: the offset subtracts the band's rows the read counted
+    on the linear piece (shortfall > 0), by the shortfalls the read recorded, not recomputed ones."""
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    band = Sample(
+        X, np.array([1.0, -1.0, 1.0]), np.array([2.0, 3.0, 5.0]), 10, shortfall=np.array([0.5, 0.0, -1e-17])
+    )
+    u = np.array([10.0, 20.0, 30.0])
+    sums = sample_band.BandSums(loss=7.0, held=9.0, u=u, band=band)
+    offset_u, offset_S = sums.offset(1.0)
+    assert offset_S == 9.0 - 2.0  # only the first row (s = 0.5 > 0) was the read's
+    assert np.array_equal(offset_u, u - 2.0 * np.array([1.0, 0.0, 1.0]))
+
+
+def _dask(X, y, n_partitions=10):
+    step = -(-X.shape[0] // n_partitions)
+    return da.from_array(X, chunks=(step, X.shape[1])), da.from_array(y, chunks=step)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("scale", ["unit", "raw"])
+def test_auto_on_a_dask_collection_trains_the_hinge_from_a_sample_in_two_or_three_reads(scale):
+    X, y = noisy_linear_data(60_000, 8, seed=4)
+    if scale == "raw":
+        X = np.clip(np.round(X * 40 + 128), 0, 255)
+    Xd, yd = _dask(X.astype(np.float32), y)
+    clf = LinearSVC(loss="hinge", C=0.1, tol=1e-4, cache_bytes="10%").fit(Xd, yd)
+    assert {r["solver"] for r in clf.history_} == {"band"}
+    assert clf.n_iter_ <= 2  # reads after the one that kept the sample
+    assert clf.duality_gap_ <= 1e-4
+    X32 = X.astype(np.float32).astype(np.float64)
+    sign = np.where(y > 0, 1.0, -1.0)
+    w = np.append(clf.coef_.ravel(), clf.intercept_)
+    assert clf.objective_ == pytest.approx(hinge_primal(X32, sign, np.full(len(y), 0.1), w), rel=1e-10)
+    reference, certificate, _ = smoothed.solve_smoothed(
+        smoothed.Rows(X32, sign, np.full(len(y), 0.1), 1.0), tol=1e-10
+    )
+    optimum = certificate.primal
+    assert (clf.objective_ - optimum) / optimum <= clf.duality_gap_ + 1e-9
+    assert clf.objective_ * (1 - clf.duality_gap_) <= optimum * (1 + 1e-9)  # the dual is below it
+
+
+def test_the_band_fits_the_cache_and_certifies_from_the_bound_when_its_share_is_wide():
+    """The band takes at most ``cache_bytes``; with a wide band the bound holds and the fit ends
+    after the read at the sample's solution, its band's solution certified without another read."""
+    X, y = noisy_linear_data(40_000, 6, seed=1)
+    Xd, yd = _dask(X, y)
+    clf = LinearSVC(loss="hinge", C=0.1, tol=1e-6, cache_bytes="40%").fit(Xd, yd)
+    last = clf.history_[-1]
+    assert last["band_bytes"] <= 0.4 * X.nbytes * 1.2  # the rows' bytes, labels and costs
+    assert clf.n_iter_ == 1 and last["band_certified"]
+    assert clf.duality_gap_ <= 1e-6
+    w = np.append(clf.coef_.ravel(), clf.intercept_)
+    assert clf.objective_ == pytest.approx(
+        hinge_primal(X, np.where(y > 0, 1.0, -1.0), np.full(len(y), 0.1), w), rel=1e-10
+    )
+
+
+def test_one_vs_rest_on_three_classes_and_sparse_rows():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30_000, 5))
+    y = np.argmax(X[:, :3] + 0.3 * rng.standard_normal((30_000, 3)), axis=1)
+    Xs = sp.csr_matrix(X)
+    step = 3_000
+    Xd = da.from_array(X, chunks=(step, 5)).map_blocks(sp.csr_matrix, dtype=np.float64, meta=Xs[:0])
+    clf = LinearSVC(loss="hinge", C=0.5, tol=1e-5, cache_bytes="10%").fit(Xd, da.from_array(y, chunks=step))
+    assert {r["solver"] for r in clf.history_} == {"band"}
+    assert np.all(np.asarray(clf.duality_gap_) <= 1e-5)
+    for c in range(3):
+        sign = np.where(y == c, 1.0, -1.0)
+        w = np.append(clf.coef_[c], clf.intercept_[c])
+        assert clf.objective_[c] == pytest.approx(hinge_primal(X, sign, np.full(len(y), 0.5), w), rel=1e-10)
+
+
+def test_few_rows_the_sample_is_the_data_and_its_solve_is_the_fit():
+    X, y = noisy_linear_data(3_000, 4)
+    Xd, yd = _dask(X, y, 3)
+    clf = LinearSVC(loss="hinge", C=1.0, tol=1e-8).fit(Xd, yd)
+    assert clf.n_iter_ == 0 and clf.history_[-1]["solver"] == "band"
+    assert clf.duality_gap_ <= 1e-8
+    optimum = hinge_primal(X, np.where(y > 0, 1.0, -1.0), np.ones(len(y)), liblinear_hinge(X, y, 1.0))
+    assert clf.objective_ * (1 - clf.duality_gap_) <= optimum * (1 + 1e-9)
+
+
+@pytest.mark.parametrize(
+    "params, fragment",
+    [
+        (dict(loss="squared_hinge"), "loss='squared_hinge'"),
+        (dict(loss="hinge", probability=True), "probability=True"),
+        (dict(loss="hinge", multi_class="crammer_singer"), "crammer_singer"),
+    ],
+)
+def test_solver_band_says_what_it_cannot_train(params, fragment):
+    X, y = noisy_linear_data(2_000, 3)
+    Xd, yd = _dask(X, y, 2)
+    with pytest.raises(ValueError, match="solver='band'") as info:
+        LinearSVC(solver="band", **params).fit(Xd, yd)
+    assert fragment in str(info.value)
+
+
+def test_the_dual_schedules_stay_named_and_probability_keeps_them():
+    X, y = noisy_linear_data(4_000, 3)
+    Xd, yd = _dask(X, y, 4)
+    named = LinearSVC(loss="hinge", solver="sbm", tol=1e-3, max_iter=50).fit(Xd, yd)
+    assert "band" not in {r.get("solver") for r in named.history_}
+    with_probability = LinearSVC(loss="hinge", probability=True, tol=1e-3, max_iter=50).fit(Xd, yd)
+    assert "band" not in {r.get("solver") for r in with_probability.history_}
+
+
+def test_auto_gives_the_band_up_where_its_step_is_hardly_certified_and_says_so():
+    """a9a in a 10% cache: more rows lie at the margin than the band holds (their binary features tie
+    there), the first band's step is certified on less than BAND_MIN_REACH of its length, and
+    ``solver="auto"`` trains StreamSVM instead, with a warning; ``solver="band"`` keeps the band."""
+    X, y = load_libsvm_dataset("a9a")
+    X, y = X[:16_000], y[:16_000]
+    Xd, yd = da.from_array(X, chunks=(1_600, 123)), da.from_array(y, chunks=1_600)
+    with pytest.warns(
+        ConvergenceWarning, match="solver='auto' trained with 'streamsvm' after one read of the band"
+    ):
+        clf = LinearSVC(loss="hinge", cache_bytes="10%", tol=1e-3, max_iter=30, random_state=0).fit(Xd, yd)
+    solvers = [r.get("solver") for r in clf.history_]
+    assert solvers[:2] == ["band", "band"] and "band" not in solvers[2:]
+    reach = clf.history_[1]["band_reach"]
+    assert reach < sample_band.BAND_MIN_REACH
+    assert clf.duality_gap_ <= 1e-3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # two reads do not converge it
+        named = LinearSVC(loss="hinge", solver="band", cache_bytes="10%", tol=1e-3, max_iter=2).fit(Xd, yd)
+    assert {r["solver"] for r in named.history_} == {"band"} and named.n_iter_ == 2
+    assert named.history_[-1]["gap"] < named.history_[1]["gap"]  # each read's certified point is lower
+
+
+def test_the_sample_and_the_band_are_solved_to_their_tolerances(monkeypatch):
+    asked = []
+    real = sample_band.solve_smoothed
+
+    def spy(rows, *, tol, **kw):
+        asked.append((tol, kw.get("offset") is not None))
+        return real(rows, tol=tol, **kw)
+
+    monkeypatch.setattr(sample_band, "solve_smoothed", spy)
+    X, y = noisy_linear_data(40_000, 6, seed=6)
+    Xd, yd = _dask(X, y)
+    LinearSVC(loss="hinge", C=0.1, tol=1e-3, cache_bytes="10%").fit(Xd, yd)
+    assert asked[0] == (sample_band.WARM_TOL, False) and sample_band.WARM_TOL == 1e-4
+    assert asked[1] == (sample_band.BAND_TOL_SHARE * 1e-3, True) and sample_band.BAND_TOL_SHARE == 0.1
+
+
+def test_a_step_cut_to_the_bound_is_certified_exactly_and_the_band_dual_is_feasible():
+    """A band too narrow for the band's whole step: the part of the step the bound certifies
+    (``band_reach``) ends at a point whose certified primal is the data's there, to rounding, and the
+    band's dual value stays below the data's optimum."""
+    X, y = noisy_linear_data(20_000, 5, seed=8)
+    sign = np.where(y > 0, 1.0, -1.0)
+    cost = np.full(len(y), 0.2)
+    sample = np.random.default_rng(0).choice(len(y), 400, replace=False)
+    w, _, _ = smoothed.solve_smoothed(
+        smoothed.Rows(X[sample], sign[sample], cost[sample] * 50, 1.0), tol=1e-6
+    )
+    Xa = np.hstack([X, np.ones((len(y), 1))])
+    s = 1.0 - sign * (Xa @ w)
+    keys = np.abs(s) / np.sqrt(1.0 + (X * X).sum(axis=1))
+    band = np.argsort(keys)[:600]  # 3% of the rows: too few for the whole step
+    on = s > 0
+    sums = sample_band.BandSums(
+        loss=float(cost @ np.maximum(s, 0.0)), held=float(cost[on].sum()), u=Xa[on].T @ (cost[on] * sign[on]),
+        band=Sample(X[band], sign[band], cost[band], len(y), outside=float(np.delete(keys, band).min()),
+                    metric=(np.zeros(5), np.ones(5)), shortfall=s[band]),
+    )  # fmt: skip
+
+    class Plan:
+        bias = 1.0
+
+    problem = sample_band._Problem(w)
+    problem.take(sums, Plan, 1e-8)
+    assert 0.0 < problem.reach < 1.0 and not problem.certified_step
+    assert problem.best_primal == pytest.approx(hinge_primal(X, sign, cost, problem.best_w), rel=1e-12)
+    assert problem.best_primal < hinge_primal(X, sign, cost, w)  # the cut step is a descent
+    optimum = smoothed.solve_smoothed(smoothed.Rows(X, sign, cost, 1.0), tol=1e-11)[1].primal
+    assert problem.best_dual <= optimum * (1 + 1e-12)
+    # the whole step, uncertified, is not what the data's primal is there: the cut was needed
+    full = problem.w if problem.reach == 1.0 else w + (problem.best_w - w) / problem.reach
+    rows = smoothed.Rows(X[band], sign[band], cost[band], 1.0)
+    offset = (sums.offset(1.0)[0], sums.offset(1.0)[1])
+    assert smoothed.offset_primal(rows, full, offset) < hinge_primal(X, sign, cost, full) * (1 - 1e-9)
+
+
+@pytest.mark.slow  # three LIBSVM sets streamed, about a minute
+@pytest.mark.parametrize("name", ["a9a", "w8a", "ijcnn1"])
+def test_the_bands_certificate_is_a_true_bound_on_the_libsvm_sets(name):
+    """The band on the real sets (50% cache, C = 1): its gap is at least the distance of its objective
+    from the optimum (solved in memory to 1e-11, LIBLINEAR's or below), its dual below it."""
+    X, y = load_libsvm_dataset(name)
+    n = X.shape[0]
+    Xd, yd = da.from_array(X, chunks=(n // 20, X.shape[1])), da.from_array(y, chunks=n // 20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # w8a's band is slow: its gap is what is checked
+        clf = LinearSVC(loss="hinge", solver="band", cache_bytes="50%", tol=1e-4, max_iter=6).fit(Xd, yd)
+    sign = np.where(y > 0, 1.0, -1.0)
+    _, reference, _ = smoothed.solve_smoothed(smoothed.Rows(X, sign, np.ones(n), 1.0), tol=1e-11)
+    optimum = min(reference.primal, hinge_primal(X, sign, np.ones(n), liblinear_hinge(X, y, 1.0)))
+    w = np.append(clf.coef_.ravel(), clf.intercept_)
+    assert clf.objective_ == pytest.approx(hinge_primal(X, sign, np.ones(n), w), rel=1e-10)
+    assert (clf.objective_ - optimum) / clf.objective_ <= clf.duality_gap_ + 1e-10
+    assert clf.objective_ * (1 - clf.duality_gap_) <= optimum * (1 + 1e-10)
+    assert reference.dual <= optimum * (1 + 1e-12)
