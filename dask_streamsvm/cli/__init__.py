@@ -227,8 +227,8 @@ def build_parser():
         "--solver",
         choices=SOLVERS,
         default="auto",
-        help="streamsvm, sbm or bm stream files through the cache, band (auto where it applies) keeps the rows "
-        "near the margin from a sample's solution; memory loads them",
+        help="streamsvm, sbm or bm stream files through the cache, band (auto where it applies) keeps "
+        "the rows near the margin from a sample's solution; memory loads them",
     )
     train.add_argument(
         "--dual",
