@@ -296,8 +296,8 @@ def write_hinge_report(payload):
         f"`{payload['command']}`, {payload['date']}, on {os.cpu_count()} cores.",
         "",
         '`LinearSVC(loss="hinge", C, cache_bytes="10%")` on the same 2M x 60 float32 rows in 20 Parquet '
-        'files (`solver="auto"`: the band from a sample, `engine/primal/hinge_band.py`), each measurement in '
-        "a fresh process after warm-up fits (numba's cache loaded), medians of the repeats; the plain read "
+        'files (`solver="auto"`: the band from a sample, `engine/primal/sample_band.py`), each measurement '
+        "in a fresh process after warm-up fits (numba's cache loaded), medians of the repeats; the plain read "
         'as above. `before`: the package named by `--before` (`solver="auto"` was StreamSVM), in the same '
         "run. Goal (issue 52): at most 3 reads and 3.5 plain reads' time; raw 0..255 converges.",
         "",
@@ -307,8 +307,8 @@ def write_hinge_report(payload):
         "",
         "By record: to the first record (the read that counts the classes and keeps the sample, and the "
         "sample's solve), then each read with its band's solve, medians of the repeats. Certified by the "
-        "band: the band's solution was certified without another read (else the certificate pairs the "
-        "read's point, the sample's solution, with the band's dual value).",
+        "band: the band's whole step was certified without another read; else the part of it the bound "
+        "certifies (`band_reach`) ends at the point returned, paired with the band's dual value.",
     ]
     write_section(HINGE_MARKER, ["", *lines])
 
