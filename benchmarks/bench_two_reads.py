@@ -298,8 +298,8 @@ def write_hinge_report(payload):
         '`LinearSVC(loss="hinge", C, cache_bytes="10%")` on the same 2M x 60 float32 rows in 20 Parquet '
         'files (`solver="auto"`: the band from a sample, `engine/primal/sample_band.py`), each measurement '
         "in a fresh process after warm-up fits (numba's cache loaded), medians of the repeats; the plain "
-        'read as above. `before`: the package named by `--before` (`solver="auto"` was StreamSVM), in the same '
-        "run. Goal (issue 52): at most 3 reads and 3.5 plain reads' time; raw 0..255 converges.",
+        'read as above. `before`: the package named by `--before` (`solver="auto"` was StreamSVM), in the '
+        "same run. Goal (issue 52): at most 3 reads and 3.5 plain reads' time; raw 0..255 converges.",
         "",
         *_fit_table(payload["rows_out"]),
     ]
