@@ -87,11 +87,15 @@ def child_cluster(spec):
     from dask_streamsvm import LinearSVC
 
     frame, features = _open(spec["path"])
+    loss = spec.get("loss", "squared_hinge")
+    params = {"C": spec["C"], "tol": spec["tol"], **LOSSES[loss]}
+    if loss == "squared_hinge":  # the Newton steps on the workers
+        params["dual"] = False
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
             Client(cluster) as client:  # fmt: skip
         head = frame.partitions[:2]  # two partitions: the kernels loaded on both workers
-        LinearSVC(C=spec["C"], dual=False, tol=spec["tol"]).fit(head[features], head["label"], client=client)
-        model = LinearSVC(C=spec["C"], dual=False, tol=spec["tol"])
+        LinearSVC(**params).fit(head[features], head["label"], client=client)
+        model = LinearSVC(**params)
         clf, wall, cpu = _timed(lambda: model.fit(frame[features], frame["label"], client=client))
     first = clf.history_[0]
     return {
@@ -210,7 +214,7 @@ def memory_rows(args):
     return rows
 
 
-def cluster_rows(path, C, tol, before):
+def cluster_rows(path, C, tol, before, loss="squared_hinge"):
     """The dense set's fit on a 2-worker LocalCluster, now and (``before``) on the earlier package."""
     import pyarrow.parquet as pq
 
@@ -218,7 +222,8 @@ def cluster_rows(path, C, tol, before):
     rows = []
     for version, package in {"now": None, **({"before": before} if before else {})}.items():
         load = _load()
-        out = run_child("cluster", {"path": str(path), "C": C, "tol": tol, "n_rows": n_rows}, package)
+        spec = {"path": str(path), "C": C, "tol": tol, "n_rows": n_rows, "loss": loss}
+        out = run_child("cluster", spec, package)
         rows.append({"version": version, "C": C, "load_start": load, "load_end": _load(), **out})
         print(rows[-1], flush=True)
     return rows
@@ -285,7 +290,9 @@ def main(argv=None):
             sys.argv[1:] if argv is None else argv
         )
     if args.cluster:
-        payload["cluster"] = cluster_rows(Path(args.data_dir) / "dense", args.Cs[0], args.tol, args.before)
+        payload["cluster"] = cluster_rows(
+            Path(args.data_dir) / "dense", args.Cs[0], args.tol, args.before, args.loss
+        )
     save_json(results, payload)
     if args.out is None:
         (write_hinge_report if args.loss == "hinge" else write_report)(payload)
@@ -310,6 +317,9 @@ def write_hinge_report(payload):
         "band: the band's whole step was certified without another read; else the part of it the bound "
         "certifies (`band_reach`) ends at the point returned, paired with the band's dual value.",
     ]
+    lines += _cluster_table(
+        payload, '`loss="hinge"`, `cache_bytes="10%"`: the band on the workers', "now only"
+    )
     write_section(HINGE_MARKER, ["", *lines])
 
 
@@ -355,25 +365,34 @@ def write_report(payload):
                 f"| {m['data']} | {m['C']:g} | {m['busy']} | {m['load_start'][0]} | {m['memory_s']:.2f} | "
                 f"{m['memory_cpu_s']:.1f} | {ratio} |"
             )
-    if payload.get("cluster"):
-        lines += [
-            "",
-            f"`{payload.get('cluster_command', payload['command'])}`, "
-            f"{payload.get('cluster_date', payload['date'])}: on a LocalCluster of 2 single-thread "
-            "worker processes (the dense set, `dual=False`, after a warm-up fit on two partitions; one fit "
-            "each; the warm start is solved on the client before and on a worker now):",
-            "",
-            "| package | C | load (start, end) | reads | certified by the band | gap | fit s | warm start s "
-            "| by record s |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
-        for r in payload["cluster"]:
-            lines.append(
-                f"| {r['version']} | {r['C']:g} | {r['load_start'][0]}, {r['load_end'][0]} | {r['reads']} | "
-                f"{'yes' if r['band_certified'] else 'no'} | {r['gap']:.1e} | {r['fit_s']:.2f} | "
-                f"{r['warm_start_s']:.2f} | {_by_record([r])} |"
-            )
+    lines += _cluster_table(
+        payload, "`dual=False`", "the warm start is solved on the client before and on a worker now"
+    )
     write_section(MARKER, ["", *lines])
+
+
+def _cluster_table(payload, fit, versions):
+    """The cluster's table of ``payload`` (none where it has no cluster rows)."""
+    if not payload.get("cluster"):
+        return []
+    lines = [
+        "",
+        f"`{payload.get('cluster_command', payload['command'])}`, "
+        f"{payload.get('cluster_date', payload['date'])}: on a LocalCluster of 2 single-thread "
+        f"worker processes (the dense set, {fit}, after a warm-up fit on two partitions; one fit each; "
+        f"{versions}):",
+        "",
+        "| package | C | load (start, end) | reads | certified by the band | gap | fit s | warm start s "
+        "| by record s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in payload["cluster"]:
+        lines.append(
+            f"| {r['version']} | {r['C']:g} | {r['load_start'][0]}, {r['load_end'][0]} | {r['reads']} | "
+            f"{'yes' if r['band_certified'] else 'no'} | {r['gap']:.1e} | {r['fit_s']:.2f} | "
+            f"{r['warm_start_s']:.2f} | {_by_record([r])} |"
+        )
+    return lines
 
 
 def _fit_table(rows):

@@ -48,7 +48,10 @@ def test_auto_picks_a_method_for_the_loss_and_the_width():
     assert method(1023) == "newton"  # 1,023 features and the bias: the formed Hessian's limit
     assert method(1024) == "truncated_newton"
     assert method(100_000) == "truncated_newton"
-    assert method(60, loss="hinge") == "cocoa"  # only the dual applies
+    assert method(60, loss="hinge") == "band"  # no Newton step: the band from a sample
+    assert method(1023, loss="hinge") == "band"
+    assert method(1024, loss="hinge") == "cocoa"  # wider than the Hessians a cluster forms: CoCoA+
+    assert method(60, loss="hinge", crammer_singer=True) == "cocoa"
     assert method(60, dual=True) == "cocoa"
     assert method(60, cluster="average") == "average"  # named: the method it names
     assert method(60, cluster="cocoa") == "cocoa"

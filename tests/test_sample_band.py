@@ -292,7 +292,7 @@ def test_auto_gives_the_band_up_where_its_step_is_hardly_certified_and_says_so()
     X, y = X[:16_000], y[:16_000]
     Xd, yd = da.from_array(X, chunks=(1_600, 123)), da.from_array(y, chunks=1_600)
     with pytest.warns(
-        ConvergenceWarning, match="solver='auto' trained with 'streamsvm' after one read of the band"
+        ConvergenceWarning, match="the band from a sample gave way to solver='streamsvm' after one read"
     ):
         clf = LinearSVC(loss="hinge", cache_bytes="10%", tol=1e-3, max_iter=30, random_state=0).fit(Xd, yd)
     solvers = [r.get("solver") for r in clf.history_]
@@ -381,3 +381,18 @@ def test_the_bands_certificate_is_a_true_bound_on_the_libsvm_sets(name):
     assert clf.objective_ == pytest.approx(hinge_primal(X, sign, np.ones(n), w), rel=1e-10)
     assert (clf.objective_ - reference.primal) / clf.objective_ <= clf.duality_gap_ + 1e-10
     assert clf.objective_ * (1 - clf.duality_gap_) <= reference.primal * (1 + 1e-10)
+
+
+def test_auto_keeps_the_band_for_tall_data_or_a_sample_of_every_row():
+    """Fewer rows than PRIMAL_RATIO times the width, and a sample of only some of them: the dual
+    schedules train, with no read of the band spent; the same rows in a cache that holds them all:
+    the sample is the data, solved in memory."""
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((6_000, 100))
+    y = np.where(X @ rng.standard_normal(100) > 0, 1, -1)
+    Xd, yd = _dask(X, y)
+    wide = LinearSVC(loss="hinge", cache_bytes="10%", tol=1e-3, max_iter=30, random_state=0).fit(Xd, yd)
+    assert "band" not in {r.get("solver") for r in wide.history_}
+    held = LinearSVC(loss="hinge", cache_bytes="100%", tol=1e-6).fit(Xd, yd)
+    assert {r["solver"] for r in held.history_} == {"band"} and held.n_iter_ == 0
+    assert held.duality_gap_ <= 1e-6

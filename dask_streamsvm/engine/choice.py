@@ -40,7 +40,7 @@ FIRST_READ_WIDTH = 256
 DEFAULT_STREAMING = STREAMING_SOLVERS[0]
 # Where a fit runs (Method.where), and the methods a cluster fit may run (``history_``'s "method").
 WHERE = ("memory", "stream", "cluster")
-CLUSTER_METHODS = ("newton", "truncated_newton", "cocoa", "average")
+CLUSTER_METHODS = ("newton", "truncated_newton", "band", "cocoa", "average")
 # What a streamed fit's first read does (Method.first_read), unless a checkpoint holds the counts:
 # train the dual solvers while it counts (text), keep the primal solver's sample and moments while it
 # counts, or count the labels alone.
@@ -210,6 +210,15 @@ def streams(plan, out_of_core):
     return named or (plan.solver == "auto" and out_of_core)
 
 
+def band_applies(plan, n_rows, n_features, complete):
+    """Whether ``solver="auto"`` keeps the band from a sample once the rows are counted: on tall data
+    (``n_rows`` at least :data:`PRIMAL_RATIO` times the model's width, as the primal solver), or where
+    the sample holds every row (``complete``: its solve in memory is the fit).  Elsewhere a sample
+    the budget holds is too small for the band, and the dual schedules train."""
+    width = model_width(n_features, plan.feature_map) + 1
+    return plan.solver != "auto" or complete or n_rows >= PRIMAL_RATIO * width
+
+
 def band_blocker(plan, n_features, checkpointing=False):
     """What of ``plan`` the band from a sample (:mod:`~.primal.sample_band`) cannot train streamed (a
     phrase), or None: it is ``solver="auto"``'s method for the hinge loss on a Dask collection or
@@ -360,14 +369,22 @@ def cluster_method(plan, n_features):
     the dual is not asked for: Newton steps, the Hessian formed and added up the tree when the model
     (plus the bias) is at most :data:`~.primal.sums.CG_WIDTH` wide (``"newton"``), its products
     otherwise (``"truncated_newton"``): both converge in a number of reads that does not grow with
-    the workers.  Where only the dual applies (the hinge loss, ``dual=True``, Crammer-Singer),
-    ``"auto"`` runs CoCoA+ (``"cocoa"``).  ``"average"`` and ``"cocoa"`` with ``dual="auto"`` run
-    what they name.
+    the workers.  Where only the dual applies, ``"auto"`` runs the band from a sample (``"band"``,
+    :func:`band_blocker`: the hinge loss, the reads not growing with the workers either, CoCoA+ where
+    it gives up), else CoCoA+ (``"cocoa"``: Crammer-Singer, a feature map, ``dual=True`` with the
+    squared hinge).  ``"average"`` and ``"cocoa"`` with ``dual="auto"`` run what they name.
     """
     newton = plan.dual is False or (
         plan.cluster == "auto" and plan.dual == "auto" and primal_blocker(plan, streaming=True) is None
     )
     if not newton:
+        narrow = plan.model_width(n_features) + 1 <= CG_WIDTH  # the Hessians a cluster forms
+        if (
+            plan.cluster == "auto"
+            and narrow
+            and band_blocker(plan.replace(solver="auto"), n_features) is None
+        ):
+            return BAND_SOLVER
         return "cocoa" if plan.cluster == "auto" else plan.cluster
     return "truncated_newton" if plan.model_width(n_features) + 1 > CG_WIDTH else "newton"
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .choice import DEFAULT_STREAMING, after_count, choose
+from .choice import DEFAULT_STREAMING, after_count, band_applies, choose
 from .cluster.fit import fit_on_cluster
 from .cluster.moments import prepared_scaler
 from .data.labels import LabelTally, UnseenClass, count_labels_of
@@ -46,7 +46,7 @@ from .plan.layout import kernel_rows
 from .plan.problem import BAND_SOLVER, STREAMING_SOLVERS, column_max_abs, cs_model, linear_scores
 from .plan.sizes import row_bytes, share_bytes
 from .primal.fit import count_with_first_read, fit_primal_memory, fit_primal_stream
-from .primal.sample_band import BandStalled, fit_band_stream
+from .primal.sample_band import BandStalled, band_note, fit_band_stream
 from .primal.sums import BeyondPrimal
 from .store.checkpoint import Checkpoints, data_fingerprint
 
@@ -175,7 +175,14 @@ def _fit_stream(source, plan, method, hooks, *, checkpoints, resume, clock_start
             beyond = None if first is None else first.beyond
             undecided, n_rows = method, int(np.sum(labels[1]))
             method = after_count(undecided, plan, n_rows, source.n_features, beyond)
-            if method.schedule == BAND_SOLVER and first is not None and first.sample is not None:
+            sampled = first is not None and first.sample is not None
+            if (
+                method.schedule == BAND_SOLVER
+                and sampled
+                and not band_applies(plan, n_rows, source.n_features, first.sample.complete)
+            ):
+                method = method.replace(schedule=DEFAULT_STREAMING)
+            if method.schedule == BAND_SOLVER and sampled:
                 band_plan = primal_plan.replace(solver=BAND_SOLVER).with_labels(*labels)
                 try:
                     result = fit_band_stream(
@@ -183,7 +190,10 @@ def _fit_stream(source, plan, method, hooks, *, checkpoints, resume, clock_start
                     )
                     plan = band_plan
                 except BandStalled as stalled:  # the dual schedules train instead, and say so
-                    method = method.replace(schedule=DEFAULT_STREAMING, note=_band_note(stalled))
+                    method = method.replace(
+                        schedule=DEFAULT_STREAMING,
+                        note=band_note(stalled.reach, f"solver={DEFAULT_STREAMING!r}"),
+                    )
                     spent = stalled.history
             elif method.primal:
                 counted = primal_plan.with_labels(*labels)
@@ -206,15 +216,6 @@ def _fit_stream(source, plan, method, hooks, *, checkpoints, resume, clock_start
     if method.note is not None:
         result.messages.append(method.note)
     return result
-
-
-def _band_note(stalled):
-    """What the user is told when ``solver="auto"`` gave the band from a sample up (:class:`BandStalled`)."""
-    return (
-        f"solver='auto' trained with {DEFAULT_STREAMING!r} after one read of the band from a sample: the "
-        f"bound certified only {stalled.reach:.2g} of the band's step (more rows lie near the margin than "
-        "cache_bytes holds, or they tie there). A larger cache_bytes lets the band train."
-    )
 
 
 def _fit_stream_counting(source, plan, hooks, clock_start):

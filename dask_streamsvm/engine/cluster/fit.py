@@ -9,10 +9,11 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ..plan.problem import CLUSTER_MODES, STREAMING_SOLVERS
+from ..primal.sample_band import BandStalled, band_note
 from .average import fit_average
 from .cocoa import fit_cocoa
 from .moments import scaled_parts
-from .newton import fit_primal_cluster
+from .newton import fit_band_cluster, fit_primal_cluster
 from .parts import parts_of, place, with_part_cache
 from .products import fit_products_cluster
 from .runtime import cancelled_on_error, scheduler_lost
@@ -31,15 +32,28 @@ def fit_on_cluster(client, source, plan, method, hooks, clock_start):
     seed = int(check_random_state(plan.random_state).randint(np.iinfo(np.int32).max))
     plan = plan.replace(solver=solver, seed=seed)
 
+    spent = []  # the band's reads, where it gave up
+
     def named(records):
         for record in records:
-            record["method"] = method
+            record.setdefault("method", method)
         return records
 
     with cancelled_on_error(client):
         try:
             placement = parts_of(client, source, plan)
-            if method in ("newton", "truncated_newton"):  # each step one read (or evaluation) of every part
+            result = None
+            if method == "band":  # each read one read of every part, CoCoA+ where the band gives up
+                try:
+                    result = fit_band_cluster(
+                        client, source, plan, clock_start=clock_start, placement=placement, give_up=True,
+                        on_pass=lambda records, W: hooks.on_pass(named(records), W),
+                    )  # fmt: skip
+                except BandStalled as stalled:  # its reads' records keep its name
+                    spent, method = named(stalled.history), "cocoa"
+            if result is not None:
+                pass
+            elif method in ("newton", "truncated_newton"):  # each step one read (or evaluation) of every part
                 newton = fit_primal_cluster if method == "newton" else fit_products_cluster
 
                 def on_pass(records, W):
@@ -59,6 +73,11 @@ def fit_on_cluster(client, source, plan, method, hooks, clock_start):
                 result = fit_cluster(
                     client, source, plan, clock_start=clock_start, on_round=on_round, placement=placement
                 )
+                if spent:
+                    result.history[:0] = spent
+                    result.messages.append(
+                        band_note(spent[-1].get("band_reach", 0.0), "CoCoA+ (cluster='cocoa')")
+                    )
         except Exception as exc:
             lost = scheduler_lost(client, exc)
             if lost is None:

@@ -1,8 +1,18 @@
-"""The primal Newton solver on a cluster with formed Hessians (narrow data): every Newton step one
-read of every part on its worker, the parts' :class:`~..primal.sums.Sums` (gradient, Hessian,
-certificate) added up the tree (:func:`~.tree.tree_sum` with :func:`~.tree.add_sums`), after a
-first read that counts the labels and keeps a sample of each part's rows for the warm start, the
-samples joined and solved on a worker (:func:`_warm_start_on_worker`).
+"""The reads from a sample on a cluster: the primal Newton solver with formed Hessians (narrow data),
+and the band from a sample (the hinge loss), every step one read of every part on its worker.
+
+Newton: the parts' :class:`~..primal.sums.Sums` (gradient, Hessian, certificate) added up the tree
+(:func:`~.tree.tree_sum` with :func:`~.tree.add_sums`), after a first read that counts the labels
+and keeps a sample of each part's rows for the warm start, the samples joined and solved on a worker
+(:func:`_warm_start_on_worker`).
+
+The band (:func:`fit_band_cluster`): the same first read and samples, joined and solved on a worker
+(:func:`_band_warm_start_on_worker`); each read then computes every part's rows' margins at the
+point: the sums of the rows held on their piece (one vector a problem) and the loss are added up the
+tree, the parts' bands joined (each part keeps the rows of smallest keys of its own rows; a row no
+part kept has a key at least the smallest any part left out, so the bound holds for the join as for
+one machine), and the band's problem is solved where the reads are driven, on the client, as one
+machine solves it.  The reads of either do not grow with the workers: the sums are the data's.
 
 Every read is a task with a source of its own: the first read's fingerprints of each part come back
 to the client and go out with every later read of it (:func:`~.parts.part_source`), so a partition
@@ -115,27 +125,21 @@ def _cluster_sample(firsts):
     return Sample(X, y, w, rows)
 
 
-def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, placement=None):
-    """``dual=False`` on a cluster: every Newton step is one read of every part on its worker,
-    the parts' sums reduced on the workers; a :class:`~..plan.result.FitResult` with its ``plan``
-    (labels counted on the workers) and ``parts``.
-
-    Exact as on one machine (the sums are the data's sums), and what moves per step is ``W`` and
-    ``S`` out to each part and one :class:`~..primal.sums.Sums` (``O(k D^2)`` floats) per tree edge.
-    """
-    from ..primal.newton import band_share, solve_primal
+def sampled_parts(client, source, plan, placement):
+    """The parts' first read: ``(plan, placement, scaler, futures, firsts)``, the labels counted in a
+    read of whole rows (as on one machine), the parts scaled where the plan says, and each part's
+    :class:`~..primal.reads.FirstRead`: ``futures`` of them on their workers (with the samples),
+    ``firsts`` on the client (without)."""
     from ..primal.warm import sample_rows
 
-    # The labels counted in a read of whole rows: the parts' first read, as on one machine.
     plan, placement = place(client, source, plan, placement=placement, checked=True)
     scaler, placement = scaled_parts(client, source, plan, placement)
     parts, workers = placement.parts, placement.workers
-    moved = {"bytes_sent": 0, "bytes_received": 0}
     width = plan.model_width(source.n_features)
     K = len(parts)
     # Scaled rows are other rows than the count's: their first read is the next one.
     prints = placement.prints if scaler is None else [None] * K
-    # The warm start: a read of every part that checks its values and keeps a sample of its rows.
+    # A read of every part that checks its values and keeps a sample of its rows.
     budget = (-(-sample_rows(width) // K), None if plan.cache_bytes is None else plan.cache_bytes // K)
     futures = [
         submit(client, part_first_read, packed, plan, width, *budget, table, worker=w)
@@ -145,11 +149,28 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
     # The client gets each part's counts and fingerprints; the samples go to the first worker, which
     # joins and solves them (a 61 MB sample of 2M x 60 rows took half the fit on the client).
     stripped = [submit(client, _without_sample, f, worker=w) for f, w in zip(futures, workers, strict=True)]
-    firsts = gather(client, stripped, workers)
+    return plan, placement, scaler, futures, gather(client, stripped, workers)
+
+
+def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, placement=None):
+    """``dual=False`` on a cluster: every Newton step is one read of every part on its worker,
+    the parts' sums reduced on the workers; a :class:`~..plan.result.FitResult` with its ``plan``
+    (labels counted on the workers) and ``parts``.
+
+    Exact as on one machine (the sums are the data's sums), and what moves per step is ``W`` and
+    ``S`` out to each part and one :class:`~..primal.sums.Sums` (``O(k D^2)`` floats) per tree edge.
+    """
+    from ..primal.newton import band_share, solve_primal
+
+    plan, placement, scaler, futures, firsts = sampled_parts(client, source, plan, placement)
+    parts, workers = placement.parts, placement.workers
+    moved = {"bytes_sent": 0, "bytes_received": 0}
+    width = plan.model_width(source.n_features)
+    K = len(parts)
     elapsed = time.perf_counter() - clock_start
     warm = submit(client, _warm_start_on_worker, plan, width, elapsed, *futures, worker=workers[0])
     start, notes, result, metric, rows_seen = gather(client, [warm], workers)[0]
-    del futures, stripped, warm  # the parts' samples are not needed any more
+    del futures, warm  # the parts' samples are not needed any more
     if result is not None:  # every row came in the samples: their problem is the data's, solved
         # n_iter_: its Newton steps on the rows held after the one read (the records after the
         # first), each record numbered 0 as that read, as fit_primal_stream does.
@@ -193,5 +214,109 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
     result = solve_primal(
         read, plan, width, clock_start=clock_start, on_pass=on_read, source=source, initial=initial,
         start=start, notes=notes,
+    )  # fmt: skip
+    return replace(result, plan=plan, parts=placement.record(), scaler=scaler)
+
+
+# -- the band from a sample (:mod:`~..primal.sample_band`) on a cluster ----------------------------
+
+
+def part_band_sums(packed, plan, W, todo, band_rows, band_bytes, metric, prints):
+    """One part's read at the points ``W`` of the problems ``todo``: its
+    :class:`~..primal.sample_band.BandSums` per problem and its counts."""
+    from ..primal.sample_band import BandRead
+
+    source = part_source(packed, prints)
+    read = BandRead(source, plan, reads=1, band_rows=band_rows, band_bytes=band_bytes, band_metric=metric)
+    with synchronous(), read:
+        return read(W, todo)
+
+
+def add_band_sums(first, second):
+    """Two parts' reads added (a node of the tree, on a worker): each problem's sums and bands."""
+    sums = [a.add(b) for a, b in zip(first[0], second[0], strict=True)]
+    counts = first[1]
+    for name in ("rows", "bytes", "retries", "skipped"):
+        setattr(counts, name, getattr(counts, name) + getattr(second[1], name))
+    return sums, counts
+
+
+def _band_warm_start_on_worker(plan, elapsed, *firsts):
+    """The parts' samples joined and solved on a worker: ``(W0, records, metric, complete)`` as
+    :func:`~..primal.sample_band.warm_starts` gives them (to ``plan.tol`` where the samples hold
+    every row), with the band's metric; None where a part kept no sample."""
+    from ..primal.reads import band_metric
+    from ..primal.sample_band import WARM_TOL, warm_starts
+
+    sample = _cluster_sample(firsts)
+    if sample is None:
+        return None
+    rows = sum(f.totals.rows for f in firsts)
+    complete = all(f.sample is not None and f.sample.complete for f in firsts)
+    counted = {
+        "rows_read": int(rows),
+        "bytes_read": int(sum(f.totals.bytes for f in firsts)),
+        "read_retries": 0,
+    }
+    clock = time.perf_counter() - elapsed
+    starts, records = warm_starts(sample, plan, clock, counted, plan.tol if complete else WARM_TOL)
+    return starts, records, (None if complete else band_metric(sample)), complete
+
+
+def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placement=None, give_up=False):
+    """The band from a sample over ``client``'s workers: a :class:`~..plan.result.FitResult` with its
+    ``plan`` (labels counted on the workers) and ``parts``; ``give_up`` as one machine's
+    (:class:`~..primal.sample_band.BandStalled`).  What moves per read: ``W`` out to each part, one
+    vector a problem and the joined band back."""
+    from ..primal.newton import band_share
+    from ..primal.sample_band import BandStalled, band_reads, solved_sample
+
+    plan, placement, scaler, futures, firsts = sampled_parts(client, source, plan, placement)
+    parts, workers = placement.parts, placement.workers
+    K = len(parts)
+    if not all(f.clean for f in firsts):  # a value beyond the sums' range: the dual methods train
+        raise BandStalled([], 0.0)
+    elapsed = time.perf_counter() - clock_start
+    warm = submit(client, _band_warm_start_on_worker, plan, elapsed, *futures, worker=workers[0])
+    starts, history, metric, complete = gather(client, [warm], workers)[0]
+    del futures, warm  # the parts' samples are not needed any more
+    moved = {"bytes_sent": 0, "bytes_received": 0, "parts": K}
+    for record in history:
+        record.update(moved)
+    if complete:  # every row came in the samples: their problem is the data's, solved
+        if on_pass is not None:
+            on_pass(history, starts)
+        return replace(
+            solved_sample(starts, history, plan), plan=plan, parts=placement.record(), scaler=scaler
+        )
+    prints = [first.prints for first in firsts]
+    rows = sum(f.totals.rows for f in firsts)
+    band = (
+        -(-int(band_share(plan) * rows) // K),
+        None if plan.cache_bytes is None else plan.cache_bytes // (K * plan.n_problems),
+        metric,
+    )
+
+    def read(W, todo):
+        parts_read = [
+            submit(client, part_band_sums, packed, plan, W, todo, *band, table, worker=w)
+            for (w, packed), table in zip(parts, prints, strict=True)
+        ]
+        wait(client, parts_read, workers, placement.reads)
+        root = tree_sum(client, parts_read, workers, add=add_band_sums)
+        sums, counts = gather(client, [root], workers)[0]
+        moved["bytes_sent"] += sum(packed.nbytes + W.nbytes for _, packed in parts)
+        moved["bytes_received"] += sum(
+            s.u.nbytes + (s.band.nbytes if s.band is not None else 0) for s in sums
+        )
+        return sums, counts
+
+    counted = {key: history[0][key] for key in ("rows_read", "bytes_read", "read_retries")}
+
+    def on_read(records, W):
+        return on_pass is not None and on_pass(records, W)
+
+    result = band_reads(
+        read, plan, starts, history, on_read, clock_start, counted, lambda: dict(moved), give_up
     )  # fmt: skip
     return replace(result, plan=plan, parts=placement.record(), scaler=scaler)

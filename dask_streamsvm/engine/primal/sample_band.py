@@ -35,7 +35,7 @@ from ..plan.certificate import Certificate, check_gap
 from ..plan.problem import BAND_SOLVER, encode_block
 from ..plan.result import FitResult
 from .newton import band_reach, band_share
-from .reads import Sampler, StreamRead, band_metric
+from .reads import Sample, Sampler, StreamRead, band_metric
 from .smoothed import Rows, offset_primal, solve_smoothed
 from .sums import Sums
 
@@ -78,7 +78,7 @@ class BandRead(StreamRead):
             band = bands[j].sample()
             if band is not None:
                 band.outside, band.metric = bands[j].outside, metric
-            out.append(BandSums(float(totals[j, 0]), float(totals[j, 1]), u[j], band))
+            out.append(BandSums(float(totals[j, 0]), float(totals[j, 1]), u[j], band, bands[j].outside))
         kept = [b.band for b in out if b.band is not None]
         self._band = (sum(b.n_rows for b in kept), sum(b.nbytes for b in kept))
         return out, counts
@@ -87,10 +87,30 @@ class BandRead(StreamRead):
 class BandSums:
     """One problem's read at ``w``: ``loss``, the hinge loss ``sum C_i max(0, s_i)``; ``held``, the
     sum of ``C_i``, and ``u``, of ``C_i y_i x~_i``, over the rows of ``s_i > 0``; ``band``, the rows
-    nearest the hinge point (a :class:`~.reads.Sample` with their ``shortfall``, or None)."""
+    nearest the hinge point (a :class:`~.reads.Sample` with their ``shortfall``, or None), and
+    ``outside``, the smallest key of a row it left out."""
 
-    def __init__(self, loss, held, u, band):
+    def __init__(self, loss, held, u, band, outside=np.inf):
         self.loss, self.held, self.u, self.band = loss, held, u, band
+        self.outside = outside if band is None else band.outside  # the smallest key left out
+
+    def add(self, other):
+        """This part's sums and another's (a cluster's tree node): their bands joined, the smaller of
+        their smallest keys left out (one metric for both)."""
+        outside = min(self.outside, other.outside)
+        bands = [b for b in (self.band, other.band) if b is not None]
+        band = bands[0] if bands else None
+        if len(bands) == 2:
+            a, b = bands
+            X = sp.vstack([a.X, b.X], format="csr") if sp.issparse(a.X) else np.concatenate([a.X, b.X])
+            band = Sample(
+                X, np.concatenate([a.y, b.y]), np.concatenate([a.sample_weight, b.sample_weight]),
+                a.rows_seen + b.rows_seen, outside, a.metric,
+                shortfall=np.concatenate([a.shortfall, b.shortfall]),
+            )  # fmt: skip
+        elif band is not None:
+            band.outside = outside
+        return BandSums(self.loss + other.loss, self.held + other.held, self.u + other.u, band, outside)
 
     def offset(self, bias):
         """``(u, S)`` of the rows held at ``alpha_i = C_i``: the read's less the band's own rows of
@@ -186,6 +206,15 @@ class BandStalled(Exception):
         self.history, self.reach = history, reach
 
 
+def band_note(reach, instead):
+    """What the user is told where ``"auto"`` gave the band up (:class:`BandStalled`) for ``instead``."""
+    return (
+        f"the band from a sample gave way to {instead} after one read: the bound certified only {reach:.2g} "
+        "of the band's step (more rows lie near the margin than cache_bytes holds, or they tie there). A "
+        "larger cache_bytes lets the band train."
+    )
+
+
 def fit_band_stream(source, plan, hooks, first, clock_start, give_up=False):
     """The hinge band (module docstring) streaming ``source``: a :class:`~..plan.result.FitResult`.
     ``first``: the :class:`~.reads.FirstRead` that counted the classes and kept the sample.  The
@@ -201,61 +230,86 @@ def fit_band_stream(source, plan, hooks, first, clock_start, give_up=False):
     }
     sample = first.sample
     if sample.complete:  # the sample is every row: its problem is the data's, solved and certified
-        starts, records = _warm_starts(sample, plan, clock_start, counted, plan.tol)
+        starts, records = warm_starts(sample, plan, clock_start, counted, plan.tol)
         hooks.on_pass(records, starts)
-        certificates = [Certificate(primal=r["primal"], dual=r["dual"]) for r in records]
-        converged = [c.relative_gap <= plan.tol for c in certificates]
-        return FitResult(W=starts, certificates=certificates, passes=0, history=records, converged=converged)
-    k = plan.n_problems
+        return solved_sample(starts, records, plan)
     rows = int(np.sum(plan.counts))
     band = {"band_rows": int(band_share(plan) * rows), "band_bytes": None, "rows": rows}
     if plan.cache_bytes is not None:
-        band["band_bytes"] = plan.cache_bytes // k
+        band["band_bytes"] = plan.cache_bytes // plan.n_problems
     on_block = lambda k, block: hooks.on_block(k, block, None, None)  # noqa: E731
     read = BandRead(source, plan, on_block, start=1, band_metric=band_metric(sample), **band)
     with read:
-        starts, history = _warm_starts(sample, plan, clock_start, counted, WARM_TOL)
+        starts, history = warm_starts(sample, plan, clock_start, counted, WARM_TOL)
         first.sample = sample = None  # the reads keep their band instead
-        problems = [_Problem(w) for w in starts]
-        converged, interrupted, reads = [False] * k, False, 0
-        while reads < plan.max_iter and not all(converged):
-            todo = [c for c in range(k) if not converged[c]]
+
+        def fields():
+            return {"spill_bytes": source.spill_bytes, **read.overlap}
+
+        return band_reads(read, plan, starts, history, hooks.on_pass, clock_start, counted, fields, give_up)
+
+
+def solved_sample(starts, records, plan):
+    """The :class:`~..plan.result.FitResult` of a sample that holds every row: its solve is the fit."""
+    certificates = [Certificate(primal=r["primal"], dual=r["dual"]) for r in records]
+    converged = [c.relative_gap <= plan.tol for c in certificates]
+    return FitResult(W=starts, certificates=certificates, passes=0, history=records, converged=converged)
+
+
+def band_reads(read, plan, starts, history, on_pass, clock_start, counted, fields, give_up):
+    """The reads of the band from the points ``starts`` until every problem's gap is within
+    ``plan.tol`` or ``plan.max_iter`` reads: a :class:`~..plan.result.FitResult` whose ``history``
+    follows ``history`` (the warm start's records).  ``read(W, todo)`` returns each problem's
+    :class:`BandSums` and the read's counts (rows, bytes, retries, skipped), streamed
+    (:class:`BandRead`) or added up a cluster's tree; ``counted``: the rows, bytes and retries read
+    so far, which the records count on; ``fields()``: more of each record; ``on_pass(records, W)``
+    stops the reads with a true value; ``give_up``: :class:`BandStalled` as :func:`fit_band_stream`."""
+    k = plan.n_problems
+    problems = [_Problem(w) for w in starts]
+    converged, interrupted, reads = [False] * k, False, 0
+    while reads < plan.max_iter and not all(converged):
+        todo = [c for c in range(k) if not converged[c]]
+        try:
+            sums, counts = read(np.array([problems[c].w for c in todo]), todo)
+        except KeyboardInterrupt:
+            interrupted = True
+            break
+        reads += 1
+        for name, value in (
+            ("rows_read", counts.rows),
+            ("bytes_read", counts.bytes),
+            ("read_retries", counts.retries),
+        ):
+            counted[name] += int(value)
+        base = {
+            "pass": reads,
+            "solver": BAND_SOLVER,
+            **counted,
+            "rows_skipped": int(counts.skipped),
+            **fields(),
+        }
+        for j, c in enumerate(todo):
             try:
-                sums, counts = read(np.array([problems[c].w for c in todo]), todo)
-            except KeyboardInterrupt:
+                problems[c].take(sums[j], plan, plan.tol)
+            except KeyboardInterrupt:  # the read certified its point; the band's step is lost
                 interrupted = True
-                break
-            reads += 1
-            for name, value in (
-                ("rows_read", counts.rows),
-                ("bytes_read", counts.bytes),
-                ("read_retries", counts.retries),
-            ):
-                counted[name] += int(value)
-            base = {"pass": reads, "solver": BAND_SOLVER, **counted, "rows_skipped": int(counts.skipped),
-                    "spill_bytes": source.spill_bytes, **read.overlap}  # fmt: skip
-            for j, c in enumerate(todo):
-                try:
-                    problems[c].take(sums[j], plan, plan.tol)
-                except KeyboardInterrupt:  # the read certified its point; the band's step is lost
-                    interrupted = True
-            records = []
-            for c, problem in enumerate(problems):
-                best = check_gap(problem.certificate, f"read {reads}")
-                converged[c] = best.relative_gap <= plan.tol
-                records.append({
-                    **base, "seconds": time.perf_counter() - clock_start, "class": plan.labels[c],
-                    "primal": best.primal, "dual": best.dual, "gap": best.relative_gap,
-                    "active": problem.band_rows, "band_certified": problem.certified_step,
-                    "band_reach": problem.reach,
-                })  # fmt: skip
-            history.extend(records)
-            if give_up and reads == 1 and not all(converged):
-                reach = min(problems[c].reach for c in range(k) if not converged[c])
-                if reach < BAND_MIN_REACH:
-                    raise BandStalled(history, reach)
-            if interrupted or hooks.on_pass(records, np.array([p.best_w for p in problems])):
-                break
+        records = []
+        for c, problem in enumerate(problems):
+            best = check_gap(problem.certificate, f"read {reads}")
+            converged[c] = best.relative_gap <= plan.tol
+            records.append({
+                **base, "seconds": time.perf_counter() - clock_start, "class": plan.labels[c],
+                "primal": best.primal, "dual": best.dual, "gap": best.relative_gap,
+                "active": problem.band_rows, "band_certified": problem.certified_step,
+                "band_reach": problem.reach,
+            })  # fmt: skip
+        history.extend(records)
+        if give_up and reads == 1 and not all(converged):
+            reach = min(problems[c].reach for c in range(k) if not converged[c])
+            if reach < BAND_MIN_REACH:
+                raise BandStalled(history, reach)
+        if interrupted or on_pass(records, np.array([p.best_w for p in problems])):
+            break
     return FitResult(
         W=np.array([p.best_w for p in problems]),
         certificates=[p.certificate for p in problems],
@@ -266,7 +320,7 @@ def fit_band_stream(source, plan, hooks, first, clock_start, give_up=False):
     )
 
 
-def _warm_starts(sample, plan, clock_start, counted, tol):
+def warm_starts(sample, plan, clock_start, counted, tol):
     """``(W0, records)``: each problem's hinge problem on the sample, its costs scaled by the rows
     read over the sample's, solved in memory to the relative gap ``tol``; the records of read 0 (with
     the sample's certificate where the sample is every row, :attr:`~.reads.Sample.complete`)."""
