@@ -396,3 +396,14 @@ def test_auto_keeps_the_band_for_tall_data_or_a_sample_of_every_row():
     held = LinearSVC(loss="hinge", cache_bytes="100%", tol=1e-6).fit(Xd, yd)
     assert {r["solver"] for r in held.history_} == {"band"} and held.n_iter_ == 0
     assert held.duality_gap_ <= 1e-6
+
+
+def test_the_band_gives_the_same_model_bit_for_bit():
+    X, y = noisy_linear_data(30_000, 5, seed=11)
+    Xd, yd = _dask(X, y)
+    first, second = (
+        LinearSVC(loss="hinge", C=0.3, tol=1e-6, cache_bytes="15%").fit(Xd, yd) for _ in range(2)
+    )
+    assert {r["solver"] for r in first.history_} == {"band"}
+    assert np.array_equal(first.coef_, second.coef_) and np.array_equal(first.intercept_, second.intercept_)
+    assert first.duality_gap_ == second.duality_gap_
