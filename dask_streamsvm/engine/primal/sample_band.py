@@ -43,10 +43,11 @@ from .sums import Sums
 # little to the gap the certificate proves.
 BAND_TOL_SHARE = 0.1
 # solver="auto" gives the band up after its first read (BandStalled) where less than this share of
-# the band's step is certified (band_reach).  Measured (cache 10-50%, C = 1, tol 1e-3): 0.85-1 on
-# the tall 2M x 60 sets, which converge after that read; 0.02-0.3 on ijcnn1 and a9a at 30-50%,
-# which then gain 20-50% of the gap a read; 0 on a9a at 10%, 0.001-0.003 on w8a (gap 0.1-39, a few
-# percent gained a read), where the dual schedules converge in fewer reads.
+# the band's step is certified (band_reach).  Measured (tol 1e-3): 0.62-0.64 on the tall 2M x 60
+# sets in a 10% cache (C = 0.01 and 1), which converge after that read; at C = 1, 0.02-0.3 on ijcnn1
+# (10-50% caches) and a9a (30-50%), which then gain 20-50% of the gap a read; 0 on a9a at 10% and
+# 0.001-0.003 on w8a (gap 0.1-39, a few percent gained a read), where the dual schedules converge in
+# fewer reads.
 BAND_MIN_REACH = 0.05
 # The sample's problem (the first point read) is solved to this relative gap: the sample's own
 # distance from the data's optimum is far larger.
@@ -183,7 +184,7 @@ class _Problem:
         # On the part of the step no held row can change its piece on, the band's problem is the
         # data's: its primal there is exact, and no more than the chord's from w's to w1's.
         t = band_reach(w, w1 - w, band, plan.bias)
-        self.reach = t
+        self.reach = float(t)
         if t == 1.0:
             self.certified_step, point, value = True, w1, restricted.primal
         elif t > 0.0:
