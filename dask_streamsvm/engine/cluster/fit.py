@@ -42,27 +42,24 @@ def fit_on_cluster(client, source, plan, method, hooks, clock_start):
     with cancelled_on_error(client):
         try:
             placement = parts_of(client, source, plan)
-            result = None
+
+            def on_pass(records, W):
+                return hooks.on_pass(named(records), W)
+
             if method == "band":  # each read one read of every part, CoCoA+ where the band gives up
                 try:
                     result = fit_band_cluster(
                         client, source, plan, clock_start=clock_start, placement=placement, give_up=True,
-                        on_pass=lambda records, W: hooks.on_pass(named(records), W),
+                        on_pass=on_pass,
                     )  # fmt: skip
                 except BandStalled as stalled:  # its reads' records keep its name
                     spent, method = named(stalled.history), "cocoa"
-            if result is not None:
-                pass
-            elif method in ("newton", "truncated_newton"):  # each step one read (or evaluation) of every part
+            if method in ("newton", "truncated_newton"):  # each step one read (or evaluation) of every part
                 newton = fit_primal_cluster if method == "newton" else fit_products_cluster
-
-                def on_pass(records, W):
-                    return hooks.on_pass(named(records), W)
-
                 result = newton(
                     client, source, plan, clock_start=clock_start, on_pass=on_pass, placement=placement
                 )
-            else:
+            elif method != "band":  # the dual methods (CoCoA+ also where the band gave up)
                 on_round = None
                 if hooks.callbacks or hooks.verbose:
 
