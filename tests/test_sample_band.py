@@ -27,13 +27,23 @@ def hinge_primal(X, sign, cost, w, bias=1.0):
     return 0.5 * float(w @ w) + float(cost @ np.maximum(0.0, 1.0 - margin))
 
 
-def liblinear_hinge(X, y, C):
-    """LIBLINEAR's hinge solution (``-s 3``, its bias a feature of value 1, as ours), as ``w``: its
-    objective is at least the optimum (it may stop on its iteration cap, whence no warning)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        ref = LiblinearSVC(loss="hinge", C=C, tol=1e-12, max_iter=1_000_000).fit(X, y)
-    return np.append(ref.coef_.ravel(), ref.intercept_)
+def liblinear_hinge(X, y, C, converged=False):
+    """LIBLINEAR's hinge solution (``-s 3``, its bias a feature of value 1, as ours), as ``w``.
+
+    At ``tol=1e-12`` LIBLINEAR's shrinking can cycle until its iteration cap on some permutations
+    (C = 0.5 on 4,000 Gaussian rows: 7 of 12 seeds, stopped up to 2.5e-5 above the optimum; on a9a
+    every seed), so a capped fit is only an upper bound on the optimum. ``converged=True`` returns
+    the first seed's fit that stopped on its tolerance, for a test that needs the optimum itself."""
+    for seed in range(REFERENCE_SEEDS if converged else 1):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            ref = LiblinearSVC(loss="hinge", C=C, tol=1e-12, max_iter=200_000, random_state=seed).fit(X, y)
+        if not converged or not any(issubclass(w.category, ConvergenceWarning) for w in caught):
+            return np.append(ref.coef_.ravel(), ref.intercept_)
+    raise AssertionError(f"LIBLINEAR did not converge at tol=1e-12 from any of {REFERENCE_SEEDS} seeds")
+
+
+REFERENCE_SEEDS = 40
 
 
 def raw_scale_data(n=20_000, seed=0):
@@ -83,7 +93,7 @@ def test_the_certificate_is_the_hinges_not_the_smoothed_losses():
     rows = smoothed.Rows(X, sign, np.ones(len(y)), 1.0)
     w, certificate, info = smoothed.solve_smoothed(rows, tol=1e-12, max_stages=1)
     assert info["stages"] == 1
-    optimum = hinge_primal(X, sign, np.ones(len(y)), liblinear_hinge(X, y, 1.0))
+    optimum = hinge_primal(X, sign, np.ones(len(y)), liblinear_hinge(X, y, 1.0, converged=True))
     assert certificate.primal == pytest.approx(hinge_primal(X, sign, np.ones(len(y)), w), rel=1e-12)
     assert certificate.dual <= optimum * (1 + 1e-12) <= certificate.primal * (1 + 1e-12)
     assert certificate.relative_gap > 1e-6  # one stage of smoothing leaves a gap: the test sees it
@@ -136,7 +146,7 @@ def test_an_offset_is_rows_held_on_the_linear_piece():
     X, y = noisy_linear_data(4_000, 5, seed=2)
     sign = np.where(y > 0, 1.0, -1.0)
     cost = np.full(len(y), 0.5)
-    w_star = liblinear_hinge(X, y, 0.5)
+    w_star = liblinear_hinge(X, y, 0.5, converged=True)
     s = 1.0 - sign * (X @ w_star[:-1] + w_star[-1])
     held = s > 0.5  # far inside the margin: on the linear piece at the optimum
     gone = s < -0.5  # far outside: no loss
