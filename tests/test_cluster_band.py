@@ -58,3 +58,70 @@ def test_on_a_cluster_the_band_gives_way_to_cocoa_and_says_so(client):
         )
     methods = [r["method"] for r in clf.history_]
     assert methods[:2] == ["band", "band"] and set(methods[2:]) == {"cocoa"}
+
+
+def _part_read(X, sign, w, keys_rows, rows):
+    """A part's :class:`BandSums` at ``w`` over its ``rows``: its band the ``keys_rows`` of smallest
+    keys (unit metric), the smallest key left out its ``outside``."""
+    from dask_streamsvm.engine.primal.reads import Sample
+    from dask_streamsvm.engine.primal.sample_band import BandSums
+
+    Xa = np.hstack([X[rows], np.ones((len(rows), 1))])
+    s = 1.0 - sign[rows] * (Xa @ w)
+    keys = np.abs(s) / np.sqrt(1.0 + (X[rows] ** 2).sum(axis=1))
+    order = np.argsort(keys)
+    band, left = rows[order[:keys_rows]], order[keys_rows:]
+    on = s > 0
+    cost = np.ones(len(rows))
+    kept = order[:keys_rows]
+    sample = Sample(
+        X[band], sign[band], np.ones(len(band)), len(rows), float(keys[left].min()) if left.size else np.inf,
+        (np.zeros(X.shape[1]), np.ones(X.shape[1])), shortfall=s[kept], keys=keys[kept],
+    )  # fmt: skip
+    return BandSums(float(cost @ np.maximum(s, 0)), float(on.sum()), Xa[on].T @ sign[rows][on], sample), keys
+
+
+def test_the_tree_cuts_the_joined_band_to_its_rows_of_smallest_keys_and_bounds_every_row_cut():
+    """Parts that keep more than their share: the join keeps the band's budget of rows of smallest
+    keys over all parts, and its bound is the smallest key of any row left out or cut, so that the
+    joined band is the one a single read of every row keeps."""
+    from dask_streamsvm.engine.cluster.newton import add_band_sums
+
+    X, y = noisy_linear_data(8_000, 5, seed=4)
+    sign = np.where(y > 0, 1.0, -1.0)
+    w = np.array([0.3, -0.2, 0.5, 0.1, -0.4, 0.05])
+    parts = np.array_split(np.arange(len(y)), 8)
+    reads = [_part_read(X, sign, w, 200, rows) for rows in parts]
+    counts = type("Counts", (), {"rows": 0, "bytes": 0, "retries": 0, "skipped": 0})
+    level = [([r], counts()) for r, _ in reads]
+    while len(level) > 1:
+        level = [add_band_sums(level[i], level[i + 1], band_rows=400) for i in range(0, len(level), 2)]
+    joined = level[0][0][0]
+    every = np.concatenate([k for _, k in reads])
+    assert joined.band.n_rows == 400
+    np.testing.assert_allclose(np.sort(joined.band.keys), np.sort(every)[:400], rtol=0, atol=0)
+    assert joined.outside == np.sort(every)[400]  # the global 401st key: as one read of every row
+    # each part's share alone (50 rows) bounds the join by the least of their 51st keys: lower
+    alone = min(np.sort(k)[50] for _, k in reads)
+    assert alone < 0.8 * joined.outside  # measured 0.065 against 0.089
+    # the sums are every row's, and the offset every row's on the linear piece outside the join
+    Xa = np.hstack([X, np.ones((len(y), 1))])
+    s = 1.0 - sign * (Xa @ w)
+    np.testing.assert_allclose(joined.u, Xa[s > 0].T @ sign[s > 0], rtol=1e-12)
+    held = (s > 0) & ~np.isin(np.arange(len(y)), np.argsort(every)[:400])
+    u, S = joined.offset(1.0)
+    assert S == held.sum()
+    np.testing.assert_allclose(u, Xa[held].T @ sign[held], rtol=1e-10, atol=1e-9)
+
+
+def test_a_part_keeps_band_oversample_times_its_share_within_the_whole_band():
+    from dask_streamsvm.engine.cluster.newton import BAND_OVERSAMPLE, part_band_budget
+    from dask_streamsvm.engine.plan.problem import FitPlan
+
+    plan = FitPlan(loss="hinge", cache_bytes=100_000, dual=True)
+    plan = plan.with_labels(np.array([0, 1]), np.array([500, 500]), np.array([0, 1]))
+    whole, part = part_band_budget(plan, 100_000, 100)
+    assert BAND_OVERSAMPLE == 4
+    assert part[0] == 4 * -(-whole[0] // 100) and part[1] == 4 * whole[1] // 100
+    whole, part = part_band_budget(plan, 100_000, 2)  # four halves: at most the whole band
+    assert part == whole

@@ -262,6 +262,8 @@ class Sample:
     # A sample band's (:class:`~.sample_band.BandRead`): each row's shortfall ``1 - m_i`` at the point
     # read, from the arithmetic that summed the read's totals.
     shortfall: np.ndarray = field(default=None, repr=False)
+    # A band's: each row's key (the order the band was chosen in), None for a uniform sample.
+    keys: np.ndarray = field(default=None, repr=False)
 
     @property
     def n_rows(self):
@@ -275,6 +277,26 @@ class Sample:
     @property
     def nbytes(self):
         return int(_nbytes(self.X) + self.y.nbytes + self.sample_weight.nbytes)
+
+    def smallest(self, rows, max_bytes=None):
+        """This band cut to its ``rows`` rows of smallest keys (fewer where ``max_bytes`` holds fewer,
+        at its bytes a row as :class:`Sampler` counts them), in their order; its ``outside`` the
+        smaller of its own and the smallest key cut.  Itself where it holds no more."""
+        n = self.n_rows
+        if max_bytes is not None and n:
+            rows = min(rows, int(max_bytes // (self.nbytes / n + 8)))
+        if n <= rows:
+            return self
+        keep = np.zeros(n, dtype=bool)
+        if rows > 0:
+            keep[np.argpartition(self.keys, rows - 1)[:rows]] = True
+        take = np.flatnonzero(keep)
+        outside = min(self.outside, float(self.keys[~keep].min()))
+        shortfall = None if self.shortfall is None else self.shortfall[take]
+        return Sample(
+            self.X[take], self.y[take], self.sample_weight[take], self.rows_seen, outside, self.metric,
+            shortfall=shortfall, keys=self.keys[take],
+        )  # fmt: skip
 
 
 def _nbytes(X):
@@ -305,6 +327,7 @@ class Sampler:
         self.outside = np.inf  # the smallest given key of a row added and not kept
         self.expected = expected  # the rows to come, if known
         self._keys = []  # the given keys seen, to estimate the threshold
+        self.given = False  # whether the keys are given (a band's), not drawn (a uniform sample)
 
     def _bound(self, keys, random):
         """A key below which the rows of smallest keys will be, estimated before the end so that
@@ -345,6 +368,7 @@ class Sampler:
         random = keys is None
         if random:
             keys = np.random.default_rng([SAMPLE_SEED, int(partition)]).random(n)
+        self.given = not random
         kept = keys < min(self.threshold, self._bound(keys, random))
         take = np.flatnonzero(kept)
         if not random and take.size < n:
@@ -393,8 +417,10 @@ class Sampler:
         if not self.count or not self.capacity:
             return None
         self._cut()
-        _, X, y, w, *extra = self.pieces[0]
-        return Sample(X, y, w, self.seen, shortfall=extra[0] if extra else None)
+        keys, X, y, w, *extra = self.pieces[0]
+        return Sample(
+            X, y, w, self.seen, shortfall=extra[0] if extra else None, keys=keys if self.given else None
+        )
 
 
 def joined_pieces(pieces):

@@ -96,9 +96,11 @@ class BandSums:
         self.loss, self.held, self.u, self.band = loss, held, u, band
         self.outside = outside if band is None else band.outside  # the smallest key left out
 
-    def add(self, other):
+    def add(self, other, band_rows=None, band_bytes=None):
         """This part's sums and another's (a cluster's tree node): their bands joined, the smaller of
-        their smallest keys left out (one metric for both)."""
+        their smallest keys left out (one metric for both); with ``band_rows`` (and ``band_bytes``),
+        the join cut to its rows of smallest keys within them (:meth:`~.reads.Sample.smallest`).
+        A row cut is held on its piece as if its part had left it out: the bound counts its key."""
         outside = min(self.outside, other.outside)
         bands = [b for b in (self.band, other.band) if b is not None]
         band = bands[0] if bands else None
@@ -108,10 +110,15 @@ class BandSums:
             band = Sample(
                 X, np.concatenate([a.y, b.y]), np.concatenate([a.sample_weight, b.sample_weight]),
                 a.rows_seen + b.rows_seen, outside, a.metric,
-                shortfall=np.concatenate([a.shortfall, b.shortfall]),
+                shortfall=np.concatenate([a.shortfall, b.shortfall]), keys=np.concatenate([a.keys, b.keys]),
             )  # fmt: skip
         elif band is not None:
             band.outside = outside
+        if band is not None and band_rows is not None:
+            band = band.smallest(band_rows, band_bytes)
+            outside = band.outside
+            if not band.n_rows:
+                band = None
         return BandSums(self.loss + other.loss, self.held + other.held, self.u + other.u, band, outside)
 
     def offset(self, bias):
