@@ -43,10 +43,15 @@ For each set and each ``--cache`` share, with reads held to N MB/s and
 unthrottled in the same run: one plain read through the reader (after the
 class count, which parses and spills text and is not held), and StreamSVM,
 SBM and BM to ``--tol``, in seconds, with the sweeps and visits StreamSVM
-made while its reader had nothing ready.  ``--data GLOB`` adds a LIBSVM set
-of one's own (``--data-features``).  Results:
+made while its reader had nothing ready.  At equal memory M, the share of
+the rows' bytes as the row cache counts them (:func:`memory_split`):
+StreamSVM a cache of M, SBM a cache of M/2 and blocks of M/2, BM blocks of
+M; each set is first cut, in row order, into files no larger than a block
+of M/2 (:func:`child_layout`), and each fit records the row memory it held
+(``history_``).  ``--data GLOB`` adds a LIBSVM set of one's own
+(``--data-features``).  Results:
 ``benchmarks/results/bench_out_of_core_throttled.json`` and a section of
-``docs/benchmarks.md``.
+``docs/benchmarks.md`` (``--out`` and ``--docs`` write them elsewhere).
 """
 
 import argparse
@@ -61,7 +66,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import _common
-from benchmarks._common import N_FEATURES, ROOT, data_dir, payload_header, save_json, write_section
+from benchmarks._common import N_FEATURES, REPORT, ROOT, data_dir, payload_header, save_json, write_section
 
 RESULTS = ROOT / "benchmarks" / "results" / "bench_out_of_core.json"
 MARKER = "## Out of core: StreamSVM against one plain read"
@@ -258,6 +263,157 @@ def _hold_reads(spec):
     reader._read_bytes_per_s = None if spec.get("read_mb_s") is None else spec["read_mb_s"] * 1e6
 
 
+# -- equal memory: the split of M, and partitions no larger than a block ---------------------
+
+
+def memory_split(solver, memory_bytes):
+    """``(cache_bytes, block_bytes)`` of ``solver`` at row memory ``memory_bytes`` (M): StreamSVM a
+    cache of M; SBM a cache of M/2 and blocks of M/2; BM no cache (its FitPlan keeps none) and
+    blocks of M."""
+    if solver == "streamsvm":
+        return memory_bytes, None
+    if solver == "sbm":
+        return memory_bytes // 2, memory_bytes // 2
+    return 0, memory_bytes
+
+
+def _row_memory(X, k):
+    """Bytes each row of ``X`` occupies in the library's row memory (a ``RowCache`` of ``k``
+    problems, :func:`~dask_streamsvm.engine.plan.sizes.stored_bytes` row by row)."""
+    import scipy.sparse as sp
+
+    from dask_streamsvm.engine.plan.sizes import slot_overhead, value_bytes
+
+    sparse = sp.issparse(X)
+    per_value = value_bytes(X.dtype, sparse)
+    if sparse:
+        return slot_overhead(k, True) + np.diff(sp.csr_matrix(X).indptr).astype(np.int64) * per_value
+    return np.full(X.shape[0], slot_overhead(k, False) + X.shape[1] * per_value, dtype=np.int64)
+
+
+class _Pieces:
+    """Rows in their order, cut into files of at most ``cap`` bytes of row memory each (a row
+    larger than ``cap`` is a file of its own); ``write(parts, k)`` writes file ``k``."""
+
+    def __init__(self, cap, write):
+        self.cap, self.write = cap, write
+        self.parts, self.used, self.files = [], 0, 0
+
+    def add(self, sizes, take):
+        """Rows with byte ``sizes``; ``take(i, j)`` gives rows ``i:j`` as a part of a file."""
+        ends = np.cumsum(sizes)
+        i = 0
+        while i < len(sizes):
+            before = ends[i - 1] if i else 0
+            n = int(np.searchsorted(ends, before + self.cap - self.used, side="right")) - i
+            if n <= 0 and self.used == 0:
+                n = 1
+            if n <= 0:
+                self.close()
+                continue
+            self.parts.append(take(i, i + n))
+            self.used += int(ends[i + n - 1] - before)
+            i += n
+            if i < len(sizes):
+                self.close()
+
+    def close(self):
+        if self.parts:
+            self.write(self.parts, self.files)
+            self.files += 1
+        self.parts, self.used = [], 0
+
+
+def _write_libsvm(path, parts):
+    """CSR parts ``(X, y)`` as one LIBSVM file: six decimals when that is exact (the text the
+    benchmarks write, and the real sets'), else scikit-learn's writer."""
+    import scipy.sparse as sp
+
+    from benchmarks._textfmt import write_rows
+
+    X = sp.vstack([sp.csr_matrix(x) for x, _ in parts], format="csr")
+    y = np.concatenate([labels for _, labels in parts])
+    if not np.array_equal(np.round(y), y):
+        raise ValueError(f"{path}: labels that are not integers cannot be written as text here")
+    if np.array_equal(np.round(X.data * 1e6) / 1e6, X.data):
+        with open(path, "wb") as f:
+            write_rows(f, X, y, "libsvm")
+    else:
+        from sklearn.datasets import dump_svmlight_file
+
+        dump_svmlight_file(X, y.astype(np.int64), str(path))
+
+
+def child_layout(spec):
+    """The set cut anew for each of ``spec["layouts"]`` (``cache``: a ``--cache`` share or size;
+    ``path``: a new folder): M = the share of the rows' bytes in row memory, and files of at most
+    M/2 less the row memory's header (SBM's block), in row order; then the partitions the library
+    sees there, counted.  Returns ``{"layouts": [...]}``: per layout, M, the new spec, and the
+    partitions."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import scipy.sparse as sp
+
+    from dask_streamsvm.engine.data.source import DaskSource
+    from dask_streamsvm.engine.dual.cache import RowCache
+    from dask_streamsvm.engine.plan.sizes import CacheShare, parse_bytes, stored_bytes
+
+    X, y = _open(spec)
+    source = DaskSource(X, y)
+    rows = values = 0
+    classes = set()
+    for p in range(source.n_partitions):
+        block = source.load(p)
+        rows += block.n_rows
+        values += block.X.nnz if sp.issparse(block.X) else block.X.size
+        classes.update(np.unique(block.y).tolist())
+        dtype, sparse = block.X.dtype, sp.issparse(block.X)
+    k = 1 if len(classes) <= 2 else len(classes)  # binary: one problem; else one per class
+    total = stored_bytes(rows, values, k, dtype, sparse)
+    out = []
+    for layout in spec["layouts"]:
+        cache = parse_bytes(layout["cache"], share=True)
+        memory = int(np.ceil(float(cache) * total)) if isinstance(cache, CacheShare) else cache
+        cap = memory // 2 - RowCache.HEADER  # what SBM's block of M/2 takes (BlockTrainer._add_to_block)
+        folder = Path(layout["path"])
+        folder.mkdir(parents=True, exist_ok=True)
+        if spec["kind"] == "parquet":
+            per_row = stored_bytes(1, source.n_features, k, dtype, False)
+
+            def write(parts, n, folder=folder):
+                pq.write_table(pa.concat_tables(parts), folder / f"part-{n:05d}.parquet", compression="none")
+
+            pieces = _Pieces(cap, write)
+            for f in sorted(Path(spec["path"]).glob("*.parquet")):
+                table = pq.read_table(f)
+                pieces.add(np.full(table.num_rows, per_row), lambda i, j, t=table: t.slice(i, j - i))
+            new = {"kind": "parquet", "path": str(folder)}
+        else:
+            pieces = _Pieces(
+                cap, lambda parts, n, folder=folder: _write_libsvm(folder / f"part-{n:05d}.svm", parts)
+            )
+            for p in range(source.n_partitions):
+                block = source.load(p)
+                Xp, yp = sp.csr_matrix(block.X), np.asarray(block.y)
+                pieces.add(_row_memory(Xp, k), lambda i, j, Xp=Xp, yp=yp: (Xp[i:j], yp[i:j]))
+            new = {"kind": "libsvm", "path": str(folder / "*.svm"), "n_features": spec["n_features"]}
+        pieces.close()
+        X2, y2 = _open(new)
+        cut = DaskSource(X2, y2)
+        sizes, n_rows = [], 0
+        for p in range(cut.n_partitions):
+            block = cut.load(p)
+            sizes.append(int(_row_memory(block.X, k).sum()))
+            n_rows += block.n_rows
+        out.append({
+            "cache": layout["cache"], "spec": new, "memory_bytes": int(memory),
+            "row_memory_bytes": int(total), "problems": k, "files": pieces.files,
+            "partitions": cut.n_partitions, "max_partition_bytes": max(sizes), "block_limit_bytes": int(cap),
+            "rows": n_rows, "rows_before": rows,
+        })  # fmt: skip
+    return {"layouts": out}
+
+
 def child_held_read(spec):
     """One plain read of every partition through the reader, after the class count (not timed)."""
     from dask_streamsvm.engine.data.reader import read_blocks
@@ -273,21 +429,31 @@ def child_held_read(spec):
     return {"seconds": time.perf_counter() - t, "bytes": nbytes, "partitions": source.n_partitions}
 
 
+def _most(history, key):
+    """The largest ``key`` of the fit's history records (None where they have none)."""
+    values = [r[key] for r in history if r.get(key) is not None]
+    return max(values) if values else None
+
+
 def child_held_fit(spec):
-    """A fit to ``spec["tol"]`` with reads held to the disk speed: seconds, reads, the trainer's waits."""
+    """A fit to ``spec["tol"]`` with reads held to the disk speed: seconds, reads, the trainer's waits,
+    and the row memory it held (``history_``: StreamSVM's cache, SBM's and BM's cache plus block)."""
     from dask_streamsvm import LinearSVC
 
     _hold_reads(spec)
     X, y = _open(spec)
     clf = LinearSVC(
         C=spec["C"], loss=spec["loss"], fit_intercept=False, tol=spec["tol"], max_iter=spec["max_iter"],
-        solver=spec["solver"], cache_bytes=spec["cache"], prefetch=spec["prefetch"], random_state=0,
+        solver=spec["solver"], prefetch=spec["prefetch"], random_state=0,
+        # BM keeps no cache (its FitPlan sets 0), but LinearSVC takes a positive size.
+        cache_bytes=max(spec["cache_bytes"], 1), block_bytes=spec["block_bytes"],
     )  # fmt: skip
     t = time.perf_counter()
     clf.fit(X, y)
     wall = time.perf_counter() - t
     last = clf.history_[-1]
     reached = next((r for r in clf.history_ if r["gap"] <= spec["tol"]), None)
+    held = {key: _most(clf.history_, key) for key in ("cache_bytes", "memory_bytes", "peak_used_bytes")}
     return {
         "seconds": wall,
         "seconds_to_tol": None if reached is None else reached["seconds"],
@@ -295,60 +461,116 @@ def child_held_fit(spec):
         "gap": float(np.max(clf.duality_gap_)),
         **{key: last.get(key) for key in ("row_visits", "sweeps", "sweeps_waiting", "visits_waiting")},
         **{key: last.get(key) for key in ("trainer_wait_s", "reader_wait_s", "reader_busy_s")},
+        # The most the rows held took in row memory (the row cache's accounting): SBM's and BM's
+        # cache plus block at their fullest (peak_used_bytes); StreamSVM's cache at a pass's end.
+        "max_cache_bytes": held["cache_bytes"],
+        "max_memory_bytes": held["memory_bytes"],
+        "max_peak_used_bytes": held["peak_used_bytes"],
+        "held_bytes": held["peak_used_bytes"] if held["peak_used_bytes"] is not None else held["cache_bytes"],
     }
 
 
-def measure_held(name, spec, args):
-    """Per ``--cache`` share, reads held to ``--read-mb-s`` and not: a plain read and each solver's fit."""
+def measure_held(name, spec, args, work):
+    """Per ``--cache`` share M, reads held to ``--read-mb-s`` and not: a plain read and each solver's
+    fit at equal memory (:func:`memory_split`), on the set cut into partitions of at most M/2
+    (:func:`child_layout`, in the folder ``work``)."""
+    slug = "".join(c if c.isalnum() else "-" for c in name)
+    layouts = [
+        {"cache": cache, "path": str(Path(work) / f"{slug}-cut{k}")} for k, cache in enumerate(args.cache)
+    ]
+    cuts = run_child("layout", dict(spec, layouts=layouts))["layouts"]
     rows = []
-    for cache in args.cache:
+    for cut in cuts:
+        cache, memory = cut["cache"], cut["memory_bytes"]
+        layout = {key: cut[key] for key in ("memory_bytes", "partitions", "max_partition_bytes")}
+        print(
+            f"{name:10s} cache {cache}: M = {_mb(memory)} MB of {_mb(cut['row_memory_bytes'])} MB of rows "
+            f"in row memory; {cut['partitions']} partitions, the largest "
+            f"{_mb(cut['max_partition_bytes'])} MB (a block: {_mb(cut['block_limit_bytes'])} MB)",
+            flush=True,
+        )
+        if cut["max_partition_bytes"] > cut["block_limit_bytes"]:
+            print(f"{'':10s} warning: a partition is larger than a block of M/2", flush=True)
         for rate in (args.read_mb_s, None):
-            run = dict(spec, read_mb_s=rate, cache=cache, tol=args.tol, max_iter=args.max_iter)
+            run = dict(spec, **cut["spec"], read_mb_s=rate, cache=cache, tol=args.tol, max_iter=args.max_iter)
             run["prefetch"] = args.prefetch
             read = run_child("held_read", run)
             for solver in args.solvers:
-                fit = run_child("held_fit", dict(run, solver=solver))
-                rows.append({"data": name, "cache": cache, "read_mb_s": rate, "solver": solver} | {
-                    "read": read, "fit": fit})  # fmt: skip
+                cache_bytes, block_bytes = memory_split(solver, memory)
+                fit = run_child(
+                    "held_fit", dict(run, solver=solver, cache_bytes=cache_bytes, block_bytes=block_bytes)
+                )
+                rows.append({"data": name, "cache": cache, "read_mb_s": rate, "solver": solver} | layout | {
+                    "cache_bytes": cache_bytes, "block_bytes": block_bytes,
+                    "row_memory_bytes": cut["row_memory_bytes"], "read": read, "fit": fit})  # fmt: skip
                 waiting = (
                     f"; sweeps waiting {fit['sweeps_waiting']} of {fit['sweeps']}" if fit["sweeps"] else ""
                 )
                 print(
                     f"{name:10s} cache {cache} reads {rate or 'free'} MB/s {solver:9s} plain read "
                     f"{read['seconds']:.2f}s, fit {fit['seconds']:.2f}s ({fit['reads']} reads, gap "
-                    f"{fit['gap']:.1e}), trainer waited {fit['trainer_wait_s']:.2f}s{waiting}",
+                    f"{fit['gap']:.1e}), trainer waited {fit['trainer_wait_s']:.2f}s{waiting}; rows held "
+                    f"{fit['held_bytes'] / 1e6:.2f} MB of M = {memory / 1e6:.2f} MB",
                     flush=True,
                 )
     return rows
 
 
-def write_held_report(payload):
+def _mb(value):
+    return "-" if value is None else f"{value / 1e6:.2f}"
+
+
+def write_held_report(payload, out=None, report=None):
+    old = any("memory_bytes" not in r for r in payload["results"])
     lines = [
         "",
         f"Commands: {', '.join(f'`{c}`' for c in payload['commands'])}  ",
         f"Date: {payload['date']}; {payload['cores']} cores. Every read of a fit's reader (source or "
         f"spill) took at least its bytes / {payload['read_mb_s']:g} MB/s, the reader thread sleeping the "
         "rest while the trainer worked, or came as fast as it could (*free*); the class count before the "
-        "first read (text: parsed and spilled) is not held. Plain read: every partition once through the "
-        f"reader. Fit: `LinearSVC(solver=..., cache_bytes=<share>, tol={payload['tol']:g}, "
-        f"loss={payload['loss']!r}, fit_intercept=False)` to a certified gap. *Waiting*: StreamSVM's sweeps "
-        "and row visits while its reader had no block ready; *trainer idle*: seconds it waited for a block.",
+        "first read (text: parsed and spilled) is not held. Equal memory: M = the `--cache` share of the "
+        "rows' bytes in the library's row memory (values, column indices and per-row solver state, as "
+        "the row cache counts them); StreamSVM a cache of M, SBM a cache of M/2 and blocks of M/2, BM "
+        "blocks of M, partitions no larger than M/2 (each set is cut anew, in row order, into files of "
+        "at most M/2 for each share). Plain read: every partition once through the reader. Fit: "
+        "`LinearSVC(solver=..., cache_bytes=..., block_bytes=..., "
+        f"tol={payload['tol']:g}, loss={payload['loss']!r}, fit_intercept=False)` to a certified gap "
+        "(*gap*: the last read's, above tol where the fit ran out of reads). "
+        "*Rows held*: the most row memory the fit's rows took (SBM, BM: cache plus block at their "
+        "fullest, `peak_used_bytes` of `history_`; StreamSVM: its cache at the end of a pass). "
+        "*Waiting*: StreamSVM's sweeps and row visits while its reader had no block ready; *trainer "
+        "idle*: seconds it waited for a block."
+        + (
+            " Rows without M were measured before the equal-memory split (every solver given "
+            "`cache_bytes=<share>`, the sets as their files come)."
+            if old
+            else ""
+        ),
         "",
-        "| data | cache | MB/s | plain read s | solver | fit s | reads | fit / read | trainer idle s "
-        "| sweeps waiting | visits waiting |",
-        "|---" * 11 + "|",
+        "| data | cache | M MB | partitions | largest partition MB | MB/s | plain read s | solver "
+        "| rows held MB | fit s | reads | gap | fit / read | trainer idle s | sweeps waiting "
+        "| visits waiting |",
+        "|---" * 16 + "|",
     ]
     for r in payload["results"]:
         f, read = r["fit"], r["read"]
         sweeps = f"{f['sweeps_waiting']} / {f['sweeps']}" if f["sweeps"] else "-"
         visits = f"{f['visits_waiting'] / max(f['row_visits'], 1):.0%}" if f["sweeps"] else "-"
         lines.append(
-            f"| {r['data']} | {r['cache']} | {r['read_mb_s'] or 'free'} | {read['seconds']:.2f} | "
-            f"{r['solver']} | {f['seconds']:.2f} | {f['reads']} | {f['seconds'] / read['seconds']:.1f} | "
-            f"{f['trainer_wait_s']:.2f} | {sweeps} | {visits} |"
+            f"| {r['data']} | {r['cache']} | {_mb(r.get('memory_bytes'))} | "
+            f"{r.get('partitions', read['partitions'])} | {_mb(r.get('max_partition_bytes'))} | "
+            f"{r['read_mb_s'] or 'free'} | {read['seconds']:.2f} | {r['solver']} | "
+            f"{_mb(f.get('held_bytes'))} | {f['seconds']:.2f} | {f['reads']} | {f['gap']:.1e} | "
+            f"{f['seconds'] / read['seconds']:.1f} | {f['trainer_wait_s']:.2f} | {sweeps} | {visits} |"
         )
-    lines += ["", f"Raw results: `{THROTTLED.relative_to(ROOT)}`.", ""]
-    write_section(THROTTLED_MARKER, lines)
+    lines += ["", f"Raw results: `{_shown(out or THROTTLED)}`.", ""]
+    write_section(THROTTLED_MARKER, lines, report or REPORT)
+
+
+def _shown(path):
+    """``path`` relative to the checkout when inside it."""
+    path = Path(path).resolve()
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
 
 
 def run_child(task, spec):
@@ -423,7 +645,7 @@ def measure(name, spec, data_bytes, partition_bytes, args):
     return rows
 
 
-def write_report(payload):
+def write_report(payload, out=None, report=None):
     lines = [
         "",
         f"Command: `{payload['command']}`  ",
@@ -486,8 +708,8 @@ def write_report(payload):
             f"{a['spill_bytes'] / 1e6:.0f} | {per_read[0]:.2f}, {np.mean(later):.2f} | "
             f"{f['peak_rss_bytes'] / 1e6:.0f} | {r['rss_formula_bytes'] / 1e6:.0f} |"
         )
-    lines += ["", "Raw results: `benchmarks/results/bench_out_of_core.json`.", ""]
-    write_section(MARKER, lines)
+    lines += ["", f"Raw results: `{_shown(out or RESULTS)}`.", ""]
+    write_section(MARKER, lines, report or REPORT)
 
 
 def main(argv=None):
@@ -511,6 +733,13 @@ def main(argv=None):
     parser.add_argument("--data", help="a LIBSVM glob to measure too (--data-features)")
     parser.add_argument("--data-features", type=int)
     parser.add_argument("--loss", default="squared_hinge", help="--read-mb-s: the fits' loss")
+    parser.add_argument(
+        "--out", type=Path, default=None,
+        help=f"results JSON (default {_shown(RESULTS)}; with --read-mb-s {_shown(THROTTLED)})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--docs", type=Path, default=REPORT, help=f"the report page (default {_shown(REPORT)})"
+    )
     args = parser.parse_args(argv)
     if args.read_mb_s is not None:
         return main_held(args, argv)
@@ -551,8 +780,9 @@ def main(argv=None):
         "baseline_rss_bytes": baseline_rss(),
         "results": results,
     }
-    save_json(RESULTS, payload)
-    write_report(payload)
+    out = args.out or RESULTS
+    save_json(out, payload)
+    write_report(payload, out, args.docs)
 
 
 def main_held(args, argv):
@@ -578,9 +808,10 @@ def main_held(args, argv):
             sets.append((name, {"kind": "libsvm", "path": path, "n_features": N_FEATURES[name], "C": 1.0}))
         results = []
         for name, spec in sets:
-            results.extend(measure_held(name, dict(spec, loss=args.loss), args))
+            results.extend(measure_held(name, dict(spec, loss=args.loss), args, work))
     # The rows of sets measured before (by an earlier run, with its own command) are kept.
-    before = json.loads(THROTTLED.read_text()) if THROTTLED.exists() else {"results": [], "commands": []}
+    out = args.out or THROTTLED
+    before = json.loads(out.read_text()) if out.exists() else {"results": [], "commands": []}
     measured = {r["data"] for r in results}
     payload = {
         **payload_header("bench_out_of_core", argv),
@@ -592,8 +823,8 @@ def main_held(args, argv):
     }
     commands = [c for c in before.get("commands", []) if c != payload["command"]]
     payload["commands"] = [*commands, payload["command"]]
-    save_json(THROTTLED, payload)
-    write_held_report(payload)
+    save_json(out, payload)
+    write_held_report(payload, out, args.docs)
 
 
 if __name__ == "__main__":
