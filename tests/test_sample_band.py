@@ -402,13 +402,13 @@ def test_a_partly_certified_step_reads_the_bands_solution_until_such_a_read_gain
     assert 0.0 < t < 1.0 and problem.full_steps and problem.from_full_step
     solution = problem.w.copy()
     np.testing.assert_allclose(problem.best_w, w + t * (solution - w), rtol=1e-12, atol=1e-15)
-    best, band_rows = problem.best_primal, problem.band_rows
+    best = problem.best_primal
     _, worse = read(solution)
     worse.loss += best  # a read whose primal is above the best certified one: its step gained nothing
     problem.take(worse, BiasOne, 1e-8)
     assert not problem.full_steps and not problem.from_full_step
     np.testing.assert_array_equal(problem.w, problem.best_w)
-    assert problem.best_primal == best and problem.band_rows == band_rows  # no band solved from it
+    assert problem.best_primal == best and problem.band_rows == 0 and problem.reach == 0.0  # no band solved
     start = problem.w.copy()
     problem.take(read(start)[1], BiasOne, 1e-8)
     assert 0.0 < problem.reach < 1.0 and not problem.from_full_step

@@ -186,6 +186,7 @@ class _Problem:
             # every step from there on ends where its certified part ends.
             self.full_steps = self.from_full_step = False
             self.w = self.best_w.copy()
+            self.reach, self.band_rows = 0.0, 0  # no band solved at this read: its record says so
             return
         if primal < self.best_primal:
             self.best_primal, self.best_w = primal, w.copy()
