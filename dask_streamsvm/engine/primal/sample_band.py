@@ -47,9 +47,16 @@ BAND_TOL_SHARE = 0.1
 # sets in a 10% cache (C = 0.01 and 1), which converge after that read; at C = 1, 0.02-0.3 on ijcnn1
 # (10-50% caches) and a9a (30-50%), which then gain 20-50% of the gap a read; 0 on a9a at 10% and
 # 0.001-0.003 on w8a (gap 0.1-39, a few percent gained a read), where the dual schedules converge in
-# fewer reads.  (Those gains are the certified points'; ijcnn1 at 10% gains more where the band's
-# solutions are read, _Problem._next_point.)
+# fewer reads.  (Those gains are the certified points'; ijcnn1 at 10% gains more where the reads go
+# beyond them, _Problem._next_point.)
 BAND_MIN_REACH = 0.05
+# Where a read beyond a band step's certified part finds no lower primal, the next is this many
+# times nearer along the step (_Problem._next_point).  Measured (C = 1, 10% cache, tol 1e-3, ijcnn1
+# in 1, 2, 8 and 16 partitions; a9a, gap after 12 reads): 4 gave 6, 3, 3, 2 reads and a9a 0.03-0.08;
+# 2: 6, 3, 3, 2 and 0.03-5.1; 8: 4, 4, 3, 2 and 0.03-0.08.  Reading the certified ends only took 9
+# reads on ijcnn1 in 8 partitions (a9a 0.13); the solutions until one gained nothing, then the
+# certified ends, 7, 5, 3, 2 (a9a 0.11-0.2).
+STEP_SHRINK = 4
 # The sample's problem (the first point read) is solved to this relative gap: the sample's own
 # distance from the data's optimum is far larger.
 WARM_TOL = 1e-4
@@ -167,8 +174,9 @@ class _Problem:
         self.certified_step = False  # whether the last band's solution was certified by the bound
         self.reach = 0.0  # the share of the last band's step certified by the bound
         self.band_rows = 0
-        self.full_steps = True  # read at the band's solution, not where its certified part ends
-        self.from_full_step = False  # whether self.w is such a solution, its step not certified
+        self.step = None  # the last band's step: (its start, the band's solution, its reach)
+        self.fraction = 1.0  # how far along a step its uncertified part is read (_next_point)
+        self.trial = False  # whether self.w is such a point, its primal not known before its read
 
     @property
     def certificate(self):
@@ -180,13 +188,12 @@ class _Problem:
         w = self.w
         primal = 0.5 * float(w @ w) + sums.loss
         self.certified_step = False
-        if self.from_full_step and primal >= self.best_primal:
-            # The band's solution, read, is no better than the certified part of its step reached:
-            # rows held at the step's start crossed on it.  The next read is at the best point, and
-            # every step from there on ends where its certified part ends.
-            self.full_steps = self.from_full_step = False
-            self.w = self.best_w.copy()
+        if self.trial and primal >= self.best_primal:
+            # The step's uncertified point, read, is no better than the best certified one: rows held
+            # at the step's start crossed before it.  The next read is nearer along the same step.
+            self.fraction /= STEP_SHRINK
             self.reach, self.band_rows = 0.0, 0  # no band solved at this read: its record says so
+            self.w, self.trial = self._next_point()
             return
         if primal < self.best_primal:
             self.best_primal, self.best_w = primal, w.copy()
@@ -210,18 +217,23 @@ class _Problem:
             value = offset_primal(rows, point, (u, S))
         if t > 0.0 and value < self.best_primal:
             self.best_primal, self.best_w = value, point.copy()
-        self.w, self.from_full_step = self._next_point(w1, t, point if t > 0.0 else None)
+        self.step = (w, w1, float(t))
+        self.w, self.trial = self._next_point()
 
-    def _next_point(self, w1, t, cut):
-        """``(point, whether it is an uncertified band solution)``: the next read is at the band's
-        solution ``w1`` (its step certified on ``t`` of its length, ending at ``cut``) while such
-        reads gain, whence the rows that crossed on the step join the next band; else at ``cut``, a
-        certified point, so that the reads' values only fall.  On ijcnn1 (C = 1, 10% cache) the
-        solutions' reads took the gap to 2.5e-4 in 3 reads, the cut points' in 9; on a9a and w8a,
-        where binary rows tie at the margin, the first such read gains nothing (:meth:`take`)."""
-        if t == 1.0 or t == 0.0:
+    def _next_point(self):
+        """``(point, whether its primal is unknown until read)``: along the last band's step, where
+        its certified part ends or, further, ``fraction`` of the way to the band's solution.
+
+        The rows that cross on the step join the next band at the point read, so reading beyond
+        the certified part gains where the step is good past it; where such a read finds a primal no
+        lower than the best certified one, ``fraction`` is divided by :data:`STEP_SHRINK` and the
+        next read is nearer along the same step (a line search of one read a trial), until it is
+        within the certified part."""
+        start, w1, t = self.step
+        if t == 1.0:
             return w1, False
-        return (w1, True) if self.full_steps else (cut, False)
+        share = max(t, self.fraction)
+        return start + share * (w1 - start), share > t
 
 
 class BandStalled(Exception):
