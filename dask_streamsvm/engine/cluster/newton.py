@@ -248,7 +248,8 @@ def add_band_sums(first, second, band_rows=None, band_bytes=None):
 # the smallest key any part left out: with each part's share alone it is the least of K parts'
 # (1 / K)-quantiles, far below the band's own on many small parts (ijcnn1, C = 1, 10% cache: the
 # first step certified on 0.08% of its length at K = 100, 7-9% at K = 8 and 32, 21 reads to 1e-3;
-# with four times the share, 0.23% and 9 reads at K = 100, 12-20% at K = 8 and 32).
+# with four times the share, 0.23% at K = 100 (9 reads to 1e-3 where each read went to the band's
+# solution; 2.4e-3 after 10 with STEP_SHRINK's line search), 12-20% at K = 8 and 32).
 BAND_OVERSAMPLE = 4
 
 
