@@ -322,13 +322,13 @@ def test_auto_gives_the_band_up_where_its_step_is_hardly_certified_and_says_so()
 
 def test_the_sample_and_the_band_are_solved_to_their_tolerances(monkeypatch):
     asked = []
-    real = sample_band.solve_smoothed
+    real = sample_band.solve_hinge
 
     def spy(rows, *, tol, **kw):
         asked.append((tol, kw.get("offset") is not None))
         return real(rows, tol=tol, **kw)
 
-    monkeypatch.setattr(sample_band, "solve_smoothed", spy)
+    monkeypatch.setattr(sample_band, "solve_hinge", spy)
     X, y = noisy_linear_data(40_000, 6, seed=6)
     Xd, yd = _dask(X, y)
     LinearSVC(loss="hinge", C=0.1, tol=1e-3, cache_bytes="10%").fit(Xd, yd)

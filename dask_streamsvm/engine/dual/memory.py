@@ -54,6 +54,13 @@ class BinaryProblem:
     cost : float64 ndarray, ``C_i`` per row (0 drops the row)
     loss : str, a loss's name (:data:`~..plan.losses.LOSSES`)
     bias : float, value of the constant bias feature (0 for none)
+    offset : ``(u, S)`` or None
+        Rows held fixed outside the problem (:mod:`~..primal.sample_band`: rows a read found on the
+        hinge's linear piece, ``alpha_i = C_i``): ``u = sum C_i y_i [x_i, b]`` and ``S = sum C_i``
+        over them.  Then ``w = u + sum_i alpha_i y_i [x_i, b]``, the dual is ``S + sum_i alpha_i -
+        1/2 ||w||^2`` (a lower bound on the optimum of the rows and the held ones together) and the
+        primal ``1/2 ||w||^2 - u . w + S + sum_i C_i loss(m_i)`` (the hinge loss: the held rows'
+        loss where they stay on their piece).
     """
 
     X: object
@@ -62,6 +69,7 @@ class BinaryProblem:
     loss: str
     bias: float
     n_features: int
+    offset: tuple = None
     upper: np.ndarray = field(init=False)
     diag: np.ndarray = field(init=False)
     qd: np.ndarray = field(init=False)
@@ -90,17 +98,26 @@ class BinaryProblem:
         return dcd_passes(self.X, problem, index, alpha, w, self.bias, n_passes, eps, shrinking, rng_state)
 
     def certificate(self, alpha, w):
-        return binary_certificate(
+        cert = binary_certificate(
             self.X, self.y, self.cost, self.upper, self.diag, alpha, w, self.bias, self.loss_code
         )
+        if self.offset is None:
+            return cert
+        u, S = self.offset
+        return Certificate(primal=cert.primal - float(u @ w) + S, dual=cert.dual + S)
 
     def dual(self, alpha, w):
         """``D(alpha)`` from the sums of ``alpha`` and ``w`` (no pass over the rows)."""
-        return dual_value(alpha, self.upper, self.diag, w, self.loss_code)
+        value = dual_value(alpha, self.upper, self.diag, w, self.loss_code)
+        return value if self.offset is None else value + self.offset[1]
 
     def exact_w(self, alpha):
-        """``w(alpha) = sum_i alpha_i y_i [x_i, b]`` rebuilt from scratch."""
-        w = np.zeros(self.n_features + 1)
+        """``w(alpha) = u + sum_i alpha_i y_i [x_i, b]`` rebuilt from scratch (``u``: the offset's, or 0)."""
+        w = (
+            np.zeros(self.n_features + 1)
+            if self.offset is None
+            else np.array(self.offset[0], dtype=np.float64)
+        )
         add_weighted_rows(self.X, self.y, alpha, w, self.bias)
         return w
 
@@ -111,8 +128,9 @@ def _copied(source, into):
     return into
 
 
-def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, on_pass=None, label=None):
-    """Minimise the dual of ``problem`` until the relative gap is <= ``tol``.
+def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, on_pass=None, label=None, alpha=None):
+    """Minimise the dual of ``problem`` until the relative gap is <= ``tol``, from ``alpha`` (a
+    feasible dual point, copied; None: 0).
 
     Returns a :class:`~..plan.result.FitResult` of one problem (``w``, ``certificate``, ``alpha``, a
     bool ``converged``); ``history`` has one record per pass.  Unconverged, the
@@ -139,8 +157,8 @@ def solve_in_memory(problem, *, tol, max_iter, seed, clock_start=None, on_pass=N
     clock = time.perf_counter
     clock_start = clock() if clock_start is None else clock_start
     n = problem.y.shape[0]
-    alpha = np.zeros(n)
-    w = np.zeros(problem.n_features + 1)
+    alpha = np.zeros(n) if alpha is None else np.array(alpha, dtype=np.float64)
+    w = problem.exact_w(alpha)
     index = problem.trainable_rows()
     active = index.shape[0]
     pg_max_old, pg_min_old = np.inf, -np.inf

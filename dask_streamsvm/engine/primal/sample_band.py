@@ -4,8 +4,9 @@ The dual solvers' caches (StreamSVM, SBM) learn which rows are informative by vi
 times a read.  Here a read finds them at once, from a point close to the optimum (issue 52):
 
 1. the read that counts the classes keeps a uniform sample (:func:`~.reads.first_read`); its hinge
-   problem, its costs scaled to the rows read, is solved in memory (:func:`~.smoothed.solve_smoothed`),
-   and its solution ``w0`` is the first point read;
+   problem, its costs scaled to the rows read, is solved in memory (:func:`~.band_dual.solve_hinge`:
+   the smoothed Newton, or dual coordinate descent on rows too wide for its Hessian), and its
+   solution ``w0`` is the first point read;
 2. a read at a point ``w`` computes every row's shortfall ``s_i = 1 - m_i``
    (:func:`~...kernels.band.piece_rows`): the rows nearest the hinge point, by the key
    ``|s_i| / ||x~_i||`` in the band's metric (:func:`~.reads.band_metric`), go to the band (within
@@ -13,7 +14,7 @@ times a read.  Here a read finds them at once, from a point close to the optimum
    whose sums ``u = sum C_i y_i x~_i`` and ``S = sum C_i`` are all the read keeps of them (one
    vector, so that this works for wide rows too), and at ``alpha_i = 0`` elsewhere; the read's
    primal value at ``w`` is exact;
-3. the band's problem with those rows as an offset (:func:`~.smoothed.solve_smoothed`) is solved in
+3. the band's problem with those rows as an offset (:func:`~.band_dual.solve_hinge`) is solved in
    memory.  Its dual point, the band's ``alpha`` with the held rows' ``C_i`` and 0, is feasible for
    the data's dual: its value is a lower bound on the data's optimum, without a read.  Its primal
    at the band's solution ``w1`` is the data's primal there wherever no held row changes piece on
@@ -34,9 +35,10 @@ import scipy.sparse as sp
 from ..plan.certificate import Certificate, check_gap
 from ..plan.problem import BAND_SOLVER, encode_block
 from ..plan.result import FitResult
+from .band_dual import solve_hinge
 from .newton import band_reach, band_share
 from .reads import Sample, Sampler, StreamRead, band_metric
-from .smoothed import Rows, offset_primal, solve_smoothed
+from .smoothed import Rows, offset_primal
 from .sums import Sums
 
 # The band's problem is solved to this share of the fit's tolerance, so that what it leaves adds
@@ -204,7 +206,7 @@ class _Problem:
         rows = Rows(band.X, band.y, band.sample_weight, plan.bias)
         self.band_rows = band.n_rows
         target = BAND_TOL_SHARE * tol
-        w1, restricted, _ = solve_smoothed(rows, tol=target, offset=(u, S), start=w)
+        w1, restricted, _ = solve_hinge(rows, tol=target, offset=(u, S), start=w)
         self.best_dual = max(self.best_dual, restricted.dual)
         # On the part of the step no held row can change its piece on, the band's problem is the
         # data's: its primal there is exact, and no more than the chord's from w's to w1's.
@@ -370,7 +372,7 @@ def warm_starts(sample, plan, clock_start, counted, tol):
     starts, records = [], []
     for c in range(plan.n_problems):
         rows = Rows(sample.X, plan.signs[c, y_index], plan.costs[c, y_index] * weights, plan.bias)
-        w, certificate, info = solve_smoothed(rows, tol=tol)
+        w, certificate, info = solve_hinge(rows, tol=tol)
         starts.append(w)
         record = {
             "pass": 0, "seconds": time.perf_counter() - clock_start, "solver": BAND_SOLVER,
