@@ -145,6 +145,10 @@ def test_info(a9a_model):
     assert info["classes"] == [-1.0, 1.0]
     assert info["n_features"] == 123
     assert info["passes"] == model.n_iter_
+    # The reads of the data train's summary counted (its passes count from 0; a read may feed several).
+    trained = re.search(r"(\d+) reads? of the data", a9a_model[1])
+    assert trained is not None and info["reads"] == int(trained.group(1)), a9a_model[1]
+    assert f"({info['reads']} read" in out
     assert info["duality_gap"] == model.duality_gap_
     assert info["params"]["tol"] == 1e-2 and info["params"]["random_state"] == 0
 

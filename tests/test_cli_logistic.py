@@ -162,8 +162,22 @@ def test_predict_proba_of_a_linear_svc_needs_its_platt_sigmoids(a9a_small, tmp_p
     assert run(["train", a9a_small[0], "--model", plain, *FAST])[0] == 0
     target = tmp_path / "p.csv"
     code, out, err = run(["predict", plain, a9a_small[1], "--out", target, "--proba"])
-    assert_one_line_error(code, out, err, "--proba", "LinearSVC", "probability=True", "--model-type logistic")
+    assert_one_line_error(
+        code, out, err, "--proba", "LinearSVC", "probability=True", "train --probability",
+        "--model-type logistic",
+    )  # fmt: skip
     assert not target.exists()
+    trained = tmp_path / "trained-platt.model"
+    code, _, err = run(["train", a9a_small[0], "--model", trained, "--probability", *FAST])
+    assert code == 0, err
+    assert dask_streamsvm.load(trained).probability is True
+    code, _, err = run(["predict", trained, a9a_small[1], "--out", target, "--proba"])
+    assert code == 0, err
+    np.testing.assert_allclose(
+        pd.read_csv(target)[["proba_-1.0", "proba_1.0"]],
+        dask_streamsvm.load(trained).predict_proba(_rows(a9a_small[1])[0]),
+    )
+    target.unlink()
     X, y = _rows(a9a_small[0])
     platt = LinearSVC(probability=True, solver="memory", tol=1e-2, random_state=0).fit(X, y)
     platt.save(tmp_path / "platt.model")

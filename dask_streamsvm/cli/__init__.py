@@ -36,7 +36,16 @@ they print in :mod:`.text`.  Each command's handler is looked up here
 import argparse
 import sys
 
-from .commands import MODEL_TYPES, cmd_demo, cmd_evaluate, cmd_predict, cmd_train, evaluation
+from .commands import (
+    LOGISTIC_LOSS,
+    MODEL_TYPES,
+    SVM_LOSSES,
+    cmd_demo,
+    cmd_evaluate,
+    cmd_predict,
+    cmd_train,
+    evaluation,
+)
 from .commands import verbosity as _verbosity  # noqa: F401 - the name the tests read
 from .info import cmd_info
 from .paths import Data
@@ -144,16 +153,14 @@ def _positive_int(text):
 
 def _svm_loss(text):
     """argparse type of ``--loss``: a loss of the SVM (the logistic loss is ``--model-type logistic``)."""
-    from ..engine.plan import losses
-
-    if text in losses.SVM_LOSSES:
+    if text in SVM_LOSSES:
         return text
-    if text == losses.LOGISTIC.name:
+    if text == LOGISTIC_LOSS:
         raise argparse.ArgumentTypeError(
             f"{text!r} is the loss of logistic regression, which has no --loss: use "
             "--model-type logistic and drop --loss"
         )
-    choices = ", ".join(repr(name) for name in losses.SVM_LOSSES)
+    choices = ", ".join(repr(name) for name in SVM_LOSSES)
     raise argparse.ArgumentTypeError(f"must be one of {choices} (the SVM's losses), got {text!r}")
 
 
@@ -247,6 +254,12 @@ def build_parser():
         "for the data's width and loss (Newton, truncated Newton or CoCoA+); average: a model per "
         "worker, averaged (one shot); cocoa: CoCoA+ rounds (--solver memory and --checkpoint-dir "
         "train in this process)",
+    )
+    train.add_argument(
+        "--probability",
+        action="store_true",
+        help="--model-type svm: fit Platt's sigmoids too (probability=True), so that predict --proba "
+        "gives probabilities (a LogisticRegression has its own)",
     )
     train.add_argument("--no-intercept", action="store_true", help="fit no intercept")
     train.add_argument("--seed", type=int, default=None, metavar="N", help="random seed of the row order")

@@ -21,6 +21,7 @@ from .paths import (
     expand_paths,
     load_model,
     open_data,
+    read_model_file,
 )
 from .text import PROG, UserError, in_option_words, numbers_text, one_line, printable
 
@@ -69,6 +70,13 @@ def _client(address):
 # when ``train`` runs).  ``svm`` is the default.
 MODEL_TYPES = {"svm": "LinearSVC", "logistic": "LogisticRegression"}
 
+# The losses by name, written out as the parser's SOLVERS are: the engine's registry
+# (engine.plan.losses) imports numba, and a mistake in the options is answered without it
+# (tests/test_front_door.py checks that these agree with the registry).
+SVM_LOSSES = ("hinge", "squared_hinge")  # LinearSVC's
+NEWTON_SVM_LOSSES = ("squared_hinge",)  # those of them with Newton steps (dual=False)
+LOGISTIC_LOSS = "log_loss"  # LogisticRegression's own
+
 # The option of each model parameter the train command sets (the rest keep their names).
 _OPTIONS = {
     "max_iter": "--passes", "cache_bytes": "--cache", "random_state": "--seed",
@@ -95,21 +103,32 @@ _DUAL = {"auto": "auto", "true": True, "false": False}
 def _estimator(args):
     """The estimator class ``--model-type`` names, and the keyword arguments of its own options:
     ``--loss`` for the SVM (``LinearSVC``'s default without it); none for logistic regression,
-    whose loss is its own, so that ``--loss`` with it is an error."""
+    whose loss is its own (``--loss`` with it: :func:`_check_train_options`)."""
     import dask_streamsvm
-
-    from ..engine.plan import losses
 
     estimator = getattr(dask_streamsvm, MODEL_TYPES[args.model_type])
     if args.model_type == "logistic":
-        if args.loss is not None:
-            raise UserError(
-                f"--loss {args.loss} is a loss of the SVM, but --model-type logistic trains a "
-                f"LogisticRegression, which has its own loss ({losses.LOGISTIC.name}): drop --loss, or "
-                f"give --model-type svm to train a LinearSVC with --loss {args.loss}"
-            )
         return estimator, {}
-    return estimator, ({} if args.loss is None else {"loss": args.loss})  # else LinearSVC's default
+    own = {} if args.loss is None else {"loss": args.loss}  # else LinearSVC's default
+    return estimator, {**own, "probability": True} if args.probability else own
+
+
+def _check_train_options(args):
+    """Refuse the combinations of ``train``'s options that no fit takes, before anything heavy is
+    imported or any data opened: one line, in the options' words."""
+    if args.model_type == "logistic" and args.loss is not None:
+        raise UserError(
+            f"--loss {args.loss} is a loss of the SVM, but --model-type logistic trains a "
+            f"LogisticRegression, which has its own loss ({LOGISTIC_LOSS}): drop --loss, or "
+            f"give --model-type svm to train a LinearSVC with --loss {args.loss}"
+        )
+    if args.model_type == "logistic" and args.probability:
+        raise UserError(
+            "--probability fits Platt's sigmoids to a LinearSVC; --model-type logistic trains a "
+            "LogisticRegression, whose probabilities are its own (predict --proba): drop --probability"
+        )
+    if args.resume and args.checkpoint_dir is None:
+        raise UserError("--resume continues from a checkpoint: give --checkpoint-dir DIR too")
 
 
 def _where(args):
@@ -133,15 +152,12 @@ def _where(args):
                 f"--checkpoint-dir checkpoints a fit streamed in this process, not --cluster "
                 f"{args.cluster}: drop one of them"
             )
-    if args.dual == "false" and args.loss is not None:  # an SVM's loss (the logistic loss has Newton steps)
-        from ..engine.plan import losses
-
-        if not losses.loss_of(args.loss).newton:
-            newton = " or ".join(name for name in losses.SVM_LOSSES if losses.loss_of(name).newton)
-            raise UserError(
-                f"--dual false (primal Newton steps) trains --loss {newton}, not --loss {args.loss}: "
-                f"give --loss {newton}, or --dual auto for the dual solvers"
-            )
+    if args.dual == "false" and args.loss is not None and args.loss not in NEWTON_SVM_LOSSES:
+        newton = " or ".join(NEWTON_SVM_LOSSES)  # an SVM's loss: the logistic loss has Newton steps
+        raise UserError(
+            f"--dual false (primal Newton steps) trains --loss {newton}, not --loss {args.loss}: "
+            f"give --loss {newton}, or --dual auto for the dual solvers"
+        )
     in_process = args.scheduler is None or args.solver == "memory" or args.checkpoint_dir is not None
     return {"dual": _DUAL[args.dual], "cluster": None if in_process else (args.cluster or "auto")}
 
@@ -173,9 +189,9 @@ def _fit_with_warnings(model, *fit_args, **fit_kwargs):
         print(f"{PROG}: warning: {printable(one_line(in_option_words(str(w.message))))}", file=sys.stderr)
 
 
-def _rows_streamed(model):
-    """Rows of the training data, from the streaming history (every read counts them), or None."""
-    records = [r for r in model.history_ if "rows_read" in r and "pass" in r]
+def rows_streamed(history):
+    """Rows of the training data, from a streamed fit's ``history_`` (every read counts them), or None."""
+    records = [r for r in history if "rows_read" in r and "pass" in r]
     if not records:
         return None
     first = min(records, key=lambda r: r["pass"])
@@ -196,16 +212,20 @@ def _in_memory(data):
 def cmd_train(args):
     """Fit a ``LinearSVC`` (``--model-type svm``) or a ``LogisticRegression`` (``--model-type
     logistic``) on the input and save it; prints what was trained and its certificate."""
-    from ..engine.store.checkpoint import FILE
-
-    estimator, own = _estimator(args)  # before the paths: --loss with --model-type logistic is refused
+    # The options and paths first, with the standard library alone: a mistake is answered before
+    # scikit-learn, numba and Dask are imported (seconds), as a user waits for it.
+    _check_train_options(args)
+    where = _where(args)
     paths = expand_paths(args.paths)
     if args.checkpoint_dir is None:
         check_output(args.model, "--model", paths, overwrite=args.overwrite, replaced=True)
     else:  # the checkpoint is an input too when resuming
+        from ..engine.store.checkpoint import FILE
+
         checkpoint = os.path.join(args.checkpoint_dir, FILE)
         check_output(args.model, "--model", [*paths, checkpoint], overwrite=args.overwrite, replaced=True)
         check_checkpoint_dir(args.checkpoint_dir, checkpoint, paths)
+    estimator, own = _estimator(args)
     model = estimator(
         C=args.C,
         fit_intercept=not args.no_intercept,
@@ -219,12 +239,10 @@ def cmd_train(args):
         on_invalid="skip" if args.skip_invalid else "raise",
         checkpoint_dir=args.checkpoint_dir,
         **own,
-        **_where(args),
+        **where,
         **_feature_map_params(args),
     )
     _checked_model(model)  # before the data is opened: the error names the option
-    if args.resume and args.checkpoint_dir is None:
-        raise UserError("--resume continues from a checkpoint: give --checkpoint-dir DIR too")
     resume = {"resume": True} if args.resume else {}
     with _scheduler(args.scheduler):
         data = open_data(args, paths, label_needed=True, n_features=args.n_features)
@@ -238,7 +256,7 @@ def cmd_train(args):
         else:
             _fit_with_warnings(model, data.X, data.y, **resume)
         if args.solver != "memory":
-            n_rows = _rows_streamed(model)
+            n_rows = rows_streamed(model.history_)
         seconds = time.perf_counter() - start
     model.save(args.model)
     print(_summary(model, args, n_rows, seconds))
@@ -268,7 +286,7 @@ def _summary(model, args, n_rows, seconds):
         where, after = "on ", f" on a cluster of {workers} worker{'' if workers == 1 else 's'}{method}"
     rounds = cluster is not None and cluster["method"] == "cocoa"
     # Streamed: reads of the data (passes count from 0, and one read may feed several: a sample's steps).
-    reads = _reads(model, n_rows) if cluster is None and args.solver != "memory" else None
+    reads = reads_made(model.history_, n_rows) if cluster is None and args.solver != "memory" else None
     if reads is not None:
         count = f"{_count(reads, 'read', 'reads')} of the data"
     else:
@@ -284,10 +302,10 @@ def _summary(model, args, n_rows, seconds):
     )
 
 
-def _reads(model, n_rows):
-    """Reads of the training data a streamed fit made (its last record's rows read over the rows),
-    or None where the history does not count them."""
-    rows_read = model.history_[-1].get("rows_read") if model.history_ else None
+def reads_made(history, n_rows):
+    """Reads of the training data a streamed fit made (its ``history_``'s last record's rows read over
+    the ``n_rows``), or None where the history does not count them."""
+    rows_read = history[-1].get("rows_read") if history else None
     if not n_rows or rows_read is None:
         return None
     return round(int(rows_read) / n_rows)
@@ -430,13 +448,13 @@ def cmd_predict(args):
         raise UserError(f"--out {out!r}: name a .parquet (a directory of parts) or a .csv file")
     paths = expand_paths(args.paths)
     check_output(out, "--out", [args.model, *paths], overwrite=args.overwrite, directory=kind == "parquet")
+    if args.proba:  # from the file's own table, before an estimator is imported (seconds)
+        meta, _ = read_model_file(args.model)
+        if meta["estimator"] == "LinearSVC" and not meta["params"].get("probability"):
+            _no_probabilities(args.model, meta["estimator"])
     model = load_model(args.model)
     if args.proba and not hasattr(model, "predict_proba"):  # a LinearSVC fitted without Platt's sigmoids
-        raise UserError(
-            f"--proba: {args.model!r} is a {type(model).__name__} fitted without probability=True, which "
-            "has no probabilities: fit it with probability=True (Platt scaling), train a "
-            "LogisticRegression with 'train --model-type logistic', or drop --proba"
-        )
+        _no_probabilities(args.model, type(model).__name__)
     with _scheduler(args.scheduler):
         data = open_data(args, paths, label_needed=False, n_features=model.n_features_in_)
         frame = _prediction_frame(model, data, proba=args.proba)
@@ -448,6 +466,14 @@ def cmd_predict(args):
         seconds = time.perf_counter() - start
     print(f"Predictions ({', '.join(frame.columns)}) written to {out} in {seconds:.2f} s.")
     return 0
+
+
+def _no_probabilities(path, estimator):
+    raise UserError(
+        f"--proba: {path!r} is a {estimator} fitted without probability=True, which has no "
+        "probabilities: train it with 'train --probability' (Platt scaling), train a LogisticRegression "
+        "with 'train --model-type logistic', or drop --proba"
+    )
 
 
 def _roc_auc(y, scores, classes):

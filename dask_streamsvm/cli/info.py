@@ -10,6 +10,7 @@ import json
 
 import numpy as np
 
+from .commands import reads_made, rows_streamed
 from .paths import read_model_file
 from .text import UserError, numbers_text, one_line, printable, short_list
 
@@ -52,6 +53,15 @@ def _per_problem(values, floor=None):
 NOT_SHOWN = ("callbacks", "validation_data")  # never saved (always None in a file): not shown by info
 
 
+def _reads(saved):
+    """Reads of the data a streamed fit made, from its ``history_`` as the file holds it (as ``train``
+    counts them), or None (a fit in memory, on a cluster, or a history that does not count its rows)."""
+    history = _param_shown(saved)
+    if not isinstance(history, list) or not all(isinstance(r, dict) for r in history):
+        return None
+    return reads_made(history, rows_streamed(history))
+
+
 def cmd_info(args):
     """What a model file holds, read as it is written (:func:`~.paths.read_model_file`: format,
     estimator and checksums checked), without building the model: neither scikit-learn nor the
@@ -70,6 +80,7 @@ def cmd_info(args):
             "n_features": int(attributes["n_features_in_"]),
             "feature_names": None if names is None else [str(c) for c in names],
             "passes": int(attributes["n_iter_"]),
+            "reads": None if "cluster_parts_" in attributes else _reads(attributes.get("history_")),
             "duality_gap": _per_problem(attributes["duality_gap_"], floor=0.0),
             "objective": _per_problem(attributes["objective_"]),
             "params": {k: _param_shown(v) for k, v in meta["params"].items() if k not in NOT_SHOWN},
@@ -92,8 +103,13 @@ def cmd_info(args):
         lines.append(f"{'feature names':16}{short_list(info['feature_names'], 8)}")
     gap = numbers_text(info["duality_gap"], ".2e")
     shown = ", ".join(f"{k}={v!r}" for k, v in info["params"].items())
+    # A streamed fit's reads of the data, as train's summary counts them (its passes count from 0,
+    # and one read may feed several).
+    reads = info["reads"]
+    of_data = "" if reads is None else f" ({reads} read{'' if reads == 1 else 's'} of the data)"
+    count = f"{info['passes']}{of_data}"
     lines += [
-        f"{'passes':16}{info['passes']}",
+        f"{'passes':16}{count}",
         f"{'duality gap':16}{gap} (relative, certified at the end of training)",
         f"{'objective':16}{numbers_text(info['objective'], '.8g')}",
         f"{'parameters':16}{shown}",

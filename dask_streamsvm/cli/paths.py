@@ -22,10 +22,10 @@ def expand_paths(paths):
 
     A name with ``*``, ``?`` or ``[`` that exists as given is that file, not a glob.
     Each local path must be a regular file or a directory of them
-    (:func:`~dask_streamsvm.io.check_input_path`): a FIFO or a device is
+    (:func:`~dask_streamsvm._input_paths.check_input_path`): a FIFO or a device is
     refused before anything opens it.
     """
-    from ..io import check_input_path
+    from .._input_paths import check_input_path
 
     found = []
     for path in paths:
@@ -256,7 +256,7 @@ def _check_kind(path, flag, *, replaced):
             "it points, which --overwrite does not allow; remove the link or give the path of a file"
         )
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-        from ..io import file_kind  # numpy and SciPy, not imported for --help
+        from .._input_paths import file_kind
 
         raise UserError(
             f"{flag} {path!r} is {file_kind(mode)}, not a regular file: outputs are written to regular "
