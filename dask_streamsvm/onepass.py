@@ -219,9 +219,11 @@ class OnePassSVC(StreamClassifier):
     over the stream, kept as they were read) and warns
     (:class:`MajorityClassWarning`) when it is no better there than
     predicting the majority class, saying whether the rows came sorted by
-    label.  The ball is also sensitive to the order of the stream: rows
-    sorted by label across a collection's partitions are not mixed by
-    the fit's shuffling of the partitions.
+    label; the fit then returns that constant model instead
+    (``majority_fallback_``), never one worse than it on those rows.  The
+    ball is also sensitive to the order of the stream: rows sorted by label
+    across a collection's partitions are not mixed by the fit's shuffling
+    of the partitions.
 
     Parameters
     ----------
@@ -292,6 +294,13 @@ class OnePassSVC(StreamClassifier):
     n_core_vectors_ : int or ndarray of shape (n_classes,)
         Rows that updated the ball (the paper's M; with lookahead, every
         buffered row counts).
+    majority_fallback_ : bool
+        Whether :meth:`fit` kept the constant model of the majority class
+        (``coef_`` 0) in place of the ball's, which scored no better than
+        it on the training rows checked (with a
+        :class:`MajorityClassWarning`); ``radius_`` and
+        ``n_core_vectors_`` still describe the ball, and
+        :meth:`partial_fit` goes on from it.
     n_features_in_ : int
     feature_names_in_ : ndarray of str, only when X has string column names
 
@@ -357,7 +366,8 @@ class OnePassSVC(StreamClassifier):
         :data:`PROBE_ROWS` kept as they were read, spread over the stream):
         if it is no better there than predicting the majority class, the fit
         warns (:class:`MajorityClassWarning`), saying whether the rows were
-        sorted by label.
+        sorted by label, and keeps the constant model of the majority class
+        instead (``majority_fallback_``).
 
         Parameters
         ----------
@@ -415,9 +425,14 @@ class OnePassSVC(StreamClassifier):
         accuracy = float(np.mean(predicted == self.classes_[index]))
         if accuracy > shares.max() and not sorted_by_label:
             return
-        majority = _plain(self.classes_[int(np.argmax(shares))])
+        most = int(np.argmax(shares))
+        majority = _plain(self.classes_[most])
         against = f"predicting the majority class {majority!r} for every row ({shares.max():.1%}"
         said = np.unique(predicted)
+        kept = ""
+        if accuracy <= shares.max():  # never a model worse than the constant one on the rows checked
+            self._keep_majority(most)
+            kept = "; the fit keeps that constant model instead (coef_ 0, majority_fallback_ True)"
         if said.shape[0] == 1:
             found = (
                 f"OnePassSVC predicts class {_plain(said[0])!r} for every one of {where}, which hold "
@@ -435,13 +450,24 @@ class OnePassSVC(StreamClassifier):
             "larger lookahead, or"
         )
         warnings.warn(
-            f"{found}; C={self.C:g}, lookahead={self.lookahead}, standardize={self.standardize})."
+            f"{found}; C={self.C:g}, lookahead={self.lookahead}, standardize={self.standardize}){kept}."
             + why
             + " train LinearSVC (its partial_fit for a stream read a block at a time), which certifies "
             "its model.",
             MajorityClassWarning,
             stacklevel=3,
         )
+
+    def _keep_majority(self, most):
+        """The constant model that predicts class ``most`` (its position in ``classes_``) for every row:
+        ``coef_`` 0 and the intercepts that make its score the largest (binary: its sign)."""
+        k = self.classes_.shape[0]
+        self.coef_ = np.zeros_like(self.coef_)
+        if k == 2:
+            self.intercept_ = np.array([1.0 if most == 1 else -1.0])
+        else:
+            self.intercept_ = np.where(np.arange(k) == most, 1.0, -1.0)
+        self.majority_fallback_ = True
 
     def partial_fit(self, X, y, classes=None):
         """Feed a block of a stream, in its order; the buffer carries over to the next call.
@@ -510,6 +536,7 @@ class OnePassSVC(StreamClassifier):
         if self.standardize_ is not None:
             coef, intercept = self.standardize_.fold(coef, intercept)
         self.coef_, self.intercept_ = coef, intercept
+        self.majority_fallback_ = False  # the ball's model (_check_model may keep the constant one)
         single = W.shape[0] == 1
         R, M = balls.state.R, balls.state.M
         self.radius_ = float(R[0]) if single else R.copy()

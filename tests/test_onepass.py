@@ -105,7 +105,8 @@ def test_the_ball_encloses_every_point_within_3_2_of_the_exact_ball(lookahead, s
     assert distances.max() <= R * (1 + 1e-9)  # every point seen is inside
     exact = exact_enclosing_ball(points)[1]
     assert exact * (1 - 1e-6) <= R <= 1.5 * exact
-    model = OnePassSVC(C=C, lookahead=lookahead, standardize=False, shuffle=False).fit(X, y)
+    # partial_fit: the ball's own model (fit keeps the majority class's where the ball scores no better)
+    model = OnePassSVC(C=C, lookahead=lookahead, standardize=False).partial_fit(X, y, classes=[0, 1])
     D = X.shape[1] + 1
     np.testing.assert_allclose(np.append(model.coef_[0], model.intercept_), centre[:D], atol=1e-9)
     assert model.radius_ == pytest.approx(R, rel=1e-9) and model.n_core_vectors_ == M
@@ -335,8 +336,11 @@ def test_a_model_below_the_majority_class_is_warned_of_with_what_was_measured():
     said = r"scores 50.0% accuracy on {}, no better than predicting the majority class 0 for every row \(55.0"
     with pytest.warns(MajorityClassWarning, match=said.format("its 60 training rows")) as caught:
         model = OnePassSVC(**params).fit(X, y)
-    assert model.score(X, y) == 0.5 and np.unique(model.predict(X)).shape[0] == 2
+    # The ball scored 50% with two classes predicted; the fit keeps the majority class's model (55%).
+    assert model.majority_fallback_ and model.score(X, y) == 0.55
+    assert np.unique(model.predict(X)).tolist() == [0]
     assert len(caught) == 1 and "train LinearSVC" in str(caught[0].message)
+    assert "the fit keeps that constant model instead" in str(caught[0].message)
     kept = r"the 60 training rows it checked \(every row of the stream, kept as it was read\)"
     with pytest.warns(MajorityClassWarning, match=said.format(kept)):
         OnePassSVC(**params).fit(da.from_array(X, chunks=25), da.from_array(y, chunks=25))
@@ -367,7 +371,8 @@ def test_rows_sorted_by_label_in_parquet_are_warned_of_and_named(tmp_path):
         model = OnePassSVC(random_state=0).fit(str(tmp_path / "sorted"), "label")
     said = [str(w.message) for w in caught if w.category is MajorityClassWarning]
     assert len(said) == 1 and "no better than predicting the majority class 0" in said[0]
-    assert model.score(frame[list("abc")], y) < 1 - y.mean()
+    # The ball scored below the majority class (42%); the fit keeps the majority class's model.
+    assert model.majority_fallback_ and model.score(frame[list("abc")], y) == pytest.approx(1 - y.mean())
     with warnings.catch_warnings():
         warnings.simplefilter("error", MajorityClassWarning)
         model = OnePassSVC(random_state=0).fit(str(tmp_path / "mixed"), "label")
@@ -380,6 +385,33 @@ def test_rows_sorted_by_label_in_parquet_are_warned_of_and_named(tmp_path):
     with pytest.warns(MajorityClassWarning, match="against predicting the majority class 0") as caught:
         OnePassSVC(shuffle=False, random_state=0).fit(X[ranked], y[ranked])
     assert "consecutive rows differ in label 0% as often as rows drawn at random" in str(caught[0].message)
+
+
+@pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame")  # Dask's read_parquet on pandas 3.1
+def test_skin_like_rows_stored_by_label_score_at_least_the_majority_class(tmp_path):
+    """Issue 53: skin (three colour values 0..255, 79% of one class) stored in label order gave a model
+    that predicted the minority class for every row (21% accuracy).  The same rows in label order
+    now give at least the majority rate, with the warning; shuffled, the ball's own model, which
+    beats it, is kept unchanged (the fit's model is partial_fit's of the same order)."""
+    rng = np.random.RandomState(3)
+    X = rng.randint(0, 256, size=(20_000, 3)).astype(float)
+    score = X @ [1.0, -0.6, -0.4] + rng.normal(0.0, 20.0, 20_000)
+    y = (score > np.quantile(score, 0.79)).astype(int)
+    majority = 1 - y.mean()
+    ranked = np.argsort(-y, kind="stable")  # the minority class first, as it ends a pass
+    frame = pd.DataFrame(X, columns=list("rgb")).assign(label=y)
+    dd.from_pandas(frame.iloc[ranked], npartitions=10, sort=False).to_parquet(tmp_path / "by-label")
+    with pytest.warns(MajorityClassWarning, match="sorted by label") as caught:
+        model = OnePassSVC(random_state=0).fit(str(tmp_path / "by-label"), "label")
+    assert model.majority_fallback_ and model.score(frame[list("rgb")], y) == pytest.approx(majority)
+    assert "keeps that constant model instead" in str(caught[0].message)
+    order = np.random.RandomState(0).permutation(len(y))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MajorityClassWarning)
+        mixed = OnePassSVC(random_state=0).fit(X, y)
+    ball = OnePassSVC().partial_fit(X[order], y[order], classes=[0, 1])
+    assert not mixed.majority_fallback_ and mixed.score(X, y) > majority
+    np.testing.assert_allclose(mixed.coef_, ball.coef_, rtol=1e-12)  # the scales summed in another order
 
 
 def test_the_label_mix_and_its_threshold():
@@ -423,15 +455,26 @@ def test_rows_far_from_the_origin_need_the_intercept_and_the_standardizing(C):
     Xd, yd = da.from_array(X, chunks=4000), da.from_array(y, chunks=4000)
 
     def mean_score(data, **params):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", MajorityClassWarning)
-            fits = [OnePassSVC(C=C, lookahead=10, random_state=r, **params).fit(*data) for r in range(5)]
+        """The balls' mean score in fit's five stream orders: partial_fit of the rows in fit's order
+        gives the ball's own model (fit keeps the majority class's where the ball scores no better)."""
+        if isinstance(data[0], np.ndarray):
+            orders = [np.random.RandomState(r).permutation(len(y)) for r in range(5)]
+            fits = [OnePassSVC(C=C, lookahead=10, **params).partial_fit(X[o], y[o], [0, 1]) for o in orders]
+        else:  # streamed: fit's own models (an order the ball loses in scores the majority class's)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MajorityClassWarning)
+                fits = [OnePassSVC(C=C, lookahead=10, random_state=r, **params).fit(*data) for r in range(5)]
         return np.mean([model.score(X, y) for model in fits])
 
     assert mean_score((X, y), standardize=False) < majority + 0.01
     assert mean_score((X, y)) > majority + 0.05
     assert mean_score((Xd, yd)) > majority + 0.05
     assert mean_score((X, y), fit_intercept=False) < majority + 0.01
+    # fit itself returns no model worse than the majority class on its rows, whatever the ball scored
+    for params in ({"standardize": False}, {"fit_intercept": False}):
+        with pytest.warns(MajorityClassWarning, match="keeps that constant model instead"):
+            model = OnePassSVC(C=C, lookahead=10, random_state=0, **params).fit(X, y)
+        assert model.majority_fallback_ and model.score(X, y) == majority and not model.coef_.any()
 
 
 def test_a_fitted_model_keeps_no_training_rows_and_pickles_mid_stream():
