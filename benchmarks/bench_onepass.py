@@ -273,7 +273,9 @@ def exact_ball_check(X, y, Xt, yt, n=300, seed=0):
     test = np.hstack([Xt.toarray(), np.ones((Xt.shape[0], 1))])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MajorityClassWarning)  # the check reports the accuracy itself
-        one = OnePassSVC(C=C, lookahead=1, standardize=False, shuffle=False).fit(Xs, ys)  # the same points
+        # the same points, in order; partial_fit: the ball's own model (fit keeps the majority class's
+        # where the ball scores no better, issue 53)
+        one = OnePassSVC(C=C, lookahead=1, standardize=False).partial_fit(Xs, ys, classes=classes)
     return {
         "rows": n,
         "exact_ball_accuracy": _accuracy(classes[(test @ centre[: test.shape[1]] > 0).astype(int)], yt),
@@ -343,6 +345,10 @@ def main(argv=None):
         "table": table,
         "lookahead": {name: {str(L): s for L, s in v.items()} for name, v in lookahead.items()},
     }
+    if RESULTS.exists():  # --row-norms' comparison, a run of its own (its command, date and load kept)
+        earlier = json.loads(RESULTS.read_text()).get("row_norms")
+        if earlier is not None:
+            payload["row_norms"] = earlier
     save_json(RESULTS, payload)
     write_report(payload)
 
@@ -438,8 +444,10 @@ def write_report(payload):
         "is the reference (here LIBLINEAR's optimum, our `LinearSVC`). \"majority\": the majority class's "
         'share of the test rows; "L=10 worst": the worst order; "L=10 below": orders below the majority '
         'class; "L=10 warned": fits that warned (`MajorityClassWarning`, on the training rows). '
-        '"dense rows": the same set as a dense array, whose columns standardizing centres (OnePassSVC '
-        "only; the other methods: see the CSR row).",
+        "OnePassSVC's columns are `fit`'s models: the majority class's constant model where the ball scored "
+        "no better than it on the training rows (`majority_fallback_`, since issue 53; the fits that "
+        'warned of that). "dense rows": the same set as a dense array, whose columns standardizing '
+        "centres (OnePassSVC only; the other methods: see the CSR row).",
         "",
         "| data | rows x features | majority | "
         + " | ".join(METHODS)
