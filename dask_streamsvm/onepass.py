@@ -16,7 +16,7 @@ from ._fit_context import fitted_in_context
 from ._stream_classifier import StreamClassifier
 from ._validation import anything, boolean, check_positive_int, cost, integer
 from ._validation import random_state as random_state_check
-from .engine.data.labels import merge_label_counts
+from .engine.data.labels import SORTED_LABEL_MIX, merge_label_counts, order_label_mix, partition_label_mix
 from .engine.models.onepass import Balls
 from .features import Standardize
 
@@ -39,10 +39,6 @@ MAX_LOOKAHEAD = 128
 # and at most 9.7 (digits at lookahead 1; 2.83: at most 8.9 but 7.9 and 8.9 on ijcnn1 and the far
 # set) (`python -m benchmarks.bench_onepass --row-norms`, docs/benchmarks.md).
 STANDARDIZED_ROW_NORM = 2.0
-# A stream whose rows of a partition (or, in memory without shuffling, consecutive rows) differ in
-# label less than this share as often as rows drawn at random is named sorted by label when its
-# model is warned of (a random order: 1 in expectation; sorted by label: about 0).
-SORTED_LABEL_MIX = 0.5
 
 
 def _lookahead(name, value):
@@ -93,42 +89,6 @@ class MajorityClassWarning(UserWarning):
 # The warning's name from when it covered the one-class case only: the same class, so that filters
 # and ``pytest.warns`` on either name see every such warning.
 OneClassWarning = MajorityClassWarning
-
-
-def partition_label_mix(label_counts):
-    """How often two rows of one partition differ in label, as a share of how often two rows of the
-    whole data do; ``label_counts``: every partition's ``(labels, counts, ...)``.
-
-    Rows in a random order give 1 in expectation (the pairs of a partition are pairs drawn without
-    replacement); partitions that each hold one class give 0.  None when no two rows differ.
-    """
-    totals, within, pairs = {}, 0.0, 0.0
-    for labels, counts, *_ in label_counts:
-        counts = np.asarray(counts, dtype=np.float64)
-        n = counts.sum()
-        within += (n * n - np.sum(counts * counts)) / 2.0
-        pairs += n * (n - 1.0) / 2.0
-        for label, c in zip(labels.tolist(), counts.tolist(), strict=True):
-            totals[label] = totals.get(label, 0.0) + c
-    N = np.array(list(totals.values()))
-    differ = (N.sum() ** 2 - np.sum(N * N)) / (N.sum() * (N.sum() - 1.0)) if N.sum() > 1 else 0.0
-    if differ == 0.0 or pairs == 0.0:
-        return None
-    return within / (pairs * differ)
-
-
-def order_label_mix(index):
-    """How often consecutive rows differ in label (``index``: their classes' positions in stream
-    order), as a share of how often two rows drawn at random do (1 in expectation for a random order,
-    about 0 when sorted by label); None when no two rows differ."""
-    n = index.shape[0]
-    if n < 2:
-        return None
-    shares = np.bincount(index) / n
-    differ = (1.0 - np.sum(shares * shares)) * n / (n - 1.0)
-    if differ == 0.0:
-        return None
-    return np.count_nonzero(index[1:] != index[:-1]) / ((n - 1) * differ)
 
 
 class _CheckRows:

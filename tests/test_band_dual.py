@@ -1,5 +1,5 @@
 """The band's hinge problem on rows too wide for a Hessian: dual coordinate descent with an offset
-(:mod:`dask_streamsvm.engine.primal.band_dual`), and ``solver="band"`` on wide sparse rows."""
+(:mod:`dask_streamsvm.engine.dual.offset`), and ``solver="band"`` on wide sparse rows."""
 
 import dask.array as da
 import numpy as np
@@ -9,9 +9,10 @@ import scipy.sparse as sp
 from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine.choice import band_blocker
 from dask_streamsvm.engine.dual.memory import BinaryProblem
+from dask_streamsvm.engine.dual.offset import solve_with_offset
 from dask_streamsvm.engine.plan.layout import as_kernel_rows
 from dask_streamsvm.engine.plan.problem import FitPlan
-from dask_streamsvm.engine.primal import band_dual, smoothed
+from dask_streamsvm.engine.primal import sample_band, smoothed
 from dask_streamsvm.engine.primal.newton import MAX_WIDTH
 from dask_streamsvm.engine.primal.reads import _add_moments
 
@@ -43,8 +44,10 @@ def test_coordinate_descent_with_an_offset_reaches_the_full_problems_optimum():
     in the values) none of the three holds.  (From the optimum's pieces: from 0, coordinate descent
     stalls near a relative gap of 3e-6 on these rows, as on all 4,000 of them, as LIBLINEAR's does.)"""
     X, sign, cost, w_star, band, offset = held_problem()
-    rows = smoothed.Rows(X[band], sign[band], cost[band], 1.0)
-    w, certificate, info = band_dual.solve_wide(rows, tol=1e-10, offset=offset, start=w_star)
+    w, certificate, info = solve_with_offset(
+        X[band], sign[band], cost[band], 1.0, loss="hinge", tol=1e-10, offset=offset,
+        margins=sign[band] * (X[band] @ w_star[:-1] + w_star[-1]),
+    )  # fmt: skip
     optimum = hinge_primal(X, sign, cost, w_star)
     assert info["dcd_passes"] >= 1
     assert certificate.primal == pytest.approx(hinge_primal(X, sign, cost, w), rel=1e-11)
@@ -79,20 +82,26 @@ def test_a_start_point_starts_its_rows_of_positive_shortfall_at_their_bound():
     """From a point near the optimum the rows of shortfall > 0 start at ``alpha_i = C_i``: the
     solve takes fewer passes than from 0, to the same optimum."""
     X, sign, cost, w_star, band, offset = held_problem()
-    rows = smoothed.Rows(X[band], sign[band], cost[band], 1.0)
-    _, cold, cold_info = band_dual.solve_wide(rows, tol=1e-5, offset=offset)
-    _, warm, warm_info = band_dual.solve_wide(rows, tol=1e-5, offset=offset, start=w_star)
+    rows = (X[band], sign[band], cost[band], 1.0)
+    _, cold, cold_info = solve_with_offset(*rows, loss="hinge", tol=1e-5, offset=offset)
+    margins = sign[band] * (X[band] @ w_star[:-1] + w_star[-1])
+    _, warm, warm_info = solve_with_offset(*rows, loss="hinge", tol=1e-5, offset=offset, margins=margins)
     assert cold.relative_gap <= 1e-5 and warm.relative_gap <= 1e-5
     assert warm.primal == pytest.approx(cold.primal, rel=2e-5)
     assert warm_info["dcd_passes"] < cold_info["dcd_passes"]
 
 
 def test_the_band_is_solved_by_coordinate_descent_only_beyond_the_hessians_width(monkeypatch):
+    """The smoothed Newton up to MAX_WIDTH; wider, the door's solver (an error without one), from the
+    margins at the start point."""
     X, sign, cost, w_star, band, offset = held_problem()
     rows = smoothed.Rows(X[band], sign[band], cost[band], 1.0)
-    assert "dcd_passes" not in band_dual.solve_hinge(rows, tol=1e-6, offset=offset)[2]
-    monkeypatch.setattr(band_dual, "MAX_WIDTH", rows.width - 1)
-    assert "dcd_passes" in band_dual.solve_hinge(rows, tol=1e-6, offset=offset)[2]
+    assert "dcd_passes" not in sample_band.solve_band_problem(rows, "hinge", 1e-6, offset)[2]
+    monkeypatch.setattr(sample_band, "MAX_WIDTH", rows.width - 1)
+    with pytest.raises(ValueError, match="no solver of wider rows"):
+        sample_band.solve_band_problem(rows, "hinge", 1e-6, offset)
+    got = sample_band.solve_band_problem(rows, "hinge", 1e-6, offset, w_star, solve_with_offset)
+    assert "dcd_passes" in got[2] and got[1].relative_gap <= 1e-6
 
 
 def wide_sparse_data(n=4_000, d=MAX_WIDTH + 200, nnz=20, seed=0):

@@ -13,16 +13,9 @@ from scipy.optimize import minimize
 
 from dask_streamsvm import OnePassSVC
 from dask_streamsvm.datasets import load_a9a
+from dask_streamsvm.engine.data.labels import SORTED_LABEL_MIX, order_label_mix, partition_label_mix
 from dask_streamsvm.kernels.meb import enclose
-from dask_streamsvm.onepass import (
-    PROBE_ROWS,
-    SORTED_LABEL_MIX,
-    STANDARDIZED_ROW_NORM,
-    MajorityClassWarning,
-    OneClassWarning,
-    order_label_mix,
-    partition_label_mix,
-)
+from dask_streamsvm.onepass import PROBE_ROWS, STANDARDIZED_ROW_NORM, MajorityClassWarning, OneClassWarning
 
 from ._helpers import noisy_linear_data
 from ._reference import exact_enclosing_ball, meb_points

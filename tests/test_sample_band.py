@@ -322,13 +322,13 @@ def test_auto_gives_the_band_up_where_its_step_is_hardly_certified_and_says_so()
 
 def test_the_sample_and_the_band_are_solved_to_their_tolerances(monkeypatch):
     asked = []
-    real = sample_band.solve_hinge
+    real = sample_band.solve_band_problem
 
-    def spy(rows, *, tol, **kw):
-        asked.append((tol, kw.get("offset") is not None))
-        return real(rows, tol=tol, **kw)
+    def spy(rows, loss, tol, offset=None, start=None, wide=None):
+        asked.append((tol, offset is not None))
+        return real(rows, loss, tol, offset, start, wide)
 
-    monkeypatch.setattr(sample_band, "solve_hinge", spy)
+    monkeypatch.setattr(sample_band, "solve_band_problem", spy)
     X, y = noisy_linear_data(40_000, 6, seed=6)
     Xd, yd = _dask(X, y)
     LinearSVC(loss="hinge", C=0.1, tol=1e-3, cache_bytes="10%").fit(Xd, yd)
@@ -365,9 +365,10 @@ def narrow_band_problem():
 
 
 class BiasOne:
-    """The plan's one field :meth:`~dask_streamsvm.engine.primal.sample_band._Problem.take` reads."""
+    """The plan's fields :meth:`~dask_streamsvm.engine.primal.sample_band._Problem.take` reads."""
 
     bias = 1.0
+    loss = "hinge"
 
 
 def test_a_step_cut_to_the_bound_is_certified_exactly_and_the_band_dual_is_feasible():

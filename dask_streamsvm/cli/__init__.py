@@ -36,16 +36,7 @@ they print in :mod:`.text`.  Each command's handler is looked up here
 import argparse
 import sys
 
-from .commands import (
-    LOGISTIC_LOSS,
-    MODEL_TYPES,
-    SVM_LOSSES,
-    cmd_demo,
-    cmd_evaluate,
-    cmd_predict,
-    cmd_train,
-    evaluation,
-)
+from .commands import MODEL_TYPES, cmd_demo, cmd_evaluate, cmd_predict, cmd_train, evaluation
 from .commands import verbosity as _verbosity  # noqa: F401 - the name the tests read
 from .info import cmd_info
 from .paths import Data
@@ -153,14 +144,16 @@ def _positive_int(text):
 
 def _svm_loss(text):
     """argparse type of ``--loss``: a loss of the SVM (the logistic loss is ``--model-type logistic``)."""
-    if text in SVM_LOSSES:
+    from ..engine.plan import losses
+
+    if text in losses.SVM_LOSSES:
         return text
-    if text == LOGISTIC_LOSS:
+    if text == losses.LOGISTIC.name:
         raise argparse.ArgumentTypeError(
             f"{text!r} is the loss of logistic regression, which has no --loss: use "
             "--model-type logistic and drop --loss"
         )
-    choices = ", ".join(repr(name) for name in SVM_LOSSES)
+    choices = ", ".join(repr(name) for name in losses.SVM_LOSSES)
     raise argparse.ArgumentTypeError(f"must be one of {choices} (the SVM's losses), got {text!r}")
 
 

@@ -70,13 +70,6 @@ def _client(address):
 # when ``train`` runs).  ``svm`` is the default.
 MODEL_TYPES = {"svm": "LinearSVC", "logistic": "LogisticRegression"}
 
-# The losses by name, written out as the parser's SOLVERS are: the engine's registry
-# (engine.plan.losses) imports numba, and a mistake in the options is answered without it
-# (tests/test_front_door.py checks that these agree with the registry).
-SVM_LOSSES = ("hinge", "squared_hinge")  # LinearSVC's
-NEWTON_SVM_LOSSES = ("squared_hinge",)  # those of them with Newton steps (dual=False)
-LOGISTIC_LOSS = "log_loss"  # LogisticRegression's own
-
 # The option of each model parameter the train command sets (the rest keep their names).
 _OPTIONS = {
     "max_iter": "--passes", "cache_bytes": "--cache", "random_state": "--seed",
@@ -117,9 +110,11 @@ def _check_train_options(args):
     """Refuse the combinations of ``train``'s options that no fit takes, before anything heavy is
     imported or any data opened: one line, in the options' words."""
     if args.model_type == "logistic" and args.loss is not None:
+        from ..engine.plan import losses  # read already by --loss's check
+
         raise UserError(
             f"--loss {args.loss} is a loss of the SVM, but --model-type logistic trains a "
-            f"LogisticRegression, which has its own loss ({LOGISTIC_LOSS}): drop --loss, or "
+            f"LogisticRegression, which has its own loss ({losses.LOGISTIC.name}): drop --loss, or "
             f"give --model-type svm to train a LinearSVC with --loss {args.loss}"
         )
     if args.model_type == "logistic" and args.probability:
@@ -152,12 +147,15 @@ def _where(args):
                 f"--checkpoint-dir checkpoints a fit streamed in this process, not --cluster "
                 f"{args.cluster}: drop one of them"
             )
-    if args.dual == "false" and args.loss is not None and args.loss not in NEWTON_SVM_LOSSES:
-        newton = " or ".join(NEWTON_SVM_LOSSES)  # an SVM's loss: the logistic loss has Newton steps
-        raise UserError(
-            f"--dual false (primal Newton steps) trains --loss {newton}, not --loss {args.loss}: "
-            f"give --loss {newton}, or --dual auto for the dual solvers"
-        )
+    if args.dual == "false" and args.loss is not None:  # an SVM's loss (the logistic loss has Newton steps)
+        from ..engine.plan import losses  # read already by --loss's check
+
+        if not losses.loss_of(args.loss).newton:
+            newton = " or ".join(name for name in losses.SVM_LOSSES if losses.loss_of(name).newton)
+            raise UserError(
+                f"--dual false (primal Newton steps) trains --loss {newton}, not --loss {args.loss}: "
+                f"give --loss {newton}, or --dual auto for the dual solvers"
+            )
     in_process = args.scheduler is None or args.solver == "memory" or args.checkpoint_dir is not None
     return {"dual": _DUAL[args.dual], "cluster": None if in_process else (args.cluster or "auto")}
 

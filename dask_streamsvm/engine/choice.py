@@ -233,8 +233,8 @@ def band_blocker(plan, n_features, checkpointing=False):
         "a feature map": plan.feature_map is not None,
         "checkpoint_dir": checkpointing,
         # Rows wider than the smoothed Newton's Hessian train by dual coordinate descent
-        # (primal.band_dual) where the band is named; "auto" keeps the dual schedules for them, which
-        # reach the gap in fewer reads there (docs/benchmarks.md, "The hinge band on wide text").
+        # (dual.offset) where the band is named; "auto" keeps the dual schedules for them, which
+        # reach the gap in fewer reads there (docs/benchmarks.md, the band on wide text).
         f"solver='auto' on a model {width} wide (features plus intercept, more than {MAX_WIDTH})": (
             width > MAX_WIDTH and plan.solver == "auto"
         ),

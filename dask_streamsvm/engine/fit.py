@@ -39,6 +39,7 @@ from .data.labels import LabelTally, UnseenClass, count_labels_of
 from .data.reader import read_blocks
 from .data.spill import check_spill_dir
 from .dual.memory import solve_problems
+from .dual.offset import solve_with_offset
 from .dual.partial import OnePassSBM
 from .dual.schedules import fit_stream, memory_blocks
 from .plan.calibration import N_FOLDS, folds, platt_sigmoids
@@ -186,8 +187,9 @@ def _fit_stream(source, plan, method, hooks, *, checkpoints, resume, clock_start
                 band_plan = primal_plan.replace(solver=BAND_SOLVER).with_labels(*labels)
                 try:
                     result = fit_band_stream(
-                        source, band_plan, hooks, first, clock_start, give_up=plan.solver == "auto"
-                    )
+                        source, band_plan, hooks, first, clock_start, give_up=plan.solver == "auto",
+                        wide=solve_with_offset,
+                    )  # fmt: skip
                     plan = band_plan
                 except BandStalled as stalled:  # the dual schedules train instead, and say so
                     method = method.replace(

@@ -149,3 +149,45 @@ class LabelTally:
     def labels(self):
         """``(classes, counts, weighted classes)`` of read 0, once it is whole."""
         return merge_label_counts(self.results)
+
+
+# A stream whose rows of a partition (or, in memory without shuffling, consecutive rows) differ in
+# label less than this share as often as rows drawn at random is named sorted by label (OnePassSVC's and
+# BudgetedSVC's warnings) (a random order: 1 in expectation; sorted by label: about 0).
+SORTED_LABEL_MIX = 0.5
+
+
+def partition_label_mix(label_counts):
+    """How often two rows of one partition differ in label, as a share of how often two rows of the
+    whole data do; ``label_counts``: every partition's ``(labels, counts, ...)``.
+
+    Rows in a random order give 1 in expectation (the pairs of a partition are pairs drawn without
+    replacement); partitions that each hold one class give 0.  None when no two rows differ.
+    """
+    totals, within, pairs = {}, 0.0, 0.0
+    for labels, counts, *_ in label_counts:
+        counts = np.asarray(counts, dtype=np.float64)
+        n = counts.sum()
+        within += (n * n - np.sum(counts * counts)) / 2.0
+        pairs += n * (n - 1.0) / 2.0
+        for label, c in zip(labels.tolist(), counts.tolist(), strict=True):
+            totals[label] = totals.get(label, 0.0) + c
+    N = np.array(list(totals.values()))
+    differ = (N.sum() ** 2 - np.sum(N * N)) / (N.sum() * (N.sum() - 1.0)) if N.sum() > 1 else 0.0
+    if differ == 0.0 or pairs == 0.0:
+        return None
+    return within / (pairs * differ)
+
+
+def order_label_mix(index):
+    """How often consecutive rows differ in label (``index``: their classes' positions in stream
+    order), as a share of how often two rows drawn at random do (1 in expectation for a random order,
+    about 0 when sorted by label); None when no two rows differ."""
+    n = index.shape[0]
+    if n < 2:
+        return None
+    shares = np.bincount(index) / n
+    differ = (1.0 - np.sum(shares * shares)) * n / (n - 1.0)
+    if differ == 0.0:
+        return None
+    return np.count_nonzero(index[1:] != index[:-1]) / ((n - 1) * differ)

@@ -4,7 +4,7 @@ The dual solvers' caches (StreamSVM, SBM) learn which rows are informative by vi
 times a read.  Here a read finds them at once, from a point close to the optimum (issue 52):
 
 1. the read that counts the classes keeps a uniform sample (:func:`~.reads.first_read`); its hinge
-   problem, its costs scaled to the rows read, is solved in memory (:func:`~.band_dual.solve_hinge`:
+   problem, its costs scaled to the rows read, is solved in memory (:func:`solve_band_problem`:
    the smoothed Newton, or dual coordinate descent on rows too wide for its Hessian), and its
    solution ``w0`` is the first point read;
 2. a read at a point ``w`` computes every row's shortfall ``s_i = 1 - m_i``
@@ -14,7 +14,7 @@ times a read.  Here a read finds them at once, from a point close to the optimum
    whose sums ``u = sum C_i y_i x~_i`` and ``S = sum C_i`` are all the read keeps of them (one
    vector, so that this works for wide rows too), and at ``alpha_i = 0`` elsewhere; the read's
    primal value at ``w`` is exact;
-3. the band's problem with those rows as an offset (:func:`~.band_dual.solve_hinge`) is solved in
+3. the band's problem with those rows as an offset (:func:`solve_band_problem`) is solved in
    memory.  Its dual point, the band's ``alpha`` with the held rows' ``C_i`` and 0, is feasible for
    the data's dual: its value is a lower bound on the data's optimum, without a read.  Its primal
    at the band's solution ``w1`` is the data's primal there wherever no held row changes piece on
@@ -35,10 +35,9 @@ import scipy.sparse as sp
 from ..plan.certificate import Certificate, check_gap
 from ..plan.problem import BAND_SOLVER, encode_block
 from ..plan.result import FitResult
-from .band_dual import solve_hinge
-from .newton import band_reach, band_share
+from .newton import MAX_WIDTH, band_reach, band_share
 from .reads import Sample, Sampler, StreamRead, band_metric
-from .smoothed import Rows, offset_primal
+from .smoothed import Rows, offset_primal, solve_smoothed
 from .sums import Sums
 
 # The band's problem is solved to this share of the fit's tolerance, so that what it leaves adds
@@ -170,8 +169,9 @@ def _add_rows(sampler, block, y, cost, w, bias, metric, u, totals):
 class _Problem:
     """One binary problem's state: the point read next, the best certified point and values."""
 
-    def __init__(self, w):
+    def __init__(self, w, wide=None):
         self.w = np.array(w, dtype=np.float64)
+        self.wide = wide  # the solver of rows too wide for the Hessian (solve_band_problem)
         self.best_w, self.best_primal, self.best_dual = self.w.copy(), np.inf, -np.inf
         self.certified_step = False  # whether the last band's solution was certified by the bound
         self.reach = 0.0  # the share of the last band's step certified by the bound
@@ -206,7 +206,7 @@ class _Problem:
         rows = Rows(band.X, band.y, band.sample_weight, plan.bias)
         self.band_rows = band.n_rows
         target = BAND_TOL_SHARE * tol
-        w1, restricted, _ = solve_hinge(rows, tol=target, offset=(u, S), start=w)
+        w1, restricted, _ = solve_band_problem(rows, plan.loss, target, (u, S), w, self.wide)
         self.best_dual = max(self.best_dual, restricted.dual)
         # On the part of the step no held row can change its piece on, the band's problem is the
         # data's: its primal there is exact, and no more than the chord's from w's to w1's.
@@ -238,6 +238,24 @@ class _Problem:
         return start + share * (w1 - start), share > t
 
 
+def solve_band_problem(rows, loss, tol, offset=None, start=None, wide=None):
+    """The problem of ``rows`` (a :class:`~.smoothed.Rows`) with ``offset = (u, S)`` to a relative gap of
+    ``tol``, from ``start``: ``(w, certificate, info)``.  By the smoothed Newton
+    (:func:`~.smoothed.solve_smoothed`) where the model is at most :data:`~.newton.MAX_WIDTH` wide;
+    wider, by ``wide``, the door's dual coordinate descent with an offset
+    (:func:`~..dual.offset.solve_with_offset`, of ``loss``), its rows of positive shortfall at
+    ``start`` starting at their bound."""
+    if rows.width <= MAX_WIDTH:
+        return solve_smoothed(rows, tol=tol, offset=offset, start=start)
+    if wide is None:
+        raise ValueError(
+            f"the band's model is {rows.width} wide, beyond the {MAX_WIDTH} whose Hessian its Newton "
+            "steps form, and no solver of wider rows was given"
+        )
+    margins = None if start is None else rows.margins(np.asarray(start, dtype=np.float64))
+    return wide(rows.X, rows.y, rows.cost, rows.bias, loss=loss, tol=tol, offset=offset, margins=margins)
+
+
 class BandStalled(Exception):
     """The first band's step was certified on less than :data:`BAND_MIN_REACH` of its length: the
     rows near the hinge point outnumber the band the budget holds, and the reads would make little
@@ -257,12 +275,13 @@ def band_note(reach, instead):
     )
 
 
-def fit_band_stream(source, plan, hooks, first, clock_start, give_up=False):
+def fit_band_stream(source, plan, hooks, first, clock_start, give_up=False, wide=None):
     """The hinge band (module docstring) streaming ``source``: a :class:`~..plan.result.FitResult`.
     ``first``: the :class:`~.reads.FirstRead` that counted the classes and kept the sample.  The
     reader reads the first band's partitions while the sample's problem is solved.  ``give_up``:
     raise :class:`BandStalled` where the first band's step is certified on less than
-    :data:`BAND_MIN_REACH` of its length (``solver="auto"``: the dual schedules train instead)."""
+    :data:`BAND_MIN_REACH` of its length (``solver="auto"``: the dual schedules train instead);
+    ``wide``: the solver of rows too wide for the Hessian (:func:`solve_band_problem`)."""
     hooks.start(plan, n_partitions=source.n_partitions)
     totals = first.totals
     counted = {
@@ -272,7 +291,7 @@ def fit_band_stream(source, plan, hooks, first, clock_start, give_up=False):
     }
     sample = first.sample
     if sample.complete:  # the sample is every row: its problem is the data's, solved and certified
-        starts, records = warm_starts(sample, plan, clock_start, counted, plan.tol)
+        starts, records = warm_starts(sample, plan, clock_start, counted, plan.tol, wide)
         hooks.on_pass(records, starts)
         return solved_sample(starts, records, plan)
     rows = int(np.sum(plan.counts))
@@ -282,13 +301,15 @@ def fit_band_stream(source, plan, hooks, first, clock_start, give_up=False):
     on_block = lambda k, block: hooks.on_block(k, block, None, None)  # noqa: E731
     read = BandRead(source, plan, on_block, start=1, band_metric=band_metric(sample), **band)
     with read:
-        starts, history = warm_starts(sample, plan, clock_start, counted, WARM_TOL)
+        starts, history = warm_starts(sample, plan, clock_start, counted, WARM_TOL, wide)
         first.sample = sample = None  # the reads keep their band instead
 
         def fields():
             return {"spill_bytes": source.spill_bytes, **read.overlap}
 
-        return band_reads(read, plan, starts, history, hooks.on_pass, clock_start, counted, fields, give_up)
+        return band_reads(
+            read, plan, starts, history, hooks.on_pass, clock_start, counted, fields, give_up, wide
+        )
 
 
 def solved_sample(starts, records, plan):
@@ -298,16 +319,17 @@ def solved_sample(starts, records, plan):
     return FitResult(W=starts, certificates=certificates, passes=0, history=records, converged=converged)
 
 
-def band_reads(read, plan, starts, history, on_pass, clock_start, counted, fields, give_up):
+def band_reads(read, plan, starts, history, on_pass, clock_start, counted, fields, give_up, wide=None):
     """The reads of the band from the points ``starts`` until every problem's gap is within
     ``plan.tol`` or ``plan.max_iter`` reads: a :class:`~..plan.result.FitResult` whose ``history``
     follows ``history`` (the warm start's records).  ``read(W, todo)`` returns each problem's
     :class:`BandSums` and the read's counts (rows, bytes, retries, skipped), streamed
     (:class:`BandRead`) or added up a cluster's tree; ``counted``: the rows, bytes and retries read
     so far, which the records count on; ``fields()``: more of each record; ``on_pass(records, W)``
-    stops the reads with a true value; ``give_up``: :class:`BandStalled` as :func:`fit_band_stream`."""
+    stops the reads with a true value; ``give_up``: :class:`BandStalled` as :func:`fit_band_stream`;
+    ``wide``: as :func:`solve_band_problem`'s."""
     k = plan.n_problems
-    problems = [_Problem(w) for w in starts]
+    problems = [_Problem(w, wide) for w in starts]
     converged, interrupted, reads = [False] * k, False, 0
     while reads < plan.max_iter and not all(converged):
         todo = [c for c in range(k) if not converged[c]]
@@ -362,17 +384,18 @@ def band_reads(read, plan, starts, history, on_pass, clock_start, counted, field
     )
 
 
-def warm_starts(sample, plan, clock_start, counted, tol):
+def warm_starts(sample, plan, clock_start, counted, tol, wide=None):
     """``(W0, records)``: each problem's hinge problem on the sample, its costs scaled by the rows
     read over the sample's, solved in memory to the relative gap ``tol``; the records of read 0 (with
-    the sample's certificate where the sample is every row, :attr:`~.reads.Sample.complete`)."""
+    the sample's certificate where the sample is every row, :attr:`~.reads.Sample.complete`);
+    ``wide``: as :func:`solve_band_problem`'s."""
     started = time.perf_counter()
     y_index = np.searchsorted(plan.classes, sample.y)
     weights = sample.sample_weight * (sample.rows_seen / sample.n_rows)
     starts, records = [], []
     for c in range(plan.n_problems):
         rows = Rows(sample.X, plan.signs[c, y_index], plan.costs[c, y_index] * weights, plan.bias)
-        w, certificate, info = solve_hinge(rows, tol=tol)
+        w, certificate, info = solve_band_problem(rows, plan.loss, tol, wide=wide)
         starts.append(w)
         record = {
             "pass": 0, "seconds": time.perf_counter() - clock_start, "solver": BAND_SOLVER,
