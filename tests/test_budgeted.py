@@ -428,3 +428,52 @@ def test_a_failed_allocation_of_the_budget_is_a_value_error_naming_it(monkeypatc
     monkeypatch.setattr(np, "zeros", refused)
     with pytest.raises(ValueError, match=r"budget=500 needs .* allocating them failed \(MemoryError\)"):
         engine_budgeted.BSGD(1, 4, budget=500, gamma=1.0, C=1.0, n_samples=10, merge="gss")
+
+
+def test_a_fit_estimated_past_a_minute_warns_before_it_starts(monkeypatch):
+    """Issue 53: the estimate is rows x epochs x problems x budget x STEP_SECONDS_PER_SV (30 ns,
+    measured); past COST_WARNING_SECONDS (a minute) the fit warns before its first step, with the
+    figure and what costs less.  The skin-sized default fit (196,000 rows, 20 epochs, budget 500)
+    is estimated at 59 s: under the minute, as measured here (2.3 s an epoch on 2 cores)."""
+    from dask_streamsvm import budgeted
+
+    assert budgeted.STEP_SECONDS_PER_SV == 30e-9 and budgeted.COST_WARNING_SECONDS == 60.0
+    assert 196_000 * 20 * 500 * budgeted.STEP_SECONDS_PER_SV < budgeted.COST_WARNING_SECONDS
+    X, y = noisy_linear_data(300, 3, seed=0)
+    y3 = np.arange(300) % 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", budgeted.FitCostWarning)
+        BudgetedSVC(budget=10, max_iter=2, random_state=0).fit(X, y)
+
+    def first_step(self, *args):
+        raise RuntimeError("the first epoch")
+
+    monkeypatch.setattr(budgeted.BSGD, "epochs", first_step)
+    monkeypatch.setattr(budgeted, "COST_WARNING_SECONDS", 1e-9)
+    with pytest.warns(budgeted.FitCostWarning, match=r"on 300 rows and 3 problems is estimated") as caught:
+        with pytest.raises(RuntimeError, match="the first epoch"):  # warned before it
+            BudgetedSVC(budget=10, max_iter=2, random_state=0).fit(X, y3)
+    message = str(caught[0].message)
+    assert f"about {300 * 2 * 3 * 10 * 30e-9:,.0f} s" in message and "smaller budget or max_iter" in message
+
+
+def test_rows_sorted_by_label_are_warned_of():
+    """Partitions of one class each (a stream sorted by label) warn before the fit, as OnePassSVC's
+    do; the same rows mixed, or shuffled in memory, do not; in memory with shuffle=False they do."""
+    from dask_streamsvm.budgeted import FitCostWarning
+
+    X, y = noisy_linear_data(2_000, 3, seed=1)
+    ranked = np.argsort(y, kind="stable")
+    Xs, ys = X[ranked], y[ranked]
+    with pytest.warns(FitCostWarning, match=r"sorted by label: two rows of a partition differ in label \d%"):
+        BudgetedSVC(budget=10, max_iter=1, random_state=0).fit(
+            da.from_array(Xs, chunks=(250, 3)), da.from_array(ys, chunks=250)
+        )
+    with pytest.warns(FitCostWarning, match="next to each other"):
+        BudgetedSVC(budget=10, max_iter=1, shuffle=False).fit(Xs, ys)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FitCostWarning)
+        BudgetedSVC(budget=10, max_iter=1, random_state=0).fit(Xs, ys)  # shuffled every epoch
+        BudgetedSVC(budget=10, max_iter=1, random_state=0).fit(
+            da.from_array(X, chunks=(250, 3)), da.from_array(y, chunks=250)
+        )
