@@ -690,3 +690,25 @@ def test_files_of_one_class_each_are_dealt_into_alike_parts(client, tmp_path, mo
     assert any("different label mixes" in str(w.message) for w in caught)
     assert [part["partitions"] for part in modulo.cluster_parts_] == [[0, 2, 4, 6], [1, 3, 5, 7]]
     assert dealt.duality_gap_ < modulo.duality_gap_ / 2  # measured: 0.038 against 0.948
+
+
+def test_cocoa_and_average_on_raw_features_name_standardize_when_above_tol(client):
+    """Issue 53: on raw 0..255 features cluster="cocoa" stood at a gap of 0.999 and its warning did not
+    mention scaling, where the single-machine path's does.  Now the parts' columns' largest |x|
+    (measured as each part reads its rows) give its warning the same advice, and the average's too;
+    on unit-scale rows neither says it."""
+    rng = np.random.RandomState(0)
+    X = rng.randint(0, 256, size=(4_000, 3)).astype(float)
+    y = np.where(X @ [1.0, -2.0, 1.0] + rng.normal(0.0, 40.0, 4_000) > 0, 1, -1)
+    Xd, yd = da.from_array(X, chunks=(500, -1)), da.from_array(y, chunks=500)
+    params = dict(loss="hinge", C=1.0, tol=1e-6, random_state=0)
+    for cluster, rounds in (("cocoa", 3), ("average", 3)):
+        with pytest.warns(ConvergenceWarning) as caught:
+            LinearSVC(cluster=cluster, max_iter=rounds, **params).fit(Xd, yd, client=client)
+        said = " ".join(str(w.message) for w in caught if w.category is ConvergenceWarning)
+        assert "feature_map=Standardize()" in said and "The features are not scaled (column" in said, said
+    scaled = (X - X.mean(axis=0)) / X.std(axis=0)
+    Xs = da.from_array(scaled, chunks=(500, -1))
+    with pytest.warns(ConvergenceWarning) as caught:
+        LinearSVC(cluster="cocoa", max_iter=1, **params).fit(Xs, yd, client=client)
+    assert not any("Standardize()" in str(w.message) for w in caught)

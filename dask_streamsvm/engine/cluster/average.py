@@ -21,7 +21,7 @@ from ...kernels.objective import weighted_loss_sum
 from ..dual.schedules import fit_stream
 from ..plan.layout import kernel_rows
 from ..plan.losses import LOSSES, loss_of
-from ..plan.problem import encode_block, unconverged_message
+from ..plan.problem import encode_block, joined_column_max, scale_advice, unconverged_message
 from ..plan.result import FitResult
 from ..primal.sums import Sums, block_sums
 from .certify import certificates, relative_gap
@@ -50,6 +50,7 @@ class PartFit:
     dual_W: np.ndarray
     dual_sums: np.ndarray
     prints: np.ndarray = None  # the fingerprints of the part's reads (:func:`~.parts.read_prints`)
+    feature_max: np.ndarray = None  # each column's largest |x| on the part's first read (scale advice)
 
 
 class _StopWhenCancelled:
@@ -69,7 +70,9 @@ def train_part(plan, packed):
     source = packed.source()
     with synchronous():
         result = fit_stream(source, plan, _StopWhenCancelled(), clock_start=start)
-    messages = [] if result.converged else [unconverged_message(plan, result.certificates, result.converged)]
+    messages = []
+    if not result.converged:
+        messages.append(unconverged_message(plan, result.certificates, result.converged, result.feature_max))
     dual_W, dual_sums = result.dual_sums
     return PartFit(
         W=result.W,
@@ -81,6 +84,7 @@ def train_part(plan, packed):
         dual_W=dual_W,
         dual_sums=dual_sums,
         prints=read_prints(source),
+        feature_max=result.feature_max,
     )
 
 
@@ -181,6 +185,7 @@ def _fit_average(client, placement, plan, clock_start):
             f"cluster='average' certified a relative duality gap of {gap.max():.3g} for the averaged "
             f"model, above tol={plan.tol:g}: the average of the parts' models is not the optimum of "
             f"all the rows. {_better_mode(plan)}"
+            + scale_advice(joined_column_max([f.feature_max for f in fits]))
         )
     return FitResult(
         W=W,

@@ -25,10 +25,19 @@ import time
 import numpy as np
 
 from ..plan.losses import loss_of
+from ..plan.problem import joined_column_max
 from ..plan.result import FitResult
 from .certify import certificates, relative_gap
 from .changes import add_changes, narrow, widened
-from .cocoa_local import load_part, local_round, part_stats, part_weights, touched_of, update_of
+from .cocoa_local import (
+    load_part,
+    local_round,
+    part_feature_max,
+    part_stats,
+    part_weights,
+    touched_of,
+    update_of,
+)
 from .runtime import (
     WorkerLost,
     cancelled_on_error,
@@ -145,6 +154,10 @@ def _fit_cocoa(client, placement, plan, n_features, clock_start, on_round):
     W = W if W_at is None else gather(client, [W_at], placed)[0]
     stats = [submit(client, part_stats, s, worker=placed[j]) for j, s in enumerate(states)]
     local = gather(client, stats, placed)
+    feature_max = None
+    if not converged:  # the warning's advice on scaling, from the columns' largest |x| on every part
+        asked = [submit(client, part_feature_max, s, worker=placed[j]) for j, s in enumerate(states)]
+        feature_max = joined_column_max(gather(client, asked, placed))
     record = placement.record()
     for entry, stats in zip(record, local, strict=True):
         entry.update(stats)
@@ -156,6 +169,7 @@ def _fit_cocoa(client, placement, plan, n_features, clock_start, on_round):
         history=history,
         stopped=bool(stop),
         parts=record,
+        feature_max=feature_max,
     )
 
 

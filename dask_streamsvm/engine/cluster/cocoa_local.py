@@ -41,7 +41,7 @@ from ..dual.sbm import INNER_EPS, BlockTrainer
 from ..dual.schedules import TRAINERS
 from ..plan.layout import as_kernel_rows, kernel_rows
 from ..plan.losses import loss_by_code
-from ..plan.problem import class_index, encode_block
+from ..plan.problem import class_index, column_max_abs, encode_block
 from ..plan.sizes import stored_bytes
 from .changes import Change, touched_columns, widened
 from .runtime import cancel_check, synchronous
@@ -83,23 +83,40 @@ def load_part(packed, plan, sigma, n_features):
     that reads them every round."""
     source = packed.source()
     first = source_prints(source)  # the first read, which a streaming part's later reads must match
-    blocks, held = [], 0
+    blocks, held, top = [], 0, None
     stop_if_cancelled = cancel_check()  # a failed fit's read stops at the next partition
     with synchronous():
         for p in range(source.n_partitions):
             stop_if_cancelled()
             block = source.load(p)
             first.check(block)
+            if block.n_rows > 0:  # the columns' largest |x|: the scaling advice of a fit above tol
+                seen = column_max_abs(block.X)
+                top = seen if top is None else np.maximum(top, seen)
             held += _stored(block, plan.n_problems)
             if held > plan.cache_bytes:
                 del blocks, block
-                return StreamingPart(source, plan, sigma, n_features)
+                part = StreamingPart(source, plan, sigma, n_features)
+                part.feature_max = top  # of the partitions read before it streamed
+                return part
             if block.n_rows > 0:
                 blocks.append(block)
     if not blocks:
         empty = np.zeros((plan.n_problems, 0))
         nothing = as_kernel_rows(np.zeros((0, 1)))
         return Part(nothing, empty, empty, plan.loss_code, 0.0, sigma, n_features)
+    part = _held_part(blocks, plan, sigma, n_features)
+    part.feature_max = top
+    return part
+
+
+def part_feature_max(part):
+    """Each column's largest |x| over the rows a part read when it was loaded (None: no rows)."""
+    return getattr(part, "feature_max", None)
+
+
+def _held_part(blocks, plan, sigma, n_features):
+    """The :class:`Part` of the rows of ``blocks``, held in memory."""
     if any(sp.issparse(b.X) for b in blocks):
         X = sp.vstack([sp.csr_matrix(b.X) for b in blocks], format="csr")
     else:

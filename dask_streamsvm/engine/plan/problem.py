@@ -390,6 +390,13 @@ def column_max_abs(X):
     return out
 
 
+def joined_column_max(tops):
+    """Each column's largest |x| over several parts' :func:`column_max_abs` (a part that measured none:
+    None), or None."""
+    tops = [top for top in tops if top is not None]
+    return np.maximum.reduce(tops) if tops else None
+
+
 def scale_advice(feature_max):
     """A sentence on badly scaled features (from :func:`column_max_abs`), or ``""``."""
     if feature_max is None:
