@@ -19,13 +19,17 @@ accuracy's standard error on 50,000 test rows is about 0.0001: the two differ by
 noise), each over LIBLINEAR's load + fit.  Writes ``benchmarks/results/wide_hinge.json`` and the
 section "The hinge on wide text against LIBLINEAR" of docs/benchmarks.md.
 
+``--beside-busy`` runs every measure beside one busy process (``python -c "while True: pass"``,
+started here and stopped at the end) and writes ``wide_hinge_busy.json`` and a section of its own.
+
 Run: ``python -m benchmarks.bench_wide_hinge [--rows 200000] [--features 200000]
-[--solvers auto sbm streamsvm band]``
+[--solvers auto sbm streamsvm band] [--beside-busy]``
 """
 
 import argparse
 import glob
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +42,8 @@ from benchmarks.bench_text import fit_first_lines, write_wide
 
 RESULTS = ROOT / "benchmarks" / "results" / "wide_hinge.json"
 SECTION = "## The hinge on wide text against LIBLINEAR's load and fit"
+BUSY_RESULTS = ROOT / "benchmarks" / "results" / "wide_hinge_busy.json"
+BUSY_SECTION = "## The hinge on wide text against LIBLINEAR's load and fit, beside one busy process"
 SOLVERS = ("auto", "sbm", "streamsvm", "band")
 NEAR = 0.001  # "within" LIBLINEAR's accuracy
 
@@ -120,7 +126,7 @@ def _f(value, digits=2):
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def report(spec, row, command, load):
+def report(spec, row, command, load, section=SECTION):
     base = row["liblinear"]["load_s"] + row["liblinear"]["fit_s"]
     lines = [
         "",
@@ -150,7 +156,7 @@ def report(spec, row, command, load):
             _f(None if near is None else near / base),
         ]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
-    write_section(SECTION, lines)
+    write_section(section, lines)
 
 
 def main(argv=None):
@@ -161,8 +167,24 @@ def main(argv=None):
     parser.add_argument("--features", type=int, default=200_000)
     parser.add_argument("--solvers", nargs="+", default=list(SOLVERS), choices=SOLVERS)
     parser.add_argument("--workdir", default=None)
+    parser.add_argument("--beside-busy", action="store_true", help="beside one busy process")
     args = parser.parse_args(argv)
+    busy = None
+    if args.beside_busy:
+        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        time.sleep(5)  # its share of the load average has begun to show
+    try:
+        _run(args, argv, busy)
+    finally:
+        if busy is not None:
+            busy.kill()
+            busy.wait()
+
+
+def _run(args, argv, busy):
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    if busy is not None:
+        load += " (beside one busy process)"
     with tempfile.TemporaryDirectory(dir=args.workdir, prefix="bench-wide-hinge-") as tmp:
         work = Path(tmp)
         spec = write_wide(work, args.rows, n_features=args.features)
@@ -179,9 +201,10 @@ def main(argv=None):
             print(f"{solver}: {row[solver]['fit_s']:.2f} s, {row[solver]['passes']} reads", flush=True)
     payload = {**payload_header("bench_wide_hinge", argv), "machine": machine(), "load_at_start": load,
                "spec": spec, **row}  # fmt: skip
-    save_json(RESULTS, payload)
-    report(spec, row, payload["command"], load)
-    print(f"wrote {RESULTS.relative_to(ROOT)} and docs/benchmarks.md")
+    results, section = (RESULTS, SECTION) if busy is None else (BUSY_RESULTS, BUSY_SECTION)
+    save_json(results, payload)
+    report(spec, row, payload["command"], load, section)
+    print(f"wrote {results.relative_to(ROOT)} and docs/benchmarks.md")
 
 
 if __name__ == "__main__":
