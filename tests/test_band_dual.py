@@ -172,3 +172,16 @@ def test_sparse_blocks_class_moments_are_the_dense_ones():
         assert np.allclose(sparse[2], dense[2], rtol=1e-12, atol=1e-12)
         expected = X[y == label].T @ weights[y == label]
         assert np.allclose(sparse[2][:-1], expected, rtol=1e-12, atol=1e-12)
+
+
+def test_the_band_solve_stops_at_dcd_max_passes():
+    """Coordinate descent on the band ends after DCD_MAX_PASSES (1000) passes where the tolerance asked
+    is out of its reach (from 0 these rows stall near a gap of 3e-6), with its best certified point."""
+    from dask_streamsvm.engine.dual import offset as dual_offset
+
+    assert dual_offset.DCD_MAX_PASSES == 1000
+    X, sign, cost, _, band, held = held_problem()
+    rows = (X[band], sign[band], cost[band], 1.0)
+    _, certificate, info = solve_with_offset(*rows, loss="hinge", tol=1e-14, offset=held)
+    assert info["dcd_passes"] == dual_offset.DCD_MAX_PASSES
+    assert certificate.dual <= certificate.primal and certificate.relative_gap > 1e-14
