@@ -62,7 +62,8 @@ def __dir__():
 
 
 def load(path):
-    """Read a model written by ``estimator.save(path)``.
+    """Read a model written by ``estimator.save(path)``: a ``LinearSVC``, ``LogisticRegression``,
+    ``OnePassSVC`` or ``BudgetedSVC``.
 
     The file holds NumPy arrays and JSON only and is read without pickle,
     so loading never runs code from the file.  A damaged, edited or foreign
@@ -78,7 +79,9 @@ def load(path):
     decide what the model predicts.  Load only files you trust.
     """
     from ._persist import load_model
+    from .budgeted import BudgetedSVC
     from .linear import LinearSVC
     from .logistic import LogisticRegression
+    from .onepass import OnePassSVC
 
-    return load_model(path, (LinearSVC, LogisticRegression))
+    return load_model(path, (LinearSVC, LogisticRegression, OnePassSVC, BudgetedSVC))

@@ -12,6 +12,9 @@
   fit's own reader and trainer threads, unless the user chose the BLAS threads;
 - **SIGTERM** unwound as Ctrl-C would be (:func:`sigterm_unwinds`), so that a fit removes its spill
   and temporary files before the process ends;
+- **scikit-learn's callbacks** (``set_callbacks``, :mod:`._fit_tasks`): for ``fit``, set up before
+  and torn down after, however it ends; the fit is their root task, which ends once the model is
+  published;
 - **the atomic publish**: the training runs on a copy of the estimator, whose fitted attributes then
   replace these in one step.  A fit that fails or is interrupted leaves the estimator as it was
   (unfitted before its first fit, so that ``predict`` meanwhile raises NotFittedError), and nobody
@@ -41,6 +44,7 @@ import copy
 import signal
 import threading
 
+from ._fit_tasks import fit_tasks, with_callbacks
 from ._validation import checked_params
 from .engine.data.waiting import seceded
 from .engine.plan.threads import blas_threads
@@ -89,7 +93,7 @@ def sigterm_unwinds():
         raise Terminated()
 
 
-def fitted_in_context(estimator, train, *args, state=(), **kwargs):
+def fitted_in_context(estimator, train, *args, state=(), scored=None, **kwargs):
     """``train(staged, params, *args, **kwargs)`` on a copy ``staged`` of ``estimator`` in the fit
     context (the module docstring), its fitted attributes then published on ``estimator``: returns
     ``estimator``.
@@ -98,16 +102,31 @@ def fitted_in_context(estimator, train, *args, state=(), **kwargs):
     ``state``: names of attributes that the training updates in place (a stream's state carried
     from one ``partial_fit`` to the next): the copy trains on copies of them, so that a training
     that fails leaves the estimator's own as they were.  The parameters stay the estimator's.
+    ``scored``: for ``fit``, its ``(X, y)``: scikit-learn's callbacks see the fit as a task tree
+    (:class:`~._fit_tasks.FitTasks`, at ``staged._fit_tasks`` while it trains), its steps scored on
+    these rows where they are in memory; None (``partial_fit``) tells them nothing.
     """
+    if scored is not None and getattr(estimator, "_skl_callbacks", None):
+        return with_callbacks(_fitted)(estimator, train, args, kwargs, state, scored)
+    return _fitted(estimator, train, args, kwargs, state, None)
+
+
+def _fitted(estimator, train, args, kwargs, state, scored):
     with dask_parquet_deprecations_hidden(), sigterm_unwinds(), blas_threads(1):
         params = checked_params(estimator)
+        tasks = None if scored is None else fit_tasks(estimator, *scored, max_steps=params.get("max_iter", 0))
         staged = copy.copy(estimator)
         for name in state:
             if name in vars(staged):
                 setattr(staged, name, copy.deepcopy(getattr(staged, name)))
+        if tasks is not None:
+            staged._fit_tasks = tasks
         with seceded():
             train(staged, params, *args, **kwargs)
+        staged.__dict__.pop("_fit_tasks", None)
         names = estimator._get_param_names()
         kept = {k: v for k, v in vars(estimator).items() if k in names}
         estimator.__dict__ = {**{k: v for k, v in vars(staged).items() if k not in names}, **kept}
+        if tasks is not None:
+            tasks.end()
     return estimator

@@ -1,4 +1,5 @@
-"""What ``fit`` does between passes: validation scores, progress, callbacks, interrupt warnings.
+"""What ``fit`` does between passes: validation scores, progress, callbacks (the estimator's own and
+scikit-learn's, :mod:`._fit_tasks`), interrupt warnings.
 
 The engine calls these hooks (:mod:`dask_streamsvm.engine.dual.trainer` for the
 streaming schedules, :func:`dask_streamsvm.engine.dual.memory.solve_problems` in
@@ -11,8 +12,8 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ._progress import PassProgress, advice_words, pass_line, round_line
-from .engine.plan.problem import linear_scores
+from ._progress import PassProgress, advice_words, part_line, pass_line, round_line
+from .engine.plan.problem import linear_scores, model_weights
 
 
 class PassHooks:
@@ -22,10 +23,20 @@ class PassHooks:
     ``(X_val, y_val)`` or None, ``feature_map`` the kernels' spec of its feature map (None for
     none).  The engine calls :meth:`start` once it knows the classes (and the partitions and the
     cache of a streamed fit), then the other hooks.
+
+    ``tasks``: scikit-learn's callbacks' task tree (:class:`~._fit_tasks.FitTasks`), told of every
+    step, or None.  ``fitted``: a callable returning the estimator's fitted attributes that a model
+    of ``W`` needs beside ``classes_``, ``coef_`` and ``intercept_`` (``n_features_in_``...), or
+    None where the engine's ``W`` is not the model's (a ``Standardize()`` map): the steps then carry
+    no model.
     """
 
-    def __init__(self, callbacks=None, verbose=0, validation=None, feature_map=None):
+    def __init__(self, callbacks=None, verbose=0, validation=None, feature_map=None, tasks=None, fitted=None):
         self.callbacks = list(callbacks or [])
+        self.tasks = tasks
+        self.fitted = fitted
+        self.crammer_singer = False
+        self.solved = None  # in memory, one-vs-rest: every problem's latest weights (zeros: not solved yet)
         self.verbose = verbose
         self.validation = validation
         self.feature_map = feature_map
@@ -39,6 +50,7 @@ class PassHooks:
     def start(self, plan, n_partitions=None, cache_bytes=None):
         """The fit's plan (bias, classes), and for a streamed fit its partitions and cache budget."""
         self.bias, self.classes, self.cache_bytes = plan.bias, plan.classes, cache_bytes
+        self.crammer_singer = plan.crammer_singer
         self.name = plan.estimator
         if self.progress is None and n_partitions is not None and self.verbose == 1:
             self.progress = PassProgress(n_partitions)
@@ -50,12 +62,44 @@ class PassHooks:
         self.stopped = self.stopped or stop
         return stop
 
+    def _model(self, W):
+        """The fitted attributes of the model ``W`` (the engine's), as a callable for scikit-learn's
+        callbacks (evaluated only where one asks for the fitted model); None where there is none."""
+        if self.fitted is None or self.classes is None or W is None:
+            return None
+
+        def attributes():
+            coef, intercept = model_weights(W, self.bias, self.crammer_singer)
+            return {**self.fitted(), "classes_": self.classes, "coef_": coef, "intercept_": intercept}
+
+        return attributes
+
+    def _step(self, name, W=None, problem=None):
+        """A step of the fit has ended (scikit-learn's callbacks): true if one asks to stop."""
+        if self.tasks is None:
+            return False
+        n_problems = None if problem is None else self.classes.shape[0]
+        stop = self.tasks.step(name, self._model(W), problem=problem, n_problems=n_problems)
+        self.stopped = self.stopped or stop
+        return stop
+
+    def wants_rounds(self):
+        """Whether anyone hears of the cluster's rounds and parts (a line, a callback)."""
+        return bool(self.callbacks or self.verbose or self.tasks is not None)
+
     def on_round(self, record):
         """After every CoCoA+ round (a line with ``verbose``): true (some callback said stop)
         stops the rounds."""
         if self.verbose:
             print(round_line(record, self.name), flush=True)
-        return any([bool(callback(record)) for callback in self.callbacks])
+        stop = any([bool(callback(record)) for callback in self.callbacks])
+        return self._step("round") or stop
+
+    def on_part(self, record):
+        """After each part of ``cluster="average"`` is trained (a line with ``verbose``)."""
+        if self.verbose:
+            print(part_line(record, self.name), flush=True)
+        self._step("part")
 
     def _score(self, W, c=None):
         X_val, y_val = self.validation
@@ -75,13 +119,19 @@ class PassHooks:
                 record["validation_score"] = self._score(w[None, :], c if multi else None)
             if self.verbose:
                 print(pass_line(record, self.name), flush=True)
-            return self._call(record)
+            stop = self._call(record)
+            if not multi:
+                return self._step("pass", w[None, :]) or stop
+            if self.solved is None:
+                self.solved = np.zeros((self.classes.shape[0], w.shape[0]))
+            self.solved[c] = w
+            return self._step("pass", self.solved.copy(), problem=c) or stop
 
         return on_pass
 
     def joint(self, record, W):
         """After a pass of a problem over all classes (Crammer-Singer in memory)."""
-        return self.on_pass([record], W)
+        return self.on_pass([record], W, step="pass")
 
     def on_block(self, pass_k, block, W, fill):
         """For every block a streaming pass reads (the engine's hook)."""
@@ -99,7 +149,7 @@ class PassHooks:
         elif self.verbose:
             print(f"note:{text}", flush=True)
 
-    def on_pass(self, records, W):
+    def on_pass(self, records, W, step="read"):
         """After every streaming pass, with its records (the engine's hook); true stops the fit."""
         if self.validation is not None:
             score = self._score(W)
@@ -121,7 +171,8 @@ class PassHooks:
                     "gap": max(r["gap"] for r in records),
                 }
             )
-        return self._call(summary)
+        stop = self._call(summary)
+        return self._step(step, W) or stop
 
 
 def warn_interrupted(estimator, passes):

@@ -22,12 +22,11 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted
 
 from ._fit_context import fitted_in_context
 from ._hooks import PassHooks, warn_interrupted, warn_uncertified
 from ._lazy import feature_frame
-from ._persist import save_model
+from ._persist import LinearModelFile
 from ._stream_classifier import StreamClassifier, feature_spec
 from ._validation import (
     anything,
@@ -60,8 +59,8 @@ from .engine.plan.problem import (
     CLUSTER_MODES,
     SOLVERS,
     FitPlan,
-    cs_model,
     linear_scores,
+    model_weights,
     unconverged_message,
 )
 from .engine.plan.sizes import CacheShare
@@ -121,8 +120,8 @@ def parameter_docs(doc, names):
     return "".join("\n".join(entries[name]).rstrip() + "\n" for name in names)
 
 
-class LinearModel(StreamClassifier):
-    """The base of the linear models: fit, ``partial_fit``, the fitted attributes and ``save``.
+class LinearModel(LinearModelFile, StreamClassifier):
+    """The base of the linear models: fit, ``partial_fit``, the fitted attributes (``save``: its base).
 
     A subclass stores its parameters (those of :data:`PARAMETER_CONSTRAINTS`
     and its own) and says which problem it solves (:meth:`_model`).
@@ -192,7 +191,7 @@ class LinearModel(StreamClassifier):
         interrupt before that propagates. The fitted attributes change together when the fit
         succeeds; a fit that fails or is interrupted before that leaves them as they were.
         """
-        return fitted_in_context(self, LinearModel._fit, X, y, sample_weight, client, resume)
+        return fitted_in_context(self, LinearModel._fit, X, y, sample_weight, client, resume, scored=(X, y))
 
     def _fit(self, params, X, y, sample_weight, client, resume):
         clock_start = time.perf_counter()
@@ -208,7 +207,12 @@ class LinearModel(StreamClassifier):
         checkpoint = None
         if checkpointing:
             checkpoint = (self.checkpoint_dir, self.checkpoint_every, self.get_params(deep=False))
-        hooks = PassHooks(self.callbacks, self.verbose, self._validation_set(), plan.feature_map)
+        hooks = PassHooks(
+            self.callbacks, self.verbose, self._validation_set(), plan.feature_map,
+            tasks=self.__dict__.get("_fit_tasks"),
+            # a Standardize() map's weights are the scaled features' until the fit folds the scales in
+            fitted=None if isinstance(self.feature_map, Standardize) else self._input_attributes,
+        )  # fmt: skip
         result = fit(
             data, plan, hooks, placement=placement, checkpoint=checkpoint, resume=resume,
             clock_start=clock_start,
@@ -297,9 +301,7 @@ class LinearModel(StreamClassifier):
 
     def _set_weights(self, plan, W):
         """``coef_`` and ``intercept_`` from the engine's ``W`` (a row per problem, bias weight last)."""
-        W = cs_model(W) if plan.crammer_singer else W
-        self.coef_ = W[:, :-1].copy()
-        self.intercept_ = W[:, -1] * plan.bias
+        self.coef_, self.intercept_ = model_weights(W, plan.bias, plan.crammer_singer)
 
     def _set_model(self, result):
         """Every fitted attribute from the engine's :class:`~dask_streamsvm.engine.plan.result.FitResult`;
@@ -338,6 +340,11 @@ class LinearModel(StreamClassifier):
             warn_interrupted(self, result.passes)
 
     # -- input: in memory, a Dask collection or a path, and the validation set ----------------
+
+    def _input_attributes(self):
+        """What a model of the engine's weights needs beside them to predict: scikit-learn's callbacks
+        score each step's model."""
+        return {k: v for k, v in vars(self).items() if k in ("n_features_in_", "feature_names_in_")}
 
     def _open(self, where, X, y, sample_weight):
         """The input opened for a fit ``where`` the door placed it (:data:`~.engine.choice.WHERE`):
@@ -461,17 +468,3 @@ class LinearModel(StreamClassifier):
         """Columns of the (encoded) raw rows the kernels read, for the fitted input width."""
         fmap = self.feature_map
         return self.n_features_in_ if fmap is None else fmap.raw_width(self.n_features_in_)
-
-    # -- model files ---------------------------------------------------------------------
-
-    def save(self, path):
-        """Write the fitted model to ``path`` without pickle; read it with :func:`dask_streamsvm.load`.
-
-        The file is a zip archive of ``.npy`` arrays and JSON metadata with a
-        format version and checksums.  ``callbacks``, ``validation_data`` and
-        ``checkpoint_dir`` are not saved, and a ``random_state`` that is not an
-        int is saved as None.  The checksums detect damage, not tampering:
-        load only files you trust.
-        """
-        check_is_fitted(self)
-        save_model(self, path)

@@ -7,23 +7,52 @@ Layout of a model file (an archive of :mod:`.engine.store.archive`)::
                         for each array its dtype, shape and SHA-256
     arrays/<name>.npy   one array per fitted attribute, NumPy's .npy format
 
-What a linear model (``LinearSVC``, ``LogisticRegression``) keeps is its
-schema here: :func:`model_params`, :func:`model_state` and
-:func:`set_model_state`; a model's ``_model()`` says whether it has Platt's
-sigmoids and one joint problem.  This module imports no
-estimator: :func:`load_model` is given the classes a file may name.
+Each estimator class keeps its own schema, as the three methods of
+:class:`ModelFile` (its base for ``save``): ``_file_state`` gives the arrays
+and the JSON attributes it writes, ``_check_file_table`` checks the shapes
+the file declares against its parameters and attributes before any array
+is read, and ``_set_file_state`` checks the arrays read and sets the fitted
+model.  What each one keeps:
+
+``LinearSVC``, ``LogisticRegression`` (:class:`LinearModelFile`)
+    ``classes_``, ``coef_``, ``intercept_`` (and ``probA_``, ``probB_``
+    with Platt's sigmoids); attributes ``n_features_in_``, ``n_iter_``,
+    ``objective_``, ``duality_gap_``, ``history_``.
+``BudgetedSVC``
+    ``classes_``, ``intercept_``, ``n_support_``, the support vectors of
+    every problem one after the other (``support_vectors_``, a row each),
+    their coefficients before the step scaling (``beta``: ``dual_coef_ =
+    beta / (lambda t)``) and squared norms as the steps computed them
+    (``sv_sqnorm``), ``gamma_``, ``lambda`` and ``steps`` (``t - 1``) as
+    one-element arrays, and the merge counters (``merge_counts``,
+    ``merge_ticks``); attributes ``n_features_in_``, ``n_iter_`` and the
+    timings of ``merge_stats_``.  Everything a prediction reads is an
+    array, so that it is checksummed, and ``partial_fit`` goes on from the
+    loaded model as from the saved one.
+``OnePassSVC``
+    ``classes_``, ``coef_``, ``intercept_``; each problem's ball
+    (``ball_V`` ... ``ball_n_buf``, the rows still buffered included) and,
+    when it standardized, the scaling's ``standardize_mean_`` and
+    ``standardize_scale_``, from which ``partial_fit`` goes on; attributes
+    ``n_features_in_``, ``majority_fallback_``, ``radius_``,
+    ``n_core_vectors_``, ``standardize_`` and the norm every row must have
+    (``normalize=False``).
+
+This module imports no estimator: :func:`load_model` is given the classes
+a file may name, and names outside :data:`ESTIMATORS` are refused.
 
 Loading reads the JSON with :mod:`json` and the arrays without pickle, so a
 file can carry data but never code.  The parameters are checked as ``fit``
 checks them, the shapes the file declares against the parameters and
 attributes before any array is read, every array against its recorded
-checksum, dtype and shape, and the estimator class against a list of known
-ones: a truncated, edited or foreign file raises :class:`ValueError` naming
-what is wrong, and what reading it may allocate is bounded (see
-:mod:`.engine.store.archive`).  The parameters in :data:`NOT_SAVED`, which point
-at code, data or the file system (``callbacks``, ``validation_data``,
-``checkpoint_dir``), are neither saved nor restored: a loaded model has
-their defaults.
+checksum, dtype and shape, then its values (real numbers, finite, distinct
+classes, counts within the budget and the buffers, ...), and the estimator
+class against a list of known ones: a truncated, edited or foreign file
+raises :class:`ValueError` naming what is wrong, and what reading it may
+allocate is bounded (see :mod:`.engine.store.archive`).  The parameters in
+:data:`NOT_SAVED`, which point at code, data or the file system
+(``callbacks``, ``validation_data``, ``checkpoint_dir``), are neither saved
+nor restored: a loaded model has their defaults.
 
 The checksums detect damage, not tampering: whoever can write a model file
 can rewrite its checksums, and a file's parameters and weights decide what
@@ -36,6 +65,7 @@ import os
 
 import numpy as np
 from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
 
 from ._stream_classifier import feature_spec
 from ._validation import checked_params
@@ -54,7 +84,8 @@ from .features import (
 FORMAT = "dask-streamsvm-model"
 VERSION = 1
 WHAT = "dask_streamsvm model file"
-ESTIMATORS = ("LinearSVC", "LogisticRegression")  # the estimators whose model-file schema is below
+# The estimators a model file may name (each class keeps its schema: ModelFile); cli/paths.py copies it.
+ESTIMATORS = ("LinearSVC", "LogisticRegression", "OnePassSVC", "BudgetedSVC")
 # Parameters that point at code, data or the file system: never saved, never restored from a file.
 NOT_SAVED = ("callbacks", "validation_data", "checkpoint_dir")
 FEATURE_MAPS = {
@@ -127,10 +158,175 @@ def _pairs(pairs):
 def model_params(estimator):
     """The parameters a model file keeps: all but :data:`NOT_SAVED`, and random_state only if an int."""
     params = estimator.get_params(deep=False)
-    params.update(dict.fromkeys(NOT_SAVED))
+    params.update(dict.fromkeys(name for name in NOT_SAVED if name in params))
     if not isinstance(params["random_state"], int | np.integer | None):
         params["random_state"] = None
     return params
+
+
+class ModelFile:
+    """The base of an estimator that model files keep: its :meth:`save`, and the three methods of
+    its schema (see the module docstring), which a subclass defines."""
+
+    def save(self, path):
+        """Write the fitted model to ``path`` without pickle; read it with :func:`dask_streamsvm.load`.
+
+        The file is a zip archive of ``.npy`` arrays and JSON metadata with a
+        format version and checksums, written aside and renamed over ``path``
+        once complete (a crash leaves the previous file whole); a symbolic
+        link at ``path`` is replaced, never written through, and a path that
+        is not a regular file (a directory, FIFO, device or socket) is
+        refused.  ``callbacks``, ``validation_data`` and ``checkpoint_dir``
+        are not saved, and a ``random_state`` that is not an int is saved as
+        None.  The checksums detect damage, not tampering: load only files
+        you trust.
+        """
+        check_is_fitted(self)
+        save_model(self, path)
+
+    def _file_state(self):
+        """``(arrays, attributes)``: what the file keeps of the fitted model."""
+        raise NotImplementedError
+
+    def _check_file_table(self, attributes, table):
+        """Check the shapes the file's array table declares (``{name: {"shape": ...}}``) against the
+        parameters and ``attributes``, before any array is read."""
+        raise NotImplementedError
+
+    def _set_file_state(self, arrays, attributes):
+        """Check the arrays read and the attributes, then set the fitted model (ValueError naming what
+        does not fit, before anything is set)."""
+        raise NotImplementedError
+
+
+class LinearModelFile(ModelFile):
+    """The schema of the linear models (:func:`model_state`, :func:`check_table`,
+    :func:`set_model_state`)."""
+
+    def _file_state(self):
+        arrays, attributes = model_state(self)
+        try:
+            check_scores_finite(np.atleast_2d(arrays["coef_"]), np.atleast_1d(arrays["intercept_"]))
+        except ValueError as exc:
+            raise ValueError(f"{exc}; nothing was written. Fit the model again, with a smaller C.") from None
+        return arrays, attributes
+
+    def _check_file_table(self, attributes, table):
+        check_table(self, attributes, table)
+
+    def _set_file_state(self, arrays, attributes):
+        set_model_state(self, arrays, attributes)
+
+
+# -- what the schemas check ---------------------------------------------------------------------
+
+
+def count(attributes, name, low):
+    """The integer attribute ``name`` (>= ``low``) of a model file."""
+    value = attributes[name]
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {short(value)}")
+    return value
+
+
+def number(attributes, name, low=0.0):
+    """The finite number attribute ``name`` (>= ``low``) of a model file, as a float."""
+    value = attributes[name]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value) or value < low:
+        raise ValueError(f"{name} must be a finite number >= {low:g}, got {short(value)}")
+    return float(value)
+
+
+def declared_classes(table):
+    """The number of classes ``classes_``'s entry in the array table declares (before it is read)."""
+    classes = table.get("classes_", {}).get("shape")
+    if not (isinstance(classes, list) and len(classes) == 1):
+        raise ValueError("classes_ must be a 1-D array")
+    if classes[0] < 2:
+        raise ValueError(f"classes_ must hold at least 2 labels, got {classes[0]}")
+    return classes[0]
+
+
+def declared_shape(table, name, ndim):
+    """The shape the array table declares for ``name``, which must have ``ndim`` dimensions."""
+    shape = table.get(name, {}).get("shape")
+    if not (isinstance(shape, list) and len(shape) == ndim):
+        raise ValueError(f"{name} must be a {ndim}-D array")
+    return tuple(shape)
+
+
+def check_shapes(table, shapes, reason):
+    """Every array the table declares, and only those, of the shapes ``shapes`` (``{name: shape}``),
+    which ``reason`` (words: "2 classes and n_features_in_=3") need."""
+    declared = {name: tuple(info["shape"]) for name, info in table.items()}
+    if declared.keys() != shapes.keys():
+        raise ValueError(f"the arrays are {sorted(declared)}, expected {sorted(shapes)}")
+    for name, shape in shapes.items():
+        if declared[name] != shape:
+            raise ValueError(f"{name} has shape {declared[name]}, but {reason} need {shape}")
+
+
+def distinct_classes(arrays):
+    """``classes_``: at least 2 distinct labels."""
+    classes = arrays["classes_"]
+    k = classes.shape[0] if classes.ndim == 1 else 0
+    if k < 2 or np.unique(classes).shape[0] != k:
+        raise ValueError(f"classes_ must hold at least 2 distinct labels, got {short(classes)}")
+    return classes
+
+
+def real(arrays, name, low=None):
+    """The array ``name`` as finite float64 values (>= ``low``): never cast from complex numbers,
+    strings or dates."""
+    kind = np.asarray(arrays[name]).dtype
+    if kind.kind not in "iuf":  # complex, strings, dates: never cast (a complex one would lose a part)
+        raise ValueError(f"{name} has dtype {kind}; a model's weights are real numbers (float64)")
+    values = np.asarray(arrays[name], dtype=np.float64)
+    if not np.isfinite(values).all():
+        raise ValueError(f"{name} holds NaN or infinity")
+    if low is not None and (values < low).any():
+        raise ValueError(f"{name} holds values below {low:g}")
+    return values
+
+
+def integers(arrays, name, low=0, high=2**62):
+    """The array ``name`` as int64 counts in ``[low, high]`` (an integer dtype, never cast from floats)."""
+    kind = np.asarray(arrays[name]).dtype
+    if kind.kind not in "iu":
+        raise ValueError(f"{name} has dtype {kind}; it holds counts (int64)")
+    values = np.asarray(arrays[name])
+    if values.size and (values.min() < low or values.max() > high):
+        raise ValueError(f"{name} holds counts outside [{low}, {high}]")
+    return values.astype(np.int64)
+
+
+def booleans(arrays, name):
+    """The array ``name`` of booleans."""
+    kind = np.asarray(arrays[name]).dtype
+    if kind.kind != "b":
+        raise ValueError(f"{name} has dtype {kind}; it holds booleans")
+    return np.array(arrays[name], dtype=np.bool_)
+
+
+def feature_names(attributes, n_features):
+    """``{"feature_names_in_": names}`` from the attributes, or ``{}`` where the file has none."""
+    names = attributes.get("feature_names_in_")
+    if names is None:
+        return {}
+    if not (isinstance(names, list) and len(names) == n_features and all(isinstance(c, str) for c in names)):
+        raise ValueError("feature_names_in_ must name every feature")
+    return {"feature_names_in_": np.asarray(names, dtype=object)}
+
+
+def names_of(estimator):
+    """The attributes every model file keeps of the input: ``n_features_in_`` and the column names."""
+    names = {"n_features_in_": estimator.n_features_in_}
+    if hasattr(estimator, "feature_names_in_"):
+        names["feature_names_in_"] = [str(c) for c in estimator.feature_names_in_]
+    return names
+
+
+# -- the linear models' schema ------------------------------------------------------------------
 
 
 def model_state(estimator):
@@ -139,28 +335,18 @@ def model_state(estimator):
     if _platt(estimator) and hasattr(estimator, "probA_"):  # predict_proba needs both
         arrays.update(probA_=estimator.probA_, probB_=estimator.probB_)
     attributes = {
-        "n_features_in_": estimator.n_features_in_,
+        **names_of(estimator),
         "n_iter_": estimator.n_iter_,
         "objective_": np.atleast_1d(estimator.objective_).tolist(),
         "duality_gap_": np.atleast_1d(estimator.duality_gap_).tolist(),
         "history_": [{k: plain(v) for k, v in r.items()} for r in estimator.history_],
     }
-    if hasattr(estimator, "feature_names_in_"):
-        attributes["feature_names_in_"] = [str(c) for c in estimator.feature_names_in_]
     return arrays, attributes
 
 
 def _platt(estimator):
     """Whether the model fits Platt's sigmoids (``probability=True``): its ``probA_`` and ``probB_``."""
     return estimator._model()[2]
-
-
-def _count(attributes, name, low):
-    """The integer attribute ``name`` (>= ``low``) of a model file."""
-    value = attributes[name]
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {short(value)}")
-    return value
 
 
 def restore_params(estimator, params):
@@ -171,7 +357,8 @@ def restore_params(estimator, params):
     """
     if not isinstance(params, dict):
         raise ValueError(f"'params' must be a JSON object, got {short(params)}")
-    unknown = sorted(set(params) - set(estimator.get_params(deep=False)))
+    own = estimator.get_params(deep=False)
+    unknown = sorted(set(params) - set(own) - set(NOT_SAVED))
     if unknown:
         raise ValueError(f"unknown parameters {short(unknown)}")
     estimator.set_params(**{k: _from_json(v) for k, v in params.items() if k not in NOT_SAVED})
@@ -186,8 +373,6 @@ def restore_params(estimator, params):
 
 def _shapes(estimator, n_features, n_classes):
     """The shape of each fitted array of a model of ``n_classes`` classes and ``n_features`` features."""
-    if n_classes < 2:
-        raise ValueError(f"classes_ must hold at least 2 labels, got {n_classes}")
     rows = 1 if n_classes == 2 else n_classes
     feature_map = estimator.feature_map
     raw = feature_map.raw_width(n_features) if feature_map is not None else n_features
@@ -202,23 +387,14 @@ def check_table(estimator, attributes, table):
     A file whose arrays do not fit its parameters and attributes is refused
     without reading (nor allocating) them.
     """
-    classes = table.get("classes_", {}).get("shape")
-    if not (isinstance(classes, list) and len(classes) == 1):
-        raise ValueError("classes_ must be a 1-D array")
-    shapes, calibration = _shapes(estimator, _count(attributes, "n_features_in_", low=1), classes[0])
+    k = declared_classes(table)
+    n_features = count(attributes, "n_features_in_", low=1)
+    shapes, calibration = _shapes(estimator, n_features, k)
     if "probA_" in table or "probB_" in table:
         if not _platt(estimator):
             raise ValueError("probA_ and probB_ are saved, but probability is False")
         shapes.update(calibration)
-    declared = {name: tuple(info["shape"]) for name, info in table.items()}
-    if declared.keys() != shapes.keys():
-        raise ValueError(f"the arrays are {sorted(declared)}, expected {sorted(shapes)}")
-    for name, shape in shapes.items():
-        if declared[name] != shape:
-            raise ValueError(
-                f"{name} has shape {declared[name]}, but {classes[0]} classes and "
-                f"n_features_in_={attributes['n_features_in_']} need {shape}"
-            )
+    check_shapes(table, shapes, f"{k} classes and n_features_in_={n_features}")
 
 
 def set_model_state(estimator, arrays, attributes):
@@ -236,25 +412,18 @@ def set_model_state(estimator, arrays, attributes):
 
 def _weights(estimator, arrays, attributes):
     """``classes_``, ``coef_``, ``intercept_`` and ``probA_``, ``probB_`` if saved, checked."""
-    classes = arrays["classes_"]
-    k = classes.shape[0] if classes.ndim == 1 else 0
-    if k < 2 or np.unique(classes).shape[0] != k:
-        raise ValueError(f"classes_ must hold at least 2 distinct labels, got {short(classes)}")
-    shapes, calibration = _shapes(estimator, _count(attributes, "n_features_in_", low=1), k)
+    classes = distinct_classes(arrays)
+    k = classes.shape[0]
+    shapes, calibration = _shapes(estimator, count(attributes, "n_features_in_", low=1), k)
     if "probA_" in arrays:
         shapes.update(calibration)
     fitted = {"classes_": classes}
     for name in [name for name in shapes if name != "classes_"]:
-        kind = np.asarray(arrays[name]).dtype
-        if kind.kind not in "iuf":  # complex, strings, dates: never cast (a complex one would lose a part)
-            raise ValueError(f"{name} has dtype {kind}; a model's weights are real numbers (float64)")
-        fitted[name] = np.asarray(arrays[name], dtype=np.float64)
+        fitted[name] = real(arrays, name)
         if fitted[name].shape != shapes[name]:
             raise ValueError(
                 f"{name} {fitted[name].shape} does not fit {k} classes and {shapes['coef_'][1]} features"
             )
-        if not np.isfinite(fitted[name]).all():
-            raise ValueError(f"{name} holds NaN or infinity")
     check_scores_finite(fitted["coef_"], fitted["intercept_"])
     return fitted
 
@@ -274,7 +443,7 @@ def check_scores_finite(coef, intercept):
 
 def _records(estimator, attributes, rows):
     """The JSON attributes: counts, certificates, history and feature names, checked."""
-    n_features = _count(attributes, "n_features_in_", low=1)
+    n_features = count(attributes, "n_features_in_", low=1)
     objective = np.asarray(attributes["objective_"], dtype=np.float64)
     gap = np.asarray(attributes["duality_gap_"], dtype=np.float64)
     problems = 1 if estimator._model()[1] else rows  # one joint problem (Crammer-Singer), or a row each
@@ -283,33 +452,25 @@ def _records(estimator, attributes, rows):
     history = attributes.get("history_", [])
     if not isinstance(history, list) or not all(isinstance(r, dict) for r in history):
         raise ValueError("history_ must be a list of records")
-    fitted = {
+    return {
         "n_features_in_": n_features,
-        "n_iter_": _count(attributes, "n_iter_", low=0),
+        "n_iter_": count(attributes, "n_iter_", low=0),
         "objective_": float(objective[0]) if problems == 1 else objective,
         "duality_gap_": float(gap[0]) if problems == 1 else gap,
         "history_": history,
+        **feature_names(attributes, n_features),
     }
-    names = attributes.get("feature_names_in_")
-    if names is not None:
-        if not (
-            isinstance(names, list) and len(names) == n_features and all(isinstance(c, str) for c in names)
-        ):
-            raise ValueError("feature_names_in_ must name every feature")
-        fitted["feature_names_in_"] = np.asarray(names, dtype=object)
-    return fitted
+
+
+# -- writing and reading ------------------------------------------------------------------------
 
 
 def save_model(estimator, path):
     """Write ``estimator`` (fitted) to ``path``; see the module docstring."""
     name = type(estimator).__name__
-    if name not in ESTIMATORS:
+    if name not in ESTIMATORS or not isinstance(estimator, ModelFile):
         raise TypeError(f"model files support {sorted(ESTIMATORS)}, not {name}.")
-    arrays, attributes = model_state(estimator)
-    try:
-        check_scores_finite(np.atleast_2d(arrays["coef_"]), np.atleast_1d(arrays["intercept_"]))
-    except ValueError as exc:
-        raise ValueError(f"{exc}; nothing was written. Fit the model again, with a smaller C.") from None
+    arrays, attributes = estimator._file_state()
     meta = {
         "estimator": name,
         "params": {key: _jsonable(value, key) for key, value in model_params(estimator).items()},
@@ -333,15 +494,20 @@ def load_model(path, estimators):
     """Read a model written by :func:`save_model`; raises ValueError for anything else.
 
     ``estimators`` are the classes a file may name (``dask_streamsvm.load``
-    passes them, so this module imports no estimator).  The parameters and
-    attributes are checked, and the shapes the file declares checked
-    against them, before any array is read.
+    passes them, so this module imports no estimator), each with its schema
+    (:class:`ModelFile`).  The parameters and attributes are checked, and
+    the shapes the file declares checked against them, before any array is
+    read.
     """
     where = os.fspath(path)
     with ArchiveReader(path, WHAT) as archive:
         archive.expect(FORMAT, VERSION)
         meta = archive.meta
-        known = {cls.__name__: cls for cls in estimators if cls.__name__ in ESTIMATORS}
+        known = {
+            cls.__name__: cls
+            for cls in estimators
+            if cls.__name__ in ESTIMATORS and issubclass(cls, ModelFile)
+        }
         name = meta.get("estimator")
         if not isinstance(name, str) or name not in known:
             raise ValueError(f"{where}: unknown estimator {short(name)}; expected one of {sorted(known)}.")
@@ -352,8 +518,8 @@ def load_model(path, estimators):
         with _inconsistent(where):
             restore_params(estimator, meta.get("params", {}))
             attributes = {k: _from_json(v) for k, v in attributes.items()}
-            check_table(estimator, attributes, meta["arrays"])
+            estimator._check_file_table(attributes, meta["arrays"])
         arrays = archive.arrays()
     with _inconsistent(where):
-        set_model_state(estimator, arrays, attributes)
+        estimator._set_file_state(arrays, attributes)
     return estimator

@@ -123,6 +123,14 @@ def round_line(record, name="LinearSVC"):
     )
 
 
+def part_line(record, name="LinearSVC"):
+    """One line per part of ``cluster="average"`` as its worker finishes training it."""
+    return (
+        f"[{name}] average: part {record['part'] + 1} of {record['parts']} trained on {record['worker']} "
+        f"t={record['seconds']:.3f}s"
+    )
+
+
 def pass_line(record, name="LinearSVC"):
     """One line per in-memory pass (``verbose=1``) or per record (``verbose >= 2``): the certificate
     where the pass computed one (in memory not every pass does: its values are NaN then), a gap

@@ -8,6 +8,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from ._fit_tasks import CallbackSupportMixin
 from ._lazy import map_rows
 from ._validation import validated_rows
 from .engine.data.reader import read_blocks
@@ -45,9 +46,12 @@ def input_names(source):
     return None
 
 
-class StreamClassifier(ClassifierMixin, BaseEstimator):
+class StreamClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
     """Base of the classifiers: :class:`~dask_streamsvm.LinearSVC`, :class:`~dask_streamsvm.OnePassSVC`
     and :class:`~dask_streamsvm.BudgetedSVC`.
+
+    With scikit-learn 1.9 or later every one takes scikit-learn's callbacks
+    (``set_callbacks``, :mod:`~dask_streamsvm._fit_tasks`).
 
     One binary problem for two classes (``classes_[1]`` positive), one per
     class (one-vs-rest) for more.  Subclasses give ``_scores(rows)``, one

@@ -15,13 +15,28 @@ from sklearn.exceptions import EfficiencyWarning
 from sklearn.utils import check_random_state
 
 from ._fit_context import fitted_in_context
+from ._persist import (
+    ModelFile,
+    check_shapes,
+    count,
+    declared_classes,
+    declared_shape,
+    distinct_classes,
+    feature_names,
+    integers,
+    names_of,
+    number,
+    real,
+)
 from ._stream_classifier import StreamClassifier
-from ._validation import boolean, cost, integer, one_of, positive_float_or
+from ._validation import boolean, checked_params, cost, integer, one_of, positive_float_or, verbosity
 from ._validation import random_state as random_state_check
 from .engine.data.labels import SORTED_LABEL_MIX, merge_label_counts, order_label_mix, partition_label_mix
+from .engine.data.reader import read_blocks
 from .engine.models.budgeted import (
     BSGD,
     MAX_C,
+    MERGE_COUNTERS,
     MERGES,
     best_offsets,
     check_budget,
@@ -45,7 +60,7 @@ class FitCostWarning(UserWarning):
     shuffling cannot mix and which costs accuracy."""
 
 
-class BudgetedSVC(StreamClassifier):
+class BudgetedSVC(ModelFile, StreamClassifier):
     """Kernel SVM (Gaussian kernel) trained by budgeted SGD, merging support vectors.
 
     Budgeted stochastic gradient descent (Wang, Crammer & Vucetic 2012) on
@@ -93,6 +108,11 @@ class BudgetedSVC(StreamClassifier):
     shuffle : bool, default=True
         A random row order every epoch (partitions and rows within them).
     prefetch : int, default=2
+    verbose : int, default=0
+        With 1 or more, :meth:`fit` prints a line to standard output after
+        every epoch: the epoch of ``max_iter``, the rows it read, the
+        support vectors per problem, the merges so far and the seconds
+        since the fit's first epoch began.
     random_state : int, RandomState or None, default=None
 
     Attributes
@@ -174,6 +194,7 @@ class BudgetedSVC(StreamClassifier):
         fit_intercept=True,
         shuffle=True,
         prefetch=2,
+        verbose=0,
         random_state=None,
     ):
         super().__init__(C, shuffle=shuffle, prefetch=prefetch, random_state=random_state)
@@ -182,6 +203,7 @@ class BudgetedSVC(StreamClassifier):
         self.max_iter = max_iter
         self.merge = merge
         self.fit_intercept = fit_intercept
+        self.verbose = verbose
 
     _parameter_constraints = {
         "C": cost(
@@ -196,6 +218,7 @@ class BudgetedSVC(StreamClassifier):
         "gamma": positive_float_or("scale"),
         "fit_intercept": boolean,
         "shuffle": boolean,
+        "verbose": verbosity,
         "random_state": random_state_check,
     }
 
@@ -203,7 +226,7 @@ class BudgetedSVC(StreamClassifier):
 
     def fit(self, X, y):
         """Train for ``max_iter`` epochs on ``X``, ``y`` (in memory, Dask, or a path)."""
-        return fitted_in_context(self, BudgetedSVC._fit, X, y)
+        return fitted_in_context(self, BudgetedSVC._fit, X, y, scored=(X, y))
 
     def _fit(self, params, X, y):
         start = time.perf_counter()
@@ -214,17 +237,14 @@ class BudgetedSVC(StreamClassifier):
             classes, n_rows = self._counted(source, params)
             self._start(classes, n_rows, params, source, X)
             seed = int(rng.randint(np.iinfo(np.int32).max))
-            shuffle = bool(self.shuffle)
-            blocks = self._signed_blocks(source, passes=params["max_iter"], shuffle=shuffle, seed=seed)
-            for b, (rows, signs, order) in enumerate(blocks):
-                if b == 0:
-                    self._advise(rows)
-                self._bsgd.steps(rows, signs, order)
+            blocks = self._epoch_blocks(source, params["max_iter"], bool(self.shuffle), seed)
+            self._bsgd.stream(blocks, params["max_iter"], on_epoch=self._on_epoch(params))
         else:
             self._advise(X)
             classes = self._checked_in_memory(y, params)
             self._start(classes, X.shape[0], params, source, X)
-            self._bsgd.epochs(X, self._signs(y), params["max_iter"], rng if self.shuffle else None)
+            on_epoch = self._on_epoch(params)
+            self._bsgd.epochs(X, self._signs(y), params["max_iter"], rng if self.shuffle else None, on_epoch)
         self._fit_offsets(source, X, y)
         self.n_iter_ = params["max_iter"]
         self._set_model(time.perf_counter() - start)
@@ -263,6 +283,55 @@ class BudgetedSVC(StreamClassifier):
         before = 0.0 if first else self.merge_stats_["fit_seconds"]
         self._set_model(before + time.perf_counter() - start)
         return self
+
+    def _epoch_blocks(self, source, passes, shuffle, seed):
+        """``(epoch, rows, signs, order)`` of every block of ``passes`` reads of ``source`` that has
+        rows; the first block's rows are checked for a linear model's case (:meth:`_advise`)."""
+        first = True
+        blocks = read_blocks(source, passes=passes, prefetch=self.prefetch, shuffle=shuffle, seed=seed)
+        for epoch, block in blocks:
+            if block.n_rows == 0:
+                continue
+            if first:
+                self._advise(block.X)
+                first = False
+            yield epoch, block.X, self._signs(block.y), block.order
+
+    def _on_epoch(self, params):
+        """The engine's ``on_epoch`` hook: with ``verbose`` a line per epoch to standard output,
+        flushed, and an ``epoch`` task for scikit-learn's callbacks (:mod:`.._fit_tasks`, with the
+        model after the epoch); None for neither."""
+        tasks = self.__dict__.get("_fit_tasks")
+        if not params["verbose"] and tasks is None:
+            return None
+
+        def on_epoch(epoch, info):
+            if params["verbose"]:
+                vectors = info["support_vectors"]
+                shown = vectors[0] if len(vectors) == 1 else vectors
+                print(
+                    f"BudgetedSVC epoch {epoch + 1} of {info['epochs']}: {info['rows']:,} rows, "
+                    f"support vectors {shown}, {info['merges']:,} merges so far, {info['seconds']:.2f} s",
+                    flush=True,
+                )
+            if tasks is not None:
+                tasks.step("epoch", self._epoch_model)
+
+        return on_epoch
+
+    def _epoch_model(self):
+        """The fitted attributes of the model after an epoch, for scikit-learn's callbacks: its
+        offsets are those before the fit's last step fits them (``fit_intercept``)."""
+        names = self._get_param_names()
+        fitted = {k: v for k, v in vars(self).items() if k not in names and k != "_fit_tasks"}
+        support_vectors, dual_coef = self._bsgd.support()
+        return {
+            **fitted,
+            "n_support_": self._bsgd.state.n_sv.copy(),
+            "support_vectors_": support_vectors,
+            "dual_coef_": dual_coef,
+            "intercept_": self._offsets.copy(),
+        }
 
     def _counted(self, source, params):
         """``(classes, rows)`` of a Dask ``source`` from one read of its labels, with the warnings
@@ -379,3 +448,115 @@ class BudgetedSVC(StreamClassifier):
     def _scores(self, X):
         out = self._bsgd.scores(X) + self.intercept_
         return out[:, 0] if out.shape[1] == 1 else out
+
+    # -- model files (dask_streamsvm._persist) ------------------------------------------
+
+    def _file_state(self):
+        arrays, records = self._bsgd.saved()
+        arrays.update(classes_=self.classes_, intercept_=self.intercept_)
+        attributes = {
+            **names_of(self),
+            "n_iter_": self.n_iter_,
+            "fit_seconds": self.merge_stats_["fit_seconds"],
+            **records,
+        }
+        return arrays, attributes
+
+    def _check_file_table(self, attributes, table):
+        k = declared_classes(table)
+        problems = 1 if k == 2 else k
+        n_features = count(attributes, "n_features_in_", low=1)
+        check_budget(self.budget, problems, n_features)  # a model this machine can hold
+        m = declared_shape(table, "support_vectors_", 2)[0]
+        if m > problems * self.budget:
+            raise ValueError(
+                f"support_vectors_ holds {m} vectors, more than budget={self.budget} for each of "
+                f"{problems} problem(s)"
+            )
+        shapes = {
+            "classes_": (k,), "intercept_": (problems,), "n_support_": (problems,),
+            "support_vectors_": (m, n_features), "beta": (m,), "sv_sqnorm": (m,),
+            "gamma_": (1,), "lambda": (1,), "steps": (1,),
+            "merge_counts": (problems, MERGE_COUNTERS), "merge_ticks": (problems,),
+        }  # fmt: skip
+        check_shapes(table, shapes, f"{k} classes, n_features_in_={n_features} and {m} support vectors")
+
+    def _set_file_state(self, arrays, attributes):
+        params = checked_params(self)
+        classes = distinct_classes(arrays)
+        n_features = count(attributes, "n_features_in_", low=1)
+        names = feature_names(attributes, n_features)
+        state = self._saved_support(arrays, params)
+        intercept = real(arrays, "intercept_")
+        if not params["fit_intercept"] and intercept.any():
+            raise ValueError(
+                f"intercept_ is {intercept.tolist()}, but fit_intercept is False (an offset of 0)"
+            )
+        state.update(
+            merge_counts=integers(arrays, "merge_counts"), merge_ticks=integers(arrays, "merge_ticks")
+        )
+        records = {
+            "kernel_seconds": number(attributes, "kernel_seconds"),
+            "kernel_ticks": count(attributes, "kernel_ticks", low=0),
+        }
+        n_iter, seconds = count(attributes, "n_iter_", low=0), number(attributes, "fit_seconds")
+        problems = state["n_support_"].shape[0]
+        with np.errstate(over="ignore"):
+            scale = 1.0 / (state["lambda"][0] * max(int(state["steps"][0]), 1))
+            owner = np.repeat(np.arange(problems), state["n_support_"])
+            reach = scale * np.bincount(owner, np.abs(state["beta"]), problems) + np.abs(intercept)
+        if not np.isfinite(reach).all():
+            raise ValueError(
+                "dual_coef_ (beta / (lambda t)) and intercept_ are too large to score with: their absolute "
+                "values sum beyond float64's largest number (1.8e308)"
+            )
+        driver = self._driver(
+            problems, n_features, budget=params["budget"], gamma=state["gamma_"][0], C=params["C"],
+            n_samples=1, merge=params["merge"], lam=state["lambda"][0],
+        )  # fmt: skip
+        driver.restore(state, records)
+        self.classes_, self.n_features_in_, self.n_iter_ = classes, n_features, n_iter
+        self.__dict__.update(names)
+        self._bsgd, self.gamma_, self._offsets = driver, driver.settings.gamma, intercept
+        self._set_model(seconds)
+
+    @staticmethod
+    def _saved_support(arrays, params):
+        """The support vectors a model file holds, checked: their counts within the budget, the steps
+        taken and the rows saved, their squared norms as the vectors give them, ``gamma_`` the
+        parameter's (unless "scale") and ``lambda`` at most ``1 / C``."""
+        n_support = integers(arrays, "n_support_", high=params["budget"])
+        vectors, steps = real(arrays, "support_vectors_"), integers(arrays, "steps")
+        if n_support.sum() != vectors.shape[0]:
+            raise ValueError(
+                f"n_support_ {n_support.tolist()} sums to {n_support.sum()}, but support_vectors_ holds "
+                f"{vectors.shape[0]} vectors"
+            )
+        if (n_support > steps[0]).any():
+            raise ValueError(
+                f"n_support_ {n_support.tolist()} counts more vectors than the {steps[0]} steps taken"
+            )
+        sqnorm = real(arrays, "sv_sqnorm", low=0.0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            norms = np.einsum("ij,ij->i", vectors, vectors)
+            off = ~(np.abs(sqnorm - norms) <= 1e-9 * norms)
+        if off.any():
+            j = int(np.flatnonzero(off)[0])
+            raise ValueError(
+                f"sv_sqnorm[{j}] = {float(sqnorm[j])!r} is not the squared norm of support vector {j} "
+                f"({float(norms[j])!r})"
+            )
+        gamma, lam = real(arrays, "gamma_"), real(arrays, "lambda")
+        if gamma[0] <= 0.0:
+            raise ValueError(f"gamma_ must be > 0, got {float(gamma[0])!r}")
+        if not isinstance(params["gamma"], str) and gamma[0] != params["gamma"]:
+            raise ValueError(f"gamma_={float(gamma[0])!r} is not the parameter gamma={params['gamma']!r}")
+        if not 0.0 < lam[0] <= (1.0 + 1e-12) / params["C"]:
+            raise ValueError(
+                f"lambda = 1 / (n_samples C) must be in (0, 1 / C], got {float(lam[0])!r} with "
+                f"C={params['C']!r}"
+            )
+        return {
+            "n_support_": n_support, "support_vectors_": vectors, "beta": real(arrays, "beta"),
+            "sv_sqnorm": sqnorm, "gamma_": gamma, "lambda": lam, "steps": steps,
+        }  # fmt: skip

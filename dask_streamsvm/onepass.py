@@ -13,11 +13,24 @@ import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from ._fit_context import fitted_in_context
+from ._persist import (
+    ModelFile,
+    booleans,
+    check_shapes,
+    count,
+    declared_classes,
+    distinct_classes,
+    feature_names,
+    integers,
+    names_of,
+    number,
+    real,
+)
 from ._stream_classifier import StreamClassifier
-from ._validation import anything, boolean, check_positive_int, cost, integer
+from ._validation import anything, boolean, check_positive_int, checked_params, cost, integer
 from ._validation import random_state as random_state_check
 from .engine.data.labels import SORTED_LABEL_MIX, merge_label_counts, order_label_mix, partition_label_mix
-from .engine.models.onepass import Balls
+from .engine.models.onepass import BALL_ARRAYS, Balls
 from .features import Standardize
 
 # Most training rows a streamed fit keeps (spread evenly over the stream) to check its model on;
@@ -77,6 +90,35 @@ def _learn_scaling(X, *, centre):
     grow = np.sqrt(sqnorm) / STANDARDIZED_ROW_NORM if sqnorm > 0.0 else 1.0
     scaler.mean_, scaler.scale_ = scaler.mean_ * top, scaler.scale_ * (top * grow)
     return scaler
+
+
+def _per_problem(attributes, name, problems):
+    """The list attribute ``name`` of a model file, a value per problem."""
+    values = attributes[name]
+    if not (isinstance(values, list) and len(values) == problems):
+        raise ValueError(f"{name} must be a list of {problems} value(s), got {values!r}"[:200])
+    return values
+
+
+def _ball_array(arrays, name, depth):
+    """The array ``name`` of :data:`~.engine.models.onepass.BALL_ARRAYS`, checked as its kind says
+    (``ball_n_buf``: at most the buffer's ``depth``)."""
+    kind = BALL_ARRAYS[name]
+    if kind == "boolean":
+        return booleans(arrays, name)
+    if kind == "count":
+        return integers(arrays, name, high=depth if name == "ball_n_buf" else 2**62)
+    return real(arrays, name, low=0.0 if kind == "non-negative" else None)
+
+
+def _row_norm(attributes, normalize):
+    """``row_norm`` of a model file: None, or with ``normalize=False`` the ``x . x`` (> 0) of every row."""
+    norm = attributes["row_norm"]
+    if norm is None:
+        return None
+    if normalize:
+        raise ValueError("row_norm is saved, but normalize is True (every row is scaled to norm 1)")
+    return number({"row_norm": norm}, "row_norm")
 
 
 class MajorityClassWarning(UserWarning):
@@ -155,7 +197,7 @@ def _sorted_rows(index):
     )
 
 
-class OnePassSVC(StreamClassifier):
+class OnePassSVC(ModelFile, StreamClassifier):
     """Linear L2-SVM learned in a single pass: the streaming minimum enclosing ball.
 
     Rai, Daume III & Venkatasubramanian (IJCAI 2009): the L2-SVM
@@ -341,7 +383,7 @@ class OnePassSVC(StreamClassifier):
         -------
         self
         """
-        return fitted_in_context(self, OnePassSVC._fit, X, y)
+        return fitted_in_context(self, OnePassSVC._fit, X, y, scored=(X, y))
 
     def _fit(self, params, X, y):
         self.__dict__.pop("_balls", None)
@@ -508,3 +550,90 @@ class OnePassSVC(StreamClassifier):
         scores = X @ self.coef_.T + self.intercept_
         scores = np.asarray(scores)
         return scores.ravel() if scores.shape[1] == 1 else scores
+
+    # -- model files (dask_streamsvm._persist) ------------------------------------------
+
+    def _file_state(self):
+        arrays = {"classes_": self.classes_, "coef_": self.coef_, "intercept_": self.intercept_}
+        arrays.update(self._balls.saved())
+        scaler = self._scaler if isinstance(self._scaler, Standardize) else None
+        standardize = None
+        if scaler is not None:
+            arrays.update(standardize_mean_=scaler.mean_, standardize_scale_=scaler.scale_)
+            standardize = {"with_mean": scaler.with_mean, "n_samples_seen_": int(scaler.n_samples_seen_)}
+        attributes = {
+            **names_of(self),
+            "majority_fallback_": bool(self.majority_fallback_),
+            "radius_": np.atleast_1d(self.radius_).tolist(),
+            "n_core_vectors_": np.atleast_1d(self.n_core_vectors_).tolist(),
+            "standardize_": standardize,
+            "row_norm": self._balls.norm,
+        }
+        return arrays, attributes
+
+    def _file_shapes(self, attributes, k):
+        """The shape of every array of a model file of ``k`` classes, with the scaling's if saved."""
+        problems = 1 if k == 2 else k
+        n_features = count(attributes, "n_features_in_", low=1)
+        lookahead = checked_params(self)["lookahead"]
+        shapes = {"classes_": (k,), "coef_": (problems, n_features), "intercept_": (problems,)}
+        shapes.update(Balls.saved_shapes(problems, n_features, lookahead))
+        if attributes.get("standardize_") is not None:
+            shapes.update(standardize_mean_=(n_features,), standardize_scale_=(n_features,))
+        return shapes, f"{k} classes, n_features_in_={n_features} and lookahead={lookahead}"
+
+    def _check_file_table(self, attributes, table):
+        check_shapes(table, *self._file_shapes(attributes, declared_classes(table)))
+
+    def _set_file_state(self, arrays, attributes):
+        params = checked_params(self)
+        classes = distinct_classes(arrays)
+        n_features = count(attributes, "n_features_in_", low=1)
+        problems = 1 if classes.shape[0] == 2 else classes.shape[0]
+        names = feature_names(attributes, n_features)
+        coef, intercept = real(arrays, "coef_"), real(arrays, "intercept_")
+        fallback = attributes["majority_fallback_"]
+        if not isinstance(fallback, bool):
+            raise ValueError(f"majority_fallback_ must be true or false, got {fallback!r}")
+        if fallback and coef.any():
+            raise ValueError("majority_fallback_ is true, but coef_ is not 0 (the constant model's)")
+        radius = [number({"radius_": r}, "radius_") for r in _per_problem(attributes, "radius_", problems)]
+        cores = _per_problem(attributes, "n_core_vectors_", problems)
+        core = [count({"n_core_vectors_": m}, "n_core_vectors_", low=0) for m in cores]
+        balls = Balls(
+            problems, n_features, C=params["C"], lookahead=params["lookahead"], bias=params["bias"],
+            normalize=bool(self.normalize),
+        )  # fmt: skip
+        depth = params["lookahead"] if params["lookahead"] > 1 else 0
+        saved = {name: _ball_array(arrays, name, depth) for name in BALL_ARRAYS}
+        balls.restore(saved, _row_norm(attributes, self.normalize))
+        scaler = self._saved_scaler(arrays, attributes, params)
+        self.classes_, self.n_features_in_ = classes, n_features
+        self.__dict__.update(names)
+        self._bias, self._balls, self._scaler = params["bias"], balls, scaler
+        self.coef_, self.intercept_, self.majority_fallback_ = coef, intercept, fallback
+        self.standardize_ = scaler if isinstance(scaler, Standardize) else None
+        self.radius_ = radius[0] if problems == 1 else np.asarray(radius)
+        self.n_core_vectors_ = core[0] if problems == 1 else np.asarray(core, dtype=np.int64)
+
+    def _saved_scaler(self, arrays, attributes, params):
+        """The scaling a model file holds (``standardize_``): a :class:`Standardize`; else None, or,
+        with ``standardize`` and ``normalize`` but no rows read, the first block's to come."""
+        saved = attributes["standardize_"]
+        scaling = self.standardize and self.normalize
+        if saved is None:
+            return _FIRST_BLOCK if scaling else None
+        if not scaling:
+            raise ValueError("standardize_ is saved, but standardize or normalize is False")
+        if not (isinstance(saved, dict) and set(saved) == {"with_mean", "n_samples_seen_"}):
+            raise ValueError(f"standardize_ must be {{with_mean, n_samples_seen_}}, got {saved!r}"[:200])
+        if saved["with_mean"] not in ("auto", False):
+            raise ValueError(f"standardize_'s with_mean must be 'auto' or false, got {saved['with_mean']!r}")
+        scaler = Standardize(with_mean=saved["with_mean"])
+        scaler.mean_ = real(arrays, "standardize_mean_")
+        scaler.scale_ = real(arrays, "standardize_scale_")
+        if not (scaler.scale_ > 0.0).all():
+            raise ValueError("standardize_scale_ must be > 0")
+        scaler.n_samples_seen_ = count(saved, "n_samples_seen_", low=1)
+        scaler.n_features_in_ = scaler.mean_.shape[0]
+        return scaler

@@ -477,3 +477,29 @@ def test_rows_sorted_by_label_are_warned_of():
         BudgetedSVC(budget=10, max_iter=1, random_state=0).fit(
             da.from_array(X, chunks=(250, 3)), da.from_array(y, chunks=250)
         )
+
+
+@pytest.mark.parametrize("form", ["in memory", "dask"])
+def test_verbose_prints_a_line_per_epoch_through_the_engines_on_epoch_hook(capsys, form):
+    """``verbose=1``: a line per epoch (epoch k of max_iter, rows, support vectors, merges, seconds),
+    from the hook the engine's epochs call (``on_epoch(epoch, info)``)."""
+    X, y = noisy_linear_data(120, 3)
+    data = (X, y) if form == "in memory" else (da.from_array(X, chunks=40), da.from_array(y, chunks=40))
+    BudgetedSVC(budget=5, max_iter=4, verbose=1, random_state=0).fit(*data)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 4
+    for k, line in enumerate(lines, start=1):
+        assert line.startswith(f"BudgetedSVC epoch {k} of 4: 120 rows, support vectors 5, "), line
+        assert "merges so far" in line and line.endswith(" s")
+    BudgetedSVC(budget=5, max_iter=4, random_state=0).fit(*data)
+    assert capsys.readouterr().out == ""
+
+
+def test_the_epochs_hook_is_told_each_epoch():
+    X, y = noisy_linear_data(50, 3)
+    driver = BSGD(1, 3, budget=4, gamma=1.0, C=1.0, n_samples=50, merge="gss")
+    seen = []
+    driver.epochs(X, np.where(y > 0, 1.0, -1.0)[None, :], 3, on_epoch=lambda k, info: seen.append((k, info)))
+    assert [k for k, _ in seen] == [0, 1, 2]
+    assert all(info["epochs"] == 3 and info["rows"] == 50 for _, info in seen)
+    assert seen[-1][1]["support_vectors"] == [4] and seen[-1][1]["merges"] >= seen[0][1]["merges"]

@@ -956,3 +956,69 @@ def test_a_fifo_given_to_fit_or_the_readers_is_refused_without_blocking(fifos):
 def test_a_device_as_data_is_named_as_such(tmp_path):
     with pytest.raises(ValueError, match="'/dev/null' is a character device, not a regular file"):
         LinearSVC().fit("/dev/null", None)
+
+
+# -- OnePassSVC and BudgetedSVC (issue 53) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("model_type", ["onepass", "budgeted"])
+def test_train_predict_evaluate_and_info_of_a_kernel_or_one_pass_model(tmp_path, model_type):
+    """``train --model-type onepass|budgeted`` saves the model, ``predict`` writes what the library's
+    model predicts, ``info`` shows its support vectors or its ball, ``evaluate`` says it has no
+    certificate."""
+    frame = three_class_frame(n=240)
+    csv = tmp_path / "t.csv"
+    frame.to_csv(csv, index=False)
+    model = tmp_path / "m.dsvm"
+    own = (
+        ["--budget", "12", "--passes", "2", "--gamma", "0.5"]
+        if model_type == "budgeted"
+        else ["--lookahead", "3"]
+    )
+    code, out, err = run(["train", csv, "--label", "label", "--model", model, "--model-type", model_type,
+                          "--seed", "0", "--quiet", *own])  # fmt: skip
+    assert code == 0, err
+    name = {"onepass": "OnePassSVC", "budgeted": "BudgetedSVC"}[model_type]
+    assert out.startswith(f"Trained {name} (C=1") and f"Model saved to {model}." in out
+    loaded = dask_streamsvm.load(model)
+    assert type(loaded).__name__ == name
+    code, out, err = run(["predict", model, csv, "--label", "label", "--out", tmp_path / "p.csv"])
+    assert code == 0, err
+    written = pd.read_csv(tmp_path / "p.csv")
+    features = frame.drop(columns="label")
+    np.testing.assert_array_equal(written["prediction"].to_numpy(), loaded.predict(features))
+    decision = written[[f"decision_{c}" for c in loaded.classes_]].to_numpy()
+    np.testing.assert_allclose(decision, loaded.decision_function(features), rtol=1e-12)
+    code, out, err = run(["info", model])
+    assert code == 0, err
+    assert f"estimator       {name}" in out
+    if model_type == "budgeted":
+        assert (
+            "support vectors [12, 12, 12] per problem (budget 12 each)" in out
+            and "gamma_          0.5" in out
+        )
+    else:
+        assert "ball radius" in out and "core vectors" in out
+    info = json.loads(run(["info", model, "--json"])[1])
+    assert info["estimator"] == name and info["n_features"] == features.shape[1]
+    code, out, err = run(["evaluate", model, csv, "--label", "label", "--json"])
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["training_duality_gap"] is None and result["accuracy"] == loaded.score(
+        features, frame.label
+    )
+
+
+def test_budgeted_verbose_prints_its_epochs_and_onepass_refuses_verbose(tmp_path):
+    frame = three_class_frame(n=120)
+    csv = tmp_path / "t.csv"
+    frame.to_csv(csv, index=False)
+    argv = ["train", csv, "--label", "label", "--model-type", "budgeted", "--budget", "5", "--passes", "3"]
+    code, out, err = run([*argv, "--verbose", "--model", tmp_path / "b.dsvm"])
+    assert code == 0, err
+    assert [line.split(":")[0] for line in out.splitlines()[:3]] == [
+        f"BudgetedSVC epoch {k} of 3" for k in (1, 2, 3)
+    ]
+    code, out, err = run(["train", csv, "--label", "label", "--model-type", "onepass", "--verbose",
+                          "--model", tmp_path / "o.dsvm"])  # fmt: skip
+    assert_one_line_error(code, out, err, "--verbose sets an option of --model-type")

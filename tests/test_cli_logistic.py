@@ -261,7 +261,7 @@ def test_dual_false_with_the_hinge_still_names_the_svm_loss_with_newton_steps(a9
 def test_help_offers_the_model_type_and_the_svm_losses_only():
     code, out, _ = run(["train", "--help"])
     assert code == 0
-    assert "--model-type {svm,logistic}" in out and "--loss {hinge,squared_hinge}" in out
+    assert "--model-type {svm,logistic,onepass,budgeted}" in out and "--loss {hinge,squared_hinge}" in out
     text = " ".join(out.split())
     assert f"(default: LinearSVC's, {LinearSVC().loss})" in text  # the default the help names is true
     assert "LogisticRegression" in text

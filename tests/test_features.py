@@ -383,7 +383,6 @@ def test_a_frame_of_strings_trains_without_encoding(tmp_path):
     import dask.dataframe as dd
     from sklearn.feature_extraction import FeatureHasher
 
-
     frame = mixed_frame()
     X, y = frame.drop(columns="label"), frame["label"].to_numpy()
     fmap = HashingMap(n_features=2**11)
@@ -654,7 +653,6 @@ def test_column_maps_is_its_parts_side_by_side():
 def test_column_maps_trains_in_memory_and_out_of_core(tmp_path):
     import dask.dataframe as dd
 
-
     frame, y = grouped_frame()
     fmap = grouped_map()
     Z = fmap.fit_transform(frame)
@@ -755,6 +753,7 @@ def test_hashed_signs_make_the_hashed_polynomial_kernel_unbiased():
     average, so over seeds the hashed map's squared norm is the explicit map's; without signs the
     collisions of positive monomials add up (issue 52: removing the sign failed nothing before)."""
     x = np.random.default_rng(0).random((1, 10)) + 0.5  # positive inputs: every monomial positive
+
     def squared_norm(fmap):
         return float(fmap.fit_transform(x).power(2).sum())
 

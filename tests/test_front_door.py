@@ -27,7 +27,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 import dask_streamsvm
-from dask_streamsvm import LinearSVC, LogisticRegression, read_libsvm
+from dask_streamsvm import BudgetedSVC, LinearSVC, LogisticRegression, OnePassSVC, read_libsvm
 from dask_streamsvm._progress import CLEAR_LINE, PassProgress
 
 from ._helpers import run
@@ -302,6 +302,26 @@ MISTAKES = {
     "--model an input": ["train", "{data}", "--model", "{data}", "--overwrite"],
     "--proba of a LinearSVC without probabilities": ["predict", "{svm}", "{data}", "--proba",
                                                      "--out", "{out}"],
+    # Issue 53: the options of one model type given to another, and --proba of a kernel model.
+    "--probability with --model-type budgeted": ["train", "{data}", "--model", "{new}", "--model-type",
+                                                 "budgeted", "--probability"],
+    "--loss with --model-type onepass": ["train", "{data}", "--model", "{new}", "--model-type", "onepass",
+                                         "--loss", "hinge"],
+    "--tol with --model-type budgeted": ["train", "{data}", "--model", "{new}", "--model-type", "budgeted",
+                                         "--tol", "0.1"],
+    "--scale with --model-type onepass": ["train", "{data}", "--model", "{new}", "--model-type", "onepass",
+                                          "--scale"],
+    "--passes with --model-type onepass": ["train", "{data}", "--model", "{new}", "--model-type",
+                                           "onepass", "--passes", "3"],
+    "--budget with --model-type svm": ["train", "{data}", "--model", "{new}", "--budget", "50"],
+    "--lookahead with --model-type budgeted": ["train", "{data}", "--model", "{new}", "--model-type",
+                                               "budgeted", "--lookahead", "5"],
+    "--verbose with --model-type onepass": ["train", "{data}", "--model", "{new}", "--model-type",
+                                            "onepass", "--verbose"],
+    "an existing --model of --model-type budgeted": ["train", "{data}", "--model", "{existing}",
+                                                     "--model-type", "budgeted"],
+    "--proba of a BudgetedSVC": ["predict", "{budgeted}", "{data}", "--proba", "--out", "{out}"],
+    "--proba of a OnePassSVC": ["predict", "{onepass}", "{data}", "--proba", "--out", "{out}"],
 }  # fmt: skip
 
 
@@ -321,8 +341,11 @@ def test_a_mistake_in_the_options_is_answered_before_a_solver_is_imported(tmp_pa
     existing.write_bytes(b"a model")
     svm = tmp_path / "svm.dsvm"
     LinearSVC(solver="memory").fit(np.array([[0.5], [-0.5]]), [1, -1]).save(svm)
+    kernel = {"budgeted": BudgetedSVC(budget=2, max_iter=1), "onepass": OnePassSVC(lookahead=1)}
+    for kind, model in kernel.items():
+        model.fit(np.array([[0.5], [-0.5], [0.4], [-0.6]]), [1, -1, 1, -1]).save(tmp_path / f"{kind}.dsvm")
     names = {"data": data, "existing": existing, "new": tmp_path / "new.dsvm", "svm": svm,
-             "out": tmp_path / "p.csv"}  # fmt: skip
+             "out": tmp_path / "p.csv", **{kind: tmp_path / f"{kind}.dsvm" for kind in kernel}}  # fmt: skip
     argv = [str(part).format(**names) for part in MISTAKES[mistake]]
     imported = _imported_after(f"from dask_streamsvm.cli import main\nassert main({argv!r}) == 2")
     assert imported == (LOSSES_READ if "--loss" in argv else [])

@@ -11,11 +11,11 @@ fresh random seed each run.
   reader rejects the text, a ValueError naming the first bad line.
 * A fit either raises a ValueError or TypeError with a message, or gives a
   finite model whose ``predict`` works: never another exception.
-* A model file with bytes flipped, replaced, inserted, deleted or cut off,
-  or with crafted JSON metadata (deep nesting, wrong types in any field,
-  huge shapes, NaN), either loads as a model that predicts exactly as the
-  saved one or raises a ValueError naming the file: never another
-  exception, never a different model.
+* A model file (LinearSVC, BudgetedSVC, OnePassSVC) with bytes flipped,
+  replaced, inserted, deleted or cut off, or with crafted JSON metadata
+  (deep nesting, wrong types in any field, huge shapes, NaN), either loads
+  as a model that predicts exactly as the saved one or raises a ValueError
+  naming the file: never another exception, never a different model.
 """
 
 import io
@@ -35,7 +35,7 @@ from hypothesis.extra import numpy as hnp
 from sklearn.datasets import load_svmlight_file
 from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
 
-from dask_streamsvm import LinearSVC, load
+from dask_streamsvm import BudgetedSVC, LinearSVC, OnePassSVC, load
 from dask_streamsvm.io import _parse_block, _show, read_libsvm
 from dask_streamsvm.kernels.text import parse_block
 
@@ -343,7 +343,8 @@ def test_sbm_fit_on_any_small_dask_array_fits_or_raises_a_clear_error(inputs, k,
 
 @pytest.fixture(scope="module")
 def model_files(tmp_path_factory):
-    """``{name: (model, X, file bytes)}``: a binary model; a 3-class one with probabilities and weights."""
+    """``{name: (model, X, file bytes)}``: a binary model; a 3-class one with probabilities and weights;
+    a 3-class BudgetedSVC and OnePassSVC (issue 53)."""
     rng = np.random.RandomState(0)
     X = rng.randn(120, 3)
     y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0.8)
@@ -353,6 +354,8 @@ def model_files(tmp_path_factory):
         "three classes": LinearSVC(
             probability=True, class_weight={0: 2.0, 1: 1.0, 2: 0.5}, random_state=0
         ).fit(X, y),
+        "budgeted": BudgetedSVC(budget=8, max_iter=2, random_state=0).fit(X, y),
+        "onepass": OnePassSVC(lookahead=3, random_state=0).fit(X, y),
     }
     files = {}
     for name, model in models.items():
@@ -381,10 +384,13 @@ def _load_or_refuse(tmp_path_factory, data, original, X):
         warnings.simplefilter("ignore", UserWarning)  # feature names a crafted file may add
         assert np.array_equal(model.classes_, original.classes_)
         np.testing.assert_array_equal(model.decision_function(X), original.decision_function(X))
-        if original.probability:
+        if getattr(original, "probability", False):
             np.testing.assert_array_equal(model.predict_proba(X), original.predict_proba(X))
     event("loaded: the same model")
     return "loaded"
+
+
+MODEL_FILES = ["binary", "three classes", "budgeted", "onepass"]
 
 
 @st.composite
@@ -407,7 +413,7 @@ def _damaged_bytes(draw, data):
     return bytes(data)
 
 
-@_twins("model_file_bytes", given(st.sampled_from(["binary", "three classes"]), st.data()))
+@_twins("model_file_bytes", given(st.sampled_from(MODEL_FILES), st.data()))
 def test_a_damaged_model_file_loads_the_same_model_or_raises_value_error(
     tmp_path_factory, model_files, name, data
 ):
@@ -475,7 +481,7 @@ def _crafted_meta(draw, meta):
     return text.replace(json.dumps(_RAW), draw(_RAW_TEXTS)) if op == "raw" else text
 
 
-@_twins("model_file_json", given(st.sampled_from(["binary", "three classes"]), st.data()))
+@_twins("model_file_json", given(st.sampled_from(MODEL_FILES), st.data()))
 def test_crafted_model_metadata_loads_the_same_model_or_raises_value_error(
     tmp_path_factory, model_files, name, data
 ):

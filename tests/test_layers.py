@@ -222,9 +222,7 @@ def _loss_names(text):
 
 def test_only_the_rooms_of_losses_name_a_loss():
     named = {
-        name: _loss_names(path.read_text())
-        for name, path in _sources().items()
-        if name not in LOSS_ROOMS
+        name: _loss_names(path.read_text()) for name, path in _sources().items() if name not in LOSS_ROOMS
     }
     assert {name: found for name, found in named.items() if found} == {}
 

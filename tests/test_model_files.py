@@ -28,13 +28,14 @@ import warnings
 import zipfile
 
 import dask.array as da
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 import dask_streamsvm
-from dask_streamsvm import HashingMap, LinearSVC, load
+from dask_streamsvm import BudgetedSVC, HashingMap, LinearSVC, OnePassSVC, load
 from dask_streamsvm.engine.store import archive
 from dask_streamsvm.engine.store import checkpoint as ckpt
 from dask_streamsvm.features import PolynomialMap
@@ -848,3 +849,249 @@ def test_a_crafted_degree_of_the_polynomial_map_is_refused_without_hanging(tmp_p
         assert f"{path}: inconsistent model file: degree must be at most 60, got degree={degree}" in message
     with pytest.raises(ValueError, match="degree must be at most 60"):
         LinearSVC(feature_map=PolynomialMap(degree=100, n_features=64)).fit(X, y)
+
+
+# -- OnePassSVC and BudgetedSVC (issue 53) ----------------------------------------------------------
+
+
+def _kernel_models():
+    """The estimators of the round trips: BudgetedSVC with and without an intercept, OnePassSVC with
+    lookahead 1 and 10 (the buffer saved), and without the scaling."""
+    return {
+        "budgeted": lambda: BudgetedSVC(budget=15, max_iter=3, random_state=0),
+        "budgeted without intercept": lambda: BudgetedSVC(budget=15, max_iter=2, fit_intercept=False,
+                                                          random_state=0),
+        "onepass": lambda: OnePassSVC(random_state=0),
+        "onepass lookahead 1, not standardized": lambda: OnePassSVC(lookahead=1, standardize=False,
+                                                                    random_state=0),
+    }  # fmt: skip
+
+
+def _same_predictions(back, model, X):
+    np.testing.assert_array_equal(back.decision_function(X), model.decision_function(X))
+    np.testing.assert_array_equal(back.predict(X), model.predict(X))
+
+
+@pytest.mark.parametrize("name", list(_kernel_models()))
+@pytest.mark.parametrize("k", [2, 3])
+@pytest.mark.parametrize("form", ["in memory", "dask dataframe"])
+def test_kernel_and_one_pass_models_round_trip_and_go_on_with_partial_fit(tmp_path, name, k, form):
+    X, y = _data(k=k, n=240)
+    labels = np.asarray(["ham", "spam", "eggs"], dtype=object)[y]
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    model = _kernel_models()[name]()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # OnePassSVC's majority-class check may speak
+        if form == "in memory":
+            model.fit(frame, labels)
+        else:
+            table = dd.from_pandas(frame.assign(label=labels), npartitions=3)
+            model.fit(table, "label")
+    path = tmp_path / "model.dsvm"
+    model.save(path)
+    back = load(path)
+    assert type(back) is type(model) and back.get_params() == model.get_params()
+    np.testing.assert_array_equal(back.classes_, model.classes_)
+    np.testing.assert_array_equal(back.feature_names_in_, model.feature_names_in_)
+    _same_predictions(back, model, frame)
+    lazy = back.decision_function(dd.from_pandas(frame, npartitions=2)).compute()
+    np.testing.assert_array_equal(np.asarray(lazy), model.decision_function(frame))
+    if isinstance(model, BudgetedSVC):
+        for attr in ("n_support_", "intercept_", "gamma_", "n_iter_"):
+            np.testing.assert_array_equal(getattr(back, attr), getattr(model, attr))
+        for mine, theirs in zip(back.dual_coef_, model.dual_coef_, strict=True):
+            np.testing.assert_array_equal(mine, theirs)
+        for mine, theirs in zip(back.support_vectors_, model.support_vectors_, strict=True):
+            np.testing.assert_array_equal(mine, theirs)
+        assert str(back.merge_stats_) == str(model.merge_stats_)  # nan (no counter) equal too
+    else:
+        for attr in ("coef_", "intercept_", "radius_", "n_core_vectors_", "majority_fallback_"):
+            np.testing.assert_array_equal(getattr(back, attr), getattr(model, attr))
+    # partial_fit goes on from the loaded model as from the saved one (the buffers, the scaling and
+    # the budget's steps included).
+    more, more_y = _data(k=k, n=60, seed=1)
+    more = pd.DataFrame(more, columns=frame.columns)
+    for m in (model, back):
+        m.partial_fit(more, np.asarray(["ham", "spam", "eggs"], dtype=object)[more_y])
+    _same_predictions(back, model, frame)
+
+
+def test_a_one_pass_model_that_kept_the_majority_class_round_trips(tmp_path):
+    X, y = _data(n=200)
+    model = OnePassSVC(random_state=0).fit(X, y)
+    model._keep_majority(1)  # the constant model a failed fit keeps
+    model.save(tmp_path / "m.dsvm")
+    back = load(tmp_path / "m.dsvm")
+    assert back.majority_fallback_ and not back.coef_.any()
+    _same_predictions(back, model, X)
+
+
+def test_a_partial_fit_buffer_and_a_normalize_false_norm_round_trip(tmp_path):
+    X, y = _data(n=200)
+    X = X / np.linalg.norm(np.c_[X, np.ones(len(X))], axis=1, keepdims=True)  # rows of equal norms
+    X = np.c_[X, np.sqrt(np.maximum(1.0 - np.sum(X**2, axis=1), 0.0))]  # ... with the constant feature
+    for cut in range(10, 60):  # a first block that leaves rows in the buffer
+        model = OnePassSVC(normalize=False, lookahead=5).partial_fit(X[:cut], y[:cut], classes=[0, 1])
+        if model._balls.state.n_buf.any():
+            break
+    assert model._balls.state.n_buf.any()
+    model.save(tmp_path / "m.dsvm")
+    back = load(tmp_path / "m.dsvm")
+    assert back._balls.norm == model._balls.norm
+    for m in (model, back):
+        m.partial_fit(X[cut:], y[cut:])
+    _same_predictions(back, model, X)
+
+
+@pytest.fixture(scope="module")
+def kernel_files(tmp_path_factory):
+    """``{kind: (model, X, file bytes)}`` of a 3-class BudgetedSVC and OnePassSVC."""
+    X, y = _data(k=3, n=200)
+    folder = tmp_path_factory.mktemp("kernel")
+    files = {}
+    for kind, model in (("budgeted", BudgetedSVC(budget=10, max_iter=2, random_state=0)),
+                        ("onepass", OnePassSVC(lookahead=3, random_state=0))):  # fmt: skip
+        model.fit(X, y)
+        model.save(folder / f"{kind}.dsvm")
+        files[kind] = (model, X, (folder / f"{kind}.dsvm").read_bytes())
+    return files
+
+
+def test_a_truncated_kernel_or_one_pass_model_file_is_refused_naming_it(kernel_files, tmp_path):
+    damaged = tmp_path / "damaged.dsvm"
+    for _, _, data in kernel_files.values():
+        for size in range(0, len(data), max(len(data) // 60, 1)):
+            damaged.write_bytes(data[:size])
+            with pytest.raises(ValueError, match=re.escape(str(damaged))):
+                load(damaged)
+
+
+def _kernel_file(kernel_files, kind, tmp_path):
+    path = tmp_path / f"{kind}.dsvm"
+    path.write_bytes(kernel_files[kind][2])
+    return path
+
+
+# What each case edits in the file, and what the error says.
+KERNEL_EDITS = {
+    "budgeted: a declared shape": (
+        "budgeted", lambda p: _edit_meta(p, lambda m: m["arrays"]["beta"].update(shape=[10**7])),
+        r"beta has shape \(10000000,\), but 3 classes, n_features_in_=4 and 30 support vectors need",
+    ),
+    "budgeted: more support vectors than the budget allows": (
+        "budgeted", lambda p: _edit_meta(p, lambda m: m["params"].update(budget=5)),
+        "support_vectors_ holds 30 vectors, more than budget=5",
+    ),
+    "budgeted: n_support_ over the budget": (
+        "budgeted", lambda p: _replace_array(p, "n_support_", np.array([11, 9, 10])),
+        r"n_support_ holds counts outside \[0, 10\]",
+    ),
+    "budgeted: n_support_ that does not add up": (
+        "budgeted", lambda p: _replace_array(p, "n_support_", np.array([10, 9, 10])),
+        "n_support_ .10, 9, 10. sums to 29, but support_vectors_ holds 30 vectors",
+    ),
+    "budgeted: n_support_ of floats": (
+        "budgeted", lambda p: _replace_array(p, "n_support_", np.array([10.0, 10.0, 10.0])),
+        "n_support_ has dtype float64; it holds counts",
+    ),
+    "budgeted: a NaN support vector": (
+        "budgeted", lambda p: _replace_array(p, "support_vectors_", np.full((30, 4), np.nan)),
+        "support_vectors_ holds NaN or infinity",
+    ),
+    "budgeted: complex coefficients": (
+        "budgeted", lambda p: _replace_array(p, "beta", np.ones(30) + 1j),
+        "beta has dtype complex128; a model's weights are real numbers",
+    ),
+    "budgeted: squared norms that are not the vectors'": (
+        "budgeted", lambda p: _replace_array(p, "sv_sqnorm", np.full(30, 7.0)),
+        r"sv_sqnorm\[0\] = 7.0 is not the squared norm of support vector 0",
+    ),
+    "budgeted: a gamma_ that is not the parameter's": (
+        "budgeted", lambda p: _edit_meta(p, lambda m: m["params"].update(gamma=0.5)),
+        "gamma_=.* is not the parameter gamma=0.5",
+    ),
+    "budgeted: an offset without fit_intercept": (
+        "budgeted", lambda p: _edit_meta(p, lambda m: m["params"].update(fit_intercept=False)),
+        "intercept_ is .*, but fit_intercept is False",
+    ),
+    "budgeted: a lambda beyond 1 / C": (
+        "budgeted", lambda p: _replace_array(p, "lambda", np.array([2.0])),
+        r"lambda = 1 / \(n_samples C\) must be in \(0, 1 / C\]",
+    ),
+    "budgeted: coefficients beyond float64": (
+        "budgeted", lambda p: _replace_array(p, "beta", np.full(30, 1e308)),
+        "too large to score with",
+    ),
+    "onepass: a declared shape": (
+        "onepass", lambda p: _edit_meta(p, lambda m: m["arrays"]["ball_buf"].update(shape=[3, 4, 5])),
+        r"ball_buf has shape \(3, 4, 5\), but 3 classes, n_features_in_=4 and lookahead=3 need \(3, 3, 5\)",
+    ),
+    "onepass: another lookahead": (
+        "onepass", lambda p: _edit_meta(p, lambda m: m["params"].update(lookahead=4)),
+        "ball_buf has shape .* lookahead=4 need",
+    ),
+    "onepass: more buffered rows than the lookahead": (
+        "onepass", lambda p: _replace_array(p, "ball_n_buf", np.array([0, 4, 0])),
+        r"ball_n_buf holds counts outside \[0, 3\]",
+    ),
+    "onepass: a NaN weight": (
+        "onepass", lambda p: _replace_array(p, "coef_", np.full((3, 4), np.nan)), "coef_ holds NaN",
+    ),
+    "onepass: a negative radius": (
+        "onepass", lambda p: _replace_array(p, "ball_R", np.array([1.0, -1.0, 1.0])),
+        "ball_R holds values below 0",
+    ),
+    "onepass: started as numbers": (
+        "onepass", lambda p: _replace_array(p, "ball_started", np.array([1, 1, 1])),
+        "ball_started has dtype int64; it holds booleans",
+    ),
+    "onepass: a fallback with weights": (
+        "onepass", lambda p: _edit_meta(p, lambda m: m["attributes"].update(majority_fallback_=True)),
+        "majority_fallback_ is true, but coef_ is not 0",
+    ),
+    "onepass: radii of another count": (
+        "onepass", lambda p: _edit_meta(p, lambda m: m["attributes"].update(radius_=[1.0])),
+        "radius_ must be a list of 3 value",
+    ),
+    "onepass: a scaling of zeros": (
+        "onepass", lambda p: _replace_array(p, "standardize_scale_", np.zeros(4)),
+        "standardize_scale_ must be > 0",
+    ),
+    "onepass: a scaling without its arrays": (
+        "onepass", lambda p: _edit_meta(p, lambda m: m["attributes"].update(standardize_=None)),
+        "the arrays are .*, expected",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(KERNEL_EDITS))
+def test_an_edited_kernel_or_one_pass_model_file_is_refused_saying_what_is_wrong(
+    kernel_files, tmp_path, case
+):
+    kind, edit, message = KERNEL_EDITS[case]
+    path = _kernel_file(kernel_files, kind, tmp_path)
+    edit(path)
+    with pytest.raises(ValueError, match=message) as caught:
+        load(path)
+    assert str(path) in str(caught.value)
+
+
+def test_every_one_byte_corruption_of_a_kernel_model_file_is_refused_or_loads_the_same(
+    kernel_files, tmp_path
+):
+    damaged = tmp_path / "damaged.dsvm"
+    for model, X, data in kernel_files.values():
+        outcomes = {"refused": 0, "same": 0}
+        for position in range(0, len(data), max(len(data) // 400, 1)):
+            edited = bytearray(data)
+            edited[position] ^= 0x10
+            damaged.write_bytes(bytes(edited))
+            try:
+                loaded = load(damaged)
+            except ValueError as exc:
+                assert str(damaged) in str(exc), exc
+                outcomes["refused"] += 1
+                continue
+            _same_predictions(loaded, model, X)
+            outcomes["same"] += 1
+        assert outcomes["refused"] > 0

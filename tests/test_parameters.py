@@ -184,6 +184,7 @@ BUDGETED = [
     *boolean("fit_intercept"),
     *boolean("shuffle"),
     *bad("prefetch", 0, 1.5),
+    *bad("verbose", -1, "a", 1.5, None),
     *bad("random_state", -1, "a"),
 ]
 
@@ -422,6 +423,10 @@ CLI = [
     *options("train", "n_features", "--n-features", "abc", "0", "-1", data="svm"),
     *options("train", "class_weight", "--class-weight", "x"),
     *options("train", "class_weight", "--class-weight", "1:-5", "1:nan", shown="1:"),
+    # The options of --model-type budgeted and onepass (given to the default, svm: refused too).
+    *options("train", "budget", "--budget", "abc", "0", "-1", "1"),
+    *options("train", "gamma", "--gamma", "abc", "x"),
+    *options("train", "lookahead", "--lookahead", "abc", "0", "1.5", "5"),
     *options(
         "train", "checkpoint_dir", "--checkpoint-dir", Place("file"), Place("under a file"), Place("refusing")
     ),

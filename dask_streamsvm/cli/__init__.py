@@ -5,6 +5,7 @@
     dask-streamsvm train data/*.parquet --label income --model adult.model --cache 2GB
     dask-streamsvm train train.svm.bz2 --model a9a.model --passes 20 --tol 1e-4
     dask-streamsvm train train.svm.bz2 --model a9a-logistic.model --model-type logistic
+    dask-streamsvm train train.svm.bz2 --model a9a-rbf.model --model-type budgeted --budget 200
     dask-streamsvm train data/ --label income --model adult.model --scheduler tcp://host:8786
     dask-streamsvm predict adult.model new/*.parquet --out predictions.parquet
     dask-streamsvm predict a9a-logistic.model test.svm.bz2 --out predictions.csv --proba
@@ -36,7 +37,15 @@ they print in :mod:`.text`.  Each command's handler is looked up here
 import argparse
 import sys
 
-from .commands import MODEL_TYPES, cmd_demo, cmd_evaluate, cmd_predict, cmd_train, evaluation
+from .commands import (
+    LINEAR_OPTIONS,
+    MODEL_TYPES,
+    cmd_demo,
+    cmd_evaluate,
+    cmd_predict,
+    cmd_train,
+    evaluation,
+)
 from .commands import verbosity as _verbosity  # noqa: F401 - the name the tests read
 from .info import cmd_info
 from .paths import Data
@@ -142,6 +151,16 @@ def _positive_int(text):
     return value
 
 
+def _gamma(text):
+    """argparse type of ``--gamma``: "scale" or a number (checked > 0 with the model's parameters)."""
+    if text == "scale":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number > 0 or 'scale', got {text!r}") from None
+
+
 def _svm_loss(text):
     """argparse type of ``--loss``: a loss of the SVM (the logistic loss is ``--model-type logistic``)."""
     from ..engine.plan import losses
@@ -180,9 +199,11 @@ def build_parser():
     train = commands.add_parser(
         "train",
         parents=[traceback],
-        help="fit a LinearSVC or a LogisticRegression and save it",
-        description="Fit a LinearSVC (--model-type svm, the default) or a LogisticRegression "
-        "(--model-type logistic) and save it.",
+        help="fit a model (LinearSVC by default) and save it",
+        description="Fit a LinearSVC (--model-type svm, the default), a LogisticRegression "
+        "(--model-type logistic), a OnePassSVC (--model-type onepass) or a BudgetedSVC (--model-type "
+        "budgeted) and save it. The options of the linear models (--loss, --tol, --solver, ...) are "
+        "refused for the other two.",
     )
     _add_input_options(
         train, "label column of Parquet/CSV input (required there; LIBSVM lines carry their label)"
@@ -196,7 +217,9 @@ def build_parser():
         choices=tuple(MODEL_TYPES),
         default="svm",
         help="svm (the default): a LinearSVC; logistic: a LogisticRegression (the logistic loss, and "
-        "predict --proba gives its own probabilities)",
+        "predict --proba gives its own probabilities); onepass: a OnePassSVC (one read of the data, "
+        "--lookahead); budgeted: a BudgetedSVC, a Gaussian-kernel SVM on a budget of support vectors "
+        "(--budget, --gamma, --passes epochs)",
     )
     loss = train.add_argument(
         "--loss",
@@ -213,20 +236,27 @@ def build_parser():
     train.add_argument("--C", type=float, default=1.0, help="cost of a unit of loss (default: 1.0)")
     train.add_argument(
         "--cache",
-        default="1GB",
+        default=LINEAR_OPTIONS["cache"][1],
         metavar="BYTES",
         help="row cache budget when streaming: bytes, or a share of the rows such as 10%% (default: 1GB)",
     )
     train.add_argument(
-        "--passes", type=int, default=1000, metavar="N", help="most passes over the data (default: 1000)"
+        "--passes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="most passes over the data (default: 1000); --model-type budgeted: its epochs (default: 20)",
     )
     train.add_argument(
-        "--tol", type=float, default=1e-3, help="relative duality gap to reach (default: 1e-3)"
+        "--tol",
+        type=float,
+        default=LINEAR_OPTIONS["tol"][1],
+        help="relative duality gap to reach (default: 1e-3)",
     )
     train.add_argument(
         "--solver",
         choices=SOLVERS,
-        default="auto",
+        default=LINEAR_OPTIONS["solver"][1],
         help="streamsvm, sbm or bm stream files through the cache, band (auto where it applies) keeps "
         "the rows near the margin from a sample's solution; memory loads them",
     )
@@ -234,7 +264,7 @@ def build_parser():
         "--dual",
         action=_StoreWithLosses,
         choices=("auto", "true", "false"),
-        default="auto",
+        default=LINEAR_OPTIONS["dual"][1],
         help="true: the dual solvers (--solver); false: primal Newton steps (--loss %(newton_losses)s or "
         "--model-type logistic), on the cluster with --scheduler, for tall data or features far from "
         "unit scale; auto (default): the primal where the rows far outnumber the features",
@@ -254,6 +284,28 @@ def build_parser():
         help="--model-type svm: fit Platt's sigmoids too (probability=True), so that predict --proba "
         "gives probabilities (a LogisticRegression has its own)",
     )
+    train.add_argument(
+        "--budget",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="--model-type budgeted: most support vectors per one-vs-rest problem (default: 500)",
+    )
+    train.add_argument(
+        "--gamma",
+        type=_gamma,
+        default=None,
+        metavar="G",
+        help="--model-type budgeted: the Gaussian kernel's exp(-G ||x - x'||^2), a number or 'scale' "
+        "(the default: 1 / (n_features * X.var()), one more read of the data)",
+    )
+    train.add_argument(
+        "--lookahead",
+        type=_positive_int,
+        default=None,
+        metavar="L",
+        help="--model-type onepass: rows outside the ball buffered before it is updated (default: 10)",
+    )
     train.add_argument("--no-intercept", action="store_true", help="fit no intercept")
     train.add_argument("--seed", type=int, default=None, metavar="N", help="random seed of the row order")
     train.add_argument(
@@ -264,7 +316,10 @@ def build_parser():
         help="LIBSVM: number of features (default: read)",
     )
     train.add_argument(
-        "--verbose", action="store_true", help="show a progress bar per pass (the default on a terminal)"
+        "--verbose",
+        action="store_true",
+        help="show a progress bar per pass (the default on a terminal); --model-type budgeted: a line "
+        "per epoch",
     )
     train.add_argument("--quiet", action="store_true", help="no progress bar, even on a terminal")
     train.add_argument(

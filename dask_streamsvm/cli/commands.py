@@ -67,14 +67,34 @@ def _client(address):
 
 
 # ``train --model-type``: the estimator of each type, by its name in :mod:`dask_streamsvm` (imported
-# when ``train`` runs).  ``svm`` is the default.
-MODEL_TYPES = {"svm": "LinearSVC", "logistic": "LogisticRegression"}
+# when ``train`` runs).  ``svm`` is the default; the last two are the kernel and one-pass models.
+MODEL_TYPES = {"svm": "LinearSVC", "logistic": "LogisticRegression", "onepass": "OnePassSVC",
+               "budgeted": "BudgetedSVC"}  # fmt: skip
+LINEAR_TYPES = ("svm", "logistic")
+
+# ``train``'s options that set the linear models only, and their defaults (the parser's): given to
+# another --model-type, a one-line error.
+LINEAR_OPTIONS = {
+    "loss": ("--loss", None), "probability": ("--probability", False), "tol": ("--tol", 1e-3),
+    "solver": ("--solver", "auto"), "dual": ("--dual", "auto"), "cluster": ("--cluster", None),
+    "cache": ("--cache", "1GB"), "class_weight": ("--class-weight", None),
+    "skip_invalid": ("--skip-invalid", False), "checkpoint_dir": ("--checkpoint-dir", None),
+    "resume": ("--resume", False), "scale": ("--scale", False),
+}  # fmt: skip
+# ``train``'s options that set some model types only (their default: None or False), and those types.
+OWN_OPTIONS = {
+    "budget": ("--budget", ("budgeted",)), "gamma": ("--gamma", ("budgeted",)),
+    "lookahead": ("--lookahead", ("onepass",)), "passes": ("--passes", ("svm", "logistic", "budgeted")),
+    "verbose": ("--verbose", ("svm", "logistic", "budgeted")),
+}  # fmt: skip
 
 # The option of each model parameter the train command sets (the rest keep their names).
 _OPTIONS = {
     "max_iter": "--passes", "cache_bytes": "--cache", "random_state": "--seed",
     "fit_intercept": "--no-intercept",
 }  # fmt: skip
+# The passes of a linear model without --passes (a kernel model's default is its own).
+DEFAULT_PASSES = 1000
 
 
 def _checked_model(model):
@@ -100,15 +120,47 @@ def _estimator(args):
     import dask_streamsvm
 
     estimator = getattr(dask_streamsvm, MODEL_TYPES[args.model_type])
+    if args.model_type == "budgeted":
+        own = {"budget": args.budget, "gamma": args.gamma, "max_iter": args.passes}
+        return estimator, {**{k: v for k, v in own.items() if v is not None}, "verbose": verbosity(args)}
+    if args.model_type == "onepass":
+        return estimator, {} if args.lookahead is None else {"lookahead": args.lookahead}
     if args.model_type == "logistic":
         return estimator, {}
     own = {} if args.loss is None else {"loss": args.loss}  # else LinearSVC's default
     return estimator, {**own, "probability": True} if args.probability else own
 
 
+def _given(flag, value):
+    """An option as given on the command line: a flag alone, or with its value."""
+    return flag if value is True else f"{flag} {value}"
+
+
+def _check_model_type_options(args):
+    """Refuse an option that sets no parameter of the ``--model-type`` trained: one line naming it."""
+    kind, name = args.model_type, MODEL_TYPES[args.model_type]
+    if kind not in LINEAR_TYPES:
+        for dest, (flag, default) in LINEAR_OPTIONS.items():
+            value = getattr(args, dest)
+            if value != default:
+                raise UserError(
+                    f"{_given(flag, value)} sets an option of the linear models (--model-type svm or "
+                    f"logistic); --model-type {kind} trains a {name}, which has none: omit {flag}"
+                )
+    for dest, (flag, kinds) in OWN_OPTIONS.items():
+        value = getattr(args, dest)
+        if value not in (None, False) and kind not in kinds:
+            types = " or ".join(kinds)
+            raise UserError(
+                f"{_given(flag, value)} sets an option of --model-type {types}, not of --model-type "
+                f"{kind} (a {name}): omit {flag}, or give --model-type {kinds[0]}"
+            )
+
+
 def _check_train_options(args):
     """Refuse the combinations of ``train``'s options that no fit takes, before anything heavy is
     imported or any data opened: one line, in the options' words."""
+    _check_model_type_options(args)
     if args.model_type == "logistic" and args.loss is not None:
         from ..engine.plan import losses  # read already by --loss's check
 
@@ -213,7 +265,8 @@ def cmd_train(args):
     # The options and paths first, with the standard library alone: a mistake is answered before
     # scikit-learn, numba and Dask are imported (seconds), as a user waits for it.
     _check_train_options(args)
-    where = _where(args)
+    linear = args.model_type in LINEAR_TYPES
+    where = _where(args) if linear else {}
     paths = expand_paths(args.paths)
     if args.checkpoint_dir is None:
         check_output(args.model, "--model", paths, overwrite=args.overwrite, replaced=True)
@@ -224,22 +277,24 @@ def cmd_train(args):
         check_output(args.model, "--model", [*paths, checkpoint], overwrite=args.overwrite, replaced=True)
         check_checkpoint_dir(args.checkpoint_dir, checkpoint, paths)
     estimator, own = _estimator(args)
-    model = estimator(
-        C=args.C,
-        fit_intercept=not args.no_intercept,
-        tol=args.tol,
-        max_iter=args.passes,
-        solver=args.solver,
-        cache_bytes=args.cache,
-        random_state=args.seed,
-        verbose=verbosity(args),
-        class_weight=_class_weight(args.class_weight),
-        on_invalid="skip" if args.skip_invalid else "raise",
-        checkpoint_dir=args.checkpoint_dir,
-        **own,
-        **where,
-        **_feature_map_params(args),
-    )
+    common = {"C": args.C, "fit_intercept": not args.no_intercept, "random_state": args.seed}
+    if not linear:
+        model = estimator(**common, **own)
+    else:
+        model = estimator(
+            **common,
+            tol=args.tol,
+            max_iter=DEFAULT_PASSES if args.passes is None else args.passes,
+            solver=args.solver,
+            cache_bytes=args.cache,
+            verbose=verbosity(args),
+            class_weight=_class_weight(args.class_weight),
+            on_invalid="skip" if args.skip_invalid else "raise",
+            checkpoint_dir=args.checkpoint_dir,
+            **own,
+            **where,
+            **_feature_map_params(args),
+        )
     _checked_model(model)  # before the data is opened: the error names the option
     resume = {"resume": True} if args.resume else {}
     with _scheduler(args.scheduler):
@@ -253,12 +308,47 @@ def cmd_train(args):
             _fit_with_warnings(model, data.frame, data.label, **resume)
         else:
             _fit_with_warnings(model, data.X, data.y, **resume)
-        if args.solver != "memory":
+        if args.solver != "memory" and linear:
             n_rows = rows_streamed(model.history_)
         seconds = time.perf_counter() - start
     model.save(args.model)
-    print(_summary(model, args, n_rows, seconds))
+    print(_summary(model, args, n_rows, seconds) if linear else _kernel_summary(model, args, seconds))
     return 0
+
+
+def _classes_text(model):
+    """The classes of a fitted model as ``train`` prints them: the first ten, in order."""
+    classes = ", ".join(repr(c) for c in model.classes_.tolist()[:10])
+    more = ", ..." if len(model.classes_) > 10 else ""
+    return f"{len(model.classes_)} classes ({classes}{more})"
+
+
+def _kernel_summary(model, args, seconds):
+    """The line ``train`` prints for a ``BudgetedSVC`` or a ``OnePassSVC``: what was trained, on how
+    many rows, and what its model holds (support vectors and merges; the ball)."""
+    name = MODEL_TYPES[args.model_type]
+    head = f"Trained {name} (C={args.C:g}"
+    if args.model_type == "budgeted":
+        stats = model.merge_stats_
+        rows = stats["steps"] // max(model.n_iter_, 1)
+        vectors = model.n_support_.tolist()
+        shown = vectors[0] if len(vectors) == 1 else vectors
+        head += f", gamma_={model.gamma_:.4g}, budget={model.budget}) on {rows:,} rows x "
+        body = (
+            f"{_count(model.n_iter_, 'epoch', 'epochs')}, support vectors {shown} (budget {model.budget} "
+            f"per problem), {stats['merges']:,} merges"
+        )
+    else:
+        radius, core = np.atleast_1d(model.radius_).tolist(), np.atleast_1d(model.n_core_vectors_).tolist()
+        radius = numbers_text(radius[0] if len(radius) == 1 else radius, ".4g")
+        head += f", lookahead={model.lookahead}) on "
+        body = f"one pass, ball radius {radius}, core vectors {core[0] if len(core) == 1 else core}"
+        if model.majority_fallback_:
+            body += ", the constant model of the majority class kept (majority_fallback_)"
+    return (
+        f"{head}{model.n_features_in_:,} features, {_classes_text(model)}: {body}, {seconds:.2f} s. "
+        f"Model saved to {args.model}."
+    )
 
 
 def _summary(model, args, n_rows, seconds):
@@ -272,8 +362,6 @@ def _summary(model, args, n_rows, seconds):
     if cluster is not None:
         n_rows = cluster["rows"]
     rows = "" if n_rows is None else f"{n_rows:,} rows x "
-    classes = ", ".join(repr(c) for c in model.classes_.tolist()[:10])
-    more = ", ..." if len(model.classes_) > 10 else ""
     status = "converged" if gap <= args.tol else f"not converged: {_advice(model, args, cluster)}"
     if cluster is None:
         where = "in memory on " if args.solver == "memory" else "streamed on "
@@ -294,7 +382,7 @@ def _summary(model, args, n_rows, seconds):
     params = f"C={args.C:g}" if args.model_type == "logistic" else f"loss={model.loss}, C={args.C:g}"
     return (
         f"Trained {MODEL_TYPES[args.model_type]} ({params}) {where}{rows}"
-        f"{model.n_features_in_:,} features{after}, {len(model.classes_)} classes ({classes}{more}): "
+        f"{model.n_features_in_:,} features{after}, {_classes_text(model)}: "
         f"{count}, relative duality gap {gap:.2e} (tol {args.tol:g}, {status}), "
         f"primal objective {objective:.6g}{summed}, {seconds:.2f} s. Model saved to {args.model}."
     )
@@ -448,6 +536,12 @@ def cmd_predict(args):
     check_output(out, "--out", [args.model, *paths], overwrite=args.overwrite, directory=kind == "parquet")
     if args.proba:  # from the file's own table, before an estimator is imported (seconds)
         meta, _ = read_model_file(args.model)
+        if meta["estimator"] not in ("LinearSVC", "LogisticRegression"):
+            raise UserError(
+                f"--proba: {args.model!r} is a {meta['estimator']}, which gives no probabilities (its "
+                "decision values are written as 'decision'): omit --proba, or train a LogisticRegression "
+                "with 'train --model-type logistic'"
+            )
         if meta["estimator"] == "LinearSVC" and not meta["params"].get("probability"):
             _no_probabilities(args.model, meta["estimator"])
     model = load_model(args.model)
@@ -499,16 +593,25 @@ def evaluation(model, data):
     predicted, scores, y = dask.compute(model.predict(data.X), model.decision_function(data.X), data.y)
     y = np.asarray(y)
     predicted, scores = np.asarray(predicted), np.asarray(scores)
-    gap, objective = np.maximum(model.duality_gap_, 0.0), model.objective_  # rounding: never below 0
+    certified = hasattr(model, "duality_gap_")  # a linear model's certificate (none for the others)
+    gap = np.maximum(model.duality_gap_, 0.0) if certified else None  # rounding: never below 0
+    objective = model.objective_ if certified else None
     return {
         "estimator": type(model).__name__,
         "rows": int(y.shape[0]),
         "accuracy": float(np.mean(predicted == y)) if y.shape[0] else None,
         "roc_auc": _roc_auc(y, scores, model.classes_),
         **_class_metrics(y, predicted, model.classes_),
-        "training_duality_gap": float(gap) if np.ndim(gap) == 0 else np.asarray(gap).tolist(),
-        "training_objective": objective if np.isscalar(objective) else np.asarray(objective).tolist(),
+        "training_duality_gap": _numbers(gap),
+        "training_objective": _numbers(objective),
     }
+
+
+def _numbers(value):
+    """A number, or a list of them per problem, as JSON holds it (None stays None)."""
+    if value is None:
+        return None
+    return float(value) if np.ndim(value) == 0 else np.asarray(value, dtype=float).tolist()
 
 
 def _class_metrics(y, predicted, classes):
@@ -554,8 +657,11 @@ def cmd_evaluate(args):
         print(f"{(name if name != 'f1' else 'F1') + which:32}{value}")
     for line in _confusion_text(result["classes"], result["confusion_matrix"]).splitlines():
         print(printable(line))  # the labels come from the data: no escape sequence acts
-    print(f"{'training duality gap':32}{numbers_text(result['training_duality_gap'], '.2e')}")
-    print(f"{'training objective':32}{numbers_text(result['training_objective'], '.6g')}")
+    if result["training_duality_gap"] is None:
+        print(f"{'training duality gap':32}none (a {result['estimator']} has no certificate)")
+    else:
+        print(f"{'training duality gap':32}{numbers_text(result['training_duality_gap'], '.2e')}")
+        print(f"{'training objective':32}{numbers_text(result['training_objective'], '.6g')}")
     return 0
 
 

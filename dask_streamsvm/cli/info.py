@@ -62,6 +62,74 @@ def _reads(saved):
     return reads_made(history, rows_streamed(history))
 
 
+def _linear(attributes, arrays):
+    """What ``info`` shows of a linear model: its passes (and reads of the data), its certificate."""
+    return {
+        "passes": int(attributes["n_iter_"]),
+        "reads": None if "cluster_parts_" in attributes else _reads(attributes.get("history_")),
+        "duality_gap": _per_problem(attributes["duality_gap_"], floor=0.0),
+        "objective": _per_problem(attributes["objective_"]),
+    }
+
+
+def _budgeted(attributes, arrays):
+    """What ``info`` shows of a ``BudgetedSVC``: its epochs, support vectors per problem, kernel and
+    merges (the file's arrays, read as written: ``load`` checks them)."""
+    return {
+        "epochs": int(attributes["n_iter_"]),
+        "support_vectors": [int(n) for n in arrays["n_support_"]],
+        "gamma": float(arrays["gamma_"][0]),
+        "steps": int(arrays["steps"][0]),
+        "merges": int(arrays["merge_counts"][:, 0].sum()),
+        "removals": int(arrays["merge_counts"][:, 1].sum()),
+    }
+
+
+def _onepass(attributes, arrays):
+    """What ``info`` shows of a ``OnePassSVC``: each problem's ball and whether the constant model of
+    the majority class was kept."""
+    return {
+        "radius": [float(r) for r in attributes["radius_"]],
+        "core_vectors": [int(m) for m in attributes["n_core_vectors_"]],
+        "majority_fallback": bool(attributes["majority_fallback_"]),
+        "standardized": attributes.get("standardize_") is not None,
+    }
+
+
+# What info reads of each estimator's model, and the lines it shows of it.
+_MODELS = {"LinearSVC": _linear, "LogisticRegression": _linear, "BudgetedSVC": _budgeted,
+           "OnePassSVC": _onepass}  # fmt: skip
+
+
+def _model_lines(info):
+    """The lines ``info`` prints of what the estimator's model holds."""
+    if "duality_gap" in info:
+        # A streamed fit's reads of the data, as train's summary counts them (its passes count from
+        # 0, and one read may feed several).
+        reads = info["reads"]
+        of_data = "" if reads is None else f" ({reads} read{'' if reads == 1 else 's'} of the data)"
+        return [
+            f"{'passes':16}{info['passes']}{of_data}",
+            f"{'duality gap':16}{numbers_text(info['duality_gap'], '.2e')} (relative, certified at the end "
+            "of training)",
+            f"{'objective':16}{numbers_text(info['objective'], '.8g')}",
+        ]
+    if "support_vectors" in info:
+        budget = info["params"].get("budget")
+        return [
+            f"{'epochs':16}{info['epochs']} ({info['steps']:,} steps)",
+            f"{'support vectors':16}{info['support_vectors']} per problem (budget {budget} each)",
+            f"{'gamma_':16}{info['gamma']:.6g} (kernel exp(-gamma_ ||x - x'||^2))",
+            f"{'merges':16}{info['merges']:,} ({info['removals']:,} removals)",
+        ]
+    fallback = " (the constant model of the majority class was kept)" if info["majority_fallback"] else ""
+    return [
+        f"{'ball radius':16}{numbers_text(info['radius'], '.6g')} per problem",
+        f"{'core vectors':16}{info['core_vectors']} per problem",
+        f"{'majority class':16}{'kept' if info['majority_fallback'] else 'not kept'}{fallback}",
+    ]
+
+
 def cmd_info(args):
     """What a model file holds, read as it is written (:func:`~.paths.read_model_file`: format,
     estimator and checksums checked), without building the model: neither scikit-learn nor the
@@ -79,13 +147,10 @@ def cmd_info(args):
             "classes": arrays["classes_"].tolist(),
             "n_features": int(attributes["n_features_in_"]),
             "feature_names": None if names is None else [str(c) for c in names],
-            "passes": int(attributes["n_iter_"]),
-            "reads": None if "cluster_parts_" in attributes else _reads(attributes.get("history_")),
-            "duality_gap": _per_problem(attributes["duality_gap_"], floor=0.0),
-            "objective": _per_problem(attributes["objective_"]),
+            **_MODELS[meta["estimator"]](attributes, arrays),
             "params": {k: _param_shown(v) for k, v in meta["params"].items() if k not in NOT_SHOWN},
         }
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
         what = f"{exc} is missing" if isinstance(exc, KeyError) else one_line(exc)
         raise UserError(f"{args.model}: inconsistent model file: {what}") from None
     if args.json:
@@ -101,19 +166,8 @@ def cmd_info(args):
     ]
     if info["feature_names"] is not None:
         lines.append(f"{'feature names':16}{short_list(info['feature_names'], 8)}")
-    gap = numbers_text(info["duality_gap"], ".2e")
     shown = ", ".join(f"{k}={v!r}" for k, v in info["params"].items())
-    # A streamed fit's reads of the data, as train's summary counts them (its passes count from 0,
-    # and one read may feed several).
-    reads = info["reads"]
-    of_data = "" if reads is None else f" ({reads} read{'' if reads == 1 else 's'} of the data)"
-    count = f"{info['passes']}{of_data}"
-    lines += [
-        f"{'passes':16}{count}",
-        f"{'duality gap':16}{gap} (relative, certified at the end of training)",
-        f"{'objective':16}{numbers_text(info['objective'], '.8g')}",
-        f"{'parameters':16}{shown}",
-    ]
+    lines += [*_model_lines(info), f"{'parameters':16}{shown}"]
     for line in lines:
         print(printable(line))
     return 0

@@ -146,7 +146,7 @@ def open_data(args, paths, *, label_needed, n_features=None):
 # info reads a file without importing the estimators (tests/test_front_door.py checks that they agree).
 MODEL_FORMAT, MODEL_VERSION = "dask-streamsvm-model", 1
 MODEL_FILE = "dask_streamsvm model file"
-MODEL_ESTIMATORS = ("LinearSVC", "LogisticRegression")
+MODEL_ESTIMATORS = ("LinearSVC", "LogisticRegression", "OnePassSVC", "BudgetedSVC")
 
 
 def _check_model_path(path):

@@ -102,22 +102,29 @@ def _better_mode(plan):
     )
 
 
-def fit_average(client, placement, plan, clock_start):
+def fit_average(client, placement, plan, clock_start, on_part=None):
     """The parts' models averaged, weighted by their rows: a :class:`~..plan.result.FitResult`.
 
     A lost worker's part is trained again on a live one (Dask runs its task again, from the same
-    seed); a fit that fails cancels every task it made."""
+    seed); a fit that fails cancels every task it made.  ``on_part(record)`` is called as each part
+    is trained (``part``, ``parts``, ``worker``, ``seconds``), in the order they finish."""
     with cancelled_on_error(client):
-        return _fit_average(client, placement, plan, clock_start)
+        return _fit_average(client, placement, plan, clock_start, on_part)
 
 
-def _fit_average(client, placement, plan, clock_start):
+def _fit_average(client, placement, plan, clock_start, on_part):
     parts = placement.parts
     # Every part draws its seeds from the fit's seed, as a fit with random_state=plan.seed does.
     part_seed = int(np.random.RandomState(plan.seed).randint(np.iinfo(np.int64).max, dtype=np.int64))
     part_plan = plan.replace(seed=part_seed, calibration_seed=None)
     futures = [submit(client, train_part, part_plan, source, worker=worker) for worker, source in parts]
-    fits = gather(client, futures)
+
+    def trained(j):
+        if on_part is not None:
+            seconds = time.perf_counter() - clock_start
+            on_part({"part": j, "parts": len(parts), "worker": parts[j][0], "seconds": seconds})
+
+    fits = gather(client, futures, on_done=trained)
     sent = 3 * sum(packed.nbytes for _, packed in parts)  # counting labels, training, certifying
     received = sum(f.W.nbytes for f in fits)
     rows = np.asarray(placement.rows, dtype=float)

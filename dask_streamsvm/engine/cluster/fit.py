@@ -60,16 +60,18 @@ def fit_on_cluster(client, source, plan, method, hooks, clock_start):
                     client, source, plan, clock_start=clock_start, on_pass=on_pass, placement=placement
                 )
             elif method != "band":  # the dual methods (CoCoA+ also where the band gave up)
-                on_round = None
-                if hooks.callbacks or hooks.verbose:
+                on_round = on_part = None
+                if hooks.wants_rounds():
 
                     def on_round(record):
                         return hooks.on_round(named([record])[0])
 
+                    on_part = hooks.on_part
                 plan = plan.replace(cluster=method)
                 result = fit_cluster(
-                    client, source, plan, clock_start=clock_start, on_round=on_round, placement=placement
-                )
+                    client, source, plan, clock_start=clock_start, on_round=on_round, placement=placement,
+                    on_part=on_part,
+                )  # fmt: skip
                 if spent:
                     result.history[:0] = spent
                     result.messages.append(
@@ -84,11 +86,12 @@ def fit_on_cluster(client, source, plan, method, hooks, clock_start):
     return result
 
 
-def fit_cluster(client, source, plan, *, clock_start, on_round=None, placement=None):
+def fit_cluster(client, source, plan, *, clock_start, on_round=None, placement=None, on_part=None):
     """The dual methods: ``plan.cluster`` (``"average"``, :mod:`.average`, or ``"cocoa"``,
     :mod:`.cocoa`) on ``source`` over ``client``'s workers.
 
-    ``on_round(record)``, after every CoCoA+ round, stops the rounds with a true value.  A
+    ``on_round(record)``, after every CoCoA+ round, stops the rounds with a true value;
+    ``on_part(record)`` is told of each part the average trains.  A
     ``plan.cache_share`` (``cache_bytes="10%"``) is that share of the largest part's bytes, for
     every worker's cache (:func:`~.parts.with_part_cache`).  ``placement``: the parts
     (:func:`~.parts.parts_of`; None: made here).
@@ -102,7 +105,7 @@ def fit_cluster(client, source, plan, *, clock_start, on_round=None, placement=N
     scaler, placement = scaled_parts(client, source, plan, placement)
     plan = with_part_cache(client, plan, placement)
     if plan.cluster == "average":
-        result = fit_average(client, placement, plan, clock_start)
+        result = fit_average(client, placement, plan, clock_start, on_part=on_part)
     else:
         width = plan.model_width(source.n_features)
         result = fit_cocoa(client, placement, plan, width, clock_start, on_round=on_round)

@@ -327,15 +327,16 @@ def scatter(client, value, worker):
         raise WorkerLost([worker], f" (no array could be placed on it in {_SCATTER_SECONDS} s)") from exc
 
 
-def gather(client, futures, placed=(), reads=None):
+def gather(client, futures, placed=(), reads=None, on_done=None):
     """Results of ``futures``: the first task's error is raised, and so is :class:`WorkerLost`
     when a worker of ``placed`` leaves, or an error when no worker is left: never a hang.
 
     ``reads``, for tasks that read parts, is ``(seconds, partitions)``: how
     long they may take, and the partitions each future reads; a
     :class:`~..data.waiting.ReadTimeout` names those not read in time.
+    ``on_done(i)`` is called as each future ``futures[i]`` finishes, in the order they finish.
     """
-    wait(client, futures, placed, reads)
+    wait(client, futures, placed, reads, on_done=on_done)
     return client.gather(futures)
 
 
@@ -360,10 +361,10 @@ def compute(client, tasks, stalled=None):
 compute_on_clusters_with(compute)  # the data room's reads, on a distributed client
 
 
-def wait(client, futures, placed=(), reads=None, stalled=None):
+def wait(client, futures, placed=(), reads=None, stalled=None, on_done=None):
     """Wait for ``futures`` as :func:`gather` does, without gathering them: a task's error is
     raised as soon as it comes (the fit then cancels the others, :func:`cancelled_on_error`).
-    ``stalled``: as :func:`compute`'s.
+    ``stalled`` and ``on_done``: as :func:`compute`'s and :func:`gather`'s.
 
     Between waits of :data:`POLL_SECONDS` the :class:`WorkerWatch` asks the scheduler for its
     workers: a slow or busy cluster only waits longer."""
@@ -396,6 +397,10 @@ def wait(client, futures, placed=(), reads=None, stalled=None):
         left = [future for future in pending if not future.done()]
         if len(left) < len(pending):
             finished = time.monotonic()
+            if on_done is not None:
+                for future in pending:
+                    if future.done():
+                        on_done(futures.index(future))
         pending = left
 
 

@@ -33,6 +33,9 @@ SPARSE_SHARE = 0.05
 # at C = 1e306 on 600 rows it rounds to 0 (the steps ``1 / (lambda t)`` then divide by zero).  Up to
 # this bound it does for any number of rows below 1e150.
 MAX_C = 1e150
+# Counters of each problem's budget maintenance (merges, removals, shadowed and equal decisions,
+# margin violations): the columns of the kernels' ``stats``.
+MERGE_COUNTERS = 5
 
 
 def merge_tables():
@@ -167,21 +170,22 @@ def _gamma_of_variance(var, n_features):
 class BSGD:
     """BSGD on ``n_problems`` problems over rows of ``n_features`` features.
 
-    ``lambda = 1 / (n_samples C)``; ``merge`` names the merge method (a key
-    of :data:`MERGES`).  ``shadow``, another method or None, makes its own
+    ``lambda = 1 / (n_samples C)`` (or ``lam``, a saved model's); ``merge``
+    names the merge method (a key of :data:`MERGES`).  ``shadow``, another method or None, makes its own
     partner choice at every merge without acting on it, to count how often
     the two agree (``merge_stats()["equal_decisions"]``); it slows the
     merges, so it is for measurements only.
     """
 
-    def __init__(self, n_problems, n_features, *, budget, gamma, C, n_samples, merge, shadow=None):
+    def __init__(self, n_problems, n_features, *, budget, gamma, C, n_samples, merge, shadow=None, lam=None):
         k, B = n_problems, int(budget)
         width = n_features + 1  # the kernels' layout: a bias feature, left at 0
         method = MERGES[merge]
         shadow = -1 if shadow is None else MERGES[shadow]
         lookup = method in (kb.LOOKUP_H, kb.LOOKUP_WD) or shadow in (kb.LOOKUP_H, kb.LOOKUP_WD)
         H, W = merge_tables() if lookup else (np.zeros((2, 2)), np.zeros((2, 2)))
-        lam = 1.0 / (max(n_samples, 1) * float(C))
+        if lam is None:  # given: a saved model's (restore)
+            lam = 1.0 / (max(n_samples, 1) * float(C))
         check_budget(B, k, n_features)
         self.settings = kb.BudgetSettings(float(gamma), lam, B, method, shadow, H, W)
         try:
@@ -191,7 +195,7 @@ class BSGD:
                 SVSQ=np.zeros((k, B + 1)),
                 BETA=np.zeros((k, B + 1)),
                 n_sv=np.zeros(k, dtype=np.int64),
-                stats=np.zeros((k, 5), dtype=np.int64),
+                stats=np.zeros((k, MERGE_COUNTERS), dtype=np.int64),
                 merge_ticks=np.zeros(k, dtype=np.int64),
             )
         except MemoryError:  # less memory for this process than the machine has (a container's limit)
@@ -213,10 +217,49 @@ class BSGD:
         self.kernel_ticks += kb.ticks() - start_ticks
         self.kernel_seconds += time.perf_counter() - start
 
-    def epochs(self, X, signs, passes, rng=None):
-        """``passes`` epochs over rows in memory, each in a new ``rng.permutation`` (without: in order)."""
-        for _ in range(passes):
+    def epochs(self, X, signs, passes, rng=None, on_epoch=None):
+        """``passes`` epochs over rows in memory, each in a new ``rng.permutation`` (without: in order).
+
+        ``on_epoch(epoch, info)``, if given, is called after every epoch
+        (``epoch`` from 0) with :meth:`epoch_info`.
+        """
+        start = time.perf_counter()
+        for epoch in range(passes):
             self.steps(X, signs, rng.permutation(X.shape[0]) if rng is not None else np.arange(X.shape[0]))
+            if on_epoch is not None:
+                on_epoch(epoch, self.epoch_info(passes, X.shape[0], time.perf_counter() - start))
+
+    def stream(self, blocks, passes, on_epoch=None):
+        """The steps of every ``(epoch, rows, signs, order)`` of ``blocks`` (the reads of a stream, in
+        order); ``on_epoch(epoch, info)`` as in :meth:`epochs`, after the last block of each epoch."""
+        start, rows, current = time.perf_counter(), 0, None
+        for epoch, X, signs, order in blocks:
+            if current is not None and epoch != current:
+                self._epoch_done(on_epoch, current, passes, rows, start)
+                rows = 0
+            current = epoch
+            self.steps(X, signs, order)
+            rows += len(order)
+        if current is not None:
+            self._epoch_done(on_epoch, current, passes, rows, start)
+
+    def _epoch_done(self, on_epoch, epoch, passes, rows, start):
+        if on_epoch is not None:
+            on_epoch(epoch, self.epoch_info(passes, rows, time.perf_counter() - start))
+
+    def epoch_info(self, passes, rows, seconds):
+        """What ``on_epoch`` is told after an epoch: ``epochs`` (of the fit), ``rows`` (of the
+        epoch), ``support_vectors`` (a list, per problem), ``merges`` and ``removals`` so far, and
+        ``seconds`` since the first epoch began."""
+        stats = self.state.stats.sum(axis=0)
+        return {
+            "epochs": int(passes),
+            "rows": int(rows),
+            "support_vectors": self.state.n_sv.tolist(),
+            "merges": int(stats[0]),
+            "removals": int(stats[1]),
+            "seconds": float(seconds),
+        }
 
     @property
     def n_steps(self):
@@ -238,6 +281,42 @@ class BSGD:
         out = np.zeros((X.shape[0], self.state.SV.shape[0]))
         kb.predict_block(as_kernel_rows(X), self.state, self.settings.gamma, self.scale, out)
         return out
+
+    def saved(self):
+        """``(arrays, records)``: the state a model file keeps (see ``dask_streamsvm._persist``), from
+        which :meth:`restore` rebuilds it exactly: the support vectors of every problem one after
+        the other, their ``beta`` and squared norms, ``n_support_``, ``lambda``, the steps so far and
+        the merge counters; the records are the timings of :meth:`merge_seconds`."""
+        s = self.state
+        n = s.n_sv
+        arrays = {
+            "n_support_": n.copy(),
+            "support_vectors_": np.concatenate([s.SV[c, :-1, :m].T for c, m in enumerate(n)]),
+            "beta": np.concatenate([s.BETA[c, :m] for c, m in enumerate(n)]),
+            "sv_sqnorm": np.concatenate([s.SVSQ[c, :m] for c, m in enumerate(n)]),
+            "gamma_": np.array([self.settings.gamma]),
+            "lambda": np.array([self.settings.lam]),
+            "steps": np.array([self.n_steps], dtype=np.int64),
+            "merge_counts": s.stats.copy(),
+            "merge_ticks": s.merge_ticks.copy(),
+        }
+        records = {"kernel_seconds": float(self.kernel_seconds), "kernel_ticks": int(self.kernel_ticks)}
+        return arrays, records
+
+    def restore(self, arrays, records):
+        """Set what :meth:`saved` gave (checked by the caller: ``n_support_`` within the budget and
+        summing to the vectors' rows) on this fresh driver of the same problems, features, budget,
+        gamma and lambda."""
+        s = self.state
+        ends = np.cumsum(arrays["n_support_"])
+        for c, (m, end) in enumerate(zip(arrays["n_support_"], ends, strict=True)):
+            rows = slice(end - m, end)
+            s.SV[c, :-1, :m] = arrays["support_vectors_"][rows].T
+            s.BETA[c, :m], s.SVSQ[c, :m] = arrays["beta"][rows], arrays["sv_sqnorm"][rows]
+        s.n_sv[:] = arrays["n_support_"]
+        s.t[0] = int(arrays["steps"][0]) + 1
+        s.stats[:], s.merge_ticks[:] = arrays["merge_counts"], arrays["merge_ticks"]
+        self.kernel_seconds, self.kernel_ticks = records["kernel_seconds"], records["kernel_ticks"]
 
     def merge_seconds(self):
         """Seconds in budget maintenance: its ticks at the kernel calls' rate (nan without a counter)."""

@@ -22,6 +22,14 @@ from ...kernels.meb import BallSettings, BallState, flush, meb_block
 from ..dual.memory import check_sqnorms
 from ..plan.layout import as_kernel_rows
 
+# The arrays of a model file that hold the balls (``ball_`` and a field of BallState) and what each
+# holds: real numbers, real numbers >= 0, counts, booleans.
+BALL_ARRAYS = {
+    "ball_V": "real", "ball_A": "real", "ball_WSQ": "non-negative", "ball_R": "non-negative",
+    "ball_XI2": "non-negative", "ball_M": "count", "ball_started": "boolean", "ball_buf": "real",
+    "ball_buf_y": "real", "ball_n_buf": "count",
+}  # fmt: skip
+
 
 class Balls:
     """The balls of ``n_problems`` problems over rows of ``n_features`` features.
@@ -49,6 +57,26 @@ class Balls:
             n_buf=np.zeros(k, dtype=np.int64),
         )
         self.norm = None  # normalize=False: the x . x every row must have
+
+    @staticmethod
+    def saved_shapes(n_problems, n_features, lookahead):
+        """The shape of each array of :data:`BALL_ARRAYS` for these problems, features and lookahead."""
+        k, width, depth = n_problems, n_features + 1, lookahead if lookahead > 1 else 0
+        shapes = dict.fromkeys(["ball_A", "ball_WSQ", "ball_R", "ball_XI2", "ball_M", "ball_started"], (k,))
+        shapes.update(ball_V=(k, width), ball_buf=(k, depth, width), ball_buf_y=(k, depth), ball_n_buf=(k,))
+        return shapes
+
+    def saved(self):
+        """The balls as the arrays of :data:`BALL_ARRAYS` (the rows still buffered included)."""
+        return {f"ball_{name}": np.copy(value) for name, value in self.state._asdict().items()}
+
+    def restore(self, arrays, norm):
+        """Set what :meth:`saved` gave (checked by the caller: the shapes of :meth:`saved_shapes` and
+        the kinds of :data:`BALL_ARRAYS`, ``ball_n_buf`` within the lookahead) and ``norm`` (every
+        row's ``x . x`` with ``normalize=False``, or None) on these fresh balls."""
+        for name, value in self.state._asdict().items():
+            value[...] = arrays[f"ball_{name}"]
+        self.norm = norm
 
     def feed(self, X, signs, order):
         """Rows ``order`` of ``X`` (dense or CSR) in order; ``signs[c, i]``: row i's sign in problem c."""

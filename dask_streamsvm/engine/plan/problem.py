@@ -346,6 +346,12 @@ def cs_model(W):
     return W[1:2] - W[0:1] if W.shape[0] == 2 else W
 
 
+def model_weights(W, bias, crammer_singer):
+    """``(coef_, intercept_)`` of the engine's ``W`` (a row per problem, bias weight last)."""
+    W = cs_model(W) if crammer_singer else W
+    return W[:, :-1].copy(), W[:, -1] * bias
+
+
 def linear_scores(X, W, bias, feature_map=None):
     """``[phi(x), bias] . w_c`` for every row of ``X`` and row ``w_c`` of ``W``, shape (n, k)."""
     if feature_map is None:
