@@ -132,15 +132,22 @@ class LinearModel(LinearModelFile, StreamClassifier):
         problem, and whether Platt's sigmoids are fitted for ``predict_proba``."""
         raise NotImplementedError
 
+    def _penalty(self, params):
+        """``(words, l1_ratio)``: the penalty as the parameters name it (for messages) and ``r`` of
+        ``r ||w||_1 + (1 - r)/2 ||w||^2`` (0: the L2 penalty)."""
+        return f"penalty={params['penalty']!r}", 1.0 if params["penalty"] == "l1" else 0.0
+
     def _plan(self, params, solver):
         """The one :class:`FitPlan` of a fit: these parameters, no features or labels yet."""
         loss, crammer_singer, platt = self._model()
+        penalty, l1_ratio = self._penalty(params)
         cache_bytes, share = params["cache_bytes"], None
         if isinstance(cache_bytes, CacheShare):  # a share of the rows: the engine resolves it
             cache_bytes, share = None, float(cache_bytes)
         scaler = self.feature_map if isinstance(self.feature_map, Standardize) else None
         return FitPlan(
-            C=params["C"], loss=loss, crammer_singer=crammer_singer, estimator=type(self).__name__,
+            C=params["C"], loss=loss, penalty=penalty, l1_ratio=l1_ratio, crammer_singer=crammer_singer,
+            estimator=type(self).__name__,
             class_weight=self.class_weight, bias=params["bias"], tol=params["tol"],
             max_iter=params["max_iter"], solver=solver, dual=params["dual"], cluster=self.cluster,
             cache_bytes=cache_bytes, block_bytes=params["block_bytes"], cache_share=share,

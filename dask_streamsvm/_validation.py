@@ -439,6 +439,17 @@ def feature_map(name, value):
     return value
 
 
+def unit_interval(name, value):
+    """Check: a real number in ``[0, 1]``, as float (``l1_ratio``)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"{name} must be a number in [0, 1], got {name}={value!r} of type {type(value).__name__}."
+        )
+    if not 0.0 <= float(value) <= 1.0:
+        raise ValueError(f"{name} must be a number in [0, 1], got {name}={value!r}.")
+    return float(value)
+
+
 def anything(name, value):
     return value
 

@@ -34,9 +34,15 @@ class LinearSVC(LinearModel):
     ----------
     C : float, default=1.0
         Regularisation parameter: cost of a unit of loss. Must be > 0.
-    penalty : {"l2"}, default="l2"
-        The regulariser ``1/2 ||w||^2``, the only one (as in scikit-learn's
-        ``LinearSVC``, whose other value, ``"l1"``, is not supported here).
+    penalty : {"l2", "l1"}, default="l2"
+        ``"l2"``: the regulariser ``1/2 ||w||^2`` above.  ``"l1"``: ``||w||_1``
+        in its place (sparse models; the bias weight is penalised like any
+        other), with ``loss="squared_hinge"`` and ``dual=False`` or
+        ``"auto"``, as LIBLINEAR's ``-s 5`` and scikit-learn allow: solved
+        in memory by coordinate descent with a Newton direction per feature
+        (CDN, Yuan et al. 2010), certified by a duality gap (see
+        :mod:`dask_streamsvm.engine.primal.l1`).  A Dask collection is
+        trained with ``solver="memory"`` (computed into memory) for now.
     loss : {"squared_hinge", "hinge"}, default="squared_hinge"
         Squared hinge (LIBLINEAR ``-s 1``) or hinge (``-s 3``).  Ignored
         by ``multi_class="crammer_singer"``, whose loss is its own.
@@ -310,6 +316,7 @@ class LinearSVC(LinearModel):
 
     _parameter_constraints = {
         **PARAMETER_CONSTRAINTS,
+        "penalty": one_of("l2", "l1"),
         "loss": one_of(*SVM_LOSSES),
         "multi_class": one_of("ovr", "crammer_singer"),
         "probability": boolean,

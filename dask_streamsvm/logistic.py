@@ -6,14 +6,24 @@ fit, its plan and the fitted attributes are every linear model's
 loss is one of the engine's losses (:mod:`dask_streamsvm.engine.plan.losses`).
 """
 
+import warnings
+
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ._lazy import map_rows
 from ._linear_model import PARAMETER_CONSTRAINTS, LinearModel, parameter_docs
+from ._validation import check_choice, unit_interval
 from .engine.data.source import is_dask_collection
 from .engine.plan.problem import LOGISTIC_LOSS
 from .linear import LinearSVC
+
+
+def _penalty_check(name, value):
+    """Check: ``"l1"``, ``"l2"`` or ``"elasticnet"`` (or the default, ``"deprecated"``)."""
+    if isinstance(value, str) and value == "deprecated":
+        return value
+    return check_choice(name, value, ("l1", "l2", "elasticnet"))
 
 
 class LogisticRegression(LinearModel):
@@ -52,8 +62,22 @@ class LogisticRegression(LinearModel):
     C : float, default=1.0
         Inverse of the regularisation strength: the cost of a unit of loss,
         as scikit-learn's ``C``. Must be > 0.
-    penalty : {"l2"}, default="l2"
-        The regulariser ``1/2 ||w||^2``, the only one.
+    penalty : {"l1", "l2", "elasticnet"}, default="deprecated"
+        Deprecated, as in scikit-learn 1.8 and later (a ``FutureWarning``):
+        use ``l1_ratio``.  ``"l2"`` is ``l1_ratio=0``, ``"l1"`` is
+        ``l1_ratio=1`` and ``"elasticnet"`` takes ``l1_ratio`` as it is;
+        where ``penalty`` and ``l1_ratio`` disagree, ``penalty`` wins, with a
+        warning, as in scikit-learn.
+    l1_ratio : float in [0, 1], default=0.0
+        The elastic-net mix ``r`` of the regulariser ``r ||w||_1 + (1 - r)/2
+        ||w||^2`` (scikit-learn 1.9's): 0 is the L2 penalty above, 1 pure L1
+        (LIBLINEAR's ``-s 6``), between them the elastic net; the bias
+        weight is penalised like any other.  With ``l1_ratio > 0`` the fit
+        runs in memory by coordinate descent with a Newton direction per
+        feature (CDN, Yuan et al. 2010; ``dual`` must be False or
+        ``"auto"``), certified by a duality gap (see
+        :mod:`dask_streamsvm.engine.primal.l1`); a Dask collection is
+        trained with ``solver="memory"`` (computed into memory) for now.
     dual : {"auto", True, False}, default="auto"
         ``True``: the dual solvers (``solver``). ``False``: the primal
         Newton solver (LIBLINEAR ``-s 0``), one read of the data per step:
@@ -146,7 +170,8 @@ class LogisticRegression(LinearModel):
         self,
         C=1.0,
         *,
-        penalty="l2",
+        penalty="deprecated",
+        l1_ratio=0.0,
         dual="auto",
         fit_intercept=True,
         intercept_scaling=1.0,
@@ -178,6 +203,7 @@ class LogisticRegression(LinearModel):
     ):
         self.C = C
         self.penalty = penalty
+        self.l1_ratio = l1_ratio
         self.dual = dual
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
@@ -207,10 +233,33 @@ class LogisticRegression(LinearModel):
         self.random_state = random_state
         self.verbose = verbose
 
-    _parameter_constraints = PARAMETER_CONSTRAINTS
+    _parameter_constraints = {**PARAMETER_CONSTRAINTS, "penalty": _penalty_check, "l1_ratio": unit_interval}
 
     def _model(self):
         return LOGISTIC_LOSS, False, False
+
+    def _penalty(self, params):
+        """``(words, l1_ratio)`` as scikit-learn 1.9 reads ``penalty`` and ``l1_ratio``: ``penalty``
+        is deprecated (a FutureWarning), and where it is given it wins over ``l1_ratio``."""
+        ratio, penalty = params["l1_ratio"], params["penalty"]
+        if penalty == "deprecated":
+            return f"l1_ratio={ratio:g}", ratio
+        warnings.warn(
+            "'penalty' was deprecated in scikit-learn 1.8 and will be removed in 1.10, and is here: "
+            "leave it at its default and use l1_ratio instead (l1_ratio=0 for penalty='l2', "
+            "l1_ratio=1 for penalty='l1', a number between 0 and 1 for penalty='elasticnet').",
+            FutureWarning,
+            stacklevel=6,
+        )
+        given = {"l2": 0.0, "l1": 1.0}.get(penalty, ratio)
+        if given != ratio:
+            warnings.warn(
+                f"Inconsistent values: penalty={penalty!r} with l1_ratio={ratio:g}; penalty={penalty!r} "
+                f"is used (l1_ratio={given:g}). Pass l1_ratio only.",
+                UserWarning,
+                stacklevel=6,
+            )
+        return f"penalty={penalty!r}", given
 
     # -- probabilities: the model's own ---------------------------------------------------
 

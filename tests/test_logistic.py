@@ -224,7 +224,7 @@ def test_parameters_and_errors():
     with pytest.raises(ValueError, match="LogisticRegression needs samples of at least 2 classes"):
         LogisticRegression().fit(X, [1, 1, 1])
     with pytest.raises(ValueError, match="penalty"):
-        LogisticRegression(penalty="l1").fit(X, [0, 1, 1])
+        LogisticRegression(penalty="l3").fit(X, [0, 1, 1])
     # LinearSVC keeps its own losses: the logistic loss is LogisticRegression's.
     with pytest.raises(ValueError, match="loss must be one of 'squared_hinge', 'hinge'|loss must be one of"):
         LinearSVC(loss="log_loss").fit(X, [0, 1, 1])

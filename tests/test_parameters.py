@@ -31,7 +31,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from dask_streamsvm import BudgetedSVC, LinearSVC, OnePassSVC
+from dask_streamsvm import BudgetedSVC, LinearSVC, LogisticRegression, OnePassSVC
 
 NAN, INF = float("nan"), float("inf")
 SUBNORMAL = 1e-320  # below float64's smallest normal number, 2.2e-308
@@ -113,7 +113,7 @@ SMALL_C = [*bad("C", 1e-151, 1e-200), *fine("C", 1e-150)]
 LINEAR = [
     *positive_float("C"),
     *SMALL_C,
-    *bad("penalty", "l1", 1, None),
+    *bad("penalty", "l3", "elasticnet", 1, None),
     *bad("loss", "x", None, 1),
     *bad("dual", "yes", 1, None),
     *bad("multi_class", "x", None),
@@ -188,7 +188,16 @@ BUDGETED = [
     *bad("random_state", -1, "a"),
 ]
 
-TABLES = {LinearSVC: LINEAR, OnePassSVC: ONEPASS, BudgetedSVC: BUDGETED}
+# LogisticRegression: LinearSVC's rows of the parameters it shares, its penalty (deprecated, as
+# scikit-learn 1.8's) and l1_ratio.
+_LOGISTIC_OWN = {"loss", "multi_class", "probability", "penalty"}
+LOGISTIC = [
+    *[row for row in LINEAR if row.param not in _LOGISTIC_OWN],
+    *bad("penalty", "l3", 1),
+    *bad("l1_ratio", -0.1, 1.5, NAN, INF, "a", None, True),
+]
+
+TABLES = {LinearSVC: LINEAR, OnePassSVC: ONEPASS, BudgetedSVC: BUDGETED, LogisticRegression: LOGISTIC}
 
 
 def _label(value):

@@ -235,7 +235,7 @@ def test_dual_false_names_what_it_cannot_do(params, fragment):
 
 
 @pytest.mark.parametrize(
-    "params, fragment", [({"penalty": "l1"}, "'l2'"), ({"dual": "yes"}, "'auto', True or False")]
+    "params, fragment", [({"penalty": "l3"}, "'l2', 'l1'"), ({"dual": "yes"}, "'auto', True or False")]
 )
 def test_bad_penalty_or_dual_is_named(params, fragment):
     X, y = raw_scale_tall(2_000)

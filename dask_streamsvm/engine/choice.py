@@ -26,8 +26,9 @@ from .data.parquet import footer_rows
 from .data.source import is_dask_collection
 from .data.spill import check_spill_dir
 from .plan.losses import band_blocker as loss_band_blocker
-from .plan.losses import newton_blocker
+from .plan.losses import newton_blocker, sparse_penalty_blocker
 from .plan.problem import BAND_SOLVER, STREAMING_SOLVERS, model_width
+from .primal.l1 import SOLVER_NAME as L1_SOLVER
 from .primal.newton import MAX_WIDTH
 from .primal.sums import CG_WIDTH, MAX_VALUE, too_large
 
@@ -105,7 +106,9 @@ def place(plan, X, client=None, *, checkpointing=False, resuming=False, validati
         )
     if resuming and not checkpointing:
         raise ValueError("resume=True needs checkpoint_dir, the directory the checkpoint is in.")
-    if plan.dual is False:
+    if plan.sparse_penalty:
+        _check_sparse_penalty(plan, streaming, input_name)
+    elif plan.dual is False:
         _check_primal(plan, streaming, checkpointing)
     if plan.scaler is not None:
         _check_scaler(plan, validating)
@@ -138,6 +141,13 @@ def choose(placement, plan, data):
     count (:func:`after_count`).
     """
     schedule = plan.solver if plan.solver in STREAMING_SOLVERS else DEFAULT_STREAMING
+    if placement.where == "memory" and plan.sparse_penalty:
+        if plan.feature_map is not None:
+            raise ValueError(
+                f"{plan.penalty} does not support a feature map yet (its solver reads the features "
+                "column by column); compute the mapped features first and pass feature_map=None."
+            )
+        return Method("memory", True, schedule=L1_SOLVER)
     if placement.where == "memory":
         n_rows, n_features = data.X.shape
         primal = use_primal(plan, n_rows, n_features, streaming=False)
@@ -310,6 +320,34 @@ def primal_blocker(plan, streaming=True, checkpointing=False):
         f"cluster={plan.cluster!r}": plan.cluster in ("average", "cocoa") and plan.dual == "auto",
     }
     return next((what for what, blocks in blockers.items() if blocks), None)
+
+
+def _check_sparse_penalty(plan, streaming, input_name):
+    """What the L1 and elastic-net penalties (``plan.l1_ratio > 0``) cannot train: a ValueError in
+    scikit-learn's words, before any read.  They train in memory only, for now."""
+    unsupported = "Unsupported set of arguments: the combination of"
+    blocker = None if plan.crammer_singer else sparse_penalty_blocker(plan.loss)
+    if blocker is not None:
+        raise ValueError(f"{unsupported} {plan.penalty} and {blocker} is not supported; use that loss.")
+    if plan.crammer_singer:
+        raise ValueError(
+            f"{unsupported} {plan.penalty} and multi_class='crammer_singer' is not supported; use "
+            "multi_class='ovr'."
+        )
+    if plan.dual is True:
+        raise ValueError(
+            f"{unsupported} {plan.penalty} and dual=True is not supported (the dual solvers solve the "
+            "L2-penalised problem only); use dual=False or dual='auto'."
+        )
+    if streaming or plan.cluster is not None:
+        how = "on the cluster" if plan.cluster is not None else "streamed, out of core"
+        raise ValueError(
+            f"{plan.penalty} trains in memory for now, and this fit (solver={plan.solver!r}, "
+            f"cluster={plan.cluster!r} on {input_name}) would run {how}. Pass solver='memory' (a Dask "
+            "collection is then computed into memory, with cluster=None) or compute X and y into "
+            "memory first (X.compute()); out-of-core and cluster fits of the L1 and elastic-net "
+            "penalties are not supported yet."
+        )
 
 
 def _check_primal(plan, streaming, checkpointing):

@@ -47,6 +47,8 @@ from .plan.layout import kernel_rows
 from .plan.problem import BAND_SOLVER, STREAMING_SOLVERS, column_max_abs, cs_model, linear_scores
 from .plan.sizes import row_bytes, share_bytes
 from .primal.fit import count_with_first_read, fit_primal_memory, fit_primal_stream
+from .primal.l1 import SOLVER_NAME as L1_SOLVER
+from .primal.l1 import solve_l1_problems
 from .primal.sample_band import BandStalled, band_note, fit_band_stream
 from .primal.sums import BeyondPrimal
 from .store.checkpoint import Checkpoints, data_fingerprint
@@ -117,7 +119,11 @@ def _fit_memory(data, plan, method, hooks, *, clock_start, **_):
     hooks.start(plan)
     y_index = np.searchsorted(classes, y)
     width = plan.model_width(X.shape[1])
-    if method.primal:
+    if method.schedule == L1_SOLVER:
+        solve = lambda weights, hooks=None: solve_l1_problems(  # noqa: E731
+            X, y_index, weights, plan, seeds=seeds, clock_start=clock_start, hooks=hooks
+        )
+    elif method.primal:
         solve = lambda weights, hooks=None: fit_primal_memory(  # noqa: E731
             X, y_index, weights, plan, width, hooks, clock_start
         )
@@ -302,6 +308,11 @@ def check_partial(plan, *, checkpointing=False):
         )
     if plan.probability:
         raise ValueError("probability=True is not supported by partial_fit; use fit.")
+    if plan.sparse_penalty:
+        raise ValueError(
+            f"{plan.penalty} is not supported by partial_fit (its solver needs every row at once); "
+            "use fit, or penalty='l2' (l1_ratio=0) to stream."
+        )
     if plan.scaler is not None:
         raise ValueError(
             "feature_map=Standardize() learns the scales from the whole training data, which "

@@ -488,3 +488,22 @@ def newton_losses(code, s, loss):
     """``loss[i]``: :func:`newton_terms`'s loss at every shortfall ``s[i]`` (the trial steps' values)."""
     for i in range(s.shape[0]):
         loss[i] = newton_terms(code, 1.0, s[i])[0]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def curvature_bound(code):
+    """The largest second derivative ``loss''(m)`` over every margin, or ``inf`` where there is none::
+
+        HINGE          inf   (a kink: no bound, no second derivative)
+        SQUARED_HINGE  2
+        LOGISTIC       1/4   (sigma(m) sigma(-m) <= 1/4)
+
+    so that ``sum_i C_i loss(m_i + t v_i) <= sum_i C_i loss(m_i) + t G + t^2/2 bound sum_i C_i
+    v_i^2``: the L1 solver's line search accepts a step on this bound before it sums the loss
+    (LIBLINEAR's ``appxcond`` in ``solve_l1r_l2_svc``, Yuan et al. 2010, section 4.1.2).
+    """
+    if code == LOGISTIC:
+        return 0.25
+    if code == SQUARED_HINGE:
+        return 2.0
+    return np.inf

@@ -19,7 +19,7 @@ from ...kernels.objective import add_weighted_rows
 from ...kernels.rng import make_state
 from ..plan.certificate import Certificate, binary_certificate, dual_value
 from ..plan.losses import loss_of
-from ..plan.result import FitResult
+from ..plan.result import FitResult, solve_each_problem
 from .crammer_singer import solve_crammer_singer
 
 # Start and floor of the projected-gradient tolerance that steers shrinking.
@@ -253,27 +253,14 @@ def solve_problems(rows, y_index, weights, plan, *, width, seeds, clock_start=No
         )  # fmt: skip
         result.converged = [result.converged]
         return result
-    results = []
-    for c in range(plan.n_problems):
+
+    def solve_one(c):
         problem = BinaryProblem(
             rows, plan.signs[c, y_index], plan.costs[c, y_index] * weights, plan.loss, plan.bias, width
         )
-        results.append(
-            solve_in_memory(
-                problem, tol=plan.tol, max_iter=plan.max_iter, seed=int(seeds[c]), clock_start=clock_start,
-                on_pass=None if hooks is None else hooks.memory(c), label=plan.labels[c],
-            )
+        return solve_in_memory(
+            problem, tol=plan.tol, max_iter=plan.max_iter, seed=int(seeds[c]), clock_start=clock_start,
+            on_pass=None if hooks is None else hooks.memory(c), label=plan.labels[c],
         )  # fmt: skip
-        if results[-1].interrupted and c + 1 < plan.n_problems:
-            raise KeyboardInterrupt(
-                f"interrupted while training class {plan.labels[c]!r}; the classes after "
-                "it were not trained, so no model was kept"
-            )
-    return FitResult(
-        W=np.vstack([r.w for r in results]),
-        certificates=[r.certificate for r in results],
-        passes=max(r.passes for r in results),
-        converged=[r.converged for r in results],
-        history=[record for r in results for record in r.history],
-        interrupted=any(r.interrupted for r in results),
-    )
+
+    return solve_each_problem(solve_one, plan.labels[: plan.n_problems])

@@ -149,3 +149,13 @@ def newton_blocker(name):
         return None
     minimised = " or ".join(loss.title for loss in LOSSES.values() if loss.newton)
     return f"loss={name!r} (the primal solver minimises {minimised}, as LIBLINEAR's does)"
+
+
+def sparse_penalty_blocker(name):
+    """Why the L1 and elastic-net penalties cannot train ``loss=name`` (a phrase for an error), or None:
+    their solver (:mod:`..primal.l1`) takes a Newton direction per coordinate, which needs the
+    loss's second derivative (LIBLINEAR's ``-s 5`` and ``-s 6``; scikit-learn refuses the others too)."""
+    if loss_of(name).newton:
+        return None
+    trained = " or ".join(f"loss={loss.name!r}" for loss in LOSSES.values() if loss.newton)
+    return f"loss={name!r} (the L1 penalty trains {trained}, as LIBLINEAR's -s 5 and -s 6 do)"

@@ -76,7 +76,9 @@ class FitPlan:
 
     Parameters of the problem
         ``C``, ``loss`` (a name of :data:`LOSSES`; :data:`CRAMMER_SINGER_LOSS`
-        for Crammer-Singer), ``crammer_singer``,
+        for Crammer-Singer), ``penalty`` (its name, for messages) and
+        ``l1_ratio`` (``r`` of ``r ||w||_1 + (1 - r)/2 ||w||^2``; 0: the L2
+        penalty), ``crammer_singer``,
         ``class_weight`` (None, ``"balanced"`` or a dict), ``bias`` (the
         constant feature's value, 0 for none), ``feature_map`` (a map's spec
         record array, or None).
@@ -114,6 +116,8 @@ class FitPlan:
 
     C: float = 1.0
     loss: str = losses.DEFAULT.name
+    penalty: str = "l2"  # as the estimator names it, for messages: "l2", "l1" or "elasticnet"
+    l1_ratio: float = 0.0  # r of r ||w||_1 + (1 - r)/2 ||w||^2: 0 the L2 penalty, 1 pure L1
     estimator: str = "LinearSVC"  # the model's name, in messages
     crammer_singer: bool = False
     class_weight: object = None
@@ -179,6 +183,8 @@ class FitPlan:
         self._check_rest()
 
     def _check_rest(self):
+        if not (isinstance(self.l1_ratio, float | int) and 0.0 <= self.l1_ratio <= 1.0):
+            raise ValueError(f"l1_ratio must be a number in [0, 1], got l1_ratio={self.l1_ratio!r}.")
         if self.inner_iter is not None:
             _check_int("inner_iter", self.inner_iter, 1)
         _check_choice("cache_policy", self.cache_policy, CACHE_POLICIES)
@@ -200,6 +206,11 @@ class FitPlan:
     def loss_code(self):
         """The kernels' code of the plan's loss (:mod:`dask_streamsvm.kernels.losses`)."""
         return losses.loss_of(self.loss).code
+
+    @property
+    def sparse_penalty(self):
+        """Whether the penalty has an L1 part (``l1_ratio > 0``): the L1 solver's problem."""
+        return self.l1_ratio > 0.0
 
     @property
     def gap_ruled_passes(self):

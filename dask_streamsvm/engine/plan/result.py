@@ -71,3 +71,26 @@ class FitResult:
     def certificate(self):
         """The certificate of a single problem."""
         return self.certificates[0]
+
+
+def solve_each_problem(solve_one, labels):
+    """Every binary problem solved by ``solve_one(c)`` (a one-problem :class:`FitResult`), joined
+    into one: ``W`` a row per problem, ``converged`` one per problem, the histories one after the
+    other.  An interrupt that ended a problem while a class after it is still untrained
+    propagates (no partial model); ``labels`` name the classes in its message."""
+    results = []
+    for c, label in enumerate(labels):
+        results.append(solve_one(c))
+        if results[-1].interrupted and c + 1 < len(labels):
+            raise KeyboardInterrupt(
+                f"interrupted while training class {label!r}; the classes after "
+                "it were not trained, so no model was kept"
+            )
+    return FitResult(
+        W=np.vstack([r.w for r in results]),
+        certificates=[r.certificate for r in results],
+        passes=max(r.passes for r in results),
+        converged=[r.converged for r in results],
+        history=[record for r in results for record in r.history],
+        interrupted=any(r.interrupted for r in results),
+    )

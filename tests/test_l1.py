@@ -1,0 +1,282 @@
+"""The L1 and elastic-net penalties in memory: scikit-learn's optima within the certified gap, and
+each rule of the solver (the dual point's scaling, the line search, the stopping rule) pinned."""
+
+import warnings
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression as SkLogistic
+from sklearn.svm import LinearSVC as SkLinearSVC
+
+from dask_streamsvm import LinearSVC, LogisticRegression, load
+from dask_streamsvm.engine.primal import l1
+from dask_streamsvm.kernels import coordinate
+from dask_streamsvm.kernels.losses import LOGISTIC, SQUARED_HINGE
+
+from ._helpers import load_libsvm_dataset
+
+ROWS = 3000
+
+
+def _data(name):
+    if name == "dense":
+        X, y = make_classification(400, 8, n_informative=4, n_redundant=0, random_state=0)
+        return X, y.astype(float)
+    X, y = load_libsvm_dataset(name)
+    rows = np.random.RandomState(0).permutation(X.shape[0])[:ROWS]
+    return X[rows], y[rows]
+
+
+def _signs(y, classes):
+    return np.where(y == classes[1], 1.0, -1.0)
+
+
+def _value(X, y, w, code, penalty, classes, C=1.0):
+    cost = np.full(len(y), C)
+    return l1.primal_value(l1.column_layout(X, 1.0), _signs(y, classes), cost, code, w, penalty)
+
+
+def _check_against(model, X, y, w_ref, code, penalty):
+    """The model's objective is within its certified gap of the reference point's, and the dual
+    value it certifies is below the reference's primal value (weak duality)."""
+    ours = model.objective_
+    assert ours == pytest.approx(_value(X, y, np.r_[model.coef_.ravel(), model.intercept_], code, penalty,
+                                        model.classes_, model.C), rel=1e-12)  # fmt: skip
+    reference = _value(X, y, w_ref, code, penalty, model.classes_, model.C)
+    gap = model.duality_gap_ * ours
+    assert ours - reference <= gap + 1e-9 * ours
+    assert ours - gap <= reference * (1 + 1e-9)
+    return ours, reference, gap
+
+
+@pytest.mark.parametrize("name", ["a9a", "w8a", "ijcnn1", "dense"])
+def test_linear_svc_l1_reaches_liblinear_within_the_gap(name):
+    X, y = _data(name)
+    ours = LinearSVC(penalty="l1", tol=1e-9, random_state=0).fit(X, y)
+    sk = SkLinearSVC(penalty="l1", dual=False, tol=1e-10, max_iter=100_000).fit(X, y)
+    _check_against(ours, X, y, np.r_[sk.coef_.ravel(), sk.intercept_], SQUARED_HINGE, (1.0, 0.0))
+    assert ours.duality_gap_ <= 1e-9 and ours.history_[-1]["solver"] == l1.SOLVER_NAME
+
+
+@pytest.mark.parametrize("name", ["a9a", "w8a", "ijcnn1", "dense"])
+def test_logistic_l1_reaches_liblinear_within_the_gap(name):
+    X, y = _data(name)
+    ours = LogisticRegression(l1_ratio=1.0, tol=1e-9, random_state=0).fit(X, y)
+    sk = SkLogistic(l1_ratio=1.0, solver="liblinear", tol=1e-10, max_iter=100_000).fit(X, y)
+    _check_against(ours, X, y, np.r_[sk.coef_.ravel(), sk.intercept_], LOGISTIC, (1.0, 0.0))
+    assert ours.duality_gap_ <= 1e-9
+
+
+def test_elastic_net_reaches_saga_within_the_gap():
+    X, y = _data("dense")
+    ours = LogisticRegression(l1_ratio=0.5, C=0.5, tol=1e-10, random_state=0).fit(X, y)
+    with_bias = np.hstack([X, np.ones((X.shape[0], 1))])  # saga leaves the intercept unpenalised
+    sk = SkLogistic(l1_ratio=0.5, C=0.5, solver="saga", fit_intercept=False, tol=1e-10, max_iter=100_000)
+    sk.fit(with_bias, y)
+    _check_against(ours, X, y, sk.coef_.ravel(), LOGISTIC, (0.5, 0.5))
+
+
+@pytest.mark.parametrize("name", ["a9a", "ijcnn1"])
+def test_elastic_net_on_real_data_is_certified(name):
+    X, y = _data(name)
+    ours = LogisticRegression(l1_ratio=0.5, tol=1e-10, random_state=0).fit(X, y)
+    assert ours.duality_gap_ <= 1e-10
+    longer = LogisticRegression(l1_ratio=0.5, tol=1e-13, random_state=1).fit(X, y)
+    assert (
+        ours.objective_ - longer.objective_ <= ours.duality_gap_ * ours.objective_ + 1e-12 * ours.objective_
+    )
+
+
+def test_the_zero_pattern_is_scikit_learns_where_its_solvers_agree():
+    X, y = make_classification(300, 12, n_informative=3, n_redundant=0, random_state=3)
+    C = 0.05
+    liblinear = SkLogistic(l1_ratio=1.0, C=C, solver="liblinear", tol=1e-10, max_iter=100_000).fit(X, y)
+    saga = SkLogistic(l1_ratio=1.0, C=C, solver="saga", tol=1e-10, max_iter=100_000).fit(X, y)
+    agree = (liblinear.coef_ != 0) == (np.abs(saga.coef_) > 1e-8)
+    ours = LogisticRegression(l1_ratio=1.0, C=C, tol=1e-10, random_state=0).fit(X, y)
+    assert agree.any()
+    np.testing.assert_array_equal((ours.coef_ != 0)[agree], (liblinear.coef_ != 0)[agree])
+    svc = LinearSVC(penalty="l1", C=C, tol=1e-10, random_state=0).fit(X, y)
+    sk_svc = SkLinearSVC(penalty="l1", dual=False, C=C, tol=1e-10, max_iter=100_000).fit(X, y)
+    np.testing.assert_array_equal(svc.coef_ != 0, sk_svc.coef_ != 0)
+    assert 0 < np.count_nonzero(svc.coef_) < X.shape[1]
+
+
+# -- the certificate's rules ---------------------------------------------------------------------
+
+
+def _problem():
+    X, y = _data("dense")
+    return l1.column_layout(X, 1.0), np.where(y > 0, 1.0, -1.0), np.full(len(y), 10.0)
+
+
+def test_pure_l1_scales_the_dual_point_to_be_feasible():
+    """At w = 0 with a large C, ``alpha(0)``'s ``||X^T (y alpha)||_inf`` is far above 1: unscaled its
+    dual value would exceed the optimum; scaled by ``1 / ||v||_inf`` it is below it."""
+    columns, y, cost = _problem()
+    w = np.zeros(columns.shape[1])
+    cert, _ = l1.certify(columns, y, cost, SQUARED_HINGE, w, (1.0, 0.0))
+    alpha = 2.0 * cost  # 2 C max(0, 1 - 0)
+    v = columns.T @ (alpha * y)
+    top = np.max(np.abs(v))
+    assert top > 10.0
+    unscaled = float(np.sum(alpha - alpha**2 / (4 * cost)))
+    optimum = l1.certify(columns, y, cost, SQUARED_HINGE, _optimum(columns, y, cost, (1.0, 0.0)), (1.0, 0.0))[
+        0
+    ]
+    assert unscaled > optimum.primal  # no dual point: its value is above P*
+    t = 1.0 / top
+    assert cert.dual == pytest.approx(float(np.sum(t * alpha - (t * alpha) ** 2 / (4 * cost))), rel=1e-12)
+    assert cert.dual <= optimum.primal and l1.dual_scale(v, 1.0, 0.0) == pytest.approx(t)
+
+
+def test_elastic_net_uses_the_finite_conjugate_unscaled():
+    columns, y, cost = _problem()
+    rng = np.random.RandomState(0)
+    w = rng.normal(size=columns.shape[1]) * 0.1
+    r = 0.3
+    cert, _ = l1.certify(columns, y, cost, SQUARED_HINGE, w, (r, 1 - r))
+    xi = np.maximum(0.0, 1.0 - y * (columns @ w))
+    alpha = 2 * cost * xi
+    v = columns.T @ (alpha * y)
+    conj = np.sum(np.maximum(np.abs(v) - r, 0.0) ** 2) / (2 * (1 - r))
+    assert l1.dual_scale(v, r, 1 - r) == 1.0
+    assert cert.dual == pytest.approx(float(np.sum(alpha - alpha**2 / (4 * cost)) - conj), rel=1e-12)
+    optimum = _optimum(columns, y, cost, (r, 1 - r))
+    assert cert.dual <= l1.primal_value(columns, y, cost, SQUARED_HINGE, optimum, (r, 1 - r))
+
+
+def _optimum(columns, y, cost, penalty):
+    result = l1.solve_l1(columns, y, cost, SQUARED_HINGE, penalty, tol=1e-12, max_iter=10_000, seed=0)
+    assert result.converged
+    return result.w
+
+
+# -- the line search and the stopping rule -------------------------------------------------------
+
+
+def test_line_search_constants_are_liblinears():
+    assert (coordinate.SIGMA, coordinate.BETA, coordinate.MAX_LINE_SEARCH) == (0.01, 0.5, 20)
+    assert (coordinate.MIN_CURVATURE, l1.EPS_START) == (1e-12, 0.01)
+
+
+def test_line_search_takes_the_longest_armijo_step():
+    """A direction four times too long: the step is the first of d, d/2, d/4... that decreases the
+    objective by 0.01 of the model's decrease (reference written with LIBLINEAR's constants)."""
+    columns, y, cost = _problem()
+    cols = (columns.indptr.astype(np.int64), columns.indices.astype(np.int64), columns.data)
+    s = np.ones(len(y))
+    j, w_j = 0, 0.0
+    g_loss, h = 0.0, 0.0
+    col = columns[:, j].toarray().ravel()
+    g_loss = -np.sum(2 * cost * s * y * col)
+    h = np.sum(2 * cost * col**2)
+    d = 8.0 * coordinate.newton_direction(g_loss, h, w_j, 1.0)
+    curvature = np.empty(columns.shape[1])
+    coordinate.column_curvatures(cols, cost, 2.0, curvature)
+    step, trials = coordinate.line_search(
+        cols, j, y, cost, SQUARED_HINGE, s, w_j, d, g_loss, (1.0, 0.0), curvature[j]
+    )
+
+    def objective(t):
+        return abs(t) + np.sum(cost * np.maximum(0.0, s - t * y * col) ** 2)
+
+    delta, trial = g_loss * d + abs(d), d
+    for _ in range(20):
+        if objective(trial) - objective(0.0) <= 0.01 * delta:
+            break
+        trial, delta = trial * 0.5, delta * 0.5
+    assert step == pytest.approx(trial) and trials > 1
+
+
+def test_the_fit_stops_at_the_first_certified_pass_within_tol():
+    X, y = _data("dense")
+    for tol in (1e-2, 1e-8):
+        model = LogisticRegression(l1_ratio=1.0, tol=tol, random_state=0).fit(X, y)
+        gaps = [r["gap"] for r in model.history_ if not np.isnan(r["gap"])]
+        assert gaps[-1] <= tol and all(g > tol for g in gaps[:-1])
+    with pytest.warns(Warning, match="did not reach tol"):
+        short = LinearSVC(penalty="l1", tol=1e-14, max_iter=1, random_state=0).fit(X, y)
+    assert short.n_iter_ == 1 and np.isfinite(short.duality_gap_)
+
+
+# -- the estimators' parameters and the door ----------------------------------------------------
+
+
+def test_multiclass_is_one_vs_rest_and_certified():
+    X, y = make_classification(300, 6, n_informative=4, n_redundant=0, n_classes=3, random_state=0)
+    model = LinearSVC(penalty="l1", tol=1e-8, random_state=0).fit(X, y)
+    assert model.coef_.shape == (3, 6) and np.all(model.duality_gap_ <= 1e-8)
+
+
+def test_l1_ratio_zero_is_the_l2_model():
+    X, y = _data("dense")
+    a = LogisticRegression(l1_ratio=0.0, random_state=0).fit(X, y)
+    b = LogisticRegression(random_state=0).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.history_[-1].get("solver") != l1.SOLVER_NAME
+
+
+def test_penalty_is_deprecated_as_in_scikit_learn():
+    X, y = _data("dense")
+    with pytest.warns(FutureWarning, match="'penalty' was deprecated"):
+        model = LogisticRegression(penalty="l1", l1_ratio=1.0, tol=1e-8, random_state=0).fit(X, y)
+    ratio_one = LogisticRegression(l1_ratio=1.0, tol=1e-8, random_state=0).fit(X, y)
+    assert model.objective_ == pytest.approx(ratio_one.objective_, rel=1e-8)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        LogisticRegression(penalty="l2", l1_ratio=0.5, random_state=0).fit(X, y)
+    assert any("Inconsistent values" in str(w.message) for w in caught)
+    params = LogisticRegression().get_params()
+    assert params["penalty"] == "deprecated" and params["l1_ratio"] == 0.0
+
+
+@pytest.mark.parametrize(
+    "params, words",
+    [
+        ({"loss": "hinge"}, "Unsupported set of arguments"),
+        ({"dual": True}, "dual=True is not supported"),
+        ({"multi_class": "crammer_singer"}, "multi_class='ovr'"),
+    ],
+)
+def test_unsupported_combinations_are_named(params, words):
+    X, y = _data("dense")
+    with pytest.raises(ValueError, match=words) as info:
+        LinearSVC(penalty="l1", **params).fit(X, y)
+    assert "penalty='l1'" in str(info.value)
+
+
+def test_a_dask_collection_trains_in_memory_or_is_refused_before_any_read():
+    X, y = _data("dense")
+    reads = []
+
+    def part(block):
+        reads.append(1)
+        return block
+
+    Xd = da.from_array(X, chunks=100).map_blocks(part, dtype=X.dtype, meta=np.empty((0, 0)))
+    yd = da.from_array(y, chunks=100)
+    with pytest.raises(ValueError, match="trains in memory for now.*solver='memory'"):
+        LogisticRegression(l1_ratio=0.5).fit(Xd, yd)
+    assert reads == []
+    with dask.config.set(scheduler="sync"):
+        model = LogisticRegression(l1_ratio=0.5, solver="memory", tol=1e-8, random_state=0).fit(Xd, yd)
+    assert model.duality_gap_ <= 1e-8
+    with pytest.raises(ValueError, match="partial_fit"):
+        LinearSVC(penalty="l1").partial_fit(X, y, classes=np.unique(y))
+
+
+def test_an_l1_model_round_trips_through_its_file(tmp_path):
+    X, y = _data("dense")
+    model = LinearSVC(penalty="l1", C=0.1, tol=1e-8, random_state=0).fit(X, y)
+    path = tmp_path / "model.zip"
+    model.save(path)
+    back = load(path)
+    assert back.get_params()["penalty"] == "l1"
+    np.testing.assert_array_equal(back.coef_, model.coef_)
+    net = LogisticRegression(l1_ratio=0.25, tol=1e-8, random_state=0).fit(X, y)
+    net.save(tmp_path / "net.zip")
+    assert load(tmp_path / "net.zip").get_params()["l1_ratio"] == 0.25
