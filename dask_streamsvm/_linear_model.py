@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array, check_random_state
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 
 from ._fit_context import fitted_in_context
@@ -137,6 +138,25 @@ class LinearModel(LinearModelFile, StreamClassifier):
         ``r ||w||_1 + (1 - r)/2 ||w||^2`` (0: the L2 penalty)."""
         return f"penalty={params['penalty']!r}", 1.0 if params["penalty"] == "l1" else 0.0
 
+    def _sparse_penalty(self):
+        """The penalty's words (for messages) where the parameters ask for an L1 part, else None;
+        read from the parameters as they are, without validating or warning (:meth:`_penalty` does)."""
+        penalty = getattr(self, "penalty", "l2")
+        return f"penalty={penalty!r}" if isinstance(penalty, str) and penalty == "l1" else None
+
+    def _partial_fit_available(self):
+        """Whether ``partial_fit`` is offered: not with an L1 part in the penalty, whose solver needs
+        every row at once.  scikit-learn hides a method the parameters rule out (``available_if``):
+        ``hasattr(model, "partial_fit")`` is then False, and calling it raises an AttributeError
+        from this one, which says why."""
+        words = self._sparse_penalty()
+        if words is not None:
+            raise AttributeError(
+                f"partial_fit is not available with {words}: its solver needs every row at once. Use "
+                "fit, or the L2 penalty (penalty='l2', l1_ratio=0) to stream."
+            )
+        return True
+
     def _plan(self, params, solver):
         """The one :class:`FitPlan` of a fit: these parameters, no features or labels yet."""
         loss, crammer_singer, platt = self._model()
@@ -227,6 +247,7 @@ class LinearModel(LinearModelFile, StreamClassifier):
         self._set_model(result)
         return self
 
+    @available_if(_partial_fit_available)
     def partial_fit(self, X, y=None, classes=None, sample_weight=None):
         """One pass of selective block minimization over a block of a stream.
 
@@ -263,7 +284,9 @@ class LinearModel(LinearModelFile, StreamClassifier):
         while training, ``cache_rows`` and ``cache_bytes``).  After
         :meth:`fit`, ``partial_fit`` continues from the fitted model with an
         empty cache.  ``class_weight="balanced"`` and ``probability=True``
-        need the whole data and are refused.  A call that fails or is
+        need the whole data and are refused; with an L1 part in the penalty
+        (``LinearSVC(penalty="l1")``, ``LogisticRegression(l1_ratio > 0)``)
+        there is no ``partial_fit`` (an AttributeError says why).  A call that fails or is
         interrupted leaves the model as it was, and forgets the cache.
         """
         try:
@@ -338,9 +361,9 @@ class LinearModel(LinearModelFile, StreamClassifier):
         if not result.certified:
             warn_uncertified(result.passes, result.interrupted)
         elif not np.all(result.converged) and not (result.stopped or result.interrupted):
-            newton = bool(result.history) and result.history[-1].get("solver") == "newton"
+            solver = result.history[-1].get("solver") if result.history else None
             message = unconverged_message(
-                plan, result.certificates, result.converged, result.feature_max, newton=newton
+                plan, result.certificates, result.converged, result.feature_max, solver=solver
             )
             warnings.warn(message, ConvergenceWarning, stacklevel=5)
         if result.interrupted and result.certified:

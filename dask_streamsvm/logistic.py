@@ -6,6 +6,7 @@ fit, its plan and the fitted attributes are every linear model's
 loss is one of the engine's losses (:mod:`dask_streamsvm.engine.plan.losses`).
 """
 
+import numbers
 import warnings
 
 import numpy as np
@@ -237,6 +238,15 @@ class LogisticRegression(LinearModel):
 
     def _model(self):
         return LOGISTIC_LOSS, False, False
+
+    def _sparse_penalty(self):
+        """As :meth:`_penalty` reads the parameters (``penalty``, where given, wins), without its
+        checks and warnings: the words of an L1 part, or None."""
+        ratio, penalty = self.l1_ratio, self.penalty
+        if isinstance(penalty, str) and penalty in ("l1", "l2"):  # penalty wins where it is given
+            return f"penalty={penalty!r}" if penalty == "l1" else None
+        real = isinstance(ratio, numbers.Real) and not isinstance(ratio, bool)
+        return f"l1_ratio={ratio!r}" if real and 0.0 < ratio <= 1.0 else None
 
     def _penalty(self, params):
         """``(words, l1_ratio)`` as scikit-learn 1.9 reads ``penalty`` and ``l1_ratio``: ``penalty``

@@ -8,6 +8,7 @@ import dask.array as da
 import numpy as np
 import pytest
 from sklearn.datasets import make_classification
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression as SkLogistic
 from sklearn.svm import LinearSVC as SkLinearSVC
 
@@ -265,8 +266,43 @@ def test_a_dask_collection_trains_in_memory_or_is_refused_before_any_read():
     with dask.config.set(scheduler="sync"):
         model = LogisticRegression(l1_ratio=0.5, solver="memory", tol=1e-8, random_state=0).fit(Xd, yd)
     assert model.duality_gap_ <= 1e-8
-    with pytest.raises(ValueError, match="partial_fit"):
-        LinearSVC(penalty="l1").partial_fit(X, y, classes=np.unique(y))
+
+
+def test_partial_fit_is_hidden_where_the_penalty_has_an_l1_part():
+    """As scikit-learn hides the methods a model's parameters rule out (its estimator checks then
+    skip them): ``hasattr`` is False, and a call says why; the L2 models keep theirs."""
+    X, y = _data("dense")
+    for model in (
+        LinearSVC(penalty="l1"),
+        LogisticRegression(l1_ratio=0.5),
+        LogisticRegression(penalty="l1"),
+    ):
+        assert not hasattr(model, "partial_fit")
+        with pytest.raises(AttributeError, match="partial_fit") as info:
+            model.partial_fit(X, y, classes=np.unique(y))
+        assert "needs every row at once" in str(info.value.__cause__)
+    for model in (LinearSVC(), LogisticRegression(), LogisticRegression(l1_ratio=0.0)):
+        assert hasattr(model, "partial_fit")
+    assert hasattr(LogisticRegression(penalty="l2", l1_ratio=0.5), "partial_fit")  # penalty wins
+    assert hasattr(LogisticRegression(l1_ratio="a"), "partial_fit")  # partial_fit's check says what is wrong
+
+
+def test_an_unconverged_fit_gives_the_l1_solvers_advice():
+    """Not the dual solvers' words: more passes, a looser tol, a smaller C (fewer nonzeros), and
+    the features' scales where they are far from unit scale."""
+    X, y = _data("dense")
+    with pytest.warns(ConvergenceWarning, match="did not reach tol") as caught:
+        LinearSVC(penalty="l1", tol=1e-14, max_iter=1, random_state=0).fit(X, y)
+    message = next(str(w.message) for w in caught if "did not reach tol" in str(w.message))
+    assert "Increase max_iter, loosen tol, or use a smaller C (coordinate descent for penalty='l1'" in message
+    assert "dual solvers" not in message and "not scaled" not in message
+    unscaled = X * np.logspace(-2, 4, X.shape[1])
+    with pytest.warns(ConvergenceWarning, match="did not reach tol") as caught:
+        LogisticRegression(l1_ratio=0.5, tol=1e-14, max_iter=1, random_state=0).fit(unscaled, y)
+    message = next(str(w.message) for w in caught if "did not reach tol" in str(w.message))
+    assert "coordinate descent for l1_ratio=0.5" in message
+    assert "which slows coordinate descent: pass feature_map=Standardize()" in message
+    assert "a different problem" in message and "dual solvers" not in message
 
 
 def test_an_l1_model_round_trips_through_its_file(tmp_path):

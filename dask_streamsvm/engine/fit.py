@@ -145,7 +145,7 @@ def _fit_memory(data, plan, method, hooks, *, clock_start, **_):
             scores[fold == f] = linear_scores(X[fold == f], W, plan.bias, plan.feature_map)
         platt = platt_sigmoids(scores[trained], y[trained], classes)
     result = solve(sample_weight, hooks)
-    if not method.primal and not np.all(result.converged):
+    if (not method.primal or method.schedule == L1_SOLVER) and not np.all(result.converged):
         result.feature_max = column_max_abs(X[trained])  # the advice of the warning
     if data.skipped:
         for record in result.history:

@@ -42,6 +42,8 @@ CRAMMER_SINGER_LOSS = losses.CRAMMER_SINGER.name
 STREAMING_SOLVERS = ("streamsvm", "sbm", "bm")
 # The band chosen from a sample (:mod:`..primal.sample_band`): streamed, not a schedule.
 BAND_SOLVER = "band"
+# The L1 and elastic-net penalties' solver (engine/primal/l1.py: CDN), as history_ names it.
+SPARSE_PENALTY_SOLVER = "cdn"
 SOLVERS = ("auto", "memory", *STREAMING_SOLVERS, BAND_SOLVER)
 # A plan's schedule: the above, and ``partial_fit``'s one pass.
 PLAN_SOLVERS = (*SOLVERS, "partial")
@@ -414,8 +416,9 @@ def joined_column_max(tops):
     return np.maximum.reduce(tops) if tops else None
 
 
-def scale_advice(feature_max):
-    """A sentence on badly scaled features (from :func:`column_max_abs`), or ``""``."""
+def scale_advice(feature_max, slowed="the dual solvers", changes=""):
+    """A sentence on badly scaled features (from :func:`column_max_abs`), or ``""``: they slow
+    ``slowed``; ``changes``: what scaling does to the problem besides, or ``""``."""
     if feature_max is None:
         return ""
     scales = feature_max[feature_max > 0]
@@ -427,22 +430,36 @@ def scale_advice(feature_max):
         return ""
     return (
         f" The features are not scaled (column {top} reaches |x| = {feature_max[top]:.4g}; the largest "
-        f"column scale is {spread:.3g} times the median), which slows the dual solvers: pass "
-        "feature_map=Standardize() (dask_streamsvm.features), or scale each column to about [-1, 1] first."
+        f"column scale is {spread:.3g} times the median), which slows {slowed}: pass "
+        "feature_map=Standardize() (dask_streamsvm.features), or scale each column to about [-1, 1] first"
+        f"{changes}."
     )
 
 
-def unconverged_message(plan, certificates, converged, feature_max=None, newton=False):
+def unconverged_message(plan, certificates, converged, feature_max=None, solver=None):
     """The warning for a fit whose problems did not all reach ``plan.tol`` (``converged``: a bool
     or one per problem); with ``feature_max`` (:func:`column_max_abs` of the rows trained on),
-    advice on scaling where the features are far from unit scale.  ``newton``: the primal Newton
-    solver ran, whose reads grow neither with C nor with the features' scales (the dual solvers'
-    passes do): its advice is its own."""
+    advice on scaling where the features are far from unit scale.  ``solver``: the name
+    ``history_`` records for the solver that ran, where its advice is its own: ``"newton"``, the
+    primal Newton solver, whose reads grow neither with C nor with the features' scales (the dual
+    solvers' passes do); :data:`SPARSE_PENALTY_SOLVER`, coordinate descent for the L1 and
+    elastic-net penalties, whose passes grow with the nonzero weights (a larger C, more of them).
+    None: the dual solvers."""
     gap = np.array([c.relative_gap for c in certificates])
     flags = np.broadcast_to(np.asarray(converged), gap.shape)
     unconverged = [plan.labels[c] for c, ok in enumerate(flags) if not ok]
     which = "" if len(certificates) == 1 else f" for classes {unconverged}"
-    if newton:
+    if solver == SPARSE_PENALTY_SOLVER:
+        advice = (
+            "Increase max_iter, loosen tol, or use a smaller C (coordinate descent for "
+            f"{plan.penalty} needs more passes the more weights are nonzero, and a larger C keeps more "
+            "of them; history_ shows each pass's nonzeros)."
+            + scale_advice(
+                feature_max, "coordinate descent",
+                " (a different problem: the L1 penalty then weighs every column on the same scale)",
+            )
+        )  # fmt: skip
+    elif solver == "newton":
         advice = (
             "Increase max_iter or loosen tol; the primal Newton solver (dual=False) needs about as "
             "many reads whatever C is, and history_ shows its steps (a refused one has accepted=False): "

@@ -48,6 +48,7 @@ from ...kernels.losses import curvature_bound, dual_term_sum, newton_rows, upper
 from ...kernels.rng import make_state
 from ..plan.certificate import Certificate, check_gap
 from ..plan.losses import loss_of
+from ..plan.problem import SPARSE_PENALTY_SOLVER
 from ..plan.result import FitResult, solve_each_problem
 
 # LIBLINEAR's stopping tolerance of its primal solvers (-s 5, -s 6: eps = 0.01): the first
@@ -56,7 +57,7 @@ from ..plan.result import FitResult, solve_each_problem
 EPS_START = 0.01
 EPS_FLOOR = 1e-14
 # The name history_ records for this solver ("solver").
-SOLVER_NAME = "cdn"
+SOLVER_NAME = SPARSE_PENALTY_SOLVER
 # Newton steps on the support (:func:`support_newton`) before each certificate: at most this many, on
 # a support of at most MAX_SUPPORT weights (its Hessian is formed), each accepted by Armijo's rule
 # with the kernels' constants (SIGMA, BETA) within MIN_STEP_LENGTH.
