@@ -332,11 +332,14 @@ class _Opens:
 
     watched = frozenset()
     seen = []
+    releaser = None  # the thread of watching() that opens a FIFO for writing: its opens are not the command's
 
 
 def _audit(event, args):
     if event != "open" or not _Opens.watched or not isinstance(args[0], str | bytes | os.PathLike):
         return
+    if threading.get_ident() == _Opens.releaser:  # an audit event comes before the open: even a failed
+        return  # attempt of the releaser would count as the command's (a flaky failure on a loaded machine)
     try:
         path = os.path.realpath(os.fsdecode(args[0]))
     except (TypeError, ValueError):
@@ -358,6 +361,7 @@ def watching(*paths):
     fifos = [p for p in paths if os.path.exists(p) and not os.path.isfile(p) and not os.path.isdir(p)]
 
     def release():
+        _Opens.releaser = threading.get_ident()
         while not stop.wait(0.02):
             for fifo in fifos:
                 try:
@@ -374,7 +378,7 @@ def watching(*paths):
     finally:
         stop.set()
         thread.join()
-        _Opens.watched, _Opens.seen = frozenset(), []
+        _Opens.watched, _Opens.seen, _Opens.releaser = frozenset(), [], None
 
 
 @dataclass(frozen=True)
