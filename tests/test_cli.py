@@ -22,6 +22,7 @@ import threading
 import zipfile
 from pathlib import Path
 
+import dask
 import numpy as np
 import pandas as pd
 import pytest
@@ -1022,3 +1023,72 @@ def test_budgeted_verbose_prints_its_epochs_and_onepass_refuses_verbose(tmp_path
     code, out, err = run(["train", csv, "--label", "label", "--model-type", "onepass", "--verbose",
                           "--model", tmp_path / "o.dsvm"])  # fmt: skip
     assert_one_line_error(code, out, err, "--verbose sets an option of --model-type")
+
+
+# -- The L1 and elastic-net penalties (issue 54) -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "estimator", "params", "shown"),
+    [
+        (["--penalty", "l1"], "LinearSVC", {"penalty": "l1"}, "l1 (l1_ratio=1)"),
+        (["--model-type", "logistic", "--l1-ratio", "0.5"], "LogisticRegression", {"l1_ratio": 0.5},
+         "elasticnet (l1_ratio=0.5)"),
+    ],
+)  # fmt: skip
+def test_train_predict_evaluate_and_info_of_an_l1_model(tmp_path, options, estimator, params, shown):
+    """``train --penalty l1`` and ``--l1-ratio 0.5`` train in memory (the command line reads files,
+    and these penalties train in memory only), as the library's model on the same rows does;
+    ``predict`` writes its predictions, ``evaluate`` its accuracy, ``info`` its penalty and nonzero
+    weights."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(80, 6)
+    y = np.where(X @ [1.0, -2.0, 0.5, 0.0, 0.0, 0.0] > 0, 1, -1)
+    data = tmp_path / "t.svm"
+    data.write_text("".join(f"{t} " + " ".join(f"{j + 1}:{v:.6f}" for j, v in enumerate(row)) + "\n"
+                            for t, row in zip(y, X, strict=True)))  # fmt: skip
+    model = tmp_path / "m.dsvm"
+    argv = ["train", data, "--model", model, "--C", "0.05", "--tol", "1e-8", "--seed", "0", "--quiet"]
+    code, out, err = run([*argv, *options])
+    assert code == 0, err
+    loaded = dask_streamsvm.load(model)
+    assert type(loaded).__name__ == estimator and loaded.solver == "memory"
+    assert all(loaded.get_params()[k] == v for k, v in params.items())
+    nonzero = np.count_nonzero(loaded.coef_)
+    assert 0 < nonzero < loaded.coef_.size  # a sparse model
+    assert " in memory on 80 rows x 6 features" in out and f"{nonzero} of 6 weights nonzero" in out, out
+    X_read, y_read = dask.compute(*read_libsvm(str(data)))
+    library = getattr(dask_streamsvm, estimator)(C=0.05, tol=1e-8, random_state=0, solver="memory", **params)
+    library.fit(X_read, y_read)
+    np.testing.assert_allclose(loaded.coef_, library.coef_, rtol=1e-12, atol=1e-15)
+
+    code, out, err = run(["predict", model, data, "--out", tmp_path / "p.csv"])
+    assert code == 0, err
+    written = pd.read_csv(tmp_path / "p.csv")
+    np.testing.assert_array_equal(written["prediction"].to_numpy(), library.predict(X_read))
+    np.testing.assert_allclose(written["decision"].to_numpy(), library.decision_function(X_read), rtol=1e-9)
+    result = json.loads(run(["evaluate", model, data, "--json"])[1])
+    assert result["accuracy"] == library.score(X_read, y_read)
+
+    code, out, err = run(["info", model])
+    assert code == 0, err
+    assert f"penalty         {shown}: {nonzero} of 6 weights nonzero" in out, out
+    info = json.loads(run(["info", model, "--json"])[1])
+    assert info["penalty"] == shown.split()[0] and info["nonzero_weights"] == nonzero
+    assert info["weights"] == 6
+
+
+def test_info_of_an_l2_model_shows_its_penalty_without_counting_weights(a9a_model):
+    path, _ = a9a_model
+    out = run(["info", path])[1]
+    assert "penalty         l2 (l1_ratio=0)\n" in out
+    info = json.loads(run(["info", path, "--json"])[1])
+    assert (info["penalty"], info["l1_ratio"], info["nonzero_weights"]) == ("l2", 0.0, None)
+
+
+def test_an_l1_penalty_with_a_streaming_solver_is_one_line_before_training(svm_file, tmp_path, no_fit):
+    argv = ["train", svm_file, "--model", tmp_path / "m", "--penalty", "l1"]
+    assert_one_line_error(
+        *run([*argv, "--solver", "sbm"]), "--solver sbm", "--penalty l1 trains in memory only"
+    )
+    assert not (tmp_path / "m").exists()

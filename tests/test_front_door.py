@@ -289,6 +289,8 @@ def test_the_command_lines_copies_of_the_registries_agree_with_the_library():
     assert paths.MODEL_ESTIMATORS == _persist.ESTIMATORS
 
 
+# A train command line to add a mistake to, and the option of logistic regression.
+TRAIN, LOGISTIC = ["train", "{data}", "--model", "{new}"], ["--model-type", "logistic"]
 MISTAKES = {
     "an existing --model": ["train", "{data}", "--model", "{existing}"],
     "--loss with --model-type logistic": ["train", "{data}", "--model", "{new}", "--model-type", "logistic",
@@ -322,6 +324,19 @@ MISTAKES = {
                                                      "--model-type", "budgeted"],
     "--proba of a BudgetedSVC": ["predict", "{budgeted}", "{data}", "--proba", "--out", "{out}"],
     "--proba of a OnePassSVC": ["predict", "{onepass}", "{data}", "--proba", "--out", "{out}"],
+    # Issue 54: the L1 and elastic-net penalties, what they cannot train and the other model's option.
+    "--penalty l1 with --loss hinge": [*TRAIN, "--penalty", "l1", "--loss", "hinge"],
+    "--penalty l1 with --model-type logistic": [*TRAIN, "--penalty", "l1", *LOGISTIC],
+    "--l1-ratio with --model-type svm": [*TRAIN, "--l1-ratio", "0.5"],
+    "--l1-ratio above 1": [*TRAIN, *LOGISTIC, "--l1-ratio", "2"],
+    "--penalty l1 with --model-type budgeted": [*TRAIN, "--penalty", "l1", "--model-type", "budgeted"],
+    "--l1-ratio with --model-type onepass": [*TRAIN, "--l1-ratio", "1", "--model-type", "onepass"],
+    "--penalty l1 with --solver streamsvm": [*TRAIN, "--penalty", "l1", "--solver", "streamsvm"],
+    "--l1-ratio with --solver band": [*TRAIN, *LOGISTIC, "--l1-ratio", "0.5", "--solver", "band"],
+    "--penalty l1 with --dual true": [*TRAIN, "--penalty", "l1", "--dual", "true"],
+    "--penalty l1 with --cluster": [*TRAIN, "--penalty", "l1", "--cluster", "cocoa", "--scheduler",
+                                    "tcp://127.0.0.1:1"],
+    "--l1-ratio with --checkpoint-dir": [*TRAIN, *LOGISTIC, "--l1-ratio", "1", "--checkpoint-dir", "{new}.d"],
 }  # fmt: skip
 
 

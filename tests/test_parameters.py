@@ -423,6 +423,10 @@ CLI = [
     *output("train", "model", "--model"),
     *options("train", "loss", "--loss", "x", "l1", "log_loss"),
     *options("train", "model_type", "--model-type", "x", "logistic_regression"),
+    *options("train", "penalty", "--penalty", "x", "l3", "elasticnet"),
+    *options("train", "penalty", "--penalty", "l1", accepted=True),  # trained in memory (--solver memory)
+    # 0.5: of --model-type logistic, refused for the default svm (pointing to --penalty).
+    *options("train", "l1_ratio", "--l1-ratio", "abc", "-0.1", "2", "nan", "inf", "0.5"),
     *options("train", "C", "--C", "abc", "-1", "0", "nan", "inf", "1e-320"),
     *options("train", "cache", "--cache", "-1", "0", "abc", "200%", "1e30TB"),
     *options("train", "cache", "--cache", "10000TB", "10PB", accepted=True),

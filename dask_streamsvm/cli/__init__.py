@@ -6,6 +6,8 @@
     dask-streamsvm train train.svm.bz2 --model a9a.model --passes 20 --tol 1e-4
     dask-streamsvm train train.svm.bz2 --model a9a-logistic.model --model-type logistic
     dask-streamsvm train train.svm.bz2 --model a9a-rbf.model --model-type budgeted --budget 200
+    dask-streamsvm train train.svm.bz2 --model a9a-l1.model --penalty l1 --C 0.1
+    dask-streamsvm train train.svm.bz2 --model a9a-net.model --model-type logistic --l1-ratio 0.5
     dask-streamsvm train data/ --label income --model adult.model --scheduler tcp://host:8786
     dask-streamsvm predict adult.model new/*.parquet --out predictions.parquet
     dask-streamsvm predict a9a-logistic.model test.svm.bz2 --out predictions.csv --proba
@@ -161,6 +163,17 @@ def _gamma(text):
         raise argparse.ArgumentTypeError(f"must be a number > 0 or 'scale', got {text!r}") from None
 
 
+def _unit_interval(text):
+    """argparse type of ``--l1-ratio``: a number in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not 0.0 <= value <= 1.0:  # NaN too
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text!r}")
+    return value
+
+
 def _svm_loss(text):
     """argparse type of ``--loss``: a loss of the SVM (the logistic loss is ``--model-type logistic``)."""
     from ..engine.plan import losses
@@ -233,6 +246,22 @@ def build_parser():
     # Set once argparse has checked the metavar (it formats it when the argument is added): read
     # when a usage or help is printed, as {name,name}.
     loss.metavar = _Losses(lambda losses: "{" + ",".join(losses.SVM_LOSSES) + "}")
+    train.add_argument(
+        "--penalty",
+        action=_StoreWithLosses,
+        choices=("l2", "l1"),
+        default=None,
+        help="--model-type svm: l2 (the default) or l1, LIBLINEAR's -s 5 (a sparse model; --loss "
+        "%(newton_losses)s): an L1 model trains in memory (--solver memory, set for it)",
+    )
+    train.add_argument(
+        "--l1-ratio",
+        type=_unit_interval,
+        default=None,
+        metavar="R",
+        help="--model-type logistic: the L1 share of the elastic-net penalty, 0 (the default: L2) to 1 "
+        "(L1, LIBLINEAR's -s 6); above 0 the model trains in memory (--solver memory, set for it)",
+    )
     train.add_argument("--C", type=float, default=1.0, help="cost of a unit of loss (default: 1.0)")
     train.add_argument(
         "--cache",
@@ -258,7 +287,8 @@ def build_parser():
         choices=SOLVERS,
         default=LINEAR_OPTIONS["solver"][1],
         help="streamsvm, sbm or bm stream files through the cache, band (auto where it applies) keeps "
-        "the rows near the margin from a sample's solution; memory loads them",
+        "the rows near the margin from a sample's solution; memory loads them (the default of "
+        "--penalty l1 and --l1-ratio above 0, which train in memory only)",
     )
     train.add_argument(
         "--dual",

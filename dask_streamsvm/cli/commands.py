@@ -85,13 +85,14 @@ LINEAR_OPTIONS = {
 OWN_OPTIONS = {
     "budget": ("--budget", ("budgeted",)), "gamma": ("--gamma", ("budgeted",)),
     "lookahead": ("--lookahead", ("onepass",)), "passes": ("--passes", ("svm", "logistic", "budgeted")),
-    "verbose": ("--verbose", ("svm", "logistic", "budgeted")),
+    "verbose": ("--verbose", ("svm", "logistic", "budgeted")), "penalty": ("--penalty", ("svm",)),
+    "l1_ratio": ("--l1-ratio", ("logistic",)),
 }  # fmt: skip
 
 # The option of each model parameter the train command sets (the rest keep their names).
 _OPTIONS = {
     "max_iter": "--passes", "cache_bytes": "--cache", "random_state": "--seed",
-    "fit_intercept": "--no-intercept",
+    "fit_intercept": "--no-intercept", "l1_ratio": "--l1-ratio",
 }  # fmt: skip
 # The passes of a linear model without --passes (a kernel model's default is its own).
 DEFAULT_PASSES = 1000
@@ -126,8 +127,10 @@ def _estimator(args):
     if args.model_type == "onepass":
         return estimator, {} if args.lookahead is None else {"lookahead": args.lookahead}
     if args.model_type == "logistic":
-        return estimator, {}
+        return estimator, {} if args.l1_ratio is None else {"l1_ratio": args.l1_ratio}
     own = {} if args.loss is None else {"loss": args.loss}  # else LinearSVC's default
+    if args.penalty is not None:
+        own["penalty"] = args.penalty
     return estimator, {**own, "probability": True} if args.probability else own
 
 
@@ -149,7 +152,7 @@ def _check_model_type_options(args):
                 )
     for dest, (flag, kinds) in OWN_OPTIONS.items():
         value = getattr(args, dest)
-        if value not in (None, False) and kind not in kinds:
+        if value is not None and value is not False and kind not in kinds:  # --l1-ratio 0 is given
             types = " or ".join(kinds)
             raise UserError(
                 f"{_given(flag, value)} sets an option of --model-type {types}, not of --model-type "
@@ -159,8 +162,11 @@ def _check_model_type_options(args):
 
 def _check_train_options(args):
     """Refuse the combinations of ``train``'s options that no fit takes, before anything heavy is
-    imported or any data opened: one line, in the options' words."""
+    imported or any data opened: one line, in the options' words.  An L1 part in the penalty sets
+    ``args.solver`` to ``"memory"`` (:func:`_check_sparse_penalty`)."""
+    _check_penalty_of_the_other_model(args)
     _check_model_type_options(args)
+    _check_sparse_penalty(args)
     if args.model_type == "logistic" and args.loss is not None:
         from ..engine.plan import losses  # read already by --loss's check
 
@@ -176,6 +182,78 @@ def _check_train_options(args):
         )
     if args.resume and args.checkpoint_dir is None:
         raise UserError("--resume continues from a checkpoint: give --checkpoint-dir DIR too")
+
+
+def _check_penalty_of_the_other_model(args):
+    """``--penalty`` given to logistic regression, or ``--l1-ratio`` to the SVM: one line pointing to
+    the option of the model trained."""
+    if args.model_type == "logistic" and args.penalty is not None:
+        ratio = 1 if args.penalty == "l1" else 0
+        raise UserError(
+            f"--penalty {args.penalty} sets the penalty of --model-type svm (a LinearSVC); --model-type "
+            "logistic trains a LogisticRegression, whose penalty is --l1-ratio (0: L2, 1: L1, between: "
+            f"the elastic net): give --l1-ratio {ratio} instead of --penalty"
+        )
+    if args.model_type == "svm" and args.l1_ratio is not None:
+        raise UserError(
+            f"--l1-ratio {args.l1_ratio:g} sets the elastic net of --model-type logistic (a "
+            "LogisticRegression); --model-type svm trains a LinearSVC, whose penalty is --penalty l2 or "
+            "l1: give --penalty l1 instead of --l1-ratio, or --model-type logistic"
+        )
+
+
+def sparse_penalty(args):
+    """The option that gives the model to train an L1 part in its penalty (``--penalty l1``,
+    ``--l1-ratio R`` above 0), as given; None for the L2 penalty."""
+    if args.model_type == "svm" and args.penalty == "l1":
+        return "--penalty l1"
+    if args.model_type == "logistic" and args.l1_ratio:
+        return f"--l1-ratio {args.l1_ratio:g}"
+    return None
+
+
+def _check_sparse_penalty(args):
+    """An L1 part in the penalty trains in memory only (its solver reads the features column by
+    column, and the command line reads files): ``args.solver`` is set to ``"memory"``, and what
+    would train otherwise is refused in one line (``--solver`` other than memory, ``--cluster``,
+    ``--checkpoint-dir``), as is what the L1 solver cannot train (``--loss hinge``, ``--dual true``)."""
+    given = sparse_penalty(args)
+    if given is None:
+        return
+    if args.loss is not None:
+        from ..engine.plan import losses  # read already by --loss's check
+
+        if not losses.loss_of(args.loss).newton:
+            newton = " or ".join(name for name in losses.SVM_LOSSES if losses.loss_of(name).newton)
+            raise UserError(
+                f"{given} trains --loss {newton} (LIBLINEAR's -s 5), not --loss {args.loss}: its "
+                f"coordinate descent needs the loss's second derivative; give --loss {newton} or drop "
+                f"--loss, or --penalty l2 for --loss {args.loss}"
+            )
+    if args.dual == "true":
+        raise UserError(
+            f"--dual true (the dual solvers) trains the L2 penalty only, and {given} is not: drop --dual "
+            "(or give --dual false), or train the L2 penalty"
+        )
+    memory_only = (
+        f"{given} trains in memory only for now (out-of-core and cluster fits of the L1 and "
+        "elastic-net penalties are not built yet)"
+    )
+    if args.solver not in ("auto", "memory"):
+        raise UserError(
+            f"--solver {args.solver} streams the data, but {memory_only}: drop --solver (memory is then "
+            "set) or give --solver memory"
+        )
+    if args.cluster is not None:
+        raise UserError(
+            f"--cluster {args.cluster} trains on the cluster's workers, but {memory_only}: drop "
+            "--cluster (--scheduler then reads the data on the cluster and trains in this process)"
+        )
+    if args.checkpoint_dir is not None:
+        raise UserError(
+            f"--checkpoint-dir checkpoints a streamed fit, but {memory_only}: drop --checkpoint-dir"
+        )
+    args.solver = "memory"
 
 
 def _where(args):
@@ -380,12 +458,21 @@ def _summary(model, args, n_rows, seconds):
         count = _count(model.n_iter_, one, many)
     # The SVM's loss is an option; logistic regression's is its name.
     params = f"C={args.C:g}" if args.model_type == "logistic" else f"loss={model.loss}, C={args.C:g}"
+    given = sparse_penalty(args)
+    if given is not None:
+        params = f"{given.removeprefix('--').replace('-', '_').replace(' ', '=')}, {params}"
+        after += f", {nonzero_text(np.count_nonzero(model.coef_), np.size(model.coef_))}"
     return (
         f"Trained {MODEL_TYPES[args.model_type]} ({params}) {where}{rows}"
         f"{model.n_features_in_:,} features{after}, {_classes_text(model)}: "
         f"{count}, relative duality gap {gap:.2e} (tol {args.tol:g}, {status}), "
         f"primal objective {objective:.6g}{summed}, {seconds:.2f} s. Model saved to {args.model}."
     )
+
+
+def nonzero_text(nonzero, size):
+    """The weights an L1 model keeps, as ``train`` and ``info`` print them."""
+    return f"{nonzero:,} of {size:,} weights nonzero"
 
 
 def reads_made(history, n_rows):

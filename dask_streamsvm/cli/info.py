@@ -10,7 +10,7 @@ import json
 
 import numpy as np
 
-from .commands import reads_made, rows_streamed
+from .commands import nonzero_text, reads_made, rows_streamed
 from .paths import read_model_file
 from .text import UserError, numbers_text, one_line, printable, short_list
 
@@ -72,6 +72,25 @@ def _linear(attributes, arrays):
     }
 
 
+def _penalty(estimator, params, arrays):
+    """A linear model's penalty, as its parameters set it: ``penalty`` ("l2", "l1" or "elasticnet"),
+    ``l1_ratio`` (the L1 share: 1 for ``LinearSVC(penalty="l1")``; ``LogisticRegression``'s deprecated
+    ``penalty``, where given, wins over its ``l1_ratio``, as in its fit) and, with an L1 part, the
+    nonzero weights of ``coef_`` (the intercepts not counted) out of all; None without one."""
+    penalty = params.get("penalty", "l2")
+    if estimator == "LinearSVC":
+        ratio = 1.0 if penalty == "l1" else 0.0
+    else:
+        ratio = {"l1": 1.0, "l2": 0.0}.get(penalty, float(params.get("l1_ratio", 0.0)))
+    coef = arrays["coef_"]
+    return {
+        "penalty": "l2" if ratio == 0 else "l1" if ratio == 1 else "elasticnet",
+        "l1_ratio": ratio,
+        "nonzero_weights": int(np.count_nonzero(coef)) if ratio > 0 else None,
+        "weights": int(np.size(coef)),
+    }
+
+
 def _budgeted(attributes, arrays):
     """What ``info`` shows of a ``BudgetedSVC``: its epochs, support vectors per problem, kernel and
     merges (the file's arrays, read as written: ``load`` checks them)."""
@@ -108,7 +127,11 @@ def _model_lines(info):
         # 0, and one read may feed several).
         reads = info["reads"]
         of_data = "" if reads is None else f" ({reads} read{'' if reads == 1 else 's'} of the data)"
+        penalty = f"{info['penalty']} (l1_ratio={info['l1_ratio']:g})"
+        if info["nonzero_weights"] is not None:
+            penalty += f": {nonzero_text(info['nonzero_weights'], info['weights'])}"
         return [
+            f"{'penalty':16}{penalty}",
             f"{'passes':16}{info['passes']}{of_data}",
             f"{'duality gap':16}{numbers_text(info['duality_gap'], '.2e')} (relative, certified at the end "
             "of training)",
@@ -148,6 +171,11 @@ def cmd_info(args):
             "n_features": int(attributes["n_features_in_"]),
             "feature_names": None if names is None else [str(c) for c in names],
             **_MODELS[meta["estimator"]](attributes, arrays),
+            **(
+                _penalty(meta["estimator"], meta["params"], arrays)
+                if _MODELS[meta["estimator"]] is _linear
+                else {}
+            ),
             "params": {k: _param_shown(v) for k, v in meta["params"].items() if k not in NOT_SHOWN},
         }
     except (KeyError, TypeError, ValueError, IndexError) as exc:
