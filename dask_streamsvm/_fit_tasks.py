@@ -44,10 +44,6 @@ except ImportError:  # scikit-learn before 1.9: no callbacks, no set_callbacks
         return method
 
 
-# What each step of a fit is called in the task tree (its leaves' ``task_name``).
-STEP_NAMES = ("read", "pass", "round", "part", "epoch")
-
-
 class FitTasks:
     """The task tree of one ``fit``: the root task, begun at the first step (when the fit knows
     its problems) or at the end, and a leaf per step.
@@ -88,8 +84,9 @@ class FitTasks:
         return parent.subcontext(task_name=name, max_subtasks=max_subtasks)
 
     def step(self, name, model=None, problem=None, n_problems=None):
-        """A step ``name`` (of :data:`STEP_NAMES`) has ended, with ``model`` (a callable returning the
-        fitted attributes of the model it ends with, or None): true if a callback asks to stop.
+        """A step ``name`` (``"read"``, ``"pass"``, ``"round"``, ``"part"`` or ``"epoch"``) has ended,
+        with ``model`` (a callable returning the fitted attributes of the model it ends with, or
+        None): true if a callback asks to stop.
         ``problem``: in memory, the one-vs-rest problem (of ``n_problems``) the pass is of."""
         parent = self.root
         if problem is None:

@@ -120,6 +120,8 @@ class PassHooks:
             if self.verbose:
                 print(pass_line(record, self.name), flush=True)
             stop = self._call(record)
+            if self.tasks is None:  # no task tree to tell: nothing kept, nothing copied
+                return stop
             if not multi:
                 return self._step("pass", w[None, :]) or stop
             if self.solved is None:
