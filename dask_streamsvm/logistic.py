@@ -73,12 +73,16 @@ class LogisticRegression(LinearModel):
         The elastic-net mix ``r`` of the regulariser ``r ||w||_1 + (1 - r)/2
         ||w||^2`` (scikit-learn 1.9's): 0 is the L2 penalty above, 1 pure L1
         (LIBLINEAR's ``-s 6``), between them the elastic net; the bias
-        weight is penalised like any other.  With ``l1_ratio > 0`` the fit
-        runs in memory by coordinate descent with a Newton direction per
-        feature (CDN, Yuan et al. 2010; ``dual`` must be False or
-        ``"auto"``), certified by a duality gap (see
-        :mod:`dask_streamsvm.engine.primal.l1`); a Dask collection is
-        trained with ``solver="memory"`` (computed into memory) for now.
+        weight is penalised like any other.  With ``l1_ratio > 0`` (``dual``
+        False or ``"auto"``) in-memory rows train by coordinate descent with
+        a Newton direction per feature (CDN, Yuan et al. 2010;
+        :mod:`dask_streamsvm.engine.primal.l1`), and a Dask collection or
+        path by the primal Newton reads, each step the minimiser of the
+        read's quadratic model plus the penalty (newGLMNET's step,
+        :mod:`dask_streamsvm.engine.primal.penalties`), streamed or on a
+        cluster, at most 4,096 features plus the bias; certified by a
+        duality gap either way.  ``solver="memory"`` computes a collection
+        into memory for coordinate descent.
     dual : {"auto", True, False}, default="auto"
         ``True``: the dual solvers (``solver``). ``False``: the primal
         Newton solver (LIBLINEAR ``-s 0``), one read of the data per step:

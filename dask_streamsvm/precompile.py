@@ -191,6 +191,17 @@ def _logistic(layout):
     LogisticRegression(dual=True, solver="sbm", **STREAMED).fit(*_streamed(layout))
 
 
+@_fit("the L1 and elastic-net penalties", seconds=20)
+def _sparse_penalties(layout):
+    from . import LinearSVC, LogisticRegression
+
+    X, y = _data(layout)
+    LinearSVC(penalty="l1", random_state=0).fit(X, y)  # coordinate descent
+    LogisticRegression(l1_ratio=0.5, random_state=0).fit(X, y)
+    LinearSVC(penalty="l1", cache_bytes="30%").fit(*_streamed(layout))  # the Newton reads' model
+    LogisticRegression(l1_ratio=1.0, cache_bytes="30%").fit(*_streamed(layout))
+
+
 @_fit("OnePassSVC", seconds=70)
 def _onepass(layout):
     from . import OnePassSVC

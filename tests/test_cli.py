@@ -1037,8 +1037,8 @@ def test_budgeted_verbose_prints_its_epochs_and_onepass_refuses_verbose(tmp_path
     ],
 )  # fmt: skip
 def test_train_predict_evaluate_and_info_of_an_l1_model(tmp_path, options, estimator, params, shown):
-    """``train --penalty l1`` and ``--l1-ratio 0.5`` train in memory (the command line reads files,
-    and these penalties train in memory only), as the library's model on the same rows does;
+    """``train --penalty l1`` and ``--l1-ratio 0.5`` stream the file through the primal Newton reads,
+    as the library's model on the same lazily read rows does;
     ``predict`` writes its predictions, ``evaluate`` its accuracy, ``info`` its penalty and nonzero
     weights."""
     rng = np.random.RandomState(0)
@@ -1052,14 +1052,14 @@ def test_train_predict_evaluate_and_info_of_an_l1_model(tmp_path, options, estim
     code, out, err = run([*argv, *options])
     assert code == 0, err
     loaded = dask_streamsvm.load(model)
-    assert type(loaded).__name__ == estimator and loaded.solver == "memory"
+    assert type(loaded).__name__ == estimator and loaded.solver == "auto"
     assert all(loaded.get_params()[k] == v for k, v in params.items())
     nonzero = np.count_nonzero(loaded.coef_)
     assert 0 < nonzero < loaded.coef_.size  # a sparse model
-    assert " in memory on 80 rows x 6 features" in out and f"{nonzero} of 6 weights nonzero" in out, out
+    assert " streamed on 80 rows x 6 features" in out and f"{nonzero} of 6 weights nonzero" in out, out
+    library = getattr(dask_streamsvm, estimator)(C=0.05, tol=1e-8, random_state=0, **params)
+    library.fit(*read_libsvm(str(data)))
     X_read, y_read = dask.compute(*read_libsvm(str(data)))
-    library = getattr(dask_streamsvm, estimator)(C=0.05, tol=1e-8, random_state=0, solver="memory", **params)
-    library.fit(X_read, y_read)
     np.testing.assert_allclose(loaded.coef_, library.coef_, rtol=1e-12, atol=1e-15)
 
     code, out, err = run(["predict", model, data, "--out", tmp_path / "p.csv"])
@@ -1089,6 +1089,11 @@ def test_info_of_an_l2_model_shows_its_penalty_without_counting_weights(a9a_mode
 def test_an_l1_penalty_with_a_streaming_solver_is_one_line_before_training(svm_file, tmp_path, no_fit):
     argv = ["train", svm_file, "--model", tmp_path / "m", "--penalty", "l1"]
     assert_one_line_error(
-        *run([*argv, "--solver", "sbm"]), "--solver sbm", "--penalty l1 trains in memory only"
+        *run([*argv, "--solver", "sbm"]), "--solver sbm", "--penalty l1 streams files through the primal"
     )
+    assert not (tmp_path / "m").exists()
+    code, out, err = run([*argv, "--checkpoint-dir", tmp_path / "ck"])
+    assert_one_line_error(code, out, err, "--checkpoint-dir", "drop --checkpoint-dir")
+    code, out, err = run([*argv, "--scheduler", "tcp://127.0.0.1:1", "--cluster", "cocoa"])
+    assert_one_line_error(code, out, err, "--cluster cocoa trains the L2 penalty only")
     assert not (tmp_path / "m").exists()

@@ -250,22 +250,15 @@ def test_unsupported_combinations_are_named(params, words):
     assert "penalty='l1'" in str(info.value)
 
 
-def test_a_dask_collection_trains_in_memory_or_is_refused_before_any_read():
+def test_a_dask_collection_trains_in_memory_where_solver_memory_is_named():
+    """``solver="memory"`` computes a Dask collection into memory for coordinate descent (the
+    streamed fit's Newton reads are test_l1_out_of_core's)."""
     X, y = _data("dense")
-    reads = []
-
-    def part(block):
-        reads.append(1)
-        return block
-
-    Xd = da.from_array(X, chunks=100).map_blocks(part, dtype=X.dtype, meta=np.empty((0, 0)))
-    yd = da.from_array(y, chunks=100)
-    with pytest.raises(ValueError, match="trains in memory for now.*solver='memory'"):
-        LogisticRegression(l1_ratio=0.5).fit(Xd, yd)
-    assert reads == []
+    Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
     with dask.config.set(scheduler="sync"):
         model = LogisticRegression(l1_ratio=0.5, solver="memory", tol=1e-8, random_state=0).fit(Xd, yd)
     assert model.duality_gap_ <= 1e-8
+    assert model.history_[-1]["solver"] == l1.SOLVER_NAME
 
 
 def test_partial_fit_is_hidden_where_the_penalty_has_an_l1_part():

@@ -57,6 +57,10 @@ FITS = {
     "memory csr": lambda: ds.LinearSVC(solver="memory", dual=True, random_state=1).fit(csr, y),
     "logistic dense": lambda: ds.LogisticRegression().fit(dense, y),
     "crammer_singer dense": lambda: ds.LinearSVC(multi_class="crammer_singer", max_iter=20).fit(dense, y3),
+    "l1 dense": lambda: ds.LinearSVC(penalty="l1", random_state=1).fit(dense, y),
+    "l1 streamed csr": lambda: ds.LogisticRegression(l1_ratio=0.5, cache_bytes="25%").fit(
+        *precompile._dask(csr, y)
+    ),
     "onepass csr": lambda: ds.OnePassSVC(random_state=1).fit(*precompile._dask(csr, y)),
     "budgeted dense": lambda: ds.BudgetedSVC(budget=10, max_iter=1, random_state=1).fit(
         *precompile._dask(dense, y)
@@ -182,6 +186,6 @@ def test_after_the_command_every_estimator_and_path_loads_its_kernels(tmp_path):
     report = json.loads(proc.stdout)
     assert report["errors"] == [] and len(report["compiled"]) > 50
     names = ["primal dense", "streamsvm csr", "sbm dense frame", "memory csr", "logistic dense"]
-    names += ["crammer_singer dense", "onepass csr", "budgeted dense"]
+    names += ["crammer_singer dense", "onepass csr", "budgeted dense", "l1 dense", "l1 streamed csr"]
     fresh = _fresh_fits(names, tmp_path)
     assert fresh["compiled"] == [] and fresh["cache_hits"] > 0

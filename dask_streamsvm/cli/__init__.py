@@ -252,7 +252,8 @@ def build_parser():
         choices=("l2", "l1"),
         default=None,
         help="--model-type svm: l2 (the default) or l1, LIBLINEAR's -s 5 (a sparse model; --loss "
-        "%(newton_losses)s): an L1 model trains in memory (--solver memory, set for it)",
+        "%(newton_losses)s): the file streams through the primal Newton reads (--solver memory: loaded, "
+        "then coordinate descent)",
     )
     train.add_argument(
         "--l1-ratio",
@@ -260,7 +261,8 @@ def build_parser():
         default=None,
         metavar="R",
         help="--model-type logistic: the L1 share of the elastic-net penalty, 0 (the default: L2) to 1 "
-        "(L1, LIBLINEAR's -s 6); above 0 the model trains in memory (--solver memory, set for it)",
+        "(L1, LIBLINEAR's -s 6); above 0 the file streams through the primal Newton reads (--solver "
+        "memory: loaded, then coordinate descent)",
     )
     train.add_argument("--C", type=float, default=1.0, help="cost of a unit of loss (default: 1.0)")
     train.add_argument(
@@ -287,8 +289,8 @@ def build_parser():
         choices=SOLVERS,
         default=LINEAR_OPTIONS["solver"][1],
         help="streamsvm, sbm or bm stream files through the cache, band (auto where it applies) keeps "
-        "the rows near the margin from a sample's solution; memory loads them (the default of "
-        "--penalty l1 and --l1-ratio above 0, which train in memory only)",
+        "the rows near the margin from a sample's solution; memory loads them (--penalty l1 and "
+        "--l1-ratio above 0 stream through the primal Newton reads, or train in memory)",
     )
     train.add_argument(
         "--dual",

@@ -162,8 +162,8 @@ def _check_model_type_options(args):
 
 def _check_train_options(args):
     """Refuse the combinations of ``train``'s options that no fit takes, before anything heavy is
-    imported or any data opened: one line, in the options' words.  An L1 part in the penalty sets
-    ``args.solver`` to ``"memory"`` (:func:`_check_sparse_penalty`)."""
+    imported or any data opened: one line, in the options' words (an L1 part in the penalty's:
+    :func:`_check_sparse_penalty`)."""
     _check_penalty_of_the_other_model(args)
     _check_model_type_options(args)
     _check_sparse_penalty(args)
@@ -213,10 +213,10 @@ def sparse_penalty(args):
 
 
 def _check_sparse_penalty(args):
-    """An L1 part in the penalty trains in memory only (its solver reads the features column by
-    column, and the command line reads files): ``args.solver`` is set to ``"memory"``, and what
-    would train otherwise is refused in one line (``--solver`` other than memory, ``--cluster``,
-    ``--checkpoint-dir``), as is what the L1 solver cannot train (``--loss hinge``, ``--dual true``)."""
+    """What an L1 part in the penalty cannot train, refused in one line before anything is read:
+    ``--loss hinge``, ``--dual true``, and the streaming dual solvers, ``--cluster average`` or
+    ``cocoa`` and ``--checkpoint-dir`` (files stream through the primal Newton reads, and train on a
+    cluster's workers by the same reads; ``--solver memory`` loads them for coordinate descent)."""
     given = sparse_penalty(args)
     if given is None:
         return
@@ -235,25 +235,24 @@ def _check_sparse_penalty(args):
             f"--dual true (the dual solvers) trains the L2 penalty only, and {given} is not: drop --dual "
             "(or give --dual false), or train the L2 penalty"
         )
-    memory_only = (
-        f"{given} trains in memory only for now (out-of-core and cluster fits of the L1 and "
-        "elastic-net penalties are not built yet)"
+    newton_only = (
+        f"{given} streams files through the primal Newton reads only (the dual solvers, averaging and "
+        "CoCoA+ train the L2 penalty)"
     )
     if args.solver not in ("auto", "memory"):
         raise UserError(
-            f"--solver {args.solver} streams the data, but {memory_only}: drop --solver (memory is then "
-            "set) or give --solver memory"
+            f"--solver {args.solver} is a dual solver, but {newton_only}: drop --solver, or give "
+            "--solver memory to load the rows"
         )
-    if args.cluster is not None:
+    if args.cluster not in (None, "auto"):
         raise UserError(
-            f"--cluster {args.cluster} trains on the cluster's workers, but {memory_only}: drop "
-            "--cluster (--scheduler then reads the data on the cluster and trains in this process)"
+            f"--cluster {args.cluster} trains the L2 penalty only, and {newton_only}: drop --cluster"
         )
     if args.checkpoint_dir is not None:
         raise UserError(
-            f"--checkpoint-dir checkpoints a streamed fit, but {memory_only}: drop --checkpoint-dir"
+            f"--checkpoint-dir checkpoints the dual solvers' streamed fits, and {newton_only}: drop "
+            "--checkpoint-dir"
         )
-    args.solver = "memory"
 
 
 def _where(args):

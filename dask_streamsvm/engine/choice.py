@@ -107,7 +107,7 @@ def place(plan, X, client=None, *, checkpointing=False, resuming=False, validati
     if resuming and not checkpointing:
         raise ValueError("resume=True needs checkpoint_dir, the directory the checkpoint is in.")
     if plan.sparse_penalty:
-        _check_sparse_penalty(plan, streaming, input_name)
+        plan = _check_sparse_penalty(plan, streaming, input_name, checkpointing)
     elif plan.dual is False:
         _check_primal(plan, streaming, checkpointing)
     if plan.scaler is not None:
@@ -322,9 +322,11 @@ def primal_blocker(plan, streaming=True, checkpointing=False):
     return next((what for what, blocks in blockers.items() if blocks), None)
 
 
-def _check_sparse_penalty(plan, streaming, input_name):
+def _check_sparse_penalty(plan, streaming, input_name, checkpointing=False):
     """What the L1 and elastic-net penalties (``plan.l1_ratio > 0``) cannot train: a ValueError in
-    scikit-learn's words, before any read.  They train in memory only, for now."""
+    scikit-learn's words, before any read.  In memory their coordinate descent trains them
+    (:mod:`.primal.l1`); streamed and on a cluster the Newton reads (:mod:`.primal.penalties`), so
+    that ``dual="auto"`` means ``dual=False`` there: the plan returned says so."""
     unsupported = "Unsupported set of arguments: the combination of"
     blocker = None if plan.crammer_singer else sparse_penalty_blocker(plan.loss)
     if blocker is not None:
@@ -339,15 +341,19 @@ def _check_sparse_penalty(plan, streaming, input_name):
             f"{unsupported} {plan.penalty} and dual=True is not supported (the dual solvers solve the "
             "L2-penalised problem only); use dual=False or dual='auto'."
         )
-    if streaming or plan.cluster is not None:
-        how = "on the cluster" if plan.cluster is not None else "streamed, out of core"
+    if not streaming and plan.cluster is None:
+        return plan
+    if plan.solver != "auto" or plan.cluster in ("average", "cocoa"):
         raise ValueError(
-            f"{plan.penalty} trains in memory for now, and this fit (solver={plan.solver!r}, "
-            f"cluster={plan.cluster!r} on {input_name}) would run {how}. Pass solver='memory' (a Dask "
-            "collection is then computed into memory, with cluster=None) or compute X and y into "
-            "memory first (X.compute()); out-of-core and cluster fits of the L1 and elastic-net "
-            "penalties are not supported yet."
+            f"{plan.penalty} trains streamed and on a cluster by Newton reads only, and this fit names "
+            f"solver={plan.solver!r}, cluster={plan.cluster!r} on {input_name} (the dual solvers, the "
+            "band, averaging and CoCoA+ solve the L2-penalised problem only). Pass solver='auto' and "
+            "cluster='auto' (or None), or solver='memory' to train in memory."
         )
+    blocker = primal_blocker(plan.replace(dual=False), streaming, checkpointing)
+    if blocker is not None:
+        raise ValueError(f"{plan.penalty} out of core (its Newton reads) does not support {blocker}.")
+    return plan.replace(dual=False)
 
 
 def _check_primal(plan, streaming, checkpointing):
@@ -428,7 +434,14 @@ def cluster_method(plan, n_features):
         ):
             return BAND_SOLVER
         return "cocoa" if plan.cluster == "auto" else plan.cluster
-    return "truncated_newton" if plan.model_width(n_features) + 1 > CG_WIDTH else "newton"
+    wide = plan.model_width(n_features) + 1 > CG_WIDTH
+    if wide and plan.sparse_penalty:  # its steps descend the coordinates of the formed Hessian
+        raise ValueError(
+            f"{plan.penalty} on a cluster forms the Hessian of the features and the bias, at most "
+            f"{CG_WIDTH} wide, and this model is {plan.model_width(n_features) + 1} wide; train it in "
+            "memory (solver='memory', on rows that fit) or select fewer features."
+        )
+    return "truncated_newton" if wide else "newton"
 
 
 def _check_scaler(plan, validating):

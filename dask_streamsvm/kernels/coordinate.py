@@ -191,3 +191,37 @@ def cdn_pass(cols, y, cost, code, penalty, w, s, index, active, gmax_old, curvat
             i = indices[k]
             s[i] -= step * data[k] * y[i]
     return active, gmax, gnorm1, refused
+
+
+@njit(cache=True, nogil=True)
+def model_descent(H, g, w, l1, tol, max_sweeps, d):
+    """Coordinate descent, in place on ``d``, on the quadratic model of a Newton read: the step ``d``
+    that minimises::
+
+        q(d) = g . d + 1/2 d^T H d + l1 ||w + d||_1
+
+    (``H``: the read's Hessian of the smooth part, the penalty's ``l2`` on its diagonal; ``g`` its
+    gradient at ``w``), the direction of newGLMNET (Yuan, Ho and Lin, JMLR 2012) formed from sums
+    over rows, so that out of core one read gives it.  Each sweep visits every coordinate in
+    order, with the model's exact derivative ``g_j + (H d)_j`` and curvature ``H_jj`` (at least
+    :data:`MIN_CURVATURE`) in :func:`newton_direction`, and keeps ``H d`` up to date.  It stops after
+    a sweep whose largest :func:`violation` (before its moves) is at most ``tol``, or after
+    ``max_sweeps``: ``(sweeps, largest violation of the last sweep)``."""
+    n = g.shape[0]
+    Hd = H @ d
+    largest = 0.0
+    for sweep in range(max_sweeps):
+        largest = 0.0
+        for j in range(n):
+            G = g[j] + Hd[j]
+            u = w[j] + d[j]
+            largest = max(largest, violation(G, u, l1))
+            h = max(H[j, j], MIN_CURVATURE)
+            z = newton_direction(G, h, u, l1)
+            if z != 0.0:
+                d[j] += z
+                for i in range(n):
+                    Hd[i] += z * H[j, i]  # H is symmetric: its row j, stored contiguously
+        if largest <= tol:
+            return sweep + 1, largest
+    return max_sweeps, largest

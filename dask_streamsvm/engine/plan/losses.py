@@ -97,6 +97,20 @@ class Loss:
             return dual_sum - 0.5 * float(v @ v)
         return dual_sum - 0.5 * float(v @ v) - loss_sum
 
+    def scaled_newton_terms(self, dual_sum, loss_sum, scale):
+        """The dual's row terms ``sum_i phi_i(scale alpha_i)`` at the Newton read's dual point
+        scaled by ``0 < scale <= 1`` (the sparse penalties' feasible point,
+        :mod:`..primal.penalties`), from the read's sums: exact for the squared hinge, whose
+        ``phi_i(a) = a - a^2 / (4 C_i)`` gives ``scale sum alpha_i - scale^2 sum C_i xi_i^2``; a
+        lower bound for the logistic loss, whose entropy is concave and 0 at 0, so that
+        ``H_i(scale a) >= scale H_i(a)`` (exact at ``scale = 1``).  A lower dual value only widens
+        the certified gap."""
+        if not self.newton:
+            raise ValueError(f"loss={self.name!r} has no Newton pieces; {newton_blocker(self.name)}.")
+        if not self.quadratic_dual:
+            return scale * dual_sum
+        return scale * dual_sum - scale * scale * loss_sum
+
 
 HINGE = Loss("hinge", kl.HINGE, "the hinge", scale_upper=1.0, newton=False, band=True)
 SQUARED_HINGE = Loss("squared_hinge", kl.SQUARED_HINGE, "the squared hinge", scale_upper=np.inf, newton=True)

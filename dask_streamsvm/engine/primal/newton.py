@@ -65,6 +65,13 @@ the point of lowest primal value with the highest dual value seen (weak
 duality holds for any pair), so ``tol`` means the same relative duality gap
 as for the dual solvers.  At the optimum ``alpha(w*)`` is the dual optimum,
 so the gap goes to zero with the Newton steps.
+
+The penalty.  Everything above is the L2 penalty's, ``1/2 ||w||^2``; the
+penalty is an object of :mod:`.penalties` that each problem holds, so that
+the L1 and elastic-net penalties run the same reads, trial lengths, trust
+region and band: their step minimises the read's quadratic model plus the
+exact penalty (newGLMNET's), Armijo's rule takes Tseng and Yun's decrease,
+and their certificate scales the dual point to be feasible.
 """
 
 import contextlib
@@ -76,6 +83,7 @@ import scipy.linalg
 from ..plan.certificate import Certificate, check_gap
 from ..plan.losses import loss_of, newton_blocker
 from ..plan.result import FitResult
+from .penalties import L2, penalty_of
 from .sums import STEPS, block_sums
 
 # The reads (:mod:`.sums`, :mod:`.reads`) are named here too.
@@ -101,8 +109,9 @@ class _Problem:
     """One binary problem's Newton state: the evaluated point, its gradient and Hessian, the best
     primal point and the best dual value seen; ``loss`` (a :class:`~..plan.losses.Loss`) certifies it."""
 
-    def __init__(self, width, loss, tol=0.0):
+    def __init__(self, width, loss, tol=0.0, penalty=None):
         self.loss, self.tol = loss, tol
+        self.penalty = L2() if penalty is None else penalty  # (:mod:`.penalties`)
         self.w = np.zeros(width)
         self.s = np.zeros(width)
         self.f = np.inf  # f(w) once evaluated
@@ -142,12 +151,7 @@ class _Problem:
                 s, self.cg_steps = _conjugate_gradient(*self.operator, self.g)
             self.operator = None  # the active rows it holds are not needed any more
             return s
-        try:
-            factor = scipy.linalg.cho_factor(self.H, check_finite=False)
-            s = scipy.linalg.cho_solve(factor, -self.g, check_finite=False)
-        except np.linalg.LinAlgError:  # not numerically positive definite: the least-squares step
-            s = np.linalg.lstsq(self.H, -self.g, rcond=None)[0]
-        return s if np.all(np.isfinite(s)) else -self.g
+        return self.penalty.direction(self.w, self.g, self.H)
 
     def update(self, sums, c, certify_only=False):
         """Take the read's sums of problem ``c``: certify the evaluated point, accept or shorten the
@@ -155,10 +159,9 @@ class _Problem:
         no Hessian (the first read's, at ``w = 0``); only certify."""
         self.cg_steps = 0  # products of this read's direction (none unless one is taken)
         point = self.w + self.s if self.trial else self.w
-        half_sq = 0.5 * float(point @ point)
-        primal = self.loss.primal_value(half_sq, float(sums.loss[c]))
+        primal = self.loss.primal_value(self.penalty.value(point), float(sums.loss[c]))
         v = sums.v[c]
-        dual = self.loss.newton_dual(float(sums.alpha[c]), v, float(sums.loss[c]))
+        dual = self.penalty.dual(self.loss, float(sums.alpha[c]), v, float(sums.loss[c]))
         certificate = Certificate(primal=primal, dual=dual)
         self.best_dual = max(self.best_dual, dual)
         if primal < self.best_primal:
@@ -166,15 +169,15 @@ class _Problem:
         if certify_only:
             self.accepted, self.step = True, 0.0
             return certificate
-        decrease = float(self.g @ self.s) if self.trial else 0.0
+        decrease = self.penalty.decrease(self.w, self.g, self.s) if self.trial else 0.0
         self.accepted = not self.trial or primal <= self.f + ARMIJO * decrease
         if self.accepted:
             if self.trial and self.fraction < 1.0:  # a step cut to the radius, taken: trust it further
                 self.radius *= RADIUS_GROWTH
             self.w, self.f, self.step = point, primal, self.fraction if self.trial else 0.0
-            self.g = point - v
+            self.g = self.penalty.gradient(point, v)
             if sums.operators is None:
-                self.H = sums.hessian[c] + np.eye(point.shape[0])
+                self.H = self.penalty.hessian(sums.hessian[c])
             else:
                 self.H, self.operator = None, sums.operators[c]
             band = getattr(sums, "band", None)
@@ -197,7 +200,7 @@ class _Problem:
             self.shorten(primal, decrease)
             return certificate
         # The full step went too far: the longest step length of the same read that decreases enough.
-        values = np.array([0.5 * float((self.w + t * self.s) @ (self.w + t * self.s)) for t in STEPS])
+        values = np.array([self.penalty.value(self.w + t * self.s) for t in STEPS])
         values += sums.trial[c]
         good = np.flatnonzero(values <= self.f + ARMIJO * STEPS * decrease)
         t = STEPS[good[0]] if good.size else STEPS[int(np.argmin(values))]
@@ -294,12 +297,20 @@ def solve_primal(
             f"dual=False (the primal Newton solver) does not support {newton_blocker(plan.loss)}; "
             "use dual=True (the dual solvers)."
         )
-    problems = [_Problem(D, loss, plan.tol) for _ in range(k)]
+    if plan.sparse_penalty and getattr(read, "hessian_products", False):
+        raise ValueError(
+            f"{plan.penalty} forms the {D} x {D} Hessian of the features and the bias (its steps "
+            "descend coordinates of the read's model), and this fit would take its products only; "
+            f"train on at most {MAX_WIDTH} features, or in memory."
+        )
+    problems = [_Problem(D, loss, plan.tol, penalty_of(plan)) for _ in range(k)]
     for problem, w in zip(problems, [] if start is None or initial is not None else start, strict=False):
         problem.w = np.array(w, dtype=np.float64)
     for problem in problems:
-        problem.band_step = lambda w, g, H, band: band_step(w, g, H, band, plan)
-        problem.band_certify = lambda w, d, totals, H, band: band_certificate(w, d, totals, H, band, plan)
+        problem.band_step = lambda w, g, H, band, p=problem.penalty: band_step(w, g, H, band, plan, p)
+        problem.band_certify = lambda w, d, totals, H, band, p=problem.penalty: band_certificate(
+            w, d, totals, H, band, plan, p
+        )
     with read if hasattr(read, "__enter__") else contextlib.nullcontext():
         return _newton_reads(
             read, plan, problems, clock_start, on_pass, source, (initial, start, start_read), notes, before
@@ -309,6 +320,12 @@ def solve_primal(
 def check_width(plan, D, products=False):
     """A ValueError if the primal solver cannot train a model ``D`` wide (features plus bias):
     without Hessian ``products`` (in memory), it forms the ``D x D`` Hessian, at most MAX_WIDTH."""
+    if D > MAX_WIDTH and not products and plan.sparse_penalty:
+        raise ValueError(
+            f"{plan.penalty} out of core forms the {D} x {D} Hessian of the features and the bias, "
+            f"wider than the {MAX_WIDTH} it supports; train in memory (solver='memory', on rows that "
+            "fit: coordinate descent reads columns) or select fewer features."
+        )
     if D > MAX_WIDTH and not products:
         mapped = plan.feature_map is not None
         what = "the feature map's features" if mapped else "the features"
@@ -488,13 +505,15 @@ def band_share(plan, capped=True):
     return min(BAND_SHARE, float(plan.cache_share))
 
 
-def band_step(w, g, H, band, plan):
+def band_step(w, g, H, band, plan, penalty=None):
     """The step from ``w`` that minimizes the objective's model in which the rows of ``band`` are
     exact and the others quadratic: ``(w + d)`` where ``d`` minimizes
 
-        m(d) = g . d + 1/2 d^T (H - B0) d + L(w + d) - L(w) + v0 . d,
+        m(d) = g . d + 1/2 d^T (H - B0) d + L(w + d) - L(w) + v0 . d  (+ l1 ||w + d||_1 - l1 ||w||_1),
 
-    ``g`` and ``H`` the gradient and Hessian of the read at ``w`` (every row), ``L``, ``v`` and
+    ``g`` and ``H`` the gradient and Hessian of the read at ``w`` (every row, and the smooth part of
+    the ``penalty``; :mod:`.penalties`: the L1 part in brackets, with its proximal Newton steps,
+    :meth:`~.penalties.Sparse.direction`, where the penalty has one), ``L``, ``v`` and
     ``B`` the band's loss, ``sum alpha_i y_i x_i`` and Hessian (``0``: at ``w``).  A row outside the
     band whose loss keeps its piece (quadratic where active, zero where not) contributes the same
     to ``m`` and to the objective, so where the rows that change piece are in the band ``m`` is
@@ -505,6 +524,7 @@ def band_step(w, g, H, band, plan):
     :data:`BAND_STEPS`, in memory.  ``band``: a :class:`~.reads.Sample` of the rows, their
     signs as labels and costs as weights.
     """
+    penalty = L2() if penalty is None else penalty
     X, Y, cost = band.X, band.y[None, :], band.sample_weight[None, :]
     D = w.shape[0]
     zero = np.zeros((1, D))
@@ -516,22 +536,27 @@ def band_step(w, g, H, band, plan):
     L0, v0, B0 = float(at_start.loss[0]), at_start.v[0], at_start.hessian[0]
     A = H - B0
 
+    at_w = penalty.nonsmooth(w)
+
     def model(d, L):
-        return float(g @ d + 0.5 * d @ A @ d + L - L0 + v0 @ d)
+        return float(g @ d + 0.5 * d @ A @ d + L - L0 + v0 @ d) + penalty.nonsmooth(w + d) - at_w
 
     d = np.zeros(D)
     value = 0.0
-    limit = BAND_TOL * float(np.linalg.norm(g))
+    limit = BAND_TOL * penalty.stationarity(w, g)
     for _ in range(BAND_STEPS):
         v, B = at_step.v[0], at_step.hessian[0]
         grad = g + A @ d - v + v0
-        if not float(np.linalg.norm(grad)) > limit:
+        if not penalty.stationarity(w + d, grad) > limit:
             break
-        try:
-            step = scipy.linalg.cho_solve(scipy.linalg.cho_factor(A + B, check_finite=False), -grad)
-        except np.linalg.LinAlgError:
-            break
-        t, slope = 1.0, float(grad @ step)
+        if penalty.sparse:
+            step = penalty.direction(w + d, grad, A + B)
+        else:
+            try:
+                step = scipy.linalg.cho_solve(scipy.linalg.cho_factor(A + B, check_finite=False), -grad)
+            except np.linalg.LinAlgError:
+                break
+        t, slope = 1.0, penalty.decrease(w + d, grad, step)
         while t >= BAND_SHORTEST:
             trial = d + t * step
             at_trial = at(trial)
@@ -556,14 +581,16 @@ def band_step(w, g, H, band, plan):
 BOUND_SLACK = 1e-6
 
 
-def band_certificate(w, d, totals, H, band, plan):
+def band_certificate(w, d, totals, H, band, plan, penalty=None):
     """The :class:`Certificate` of ``w + d`` from the read at ``w`` and its band, without reading
     again; None where the read cannot prove it (the loss's Newton pieces are not quadratic, as the
     squared hinge's are, or a row outside the band may change its piece).
 
     ``totals``: the read's ``(loss, dual sum, v)`` of the problem over every row at ``w``, ``H``
-    its Hessian (with the identity); ``band``: its band (:class:`~.reads.Sample`, with the smallest
-    key of the rows it left out, ``band.outside``, and the metric of the keys, ``band.metric``).
+    its Hessian (with the ``penalty``'s ``l2 I``: the identity for the L2 penalty,
+    :mod:`.penalties`, whose value and dual point the certificate takes); ``band``: its band
+    (:class:`~.reads.Sample`, with the smallest key of the rows it left out, ``band.outside``, and
+    the metric of the keys, ``band.metric``).
 
     The bound.  A row's key is ``|1 - m_i| / ||x~_i||``, its margin's distance from the hinge point
     over its length in the band's metric (``x~ = ((x - center) / scale, 1)``,
@@ -587,10 +614,11 @@ def band_certificate(w, d, totals, H, band, plan):
         return None
     if not band_holds(w, d, band, plan.bias):
         return None
+    penalty = L2() if penalty is None else penalty
     D = w.shape[0]
     loss, dual_sum, v = totals
     at_w, at_next = _band_sums(w, d, band, plan)
-    H_out = H - np.eye(D) - at_w.hessian[0]
+    H_out = H - penalty.l2 * np.eye(D) - at_w.hessian[0]
     v_out = v - at_w.v[0]
     u_out = v_out + H_out @ w
     H_out_d = H_out @ d
@@ -600,8 +628,8 @@ def band_certificate(w, d, totals, H, band, plan):
     v_next = v_out - H_out_d + at_next.v[0]
     point = w + d
     return Certificate(
-        primal=objective.primal_value(0.5 * float(point @ point), loss_next),
-        dual=objective.newton_dual(dual_next, v_next, loss_next),
+        primal=objective.primal_value(penalty.value(point), loss_next),
+        dual=penalty.dual(objective, dual_next, v_next, loss_next),
     )
 
 

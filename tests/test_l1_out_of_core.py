@@ -1,0 +1,392 @@
+"""The L1 and elastic-net penalties out of core and on a cluster: Newton reads whose steps descend the
+read's quadratic model (engine/primal/penalties.py), certified by the scaled dual point, against
+scikit-learn's optima; each rule pinned (the model's solve, its ridge, the dual's lower bound, the
+band's certificate with the L1 penalty)."""
+
+import dask
+import dask.array as da
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression as SkLogistic
+from sklearn.svm import LinearSVC as SkLinearSVC
+
+from dask_streamsvm import LinearSVC, LogisticRegression
+from dask_streamsvm.engine.plan.losses import LOGISTIC as LOGISTIC_LOSS
+from dask_streamsvm.engine.plan.losses import SQUARED_HINGE as SQUARED_HINGE_LOSS
+from dask_streamsvm.engine.primal import l1, newton, penalties
+from dask_streamsvm.engine.primal.reads import Sample
+from dask_streamsvm.engine.primal.sums import block_sums
+from dask_streamsvm.kernels import coordinate
+from dask_streamsvm.kernels.losses import LOGISTIC, SQUARED_HINGE, newton_dual_term, newton_terms
+
+from ._helpers import two_worker_client
+from .test_l1 import _data, _signs, _value
+
+PURE_L1 = (1.0, 0.0)
+ELASTIC = (0.5, 0.5)
+
+
+def _dense(name):
+    X, y = _data(name)
+    return (X.toarray() if hasattr(X, "toarray") else np.asarray(X)), y
+
+
+def _collection(X, y, rows=500):
+    return da.from_array(X, chunks=(rows, X.shape[1])), da.from_array(y, chunks=rows)
+
+
+def _small_sample(X):
+    """A ``cache_bytes`` whose sample holds about 400 rows: the Newton reads then stream every row."""
+    return X.shape[1] * 8 * 400
+
+
+def _reference(kind, X, y):
+    """scikit-learn's optimum of the same problem (LIBLINEAR's ``-s 5`` and ``-s 6``)."""
+    if kind == "svc":
+        return SkLinearSVC(penalty="l1", dual=False, tol=1e-10, max_iter=100_000).fit(X, y)
+    return SkLogistic(l1_ratio=1.0, solver="liblinear", tol=1e-10, max_iter=100_000).fit(X, y)
+
+
+def _ours(kind, **params):
+    if kind == "svc":
+        return LinearSVC(penalty="l1", dual=False, **params)
+    return LogisticRegression(l1_ratio=1.0, **params)
+
+
+def _certified_against(model, X, y, w_ref, code, penalty):
+    """The fit's objective is its weights' (our formula), within its certified gap of the reference
+    point's, and its dual value is below the reference's primal value (weak duality)."""
+    w = np.r_[model.coef_.ravel(), model.intercept_]
+    ours = _value(X, y, w, code, penalty, model.classes_, model.C)
+    assert model.objective_ == pytest.approx(ours, rel=1e-10)
+    reference = _value(X, y, w_ref, code, penalty, model.classes_, model.C)
+    gap = model.duality_gap_ * ours
+    assert ours - reference <= gap + 1e-12 * ours
+    assert ours - gap <= reference * (1 + 1e-12)
+    return ours, reference
+
+
+@pytest.mark.parametrize("kind, code", [("svc", SQUARED_HINGE), ("log", LOGISTIC)])
+@pytest.mark.parametrize("name", ["a9a", "w8a", "ijcnn1", "dense"])
+def test_streamed_l1_reaches_liblinear_within_the_gap(name, kind, code):
+    """Streamed with a sample of 400 rows, so that the Newton reads train (not the sample's solve)."""
+    X, y = _dense(name)
+    Xd, yd = _collection(X, y)
+    with dask.config.set(scheduler="sync"):
+        model = _ours(kind, tol=1e-8, cache_bytes=_small_sample(X)).fit(Xd, yd)
+    assert model.history_[0]["sample_rows"] < X.shape[0]
+    assert model.history_[-1]["solver"] == "newton"
+    assert model.duality_gap_ <= 1e-8
+    sk = _reference(kind, X, y)
+    _certified_against(model, X, y, np.r_[sk.coef_.ravel(), sk.intercept_], code, PURE_L1)
+
+
+def test_the_streamed_zero_pattern_is_scikit_learns_where_its_solvers_agree():
+    """As ``test_l1``'s in-memory check: where LIBLINEAR and saga agree on which weights are zero
+    (a9a's one-hot groups make its L1 optimum's support not unique), the streamed fit does too."""
+    X, y = make_classification(3000, 12, n_informative=3, n_redundant=0, random_state=3)
+    C = 0.005
+    liblinear = SkLogistic(l1_ratio=1.0, C=C, solver="liblinear", tol=1e-10, max_iter=100_000).fit(X, y)
+    saga = SkLogistic(l1_ratio=1.0, C=C, solver="saga", tol=1e-10, max_iter=100_000).fit(X, y)
+    agree = (liblinear.coef_ != 0) == (np.abs(saga.coef_) > 1e-8)
+    Xd, yd = _collection(X, y)
+    with dask.config.set(scheduler="sync"):
+        ours = LogisticRegression(l1_ratio=1.0, C=C, tol=1e-10, cache_bytes=_small_sample(X)).fit(Xd, yd)
+        svc = LinearSVC(penalty="l1", dual=False, C=C, tol=1e-10, cache_bytes=_small_sample(X)).fit(Xd, yd)
+    assert agree.any()
+    np.testing.assert_array_equal((ours.coef_ != 0)[agree], (liblinear.coef_ != 0)[agree])
+    sk_svc = SkLinearSVC(penalty="l1", dual=False, C=C, tol=1e-10, max_iter=100_000).fit(X, y)
+    np.testing.assert_array_equal(svc.coef_ != 0, sk_svc.coef_ != 0)
+    assert 0 < np.count_nonzero(svc.coef_) < X.shape[1]
+
+
+def test_streamed_elastic_net_matches_the_in_memory_fit():
+    """``l1_ratio=0.5`` streamed from Parquet: the in-memory fit's objective within both gaps."""
+    X, y = _dense("ijcnn1")
+    memory = LogisticRegression(l1_ratio=0.5, tol=1e-10, random_state=0).fit(X, y)
+    Xd, yd = _collection(X, y)
+    with dask.config.set(scheduler="sync"):
+        streamed = LogisticRegression(l1_ratio=0.5, tol=1e-8, cache_bytes=_small_sample(X)).fit(Xd, yd)
+    _certified_against(streamed, X, y, np.r_[memory.coef_.ravel(), memory.intercept_], LOGISTIC, ELASTIC)
+
+
+def test_parquet_l1_fit_is_the_in_memory_model(tmp_path):
+    X, y = _dense("dense")
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])]).assign(label=y)
+    frame.to_parquet(tmp_path / "rows.parquet", row_group_size=100)
+    ddf = dd.read_parquet(tmp_path / "rows.parquet", split_row_groups=True)
+    features = [c for c in ddf.columns if c != "label"]
+    with dask.config.set(scheduler="sync"):
+        streamed = LinearSVC(penalty="l1", dual=False, tol=1e-9, cache_bytes=8 * 9 * 150).fit(
+            ddf[features], ddf["label"]
+        )
+    memory = LinearSVC(penalty="l1", tol=1e-10, random_state=0).fit(X, y)
+    _certified_against(streamed, X, y, np.r_[memory.coef_.ravel(), memory.intercept_], SQUARED_HINGE, PURE_L1)
+    assert streamed.n_iter_ >= 1 and streamed.history_[0]["sample_rows"] < X.shape[0]
+
+
+def test_the_squared_hinge_l1_step_is_certified_by_its_band():
+    """The band's step minimises the L1 objective where only band rows change piece, and the band
+    certifies its point without another read: the first Newton read ends a fit from a good sample."""
+    X, y = _dense("ijcnn1")
+    Xd, yd = _collection(X, y)
+    with dask.config.set(scheduler="sync"):
+        model = LinearSVC(penalty="l1", dual=False, tol=1e-6, cache_bytes=X.shape[1] * 8 * 2000).fit(Xd, yd)
+    certified = [r for r in model.history_ if r.get("band_certified")]
+    assert certified, "no read's band certified its step's point"
+    assert model.duality_gap_ <= 1e-6
+
+
+def test_band_certificate_with_the_l1_penalty_is_the_exact_one():
+    """``band_certificate`` with :class:`~.penalties.Sparse`: its primal value and dual value are those
+    computed from every row at the step's point, when no row outside the band changes piece."""
+    X, y = _dense("dense")
+    rng = np.random.default_rng(0)
+    X = X[:, :8]
+    signs = _signs(y, np.unique(y))
+    cost = np.full(len(y), 0.7)
+    penalty = penalties.Sparse(*PURE_L1)
+    columns = l1.column_layout(X, 1.0)
+    w = np.r_[0.3 * rng.standard_normal(X.shape[1]), 0.1]
+    w[2] = 0.0  # a zero weight: the dual point's scale comes from the L1 part
+    d = 1e-4 * rng.standard_normal(w.shape[0])
+    Xb = columns.toarray()
+    plan_like = _PlanLike()
+    sums = block_sums(X, signs[None, :], cost[None, :], w[None, :], np.zeros((1, w.shape[0])), 1.0,
+                             SQUARED_HINGE, None)  # fmt: skip
+    H = penalty.hessian(sums.hessian[0])
+    margins = signs * (Xb @ w)
+    near = np.argsort(np.abs(1.0 - margins))[: len(y) // 2]
+    band = _band(X[near], signs[near], cost[near], outside=np.sort(np.abs(1.0 - margins))[len(y) // 2] / 50)
+    totals = (float(sums.loss[0]), float(sums.alpha[0]), sums.v[0])
+    made = newton.band_certificate(w, d, totals, H, band, plan_like, penalty)
+    assert made is not None
+    exact = l1.certify(columns.tocsc(), signs, cost, SQUARED_HINGE, w + d, PURE_L1)[0]
+    assert made.primal == pytest.approx(exact.primal, rel=1e-10)
+    assert made.dual == pytest.approx(exact.dual, rel=1e-8)
+
+
+class _PlanLike:
+    loss, loss_code, bias, feature_map = "squared_hinge", SQUARED_HINGE, 1.0, None
+
+
+def _band(X, signs, cost, outside):
+    return Sample(X, signs, cost, rows_seen=X.shape[0] * 2, outside=outside,
+                  metric=(np.zeros(X.shape[1]), np.ones(X.shape[1])))  # fmt: skip
+
+
+# --- the model's solve ---------------------------------------------------------------------------
+
+
+def _model(seed=0, n=40, singular=False):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((3 * n, n))
+    if singular:
+        A[:, -1] = A[:, 0] + A[:, 1]  # collinear columns: H is singular (no l2 part)
+    H = A.T @ A
+    return H, 5.0 * rng.standard_normal(n), 0.1 * rng.standard_normal(n)
+
+
+def _q(H, g, w, l1_weight, s):
+    return float(g @ s + 0.5 * s @ H @ s) + l1_weight * float(np.abs(w + s).sum())
+
+
+def test_the_direction_minimises_the_reads_model():
+    """The step meets the model's optimality conditions (no coordinate can improve it) and its value is
+    below every coordinate-wise perturbation's."""
+    H, g, w = _model()
+    penalty = penalties.Sparse(2.0, 0.0)
+    s = penalty.direction(w, g, H)
+    ridged = H + penalties.MODEL_RIDGE * np.trace(H) / H.shape[0] * np.eye(H.shape[0])
+    violation = penalties.violations(g + ridged @ s, w + s, 2.0)
+    assert violation.max() <= 1e-9 * np.abs(g).max()
+    best = _q(H, g, w, 2.0, s)
+    for j in range(H.shape[0]):
+        for delta in (1e-4, -1e-4):
+            moved = s.copy()
+            moved[j] += delta
+            assert _q(H, g, w, 2.0, moved) >= best - 1e-9
+
+
+def _a9a_model():
+    """The model of a read at ``w = 0`` on 3,000 rows of a9a: its one-hot groups beside the bias column
+    make the Hessian singular (pure L1: no l2 part)."""
+    X, y = _dense("a9a")
+    signs, cost = _signs(y, np.unique(y)), np.ones(len(y))
+    w = np.zeros(X.shape[1] + 1)
+    sums = block_sums(X, signs[None, :], cost[None, :], w[None, :], np.zeros((1, w.shape[0])), 1.0,
+                      SQUARED_HINGE, None)  # fmt: skip
+    penalty = penalties.Sparse(*PURE_L1)
+    return penalty, penalty.hessian(sums.hessian[0]), penalty.gradient(w, sums.v[0]), w
+
+
+def test_the_models_ridge_is_what_lets_a_singular_model_converge(monkeypatch):
+    """On a9a's singular model, with :data:`~.penalties.MODEL_RIDGE` the direction meets the ridged
+    model's optimality conditions to 1e-6 of the first violation; without it coordinate descent and
+    the support's steps wander (1.8e-4 of it measured)."""
+    penalty, H, g, w = _a9a_model()
+    first = penalties.violations(g, w, 1.0).max()
+
+    def left(ridge):
+        monkeypatch.setattr(penalties, "MODEL_RIDGE", ridge)
+        s = penalty.direction(w, g, H)
+        ridged = H + ridge * max(1.0, np.trace(H) / H.shape[0]) * np.eye(H.shape[0])
+        return penalties.violations(g + ridged @ s, w + s, 1.0).max() / first
+
+    assert left(penalties.MODEL_RIDGE) <= 1e-6
+    assert left(0.0) > 1e-5
+
+
+def test_model_descent_stops_at_its_tolerance_and_counts_sweeps():
+    H, g, w = _model(seed=1)
+    d = np.zeros_like(w)
+    sweeps, largest = coordinate.model_descent(H, g, w, 2.0, 1e-3, 10_000, d)
+    assert largest <= 1e-3 and 1 <= sweeps < 10_000
+    d1 = np.zeros_like(w)
+    assert coordinate.model_descent(H, g, w, 2.0, 1e-3, 1, d1)[0] == 1
+
+
+def test_the_support_step_only_decreases_the_model():
+    """Where the support's Newton step would take a weight across zero it stops there, so the model
+    never rises (the orthant's convex quadratic along its Newton direction)."""
+    for seed in range(20):
+        H, g, w = _model(seed=seed, n=12)
+        s = 0.3 * np.random.default_rng(seed).standard_normal(12)
+        before = _q(H, g, w, 1.0, s)
+        penalties.support_step(H, g, w, 1.0, s)
+        assert _q(H, g, w, 1.0, s) <= before + 1e-9 * abs(before)
+
+
+# --- the certificate -----------------------------------------------------------------------------
+
+
+def test_the_scaled_dual_terms_are_exact_or_a_lower_bound():
+    """``Loss.scaled_newton_terms``: the squared hinge's terms at ``t alpha`` exactly, the logistic
+    loss's entropies bounded below by ``t H(alpha)`` (concave, 0 at 0), equal at ``t = 1``."""
+    rng = np.random.default_rng(0)
+    s = 1.0 - 3.0 * rng.standard_normal(200)  # shortfalls 1 - m
+    cost = rng.uniform(0.1, 2.0, 200)
+    for loss, code in ((SQUARED_HINGE_LOSS, SQUARED_HINGE), (LOGISTIC_LOSS, LOGISTIC)):
+        terms = np.array([newton_terms(code, c, si) for c, si in zip(cost, s, strict=True)])
+        alpha = terms[:, 1]
+        dual_sum = sum(newton_dual_term(code, c, si, a) for c, si, a in zip(cost, s, alpha, strict=True))
+        loss_sum = float(terms[:, 0] @ cost) if code == SQUARED_HINGE else float(terms[:, 0].sum())
+        for t in (1.0, 0.7, 0.2):
+            bound = loss.scaled_newton_terms(dual_sum, loss_sum, t)
+            if code == SQUARED_HINGE:
+                exact = float(np.sum(t * alpha - (t * alpha) ** 2 / (4.0 * cost)))
+                assert bound == pytest.approx(exact, rel=1e-12)
+            else:
+                p = t * alpha / cost
+                entropy = -cost * (p * np.log(p) + (1 - p) * np.log1p(-p))
+                exact = float(entropy.sum())
+                assert bound <= exact + 1e-9 * abs(exact)
+                if t == 1.0:
+                    assert bound == pytest.approx(exact, rel=1e-9)
+                else:
+                    assert bound < exact
+
+
+def test_a_read_never_certifies_more_than_it_proved():
+    """Every Newton read's dual value, at points near and far from the optimum, is at most the
+    optimum's primal value; without the dual point's scaling it would not be (``t = 1``)."""
+    X, y = _dense("a9a")
+    sk = _reference("svc", X, y)
+    optimum = _value(X, y, np.r_[sk.coef_.ravel(), sk.intercept_], SQUARED_HINGE, PURE_L1, sk.classes_)
+    signs = _signs(y, sk.classes_)
+    cost = np.ones(len(y))
+    w_star = np.r_[sk.coef_.ravel(), sk.intercept_]
+    penalty = penalties.Sparse(*PURE_L1)
+    exceeded_unscaled = False
+    for scale in (0.0, 0.5, 0.9, 0.99, 1.01, 1.5):
+        w = scale * w_star
+        sums = block_sums(X, signs[None, :], cost[None, :], w[None, :], np.zeros((1, w.shape[0])), 1.0,
+                                 SQUARED_HINGE, None)  # fmt: skip
+        v, dual_sum, loss_sum = sums.v[0], float(sums.alpha[0]), float(sums.loss[0])
+        assert penalty.dual(SQUARED_HINGE_LOSS, dual_sum, v, loss_sum) <= optimum * (1 + 1e-12)
+        unscaled = SQUARED_HINGE_LOSS.scaled_newton_terms(dual_sum, loss_sum, 1.0)
+        exceeded_unscaled |= unscaled > optimum
+    assert exceeded_unscaled
+
+
+# --- where it runs, and what it refuses ----------------------------------------------------------
+
+
+def test_a_dask_collection_trains_out_of_core_by_default():
+    X, y = _dense("dense")
+    Xd, yd = _collection(X, y, rows=100)
+    with dask.config.set(scheduler="sync"):
+        model = LogisticRegression(l1_ratio=1.0, tol=1e-8).fit(Xd, yd)
+    assert model.history_[-1]["solver"] == "newton"
+    assert model.duality_gap_ <= 1e-8
+
+
+@pytest.mark.parametrize(
+    "params, words",
+    [
+        ({"solver": "streamsvm"}, "Newton reads only.*solver='streamsvm'"),
+        ({"solver": "band"}, "Newton reads only.*solver='band'"),
+        ({"cluster": "cocoa"}, "Newton reads only.*cluster='cocoa'"),
+        ({"checkpoint_dir": "CHECKPOINTS"}, "checkpoint_dir"),
+    ],
+)
+def test_what_streamed_l1_cannot_train_is_refused_before_any_read(params, words, tmp_path):
+    X, y = _dense("dense")
+    reads = []
+
+    def part(block):
+        reads.append(1)
+        return block
+
+    Xd = da.from_array(X, chunks=100).map_blocks(part, dtype=X.dtype, meta=np.empty((0, 0)))
+    yd = da.from_array(y, chunks=100)
+    if params.get("checkpoint_dir") == "CHECKPOINTS":
+        params = {**params, "checkpoint_dir": str(tmp_path)}
+    with pytest.raises(ValueError, match=words) as info:
+        LinearSVC(penalty="l1", dual=False, **params).fit(Xd, yd)
+    assert "penalty='l1'" in str(info.value)
+    assert reads == []
+
+
+def test_a_model_too_wide_for_its_hessian_is_refused_with_advice():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, newton.MAX_WIDTH + 1))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    Xd, yd = _collection(X, y, rows=30)
+    words = "out of core forms the .*solver='memory'"
+    with dask.config.set(scheduler="sync"), pytest.raises(ValueError, match=words):
+        LogisticRegression(l1_ratio=1.0).fit(Xd, yd)
+
+
+@pytest.mark.parametrize("kind, code", [("svc", SQUARED_HINGE), ("log", LOGISTIC)])
+def test_a_two_worker_cluster_fit_reaches_liblinear_within_the_gap(kind, code):
+    """On a LocalCluster of two worker processes (``cluster="auto"``): Newton reads, their sums added
+    up the tree, the sample's warm start solved on a worker."""
+    X, y = _dense("ijcnn1")
+    Xd, yd = _collection(X, y)
+    with two_worker_client():
+        model = _ours(kind, tol=1e-8, cache_bytes=_small_sample(X)).fit(Xd, yd)
+    assert model.cluster_parts_, "the fit did not run on the cluster"
+    assert model.duality_gap_ <= 1e-8
+    sk = _reference(kind, X, y)
+    _certified_against(model, X, y, np.r_[sk.coef_.ravel(), sk.intercept_], code, PURE_L1)
+
+
+def test_standardized_features_stream_to_the_in_memory_model():
+    """``feature_map=Standardize()``: the penalty weighs the standardized weights in both fits, and
+    the streamed Newton reads reach the in-memory coordinate descent's model."""
+    from dask_streamsvm.features import Standardize
+
+    X, y = make_classification(3000, 10, random_state=0)
+    X = X * np.arange(1, 11) * 10 + 5
+    Xd, yd = _collection(X, y)
+    memory = LogisticRegression(l1_ratio=1.0, feature_map=Standardize(), tol=1e-9, random_state=0).fit(X, y)
+    with dask.config.set(scheduler="sync"):
+        streamed = LogisticRegression(l1_ratio=1.0, feature_map=Standardize(), tol=1e-9,
+                                      cache_bytes=_small_sample(X)).fit(Xd, yd)  # fmt: skip
+    assert streamed.history_[-1]["solver"] == "newton"
+    assert abs(streamed.objective_ - memory.objective_) <= 2e-9 * memory.objective_
+    np.testing.assert_allclose(streamed.coef_, memory.coef_, rtol=1e-6, atol=1e-9)
