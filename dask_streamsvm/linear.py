@@ -41,12 +41,13 @@ class LinearSVC(LinearModel):
         ``"auto"``, as LIBLINEAR's ``-s 5`` and scikit-learn allow: solved
         in memory by coordinate descent with a Newton direction per feature
         (CDN, Yuan et al. 2010; :mod:`dask_streamsvm.engine.primal.l1`), and
-        a Dask collection or path by the primal Newton reads, each step the
+        tall rows (at least 100 times the features) and a Dask collection or
+        path by the primal Newton reads, each step the
         minimiser of the read's quadratic model plus ``||w||_1`` (newGLMNET's
         step, :mod:`dask_streamsvm.engine.primal.penalties`), streamed or on
         a cluster, at most 4,096 features plus the bias; certified by a
         duality gap either way.  ``solver="memory"`` computes a collection
-        into memory for coordinate descent.
+        into memory (coordinate descent on short rows).
     loss : {"squared_hinge", "hinge"}, default="squared_hinge"
         Squared hinge (LIBLINEAR ``-s 1``) or hinge (``-s 3``).  Ignored
         by ``multi_class="crammer_singer"``, whose loss is its own.

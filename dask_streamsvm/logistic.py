@@ -76,13 +76,14 @@ class LogisticRegression(LinearModel):
         weight is penalised like any other.  With ``l1_ratio > 0`` (``dual``
         False or ``"auto"``) in-memory rows train by coordinate descent with
         a Newton direction per feature (CDN, Yuan et al. 2010;
-        :mod:`dask_streamsvm.engine.primal.l1`), and a Dask collection or
-        path by the primal Newton reads, each step the minimiser of the
+        :mod:`dask_streamsvm.engine.primal.l1`), and tall rows (at least
+        100 times the features) and a Dask collection or path by the primal
+        Newton reads, each step the minimiser of the
         read's quadratic model plus the penalty (newGLMNET's step,
         :mod:`dask_streamsvm.engine.primal.penalties`), streamed or on a
         cluster, at most 4,096 features plus the bias; certified by a
         duality gap either way.  ``solver="memory"`` computes a collection
-        into memory for coordinate descent.
+        into memory (coordinate descent on short rows).
     dual : {"auto", True, False}, default="auto"
         ``True``: the dual solvers (``solver``). ``False``: the primal
         Newton solver (LIBLINEAR ``-s 0``), one read of the data per step:

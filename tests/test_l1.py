@@ -59,7 +59,9 @@ def test_linear_svc_l1_reaches_liblinear_within_the_gap(name):
     ours = LinearSVC(penalty="l1", tol=1e-9, random_state=0).fit(X, y)
     sk = SkLinearSVC(penalty="l1", dual=False, tol=1e-10, max_iter=100_000).fit(X, y)
     _check_against(ours, X, y, np.r_[sk.coef_.ravel(), sk.intercept_], SQUARED_HINGE, (1.0, 0.0))
-    assert ours.duality_gap_ <= 1e-9 and ours.history_[-1]["solver"] == l1.SOLVER_NAME
+    # ijcnn1's 3,000 rows of 23 columns are tall: the Newton reads train them (test_l1_out_of_core).
+    assert ours.duality_gap_ <= 1e-9
+    assert ours.history_[-1]["solver"] == ("newton" if name == "ijcnn1" else l1.SOLVER_NAME)
 
 
 @pytest.mark.parametrize("name", ["a9a", "w8a", "ijcnn1", "dense"])

@@ -1,7 +1,7 @@
-"""The L1 and elastic-net penalties out of core and on a cluster: Newton reads whose steps descend the
-read's quadratic model (engine/primal/penalties.py), certified by the scaled dual point, against
-scikit-learn's optima; each rule pinned (the model's solve, its ridge, the dual's lower bound, the
-band's certificate with the L1 penalty)."""
+"""The L1 and elastic-net penalties out of core, on a cluster and on tall in-memory rows: Newton
+reads whose steps descend the read's quadratic model (engine/primal/penalties.py), certified by the
+scaled dual point, against scikit-learn's optima; each rule pinned (the model's solve, its ridge,
+the dual's lower bound, the band's certificate with the L1 penalty)."""
 
 import dask
 import dask.array as da
@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.datasets import make_classification
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression as SkLogistic
 from sklearn.svm import LinearSVC as SkLinearSVC
 
@@ -390,3 +391,33 @@ def test_standardized_features_stream_to_the_in_memory_model():
     assert streamed.history_[-1]["solver"] == "newton"
     assert abs(streamed.objective_ - memory.objective_) <= 2e-9 * memory.objective_
     np.testing.assert_allclose(streamed.coef_, memory.coef_, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("kind, code", [("svc", SQUARED_HINGE), ("log", LOGISTIC)])
+def test_tall_rows_in_memory_take_the_newton_reads(kind, code):
+    """The whole of ijcnn1 in memory (49,990 rows, 23 columns: tall) trains by the Newton reads, not
+    coordinate descent, to LIBLINEAR's optimum within the gap."""
+    from .test_l1 import load_libsvm_dataset
+
+    X, y = load_libsvm_dataset("ijcnn1")
+    model = _ours(kind, tol=1e-9).fit(X, y)
+    assert model.history_[-1]["solver"] == "newton"
+    assert model.duality_gap_ <= 1e-9
+    sk = _reference(kind, X, y)
+    _certified_against(model, X, y, np.r_[sk.coef_.ravel(), sk.intercept_], code, PURE_L1)
+
+
+def test_short_rows_or_values_too_large_for_the_sums_take_coordinate_descent():
+    """Fewer rows than PRIMAL_RATIO times the width, or a value beyond MAX_VALUE (the Newton sums'
+    limit): coordinate descent, certified as well."""
+    from dask_streamsvm.engine.choice import PRIMAL_RATIO
+    from dask_streamsvm.engine.primal.sums import MAX_VALUE
+
+    X, y = make_classification(PRIMAL_RATIO * 5, 4, n_informative=2, n_redundant=0, random_state=0)
+    assert LinearSVC(penalty="l1", tol=1e-8).fit(X, y).history_[-1]["solver"] == "newton"
+    short = LinearSVC(penalty="l1", tol=1e-8).fit(X[: PRIMAL_RATIO * 5 - 1], y[: PRIMAL_RATIO * 5 - 1])
+    assert short.history_[-1]["solver"] == l1.SOLVER_NAME
+    X[0, 0] = 10 * MAX_VALUE
+    with pytest.warns(ConvergenceWarning):  # coordinate descent, on such a scale, does not get far
+        large = LogisticRegression(l1_ratio=1.0, max_iter=3).fit(X, y)
+    assert large.history_[-1]["solver"] == l1.SOLVER_NAME

@@ -253,7 +253,7 @@ def build_parser():
         default=None,
         help="--model-type svm: l2 (the default) or l1, LIBLINEAR's -s 5 (a sparse model; --loss "
         "%(newton_losses)s): the file streams through the primal Newton reads (--solver memory: loaded, "
-        "then coordinate descent)",
+        "then trained in memory)",
     )
     train.add_argument(
         "--l1-ratio",
@@ -262,7 +262,7 @@ def build_parser():
         metavar="R",
         help="--model-type logistic: the L1 share of the elastic-net penalty, 0 (the default: L2) to 1 "
         "(L1, LIBLINEAR's -s 6); above 0 the file streams through the primal Newton reads (--solver "
-        "memory: loaded, then coordinate descent)",
+        "memory: loaded, then trained in memory)",
     )
     train.add_argument("--C", type=float, default=1.0, help="cost of a unit of loss (default: 1.0)")
     train.add_argument(

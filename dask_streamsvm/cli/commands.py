@@ -216,7 +216,7 @@ def _check_sparse_penalty(args):
     """What an L1 part in the penalty cannot train, refused in one line before anything is read:
     ``--loss hinge``, ``--dual true``, and the streaming dual solvers, ``--cluster average`` or
     ``cocoa`` and ``--checkpoint-dir`` (files stream through the primal Newton reads, and train on a
-    cluster's workers by the same reads; ``--solver memory`` loads them for coordinate descent)."""
+    cluster's workers by the same reads; ``--solver memory`` loads them)."""
     given = sparse_penalty(args)
     if given is None:
         return

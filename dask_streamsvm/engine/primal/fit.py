@@ -24,7 +24,8 @@ def fit_primal_memory(X, y_index, weights, plan, width, hooks, clock_start):
             return any([per_problem[c](record, W[c]) for c, record in enumerate(records)])
 
     with blas_threads(primal_memory_threads(width)):  # no reader: a wide Gram matrix takes the cores
-        read = memory_read(X, y_index, weights, plan)
+        # The sparse penalties' steps descend the formed Hessian's model: no products for them.
+        read = memory_read(X, y_index, weights, plan, products=False if plan.sparse_penalty else None)
         start, notes = memory_start(X, y_index, weights, plan, width, clock_start)
         return solve_primal(
             read,
