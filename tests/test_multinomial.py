@@ -345,3 +345,18 @@ def test_a_multinomial_model_round_trips_through_its_file(tmp_path):
     assert back.get_params()["multi_class"] == "multinomial"
     np.testing.assert_array_equal(back.predict_proba(X), model.predict_proba(X))
     assert back.duality_gap_ == model.duality_gap_
+
+
+def test_each_step_reaches_the_hooks(capsys):
+    """verbose, validation_data and callbacks see a record per Newton step, its certificate filled."""
+    X, y = load_iris(return_X_y=True)
+    records = []
+    model = LogisticRegression(
+        multi_class="multinomial", tol=1e-8, verbose=1, validation_data=(X, y), callbacks=[records.append]
+    ).fit(X, y)
+    assert len(records) == model.n_iter_ and all(np.isfinite(r["gap"]) for r in records)
+    assert records[-1]["validation_score"] == pytest.approx(model.score(X, y))
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == model.n_iter_ and "step=1 " in lines[-1] and "class=None" in lines[-1]
+    stopped = LogisticRegression(multi_class="multinomial", tol=1e-12, callbacks=[lambda r: r["pass"] == 2])
+    assert stopped.fit(X, y).n_iter_ == 2
