@@ -7,6 +7,8 @@ classes or more with either), solved exactly; ``lbfgs`` at tol 1e-10 stops at it
 and takes about 90 s on digits.
 """
 
+import warnings
+
 import dask
 import dask.array as da
 import numpy as np
@@ -360,3 +362,38 @@ def test_each_step_reaches_the_hooks(capsys):
     assert len(lines) == model.n_iter_ and "step=1 " in lines[-1] and "class=None" in lines[-1]
     stopped = LogisticRegression(multi_class="multinomial", tol=1e-12, callbacks=[lambda r: r["pass"] == 2])
     assert stopped.fit(X, y).n_iter_ == 2
+
+
+def test_an_interrupt_after_a_step_keeps_the_certified_model():
+    X, y = load_digits(return_X_y=True)
+
+    def interrupt(record):
+        if record["pass"] == 3:
+            raise KeyboardInterrupt
+
+    model = LogisticRegression(multi_class="multinomial", tol=1e-12, callbacks=[interrupt])
+    with pytest.warns(UserWarning, match="fit was interrupted"):
+        model.fit(X, y)
+    assert model.n_iter_ == 3 and len(model.history_) == 3
+    P = objective(X, y, model.coef_, model.intercept_, 1.0)
+    assert model.objective_ == pytest.approx(P, rel=ROUNDING) and model.duality_gap_ > 1e-12
+
+
+def test_a_class_without_weight_is_refused():
+    """Its intercept would go to -infinity: the softmax model has no optimum, and no certificate."""
+    X, y = load_iris(return_X_y=True)
+    with pytest.raises(ValueError, match=r"classes \[2\] have none, and the softmax model then has no"):
+        LogisticRegression(multi_class="multinomial").fit(X, y, sample_weight=np.where(y == 2, 0.0, 1.0))
+    with pytest.raises(ValueError, match=r"classes \[0\] have none"):
+        LogisticRegression(multi_class="multinomial", class_weight={0: 0.0, 1: 1.0, 2: 1.0}).fit(X, y)
+
+
+def test_nearly_separable_classes_train_without_a_conditioning_warning():
+    """Probabilities near 0 and 1 flatten the Hessian (digits at C = 1e10: scipy's solve warned of an
+    ill-conditioned matrix by the 25th step); the Cholesky solve says nothing, and a fit stopped by
+    max_iter says only that."""
+    X, y = load_digits(return_X_y=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        LogisticRegression(multi_class="multinomial", C=1e10, tol=1e-8, max_iter=25).fit(X, y)
+    assert [w.category for w in caught] == [ConvergenceWarning]

@@ -237,8 +237,8 @@ def newton_direction(problem, W, P, G):
     K, D = W.shape
     if K * D <= HESSIAN_WIDTH:
         H = problem.hessian(P)
-        try:
-            step = scipy.linalg.solve(H, -G.ravel(), assume_a="pos")
+        try:  # Cholesky: no conditioning warning where the probabilities near 0 or 1 flatten H
+            step = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), -G.ravel())
         except (np.linalg.LinAlgError, ValueError):
             step = scipy.linalg.lstsq(H, -G.ravel())[0]
         return step.reshape(K, D), 0
@@ -327,6 +327,15 @@ def solve_multinomial(X, y_index, weights, plan, *, clock_start=None, hooks=None
     K = plan.classes.shape[0]
     cost = plan.costs[0, y_index] * weights  # joint tables: every row is C * class_weight
     kept = np.flatnonzero(cost > 0)  # rows of no cost add nothing to P or D
+    mass = np.bincount(y_index[kept], weights=cost[kept], minlength=K)
+    if not np.all(mass > 0):
+        empty = plan.classes[mass <= 0].tolist()
+        raise ValueError(
+            f"multi_class='multinomial' needs rows of positive weight (C * class_weight * "
+            f"sample_weight) in every class; classes {empty} have none, and the softmax model then has "
+            "no optimum (their intercepts go to -infinity). Drop those classes' rows, give them a "
+            "positive weight, or use multi_class='ovr'."
+        )
     fit_intercept = plan.bias != 0.0
     two = K == 2
     scale = 1.0 / TWO_CLASS_COST if two else 1.0
