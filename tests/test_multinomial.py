@@ -18,9 +18,10 @@ from scipy.special import logsumexp
 from sklearn.datasets import load_digits, load_iris, load_wine, make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression as SkLogistic
+from sklearn.preprocessing import StandardScaler
 from sklearn.utils.class_weight import compute_class_weight
 
-from dask_streamsvm import LogisticRegression, PolynomialMap, load
+from dask_streamsvm import LogisticRegression, PolynomialMap, Standardize, load
 from dask_streamsvm.engine.plan.problem import MULTINOMIAL_SOLVER
 from dask_streamsvm.engine.primal import multinomial
 from dask_streamsvm.kernels.softmax import entropy_rows, softmax_rows
@@ -397,3 +398,32 @@ def test_nearly_separable_classes_train_without_a_conditioning_warning():
         warnings.simplefilter("always")
         LogisticRegression(multi_class="multinomial", C=1e10, tol=1e-8, max_iter=25).fit(X, y)
     assert [w.category for w in caught] == [ConvergenceWarning]
+
+
+@pytest.mark.parametrize("name", ["iris", "digits", "sparse"])
+def test_every_steps_gap_bounds_its_suboptimality(name):
+    """Each Newton step's certified gap (history_) is at least its point's true distance to
+    scikit-learn's optimum: on the way, where the gap is far from zero, not only at the end."""
+    if name == "sparse":
+        X, y = _generated(5, sparse=True, seed=9)
+    else:
+        X, y = (load_iris if name == "iris" else load_digits)(return_X_y=True)
+    sk = reference(X, y, 1.0)
+    P_star = objective(X, y, sk.coef_, sk.intercept_, 1.0)
+    model = LogisticRegression(multi_class="multinomial", tol=1e-9).fit(X, y)
+    assert len(model.history_) >= 4
+    for record in model.history_:
+        assert (record["primal"] - P_star) / record["primal"] <= record["gap"] + ROUNDING
+        assert record["dual"] <= P_star * (1 + ROUNDING)
+    assert any(r["gap"] > 1e-3 for r in model.history_)  # the bound was tested away from the optimum
+
+
+def test_standardize_trains_the_standardized_features_model():
+    """feature_map=Standardize(): the penalty weighs the standardized features' weights, as
+    scikit-learn's fit on StandardScaler's rows; coef_ and intercept_ are the raw features'."""
+    X, y = load_wine(return_X_y=True)
+    model = LogisticRegression(multi_class="multinomial", feature_map=Standardize(), tol=1e-12).fit(X, y)
+    scaled = StandardScaler().fit_transform(X)
+    sk = SkLogistic(tol=TOL, solver="newton-cholesky").fit(scaled, y)
+    np.testing.assert_allclose(model.predict_proba(X), sk.predict_proba(scaled), atol=1e-9, rtol=0)
+    assert model.duality_gap_ <= 1e-12
