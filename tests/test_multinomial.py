@@ -40,8 +40,9 @@ def objective(X, y, coef, intercept, C, sample_weight=None, class_weight=None):
     classes = np.unique(y)
     index = np.searchsorted(classes, y)
     weight = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
-    if class_weight is not None:
-        weight = weight * compute_class_weight(class_weight, classes=classes, y=y)[index]
+    if class_weight is not None:  # "balanced" by the sample weights, as scikit-learn 1.9's
+        per_class = compute_class_weight(class_weight, classes=classes, y=y, sample_weight=weight)
+        weight = weight * per_class[index]
     Z = np.asarray(X @ coef.T) + intercept
     if coef.shape[0] == 1:
         loss = np.logaddexp(0.0, -np.where(index == 1, 1.0, -1.0) * Z[:, 0])
@@ -103,6 +104,7 @@ def test_sample_weight_and_class_weight_enter_as_scikit_learns(sparse):
     check_against_sklearn(X, y, C=0.5, sample_weight=weight)
     check_against_sklearn(X, y, C=2.0, class_weight={0: 0.5, 1: 2.0, 2: 1.0}, sample_weight=weight)
     ours, _ = check_against_sklearn(X, y, C=1.0, class_weight="balanced")
+    check_against_sklearn(X, y, C=1.0, class_weight="balanced", sample_weight=weight + 0.1)
     assert ours.history_[-1]["solver"] == MULTINOMIAL_SOLVER
 
 

@@ -324,6 +324,17 @@ def solve_softmax(problem, *, tol, max_iter, clock_start=None, on_pass=None, sca
     return W, cert, steps, converged, history, interrupted, stalled
 
 
+def balanced_weights(y_index, weights, n_classes):
+    """``class_weight="balanced"`` as scikit-learn 1.9's ``LogisticRegression`` computes it: ``sum_i
+    s_i / (K s_k)`` with ``s_k`` the sample weight of class ``k``'s rows (0 for a class without any:
+    :func:`solve_multinomial` then refuses it)."""
+    totals = np.bincount(y_index, weights=weights, minlength=n_classes).astype(np.float64)
+    out = np.zeros(n_classes)
+    present = totals > 0
+    out[present] = totals.sum() / (n_classes * totals[present])
+    return out
+
+
 def solve_multinomial(X, y_index, weights, plan, *, clock_start=None, hooks=None):
     """The multinomial problem of ``plan`` (its classes, costs and ``bias``: 0 for no intercept) on
     in-memory rows ``X``: a :class:`~..plan.result.FitResult` with ``W`` ``(K, n_features + 1)``
@@ -331,6 +342,8 @@ def solve_multinomial(X, y_index, weights, plan, *, clock_start=None, hooks=None
     ``hooks``: the estimator's pass hooks (``joint(record, W)`` after each step), or None."""
     K = plan.classes.shape[0]
     cost = plan.costs[0, y_index] * weights  # joint tables: every row is C * class_weight
+    if isinstance(plan.class_weight, str):  # "balanced": as scikit-learn 1.9, by the rows' weights
+        cost = plan.C * balanced_weights(y_index, weights, K)[y_index] * weights
     kept = np.flatnonzero(cost > 0)  # rows of no cost add nothing to P or D
     mass = np.bincount(y_index[kept], weights=cost[kept], minlength=K)
     if not np.all(mass > 0):
