@@ -144,11 +144,20 @@ class LinearModel(LinearModelFile, StreamClassifier):
         penalty = getattr(self, "penalty", "l2")
         return f"penalty={penalty!r}" if isinstance(penalty, str) and penalty == "l1" else None
 
+    def _multinomial(self):
+        """Whether the parameters ask for the multinomial (softmax) model, read as they are."""
+        return False
+
     def _partial_fit_available(self):
-        """Whether ``partial_fit`` is offered: not with an L1 part in the penalty, whose solver needs
-        every row at once.  scikit-learn hides a method the parameters rule out (``available_if``):
-        ``hasattr(model, "partial_fit")`` is then False, and calling it raises an AttributeError
-        from this one, which says why."""
+        """Whether ``partial_fit`` is offered: not with an L1 part in the penalty, nor for the
+        multinomial model, whose solvers need every row at once.  scikit-learn hides a method the
+        parameters rule out (``available_if``): ``hasattr(model, "partial_fit")`` is then False, and
+        calling it raises an AttributeError from this one, which says why."""
+        if self._multinomial():
+            raise AttributeError(
+                "partial_fit is not available with multi_class='multinomial': its solver needs every "
+                "row at once. Use fit, or multi_class='ovr' to stream."
+            )
         words = self._sparse_penalty()
         if words is not None:
             raise AttributeError(
@@ -165,10 +174,14 @@ class LinearModel(LinearModelFile, StreamClassifier):
         if isinstance(cache_bytes, CacheShare):  # a share of the rows: the engine resolves it
             cache_bytes, share = None, float(cache_bytes)
         scaler = self.feature_map if isinstance(self.feature_map, Standardize) else None
+        multinomial = params.get("multi_class") == "multinomial"
+        bias = params["bias"]
+        if multinomial and bias:  # its intercept is not penalised: intercept_scaling plays no part
+            bias = 1.0
         return FitPlan(
             C=params["C"], loss=loss, penalty=penalty, l1_ratio=l1_ratio, crammer_singer=crammer_singer,
-            estimator=type(self).__name__,
-            class_weight=self.class_weight, bias=params["bias"], tol=params["tol"],
+            multinomial=multinomial, estimator=type(self).__name__,
+            class_weight=self.class_weight, bias=bias, tol=params["tol"],
             max_iter=params["max_iter"], solver=solver, dual=params["dual"], cluster=self.cluster,
             cache_bytes=cache_bytes, block_bytes=params["block_bytes"], cache_share=share,
             inner_iter=params["inner_iter"], cache_policy=params["cache_policy"], prefetch=params["prefetch"],

@@ -446,7 +446,8 @@ def _records(estimator, attributes, rows):
     n_features = count(attributes, "n_features_in_", low=1)
     objective = np.asarray(attributes["objective_"], dtype=np.float64)
     gap = np.asarray(attributes["duality_gap_"], dtype=np.float64)
-    problems = 1 if estimator._model()[1] else rows  # one joint problem (Crammer-Singer), or a row each
+    joint = estimator._model()[1] or estimator._multinomial()  # Crammer-Singer's, the softmax model's
+    problems = 1 if joint else rows  # one joint problem, or a row each
     if objective.shape != (problems,) or gap.shape != (problems,):
         raise ValueError("objective_ and duality_gap_ need one value per problem")
     history = attributes.get("history_", [])

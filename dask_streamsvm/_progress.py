@@ -135,7 +135,12 @@ def pass_line(record, name="LinearSVC"):
     """One line per in-memory pass (``verbose=1``) or per record (``verbose >= 2``): the certificate
     where the pass computed one (in memory not every pass does: its values are NaN then), a gap
     that rounding made negative shown as 0; ``name`` the model's."""
-    where = f"active={record['active']}" if "active" in record else f"cache_rows={record['cache_rows']}"
+    if "active" in record:
+        where = f"active={record['active']}"
+    elif "cache_rows" in record:
+        where = f"cache_rows={record['cache_rows']}"
+    else:  # a Newton step in memory (the multinomial model): its line search's length
+        where = f"step={record['step']:.3g}"
     extra = f" val={record['validation_score']:.4f}" if "validation_score" in record else ""
     certified = all(math.isfinite(record.get(k, math.nan)) for k in ("primal", "dual", "gap"))
     certificate = (

@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._lazy import map_rows
 from ._linear_model import PARAMETER_CONSTRAINTS, LinearModel, parameter_docs
-from ._validation import check_choice, unit_interval
+from ._validation import check_choice, one_of, unit_interval
 from .engine.data.source import is_dask_collection
 from .engine.plan.problem import LOGISTIC_LOSS
 from .linear import LinearSVC
@@ -50,13 +50,21 @@ class LogisticRegression(LinearModel):
     ``alpha`` in the box, so ``duality_gap_`` bounds how far
     ``objective_`` is from the optimum.
 
-    More than two classes are trained one-vs-rest (LIBLINEAR's and
-    scikit-learn's ``liblinear`` way), one binary problem per class with the
-    positive class weighted; the multinomial (softmax) loss is not
-    offered: its dual couples the classes of every row, which the engine's
-    per-problem row caches and Newton sums do not.  ``predict_proba`` is the
-    model's own ``sigma(w . x + b)``, normalised over the classes for
-    one-vs-rest as scikit-learn normalises it; no Platt step is needed.
+    More than two classes are trained one-vs-rest by default (LIBLINEAR's
+    and scikit-learn's ``liblinear`` way), one binary problem per class with
+    the positive class weighted.  ``multi_class="multinomial"`` trains the
+    softmax model of scikit-learn 1.9's ``LogisticRegression()`` instead,
+    in memory::
+
+        1/2 ||W||_F^2 + sum_i C_i [logsumexp_k(w_k . x_i + b_k) - (w_{y_i} . x_i + b_{y_i})]
+
+    with the intercept ``b`` *not* penalised, as in scikit-learn (and
+    ``intercept_scaling`` unused), by Newton's method, certified by the
+    multinomial dual (an entropy over each row's simplex; see
+    :mod:`dask_streamsvm.engine.primal.multinomial`).  ``predict_proba`` is
+    the model's own: ``sigma(w . x + b)`` for two classes, normalised over
+    the classes for one-vs-rest as scikit-learn normalises it, the softmax
+    of the scores for the multinomial model; no Platt step is needed.
 
     Parameters
     ----------
@@ -84,6 +92,17 @@ class LogisticRegression(LinearModel):
         cluster, at most 4,096 features plus the bias; certified by a
         duality gap either way.  ``solver="memory"`` computes a collection
         into memory (coordinate descent on short rows).
+    multi_class : {"ovr", "multinomial"}, default="ovr"
+        ``"ovr"``: one binary problem per class (one for two classes), as
+        above.  ``"multinomial"``: the softmax model over all classes at
+        once, scikit-learn 1.9's ``LogisticRegression()`` (whose
+        ``OneVsRestClassifier`` gives the other); with two classes it is
+        scikit-learn's binary model (``coef_`` of one row), its intercept
+        unpenalised.  It trains in memory (a Dask collection or path needs
+        ``solver="memory"``), with ``l1_ratio=0``, no ``partial_fit`` and
+        no feature map but :class:`~dask_streamsvm.features.Standardize`.
+        The default will become ``"multinomial"``, as in scikit-learn, once
+        streamed and cluster fits train it.
     dual : {"auto", True, False}, default="auto"
         ``True``: the dual solvers (``solver``). ``False``: the primal
         Newton solver (LIBLINEAR ``-s 0``), one read of the data per step:
@@ -145,9 +164,11 @@ class LogisticRegression(LinearModel):
     n_features_in_ : int
     feature_names_in_ : ndarray of str, only when X has string column names
     n_iter_ : int
-        Largest number of passes over the binary problems.
+        Largest number of passes over the binary problems (Newton steps for
+        the multinomial model).
     objective_ : float or ndarray of shape (n_classes,)
-        Primal objective of the returned model (one per one-vs-rest problem).
+        Primal objective of the returned model (one per one-vs-rest problem;
+        one for the multinomial model).
     duality_gap_ : float or ndarray of shape (n_classes,)
         Relative duality gap of the returned model.
     history_ : list of dict
@@ -178,6 +199,7 @@ class LogisticRegression(LinearModel):
         *,
         penalty="deprecated",
         l1_ratio=0.0,
+        multi_class="ovr",
         dual="auto",
         fit_intercept=True,
         intercept_scaling=1.0,
@@ -210,6 +232,7 @@ class LogisticRegression(LinearModel):
         self.C = C
         self.penalty = penalty
         self.l1_ratio = l1_ratio
+        self.multi_class = multi_class
         self.dual = dual
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
@@ -239,10 +262,18 @@ class LogisticRegression(LinearModel):
         self.random_state = random_state
         self.verbose = verbose
 
-    _parameter_constraints = {**PARAMETER_CONSTRAINTS, "penalty": _penalty_check, "l1_ratio": unit_interval}
+    _parameter_constraints = {
+        **PARAMETER_CONSTRAINTS,
+        "penalty": _penalty_check,
+        "l1_ratio": unit_interval,
+        "multi_class": one_of("ovr", "multinomial"),
+    }
 
     def _model(self):
         return LOGISTIC_LOSS, False, False
+
+    def _multinomial(self):
+        return isinstance(self.multi_class, str) and self.multi_class == "multinomial"
 
     def _sparse_penalty(self):
         """As :meth:`_penalty` reads the parameters (``penalty``, where given, wins), without its
@@ -283,12 +314,15 @@ class LogisticRegression(LinearModel):
         if scores.ndim == 1:
             positive = _sigmoid(scores)
             return np.column_stack([1.0 - positive, positive])
+        if self._multinomial():
+            return _softmax(scores)
         proba = _sigmoid(scores)  # one-vs-rest: each class's own, normalised as scikit-learn does
         return proba / proba.sum(axis=1, keepdims=True)
 
     def predict_proba(self, X):
         """Class probabilities, ``sigma(w . x + b)`` of the model (normalised over the classes of a
-        one-vs-rest model).
+        one-vs-rest model; the softmax of the scores ``z_k = w_k . x + b_k`` for the multinomial
+        model of more than two classes).
 
         Returns an array of shape (n_samples, n_classes), columns in the
         order of ``classes_`` (a lazy Dask Array or DataFrame for Dask input,
@@ -312,6 +346,12 @@ def _sigmoid(z):
     e = np.exp(z[~positive])
     out[~positive] = e / (1.0 + e)
     return out
+
+
+def _softmax(z):
+    """``exp(z_k) / sum_l exp(z_l)`` along each row, without overflow."""
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
 
 
 # The parameters LogisticRegression shares with LinearSVC, documented once (LinearSVC's docstring).

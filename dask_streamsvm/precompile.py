@@ -188,6 +188,7 @@ def _logistic(layout):
     X, y = _data(layout)
     LogisticRegression(dual=True, solver="memory", random_state=0).fit(X, y)
     LogisticRegression(dual=False).fit(X, y)
+    LogisticRegression(multi_class="multinomial").fit(X, y)  # the softmax kernels
     LogisticRegression(dual=True, solver="sbm", **STREAMED).fit(*_streamed(layout))
 
 

@@ -50,6 +50,7 @@ def expected_failed(estimator):
         LinearSVC(penalty="l1", dual=False, random_state=0),
         LogisticRegression(l1_ratio=0.5, random_state=0),
         LogisticRegression(l1_ratio=1.0, random_state=0),
+        LogisticRegression(multi_class="multinomial", random_state=0),
         OnePassSVC(random_state=0),
         OnePassSVC(lookahead=1, random_state=0),
         BudgetedSVC(budget=50, max_iter=5, random_state=0),

@@ -216,7 +216,7 @@ def test_save_and_load_keep_the_model(a9a_part, tmp_path):
 def test_parameters_and_errors():
     clf = LogisticRegression()
     params = clf.get_params()
-    assert "loss" not in params and "probability" not in params and "multi_class" not in params
+    assert "loss" not in params and "probability" not in params and params["multi_class"] == "ovr"
     assert params["tol"] == 1e-3 and params["cluster"] == "auto" and params["dual"] == "auto"
     with pytest.raises(TypeError):
         LogisticRegression(loss="hinge")

@@ -189,12 +189,14 @@ BUDGETED = [
 ]
 
 # LogisticRegression: LinearSVC's rows of the parameters it shares, its penalty (deprecated, as
-# scikit-learn 1.8's) and l1_ratio.
+# scikit-learn 1.8's), l1_ratio and its multi_class ("ovr" or "multinomial", not LinearSVC's
+# "crammer_singer").
 _LOGISTIC_OWN = {"loss", "multi_class", "probability", "penalty"}
 LOGISTIC = [
     *[row for row in LINEAR if row.param not in _LOGISTIC_OWN],
     *bad("penalty", "l3", 1),
     *bad("l1_ratio", -0.1, 1.5, NAN, INF, "a", None, True),
+    *bad("multi_class", "x", "crammer_singer", "auto", None),
 ]
 
 TABLES = {LinearSVC: LINEAR, OnePassSVC: ONEPASS, BudgetedSVC: BUDGETED, LogisticRegression: LOGISTIC}

@@ -29,6 +29,7 @@ from .plan.losses import band_blocker as loss_band_blocker
 from .plan.losses import newton_blocker, sparse_penalty_blocker
 from .plan.problem import BAND_SOLVER, STREAMING_SOLVERS, model_width
 from .primal.l1 import SOLVER_NAME as L1_SOLVER
+from .primal.multinomial import SOLVER_NAME as MULTINOMIAL_SOLVER
 from .primal.newton import MAX_WIDTH
 from .primal.sums import CG_WIDTH, MAX_VALUE, too_large
 
@@ -106,6 +107,8 @@ def place(plan, X, client=None, *, checkpointing=False, resuming=False, validati
         )
     if resuming and not checkpointing:
         raise ValueError("resume=True needs checkpoint_dir, the directory the checkpoint is in.")
+    if plan.multinomial:
+        _check_multinomial(plan, streaming, input_name)
     if plan.sparse_penalty:
         plan = _check_sparse_penalty(plan, streaming, input_name, checkpointing)
     elif plan.dual is False:
@@ -156,6 +159,14 @@ def choose(placement, plan, data):
         if tall and (plan.scaler is not None or too_large(data.X, plan.bias, augmented=False) is None):
             return Method("memory", True, schedule=None)
         return Method("memory", True, schedule=L1_SOLVER)
+    if placement.where == "memory" and plan.multinomial:
+        if plan.feature_map is not None:
+            raise ValueError(
+                "multi_class='multinomial' does not support a feature map yet (its solver reads the "
+                "features as they are); compute the mapped features first and pass feature_map=None, "
+                "or feature_map=Standardize()."
+            )
+        return Method("memory", True, schedule=MULTINOMIAL_SOLVER)
     if placement.where == "memory":
         n_rows, n_features = data.X.shape
         primal = use_primal(plan, n_rows, n_features, streaming=False)
@@ -362,6 +373,25 @@ def _check_sparse_penalty(plan, streaming, input_name, checkpointing=False):
     if blocker is not None:
         raise ValueError(f"{plan.penalty} out of core (its Newton reads) does not support {blocker}.")
     return plan.replace(dual=False)
+
+
+def _check_multinomial(plan, streaming, input_name):
+    """What the multinomial model (``multi_class="multinomial"``) cannot train: a ValueError before
+    any read.  It trains in memory only, for now, by Newton's method (:mod:`.primal.multinomial`)."""
+    if plan.dual is True:
+        raise ValueError(
+            "multi_class='multinomial' with dual=True is not supported (the dual solvers solve the "
+            "one-vs-rest problems); use dual='auto' or dual=False, or multi_class='ovr'."
+        )
+    if streaming or plan.cluster is not None:
+        how = "on the cluster" if plan.cluster is not None else "streamed, out of core"
+        raise ValueError(
+            f"multi_class='multinomial' trains in memory for now, and this fit (solver={plan.solver!r}, "
+            f"cluster={plan.cluster!r} on {input_name}) would run {how}. Pass solver='memory' (a Dask "
+            "collection is then computed into memory, with cluster=None) or compute X and y into "
+            "memory first (X.compute()); out-of-core and cluster fits of the multinomial model are "
+            "not supported yet (multi_class='ovr' trains them)."
+        )
 
 
 def _check_primal(plan, streaming, checkpointing):

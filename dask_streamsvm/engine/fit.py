@@ -49,6 +49,8 @@ from .plan.sizes import row_bytes, share_bytes
 from .primal.fit import count_with_first_read, fit_primal_memory, fit_primal_stream
 from .primal.l1 import SOLVER_NAME as L1_SOLVER
 from .primal.l1 import solve_l1_problems
+from .primal.multinomial import SOLVER_NAME as MULTINOMIAL_SOLVER
+from .primal.multinomial import solve_multinomial
 from .primal.sample_band import BandStalled, band_note, fit_band_stream
 from .primal.sums import BeyondPrimal
 from .store.checkpoint import Checkpoints, data_fingerprint
@@ -122,6 +124,10 @@ def _fit_memory(data, plan, method, hooks, *, clock_start, **_):
     if method.schedule == L1_SOLVER:
         solve = lambda weights, hooks=None: solve_l1_problems(  # noqa: E731
             X, y_index, weights, plan, seeds=seeds, clock_start=clock_start, hooks=hooks
+        )
+    elif method.schedule == MULTINOMIAL_SOLVER:
+        solve = lambda weights, hooks=None: solve_multinomial(  # noqa: E731
+            X, y_index, weights, plan, clock_start=clock_start, hooks=hooks
         )
     elif method.primal:
         solve = lambda weights, hooks=None: fit_primal_memory(  # noqa: E731

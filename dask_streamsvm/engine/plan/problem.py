@@ -44,6 +44,9 @@ STREAMING_SOLVERS = ("streamsvm", "sbm", "bm")
 BAND_SOLVER = "band"
 # The L1 and elastic-net penalties' solver (engine/primal/l1.py: CDN), as history_ names it.
 SPARSE_PENALTY_SOLVER = "cdn"
+# The multinomial (softmax) logistic model's solver (engine/primal/multinomial.py: Newton's method),
+# as history_ names it.
+MULTINOMIAL_SOLVER = "softmax_newton"
 SOLVERS = ("auto", "memory", *STREAMING_SOLVERS, BAND_SOLVER)
 # A plan's schedule: the above, and ``partial_fit``'s one pass.
 PLAN_SOLVERS = (*SOLVERS, "partial")
@@ -80,7 +83,9 @@ class FitPlan:
         ``C``, ``loss`` (a name of :data:`LOSSES`; :data:`CRAMMER_SINGER_LOSS`
         for Crammer-Singer), ``penalty`` (its name, for messages) and
         ``l1_ratio`` (``r`` of ``r ||w||_1 + (1 - r)/2 ||w||^2``; 0: the L2
-        penalty), ``crammer_singer``,
+        penalty), ``crammer_singer``, ``multinomial`` (the softmax model
+        of logistic regression over all classes at once, its intercept
+        unpenalised: :mod:`..primal.multinomial`),
         ``class_weight`` (None, ``"balanced"`` or a dict), ``bias`` (the
         constant feature's value, 0 for none), ``feature_map`` (a map's spec
         record array, or None).
@@ -122,6 +127,7 @@ class FitPlan:
     l1_ratio: float = 0.0  # r of r ||w||_1 + (1 - r)/2 ||w||^2: 0 the L2 penalty, 1 pure L1
     estimator: str = "LinearSVC"  # the model's name, in messages
     crammer_singer: bool = False
+    multinomial: bool = False
     class_weight: object = None
     bias: float = 1.0
     feature_map: object = None
@@ -201,8 +207,24 @@ class FitPlan:
         if self.read_timeout is not None and not self.read_timeout > 0:
             raise ValueError(f"read_timeout must be > 0 or None, got read_timeout={self.read_timeout!r}.")
         _check_choice("alpha_store", self.alpha_store, ALPHA_STORES)
+        if self.multinomial:
+            self._check_multinomial()
         if self.crammer_singer and self.loss != CRAMMER_SINGER_LOSS:  # its loss is its own
             object.__setattr__(self, "loss", CRAMMER_SINGER_LOSS)
+
+    def _check_multinomial(self):
+        """What the multinomial model does not combine with: a ValueError naming it."""
+        if self.l1_ratio > 0.0:
+            raise ValueError(
+                f"multi_class='multinomial' with {self.penalty} is not supported yet (its solver is "
+                "Newton's method on the L2-penalised softmax model); use l1_ratio=0, or "
+                "multi_class='ovr' for the L1 and elastic-net penalties."
+            )
+        if self.crammer_singer or self.loss != LOGISTIC_LOSS:
+            raise ValueError(
+                f"multi_class='multinomial' is logistic regression's softmax model; got loss={self.loss!r}"
+                f"{' with crammer_singer' if self.crammer_singer else ''}."
+            )
 
     @property
     def loss_code(self):
@@ -243,8 +265,9 @@ class FitPlan:
 
         See :func:`problem_tables` for the errors it raises.
         """
+        joint = self.crammer_singer or self.multinomial  # one problem over every class
         signs, costs = problem_tables(
-            classes, counts, weighted_classes, self.C, self.class_weight, self.crammer_singer, self.estimator
+            classes, counts, weighted_classes, self.C, self.class_weight, joint, self.estimator
         )
         return self.replace(
             classes=classes, signs=signs, costs=costs, labels=problem_labels(classes, self),
@@ -268,7 +291,8 @@ def problem_tables(classes, counts, weighted_classes, C, class_weight, crammer_s
     class j in problem c has label ``signs[c, j]`` and ``C_i = costs[c, j] *
     sample_weight_i``.  Binary: one problem with ``classes[1]`` positive and
     ``C * class_weight[y]``.  One-vs-rest: LIBLINEAR weights only the
-    positive class of each problem.  Crammer-Singer: one joint problem over
+    positive class of each problem.  Crammer-Singer (``crammer_singer``: a
+    joint problem, the multinomial model's too): one joint problem over
     k classes, stored as k rows that share ``C * class_weight[y]``.
     """
     if classes.shape[0] < 2:
@@ -317,8 +341,9 @@ def _check_costs(costs, classes, weighted_classes, class_weight):
 
 
 def problem_labels(classes, plan):
-    """The class each problem's history records name (None for Crammer-Singer's joint problem)."""
-    if plan.crammer_singer:
+    """The class each problem's history records name (None for a joint problem: Crammer-Singer's, the
+    multinomial model's)."""
+    if plan.crammer_singer or plan.multinomial:
         return (None,)
     labels = classes.tolist()
     return (labels[1],) if len(labels) == 2 else tuple(labels)
@@ -459,6 +484,12 @@ def unconverged_message(plan, certificates, converged, feature_max=None, solver=
                 " (a different problem: the L1 penalty then weighs every column on the same scale)",
             )
         )  # fmt: skip
+    elif solver == MULTINOMIAL_SOLVER:
+        advice = (
+            "Increase max_iter or loosen tol; Newton's method for the multinomial model needs about as "
+            "many steps whatever C is, and history_ shows each step's length (a step far below 1 "
+            "says the features are badly scaled: pass feature_map=Standardize())."
+        )
     elif solver == "newton":
         advice = (
             "Increase max_iter or loosen tol; the primal Newton solver (dual=False) needs about as "
