@@ -1,10 +1,10 @@
 """Multinomial logistic regression in memory, timed: ours against scikit-learn's lbfgs and
 newton-cholesky on digits (1,797 x 64, 10 classes) and a generated 20,000 x 50 set of 5 classes.
 
-Each fit's best of two runs in one process (numba's cache loaded first), BLAS and OpenMP held to
-one thread (as ``bench_logistic --blas-threads 1``: on a shared 2-core machine threaded
-scikit-learn's times varied fivefold between runs), and its relative
-suboptimality against scikit-learn's ``newton-cholesky`` at ``tol=1e-10``; ours with its certified
+Each fit's best of two runs in one process (numba's cache loaded first), with each library's own
+thread settings, as users run them (on a shared 2-core machine threaded scikit-learn's times varied
+fivefold between runs: run it quiet, and say the load), and its relative suboptimality
+against scikit-learn's ``newton-cholesky`` at ``tol=1e-10``; ours with its certified
 gap.  A quick check for docs/guide/solvers.md ("The multinomial model"), not part of
 ``python -m benchmarks``::
 
@@ -19,7 +19,6 @@ from scipy.special import logsumexp
 from sklearn.datasets import load_digits, make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression as SkLogistic
-from threadpoolctl import threadpool_limits
 
 from dask_streamsvm import LogisticRegression
 
@@ -67,5 +66,4 @@ def main():
 
 
 if __name__ == "__main__":
-    with threadpool_limits(1):
-        main()
+    main()

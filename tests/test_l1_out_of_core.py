@@ -139,9 +139,13 @@ def test_the_squared_hinge_l1_step_is_certified_by_its_band():
     certified = [r for r in model.history_ if r.get("band_certified")]
     assert certified, "no read's band certified its step's point"
     assert model.duality_gap_ <= 1e-6
+    # The band's step is the L1 objective's minimiser where only band rows change piece: the second
+    # Newton read certifies it (read 0 keeps the sample, read 1 is at its solution).
+    assert model.n_iter_ == 2 and model.history_[-1]["band_certified"]
 
 
-def test_band_certificate_with_the_l1_penalty_is_the_exact_one():
+@pytest.mark.parametrize("penalty_weights", [PURE_L1, ELASTIC])
+def test_band_certificate_with_the_l1_penalty_is_the_exact_one(penalty_weights):
     """``band_certificate`` with :class:`~.penalties.Sparse`: its primal value and dual value are those
     computed from every row at the step's point, when no row outside the band changes piece."""
     X, y = _dense("dense")
@@ -149,7 +153,7 @@ def test_band_certificate_with_the_l1_penalty_is_the_exact_one():
     X = X[:, :8]
     signs = _signs(y, np.unique(y))
     cost = np.full(len(y), 0.7)
-    penalty = penalties.Sparse(*PURE_L1)
+    penalty = penalties.Sparse(*penalty_weights)
     columns = l1.column_layout(X, 1.0)
     w = np.r_[0.3 * rng.standard_normal(X.shape[1]), 0.1]
     w[2] = 0.0  # a zero weight: the dual point's scale comes from the L1 part
@@ -165,7 +169,7 @@ def test_band_certificate_with_the_l1_penalty_is_the_exact_one():
     totals = (float(sums.loss[0]), float(sums.alpha[0]), sums.v[0])
     made = newton.band_certificate(w, d, totals, H, band, plan_like, penalty)
     assert made is not None
-    exact = l1.certify(columns.tocsc(), signs, cost, SQUARED_HINGE, w + d, PURE_L1)[0]
+    exact = l1.certify(columns.tocsc(), signs, cost, SQUARED_HINGE, w + d, penalty_weights)[0]
     assert made.primal == pytest.approx(exact.primal, rel=1e-10)
     assert made.dual == pytest.approx(exact.dual, rel=1e-8)
 
@@ -253,12 +257,27 @@ def test_model_descent_stops_at_its_tolerance_and_counts_sweeps():
 def test_the_support_step_only_decreases_the_model():
     """Where the support's Newton step would take a weight across zero it stops there, so the model
     never rises (the orthant's convex quadratic along its Newton direction)."""
+    decreased = 0
     for seed in range(20):
         H, g, w = _model(seed=seed, n=12)
         s = 0.3 * np.random.default_rng(seed).standard_normal(12)
         before = _q(H, g, w, 1.0, s)
         penalties.support_step(H, g, w, 1.0, s)
         assert _q(H, g, w, 1.0, s) <= before + 1e-9 * abs(before)
+        decreased += _q(H, g, w, 1.0, s) < before - 1e-6 * abs(before)
+    assert decreased >= 15  # it steps: a step that did nothing would pass the line above
+
+
+def test_armijos_decrease_is_tseng_and_yuns():
+    """``Sparse.decrease`` is ``g . s + l1 (||w + s||_1 - ||w||_1)``, not the smooth part's ``g . s``
+    (a step that moves weights across zero changes the penalty's kink)."""
+    rng = np.random.default_rng(3)
+    w, g, s = rng.standard_normal(8), rng.standard_normal(8), rng.standard_normal(8)
+    penalty = penalties.Sparse(0.7, 0.3)
+    expected = float(g @ s) + 0.7 * (np.abs(w + s).sum() - np.abs(w).sum())
+    assert penalty.decrease(w, g, s) == pytest.approx(expected, rel=1e-12)
+    assert abs(penalty.decrease(w, g, s) - float(g @ s)) > 1e-3
+    assert penalties.L2().decrease(w, g, s) == pytest.approx(float(g @ s), rel=1e-15)
 
 
 # --- the certificate -----------------------------------------------------------------------------
@@ -356,10 +375,18 @@ def test_a_model_too_wide_for_its_hessian_is_refused_with_advice():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((60, newton.MAX_WIDTH + 1))
     y = np.where(X[:, 0] > 0, 1.0, -1.0)
-    Xd, yd = _collection(X, y, rows=30)
+    reads = []
+
+    def part(block):
+        reads.append(1)
+        return block
+
+    Xd = da.from_array(X, chunks=(30, X.shape[1])).map_blocks(part, dtype=X.dtype, meta=np.empty((0, 0)))
+    yd = da.from_array(y, chunks=30)
     words = "out of core forms the .*solver='memory'"
     with dask.config.set(scheduler="sync"), pytest.raises(ValueError, match=words):
         LogisticRegression(l1_ratio=1.0).fit(Xd, yd)
+    assert reads == []  # refused before the first read
 
 
 @pytest.mark.parametrize("kind, code", [("svc", SQUARED_HINGE), ("log", LOGISTIC)])
@@ -381,13 +408,14 @@ def test_standardized_features_stream_to_the_in_memory_model():
     the streamed Newton reads reach the in-memory coordinate descent's model."""
     from dask_streamsvm.features import Standardize
 
-    X, y = make_classification(3000, 10, random_state=0)
+    X, y = make_classification(1000, 10, random_state=0)  # short rows: coordinate descent in memory
     X = X * np.arange(1, 11) * 10 + 5
-    Xd, yd = _collection(X, y)
+    Xd, yd = _collection(X, y, rows=200)
     memory = LogisticRegression(l1_ratio=1.0, feature_map=Standardize(), tol=1e-9, random_state=0).fit(X, y)
+    assert memory.history_[-1]["solver"] == l1.SOLVER_NAME
     with dask.config.set(scheduler="sync"):
         streamed = LogisticRegression(l1_ratio=1.0, feature_map=Standardize(), tol=1e-9,
-                                      cache_bytes=_small_sample(X)).fit(Xd, yd)  # fmt: skip
+                                      cache_bytes=8 * 11 * 300).fit(Xd, yd)  # fmt: skip
     assert streamed.history_[-1]["solver"] == "newton"
     assert abs(streamed.objective_ - memory.objective_) <= 2e-9 * memory.objective_
     np.testing.assert_allclose(streamed.coef_, memory.coef_, rtol=1e-6, atol=1e-9)
@@ -421,3 +449,16 @@ def test_short_rows_or_values_too_large_for_the_sums_take_coordinate_descent():
     with pytest.warns(ConvergenceWarning):  # coordinate descent, on such a scale, does not get far
         large = LogisticRegression(l1_ratio=1.0, max_iter=3).fit(X, y)
     assert large.history_[-1]["solver"] == l1.SOLVER_NAME
+
+
+def test_values_beyond_the_sums_limit_are_refused_with_l1_advice():
+    """Streamed, a value beyond MAX_VALUE stops the Newton reads' first read; the message does not
+    advise the dual solvers (which do not train the L1 penalty) but coordinate descent in memory."""
+    from dask_streamsvm.engine.primal.sums import MAX_VALUE
+
+    X, y = _dense("dense")
+    X[5, 2] = 10 * MAX_VALUE
+    Xd, yd = _collection(X, y, rows=100)
+    with dask.config.set(scheduler="sync"), pytest.raises(ValueError) as info:
+        LinearSVC(penalty="l1").fit(Xd, yd)
+    assert "dual=True" not in str(info.value) and "solver='memory'" in str(info.value)

@@ -30,7 +30,7 @@ from .plan.losses import newton_blocker, sparse_penalty_blocker
 from .plan.problem import BAND_SOLVER, STREAMING_SOLVERS, model_width
 from .primal.l1 import SOLVER_NAME as L1_SOLVER
 from .primal.multinomial import SOLVER_NAME as MULTINOMIAL_SOLVER
-from .primal.newton import MAX_WIDTH
+from .primal.newton import MAX_WIDTH, check_width
 from .primal.sums import CG_WIDTH, MAX_VALUE, too_large
 
 # dual="auto" picks the primal Newton solver when the rows outnumber the model's width (features plus
@@ -177,6 +177,8 @@ def choose(placement, plan, data):
             return Method("memory", False, schedule="memory", note=_dual_note(beyond))
         return Method("memory", primal, schedule=None if primal else "memory")
     n_features = data.n_features
+    if plan.sparse_penalty and placement.where == "stream":  # its reads form the Hessian: before any read
+        check_width(plan, plan.model_width(n_features) + 1)
     if placement.where == "cluster":
         method = cluster_method(plan, n_features)
         primal = method in ("newton", "truncated_newton")
@@ -363,11 +365,13 @@ def _check_sparse_penalty(plan, streaming, input_name, checkpointing=False):
     if not streaming and plan.cluster is None:
         return plan
     if plan.solver != "auto" or plan.cluster in ("average", "cocoa"):
+        named = plan.solver not in ("auto", "memory")
+        instead = ["solver='auto' (or 'memory' to train in memory)"] if named else []
+        instead += ["cluster='auto' (or None)"] if plan.cluster in ("average", "cocoa") else []
         raise ValueError(
             f"{plan.penalty} trains streamed and on a cluster by Newton reads only, and this fit names "
             f"solver={plan.solver!r}, cluster={plan.cluster!r} on {input_name} (the dual solvers, the "
-            "band, averaging and CoCoA+ solve the L2-penalised problem only). Pass solver='auto' and "
-            "cluster='auto' (or None), or solver='memory' to train in memory."
+            f"band, averaging and CoCoA+ solve the L2-penalised problem only). Pass {' and '.join(instead)}."
         )
     blocker = primal_blocker(plan.replace(dual=False), streaming, checkpointing)
     if blocker is not None:

@@ -297,7 +297,10 @@ def solve_softmax(problem, *, tol, max_iter, clock_start=None, on_pass=None, sca
                 trial_W = W + length * direction
                 trial_P, trial_loss = problem.loss(Z + length * dZ)
                 trial_value = problem.penalty(trial_W) + trial_loss
-                if trial_value <= value + ARMIJO * length * slope:
+                # A strict decrease too: at float64's rounding of P the slope is about 0 and an equal
+                # value passed Armijo's rule, the same step accepted again until max_iter (digits at
+                # C = 1, tol=1e-12: 1,000 steps, 152 s, at a gap of 5.2e-10 in CI).
+                if trial_value <= value + ARMIJO * length * slope and trial_value < value:
                     break
                 length *= BACKTRACK
             else:

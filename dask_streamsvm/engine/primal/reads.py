@@ -29,6 +29,7 @@ from .sums import (
     chunk_rows,
     too_large,
     value_reason,
+    without_dual,
 )
 
 
@@ -494,6 +495,7 @@ def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=N
         if clean and block.n_rows:
             if (reason := _add_moments(moments, block, plan, D)) is not None:
                 if plan.dual is False:
+                    reason = without_dual(reason) if plan.sparse_penalty else reason
                     raise ValueError(f"partition {block.partition}: {reason}")
                 clean, sampler, moments = False, None, None
                 beyond = f"partition {block.partition}: {reason}"

@@ -209,6 +209,18 @@ def too_large(rows, bias, mapped=False, augmented=True):
     return value_reason(top, bias, mapped)
 
 
+# The dual solvers, as value_reason advises them (not to the L1 and elastic-net penalties: without_dual).
+DUAL_ADVICE = "dual=True (the dual solvers)"
+
+
+def without_dual(reason):
+    """:func:`value_reason`'s sentence for a plan the dual solvers cannot train (the L1 and
+    elastic-net penalties): its advice of ``dual=True`` left out, coordinate descent in memory named."""
+    for advice in (f"; or use {DUAL_ADVICE}.", f", or {DUAL_ADVICE}."):
+        reason = reason.replace(advice, ".")
+    return reason + " In memory (solver='memory') coordinate descent trains such values."
+
+
 def value_reason(top, bias, mapped):
     """:func:`too_large`'s sentence from each column's largest |value| ``top`` (the intercept
     column's last), or None."""
@@ -218,7 +230,7 @@ def value_reason(top, bias, mapped):
         return None
     if column == top.shape[0] - 1:
         what = f"the intercept column is {value:.4g} (intercept_scaling={float(bias):g})"
-        fix = "Use an intercept_scaling of about 1, or dual=True (the dual solvers)."
+        fix = f"Use an intercept_scaling of about 1, or {DUAL_ADVICE}."
     else:
         what = f"{'feature' if mapped else 'column'} {column}{' of the feature map' if mapped else ''} "
         what += f"reaches |x| = {value:.4g}"
@@ -226,7 +238,7 @@ def value_reason(top, bias, mapped):
             "Scale the features: feature_map=Standardize() (dask_streamsvm.features), or each column "
             "to about [-1, 1] first"
         )  # fmt: skip
-        fix = f"{scale}; or use dual=True (the dual solvers)."
+        fix = f"{scale}; or use {DUAL_ADVICE}."
     return (
         f"{what}: the primal solver (dual=False) cannot train on values beyond {MAX_VALUE:g} in "
         "absolute value (float64 rounding keeps its duality gap from closing, whatever the number "
