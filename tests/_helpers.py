@@ -220,3 +220,17 @@ def child_json_lines(script, *args):
         pytest.fail(f"blocked on a FIFO; done before: {exc.stdout}")
     assert run.returncode == 0, run.stderr[-3000:]
     return [json.loads(line) for line in run.stdout.splitlines()]
+
+
+def counted_reads(X, y, rows):
+    """``(Xd, yd, reads)``: ``X`` and ``y`` as Dask arrays of ``rows`` rows a block, and ``reads`` a
+    list that grows by one each time a block of ``X`` is computed (a fit refused before any read
+    leaves it empty)."""
+    reads = []
+
+    def part(block):
+        reads.append(1)
+        return block
+
+    Xd = da.from_array(X, chunks=(rows, X.shape[1])).map_blocks(part, dtype=X.dtype, meta=np.empty((0, 0)))
+    return Xd, da.from_array(y, chunks=rows), reads

@@ -23,7 +23,7 @@ from dask_streamsvm.engine.primal.sums import block_sums
 from dask_streamsvm.kernels import coordinate
 from dask_streamsvm.kernels.losses import LOGISTIC, SQUARED_HINGE, newton_dual_term, newton_terms
 
-from ._helpers import two_worker_client
+from ._helpers import counted_reads, two_worker_client
 from .test_l1 import _data, _signs, _value
 
 PURE_L1 = (1.0, 0.0)
@@ -355,14 +355,7 @@ def test_a_dask_collection_trains_out_of_core_by_default():
 )
 def test_what_streamed_l1_cannot_train_is_refused_before_any_read(params, words, tmp_path):
     X, y = _dense("dense")
-    reads = []
-
-    def part(block):
-        reads.append(1)
-        return block
-
-    Xd = da.from_array(X, chunks=100).map_blocks(part, dtype=X.dtype, meta=np.empty((0, 0)))
-    yd = da.from_array(y, chunks=100)
+    Xd, yd, reads = counted_reads(X, y, 100)
     if params.get("checkpoint_dir") == "CHECKPOINTS":
         params = {**params, "checkpoint_dir": str(tmp_path)}
     with pytest.raises(ValueError, match=words) as info:
@@ -375,14 +368,7 @@ def test_a_model_too_wide_for_its_hessian_is_refused_with_advice():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((60, newton.MAX_WIDTH + 1))
     y = np.where(X[:, 0] > 0, 1.0, -1.0)
-    reads = []
-
-    def part(block):
-        reads.append(1)
-        return block
-
-    Xd = da.from_array(X, chunks=(30, X.shape[1])).map_blocks(part, dtype=X.dtype, meta=np.empty((0, 0)))
-    yd = da.from_array(y, chunks=30)
+    Xd, yd, reads = counted_reads(X, y, 30)
     words = "out of core forms the .*solver='memory'"
     with dask.config.set(scheduler="sync"), pytest.raises(ValueError, match=words):
         LogisticRegression(l1_ratio=1.0).fit(Xd, yd)

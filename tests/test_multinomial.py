@@ -26,6 +26,8 @@ from dask_streamsvm.engine.plan.problem import MULTINOMIAL_SOLVER
 from dask_streamsvm.engine.primal import multinomial
 from dask_streamsvm.kernels.softmax import entropy_rows, softmax_rows
 
+from ._helpers import counted_reads
+
 TOL = 1e-10
 # Our fits compared with scikit-learn's stop at this gap: a relative gap of TOL bounds the objective,
 # not the probabilities, which on the sparse weighted set it left 1.5e-6 from the optimum's (the
@@ -295,14 +297,7 @@ def test_what_the_multinomial_model_does_not_combine_with_is_refused(params, wor
 
 def test_a_dask_collection_trains_in_memory_or_is_refused_before_any_read():
     X, y = _generated(3)
-    reads = []
-
-    def part(block):
-        reads.append(1)
-        return block
-
-    Xd = da.from_array(X, chunks=100).map_blocks(part, dtype=X.dtype, meta=np.empty((0, 0)))
-    yd = da.from_array(y, chunks=100)
+    Xd, yd, reads = counted_reads(X, y, 100)
     with pytest.raises(ValueError, match="multinomial' trains in memory for now.*solver='memory'"):
         LogisticRegression(multi_class="multinomial").fit(Xd, yd)
     with pytest.raises(ValueError, match="trains in memory for now"):
