@@ -50,7 +50,6 @@ section "The L1 and elastic-net penalties" of ``docs/benchmarks.md``.
 """
 
 import argparse
-import time
 import warnings
 from pathlib import Path
 
@@ -58,6 +57,7 @@ import numpy as np
 
 from benchmarks import _common
 from benchmarks._common import ROOT, machine, payload_header, save_json, write_section
+from benchmarks.bench_primal import _s, _timed
 
 RESULTS = ROOT / "benchmarks" / "results" / "bench_l1.json"
 MARKER = "## The L1 and elastic-net penalties"
@@ -81,12 +81,6 @@ def _load():
     import os
 
     return os.getloadavg()[0]
-
-
-def _timed(fn):
-    start = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - start
 
 
 def objective(X, y, coef, intercept, loss, l1_ratio, C):
@@ -510,10 +504,6 @@ def _daskml(solver, C, X1d, y01d, X, y, p_star, cap):
 
 
 # -- the report ------------------------------------------------------------------------------------
-
-
-def _s(value, fmt="{:.2f} s"):
-    return "–" if value is None else fmt.format(value)
 
 
 def report_memory(part):
