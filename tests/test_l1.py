@@ -57,7 +57,7 @@ def _check_against(model, X, y, w_ref, code, penalty):
 def test_linear_svc_l1_reaches_liblinear_within_the_gap(name):
     X, y = _data(name)
     ours = LinearSVC(penalty="l1", tol=1e-9, random_state=0).fit(X, y)
-    sk = SkLinearSVC(penalty="l1", dual=False, tol=1e-10, max_iter=100_000).fit(X, y)
+    sk = SkLinearSVC(penalty="l1", dual=False, tol=1e-10, max_iter=100_000, random_state=0).fit(X, y)
     _check_against(ours, X, y, np.r_[sk.coef_.ravel(), sk.intercept_], SQUARED_HINGE, (1.0, 0.0))
     # ijcnn1's 3,000 rows of 23 columns are tall: the Newton reads train them (test_l1_out_of_core).
     assert ours.duality_gap_ <= 1e-9
@@ -68,7 +68,7 @@ def test_linear_svc_l1_reaches_liblinear_within_the_gap(name):
 def test_logistic_l1_reaches_liblinear_within_the_gap(name):
     X, y = _data(name)
     ours = LogisticRegression(l1_ratio=1.0, tol=1e-9, random_state=0).fit(X, y)
-    sk = SkLogistic(l1_ratio=1.0, solver="liblinear", tol=1e-10, max_iter=100_000).fit(X, y)
+    sk = SkLogistic(l1_ratio=1.0, solver="liblinear", tol=1e-10, max_iter=100_000, random_state=0).fit(X, y)
     _check_against(ours, X, y, np.r_[sk.coef_.ravel(), sk.intercept_], LOGISTIC, (1.0, 0.0))
     assert ours.duality_gap_ <= 1e-9
 
@@ -96,14 +96,16 @@ def test_elastic_net_on_real_data_is_certified(name):
 def test_the_zero_pattern_is_scikit_learns_where_its_solvers_agree():
     X, y = make_classification(300, 12, n_informative=3, n_redundant=0, random_state=3)
     C = 0.05
-    liblinear = SkLogistic(l1_ratio=1.0, C=C, solver="liblinear", tol=1e-10, max_iter=100_000).fit(X, y)
+    liblinear = SkLogistic(
+        l1_ratio=1.0, C=C, solver="liblinear", tol=1e-10, max_iter=100_000, random_state=0
+    ).fit(X, y)
     saga = SkLogistic(l1_ratio=1.0, C=C, solver="saga", tol=1e-10, max_iter=100_000).fit(X, y)
     agree = (liblinear.coef_ != 0) == (np.abs(saga.coef_) > 1e-8)
     ours = LogisticRegression(l1_ratio=1.0, C=C, tol=1e-10, random_state=0).fit(X, y)
     assert agree.any()
     np.testing.assert_array_equal((ours.coef_ != 0)[agree], (liblinear.coef_ != 0)[agree])
     svc = LinearSVC(penalty="l1", C=C, tol=1e-10, random_state=0).fit(X, y)
-    sk_svc = SkLinearSVC(penalty="l1", dual=False, C=C, tol=1e-10, max_iter=100_000).fit(X, y)
+    sk_svc = SkLinearSVC(penalty="l1", dual=False, C=C, tol=1e-10, max_iter=100_000, random_state=0).fit(X, y)
     np.testing.assert_array_equal(svc.coef_ != 0, sk_svc.coef_ != 0)
     assert 0 < np.count_nonzero(svc.coef_) < X.shape[1]
 

@@ -47,8 +47,8 @@ def _small_sample(X):
 def _reference(kind, X, y):
     """scikit-learn's optimum of the same problem (LIBLINEAR's ``-s 5`` and ``-s 6``)."""
     if kind == "svc":
-        return SkLinearSVC(penalty="l1", dual=False, tol=1e-10, max_iter=100_000).fit(X, y)
-    return SkLogistic(l1_ratio=1.0, solver="liblinear", tol=1e-10, max_iter=100_000).fit(X, y)
+        return SkLinearSVC(penalty="l1", dual=False, tol=1e-10, max_iter=100_000, random_state=0).fit(X, y)
+    return SkLogistic(l1_ratio=1.0, solver="liblinear", tol=1e-10, max_iter=100_000, random_state=0).fit(X, y)
 
 
 def _ours(kind, **params):
@@ -90,7 +90,9 @@ def test_the_streamed_zero_pattern_is_scikit_learns_where_its_solvers_agree():
     (a9a's one-hot groups make its L1 optimum's support not unique), the streamed fit does too."""
     X, y = make_classification(3000, 12, n_informative=3, n_redundant=0, random_state=3)
     C = 0.005
-    liblinear = SkLogistic(l1_ratio=1.0, C=C, solver="liblinear", tol=1e-10, max_iter=100_000).fit(X, y)
+    liblinear = SkLogistic(
+        l1_ratio=1.0, C=C, solver="liblinear", tol=1e-10, max_iter=100_000, random_state=0
+    ).fit(X, y)
     saga = SkLogistic(l1_ratio=1.0, C=C, solver="saga", tol=1e-10, max_iter=100_000).fit(X, y)
     agree = (liblinear.coef_ != 0) == (np.abs(saga.coef_) > 1e-8)
     Xd, yd = _collection(X, y)
@@ -99,7 +101,7 @@ def test_the_streamed_zero_pattern_is_scikit_learns_where_its_solvers_agree():
         svc = LinearSVC(penalty="l1", dual=False, C=C, tol=1e-10, cache_bytes=_small_sample(X)).fit(Xd, yd)
     assert agree.any()
     np.testing.assert_array_equal((ours.coef_ != 0)[agree], (liblinear.coef_ != 0)[agree])
-    sk_svc = SkLinearSVC(penalty="l1", dual=False, C=C, tol=1e-10, max_iter=100_000).fit(X, y)
+    sk_svc = SkLinearSVC(penalty="l1", dual=False, C=C, tol=1e-10, max_iter=100_000, random_state=0).fit(X, y)
     np.testing.assert_array_equal(svc.coef_ != 0, sk_svc.coef_ != 0)
     assert 0 < np.count_nonzero(svc.coef_) < X.shape[1]
 

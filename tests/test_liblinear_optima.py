@@ -95,7 +95,9 @@ def test_logistic_regression_reaches_scikit_learns_optimum(name, dual, dtype, la
     X, y = _logistic_data(name)
     X = sp.csr_matrix(X) if layout == "csr" else (X.toarray() if sp.issparse(X) else X)
     X = X.astype(dtype)
-    ref = SkLogisticRegression(C=1.0, solver="liblinear", tol=1e-12, max_iter=100_000).fit(X, y)
+    ref = SkLogisticRegression(C=1.0, solver="liblinear", tol=1e-12, max_iter=100_000, random_state=0).fit(
+        X, y
+    )
     z = np.asarray(X @ ref.coef_[0]).ravel() + ref.intercept_[0]
     p_ref = 0.5 * (ref.coef_[0] @ ref.coef_[0] + ref.intercept_[0] ** 2) + np.logaddexp(0.0, -y * z).sum()
     clf = LogisticRegression(C=1.0, dual=dual, tol=1e-7, max_iter=5000, random_state=0).fit(X, y)

@@ -39,7 +39,7 @@ def primal(X, y, coef, intercept, C, bias=1.0, sample_weight=None, classes=None)
 def liblinear(X, y, C, **params):
     """scikit-learn's liblinear solution at a tight tolerance: ``(coef, intercept, objective)``."""
     sample_weight = params.pop("sample_weight", None)
-    ref = SkLogisticRegression(C=C, solver="liblinear", tol=1e-12, max_iter=100_000, **params)
+    ref = SkLogisticRegression(C=C, solver="liblinear", tol=1e-12, max_iter=100_000, random_state=0, **params)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         ref.fit(X, y, sample_weight=sample_weight)
@@ -158,7 +158,9 @@ def test_one_vs_rest_matches_liblinear_per_class():
 def test_probabilities_are_the_models_own_and_lazy_on_dask(a9a_part):
     X, y = a9a_part
     clf = LogisticRegression(C=1.0, tol=1e-9, random_state=0).fit(X, y)
-    ref = SkLogisticRegression(C=1.0, solver="liblinear", tol=1e-12, max_iter=10_000).fit(X, y)
+    ref = SkLogisticRegression(C=1.0, solver="liblinear", tol=1e-12, max_iter=10_000, random_state=0).fit(
+        X, y
+    )
     proba = clf.predict_proba(X)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-14)
     np.testing.assert_allclose(proba[:, 1], expit(clf.decision_function(X)), rtol=1e-12)
