@@ -77,7 +77,9 @@ def test_elastic_net_reaches_saga_within_the_gap():
     X, y = _data("dense")
     ours = LogisticRegression(l1_ratio=0.5, C=0.5, tol=1e-10, random_state=0).fit(X, y)
     with_bias = np.hstack([X, np.ones((X.shape[0], 1))])  # saga leaves the intercept unpenalised
-    sk = SkLogistic(l1_ratio=0.5, C=0.5, solver="saga", fit_intercept=False, tol=1e-10, max_iter=100_000)
+    sk = SkLogistic(
+        l1_ratio=0.5, C=0.5, solver="saga", fit_intercept=False, tol=1e-10, max_iter=100_000, random_state=0
+    )
     sk.fit(with_bias, y)
     _check_against(ours, X, y, sk.coef_.ravel(), LOGISTIC, (0.5, 0.5))
 
@@ -99,7 +101,7 @@ def test_the_zero_pattern_is_scikit_learns_where_its_solvers_agree():
     liblinear = SkLogistic(
         l1_ratio=1.0, C=C, solver="liblinear", tol=1e-10, max_iter=100_000, random_state=0
     ).fit(X, y)
-    saga = SkLogistic(l1_ratio=1.0, C=C, solver="saga", tol=1e-10, max_iter=100_000).fit(X, y)
+    saga = SkLogistic(l1_ratio=1.0, C=C, solver="saga", tol=1e-10, max_iter=100_000, random_state=0).fit(X, y)
     agree = (liblinear.coef_ != 0) == (np.abs(saga.coef_) > 1e-8)
     ours = LogisticRegression(l1_ratio=1.0, C=C, tol=1e-10, random_state=0).fit(X, y)
     assert agree.any()

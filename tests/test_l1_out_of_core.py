@@ -93,7 +93,7 @@ def test_the_streamed_zero_pattern_is_scikit_learns_where_its_solvers_agree():
     liblinear = SkLogistic(
         l1_ratio=1.0, C=C, solver="liblinear", tol=1e-10, max_iter=100_000, random_state=0
     ).fit(X, y)
-    saga = SkLogistic(l1_ratio=1.0, C=C, solver="saga", tol=1e-10, max_iter=100_000).fit(X, y)
+    saga = SkLogistic(l1_ratio=1.0, C=C, solver="saga", tol=1e-10, max_iter=100_000, random_state=0).fit(X, y)
     agree = (liblinear.coef_ != 0) == (np.abs(saga.coef_) > 1e-8)
     Xd, yd = _collection(X, y)
     with dask.config.set(scheduler="sync"):
