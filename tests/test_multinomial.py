@@ -9,8 +9,6 @@ and takes about 90 s on digits.
 
 import warnings
 
-import dask
-import dask.array as da
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -25,8 +23,6 @@ from dask_streamsvm import LogisticRegression, PolynomialMap, Standardize, load
 from dask_streamsvm.engine.plan.problem import MULTINOMIAL_SOLVER
 from dask_streamsvm.engine.primal import multinomial
 from dask_streamsvm.kernels.softmax import entropy_rows, softmax_rows
-
-from ._helpers import counted_reads
 
 TOL = 1e-10
 # Our fits compared with scikit-learn's stop at this gap: a relative gap of TOL bounds the objective,
@@ -293,22 +289,6 @@ def test_what_the_multinomial_model_does_not_combine_with_is_refused(params, wor
     X, y = _generated(3)
     with pytest.raises(ValueError, match=words.replace("(", r"\(").replace(")", r"\)")):
         LogisticRegression(multi_class="multinomial", **params).fit(X, y)
-
-
-def test_a_dask_collection_trains_in_memory_or_is_refused_before_any_read():
-    X, y = _generated(3)
-    Xd, yd, reads = counted_reads(X, y, 100)
-    with pytest.raises(ValueError, match="multinomial' trains in memory for now.*solver='memory'"):
-        LogisticRegression(multi_class="multinomial").fit(Xd, yd)
-    with pytest.raises(ValueError, match="trains in memory for now"):
-        LogisticRegression(multi_class="multinomial", solver="streamsvm").fit(Xd, yd)
-    assert reads == []
-    with dask.config.set(scheduler="sync"):
-        model = LogisticRegression(multi_class="multinomial", solver="memory", tol=TOL).fit(Xd, yd)
-        proba = model.predict_proba(Xd)
-        assert isinstance(proba, da.Array)  # lazy, a block per chunk
-        np.testing.assert_allclose(proba.compute(), model.predict_proba(X), rtol=1e-14)
-    assert model.duality_gap_ <= TOL
 
 
 def test_predictions_are_the_softmax_of_the_scores():

@@ -61,6 +61,9 @@ FITS = {
     "l1 streamed csr": lambda: ds.LogisticRegression(l1_ratio=0.5, cache_bytes="25%").fit(
         *precompile._dask(csr, y)
     ),
+    "multinomial streamed csr": lambda: ds.LogisticRegression(
+        multi_class="multinomial", cache_bytes="25%"
+    ).fit(*precompile._dask(csr, y3)),
     "onepass csr": lambda: ds.OnePassSVC(random_state=1).fit(*precompile._dask(csr, y)),
     "budgeted dense": lambda: ds.BudgetedSVC(budget=10, max_iter=1, random_state=1).fit(
         *precompile._dask(dense, y)
@@ -187,5 +190,6 @@ def test_after_the_command_every_estimator_and_path_loads_its_kernels(tmp_path):
     assert report["errors"] == [] and len(report["compiled"]) > 50
     names = ["primal dense", "streamsvm csr", "sbm dense frame", "memory csr", "logistic dense"]
     names += ["crammer_singer dense", "onepass csr", "budgeted dense", "l1 dense", "l1 streamed csr"]
+    names += ["multinomial streamed csr"]
     fresh = _fresh_fits(names, tmp_path)
     assert fresh["compiled"] == [] and fresh["cache_hits"] > 0

@@ -30,6 +30,7 @@ from .plan.losses import newton_blocker, sparse_penalty_blocker
 from .plan.problem import BAND_SOLVER, STREAMING_SOLVERS, model_width
 from .primal.l1 import SOLVER_NAME as L1_SOLVER
 from .primal.multinomial import SOLVER_NAME as MULTINOMIAL_SOLVER
+from .primal.multinomial_reads import check_model_width
 from .primal.newton import MAX_WIDTH, check_width
 from .primal.sums import CG_WIDTH, MAX_VALUE, too_large
 
@@ -108,7 +109,7 @@ def place(plan, X, client=None, *, checkpointing=False, resuming=False, validati
     if resuming and not checkpointing:
         raise ValueError("resume=True needs checkpoint_dir, the directory the checkpoint is in.")
     if plan.multinomial:
-        _check_multinomial(plan, streaming, input_name)
+        _check_multinomial(plan, streaming, input_name, checkpointing)
     if plan.sparse_penalty:
         plan = _check_sparse_penalty(plan, streaming, input_name, checkpointing)
     elif plan.dual is False:
@@ -177,6 +178,17 @@ def choose(placement, plan, data):
             return Method("memory", False, schedule="memory", note=_dual_note(beyond))
         return Method("memory", primal, schedule=None if primal else "memory")
     n_features = data.n_features
+    if plan.multinomial and placement.where == "stream":  # the classes are counted by its first read
+        if plan.feature_map is not None:
+            raise ValueError(
+                "multi_class='multinomial' does not support a feature map yet (its Newton reads use "
+                "the features as they are); compute the mapped features first and pass "
+                "feature_map=None, or feature_map=Standardize()."
+            )
+        check_model_width(2, plan.model_width(n_features) + (plan.bias != 0.0))
+        return Method(
+            "stream", True, schedule=MULTINOMIAL_SOLVER, first_read="primal", known_rows=footer_rows(data)
+        )
     if plan.sparse_penalty and placement.where == "stream":  # its reads form the Hessian: before any read
         check_width(plan, plan.model_width(n_features) + 1)
     if placement.where == "cluster":
@@ -279,7 +291,8 @@ def where_to_fit(plan, client, *, out_of_core, checkpointing=False, validating=F
     plan; else in this process (``plan.cluster`` None, ``client`` None).
 
     In-memory input, a solver named (``"memory"`` or a streaming one: this process's engines), a
-    checkpoint, ``validation_data``, ``probability=True`` and Crammer-Singer train in this process,
+    checkpoint, ``validation_data``, ``probability=True``, Crammer-Singer and the multinomial model
+    (no cluster fit of it yet) train in this process,
     as does a fit run inside a Dask task (a ``GridSearchCV`` on a Dask backend: its worker's client
     is not the user's cluster to use) or under a local Dask scheduler set in ``dask.config``
     (``scheduler="sync"``, ``"threads"`` or ``"processes"``, which Dask itself prefers to a client).
@@ -289,7 +302,7 @@ def where_to_fit(plan, client, *, out_of_core, checkpointing=False, validating=F
     local = plan.replace(cluster=None)
     in_process = (
         not out_of_core or plan.solver != "auto" or checkpointing or validating or plan.probability
-        or plan.crammer_singer or (client is None and _local_scheduler())
+        or plan.crammer_singer or plan.multinomial or (client is None and _local_scheduler())
     )  # fmt: skip
     if in_process:
         return local, None
@@ -379,22 +392,33 @@ def _check_sparse_penalty(plan, streaming, input_name, checkpointing=False):
     return plan.replace(dual=False)
 
 
-def _check_multinomial(plan, streaming, input_name):
+def _check_multinomial(plan, streaming, input_name, checkpointing=False):
     """What the multinomial model (``multi_class="multinomial"``) cannot train: a ValueError before
-    any read.  It trains in memory only, for now, by Newton's method (:mod:`.primal.multinomial`)."""
+    any read.  It trains by Newton's method, in memory (:mod:`.primal.multinomial`) and streamed, a
+    read per step (:mod:`.primal.multinomial_reads`); not yet on a cluster."""
     if plan.dual is True:
         raise ValueError(
             "multi_class='multinomial' with dual=True is not supported (the dual solvers solve the "
             "one-vs-rest problems); use dual='auto' or dual=False, or multi_class='ovr'."
         )
-    if streaming or plan.cluster is not None:
-        how = "on the cluster" if plan.cluster is not None else "streamed, out of core"
+    if plan.cluster is not None:
         raise ValueError(
-            f"multi_class='multinomial' trains in memory for now, and this fit (solver={plan.solver!r}, "
-            f"cluster={plan.cluster!r} on {input_name}) would run {how}. Pass solver='memory' (a Dask "
-            "collection is then computed into memory, with cluster=None) or compute X and y into "
-            "memory first (X.compute()); out-of-core and cluster fits of the multinomial model are "
+            f"multi_class='multinomial' trains in memory and streamed (out of core) for now, and this "
+            f"fit (cluster={plan.cluster!r} on {input_name}) would run on the cluster. Pass cluster=None "
+            "to stream the collection from this process; cluster fits of the multinomial model are "
             "not supported yet (multi_class='ovr' trains them)."
+        )
+    if not streaming:
+        return
+    blockers = {
+        f"solver={plan.solver!r} (a streaming solver of the one-vs-rest problems)": plan.solver != "auto",
+        "checkpoint_dir": checkpointing,
+    }
+    blocker = next((what for what, blocks in blockers.items() if blocks), None)
+    if blocker is not None:
+        raise ValueError(
+            f"multi_class='multinomial' streams its rows by Newton reads only, which do not support "
+            f"{blocker}; pass solver='auto' (or 'memory' to train in memory), or use multi_class='ovr'."
         )
 
 

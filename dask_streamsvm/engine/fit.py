@@ -51,6 +51,7 @@ from .primal.l1 import SOLVER_NAME as L1_SOLVER
 from .primal.l1 import solve_l1_problems
 from .primal.multinomial import SOLVER_NAME as MULTINOMIAL_SOLVER
 from .primal.multinomial import solve_multinomial
+from .primal.multinomial_reads import fit_multinomial_stream
 from .primal.sample_band import BandStalled, band_note, fit_band_stream
 from .primal.sums import BeyondPrimal
 from .store.checkpoint import Checkpoints, data_fingerprint
@@ -209,6 +210,9 @@ def _fit_stream(source, plan, method, hooks, *, checkpoints, resume, clock_start
                         note=band_note(stalled.reach, f"solver={DEFAULT_STREAMING!r}"),
                     )
                     spent = stalled.history
+            elif method.schedule == MULTINOMIAL_SOLVER:
+                plan = primal_plan.with_labels(*labels)
+                result = fit_multinomial_stream(source, plan, hooks, first, clock_start)
             elif method.primal:
                 counted = primal_plan.with_labels(*labels)
                 try:
@@ -274,7 +278,8 @@ def _count_classes(source, plan, primal_plan, method, hooks, saved):
     if method.first_read != "primal":
         return source.label_counts(read_timeout=plan.read_timeout), None
     # The read that counts the classes keeps the sample of the primal solver's warm start.
-    first = count_with_first_read(source, primal_plan, hooks, method.known_rows, announce=plan.dual is False)
+    announce = plan.dual is False or plan.multinomial  # its first read is the Newton reads' for sure
+    first = count_with_first_read(source, primal_plan, hooks, method.known_rows, announce=announce)
     return first.labels, first
 
 

@@ -55,3 +55,34 @@ def entropy_rows(Q, cost):
                 row -= q * np.log(q)
         total += cost[i] * row
     return total
+
+
+@njit(cache=True, nogil=True)
+def shift_terms(P, cost, floors, level, weight, logs, inverse):
+    """The terms of the shifted dual point (:mod:`dask_streamsvm.engine.primal.multinomial_reads`),
+    by level: row ``i`` (of positive cost) is of level ``j``, the first with ``floors[j] <= min_k
+    P[i, k]`` (``floors`` decreasing; ``len(floors)`` where none is), written to ``level[i]``, and
+    adds ``cost_i`` to ``weight[j]``, ``cost_i log P[i, k]`` to ``logs[j, k]`` and ``cost_i / P[i, k]``
+    to ``inverse[j, k]``.  The levels are exclusive; a level's rows and those of the levels before
+    it are the rows whose every probability is at least its floor."""
+    n, k = P.shape
+    L = floors.shape[0]
+    for i in range(n):
+        c = cost[i]
+        level[i] = L
+        if c == 0.0:
+            continue
+        low = P[i, 0]
+        for m in range(1, k):
+            if P[i, m] < low:
+                low = P[i, m]
+        j = 0
+        while j < L and floors[j] > low:
+            j += 1
+        level[i] = j
+        if j == L:
+            continue
+        weight[j] += c
+        for m in range(k):
+            logs[j, m] += c * np.log(P[i, m])
+            inverse[j, m] += c / P[i, m]

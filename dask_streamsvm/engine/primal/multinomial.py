@@ -93,13 +93,13 @@ def augmented(X, fit_intercept):
     return np.hstack([np.asarray(X, dtype=np.float64), np.ones((n, 1))])
 
 
-def _products(X, V):
+def scores(X, V):
     """``X V^T`` as a dense ``(n, K)`` array."""
     out = X @ V.T
     return np.asarray(out)
 
 
-def _back(X, R):
+def class_sums(X, R):
     """``R^T X`` as a dense ``(K, D)`` array (``R`` ``(n, K)``)."""
     return np.asarray((X.T @ R).T)
 
@@ -122,7 +122,7 @@ class SoftmaxProblem:
         onehot[np.arange(X.shape[0]), self.y_index] = 1.0
         self.onehot = onehot
         self.mass = cost @ onehot  # m_k: the cost of the rows of class k
-        self.targets = _back(X, onehot * cost[:, None])  # sum_i C_i e_{y_i} x~_i^T
+        self.targets = class_sums(X, onehot * cost[:, None])  # sum_i C_i e_{y_i} x~_i^T
         self.row_sum = np.asarray(X.T @ cost).ravel()  # sum_i C_i x~_i
 
     def penalty(self, W):
@@ -136,11 +136,11 @@ class SoftmaxProblem:
     def gradient(self, W, P):
         """``(G, R)``: the gradient of ``P`` and the rows' residuals ``R = C (P - E)``."""
         R = self.cost[:, None] * (P - self.onehot)
-        return W * self.penalised + _back(self.X, R), R
+        return W * self.penalised + class_sums(self.X, R), R
 
-    def hessian(self, P):
-        """The formed Hessian (``K D x K D``, class-major), with ``u u^T`` along the intercept's null
-        direction (module docstring)."""
+    def loss_hessian(self, P):
+        """The rows' part of the Hessian, ``sum_i C_i (diag(p_i) - p_i p_i^T) kron x~_i x~_i^T``
+        (``K D x K D``, class-major): a sum over rows, so a read's blocks add up to the data's."""
         K, D = self.K, self.X.shape[1]
         H = np.empty((K * D, K * D))
         CP = self.cost[:, None] * P
@@ -154,32 +154,31 @@ class SoftmaxProblem:
                     block = (self.X.T @ self.X.multiply(weight[:, None]).tocsr()).toarray()
                 H[k * D : (k + 1) * D, m * D : (m + 1) * D] = block
                 H[m * D : (m + 1) * D, k * D : (k + 1) * D] = block.T
-        H[np.diag_indices_from(H)] += np.tile(self.penalised, K)
-        if self.fit_intercept:
-            u = np.zeros(K * D)
-            u[D - 1 :: D] = 1.0
-            scale = max(1.0, float(np.trace(H)) / (K * D))
-            H += scale * np.outer(u, u)
         return H
+
+    def hessian(self, P):
+        """The formed Hessian (``K D x K D``, class-major), with ``u u^T`` along the intercept's null
+        direction (module docstring)."""
+        return regularised(self.loss_hessian(P), self.penalised, self.K, self.fit_intercept)
 
     def hessian_product(self, P, V):
         """``H V`` for a direction ``V`` (``K x D``)."""
-        dZ = _products(self.X, V)
+        dZ = scores(self.X, V)
         PdZ = P * dZ
         A = self.cost[:, None] * (PdZ - P * PdZ.sum(axis=1, keepdims=True))
-        return V * self.penalised + _back(self.X, A)
+        return V * self.penalised + class_sums(self.X, A)
 
     def hessian_diagonal(self, P):
         """The Hessian's diagonal, the conjugate gradient's preconditioner."""
         squares = self.X.multiply(self.X) if sp.issparse(self.X) else self.X * self.X
         weight = self.cost[:, None] * P * (1.0 - P)
-        return self.penalised + _back(squares, weight)
+        return self.penalised + class_sums(squares, weight)
 
     def certify(self, W, P, R, loss):
         """The :class:`Certificate` of ``W`` (``P``, ``R``: its rows' probabilities and residuals,
         ``loss`` their weighted loss), the dual point made feasible (module docstring)."""
         primal = self.penalty(W) + loss
-        V = -_back(self.X, R)  # sum_i theta_i x~_i^T
+        V = -class_sums(self.X, R)  # sum_i theta_i x~_i^T
         Q = P
         if self.fit_intercept:
             g = -R.sum(axis=0)  # sum_i theta_i
@@ -190,6 +189,39 @@ class SoftmaxProblem:
         V = V * self.penalised  # the intercept's column of sum_i theta_i x~_i^T is sum_i theta_i: 0 now
         dual = entropy_rows(np.ascontiguousarray(Q), self.cost) - 0.5 * float(np.sum(V * V))
         return Certificate(primal=float(primal), dual=float(dual))
+
+
+def sufficient_decrease(value, slope, trial_value):
+    """Whether a step of directional derivative ``slope`` (``G . s`` for the step ``s`` taken) that
+    moves ``P`` from ``value`` to ``trial_value`` is accepted: Armijo's rule, and a strict decrease
+    too: at float64's rounding of P the slope is about 0 and an equal value passed Armijo's rule, the
+    same step accepted again until max_iter (digits at C = 1, tol=1e-12: 1,000 steps, 152 s, at a
+    gap of 5.2e-10 in CI)."""
+    return trial_value <= value + ARMIJO * slope and trial_value < value
+
+
+def regularised(H, penalised, K, fit_intercept):
+    """The Hessian of ``P`` from its rows' part ``H`` (changed in place): the penalty's diagonal
+    (``penalised``, per column) and, with an intercept, ``u u^T`` along its null direction, scaled
+    to the mean diagonal (module docstring)."""
+    D = penalised.shape[0]
+    H[np.diag_indices_from(H)] += np.tile(penalised, K)
+    if fit_intercept:
+        u = np.zeros(K * D)
+        u[D - 1 :: D] = 1.0
+        scale = max(1.0, float(np.trace(H)) / (K * D))
+        H += scale * np.outer(u, u)
+    return H
+
+
+def formed_step(H, G):
+    """The Newton step ``-H^{-1} G`` of a formed Hessian (``G`` ``K x D``): Cholesky, where the
+    probabilities near 0 or 1 flatten ``H`` a least-squares solve."""
+    try:  # Cholesky: no conditioning warning where the probabilities near 0 or 1 flatten H
+        step = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), -G.ravel())
+    except (np.linalg.LinAlgError, ValueError):
+        step = scipy.linalg.lstsq(H, -G.ravel())[0]
+    return step.reshape(G.shape)
 
 
 def feasible_mix(g, mass):
@@ -238,12 +270,7 @@ def newton_direction(problem, W, P, G):
     counts its Hessian products; 0 for a formed Hessian)."""
     K, D = W.shape
     if K * D <= HESSIAN_WIDTH:
-        H = problem.hessian(P)
-        try:  # Cholesky: no conditioning warning where the probabilities near 0 or 1 flatten H
-            step = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), -G.ravel())
-        except (np.linalg.LinAlgError, ValueError):
-            step = scipy.linalg.lstsq(H, -G.ravel())[0]
-        return step.reshape(K, D), 0
+        return formed_step(problem.hessian(P), G), 0
     if problem.fit_intercept:  # the gradient has no part along the null direction; keep it so
         G = G.copy()
         G[:, -1] -= G[:, -1].mean()
@@ -291,16 +318,13 @@ def solve_softmax(problem, *, tol, max_iter, clock_start=None, on_pass=None, sca
                 break
             direction, products = newton_direction(problem, W, P, G)
             slope = float(np.sum(G * direction))
-            dZ = _products(problem.X, direction)
+            dZ = scores(problem.X, direction)
             length = 1.0
             while length >= MIN_STEP_LENGTH:
                 trial_W = W + length * direction
                 trial_P, trial_loss = problem.loss(Z + length * dZ)
                 trial_value = problem.penalty(trial_W) + trial_loss
-                # A strict decrease too: at float64's rounding of P the slope is about 0 and an equal
-                # value passed Armijo's rule, the same step accepted again until max_iter (digits at
-                # C = 1, tol=1e-12: 1,000 steps, 152 s, at a gap of 5.2e-10 in CI).
-                if trial_value <= value + ARMIJO * length * slope and trial_value < value:
+                if sufficient_decrease(value, length * slope, trial_value):
                     break
                 length *= BACKTRACK
             else:
@@ -332,23 +356,29 @@ def balanced_weights(y_index, weights, n_classes):
     s_i / (K s_k)`` with ``s_k`` the sample weight of class ``k``'s rows (0 for a class without any:
     :func:`solve_multinomial` then refuses it)."""
     totals = np.bincount(y_index, weights=weights, minlength=n_classes).astype(np.float64)
-    out = np.zeros(n_classes)
+    return _balanced(totals)
+
+
+def _balanced(totals):
+    out = np.zeros(totals.shape[0])
     present = totals > 0
-    out[present] = totals.sum() / (n_classes * totals[present])
+    out[present] = totals.sum() / (totals.shape[0] * totals[present])
     return out
 
 
-def solve_multinomial(X, y_index, weights, plan, *, clock_start=None, hooks=None):
-    """The multinomial problem of ``plan`` (its classes, costs and ``bias``: 0 for no intercept) on
-    in-memory rows ``X``: a :class:`~..plan.result.FitResult` with ``W`` ``(K, n_features + 1)``
-    (``(1, n_features + 1)`` for two classes, module docstring), the intercept last, one certificate.
-    ``hooks``: the estimator's pass hooks (``joint(record, W)`` after each step), or None."""
+def class_costs(plan, weight_totals):
+    """Each class's cost factor (``K``): a row of class ``k`` costs this times its sample weight.
+    ``C * class_weight[k]`` (``"balanced"``: from ``weight_totals``, the sample weight of each
+    class's rows), times :data:`TWO_CLASS_COST` for two classes (module docstring)."""
     K = plan.classes.shape[0]
-    cost = plan.costs[0, y_index] * weights  # joint tables: every row is C * class_weight
+    costs = plan.costs[0].astype(np.float64)  # joint tables: every row is C * class_weight
     if isinstance(plan.class_weight, str):  # "balanced": as scikit-learn 1.9, by the rows' weights
-        cost = plan.C * balanced_weights(y_index, weights, K)[y_index] * weights
-    kept = np.flatnonzero(cost > 0)  # rows of no cost add nothing to P or D
-    mass = np.bincount(y_index[kept], weights=cost[kept], minlength=K)
+        costs = plan.C * _balanced(np.asarray(weight_totals, dtype=np.float64))
+    return costs * (TWO_CLASS_COST if K == 2 else 1.0)
+
+
+def check_classes(plan, mass):
+    """A ValueError naming the classes without rows of positive cost (``mass``: each class's)."""
     if not np.all(mass > 0):
         empty = plan.classes[mass <= 0].tolist()
         raise ValueError(
@@ -357,17 +387,45 @@ def solve_multinomial(X, y_index, weights, plan, *, clock_start=None, hooks=None
             "no optimum (their intercepts go to -infinity). Drop those classes' rows, give them a "
             "positive weight, or use multi_class='ovr'."
         )
-    fit_intercept = plan.bias != 0.0
-    two = K == 2
-    scale = 1.0 / TWO_CLASS_COST if two else 1.0
-    rows = augmented(X[kept], fit_intercept)
-    problem = SoftmaxProblem(
-        rows, y_index[kept], cost[kept] * (TWO_CLASS_COST if two else 1.0), K, fit_intercept
-    )
+
+
+def model_of(K, fit_intercept):
+    """The model's rows (intercept last) of the solver's ``W``: a zero intercept column added
+    without one, and ``w_1 - w_0`` for two classes (module docstring)."""
 
     def model(W):
         W = W if fit_intercept else np.hstack([W, np.zeros((K, 1))])
-        return W[1:2] - W[0:1] if two else W
+        return W[1:2] - W[0:1] if K == 2 else W
+
+    return model
+
+
+def stall_message(plan, steps, gap):
+    """Why a solve that found no decrease along its step stopped above ``tol``."""
+    return (
+        f"{plan.estimator} (multi_class='multinomial') stopped after {steps} Newton steps, before "
+        f"max_iter: the line search found no decrease along the step, so the objective's float64 "
+        f"rounding is reached at a relative gap of {gap:.3g}, above tol={plan.tol:g}. "
+        "Loosen tol to at least that gap (a large C, or unscaled features, raise the floor: "
+        "feature_map=Standardize() lowers it)."
+    )
+
+
+def solve_multinomial(X, y_index, weights, plan, *, clock_start=None, hooks=None):
+    """The multinomial problem of ``plan`` (its classes, costs and ``bias``: 0 for no intercept) on
+    in-memory rows ``X``: a :class:`~..plan.result.FitResult` with ``W`` ``(K, n_features + 1)``
+    (``(1, n_features + 1)`` for two classes, module docstring), the intercept last, one certificate.
+    ``hooks``: the estimator's pass hooks (``joint(record, W)`` after each step), or None."""
+    K = plan.classes.shape[0]
+    totals = np.bincount(y_index, weights=weights, minlength=K)
+    cost = class_costs(plan, totals)[y_index] * weights
+    kept = np.flatnonzero(cost > 0)  # rows of no cost add nothing to P or D
+    check_classes(plan, np.bincount(y_index[kept], weights=cost[kept], minlength=K))
+    fit_intercept = plan.bias != 0.0
+    scale = 1.0 / TWO_CLASS_COST if K == 2 else 1.0
+    rows = augmented(X[kept], fit_intercept)
+    problem = SoftmaxProblem(rows, y_index[kept], cost[kept], K, fit_intercept)
+    model = model_of(K, fit_intercept)
 
     on_pass = None if hooks is None else hooks.joint
     W, cert, steps, converged, history, interrupted, stalled = solve_softmax(
@@ -379,11 +437,5 @@ def solve_multinomial(X, y_index, weights, plan, *, clock_start=None, hooks=None
         interrupted=interrupted,
     )  # fmt: skip
     if stalled and not converged:
-        result.messages.append(
-            f"{plan.estimator} (multi_class='multinomial') stopped after {steps} Newton steps, before "
-            f"max_iter: the line search found no decrease along the step, so the objective's float64 "
-            f"rounding is reached at a relative gap of {cert.relative_gap:.3g}, above tol={plan.tol:g}. "
-            "Loosen tol to at least that gap (a large C, or unscaled features, raise the floor: "
-            "feature_map=Standardize() lowers it)."
-        )
+        result.messages.append(stall_message(plan, steps, cert.relative_gap))
     return result

@@ -1,0 +1,408 @@
+"""The multinomial (softmax) model streamed: a warm start from a sample, then a read per Newton step.
+
+The problem and its dual are :mod:`.multinomial`'s.  Every term a Newton
+step and its certificate need is a sum over rows (:class:`SoftmaxSums`),
+so the sums of the partitions are the data's:
+
+    loss      sum_i C_i (logsumexp(z_i) - z_{i,y_i})        P's loss term
+    entropy   sum_i C_i H(p_i)                             the dual's entropy at q_i = p_i
+    gradient  sum_i C_i (p_i - e_{y_i}) x~_i^T   (K x D)    the loss's gradient; - sum_i theta_i x~_i^T
+    residual  sum_i C_i (p_i - e_{y_i})          (K)        - sum_i theta_i, the intercept's gradient
+    hessian   sum_i C_i (diag(p_i) - p_i p_i^T) kron x~_i x~_i^T    (K D x K D)
+    mass, targets, row_sum: sum_i C_i e_{y_i}, sum_i C_i e_{y_i} x~_i^T, sum_i C_i x~_i
+
+(the last three do not depend on the point; a read sums them all the same,
+which costs a product of the rows by ``K + 1`` vectors).
+
+The reads (:func:`fit_multinomial_stream`).  The read that counts the
+classes keeps a uniform sample of the rows (:func:`~.reads.first_read`); the
+sample's problem, its costs scaled by the rows seen over the rows kept, is
+solved in memory (:func:`~.multinomial.solve_softmax`, to
+:data:`~.warm.WARM_TOL`), and its solution ``W0`` is where the first Newton
+read evaluates the data's sums.  Each read evaluates one point: its value
+and certificate, and, where Armijo's rule accepts it (or at the start), the
+Newton step from its formed Hessian (a ``K D x K D`` Cholesky solve; the
+model is at most :data:`~.newton.MAX_WIDTH` wide out of core).  A refused
+step is shortened by the minimum of the quadratic through the refused
+read's value and the slope at ``W`` (:func:`~.newton.shortened`), and the
+next read evaluates that point.
+
+The certificate of a read.  The dual point at ``W`` is the loss's
+derivative, ``q_i = p_i``, and without an intercept it is feasible as it
+is.  With one, ``g = sum_i theta_i`` must be made zero, and a read gives
+two ways (:func:`dual_values`; the certificate takes the better):
+
+- the mix ``q_i' = (1 - t) p_i + t r`` of :func:`~.multinomial.feasible_mix`,
+  whose ``sum_i theta_i' x~_i^T = (1 - t) V + t (targets - r row_sum^T)``
+  is made of the sums.  Its entropy ``sum_i C_i H(q_i')`` is not a sum the
+  read can form before ``t`` is known, so it is bounded below by
+  concavity: ``H((1 - t) p + t r) >= (1 - t) H(p) + t H(r)``.  The mix
+  shrinks every row's probabilities, which moves ``V`` by ``t`` times the
+  classes' sums of rows: far from the optimum it is the only feasible
+  point, near it a poor one (a relative gap of about 100 t measured);
+- the shift ``q_i' = p_i + delta`` of the rows whose every probability is at
+  least a floor (a level of :data:`FLOORS`), ``delta = g / sum C_i`` over
+  them, feasible where no ``|delta_k|`` passes :data:`SHIFT_SHARE` of the
+  floor.  It moves ``V`` by ``delta`` times the rows' sum only, and its
+  entropy is bounded below by ``H(p + delta) >= H(p) - sum_k delta_k log p_k
+  - sum_k delta_k^2 / p_k`` (the remainder of the first-order expansion of
+  ``q log q`` is at most ``delta^2 / (2 min(p, p + delta))``, at most
+  ``delta^2 / p`` where ``|delta| <= p / 2``): the read sums, per level,
+  ``C_i``, ``C_i log p_ik``, ``C_i / p_ik`` and ``C_i x~_i``
+  (:func:`~...kernels.softmax.shift_terms`).
+
+A lower dual value only widens the gap: a read never certifies more than
+it proved.  The fit returns the point of lowest primal value with the
+highest dual value seen (weak duality holds for any pair).
+"""
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...kernels.softmax import entropy_rows, shift_terms
+from ..plan.certificate import Certificate, check_gap
+from ..plan.problem import class_index
+from ..plan.result import FitResult
+from .multinomial import (
+    MIN_STEP_LENGTH,
+    SOLVER_NAME,
+    TWO_CLASS_COST,
+    SoftmaxProblem,
+    augmented,
+    check_classes,
+    class_costs,
+    class_sums,
+    feasible_mix,
+    formed_step,
+    model_of,
+    regularised,
+    scores,
+    solve_softmax,
+    stall_message,
+    sufficient_decrease,
+)
+from .newton import MAX_WIDTH, shortened
+from .reads import StreamRead
+from .sums import Sums, chunk_rows
+from .warm import WARM_TOL
+
+# The sample's solve (the warm start) takes at most this many Newton steps.
+WARM_MAX_STEPS = 100
+
+
+# The shifted dual point's levels (:func:`certificate`): a row is of the first level whose floor its
+# smallest probability reaches, and the shift of a level may move each probability by at most half
+# its floor (the bound of the entropy's second-order term, :func:`dual_values`, holds there).
+FLOORS = 10.0 ** -np.arange(1, 13)
+SHIFT_SHARE = 0.5
+ARRAYS = ("gradient", "residual", "hessian", "mass", "targets", "row_sum", "shift_weight", "shift_logs",
+          "shift_inverse", "shift_rows")  # fmt: skip
+
+
+@dataclass
+class SoftmaxSums:
+    """The sums over rows of one read at one point (module docstring); ``shift_*``: by level of
+    :data:`FLOORS` (exclusive), the rows' costs, ``sum C_i log p_ik``, ``sum C_i / p_ik`` and ``sum
+    C_i x~_i`` (:func:`~...kernels.softmax.shift_terms`, :func:`certificate`)."""
+
+    loss: float
+    entropy: float
+    gradient: np.ndarray
+    residual: np.ndarray
+    hessian: np.ndarray
+    mass: np.ndarray
+    targets: np.ndarray
+    row_sum: np.ndarray
+    shift_weight: np.ndarray
+    shift_logs: np.ndarray
+    shift_inverse: np.ndarray
+    shift_rows: np.ndarray
+
+    @classmethod
+    def zeros(cls, K, D):
+        L = FLOORS.shape[0]
+        return cls(0.0, 0.0, np.zeros((K, D)), np.zeros(K), np.zeros((K * D, K * D)), np.zeros(K),
+                   np.zeros((K, D)), np.zeros(D), np.zeros(L), np.zeros((L, K)), np.zeros((L, K)),
+                   np.zeros((L, D)))  # fmt: skip
+
+    def add(self, other):
+        self.loss += other.loss
+        self.entropy += other.entropy
+        for name in ARRAYS:
+            getattr(self, name).__iadd__(getattr(other, name))
+
+
+def softmax_sums(X, y_index, cost, W, fit_intercept):
+    """The :class:`SoftmaxSums` of rows ``X`` (dense or CSR, without the intercept column) of classes
+    ``y_index`` and costs ``cost`` at the point ``W`` (``K x D``), a chunk of rows at a time."""
+    K, D = W.shape
+    total = SoftmaxSums.zeros(K, D)
+    step = chunk_rows(D)
+    for lo in range(0, X.shape[0], step):
+        hi = min(lo + step, X.shape[0])
+        kept = np.flatnonzero(cost[lo:hi] > 0) + lo  # rows of no cost add nothing
+        if not kept.size:
+            continue
+        rows = augmented(X[kept] if sp.issparse(X) else np.asarray(X)[kept], fit_intercept)
+        problem = SoftmaxProblem(rows, y_index[kept], cost[kept], K, fit_intercept)
+        P, loss = problem.loss(scores(rows, W))
+        residual = problem.cost[:, None] * (P - problem.onehot)
+        L = FLOORS.shape[0]
+        level, weight = np.empty(kept.size, dtype=np.int64), np.zeros(L)
+        logs, inverse = np.zeros((L, K)), np.zeros((L, K))
+        shift_terms(P, problem.cost, FLOORS, level, weight, logs, inverse)
+        by_level = np.zeros((kept.size, L + 1))
+        by_level[np.arange(kept.size), level] = problem.cost
+        total.add(
+            SoftmaxSums(
+                loss=loss, entropy=entropy_rows(P, problem.cost), gradient=class_sums(rows, residual),
+                residual=residual.sum(axis=0), hessian=problem.loss_hessian(P), mass=problem.mass,
+                targets=problem.targets, row_sum=problem.row_sum, shift_weight=weight,
+                shift_logs=logs, shift_inverse=inverse, shift_rows=class_sums(rows, by_level[:, :L]),
+            )
+        )  # fmt: skip
+    return total
+
+
+def dual_values(sums, penalised, fit_intercept):
+    """The dual values of the feasible dual points the read's ``sums`` bound (module docstring), by
+    name: ``"derivative"`` (``q_i = p_i``, without an intercept), ``"mix"``, and ``j`` for each level
+    of :data:`FLOORS` whose shift is feasible."""
+    V = -sums.gradient  # sum_i theta_i x~_i^T at q_i = p_i
+
+    def value(entropy, V):
+        V = V * penalised  # with an intercept, its column is sum_i theta_i: 0 at a feasible point
+        return entropy - 0.5 * float(np.sum(V * V))
+
+    if not fit_intercept:
+        return {"derivative": value(sums.entropy, V)}
+    g = -sums.residual  # sum_i theta_i
+    duals = {"mix": _mixed(sums, V, g, value)}
+    weight = np.cumsum(sums.shift_weight)
+    logs, inverse = np.cumsum(sums.shift_logs, axis=0), np.cumsum(sums.shift_inverse, axis=0)
+    rows = np.cumsum(sums.shift_rows, axis=0)
+    for j, floor in enumerate(FLOORS):
+        if weight[j] <= 0.0:
+            continue
+        delta = g / weight[j]  # q_i' = p_i + delta on the level's rows: sum_i theta_i' = 0
+        if float(np.max(np.abs(delta))) > SHIFT_SHARE * floor:
+            continue  # a probability of the level could move by more than half itself
+        # H(p + delta) >= H(p) - sum_k delta_k log p_k - sum_k delta_k^2 / p_k where |delta_k| <= p_k / 2
+        entropy = sums.entropy - float(delta @ logs[j]) - float((delta * delta) @ inverse[j])
+        duals[j] = value(entropy, V - np.outer(delta, rows[j]))
+    return duals
+
+
+def certificate(sums, W, penalised, fit_intercept):
+    """The :class:`Certificate` of the point ``W`` a read's ``sums`` were made at: its value, and the
+    best of :func:`dual_values`."""
+    primal = 0.5 * float(np.sum((W * penalised) ** 2)) + sums.loss
+    return Certificate(
+        primal=float(primal), dual=float(max(dual_values(sums, penalised, fit_intercept).values()))
+    )
+
+
+def _mixed(sums, V, g, value):
+    """The dual value of the mix ``q_i' = (1 - t) p_i + t r`` (:func:`~.multinomial.feasible_mix`),
+    its entropy bounded below by concavity (module docstring)."""
+    t, r = feasible_mix(g, sums.mass)
+    if t <= 0.0:
+        return value(sums.entropy, V)
+    V = (1.0 - t) * V + t * (sums.targets - np.outer(r, sums.row_sum))
+    spread = -float(np.sum(r[r > 0] * np.log(r[r > 0])))  # H(r)
+    return value((1.0 - t) * sums.entropy + t * float(sums.mass.sum()) * spread, V)
+
+
+def check_model_width(K, D):
+    """A ValueError where the streamed model, ``K`` classes of ``D`` columns (features and the
+    intercept), is wider than the formed Hessian the reads support."""
+    if K * D > MAX_WIDTH:
+        raise ValueError(
+            f"multi_class='multinomial' out of core forms the Hessian of {K} classes times {D} columns "
+            f"(the features and the intercept), {K * D} wide, beyond the {MAX_WIDTH} it supports; "
+            "train in memory (solver='memory', where its Hessian products apply), select fewer "
+            "features, or use multi_class='ovr' (a problem per class, each as wide as the features)."
+        )
+
+
+def _warm_start(sample, plan, class_cost, fit_intercept, clock_start, on_pass):
+    """``(W0, notes, solved)``: the sample's problem solved in memory (module docstring); where it
+    holds every row it is the data's, solved to ``plan.tol`` (``solved``: the solve's tuple)."""
+    started = time.perf_counter()
+    K = plan.classes.shape[0]
+    y_index = class_index(plan.classes, sample.y, lambda label: f"the sample has label {label!r}")
+    complete = sample.complete
+    cost = class_cost[y_index] * sample.sample_weight * (sample.rows_seen / sample.n_rows)
+    kept = np.flatnonzero(cost > 0)
+    problem = SoftmaxProblem(augmented(sample.X[kept], fit_intercept), y_index[kept], cost[kept], K,
+                             fit_intercept)  # fmt: skip
+    tol, max_iter = (plan.tol, plan.max_iter) if complete else (min(plan.tol, WARM_TOL), WARM_MAX_STEPS)
+    scale = 1.0 / TWO_CLASS_COST if K == 2 else 1.0
+    solved = solve_softmax(
+        problem, tol=tol, max_iter=max_iter, clock_start=clock_start, scale=scale,
+        on_pass=on_pass if complete else None, model=model_of(K, fit_intercept),
+    )  # fmt: skip
+    notes = {
+        "sample_rows": int(sample.n_rows), "sample_bytes": sample.nbytes,
+        "warm_start_s": time.perf_counter() - started,
+    }  # fmt: skip
+    return solved[0], notes, (solved if complete else None)
+
+
+@dataclass
+class _Model:
+    """What every read of one streamed fit needs of its problem: ``plan`` (labels counted), each
+    class's cost factor (:func:`~.multinomial.class_costs`), the penalised columns, whether there is
+    an intercept, the scale of the values (two classes: 2) and ``model`` (the model's rows of ``W``)."""
+
+    plan: object
+    class_cost: np.ndarray
+    penalised: np.ndarray
+    fit_intercept: bool
+    scale: float
+    model: object
+
+
+def fit_multinomial_stream(source, plan, hooks, first, clock_start):
+    """The multinomial model of ``plan`` (labels counted) streamed from ``source``: a
+    :class:`~..plan.result.FitResult` as :func:`~.multinomial.solve_multinomial`'s.  ``first``: the
+    :class:`~.reads.FirstRead` that counted the classes and kept the sample (module docstring)."""
+    if first.beyond is not None:
+        raise ValueError(
+            f"{first.beyond.split(': the primal solver')[0]}: multi_class='multinomial' out of core "
+            "does not train on values this large (float64 rounding keeps its certificate from "
+            "closing). Scale the features (feature_map=Standardize()) or train in memory."
+        )
+    K = plan.classes.shape[0]
+    fit_intercept = plan.bias != 0.0
+    D = source.n_features + fit_intercept
+    check_model_width(K, D)
+    weight_totals = np.array([first.moments[label][0] for label in plan.classes.tolist()])
+    class_cost = class_costs(plan, weight_totals)
+    check_classes(plan, class_cost * weight_totals)
+    penalised = np.ones(D)
+    if fit_intercept:
+        penalised[-1] = 0.0
+    scale = 1.0 / TWO_CLASS_COST if K == 2 else 1.0
+    problem = _Model(plan, class_cost, penalised, fit_intercept, scale, model_of(K, fit_intercept))
+    hooks.start(plan, n_partitions=source.n_partitions)
+    totals = first.totals
+    counted = {
+        "rows_read": int(totals.rows), "bytes_read": int(totals.bytes), "rows_skipped": int(totals.skipped),
+        "read_retries": int(totals.retries),
+    }  # fmt: skip
+
+    def sample_pass(record, W):  # the sample's steps, numbered 0 as the read that kept it
+        record.update(counted, **{"pass": 0, "spill_bytes": source.spill_bytes})
+        return hooks.on_pass([record], W)
+
+    W, notes, solved = _warm_start(first.sample, plan, class_cost, fit_intercept, clock_start, sample_pass)
+    first.sample = None
+    if solved is not None:  # the sample is every row: its problem is the data's, solved
+        _, cert, steps, converged, history, interrupted, stalled = solved
+        if history:
+            history[0].update(notes)
+        result = FitResult(W=problem.model(W), certificates=[cert], passes=steps, converged=converged,
+                           history=history, interrupted=interrupted)  # fmt: skip
+        if stalled and not converged:
+            result.messages.append(stall_message(plan, steps, cert.relative_gap))
+        return result
+    read = StreamRead(source, plan, lambda k, block: hooks.on_block(k, block, None, None), start=1)
+    with read:
+        return _newton_reads(read, problem, W, {**counted, "notes": notes}, hooks, clock_start, source)
+
+
+def _read(read, problem, W, counts):
+    """One read of every partition: the :class:`SoftmaxSums` at ``W``."""
+    K, D = W.shape
+    plan = problem.plan
+    total = SoftmaxSums.zeros(K, D)
+    for block in read.blocks(counts):
+        if block.n_rows:
+            y_index = class_index(
+                plan.classes, block.y,
+                lambda label, p=block.partition: (
+                    f"partition {p} has label {label!r}, which is not among the classes "
+                    f"{plan.classes.tolist()} found in y; the collection changed between reads."
+                ),
+            )  # fmt: skip
+            cost = problem.class_cost[y_index] * block.sample_weight
+            total.add(softmax_sums(block.X, y_index, cost, W, problem.fit_intercept))
+    return total
+
+
+def _newton_reads(read, problem, W, counted, hooks, clock_start, source):
+    """The reads from the warm start ``W``, until the relative gap is at most ``plan.tol`` or
+    ``plan.max_iter`` reads (module docstring).  ``counted``: the first read's totals, and its
+    ``notes`` for the first record."""
+    plan, penalised, scale = problem.plan, problem.penalised, problem.scale
+    S = np.zeros_like(W)
+    trial = False  # the next read evaluates W + S (else W itself)
+    value = slope = np.inf
+    length = 1.0  # the share of the Newton direction S is (shortened by refused reads)
+    G = None
+    best_W, best_primal, best_dual = W.copy(), np.inf, -np.inf
+    history, reads, interrupted, stalled, converged = [], 0, False, False, False
+    totals = dict(counted)
+    notes = totals.pop("notes")
+    while reads < plan.max_iter:
+        point = W + S if trial else W
+        counts = Sums.zeros(0, 0)
+        try:
+            sums = _read(read, problem, point, counts)
+        except KeyboardInterrupt:
+            if reads == 0:
+                raise
+            interrupted = True
+            break
+        reads += 1
+        where = f"read {reads}"
+        cert = check_gap(certificate(sums, point, penalised, problem.fit_intercept), where)
+        best_dual = max(best_dual, cert.dual)
+        if cert.primal < best_primal:
+            best_primal, best_W = cert.primal, point.copy()
+        accepted = not trial or sufficient_decrease(value, slope, cert.primal)
+        if accepted:
+            W, value = point, cert.primal
+            G = W * penalised + sums.gradient
+        best = check_gap(Certificate(primal=best_primal, dual=best_dual), where)
+        converged = best.relative_gap <= plan.tol
+        totals["rows_read"] += int(counts.rows)
+        totals["bytes_read"] += int(counts.bytes)
+        totals["read_retries"] += int(counts.retries)
+        totals["rows_skipped"] = int(counts.skipped)
+        record = {
+            "class": None, "pass": reads, "seconds": time.perf_counter() - clock_start,
+            "primal": scale * best.primal, "dual": scale * best.dual, "gap": best.relative_gap,
+            "point_primal": scale * cert.primal, "point_dual": scale * cert.dual, "accepted": accepted,
+            "step": length if trial and accepted else 0.0, "solver": SOLVER_NAME, **totals,
+            "spill_bytes": source.spill_bytes, **read.overlap,
+        }  # fmt: skip
+        if reads == 1:
+            record.update(notes)
+        history.append(record)
+        if hooks.on_pass([record], problem.model(best_W)) or converged:
+            break
+        if accepted:
+            H = regularised(sums.hessian, penalised, W.shape[0], problem.fit_intercept)
+            sums = None
+            S, length = formed_step(H, G), 1.0
+            slope = float(np.sum(G * S))
+            trial = slope < 0.0
+        else:
+            fraction = shortened(value, slope, cert.primal)
+            S, slope, length = fraction * S, fraction * slope, fraction * length
+        if not trial or length < MIN_STEP_LENGTH:  # no descent left at float64's rounding of P
+            stalled = True
+            break
+    certificate_ = Certificate(primal=scale * best_primal, dual=scale * best_dual)
+    result = FitResult(
+        W=problem.model(best_W), certificates=[certificate_], passes=reads, converged=converged,
+        history=history, interrupted=interrupted,
+    )  # fmt: skip
+    if stalled and not converged:
+        result.messages.append(stall_message(plan, reads, certificate_.relative_gap))
+    return result

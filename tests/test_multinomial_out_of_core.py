@@ -1,0 +1,335 @@
+"""Multinomial logistic regression streamed (engine/primal/multinomial_reads.py): a warm start from
+the first read's sample, then a read per Newton step; scikit-learn's optima within the certified
+gap, the read's certificate (never above the exact one, nor above the optimum), and each rule pinned."""
+
+import dask
+import dask.array as da
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_digits, load_iris, load_wine
+from sklearn.exceptions import ConvergenceWarning
+
+from dask_streamsvm import LogisticRegression, PolynomialMap
+from dask_streamsvm.engine.plan.problem import MULTINOMIAL_SOLVER
+from dask_streamsvm.engine.primal import multinomial, multinomial_reads
+from dask_streamsvm.engine.primal.newton import MAX_WIDTH
+
+from ._helpers import counted_reads
+from .test_multinomial import ROUNDING, _bad_intercept_point, _generated, objective, reference
+
+OUR_TOL = 1e-11
+
+
+def _collection(X, y, rows):
+    if sp.issparse(X):
+        blocks = [X[i : i + rows] for i in range(0, X.shape[0], rows)]
+        parts = [da.from_delayed(dask.delayed(b), shape=b.shape, dtype=X.dtype, meta=sp.csr_matrix((0, 0)))
+                 for b in blocks]  # fmt: skip
+        return da.concatenate(parts), da.from_array(y, chunks=rows)
+    return da.from_array(X, chunks=(rows, X.shape[1])), da.from_array(y, chunks=rows)
+
+
+def _sample_bytes(X, rows):
+    """A ``cache_bytes`` whose sample holds about ``rows`` rows: the Newton reads then train."""
+    return X.shape[1] * 8 * rows
+
+
+def _streamed(X, y, C=1.0, rows=100, sample=None, sample_weight=None, **params):
+    Xd, yd = _collection(X, y, rows)
+    wd = None if sample_weight is None else da.from_array(sample_weight, chunks=rows)
+    cache = _sample_bytes(X, sample if sample is not None else X.shape[0] // 3)
+    model = LogisticRegression(multi_class="multinomial", C=C, tol=OUR_TOL, cache_bytes=cache, **params)
+    with dask.config.set(scheduler="sync"):
+        return model.fit(Xd, yd, sample_weight=wd)
+
+
+def check_streamed(X, y, C=1.0, sample_weight=None, **params):
+    """The streamed fit trained by its Newton reads (its sample held fewer rows than the data), its
+    objective within its certified gap of scikit-learn's optimum, its probabilities scikit-learn's."""
+    ours = _streamed(X, y, C, sample_weight=sample_weight, **params)
+    assert ours.history_[0]["sample_rows"] < X.shape[0]
+    assert ours.history_[-1]["solver"] == MULTINOMIAL_SOLVER and ours.n_iter_ >= 1
+    assert ours.duality_gap_ <= OUR_TOL
+    sk = reference(X, y, C, sample_weight=sample_weight, **params)
+    weights = {"sample_weight": sample_weight, "class_weight": params.get("class_weight")}
+    P = objective(X, y, ours.coef_, ours.intercept_, C, **weights)
+    P_star = objective(X, y, sk.coef_, sk.intercept_, C, **weights)
+    assert ours.objective_ == pytest.approx(P, rel=ROUNDING)
+    assert (P - P_star) / P <= ours.duality_gap_ + ROUNDING
+    assert P * (1.0 - ours.duality_gap_) <= P_star * (1.0 + ROUNDING)
+    np.testing.assert_allclose(ours.predict_proba(X), sk.predict_proba(X), atol=1e-6, rtol=0)
+    return ours, sk
+
+
+@pytest.mark.parametrize("n_classes", [3, 5])
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_streamed_generated_sets_reach_sklearns_optimum_within_the_gap(n_classes, sparse, fit_intercept):
+    X, y = _generated(n_classes, sparse, n=1500)
+    check_streamed(X, y, fit_intercept=fit_intercept)
+
+
+@pytest.mark.parametrize("loader, C", [(load_iris, 1.0), (load_wine, 0.1), (load_digits, 1.0)])
+def test_streamed_real_multiclass_sets_reach_sklearns_optimum_within_the_gap(loader, C):
+    X, y = loader(return_X_y=True)
+    order = np.random.RandomState(0).permutation(X.shape[0])  # blocks of every class
+    check_streamed(X[order].astype(np.float64), y[order], C=C)
+
+
+def test_streamed_weights_enter_as_scikit_learns():
+    X, y = _generated(3, n=1200, seed=1)
+    weight = np.random.RandomState(1).uniform(0.0, 3.0, X.shape[0])
+    weight[:10] = 0.0
+    check_streamed(X, y, C=0.5, sample_weight=weight)
+    check_streamed(X, y, C=2.0, class_weight={0: 0.5, 1: 2.0, 2: 1.0}, sample_weight=weight)
+    check_streamed(X, y, C=1.0, class_weight="balanced", sample_weight=weight + 0.1)
+
+
+def test_two_classes_streamed_fit_sklearns_binary_model():
+    X, y = _generated(2, n=1200)
+    ours, sk = check_streamed(X, y)
+    assert ours.coef_.shape == (1, X.shape[1])
+
+
+def test_parquet_fit_is_the_in_memory_model(tmp_path):
+    X, y = _generated(4, n=2000, d=6)
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])]).assign(label=y)
+    frame.to_parquet(tmp_path / "rows.parquet", row_group_size=250)
+    ddf = dd.read_parquet(tmp_path / "rows.parquet", split_row_groups=True)
+    features = [c for c in ddf.columns if c != "label"]
+    with dask.config.set(scheduler="sync"):
+        streamed = LogisticRegression(multi_class="multinomial", tol=1e-10, cache_bytes=_sample_bytes(X, 400))
+        streamed.fit(ddf[features], ddf["label"])
+    memory = LogisticRegression(multi_class="multinomial", tol=1e-12).fit(X, y)
+    assert streamed.history_[0]["sample_rows"] < X.shape[0] and streamed.n_iter_ >= 1
+    assert streamed.objective_ <= memory.objective_ * (1 + streamed.duality_gap_ + ROUNDING)
+    assert streamed.objective_ * (1 - streamed.duality_gap_) <= memory.objective_ * (1 + ROUNDING)
+    np.testing.assert_allclose(
+        streamed.predict_proba(frame[features]), memory.predict_proba(X), atol=1e-6, rtol=0
+    )
+
+
+def test_each_read_is_one_point_certified_and_the_reads_are_few():
+    """The first read keeps the sample, whose solution is where the Newton reads start: from a sample
+    of 2,181 of 20,000 rows, a 1e-3 gap in three of them (docs/solvers.md), and no other read."""
+    X, y = _generated(4, n=20_000, d=8, seed=2)
+    Xd, yd, reads = counted_reads(X, y, 2500)
+    with dask.config.set(scheduler="sync"):
+        model = LogisticRegression(multi_class="multinomial", tol=1e-3, cache_bytes=_sample_bytes(X, 3000))
+        model.fit(Xd, yd)
+    assert model.history_[0]["sample_rows"] == 2181
+    assert [r["pass"] for r in model.history_] == [1, 2, 3] and model.n_iter_ == 3
+    blocks = X.shape[0] // 2500
+    # The count and sample, then three Newton reads; the reader runs ahead across the end of a read
+    # by up to ``prefetch`` partitions (reads.StreamRead), and map_blocks computes its meta once.
+    assert 4 * blocks <= len(reads) <= 4 * blocks + model.prefetch + 1
+    assert model.history_[-1]["rows_read"] == 4 * X.shape[0]  # the first read's rows are counted too
+    assert model.duality_gap_ <= 1e-3
+
+
+def test_a_sample_of_every_row_is_the_fit():
+    """Where the budget holds every row, the sample's problem is the data's: solved in memory to
+    ``tol`` after the one read that counted the classes, certified as the data's."""
+    X, y = _generated(3, n=600)
+    Xd, yd, reads = counted_reads(X, y, 100)
+    with dask.config.set(scheduler="sync"):
+        model = LogisticRegression(multi_class="multinomial", tol=1e-10).fit(Xd, yd)
+    assert len(reads) == 6  # one read
+    assert model.history_[0]["sample_rows"] == X.shape[0]
+    memory = LogisticRegression(multi_class="multinomial", tol=1e-10).fit(X, y)
+    np.testing.assert_allclose(model.coef_, memory.coef_, rtol=0, atol=1e-12)
+    assert model.duality_gap_ <= 1e-10
+
+
+def _problem(X, y, K, fit_intercept=True, cost=None):
+    cost = np.ones(X.shape[0]) if cost is None else cost
+    return multinomial.SoftmaxProblem(multinomial.augmented(X, fit_intercept), y, cost, K, fit_intercept)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_reads_sums_are_the_rows_sums(sparse):
+    """Summed a block at a time, the read's sums are those of every row at once (in memory)."""
+    X, y = _generated(3, sparse, n=700)
+    cost = np.random.RandomState(0).uniform(0.5, 2.0, X.shape[0])
+    problem = _problem(X, y, 3, cost=cost)
+    W = np.random.RandomState(1).normal(size=(3, X.shape[1] + 1))
+    total = multinomial_reads.SoftmaxSums.zeros(3, X.shape[1] + 1)
+    for lo in range(0, X.shape[0], 128):
+        total.add(
+            multinomial_reads.softmax_sums(X[lo : lo + 128], y[lo : lo + 128], cost[lo : lo + 128], W, True)
+        )
+    P, loss = problem.loss(np.asarray(problem.X @ W.T))
+    G, R = problem.gradient(W, P)
+    assert total.loss == pytest.approx(loss, rel=1e-12)
+    np.testing.assert_allclose(total.gradient, G - W * problem.penalised, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(total.residual, R.sum(axis=0), atol=1e-10)
+    H = multinomial.regularised(total.hessian.copy(), problem.penalised, 3, True)
+    np.testing.assert_allclose(H, problem.hessian(P), rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(total.targets, problem.targets, rtol=1e-12)
+
+
+def _exact_dual(problem, Q, penalised):
+    """The dual value of the point ``q_i = Q[i]`` in NumPy (module docstring of multinomial)."""
+    cost = problem.cost
+    theta = cost[:, None] * (problem.onehot - Q)
+    V = np.asarray((problem.X.T @ theta).T) * penalised
+    safe = np.where(Q > 0, Q, 1.0)
+    return float(cost @ -(Q * np.log(safe)).sum(axis=1)) - 0.5 * float(np.sum(V * V))
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_each_dual_point_the_read_bounds_is_feasible_and_bounded_below(fit_intercept):
+    """Away from the optimum, each dual value a read gives is at most the exact dual value of its own
+    point, computed here in NumPy, and below the optimum's primal value: the derivative's (equal to
+    it, no intercept), the mix's (entropy bounded by concavity) and each level's shift, whose points
+    are feasible (every probability at least half its own after the shift: SHIFT_SHARE); the levels
+    used are exactly those where the shift moves no probability by more than half the floor."""
+    X, y = _generated(3, n=800)
+    problem = _problem(X, y, 3, fit_intercept)
+    W_star = multinomial.solve_softmax(problem, tol=1e-13, max_iter=100)[0]
+    optimum = problem.penalty(W_star) + problem.loss(np.asarray(problem.X @ W_star.T))[1]
+    rng = np.random.RandomState(2)
+    penalised = problem.penalised
+    shifted = 0
+    for spread in (1e-4, 1e-3, 1e-2, 1e-1, 1.0):
+        W = W_star + spread * rng.normal(size=W_star.shape)
+        sums = multinomial_reads.softmax_sums(X, y, np.ones(X.shape[0]), W, fit_intercept)
+        values = multinomial_reads.dual_values(sums, penalised, fit_intercept)
+        P, loss = problem.loss(np.asarray(problem.X @ W.T))
+        _, R = problem.gradient(W, P)
+        exact = problem.certify(W, P, R, loss)  # the mix's exact entropy (in memory)
+        assert multinomial_reads.certificate(sums, W, penalised, fit_intercept).primal == pytest.approx(
+            exact.primal, rel=1e-12
+        )
+        assert max(values.values()) <= optimum
+        if not fit_intercept:
+            assert values == {"derivative": pytest.approx(exact.dual, rel=1e-10)}
+            continue
+        assert values["mix"] <= exact.dual + 1e-9 * abs(exact.dual)
+        g = -R.sum(axis=0)
+        feasible = set()
+        for j, floor in enumerate(multinomial_reads.FLOORS):
+            level = P.min(axis=1) >= floor
+            if not level.any():
+                continue
+            delta = g / problem.cost[level].sum()
+            if np.abs(delta).max() <= 0.5 * floor:
+                feasible.add(j)
+        assert set(values) - {"mix"} == feasible
+        for j in feasible:
+            level = P.min(axis=1) >= multinomial_reads.FLOORS[j]
+            Q = P.copy()
+            Q[level] += g / problem.cost[level].sum()
+            assert np.all(Q[level] >= 0.5 * P[level])
+            np.testing.assert_allclose(
+                (problem.cost[:, None] * (problem.onehot - Q)).sum(axis=0), 0, atol=1e-9
+            )
+            assert values[j] <= _exact_dual(problem, Q, penalised) + 1e-9 * abs(values[j])
+        shifted += bool(feasible)
+    assert shifted >= 2 or not fit_intercept  # near the optimum the shift applies
+    assert multinomial_reads.SHIFT_SHARE == 0.5
+
+
+def test_near_the_optimum_the_shift_certifies_more_than_the_mix():
+    """Where the intercept's gradient is small the shift's point is far better than the mix's, whose
+    shrink of every row's probabilities moves ``sum_i theta_i x_i`` by the classes' means."""
+    X, y = _generated(3, n=800)
+    problem = _problem(X, y, 3)
+    W_star = multinomial.solve_softmax(problem, tol=1e-13, max_iter=100)[0]
+    W = W_star + 1e-3 * np.random.RandomState(2).normal(size=W_star.shape)
+    sums = multinomial_reads.softmax_sums(X, y, np.ones(X.shape[0]), W, True)
+    values = multinomial_reads.dual_values(sums, problem.penalised, True)
+    cert = multinomial_reads.certificate(sums, W, problem.penalised, True)
+    mix_gap = (cert.primal - values["mix"]) / cert.primal
+    assert cert.relative_gap < mix_gap / 5
+
+
+def test_without_the_mix_the_read_would_claim_more_than_the_optimum(monkeypatch):
+    """The mix (feasible_mix) is what keeps the read's dual point feasible: at a point whose unmixed
+    dual point looks optimal (test_multinomial's), the read's "dual value" without it passes P*."""
+    problem, W, P_star = _bad_intercept_point()
+    X = problem.X[:, :-1]
+    sums = multinomial_reads.softmax_sums(X, problem.y_index, problem.cost, W, True)
+    cert = multinomial_reads.certificate(sums, W, problem.penalised, True)
+    assert cert.dual <= P_star and (cert.primal - P_star) / cert.primal > 0.01
+    monkeypatch.setattr(multinomial_reads, "feasible_mix", lambda g, mass: (0.0, None))
+    assert multinomial_reads.certificate(sums, W, problem.penalised, True).dual > P_star
+
+
+def _far_start(monkeypatch):
+    """A set whose streamed fits start 40 from the sample's solution in every weight: ``(X, y)``."""
+    X, y = _generated(3, n=900, seed=4)
+    real = multinomial_reads._warm_start
+
+    def far(sample, plan, *args):
+        W, notes, solved = real(sample, plan, *args)
+        return 40.0 * np.sign(W) + W, notes, solved
+
+    monkeypatch.setattr(multinomial_reads, "_warm_start", far)
+    return X, y
+
+
+def test_a_refused_step_is_shortened_and_the_fit_still_reaches_the_optimum(monkeypatch):
+    """From a start far from the optimum the full Newton step raises P: Armijo's rule refuses the
+    read's point and the next read evaluates a shorter step (newton.shortened)."""
+    X, y = _far_start(monkeypatch)
+    ours = _streamed(X, y, rows=150, sample=300)
+    assert any(not r.get("accepted", True) for r in ours.history_)
+    assert ours.duality_gap_ <= OUR_TOL
+    memory = LogisticRegression(multi_class="multinomial", tol=1e-12).fit(X, y)
+    assert ours.objective_ <= memory.objective_ * (1 + OUR_TOL + ROUNDING)
+
+
+def test_armijos_rule_is_what_refuses_the_step(monkeypatch):
+    """The same far start with the rule removed (every read's point accepted): no read is refused,
+    so the refusal above is the rule's, and the full steps do not converge."""
+    X, y = _far_start(monkeypatch)
+    monkeypatch.setattr(multinomial_reads, "sufficient_decrease", lambda value, slope, trial: True)
+    with pytest.warns(ConvergenceWarning, match="did not reach tol"):
+        ours = _streamed(X, y, rows=150, sample=300, max_iter=30)
+    assert all(r.get("accepted", True) for r in ours.history_)  # and 30 reads did not converge
+
+
+def test_what_the_streamed_model_does_not_combine_with_is_refused_before_any_read(tmp_path):
+    X, y = _generated(3)
+    Xd, yd, reads = counted_reads(X, y, 100)
+    refused = [
+        ({"solver": "streamsvm"}, "solver='streamsvm' (a streaming solver of the one-vs-rest problems)"),
+        ({"checkpoint_dir": str(tmp_path / "ck")}, "checkpoint_dir"),
+        ({"feature_map": PolynomialMap()}, "does not support a feature map yet"),
+        ({"cluster": "cocoa"}, "cluster fits of the multinomial model are not supported yet"),
+    ]
+    for params, words in refused:
+        with pytest.raises(ValueError, match=words.replace("(", r"\(").replace(")", r"\)")):
+            LogisticRegression(multi_class="multinomial", **params).fit(Xd, yd)
+    assert reads == []
+    wide = np.zeros((40, MAX_WIDTH // 2))
+    Xw, yw, reads = counted_reads(wide, np.arange(40) % 3, 20)
+    with pytest.raises(ValueError, match="beyond the 4096 it supports"):
+        LogisticRegression(multi_class="multinomial").fit(Xw, yw)
+    assert reads == []
+
+
+def test_a_model_too_wide_for_its_classes_is_refused_after_the_count_only():
+    """Two classes of 1,500 columns fit the formed Hessian, three do not: known once the first read
+    has counted the classes, before the warm start and any Newton read."""
+    X = np.random.RandomState(0).normal(size=(60, 1500))
+    Xd, yd, reads = counted_reads(X, np.arange(60) % 3, 20)
+    with pytest.raises(ValueError, match="3 classes times 1501 columns"):
+        LogisticRegression(multi_class="multinomial").fit(Xd, yd)
+    assert len(reads) == 3  # the one read that counted the classes
+
+
+def test_solver_memory_computes_a_collection_and_predicts_lazily():
+    X, y = _generated(3)
+    Xd, yd = _collection(X, y, 100)
+    with dask.config.set(scheduler="sync"):
+        model = LogisticRegression(multi_class="multinomial", solver="memory", tol=1e-10).fit(Xd, yd)
+        proba = model.predict_proba(Xd)
+        assert isinstance(proba, da.Array)  # lazy, a block per chunk
+        np.testing.assert_allclose(proba.compute(), model.predict_proba(X), rtol=1e-14)
+    assert model.duality_gap_ <= 1e-10
+    assert "sample_rows" not in model.history_[0]
