@@ -333,3 +333,99 @@ def test_solver_memory_computes_a_collection_and_predicts_lazily():
         np.testing.assert_allclose(proba.compute(), model.predict_proba(X), rtol=1e-14)
     assert model.duality_gap_ <= 1e-10
     assert "sample_rows" not in model.history_[0]
+
+
+def _shifted_q(problem, P, g, j, room=1.0):
+    """The shift of level ``j`` on ``P`` (rows whose every probability reaches the floor): ``(Q, used)``
+    with ``used`` False where the shift passes SHIFT_SHARE times ``room`` times the floor."""
+    floor = multinomial_reads.FLOORS[j]
+    level = P.min(axis=1) >= floor
+    if not level.any():
+        return None, False
+    delta = g / problem.cost[level].sum()
+    Q = P.copy()
+    Q[level] += delta
+    return Q, bool(np.abs(delta).max() <= 0.5 * room * floor)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_the_steps_dual_point_is_feasible_and_bounded_below(fit_intercept):
+    """With the Newton step ``S`` at the read's point, the read bounds the dual points whose
+    probabilities move by ``a`` times the step's first-order change, ``p_i + a A_i (S x~_i)`` (then
+    shifted on a level, with an intercept): each is feasible, its bound at most its exact dual value
+    (NumPy) and below the optimum; the shares used are exactly those where ``a`` times the reach
+    ``2 max_k ||s_k|| max_i ||x~_i||`` is below 1, and the levels those where the shift stays within
+    half the floor of what the step leaves."""
+    X, y = _generated(3, n=800)
+    problem = _problem(X, y, 3, fit_intercept)
+    W_star = multinomial.solve_softmax(problem, tol=1e-13, max_iter=100)[0]
+    optimum = problem.penalty(W_star) + problem.loss(np.asarray(problem.X @ W_star.T))[1]
+    rng = np.random.RandomState(3)
+    norm = np.sqrt(np.max(np.sum(np.asarray(problem.X) ** 2, axis=1)))
+    used = 0
+    for spread in (1e-4, 1e-3, 1e-2, 1e-1):
+        W = W_star + spread * rng.normal(size=W_star.shape)
+        P, loss = problem.loss(np.asarray(problem.X @ W.T))
+        G, R = problem.gradient(W, P)
+        S = multinomial.newton_direction(problem, W, P, G)[0]
+        sums = multinomial_reads.softmax_sums(X, y, np.ones(X.shape[0]), W, fit_intercept)
+        assert sums.row_norm == pytest.approx(norm, rel=1e-12)
+        values = multinomial_reads.dual_values(sums, problem.penalised, fit_intercept, S)
+        assert max(values.values()) <= optimum
+        reach = 2.0 * np.linalg.norm(S, axis=1).max() * norm
+        shares = {a for a in multinomial_reads.STEP_SHARES if a * reach < 1.0}
+        steps = {key: v for key, v in values.items() if isinstance(key, tuple)}
+        assert {key[1] for key in steps} <= shares
+        dZ = np.asarray(problem.X @ S.T)
+        for a in shares:
+            moved = P + a * P * (dZ - np.sum(P * dZ, axis=1, keepdims=True))  # p + a A dz
+            assert np.all(moved >= -1e-15)
+            if not fit_intercept:
+                assert values[("step", a)] <= _exact_dual(problem, moved, problem.penalised) + 1e-9 * optimum
+                continue
+            g = (problem.cost[:, None] * (problem.onehot - moved)).sum(axis=0)
+            for j in range(len(multinomial_reads.FLOORS)):
+                Q, applies = _shifted_q(problem, P, g, j, 1.0 - a * reach)
+                assert (("step", a, j) in values) == applies
+                if applies:
+                    Q = Q - P + moved  # the step's change, then the shift on the level's rows
+                    assert np.all(Q >= 0)
+                    bound = values[("step", a, j)]
+                    assert bound <= _exact_dual(problem, Q, problem.penalised) + 1e-9 * optimum
+        used += bool(steps)
+    assert used >= 2
+
+
+def test_near_the_optimum_the_steps_dual_point_certifies_the_suboptimality():
+    """From a read's sums, the step's dual point is that of the next Newton point to second order:
+    near the optimum its gap is within a few times the read's point's true suboptimality (the
+    derivative's is its gradient's square, far larger on tall rows)."""
+    X, y = _generated(3, n=3000)
+    problem = _problem(X, y, 3)
+    W_star = multinomial.solve_softmax(problem, tol=1e-13, max_iter=100)[0]
+    optimum = problem.penalty(W_star) + problem.loss(np.asarray(problem.X @ W_star.T))[1]
+    W = W_star + 1e-3 * np.random.RandomState(4).normal(size=W_star.shape)
+    P, _ = problem.loss(np.asarray(problem.X @ W.T))
+    G, _ = problem.gradient(W, P)
+    S = multinomial.newton_direction(problem, W, P, G)[0]
+    sums = multinomial_reads.softmax_sums(X, y, np.ones(X.shape[0]), W, True)
+    without = multinomial_reads.certificate(sums, W, problem.penalised, True)
+    cert = multinomial_reads.certificate(sums, W, problem.penalised, True, S)
+    suboptimality = cert.primal - optimum
+    assert cert.primal - cert.dual <= 6 * suboptimality
+    assert without.primal - without.dual > 50 * suboptimality
+
+
+def test_the_entropys_remainder_bound_holds_on_the_whole_simplex():
+    """``(p + d) log(p + d) - p log p - d (1 + log p) <= d^2 / p`` for every ``d >= -p``: the bound the
+    shift's and the step's dual values take (module docstring of multinomial_reads), checked on a grid;
+    half of it fails (at d = -p the remainder is p, the bound's own value)."""
+    p = np.geomspace(1e-12, 1.0, 60)[:, None]
+    r = np.linspace(-1.0, 50.0, 2001)[None, :]
+    d = r * p
+    q = p + d
+    remainder = (
+        np.where(q > 0, q * np.log(np.where(q > 0, q, 1.0)), 0.0) - p * np.log(p) - d * (1 + np.log(p))
+    )
+    assert np.all(remainder <= d * d / p * (1 + 1e-9) + 1e-300)
+    assert np.any(remainder > 0.5 * d * d / p)

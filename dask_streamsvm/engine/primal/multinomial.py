@@ -140,20 +140,26 @@ class SoftmaxProblem:
 
     def loss_hessian(self, P):
         """The rows' part of the Hessian, ``sum_i C_i (diag(p_i) - p_i p_i^T) kron x~_i x~_i^T``
-        (``K D x K D``, class-major): a sum over rows, so a read's blocks add up to the data's."""
+        (``K D x K D``, class-major): a sum over rows, so a read's blocks add up to the data's.  Each
+        row's ``diag(p) - p p^T`` has rows that sum to 0, so a diagonal block is minus the sum of the
+        others of its row of blocks: ``K (K - 1) / 2`` products of the rows, not ``K (K + 1) / 2``."""
         K, D = self.K, self.X.shape[1]
-        H = np.empty((K * D, K * D))
+        H = np.zeros((K * D, K * D))
         CP = self.cost[:, None] * P
         dense = not sp.issparse(self.X)
         for k in range(K):
-            for m in range(k, K):
-                weight = (CP[:, k] if k == m else 0.0) - CP[:, k] * P[:, m]
+            for m in range(k + 1, K):
+                weight = -CP[:, k] * P[:, m]
                 if dense:
                     block = self.X.T @ (self.X * weight[:, None])
                 else:
                     block = (self.X.T @ self.X.multiply(weight[:, None]).tocsr()).toarray()
                 H[k * D : (k + 1) * D, m * D : (m + 1) * D] = block
                 H[m * D : (m + 1) * D, k * D : (k + 1) * D] = block.T
+        for k in range(K):
+            row = H[k * D : (k + 1) * D]
+            diagonal = -sum(row[:, m * D : (m + 1) * D] for m in range(K) if m != k)
+            H[k * D : (k + 1) * D, k * D : (k + 1) * D] = diagonal
         return H
 
     def hessian(self, P):
