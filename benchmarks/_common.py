@@ -1,5 +1,6 @@
 """What every benchmark shares: paths, the real datasets, the results file."""
 
+import contextlib
 import json
 import os
 import platform
@@ -100,3 +101,21 @@ def run_child(module, task, spec):
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"child {task} failed:\n{proc.stdout}\n{proc.stderr}")
     return json.loads(lines[-1][len("RESULT ") :])
+
+
+def machine_words(payload):
+    """The cores and versions of a results file's ``machine`` record, as a report's sentence."""
+    m = payload.get("machine", {})
+    versions = f"scikit-learn {m.get('scikit-learn', '?')}, numba {m.get('numba', '?')}"
+    return f"{m.get('cores', '?')} cores, {versions}."
+
+
+@contextlib.contextmanager
+def beside_busy(n):
+    """``n`` busy processes (``python -c "while True: pass"``) running for the ``with`` block."""
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for process in busy:
+            process.kill()

@@ -310,15 +310,8 @@ def child_reference(spec):
 
 def run_out_of_core(args):
     """Part 2, beside ``args.busy`` busy processes (``python -c "while True: pass"``)."""
-    import subprocess
-    import sys
-
-    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
-    try:
+    with _common.beside_busy(args.busy):
         return _out_of_core_rows(args)
-    finally:
-        for process in busy:
-            process.kill()
 
 
 def _out_of_core_rows(args):
@@ -586,14 +579,11 @@ def report_cluster(part):
 
 
 def write_report(payload):
-    m = payload.get("machine", {})
     lines = [
         "",
         '`python -m benchmarks.bench_l1` (issue 54): `LinearSVC(penalty="l1")`, '
         "`LogisticRegression(l1_ratio=1)` and `l1_ratio=0.5` in memory against scikit-learn, out of core "
-        "against a plain read, on a cluster against dask-ml. "
-        f"{m.get('cores', '?')} cores, scikit-learn {m.get('scikit-learn', '?')}, "
-        f"numba {m.get('numba', '?')}.",
+        "against a plain read, on a cluster against dask-ml. " + _common.machine_words(payload),
     ]
     for name, render in (
         ("memory", report_memory),

@@ -98,13 +98,13 @@ class LogisticRegression(LinearModel):
         once, scikit-learn 1.9's ``LogisticRegression()`` (whose
         ``OneVsRestClassifier`` gives the other); with two classes it is
         scikit-learn's binary model (``coef_`` of one row), its intercept
-        unpenalised.  It trains in memory and streamed from a Dask
-        collection or path (Newton steps of one read each from a sample's
-        solution, at most 4,096 classes times features plus one; not yet
-        on a cluster), with ``l1_ratio=0``, no ``partial_fit`` and no
-        feature map but :class:`~dask_streamsvm.features.Standardize`.
-        The default will become ``"multinomial"``, as in scikit-learn, once
-        cluster fits train it too.
+        unpenalised.  It trains in memory, and streamed from a Dask
+        collection or path or on a Dask cluster (Newton steps of one read
+        each from a sample's solution, at most 4,096 classes times features
+        plus one), with ``l1_ratio=0``, no ``partial_fit`` and no feature
+        map but :class:`~dask_streamsvm.features.Standardize`.  The
+        default will become ``"multinomial"``, as in scikit-learn 1.9, in a
+        release that says so first.
     dual : {"auto", True, False}, default="auto"
         ``True``: the dual solvers (``solver``). ``False``: the primal
         Newton solver (LIBLINEAR ``-s 0``), one read of the data per step:

@@ -17,7 +17,7 @@ from dask_streamsvm.engine.plan.problem import MULTINOMIAL_SOLVER
 from dask_streamsvm.engine.primal import multinomial, multinomial_reads
 from dask_streamsvm.engine.primal.newton import MAX_WIDTH
 
-from ._helpers import counted_reads
+from ._helpers import counted_reads, two_worker_client
 from .test_multinomial import ROUNDING, _bad_intercept_point, _generated, objective, reference
 
 OUR_TOL = 1e-11
@@ -262,13 +262,13 @@ def test_without_the_mix_the_read_would_claim_more_than_the_optimum(monkeypatch)
 def _far_start(monkeypatch):
     """A set whose streamed fits start 40 from the sample's solution in every weight: ``(X, y)``."""
     X, y = _generated(3, n=900, seed=4)
-    real = multinomial_reads._warm_start
+    real = multinomial_reads.warm_start
 
-    def far(sample, plan, *args):
-        W, notes, solved = real(sample, plan, *args)
-        return 40.0 * np.sign(W) + W, notes, solved
+    def far(sample, problem, *args):
+        W, notes, result = real(sample, problem, *args)
+        return 40.0 * np.sign(W) + W, notes, result
 
-    monkeypatch.setattr(multinomial_reads, "_warm_start", far)
+    monkeypatch.setattr(multinomial_reads, "warm_start", far)
     return X, y
 
 
@@ -300,7 +300,7 @@ def test_what_the_streamed_model_does_not_combine_with_is_refused_before_any_rea
         ({"solver": "streamsvm"}, "solver='streamsvm' (a streaming solver of the one-vs-rest problems)"),
         ({"checkpoint_dir": str(tmp_path / "ck")}, "checkpoint_dir"),
         ({"feature_map": PolynomialMap()}, "does not support a feature map yet"),
-        ({"cluster": "cocoa"}, "cluster fits of the multinomial model are not supported yet"),
+        ({"cluster": "cocoa"}, "names a dual method"),
     ]
     for params, words in refused:
         with pytest.raises(ValueError, match=words.replace("(", r"\(").replace(")", r"\)")):
@@ -348,31 +348,37 @@ def _shifted_q(problem, P, g, j, room=1.0):
     return Q, bool(np.abs(delta).max() <= 0.5 * room * floor)
 
 
+@pytest.mark.parametrize("offset", [0.0, 50.0])
 @pytest.mark.parametrize("fit_intercept", [True, False])
-def test_the_steps_dual_point_is_feasible_and_bounded_below(fit_intercept):
+def test_the_steps_dual_point_is_feasible_and_bounded_below(fit_intercept, offset):
     """With the Newton step ``S`` at the read's point, the read bounds the dual points whose
     probabilities move by ``a`` times the step's first-order change, ``p_i + a A_i (S x~_i)`` (then
     shifted on a level, with an intercept): each is feasible, its bound at most its exact dual value
-    (NumPy) and below the optimum; the shares used are exactly those where ``a`` times the reach
-    ``2 max_k ||s_k|| max_i ||x~_i||`` is below 1, and the levels those where the shift stays within
-    half the floor of what the step leaves."""
+    (NumPy) and below the optimum; the shares used are exactly those where ``a`` times the reach is
+    below 1: ``2 max_k (|s_k . center + b_k| + ||scale s_k|| max_i ||(x_i - center) / scale||)``, in
+    the sample's metric (features offset by 50, as raw values: the metric's center takes it), and the
+    levels those where the shift stays within half the floor of what the step leaves."""
     X, y = _generated(3, n=800)
+    X = X + offset
     problem = _problem(X, y, 3, fit_intercept)
     W_star = multinomial.solve_softmax(problem, tol=1e-13, max_iter=100)[0]
     optimum = problem.penalty(W_star) + problem.loss(np.asarray(problem.X @ W_star.T))[1]
     rng = np.random.RandomState(3)
-    norm = np.sqrt(np.max(np.sum(np.asarray(problem.X) ** 2, axis=1)))
+    center, scale = X.mean(axis=0), X.std(axis=0)
+    norm = np.sqrt(np.max(np.sum(((X - center) / scale) ** 2, axis=1)))
     used = 0
-    for spread in (1e-4, 1e-3, 1e-2, 1e-1):
+    for spread in (1e-5, 1e-4, 1e-3, 1e-2, 1e-1):
         W = W_star + spread * rng.normal(size=W_star.shape)
         P, loss = problem.loss(np.asarray(problem.X @ W.T))
         G, R = problem.gradient(W, P)
         S = multinomial.newton_direction(problem, W, P, G)[0]
-        sums = multinomial_reads.softmax_sums(X, y, np.ones(X.shape[0]), W, fit_intercept)
+        sums = multinomial_reads.softmax_sums(X, y, np.ones(X.shape[0]), W, fit_intercept, (center, scale))
         assert sums.row_norm == pytest.approx(norm, rel=1e-12)
-        values = multinomial_reads.dual_values(sums, problem.penalised, fit_intercept, S)
+        values = multinomial_reads.dual_values(sums, problem.penalised, fit_intercept, S, (center, scale))
         assert max(values.values()) <= optimum
-        reach = 2.0 * np.linalg.norm(S, axis=1).max() * norm
+        weights, b = (S[:, :-1], S[:, -1]) if fit_intercept else (S, 0.0)
+        reach = 2.0 * np.max(np.abs(weights @ center + b) + np.linalg.norm(weights * scale, axis=1) * norm)
+        assert reach >= 2.0 * np.abs(np.asarray(problem.X @ S.T)).max() * (1 - 1e-12)  # a bound of every row
         shares = {a for a in multinomial_reads.STEP_SHARES if a * reach < 1.0}
         steps = {key: v for key, v in values.items() if isinstance(key, tuple)}
         assert {key[1] for key in steps} <= shares
@@ -429,3 +435,30 @@ def test_the_entropys_remainder_bound_holds_on_the_whole_simplex():
     )
     assert np.all(remainder <= d * d / p * (1 + 1e-9) + 1e-300)
     assert np.any(remainder > 0.5 * d * d / p)
+
+
+def test_a_two_worker_cluster_fit_is_the_one_machines():
+    """On a LocalCluster of two worker processes: the parts' sums added up the tree, the joined
+    samples solved on a worker; the same reads and the same certified optimum as one machine's, and
+    scikit-learn's probabilities; averaging and CoCoA+ are refused before any read."""
+    X, y = _generated(4, n=3000, d=8, seed=5)
+    Xd, yd = _collection(X, y, 300)
+    # At 1e-11 one row's probabilities were 1.1e-6 from scikit-learn's: the gap bounds the objective.
+    params = {"multi_class": "multinomial", "tol": 1e-13, "cache_bytes": _sample_bytes(X, 600)}
+    with dask.config.set(scheduler="sync"):
+        local = LogisticRegression(**params).fit(Xd, yd)
+    with two_worker_client():
+        ours = LogisticRegression(**params).fit(Xd, yd)
+        Xc, yc, reads = counted_reads(X, y, 300)
+        for cluster in ("average", "cocoa"):
+            with pytest.raises(ValueError, match="names a dual method"):
+                LogisticRegression(multi_class="multinomial", cluster=cluster).fit(Xc, yc)
+        assert reads == []
+    assert ours.cluster_parts_, "the fit did not run on the cluster"
+    assert ours.history_[-1]["method"] == "newton" and ours.history_[-1]["parts"] == 2
+    assert ours.history_[0]["sample_rows"] < X.shape[0]
+    assert [r["pass"] for r in ours.history_] == [r["pass"] for r in local.history_]
+    assert ours.duality_gap_ <= 1e-13
+    assert ours.objective_ == pytest.approx(local.objective_, rel=1e-12)
+    sk = reference(X, y, 1.0)
+    np.testing.assert_allclose(ours.predict_proba(X), sk.predict_proba(X), atol=1e-6, rtol=0)

@@ -178,7 +178,7 @@ def choose(placement, plan, data):
             return Method("memory", False, schedule="memory", note=_dual_note(beyond))
         return Method("memory", primal, schedule=None if primal else "memory")
     n_features = data.n_features
-    if plan.multinomial and placement.where == "stream":  # the classes are counted by its first read
+    if plan.multinomial and placement.where in ("stream", "cluster"):  # its first read counts the classes
         if plan.feature_map is not None:
             raise ValueError(
                 "multi_class='multinomial' does not support a feature map yet (its Newton reads use "
@@ -186,6 +186,8 @@ def choose(placement, plan, data):
                 "feature_map=None, or feature_map=Standardize()."
             )
         check_model_width(2, plan.model_width(n_features) + (plan.bias != 0.0))
+        if placement.where == "cluster":
+            return Method("cluster", True, schedule=MULTINOMIAL_SOLVER, cluster="newton")
         return Method(
             "stream", True, schedule=MULTINOMIAL_SOLVER, first_read="primal", known_rows=footer_rows(data)
         )
@@ -291,8 +293,7 @@ def where_to_fit(plan, client, *, out_of_core, checkpointing=False, validating=F
     plan; else in this process (``plan.cluster`` None, ``client`` None).
 
     In-memory input, a solver named (``"memory"`` or a streaming one: this process's engines), a
-    checkpoint, ``validation_data``, ``probability=True``, Crammer-Singer and the multinomial model
-    (no cluster fit of it yet) train in this process,
+    checkpoint, ``validation_data``, ``probability=True`` and Crammer-Singer train in this process,
     as does a fit run inside a Dask task (a ``GridSearchCV`` on a Dask backend: its worker's client
     is not the user's cluster to use) or under a local Dask scheduler set in ``dask.config``
     (``scheduler="sync"``, ``"threads"`` or ``"processes"``, which Dask itself prefers to a client).
@@ -302,7 +303,7 @@ def where_to_fit(plan, client, *, out_of_core, checkpointing=False, validating=F
     local = plan.replace(cluster=None)
     in_process = (
         not out_of_core or plan.solver != "auto" or checkpointing or validating or plan.probability
-        or plan.crammer_singer or plan.multinomial or (client is None and _local_scheduler())
+        or plan.crammer_singer or (client is None and _local_scheduler())
     )  # fmt: skip
     if in_process:
         return local, None
@@ -394,19 +395,18 @@ def _check_sparse_penalty(plan, streaming, input_name, checkpointing=False):
 
 def _check_multinomial(plan, streaming, input_name, checkpointing=False):
     """What the multinomial model (``multi_class="multinomial"``) cannot train: a ValueError before
-    any read.  It trains by Newton's method, in memory (:mod:`.primal.multinomial`) and streamed, a
-    read per step (:mod:`.primal.multinomial_reads`); not yet on a cluster."""
+    any read.  It trains by Newton's method, in memory (:mod:`.primal.multinomial`), and streamed
+    and on a cluster a read per step (:mod:`.primal.multinomial_reads`, :mod:`.cluster.newton`)."""
     if plan.dual is True:
         raise ValueError(
             "multi_class='multinomial' with dual=True is not supported (the dual solvers solve the "
             "one-vs-rest problems); use dual='auto' or dual=False, or multi_class='ovr'."
         )
-    if plan.cluster is not None:
+    if plan.cluster in ("average", "cocoa"):
         raise ValueError(
-            f"multi_class='multinomial' trains in memory and streamed (out of core) for now, and this "
-            f"fit (cluster={plan.cluster!r} on {input_name}) would run on the cluster. Pass cluster=None "
-            "to stream the collection from this process; cluster fits of the multinomial model are "
-            "not supported yet (multi_class='ovr' trains them)."
+            f"multi_class='multinomial' trains on a cluster by Newton reads only, and cluster="
+            f"{plan.cluster!r} on {input_name} names a dual method (averaging and CoCoA+ solve the "
+            "one-vs-rest problems). Pass cluster='auto', or multi_class='ovr'."
         )
     if not streaming:
         return

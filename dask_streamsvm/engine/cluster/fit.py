@@ -1,9 +1,9 @@
 """A fit on the cluster behind one call: :func:`fit_on_cluster` runs the method the door chose
 (:func:`~..choice.cluster_method`): Newton steps summed up the tree (the Hessian formed,
-:mod:`.newton`, or its products, :mod:`.products`), or the dual methods, whose parts it places,
-whose labels it counts and whose caches it sizes (averaging, :mod:`.average`; CoCoA+,
-:mod:`.cocoa`).  A lost scheduler raises :class:`~.runtime.SchedulerLost`, and a failed fit leaves
-no task of it on the cluster."""
+:mod:`.newton`, or its products, :mod:`.products`; the multinomial model's, :mod:`.newton` too), or
+the dual methods, whose parts it places, whose labels it counts and whose caches it sizes
+(averaging, :mod:`.average`; CoCoA+, :mod:`.cocoa`).  A lost scheduler raises
+:class:`~.runtime.SchedulerLost`, and a failed fit leaves no task of it on the cluster."""
 
 import numpy as np
 from sklearn.utils import check_random_state
@@ -13,7 +13,7 @@ from ..primal.sample_band import BandStalled, band_note
 from .average import fit_average
 from .cocoa import fit_cocoa
 from .moments import scaled_parts
-from .newton import fit_band_cluster, fit_primal_cluster
+from .newton import fit_band_cluster, fit_primal_cluster, fit_softmax_cluster
 from .parts import parts_of, place, with_part_cache
 from .products import fit_products_cluster
 from .runtime import cancelled_on_error, scheduler_lost
@@ -56,6 +56,7 @@ def fit_on_cluster(client, source, plan, method, hooks, clock_start):
                     spent, method = named(stalled.history), "cocoa"
             if method in ("newton", "truncated_newton"):  # each step one read (or evaluation) of every part
                 newton = fit_primal_cluster if method == "newton" else fit_products_cluster
+                newton = fit_softmax_cluster if plan.multinomial else newton
                 result = newton(
                     client, source, plan, clock_start=clock_start, on_pass=on_pass, placement=placement
                 )

@@ -14,6 +14,12 @@ part kept has a key at least the smallest any part left out, so the bound holds 
 one machine), and the band's problem is solved where the reads are driven, on the client, as one
 machine solves it.  The reads of either do not grow with the workers: the sums are the data's.
 
+The multinomial model (:func:`fit_softmax_cluster`): the same first read and samples, joined and
+solved on a worker; each read then sums every part's
+:class:`~..primal.multinomial_reads.SoftmaxSums` at the point (one read of its partitions) and adds
+them up the tree, ``O((K D)^2)`` floats per edge, the reads of
+:func:`~..primal.multinomial_reads.newton_reads` driven from the client.
+
 Every read is a task with a source of its own: the first read's fingerprints of each part come back
 to the client and go out with every later read of it (:func:`~.parts.part_source`), so a partition
 that gives other rows on a later read stops the fit with the error of one machine."""
@@ -87,7 +93,7 @@ def _without_sample(first):
 
 def _warm_start_on_worker(plan, width, elapsed, *firsts):
     """The warm start of :func:`fit_primal_cluster` on a worker: the parts' samples joined there
-    (:func:`_cluster_sample`: they move between workers, never to the client) and solved;
+    (:func:`cluster_sample`: they move between workers, never to the client) and solved;
     ``(start, notes, result, metric, rows_seen)`` as :func:`~..primal.warm.warm_start` gives them,
     the band's metric (:func:`~..primal.reads.band_metric`) and the rows the samples were drawn
     from; all None (and 0 rows) where a part kept no sample.  ``elapsed``: the fit's seconds so far
@@ -95,7 +101,7 @@ def _warm_start_on_worker(plan, width, elapsed, *firsts):
     from ..primal.reads import band_metric
     from ..primal.warm import warm_start
 
-    sample = _cluster_sample(firsts)
+    sample = cluster_sample(firsts)
     if sample is None:
         return None, None, None, None, 0
     start, notes, result = warm_start(sample, plan, width, time.perf_counter() - elapsed)
@@ -103,7 +109,7 @@ def _warm_start_on_worker(plan, width, elapsed, *firsts):
     return start, notes, result, metric, sample.rows_seen
 
 
-def _cluster_sample(firsts):
+def cluster_sample(firsts):
     """The parts' samples as one sample of the data: each part's rows weighted by its rows over its
     sample's (a stratified sample, its loss an estimate of the data's), or None."""
     from ..primal.reads import Sample, joined_pieces
@@ -273,7 +279,7 @@ def _band_warm_start_on_worker(plan, elapsed, *firsts):
     from ..primal.reads import band_metric
     from ..primal.sample_band import WARM_TOL, warm_starts
 
-    sample = _cluster_sample(firsts)
+    sample = cluster_sample(firsts)
     if sample is None:
         return None
     rows = sum(f.totals.rows for f in firsts)
@@ -341,4 +347,99 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
     result = band_reads(
         read, plan, starts, history, on_read, clock_start, counted, lambda: dict(moved), give_up
     )  # fmt: skip
+    return replace(result, plan=plan, parts=placement.record(), scaler=scaler)
+
+
+# -- the multinomial (softmax) model's Newton reads (:mod:`~..primal.multinomial_reads`) ---------------
+
+
+def part_softmax_sums(packed, problem, W, prints=None):
+    """One part's ``(sums, counts)`` at ``W``: its :class:`~..primal.multinomial_reads.SoftmaxSums`
+    (one read of its partitions, whose fingerprints must match ``prints``) and its rows, bytes,
+    skipped rows and retries (a :class:`~..primal.sums.Sums`)."""
+    from ..primal.multinomial_reads import sum_blocks
+    from ..primal.reads import read_once
+    from ..primal.sums import Sums
+
+    source = part_source(packed, prints)
+    counts = Sums.zeros(0, 0)
+    with synchronous():
+        sums = sum_blocks(read_once(source, problem.plan, counts), problem, W)
+    return sums, counts
+
+
+def add_softmax_sums(first, second):
+    """Two parts' ``(sums, counts)`` added: a node of the tree, run on a worker."""
+    first[0].add(second[0])
+    for name in ("rows", "skipped", "bytes", "retries"):
+        setattr(first[1], name, getattr(first[1], name) + getattr(second[1], name))
+    return first
+
+
+def _softmax_warm_start_on_worker(problem, elapsed, *firsts):
+    """The parts' samples joined on this worker and solved (:func:`~..primal.multinomial_reads.warm_start`):
+    ``(W0, notes, result, rows_seen, metric)``, ``metric`` the sample's
+    (:func:`~..primal.reads.band_metric`).  ``elapsed``: the fit's seconds so far on the client."""
+    from ..primal.multinomial_reads import warm_start
+    from ..primal.reads import band_metric
+
+    sample = cluster_sample(firsts)
+    if sample is None:  # no part kept rows: the reads start from 0
+        return None, {}, None, 0, None
+    W0, notes, result = warm_start(sample, problem, time.perf_counter() - elapsed)
+    return W0, notes, result, sample.rows_seen, band_metric(sample)
+
+
+def fit_softmax_cluster(client, source, plan, *, clock_start, on_pass=None, placement=None):
+    """``multi_class="multinomial"`` on a cluster: a :class:`~..plan.result.FitResult` with its
+    ``plan`` (labels counted on the workers) and ``parts`` (module docstring)."""
+    from ..primal.multinomial_reads import first_totals, newton_reads, softmax_model
+    from ..primal.reads import FirstRead
+
+    plan, placement, scaler, futures, firsts = sampled_parts(client, source, plan, placement)
+    parts, workers = placement.parts, placement.workers
+    # The classes' weights of every part, for the model's costs (class_weight="balanced").
+    moments = {}
+    for first in firsts:
+        for label, (weight, *_) in (first.moments or {}).items():
+            moments[label] = [moments.get(label, [0.0])[0] + weight]
+    beyond = next((f.beyond for f in firsts if f.beyond is not None), None)
+    totals = firsts[0].totals
+    for first in firsts[1:]:
+        totals.add(first.totals)
+    problem = softmax_model(plan, source.n_features, FirstRead(None, beyond=beyond, moments=moments))
+    moved = {"bytes_sent": 0, "bytes_received": 0}
+    elapsed = time.perf_counter() - clock_start
+    warm = submit(client, _softmax_warm_start_on_worker, problem, elapsed, *futures, worker=workers[0])
+    W, notes, result, rows_seen, problem.metric = gather(client, [warm], workers)[0]
+    del futures, warm  # the parts' samples are not needed any more
+    if W is None:
+        W = np.zeros((plan.classes.shape[0], problem.penalised.shape[0]))
+    counted = first_totals(totals)
+    if result is not None:  # every row came in the samples: their problem is the data's, solved
+        for record in result.history:
+            record.update(counted, moved, parts=len(parts), rows_read=rows_seen, **{"pass": 0})
+        if on_pass is not None and result.history:
+            on_pass(result.history[-1:], result.W)
+        return replace(result, plan=plan, parts=placement.record(), scaler=scaler)
+    prints = [first.prints for first in firsts]  # every later read of a part must match its first
+
+    def evaluate(point):
+        futures = [
+            submit(client, part_softmax_sums, packed, problem, point, table, worker=w)
+            for (w, packed), table in zip(parts, prints, strict=True)
+        ]
+        wait(client, futures, workers, placement.reads)
+        root = tree_sum(client, futures, workers, add=add_softmax_sums)
+        sums, counts = gather(client, [root], workers)[0]
+        moved["bytes_sent"] += sum(
+            packed.nbytes + point.nbytes + table.nbytes
+            for (_, packed), table in zip(parts, prints, strict=True)
+        )
+        moved["bytes_received"] += sums.hessian.nbytes + sums.gradient.nbytes
+        return sums, counts, {**moved, "parts": len(parts)}
+
+    result = newton_reads(
+        evaluate, problem, W, {**counted, "notes": notes}, on_pass or (lambda records, W: False), clock_start
+    )
     return replace(result, plan=plan, parts=placement.record(), scaler=scaler)

@@ -112,7 +112,7 @@ from .multinomial import (
     sufficient_decrease,
 )
 from .newton import MAX_WIDTH, shortened
-from .reads import StreamRead
+from .reads import StreamRead, band_metric
 from .sums import Sums, chunk_rows
 from .warm import WARM_TOL
 
@@ -137,8 +137,9 @@ class SoftmaxSums:
     """The sums over rows of one read at one point (module docstring); ``shift_*``: by level of
     :data:`FLOORS` (exclusive), the rows' costs, ``sum C_i log p_ik``, ``sum C_i / p_ik`` and ``sum
     C_i x~_i`` (:func:`~...kernels.softmax.shift_terms`); ``log_gradient``: ``sum_i C_i A_i log(p_i)
-    x~_i^T`` (``A_i = diag(p_i) - p_i p_i^T``, ``0 log 0 = 0``); ``row_norm``: the largest ``||x~_i||``
-    (a maximum, not a sum) (:func:`dual_values`)."""
+    x~_i^T`` (``A_i = diag(p_i) - p_i p_i^T``, ``0 log 0 = 0``); ``row_norm``: the largest ``||(x_i -
+    center) / scale||`` in the read's metric (:func:`metric_of`; a maximum, not a sum)
+    (:func:`dual_values`)."""
 
     loss: float
     entropy: float
@@ -170,10 +171,30 @@ class SoftmaxSums:
             getattr(self, name).__iadd__(getattr(other, name))
 
 
-def softmax_sums(X, y_index, cost, W, fit_intercept):
+def metric_of(metric, width):
+    """``(center, scale)`` of ``width`` feature columns (None: 0 and 1), float64."""
+    if metric is None:
+        return np.zeros(width), np.ones(width)
+    return tuple(np.asarray(part, dtype=np.float64) for part in metric)
+
+
+def _row_norm(rows, fit_intercept, metric):
+    """The largest ``||(x_i - center) / scale||`` of the augmented ``rows``' features."""
+    features = rows[:, :-1] if fit_intercept else rows
+    center, scale = metric
+    if sp.issparse(features):  # sparse rows: center 0 (band_metric's)
+        scaled = sp.csr_matrix(features.multiply(1.0 / scale[None, :]))
+        return float(np.sqrt(np.max(scaled.multiply(scaled).sum(axis=1))))
+    scaled = (features - center) / scale
+    return float(np.sqrt(np.max(np.einsum("ij,ij->i", scaled, scaled))))
+
+
+def softmax_sums(X, y_index, cost, W, fit_intercept, metric=None):
     """The :class:`SoftmaxSums` of rows ``X`` (dense or CSR, without the intercept column) of classes
-    ``y_index`` and costs ``cost`` at the point ``W`` (``K x D``), a chunk of rows at a time."""
+    ``y_index`` and costs ``cost`` at the point ``W`` (``K x D``), a chunk of rows at a time;
+    ``metric``: the ``(center, scale)`` its largest row is measured in (:func:`metric_of`)."""
     K, D = W.shape
+    metric = metric_of(metric, X.shape[1])
     total = SoftmaxSums.zeros(K, D)
     step = chunk_rows(D)
     for lo in range(0, X.shape[0], step):
@@ -193,7 +214,6 @@ def softmax_sums(X, y_index, cost, W, fit_intercept):
         by_level = sp.csr_matrix((problem.cost, (level, np.arange(kept.size))), shape=(L + 1, kept.size))
         PL = P * np.log(np.where(P > 0.0, P, 1.0))  # p log p, 0 at p = 0
         spread = PL - P * PL.sum(axis=1, keepdims=True)  # A_i log p_i
-        squares = rows.multiply(rows).sum(axis=1) if sp.issparse(rows) else np.einsum("ij,ij->i", rows, rows)
         total.add(
             SoftmaxSums(
                 loss=loss, entropy=entropy_rows(P, problem.cost), gradient=class_sums(rows, residual),
@@ -201,7 +221,7 @@ def softmax_sums(X, y_index, cost, W, fit_intercept):
                 targets=problem.targets, row_sum=problem.row_sum, shift_weight=weight,
                 shift_logs=logs, shift_inverse=inverse, shift_rows=_dense(by_level @ rows)[:L],
                 log_gradient=class_sums(rows, problem.cost[:, None] * spread),
-                row_norm=float(np.sqrt(np.max(squares))),
+                row_norm=_row_norm(rows, fit_intercept, metric),
             )
         )  # fmt: skip
     return total
@@ -211,12 +231,13 @@ def _dense(product):
     return product.toarray() if sp.issparse(product) else np.asarray(product)
 
 
-def dual_values(sums, penalised, fit_intercept, step=None):
+def dual_values(sums, penalised, fit_intercept, step=None, metric=None):
     """The dual values of the feasible dual points the read's ``sums`` bound (module docstring), by
     name: ``"derivative"`` (``q_i = p_i``, without an intercept), ``"mix"``, ``j`` for each level of
     :data:`FLOORS` whose shift is feasible, and with the Newton ``step`` (``K x D``) at the read's
     point, ``("step", a)`` (no intercept) or ``("step", a, j)``: the probabilities moved by the share
-    ``a`` of :data:`STEP_SHARES` of the step's first-order change, and shifted on level ``j``."""
+    ``a`` of :data:`STEP_SHARES` of the step's first-order change, and shifted on level ``j``;
+    ``metric``: the ``(center, scale)`` the read measured its rows in (:func:`softmax_sums`)."""
     V = -sums.gradient  # sum_i theta_i x~_i^T at q_i = p_i
 
     def value(entropy, V):
@@ -236,8 +257,12 @@ def dual_values(sums, penalised, fit_intercept, step=None):
     quadratic = float(step.ravel() @ moved)  # sum_i C_i dz_i^T A_i dz_i
     moved = moved.reshape(K, D)
     linear = float(np.sum(step * sums.log_gradient))
-    # |dz_ik - p_i . dz_i| <= 2 max_k |s_k . x~_i| <= reach, for every row: q_i' >= (1 - a reach) p_i
-    reach = 2.0 * float(np.max(np.linalg.norm(step, axis=1))) * sums.row_norm
+    # |dz_ik - p_i . dz_i| <= 2 max_k |s_k . x~_i| <= reach, for every row: q_i' >= (1 - a reach) p_i,
+    # where s_k . x~_i = (s_k . center + intercept) + (scale s_k) . ((x_i - center) / scale)
+    center, scale = metric_of(metric, D - fit_intercept)
+    weights, intercepts = (step[:, :-1], step[:, -1]) if fit_intercept else (step, np.zeros(K))
+    shift = np.abs(weights @ center + intercepts)
+    reach = 2.0 * float(np.max(shift + np.linalg.norm(weights * scale, axis=1) * sums.row_norm))
     for a in STEP_SHARES:
         if not a * reach < 1.0:
             continue
@@ -272,11 +297,11 @@ def _shifted(sums, V, g, entropy, room, factor, value):
     return duals
 
 
-def certificate(sums, W, penalised, fit_intercept, step=None):
+def certificate(sums, W, penalised, fit_intercept, step=None, metric=None):
     """The :class:`Certificate` of the point ``W`` a read's ``sums`` were made at: its value, and the
     best of :func:`dual_values` (with the Newton ``step`` at ``W``, where one is taken)."""
     primal = 0.5 * float(np.sum((W * penalised) ** 2)) + sums.loss
-    duals = dual_values(sums, penalised, fit_intercept, step)
+    duals = dual_values(sums, penalised, fit_intercept, step, metric)
     return Certificate(primal=float(primal), dual=float(max(duals.values())))
 
 
@@ -303,35 +328,11 @@ def check_model_width(K, D):
         )
 
 
-def _warm_start(sample, plan, class_cost, fit_intercept, clock_start, on_pass):
-    """``(W0, notes, solved)``: the sample's problem solved in memory (module docstring); where it
-    holds every row it is the data's, solved to ``plan.tol`` (``solved``: the solve's tuple)."""
-    started = time.perf_counter()
-    K = plan.classes.shape[0]
-    y_index = class_index(plan.classes, sample.y, lambda label: f"the sample has label {label!r}")
-    complete = sample.complete
-    cost = class_cost[y_index] * sample.sample_weight * (sample.rows_seen / sample.n_rows)
-    kept = np.flatnonzero(cost > 0)
-    problem = SoftmaxProblem(augmented(sample.X[kept], fit_intercept), y_index[kept], cost[kept], K,
-                             fit_intercept)  # fmt: skip
-    tol, max_iter = (plan.tol, plan.max_iter) if complete else (min(plan.tol, WARM_TOL), WARM_MAX_STEPS)
-    scale = 1.0 / TWO_CLASS_COST if K == 2 else 1.0
-    solved = solve_softmax(
-        problem, tol=tol, max_iter=max_iter, clock_start=clock_start, scale=scale,
-        on_pass=on_pass if complete else None, model=model_of(K, fit_intercept),
-    )  # fmt: skip
-    notes = {
-        "sample_rows": int(sample.n_rows), "sample_bytes": sample.nbytes,
-        "warm_start_s": time.perf_counter() - started,
-    }  # fmt: skip
-    return solved[0], notes, (solved if complete else None)
-
-
 @dataclass
-class _Model:
-    """What every read of one streamed fit needs of its problem: ``plan`` (labels counted), each
-    class's cost factor (:func:`~.multinomial.class_costs`), the penalised columns, whether there is
-    an intercept, the scale of the values (two classes: 2) and ``model`` (the model's rows of ``W``)."""
+class SoftmaxModel:
+    """What every read of one fit needs of its problem: ``plan`` (labels counted), each class's cost
+    factor (:func:`~.multinomial.class_costs`), the penalised columns, whether there is an
+    intercept, the scale of the values (two classes: 2) and ``model`` (the model's rows of ``W``)."""
 
     plan: object
     class_cost: np.ndarray
@@ -339,12 +340,14 @@ class _Model:
     fit_intercept: bool
     scale: float
     model: object
+    metric: tuple = None  # (center, scale) of the features, from the sample (reads.band_metric)
 
 
-def fit_multinomial_stream(source, plan, hooks, first, clock_start):
-    """The multinomial model of ``plan`` (labels counted) streamed from ``source``: a
-    :class:`~..plan.result.FitResult` as :func:`~.multinomial.solve_multinomial`'s.  ``first``: the
-    :class:`~.reads.FirstRead` that counted the classes and kept the sample (module docstring)."""
+def softmax_model(plan, n_features, first):
+    """The :class:`SoftmaxModel` of ``plan`` (labels counted) on ``n_features`` features, from the
+    :class:`~.reads.FirstRead` that counted the classes (its classes' weights, for
+    ``class_weight="balanced"``); a ValueError for values beyond the primal solver's, a model too
+    wide, or a class without rows of positive cost."""
     if first.beyond is not None:
         raise ValueError(
             f"{first.beyond.split(': the primal solver')[0]}: multi_class='multinomial' out of core "
@@ -353,7 +356,7 @@ def fit_multinomial_stream(source, plan, hooks, first, clock_start):
         )
     K = plan.classes.shape[0]
     fit_intercept = plan.bias != 0.0
-    D = source.n_features + fit_intercept
+    D = n_features + fit_intercept
     check_model_width(K, D)
     weight_totals = np.array([first.moments[label][0] for label in plan.classes.tolist()])
     class_cost = class_costs(plan, weight_totals)
@@ -362,40 +365,86 @@ def fit_multinomial_stream(source, plan, hooks, first, clock_start):
     if fit_intercept:
         penalised[-1] = 0.0
     scale = 1.0 / TWO_CLASS_COST if K == 2 else 1.0
-    problem = _Model(plan, class_cost, penalised, fit_intercept, scale, model_of(K, fit_intercept))
-    hooks.start(plan, n_partitions=source.n_partitions)
-    totals = first.totals
-    counted = {
+    return SoftmaxModel(plan, class_cost, penalised, fit_intercept, scale, model_of(K, fit_intercept))
+
+
+def warm_start(sample, problem, clock_start, on_pass=None):
+    """``(W0, notes, result)``: the sample's problem solved in memory (module docstring), its costs
+    scaled by the rows seen over the rows kept; where it holds every row it is the data's, solved to
+    ``plan.tol``, and ``result`` is the fit (``on_pass(records, W)`` seeing its steps), else None."""
+    started = time.perf_counter()
+    plan, fit_intercept = problem.plan, problem.fit_intercept
+    K = plan.classes.shape[0]
+    y_index = class_index(plan.classes, sample.y, lambda label: f"the sample has label {label!r}")
+    complete = sample.complete
+    cost = problem.class_cost[y_index] * sample.sample_weight * (sample.rows_seen / sample.n_rows)
+    kept = np.flatnonzero(cost > 0)
+    rows = SoftmaxProblem(augmented(sample.X[kept], fit_intercept), y_index[kept], cost[kept], K,
+                          fit_intercept)  # fmt: skip
+    tol, max_iter = (plan.tol, plan.max_iter) if complete else (min(plan.tol, WARM_TOL), WARM_MAX_STEPS)
+    joint = None if on_pass is None or not complete else (lambda record, W: on_pass([record], W))
+    W, cert, steps, converged, history, interrupted, stalled = solve_softmax(
+        rows, tol=tol, max_iter=max_iter, clock_start=clock_start, scale=problem.scale, on_pass=joint,
+        model=problem.model,
+    )  # fmt: skip
+    notes = {
+        "sample_rows": int(sample.n_rows), "sample_bytes": sample.nbytes,
+        "warm_start_s": time.perf_counter() - started,
+    }  # fmt: skip
+    if not complete:
+        return W, notes, None
+    if history:
+        history[0].update(notes)
+    result = FitResult(W=problem.model(W), certificates=[cert], passes=steps, converged=converged,
+                       history=history, interrupted=interrupted)  # fmt: skip
+    if stalled and not converged:
+        result.messages.append(stall_message(plan, steps, cert.relative_gap))
+    return W, notes, result
+
+
+def first_totals(totals):
+    """The record fields of the first read's :class:`~.sums.Sums` of rows, bytes, skips and retries."""
+    return {
         "rows_read": int(totals.rows), "bytes_read": int(totals.bytes), "rows_skipped": int(totals.skipped),
         "read_retries": int(totals.retries),
     }  # fmt: skip
 
-    def sample_pass(record, W):  # the sample's steps, numbered 0 as the read that kept it
-        record.update(counted, **{"pass": 0, "spill_bytes": source.spill_bytes})
-        return hooks.on_pass([record], W)
 
-    W, notes, solved = _warm_start(first.sample, plan, class_cost, fit_intercept, clock_start, sample_pass)
+def fit_multinomial_stream(source, plan, hooks, first, clock_start):
+    """The multinomial model of ``plan`` (labels counted) streamed from ``source``: a
+    :class:`~..plan.result.FitResult` as :func:`~.multinomial.solve_multinomial`'s.  ``first``: the
+    :class:`~.reads.FirstRead` that counted the classes and kept the sample (module docstring)."""
+    problem = softmax_model(plan, source.n_features, first)
+    hooks.start(plan, n_partitions=source.n_partitions)
+    counted = first_totals(first.totals)
+
+    def sample_pass(records, W):  # the sample's steps, numbered 0 as the read that kept it
+        for record in records:
+            record.update(counted, **{"pass": 0, "spill_bytes": source.spill_bytes})
+        return hooks.on_pass(records, W)
+
+    W, notes, result = warm_start(first.sample, problem, clock_start, sample_pass)
+    problem.metric = band_metric(first.sample)  # the rows' reach is measured in the sample's metric
     first.sample = None
-    if solved is not None:  # the sample is every row: its problem is the data's, solved
-        _, cert, steps, converged, history, interrupted, stalled = solved
-        if history:
-            history[0].update(notes)
-        result = FitResult(W=problem.model(W), certificates=[cert], passes=steps, converged=converged,
-                           history=history, interrupted=interrupted)  # fmt: skip
-        if stalled and not converged:
-            result.messages.append(stall_message(plan, steps, cert.relative_gap))
+    if result is not None:  # the sample is every row: its problem is the data's, solved
         return result
     read = StreamRead(source, plan, lambda k, block: hooks.on_block(k, block, None, None), start=1)
+
+    def evaluate(point):
+        counts = Sums.zeros(0, 0)
+        sums = sum_blocks(read.blocks(counts), problem, point)
+        return sums, counts, {"spill_bytes": source.spill_bytes, **read.overlap}
+
     with read:
-        return _newton_reads(read, problem, W, {**counted, "notes": notes}, hooks, clock_start, source)
+        return newton_reads(evaluate, problem, W, {**counted, "notes": notes}, hooks.on_pass, clock_start)
 
 
-def _read(read, problem, W, counts):
-    """One read of every partition: the :class:`SoftmaxSums` at ``W``."""
+def sum_blocks(blocks, problem, W):
+    """The :class:`SoftmaxSums` at ``W`` of the rows of ``blocks`` (one read of every partition)."""
     K, D = W.shape
     plan = problem.plan
     total = SoftmaxSums.zeros(K, D)
-    for block in read.blocks(counts):
+    for block in blocks:
         if block.n_rows:
             y_index = class_index(
                 plan.classes, block.y,
@@ -405,14 +454,17 @@ def _read(read, problem, W, counts):
                 ),
             )  # fmt: skip
             cost = problem.class_cost[y_index] * block.sample_weight
-            total.add(softmax_sums(block.X, y_index, cost, W, problem.fit_intercept))
+            total.add(softmax_sums(block.X, y_index, cost, W, problem.fit_intercept, problem.metric))
     return total
 
 
-def _newton_reads(read, problem, W, counted, hooks, clock_start, source):
+def newton_reads(evaluate, problem, W, counted, on_pass, clock_start):
     """The reads from the warm start ``W``, until the relative gap is at most ``plan.tol`` or
-    ``plan.max_iter`` reads (module docstring).  ``counted``: the first read's totals, and its
-    ``notes`` for the first record."""
+    ``plan.max_iter`` reads (module docstring): a :class:`~..plan.result.FitResult`.
+    ``evaluate(point)``: one read's ``(sums, counts, fields)`` at ``point`` (its
+    :class:`SoftmaxSums`, a :class:`~.sums.Sums` of its rows, bytes, skipped rows and retries, and
+    fields for its record); ``counted``: the first read's totals, and its ``notes`` for the first
+    record; ``on_pass(records, W)`` after each read, a true value stops the reads."""
     plan, penalised, scale = problem.plan, problem.penalised, problem.scale
     S = np.zeros_like(W)
     trial = False  # the next read evaluates W + S (else W itself)
@@ -425,9 +477,8 @@ def _newton_reads(read, problem, W, counted, hooks, clock_start, source):
     notes = totals.pop("notes")
     while reads < plan.max_iter:
         point = W + S if trial else W
-        counts = Sums.zeros(0, 0)
         try:
-            sums = _read(read, problem, point, counts)
+            sums, counts, fields = evaluate(point)
         except KeyboardInterrupt:
             if reads == 0:
                 raise
@@ -443,7 +494,8 @@ def _newton_reads(read, problem, W, counted, hooks, clock_start, source):
             G = W * penalised + sums.gradient
             H = regularised(sums.hessian.copy(), penalised, W.shape[0], problem.fit_intercept)
             step = formed_step(H, G)  # the next step, and the certificate's dual point
-        cert = check_gap(certificate(sums, point, penalised, problem.fit_intercept, step), where)
+        cert = certificate(sums, point, penalised, problem.fit_intercept, step, problem.metric)
+        cert = check_gap(cert, where)
         sums = None
         best_dual = max(best_dual, cert.dual)
         if cert.primal < best_primal:
@@ -458,13 +510,12 @@ def _newton_reads(read, problem, W, counted, hooks, clock_start, source):
             "class": None, "pass": reads, "seconds": time.perf_counter() - clock_start,
             "primal": scale * best.primal, "dual": scale * best.dual, "gap": best.relative_gap,
             "point_primal": scale * cert.primal, "point_dual": scale * cert.dual, "accepted": accepted,
-            "step": length if trial and accepted else 0.0, "solver": SOLVER_NAME, **totals,
-            "spill_bytes": source.spill_bytes, **read.overlap,
+            "step": length if trial and accepted else 0.0, "solver": SOLVER_NAME, **totals, **fields,
         }  # fmt: skip
         if reads == 1:
             record.update(notes)
         history.append(record)
-        if hooks.on_pass([record], problem.model(best_W)) or converged:
+        if on_pass([record], problem.model(best_W)) or converged:
             break
         if accepted:
             S, length = step, 1.0
