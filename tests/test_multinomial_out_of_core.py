@@ -197,7 +197,7 @@ def test_each_dual_point_the_read_bounds_is_feasible_and_bounded_below(fit_inter
     for spread in (1e-4, 1e-3, 1e-2, 1e-1, 1.0):
         W = W_star + spread * rng.normal(size=W_star.shape)
         sums = multinomial_reads.softmax_sums(X, y, np.ones(X.shape[0]), W, fit_intercept)
-        values = multinomial_reads.dual_values(sums, penalised, fit_intercept)
+        values = multinomial_reads.dual_values(sums, W, penalised, fit_intercept)
         P, loss = problem.loss(np.asarray(problem.X @ W.T))
         _, R = problem.gradient(W, P)
         exact = problem.certify(W, P, R, loss)  # the mix's exact entropy (in memory)
@@ -241,7 +241,7 @@ def test_near_the_optimum_the_shift_certifies_more_than_the_mix():
     W_star = multinomial.solve_softmax(problem, tol=1e-13, max_iter=100)[0]
     W = W_star + 1e-3 * np.random.RandomState(2).normal(size=W_star.shape)
     sums = multinomial_reads.softmax_sums(X, y, np.ones(X.shape[0]), W, True)
-    values = multinomial_reads.dual_values(sums, problem.penalised, True)
+    values = multinomial_reads.dual_values(sums, W, problem.penalised, True)
     cert = multinomial_reads.certificate(sums, W, problem.penalised, True)
     mix_gap = (cert.primal - values["mix"]) / cert.primal
     assert cert.relative_gap < mix_gap / 5
@@ -374,7 +374,7 @@ def test_the_steps_dual_point_is_feasible_and_bounded_below(fit_intercept, offse
         S = multinomial.newton_direction(problem, W, P, G)[0]
         sums = multinomial_reads.softmax_sums(X, y, np.ones(X.shape[0]), W, fit_intercept, (center, scale))
         assert sums.row_norm == pytest.approx(norm, rel=1e-12)
-        values = multinomial_reads.dual_values(sums, problem.penalised, fit_intercept, S, (center, scale))
+        values = multinomial_reads.dual_values(sums, W, problem.penalised, fit_intercept, S, (center, scale))
         assert max(values.values()) <= optimum
         weights, b = (S[:, :-1], S[:, -1]) if fit_intercept else (S, 0.0)
         reach = 2.0 * np.max(np.abs(weights @ center + b) + np.linalg.norm(weights * scale, axis=1) * norm)

@@ -67,12 +67,17 @@ next point's dual point to second order:
   zero up to rounding (its intercept rows solve exactly that); the shift
   above, on top, makes it zero;
 - feasible where ``a`` times the reach ``2 max_k ||s_k|| max_i ||x~_i||`` is
-  below 1 (``|dz_ik - p_i . dz_i| <= 2 max_k |s_k . x~_i|``; the read keeps
-  the largest row norm), the shift's room then ``1 - a reach`` of a floor;
-- its entropy bounded by the remainder above: the first-order term is
-  ``a <S, sum_i C_i A_i log(p_i) x~_i^T>`` (a read's sum) and ``sum_k d_k^2
-  / p_k = a^2 dz^T A dz``, so ``a^2 S . H S`` in all (twice that with the
-  shift on top: ``(u + v)^2 <= 2 u^2 + 2 v^2``).
+  below 1 (``|dz_ik - p_i . dz_i| <= 2 max_k |s_k . x~_i|``, and ``s_k . x~_i
+  = (s_k . center + b_k) + (scale s_k) . ((x_i - center) / scale)``: the read
+  keeps the largest ``||(x_i - center) / scale||``, in the sample's center
+  and scale, :func:`~.reads.band_metric`), the shift's room then ``1 - a
+  reach`` of a floor;
+- its entropy bounded by the remainder above: the first-order term is ``a
+  sum_i C_i (A_i log p_i) . dz_i``, and ``A_i log p_i = A_i z_i`` (``log p_i =
+  z_i - logsumexp(z_i) 1`` and ``A_i 1 = 0``), so it is ``a W . H S``; ``sum_k
+  d_k^2 / p_k = a^2 dz^T A dz``, so ``a^2 S . H S`` in all (twice that with
+  the shift on top: ``(u + v)^2 <= 2 u^2 + 2 v^2``).  Every term is the
+  read's Hessian sum times ``S``: no other sum is needed.
 
 On the tall 2M x 60 three-class set at C = 1 (docs/benchmarks.md) it took
 the first Newton read's certificate from a relative gap of 134 to 1.6e-3,
@@ -129,15 +134,14 @@ SHIFT_SHARE = 0.5
 # first-order change a Newton step makes, the largest the rows' norms keep feasible.
 STEP_SHARES = 2.0 ** -np.arange(0, 7)
 ARRAYS = ("gradient", "residual", "hessian", "mass", "targets", "row_sum", "shift_weight", "shift_logs",
-          "shift_inverse", "shift_rows", "log_gradient")  # fmt: skip
+          "shift_inverse", "shift_rows")  # fmt: skip
 
 
 @dataclass
 class SoftmaxSums:
     """The sums over rows of one read at one point (module docstring); ``shift_*``: by level of
     :data:`FLOORS` (exclusive), the rows' costs, ``sum C_i log p_ik``, ``sum C_i / p_ik`` and ``sum
-    C_i x~_i`` (:func:`~...kernels.softmax.shift_terms`); ``log_gradient``: ``sum_i C_i A_i log(p_i)
-    x~_i^T`` (``A_i = diag(p_i) - p_i p_i^T``, ``0 log 0 = 0``); ``row_norm``: the largest ``||(x_i -
+    C_i x~_i`` (:func:`~...kernels.softmax.shift_terms`); ``row_norm``: the largest ``||(x_i -
     center) / scale||`` in the read's metric (:func:`metric_of`; a maximum, not a sum)
     (:func:`dual_values`)."""
 
@@ -153,7 +157,6 @@ class SoftmaxSums:
     shift_logs: np.ndarray
     shift_inverse: np.ndarray
     shift_rows: np.ndarray
-    log_gradient: np.ndarray
     row_norm: float = 0.0
 
     @classmethod
@@ -161,7 +164,7 @@ class SoftmaxSums:
         L = FLOORS.shape[0]
         return cls(0.0, 0.0, np.zeros((K, D)), np.zeros(K), np.zeros((K * D, K * D)), np.zeros(K),
                    np.zeros((K, D)), np.zeros(D), np.zeros(L), np.zeros((L, K)), np.zeros((L, K)),
-                   np.zeros((L, D)), np.zeros((K, D)))  # fmt: skip
+                   np.zeros((L, D)))  # fmt: skip
 
     def add(self, other):
         self.loss += other.loss
@@ -212,15 +215,12 @@ def softmax_sums(X, y_index, cost, W, fit_intercept, metric=None):
         shift_terms(P, problem.cost, FLOORS, level, weight, logs, inverse)
         # each level's sum_i C_i x~_i: a row is of one level (a sparse product, not a GEMM)
         by_level = sp.csr_matrix((problem.cost, (level, np.arange(kept.size))), shape=(L + 1, kept.size))
-        PL = P * np.log(np.where(P > 0.0, P, 1.0))  # p log p, 0 at p = 0
-        spread = PL - P * PL.sum(axis=1, keepdims=True)  # A_i log p_i
         total.add(
             SoftmaxSums(
                 loss=loss, entropy=entropy_rows(P, problem.cost), gradient=class_sums(rows, residual),
                 residual=residual.sum(axis=0), hessian=problem.loss_hessian(P), mass=problem.mass,
                 targets=problem.targets, row_sum=problem.row_sum, shift_weight=weight,
                 shift_logs=logs, shift_inverse=inverse, shift_rows=_dense(by_level @ rows)[:L],
-                log_gradient=class_sums(rows, problem.cost[:, None] * spread),
                 row_norm=_row_norm(rows, fit_intercept, metric),
             )
         )  # fmt: skip
@@ -231,13 +231,13 @@ def _dense(product):
     return product.toarray() if sp.issparse(product) else np.asarray(product)
 
 
-def dual_values(sums, penalised, fit_intercept, step=None, metric=None):
-    """The dual values of the feasible dual points the read's ``sums`` bound (module docstring), by
-    name: ``"derivative"`` (``q_i = p_i``, without an intercept), ``"mix"``, ``j`` for each level of
-    :data:`FLOORS` whose shift is feasible, and with the Newton ``step`` (``K x D``) at the read's
-    point, ``("step", a)`` (no intercept) or ``("step", a, j)``: the probabilities moved by the share
-    ``a`` of :data:`STEP_SHARES` of the step's first-order change, and shifted on level ``j``;
-    ``metric``: the ``(center, scale)`` the read measured its rows in (:func:`softmax_sums`)."""
+def dual_values(sums, W, penalised, fit_intercept, step=None, metric=None):
+    """The dual values of the feasible dual points the read's ``sums`` at ``W`` bound (module
+    docstring), by name: ``"derivative"`` (``q_i = p_i``, without an intercept), ``"mix"``, ``j``
+    for each level of :data:`FLOORS` whose shift is feasible, and with the Newton ``step`` (``K x
+    D``) at ``W``, ``("step", a)`` (no intercept) or ``("step", a, j)``: the probabilities moved by
+    the share ``a`` of :data:`STEP_SHARES` of the step's first-order change, and shifted on level
+    ``j``; ``metric``: the ``(center, scale)`` the read measured its rows in (:func:`softmax_sums`)."""
     V = -sums.gradient  # sum_i theta_i x~_i^T at q_i = p_i
 
     def value(entropy, V):
@@ -256,7 +256,8 @@ def dual_values(sums, penalised, fit_intercept, step=None, metric=None):
     moved = sums.hessian @ step.ravel()  # sum_i C_i A_i (S x~_i) kron x~_i: the rows' Hessian, unregularised
     quadratic = float(step.ravel() @ moved)  # sum_i C_i dz_i^T A_i dz_i
     moved = moved.reshape(K, D)
-    linear = float(np.sum(step * sums.log_gradient))
+    # sum_i C_i (A_i log p_i) . dz_i, and A_i log p_i = A_i z_i (A_i 1 = 0): the Hessian's product
+    linear = float(moved.ravel() @ W.ravel())
     # |dz_ik - p_i . dz_i| <= 2 max_k |s_k . x~_i| <= reach, for every row: q_i' >= (1 - a reach) p_i,
     # where s_k . x~_i = (s_k . center + intercept) + (scale s_k) . ((x_i - center) / scale)
     center, scale = metric_of(metric, D - fit_intercept)
@@ -301,7 +302,7 @@ def certificate(sums, W, penalised, fit_intercept, step=None, metric=None):
     """The :class:`Certificate` of the point ``W`` a read's ``sums`` were made at: its value, and the
     best of :func:`dual_values` (with the Newton ``step`` at ``W``, where one is taken)."""
     primal = 0.5 * float(np.sum((W * penalised) ** 2)) + sums.loss
-    duals = dual_values(sums, penalised, fit_intercept, step, metric)
+    duals = dual_values(sums, W, penalised, fit_intercept, step, metric)
     return Certificate(primal=float(primal), dual=float(max(duals.values())))
 
 
