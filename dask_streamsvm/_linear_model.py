@@ -373,7 +373,7 @@ class LinearModel(LinearModelFile, StreamClassifier):
             warnings.warn(message, ConvergenceWarning, stacklevel=5)
         if not result.certified:
             warn_uncertified(result.passes, result.interrupted)
-        elif not np.all(result.converged) and not (result.stopped or result.interrupted):
+        elif not np.all(result.converged) and not (result.stopped or result.interrupted or result.explained):
             solver = result.history[-1].get("solver") if result.history else None
             message = unconverged_message(
                 plan, result.certificates, result.converged, result.feature_max, solver=solver

@@ -154,18 +154,21 @@ def test_auto_keeps_the_dual_schedules_on_rows_wider_than_the_hessian():
 
 def test_sparse_blocks_class_moments_are_the_dense_ones():
     """The first read's moments of a sparse block (one product for the block) equal the dense
-    block's, class by class, with their weights."""
+    block's, class by class, with their weights; so do the columns' largest values it records (what
+    bounds a step's change of a margin, newton._Problem.step_dual)."""
     from types import SimpleNamespace
 
     X, y = wide_sparse_data(n=500, d=300, nnz=10)
     weights = np.random.default_rng(1).uniform(0.0, 2.0, len(y))
     plan = SimpleNamespace(bias=1.0, feature_map=None)
-    out = {}
+    out, columns = {}, {}
     for name, rows in (("sparse", X), ("dense", X.toarray())):
-        moments = {}
+        moments, columns[name] = {}, np.zeros(301)
         block = SimpleNamespace(X=rows, y=y, sample_weight=weights, n_rows=len(y))
-        assert _add_moments(moments, block, plan, 301) is None
+        assert _add_moments(moments, block, plan, 301, columns[name]) is None
         out[name] = moments
+    np.testing.assert_array_equal(columns["sparse"][:-1], np.abs(X.toarray()).max(axis=0))
+    np.testing.assert_array_equal(columns["dense"], columns["sparse"])
     for label in (-1, 1):
         sparse, dense = out["sparse"][label], out["dense"][label]
         assert sparse[:2] == pytest.approx(dense[:2])

@@ -218,9 +218,12 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
         return on_pass is not None and on_pass(records, W)
 
     initial = _initial_sums(firsts, plan)  # the first read certifies w = 0
+    columns = None  # every part's largest values: a step's change of any margin (step_dual)
+    if all(f.column_max is not None for f in firsts):
+        columns = np.max([f.column_max for f in firsts], axis=0)
     result = solve_primal(
         read, plan, width, clock_start=clock_start, on_pass=on_read, source=source, initial=initial,
-        start=start, notes=notes,
+        start=start, notes=notes, column_max=columns,
     )  # fmt: skip
     return replace(result, plan=plan, parts=placement.record(), scaler=scaler)
 

@@ -30,6 +30,8 @@ class FitResult:
     history: list
     interrupted: bool = False  # a KeyboardInterrupt stopped the fit; W is certified all the same
     stopped: bool = False  # a callback stopped the fit (no convergence warning)
+    # The messages say why the fit stopped above tol (float64's rounding reached): no other warning.
+    explained: bool = False
     plan: object = None  # the plan the model was trained with, label tables included
     # Platt's held-out decision values and their labels (streaming with a calibration seed: from
     # the read that certified W), or the sigmoids fitted to them: ``(probA, probB)``.

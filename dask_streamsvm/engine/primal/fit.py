@@ -7,6 +7,7 @@ import contextlib
 
 import numpy as np
 
+from ..plan.problem import column_max_abs
 from ..plan.threads import blas_threads, primal_memory_threads
 from .newton import band_share, check_width, solve_primal
 from .reads import band_metric, first_read, memory_read, stream_read
@@ -27,6 +28,9 @@ def fit_primal_memory(X, y_index, weights, plan, width, hooks, clock_start):
         # The sparse penalties' steps descend the formed Hessian's model: no products for them.
         read = memory_read(X, y_index, weights, plan, products=False if plan.sparse_penalty else None)
         start, notes = memory_start(X, y_index, weights, plan, width, clock_start)
+        columns = None
+        if plan.feature_map is None:  # the rows' largest values bound a step's change of a margin
+            columns = np.append(column_max_abs(X), abs(float(plan.bias)))
         return solve_primal(
             read,
             plan,
@@ -36,6 +40,7 @@ def fit_primal_memory(X, y_index, weights, plan, width, hooks, clock_start):
             start=start,
             notes=notes,
             start_read=False,
+            column_max=columns,
         )
 
 
@@ -110,4 +115,5 @@ def fit_primal_stream(source, plan, hooks, first, clock_start):
             read, plan, width, clock_start=clock_start, on_pass=hooks.on_pass, source=source,
             initial=initial, start=start, notes=notes,
             before=first.totals if known and initial is None else None,
+            column_max=first.column_max if known else None,
         )  # fmt: skip

@@ -443,5 +443,6 @@ def solve_multinomial(X, y_index, weights, plan, *, clock_start=None, hooks=None
         interrupted=interrupted,
     )  # fmt: skip
     if stalled and not converged:
+        result.explained = True
         result.messages.append(stall_message(plan, steps, cert.relative_gap))
     return result

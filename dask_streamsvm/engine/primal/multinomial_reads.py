@@ -399,6 +399,7 @@ def warm_start(sample, problem, clock_start, on_pass=None):
     result = FitResult(W=problem.model(W), certificates=[cert], passes=steps, converged=converged,
                        history=history, interrupted=interrupted)  # fmt: skip
     if stalled and not converged:
+        result.explained = True
         result.messages.append(stall_message(plan, steps, cert.relative_gap))
     return W, notes, result
 
@@ -534,5 +535,6 @@ def newton_reads(evaluate, problem, W, counted, on_pass, clock_start):
         history=history, interrupted=interrupted,
     )  # fmt: skip
     if stalled and not converged:
+        result.explained = True
         result.messages.append(stall_message(plan, reads, certificate_.relative_gap))
     return result

@@ -103,6 +103,10 @@ RADIUS_GROWTH = 4.0
 CG_RESIDUAL = 0.1  # conjugate gradient stops at this fraction of the gradient's norm
 CG_MAX_STEPS = 250
 PRECONDITIONER = 0.01  # the weight of diag(H) in the conjugate gradient's preconditioner
+# The step's dual point of a smooth loss (:meth:`_Problem.step_dual`) moves each row's dual variable by
+# these shares of the first-order change a Newton step makes, the largest the rows' values keep
+# feasible.
+STEP_SHARES = 2.0 ** -np.arange(0, 7)
 
 
 class _Problem:
@@ -131,6 +135,9 @@ class _Problem:
         # step ``s`` is (shortened by refused reads, or cut to the radius).
         self.radius = np.inf
         self.fraction = 1.0
+        # Each column's largest |value| (the bias column's |bias|), or None: with it a read that
+        # gives a Newton step of a smooth loss also certifies the step's dual point (step_dual).
+        self.column_max = None
 
     def direction(self, band=None):
         """The Newton direction at ``w``, from the Hessian and gradient of the last read (or its
@@ -194,6 +201,16 @@ class _Problem:
                 self.s = self.fraction * self.s
             if band is not None and self.H is not None and self.band_certify is not None and length:
                 self._certify_step(sums, c, band)
+            if (
+                length
+                and self.H is not None
+                and self.column_max is not None
+                and not self.loss.piecewise_quadratic
+            ):
+                stepped = self.step_dual(sums, c)
+                if stepped is not None and stepped > certificate.dual:
+                    self.best_dual = max(self.best_dual, stepped)
+                    certificate = Certificate(primal=primal, dual=stepped)
             self.trial = True
             return certificate
         if not self.loss.piecewise_quadratic:  # no trial losses read (trial_steps): the next read shortens it
@@ -210,6 +227,37 @@ class _Problem:
         self.s = np.zeros_like(self.s)
         self.trial = False
         return certificate
+
+    def step_dual(self, sums, c):
+        """The best dual value, or None, of the dual points ``alpha_i' = alpha_i - a D_ii dm_i`` of the
+        read's point ``w`` and its step ``s`` (``dm_i = y_i s . x~_i``, ``a`` in :data:`STEP_SHARES`):
+        the next point's dual point to first order, from the read's sums alone.
+
+        With ``u_i = alpha_i / C_i`` the logistic loss's dual terms are entropies ``C_i H(u_i)``, and
+        the step moves ``u_i`` by ``d_i = -a u_i (1 - u_i) dm_i``: inside [0, 1] where ``a |dm_i| <=
+        1``, which ``a sum_j |s_j| max_i |x~_ij| <= 1`` makes true of every row.  There
+        ``H(u + d) >= H(u) - d log(u / (1 - u)) - d^2 / (u (1 - u))`` (the remainder of ``q log q``'s
+        first-order expansion is at most ``d^2 / q`` wherever ``q + d >= 0``), and ``log(u / (1 -
+        u)) = -m_i``, so the entropies' sum is at least ``sum H - a w . H_loss s - a^2 s . H_loss s``
+        (``sum_i D_ii m_i dm_i = w . H_loss s``), and ``sum_i alpha_i' y_i x~_i = v - a H_loss s``:
+        each term is the read's Hessian sum times ``s``.  The penalty's dual of those
+        (:meth:`~.penalties.L2.dual`, :meth:`~.penalties.Sparse.dual`) is a lower bound of the
+        point's dual value: it certifies no more than it proved."""
+        return max(self.step_duals(sums, c).values(), default=None)
+
+    def step_duals(self, sums, c):
+        """``{a: dual value}`` of :meth:`step_dual`'s points, for each share ``a`` the rows allow."""
+        moved = sums.hessian[c] @ self.s  # the rows' Hessian as the read summed it (float64)
+        reach = float(np.abs(self.s) @ self.column_max)  # at least max_i |s . x~_i|
+        linear, quadratic = float(self.w @ moved), float(self.s @ moved)
+        dual_sum, loss_sum, v = float(sums.alpha[c]), float(sums.loss[c]), sums.v[c]
+        return {
+            float(a): self.penalty.dual(
+                self.loss, dual_sum - a * linear - a * a * quadratic, v - a * moved, loss_sum
+            )
+            for a in STEP_SHARES
+            if a * reach <= 1.0
+        }
 
     def _certify_step(self, sums, c, band):
         """The point ``w + s`` certified from the read at ``w`` and its band, without another read,
@@ -267,6 +315,7 @@ def solve_primal(
     notes=None,
     before=None,
     start_read=True,
+    column_max=None,
 ):
     """Newton steps on every problem of ``plan`` until each relative gap is at most ``plan.tol``
     or ``plan.max_iter`` reads: a :class:`~..plan.result.FitResult` (``converged`` one per problem).
@@ -283,7 +332,9 @@ def solve_primal(
     ``initial`` the records count the read before and are numbered from 1, ``before`` its
     :class:`Sums` of rows, bytes, skipped rows and retries; ``start_read=False``: no read made
     the start, a sample held in memory did, :func:`memory_start`).
-    ``notes``: fields added to the first read's records.  A
+    ``notes``: fields added to the first read's records.  ``column_max``: each column's largest
+    ``|value|`` with the bias column's last (:attr:`~.reads.FirstRead.column_max`), or None: with it a
+    smooth loss's read also certifies its step's dual point (:meth:`_Problem.step_dual`).  A
     ``read`` that is a context manager (:class:`~.reads.StreamRead`) is entered for the
     solve, and its ``overlap`` seconds are added to every record.  A KeyboardInterrupt after the
     first read returns the best certified state, ``interrupted``.
@@ -307,6 +358,7 @@ def solve_primal(
     for problem, w in zip(problems, [] if start is None or initial is not None else start, strict=False):
         problem.w = np.array(w, dtype=np.float64)
     for problem in problems:
+        problem.column_max = None if column_max is None else np.asarray(column_max, dtype=np.float64)
         problem.band_step = lambda w, g, H, band, p=problem.penalty: band_step(w, g, H, band, plan, p)
         problem.band_certify = lambda w, d, totals, H, band, p=problem.penalty: band_certificate(
             w, d, totals, H, band, plan, p

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from ...kernels.layout import dense_nonzeros, dense_to_csr
 from ...kernels.losses import newton_dual_term, newton_terms
-from ..plan.problem import encode_block
+from ..plan.problem import column_max_abs, encode_block
 from .sums import (
     CG_WIDTH,
     DENSE_CHUNK_WIDTH,
@@ -444,6 +444,9 @@ class FirstRead:
     clean: bool = True  # every value is one the primal solver trains on (:func:`too_large`)
     beyond: str = None  # else why not: the first block's reason, naming its partition
     moments: dict = None  # label -> [sum of weights, rows of weight > 0, sum w x (with the bias)]
+    # Each column's largest |value| over the rows read (the bias column's: |bias|), or None: what
+    # bounds a step's change of any row's margin (newton._Problem.step_dual).
+    column_max: np.ndarray = None
 
     def sums(self, plan):
         """Every problem's sums at ``w = 0`` (no Hessian), from the classes' moments: at ``w = 0``
@@ -489,11 +492,12 @@ def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=N
     sampler = Sampler(sample_rows, sample_bytes, plan.cache_share, expected) if sample_rows else None
     totals = Sums.zeros(0, D)
     clean, moments, beyond = True, {}, None
+    columns = np.zeros(D)
     for block in read_once(source, plan, totals):
         counts.append(count_labels_of(block.partition, block.y, block.sample_weight))
         ids.append(block.partition)
         if clean and block.n_rows:
-            if (reason := _add_moments(moments, block, plan, D)) is not None:
+            if (reason := _add_moments(moments, block, plan, D, columns)) is not None:
                 if plan.dual is False:
                     reason = without_dual(reason) if plan.sparse_penalty else reason
                     raise ValueError(f"partition {block.partition}: {reason}")
@@ -505,15 +509,20 @@ def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=N
             on_block(0, block)
     labels = merge_label_counts(counts, partitions=ids)
     sample = None if sampler is None else sampler.sample()
-    return FirstRead(labels, sample=sample, totals=totals, clean=clean, beyond=beyond, moments=moments)
+    if clean:
+        columns[-1] = abs(float(plan.bias))
+    return FirstRead(
+        labels, sample=sample, totals=totals, clean=clean, beyond=beyond, moments=moments,
+        column_max=columns if clean else None,
+    )  # fmt: skip
 
 
-def _add_moments(moments, block, plan, D):
+def _add_moments(moments, block, plan, D, columns):
     """Each class's weights, rows of weight > 0 and ``sum w x`` (with the bias column, and the
-    feature map's features) over the block's rows, added to ``moments``, summed in float64; and the
-    reason the primal solver cannot train on the block's values (:func:`~.sums.too_large`),
-    or None.  Dense rows without a feature map take one pass of a kernel; others a chunk of rows
-    at a time."""
+    feature map's features) over the block's rows, added to ``moments``, summed in float64, each
+    column's largest ``|x|`` folded into ``columns`` (its first ``D - 1``); and the reason the
+    primal solver cannot train on the block's values (:func:`~.sums.too_large`), or None.  Dense rows
+    without a feature map take one pass of a kernel; others a chunk of rows at a time."""
     from ...kernels.band import class_sums
 
     labels, inverse = np.unique(np.asarray(block.y).ravel(), return_inverse=True)
@@ -531,10 +540,12 @@ def _add_moments(moments, block, plan, D):
         top[-1] = abs(float(plan.bias))
         for j, m in enumerate(entries):
             m[2][:-1] += first[j]
+        np.maximum(columns[:-1], top[:-1], out=columns[:-1])
         return value_reason(top, plan.bias, False)
     if (reason := _block_too_large(block, plan, D)) is not None:
         return reason
     if plan.feature_map is None and sp.issparse(X):
+        np.maximum(columns[:-1], column_max_abs(X), out=columns[:-1])
         # One product for the whole block: chunks of augmented rows each cost a D-vector of the
         # transpose's product, which on wide text (200k columns) took 5 of a first read's 6 seconds.
         by_class = np.zeros((block.n_rows, len(entries)))
@@ -547,6 +558,7 @@ def _add_moments(moments, block, plan, D):
     for lo in range(0, block.n_rows, step):
         hi = min(lo + step, block.n_rows)
         Xa = augmented_rows(X, lo, hi, plan.bias, plan.feature_map)
+        np.maximum(columns[:-1], column_max_abs(Xa[:, :-1]), out=columns[:-1])
         for j, m in enumerate(entries):
             m[2][:-1] += np.asarray(Xa[:, :-1].T @ np.where(inverse[lo:hi] == j, weights[lo:hi], 0.0)).ravel()
     return None

@@ -73,16 +73,17 @@ SPARSE_HESSIAN_PAIRS = 16
 # 1e-3) at 1e13.  Refusing |x| > 1e12 (s of about 3e11) leaves the floor near 1e-5 on a million
 # rows; raw pixels (255), counts, or times in seconds (2e9) are far below it.
 MAX_VALUE = 1e12
-# Whether the Hessian's sum over float32 rows is made in float32 (a BLAS product of float32 scaled
-# rows, each chunk's Gram matrix then added in float64; a chunk whose Gram matrix passes float32's
-# range is made again in float64) rather than in float64 (measured with SYRK, before GEMM replaced
-# it).  The certificate (loss, alpha, v, trial) is float64 either way; the Hessian only sets the
-# Newton direction.  Measured out of core
-# (dual=False, tol 1e-6, 2M x 60 float32 rows in 20 Parquet files): the reads to a 1e-3 and a 1e-6
-# gap are the same in float32 as in float64 on features of unit scale and on raw 0..255 ones, at
-# C = 0.01 and C = 1 (2 and 3, 3 and 3; 3 and 3, 3 and 4 reads), the final gaps within a factor 2,
-# and the sums of a read 15-18% faster (0.37 against 0.44 s on those 2M rows, all active; the SYRK
-# 1.5-2x faster).
+# Whether the Hessian's sum over float32 rows of a piecewise-quadratic loss is made in float32 (a BLAS
+# product of float32 scaled rows, each chunk's Gram matrix then added in float64; a chunk whose Gram
+# matrix passes float32's range is made again in float64) rather than in float64 (measured with SYRK,
+# before GEMM replaced it).  The certificate (loss, alpha, v, trial) is float64 either way; that
+# Hessian only sets the Newton direction.  A smooth loss's reads also certify their step's dual point
+# from the Hessian's product (newton._Problem.step_dual): its Hessian is summed in float64.  Measured
+# out of core (dual=False, tol 1e-6, 2M x 60 float32 rows in 20 Parquet files): the reads to a 1e-3
+# and a 1e-6 gap are the same in float32 as in float64 on features of unit scale and on raw 0..255
+# ones, at C = 0.01 and C = 1 (2 and 3, 3 and 3; 3 and 3, 3 and 4 reads), the final gaps within a
+# factor 2, and the sums of a read 15-18% faster (0.37 against 0.44 s on those 2M rows, all active;
+# the SYRK 1.5-2x faster).
 HESSIAN_IN_DATA_PRECISION = True
 
 
@@ -391,7 +392,9 @@ def dense_block_sums(X, Y, cost, W, S, bias, loss, where=None, hessian=True):
     Y, cost = (np.ascontiguousarray(a, dtype=np.float64) for a in (Y, cost))
     W, S = (np.ascontiguousarray(a, dtype=np.float64) for a in (W, S))
     step = min(chunk_rows(width * k), n)  # the scaled rows of every problem: CHUNK_BYTES in all
-    single = HESSIAN_IN_DATA_PRECISION and dtype == np.float32
+    # A smooth loss's reads certify their step's dual point by the Hessian's product (newton.step_dual):
+    # its sum stays float64, as every sum a certificate takes.
+    single = HESSIAN_IN_DATA_PRECISION and dtype == np.float32 and loss_by_code(loss).piecewise_quadratic
     steps = trial_steps(loss)
     rows = np.empty((k, step, width), dtype=np.float32 if single else np.float64)
     filled = np.zeros(k, dtype=np.int64)
