@@ -116,7 +116,7 @@ from .multinomial import (
     stall_message,
     sufficient_decrease,
 )
-from .newton import MAX_WIDTH, shortened
+from .newton import MAX_WIDTH, STEP_SHARES, shortened
 from .reads import StreamRead, band_metric
 from .sums import Sums, chunk_rows
 from .warm import WARM_TOL
@@ -130,9 +130,6 @@ WARM_MAX_STEPS = 100
 # its floor (the bound of the entropy's second-order term, :func:`dual_values`, holds there).
 FLOORS = 10.0 ** -np.arange(1, 13)
 SHIFT_SHARE = 0.5
-# The step's dual point (:func:`dual_values`) moves each row's probabilities by these shares of the
-# first-order change a Newton step makes, the largest the rows' norms keep feasible.
-STEP_SHARES = 2.0 ** -np.arange(0, 7)
 ARRAYS = ("gradient", "residual", "hessian", "mass", "targets", "row_sum", "shift_weight", "shift_logs",
           "shift_inverse", "shift_rows")  # fmt: skip
 
