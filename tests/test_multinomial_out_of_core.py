@@ -2,6 +2,8 @@
 the first read's sample, then a read per Newton step; scikit-learn's optima within the certified
 gap, the read's certificate (never above the exact one, nor above the optimum), and each rule pinned."""
 
+import warnings
+
 import dask
 import dask.array as da
 import dask.dataframe as dd
@@ -462,3 +464,26 @@ def test_a_two_worker_cluster_fit_is_the_one_machines():
     assert ours.objective_ == pytest.approx(local.objective_, rel=1e-12)
     sk = reference(X, y, 1.0)
     np.testing.assert_allclose(ours.predict_proba(X), sk.predict_proba(X), atol=1e-6, rtol=0)
+
+
+def test_tall_rows_in_memory_take_the_newton_reads():
+    """In memory, rows at least 100 times the model's weights (classes times features plus one) take
+    the Newton reads from a sample's solution (the door's rule, as the binary models'); shorter rows,
+    and values beyond 1e12, keep Newton's method from 0.  Both reach scikit-learn's optimum."""
+    X, y = _generated(3, n=30_000, d=8, seed=7)
+    ours = LogisticRegression(multi_class="multinomial", tol=OUR_TOL).fit(X, y)
+    assert 0 < ours.history_[0]["sample_rows"] < X.shape[0] and ours.n_iter_ <= 4
+    assert ours.duality_gap_ <= OUR_TOL
+    sk = reference(X, y, 1.0)
+    P = objective(X, y, ours.coef_, ours.intercept_, 1.0)
+    P_star = objective(X, y, sk.coef_, sk.intercept_, 1.0)
+    assert (P - P_star) / P <= ours.duality_gap_ + ROUNDING
+    np.testing.assert_allclose(ours.predict_proba(X), sk.predict_proba(X), atol=1e-6, rtol=0)
+    short = LogisticRegression(multi_class="multinomial", tol=1e-8).fit(X[:2000], y[:2000])
+    assert "sample_rows" not in short.history_[0]
+    large = X.copy()
+    large[:, 1] *= 1e13
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        beyond = LogisticRegression(multi_class="multinomial", tol=1e-3, max_iter=5).fit(large, y)
+    assert "sample_rows" not in beyond.history_[0]

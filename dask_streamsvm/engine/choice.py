@@ -21,6 +21,8 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
+import numpy as np
+
 from .cluster.runtime import resolve_client
 from .data.parquet import footer_rows
 from .data.source import is_dask_collection
@@ -30,6 +32,7 @@ from .plan.losses import newton_blocker, sparse_penalty_blocker
 from .plan.problem import BAND_SOLVER, STREAMING_SOLVERS, model_width
 from .primal.l1 import SOLVER_NAME as L1_SOLVER
 from .primal.multinomial import SOLVER_NAME as MULTINOMIAL_SOLVER
+from .primal.multinomial_reads import READS_SCHEDULE as MULTINOMIAL_READS
 from .primal.multinomial_reads import check_model_width
 from .primal.newton import MAX_WIDTH, check_width
 from .primal.sums import CG_WIDTH, MAX_VALUE, too_large
@@ -167,6 +170,15 @@ def choose(placement, plan, data):
                 "features as they are); compute the mapped features first and pass feature_map=None, "
                 "or feature_map=Standardize()."
             )
+        # On tall rows the Newton reads of a streamed fit, made in memory, start from a sample's
+        # solution where Newton from 0 takes damped steps over every row; values the reads do not
+        # take (beyond 1e12) keep Newton from 0, which takes them.
+        n_rows, n_features = data.X.shape
+        K = np.unique(data.y).shape[0]
+        width = K * (plan.model_width(n_features) + (plan.bias != 0.0))
+        tall = n_rows >= PRIMAL_RATIO * width and width <= MAX_WIDTH
+        if tall and (plan.scaler is not None or too_large(data.X, plan.bias, augmented=False) is None):
+            return Method("memory", True, schedule=MULTINOMIAL_READS)
         return Method("memory", True, schedule=MULTINOMIAL_SOLVER)
     if placement.where == "memory":
         n_rows, n_features = data.X.shape

@@ -51,7 +51,8 @@ from .primal.l1 import SOLVER_NAME as L1_SOLVER
 from .primal.l1 import solve_l1_problems
 from .primal.multinomial import SOLVER_NAME as MULTINOMIAL_SOLVER
 from .primal.multinomial import solve_multinomial
-from .primal.multinomial_reads import fit_multinomial_stream
+from .primal.multinomial_reads import READS_SCHEDULE as MULTINOMIAL_READS
+from .primal.multinomial_reads import fit_multinomial_stream, solve_softmax_reads
 from .primal.sample_band import BandStalled, band_note, fit_band_stream
 from .primal.sums import BeyondPrimal
 from .store.checkpoint import Checkpoints, data_fingerprint
@@ -128,6 +129,10 @@ def _fit_memory(data, plan, method, hooks, *, clock_start, **_):
         )
     elif method.schedule == MULTINOMIAL_SOLVER:
         solve = lambda weights, hooks=None: solve_multinomial(  # noqa: E731
+            X, y_index, weights, plan, clock_start=clock_start, hooks=hooks
+        )
+    elif method.schedule == MULTINOMIAL_READS:
+        solve = lambda weights, hooks=None: solve_softmax_reads(  # noqa: E731
             X, y_index, weights, plan, clock_start=clock_start, hooks=hooks
         )
     elif method.primal:

@@ -397,20 +397,19 @@ def fit_softmax_cluster(client, source, plan, *, clock_start, on_pass=None, plac
     """``multi_class="multinomial"`` on a cluster: a :class:`~..plan.result.FitResult` with its
     ``plan`` (labels counted on the workers) and ``parts`` (module docstring)."""
     from ..primal.multinomial_reads import first_totals, newton_reads, softmax_model
-    from ..primal.reads import FirstRead
 
     plan, placement, scaler, futures, firsts = sampled_parts(client, source, plan, placement)
     parts, workers = placement.parts, placement.workers
     # The classes' weights of every part, for the model's costs (class_weight="balanced").
-    moments = {}
+    weights = dict.fromkeys(plan.classes.tolist(), 0.0)
     for first in firsts:
         for label, (weight, *_) in (first.moments or {}).items():
-            moments[label] = [moments.get(label, [0.0])[0] + weight]
+            weights[label] += weight
     beyond = next((f.beyond for f in firsts if f.beyond is not None), None)
     totals = firsts[0].totals
     for first in firsts[1:]:
         totals.add(first.totals)
-    problem = softmax_model(plan, source.n_features, FirstRead(None, beyond=beyond, moments=moments))
+    problem = softmax_model(plan, source.n_features, list(weights.values()), beyond)
     moved = {"bytes_sent": 0, "bytes_received": 0}
     elapsed = time.perf_counter() - clock_start
     warm = submit(client, _softmax_warm_start_on_worker, problem, elapsed, *futures, worker=workers[0])

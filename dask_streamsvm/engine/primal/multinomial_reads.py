@@ -117,9 +117,9 @@ from .multinomial import (
     sufficient_decrease,
 )
 from .newton import MAX_WIDTH, STEP_SHARES, shortened
-from .reads import StreamRead, band_metric
+from .reads import Sample, StreamRead, band_metric
 from .sums import Sums, chunk_rows
-from .warm import WARM_TOL
+from .warm import MEMORY_SAMPLE_PER_WIDTH, MEMORY_SAMPLE_SEED, MEMORY_SAMPLE_SHARE, WARM_TOL
 
 # The sample's solve (the warm start) takes at most this many Newton steps.
 WARM_MAX_STEPS = 100
@@ -341,14 +341,14 @@ class SoftmaxModel:
     metric: tuple = None  # (center, scale) of the features, from the sample (reads.band_metric)
 
 
-def softmax_model(plan, n_features, first):
-    """The :class:`SoftmaxModel` of ``plan`` (labels counted) on ``n_features`` features, from the
-    :class:`~.reads.FirstRead` that counted the classes (its classes' weights, for
-    ``class_weight="balanced"``); a ValueError for values beyond the primal solver's, a model too
-    wide, or a class without rows of positive cost."""
-    if first.beyond is not None:
+def softmax_model(plan, n_features, weight_totals, beyond=None):
+    """The :class:`SoftmaxModel` of ``plan`` (labels counted) on ``n_features`` features, from each
+    class's sample weight (``weight_totals``, for ``class_weight="balanced"``); a ValueError for
+    values beyond the primal solver's (``beyond``: the first read's reason), a model too wide, or a
+    class without rows of positive cost."""
+    if beyond is not None:
         raise ValueError(
-            f"{first.beyond.split(': the primal solver')[0]}: multi_class='multinomial' out of core "
+            f"{beyond.split(': the primal solver')[0]}: multi_class='multinomial' out of core "
             "does not train on values this large (float64 rounding keeps its certificate from "
             "closing). Scale the features (feature_map=Standardize()) or train in memory."
         )
@@ -356,7 +356,7 @@ def softmax_model(plan, n_features, first):
     fit_intercept = plan.bias != 0.0
     D = n_features + fit_intercept
     check_model_width(K, D)
-    weight_totals = np.array([first.moments[label][0] for label in plan.classes.tolist()])
+    weight_totals = np.asarray(weight_totals, dtype=np.float64)
     class_cost = class_costs(plan, weight_totals)
     check_classes(plan, class_cost * weight_totals)
     penalised = np.ones(D)
@@ -413,7 +413,8 @@ def fit_multinomial_stream(source, plan, hooks, first, clock_start):
     """The multinomial model of ``plan`` (labels counted) streamed from ``source``: a
     :class:`~..plan.result.FitResult` as :func:`~.multinomial.solve_multinomial`'s.  ``first``: the
     :class:`~.reads.FirstRead` that counted the classes and kept the sample (module docstring)."""
-    problem = softmax_model(plan, source.n_features, first)
+    totals = None if first.moments is None else [first.moments[label][0] for label in plan.classes.tolist()]
+    problem = softmax_model(plan, source.n_features, totals, first.beyond)
     hooks.start(plan, n_partitions=source.n_partitions)
     counted = first_totals(first.totals)
 
@@ -436,6 +437,40 @@ def fit_multinomial_stream(source, plan, hooks, first, clock_start):
 
     with read:
         return newton_reads(evaluate, problem, W, {**counted, "notes": notes}, hooks.on_pass, clock_start)
+
+
+# In memory, tall rows (the door's rule, :func:`~...choice.choose`) take the Newton reads from the
+# solution of a sample of MEMORY_SAMPLE_SHARE of the rows, at least MEMORY_SAMPLE_PER_WIDTH a weight.
+READS_SCHEDULE = "softmax_reads"  # the door's name of that method (Method.schedule)
+
+
+def solve_softmax_reads(X, y_index, weights, plan, *, clock_start=None, hooks=None):
+    """The multinomial problem of ``plan`` on tall in-memory rows by the Newton reads (module
+    docstring), each read a pass over the rows in memory: a :class:`~..plan.result.FitResult` as
+    :func:`~.multinomial.solve_multinomial`'s.  Its solve from ``W = 0`` takes Newton's damped
+    first steps on every row; here a sample's solve takes them, and the reads the last two."""
+    clock_start = time.perf_counter() if clock_start is None else clock_start
+    K = plan.classes.shape[0]
+    problem = softmax_model(plan, X.shape[1], np.bincount(y_index, weights=weights, minlength=K))
+    n = X.shape[0]
+    m = min(n, max(int(MEMORY_SAMPLE_SHARE * n), MEMORY_SAMPLE_PER_WIDTH * K * problem.penalised.shape[0]))
+    rows = np.sort(np.random.default_rng(MEMORY_SAMPLE_SEED).choice(n, m, replace=False))
+    sample = Sample(X[rows], plan.classes[y_index[rows]], weights[rows], rows_seen=n)
+    W, notes, result = warm_start(sample, problem, clock_start)
+    problem.metric = band_metric(sample)
+    sample = None
+    cost = problem.class_cost[y_index] * weights
+
+    def evaluate(point):
+        counts = Sums.zeros(0, 0)
+        counts.rows = n
+        return softmax_sums(X, y_index, cost, point, problem.fit_intercept, problem.metric), counts, {}
+
+    def on_pass(records, W):
+        return hooks is not None and hooks.on_pass(records, W, step="pass")
+
+    counted = {"rows_read": 0, "bytes_read": 0, "rows_skipped": 0, "read_retries": 0, "notes": notes}
+    return newton_reads(evaluate, problem, W, counted, on_pass, clock_start)
 
 
 def sum_blocks(blocks, problem, W):
