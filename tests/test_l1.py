@@ -95,20 +95,28 @@ def test_elastic_net_on_real_data_is_certified(name):
     )
 
 
-def test_the_zero_pattern_is_scikit_learns_where_its_solvers_agree():
-    X, y = make_classification(300, 12, n_informative=3, n_redundant=0, random_state=3)
-    C = 0.05
+def sklearn_zero_patterns(X, y, C):
+    """scikit-learn's zero patterns at tol 1e-10: ``(logistic, agree, svc)``, LIBLINEAR's nonzero
+    weights of L1 logistic regression, where LIBLINEAR and saga agree on which are zero, and
+    LIBLINEAR's nonzero weights of the L1 SVM (each reference seeded: the same on every run)."""
     liblinear = SkLogistic(
         l1_ratio=1.0, C=C, solver="liblinear", tol=1e-10, max_iter=100_000, random_state=0
     ).fit(X, y)
     saga = SkLogistic(l1_ratio=1.0, C=C, solver="saga", tol=1e-10, max_iter=100_000, random_state=0).fit(X, y)
     agree = (liblinear.coef_ != 0) == (np.abs(saga.coef_) > 1e-8)
+    sk_svc = SkLinearSVC(penalty="l1", dual=False, C=C, tol=1e-10, max_iter=100_000, random_state=0).fit(X, y)
+    return liblinear.coef_ != 0, agree, sk_svc.coef_ != 0
+
+
+def test_the_zero_pattern_is_scikit_learns_where_its_solvers_agree():
+    X, y = make_classification(300, 12, n_informative=3, n_redundant=0, random_state=3)
+    C = 0.05
+    logistic, agree, sk_svc = sklearn_zero_patterns(X, y, C)
     ours = LogisticRegression(l1_ratio=1.0, C=C, tol=1e-10, random_state=0).fit(X, y)
     assert agree.any()
-    np.testing.assert_array_equal((ours.coef_ != 0)[agree], (liblinear.coef_ != 0)[agree])
+    np.testing.assert_array_equal((ours.coef_ != 0)[agree], logistic[agree])
     svc = LinearSVC(penalty="l1", C=C, tol=1e-10, random_state=0).fit(X, y)
-    sk_svc = SkLinearSVC(penalty="l1", dual=False, C=C, tol=1e-10, max_iter=100_000, random_state=0).fit(X, y)
-    np.testing.assert_array_equal(svc.coef_ != 0, sk_svc.coef_ != 0)
+    np.testing.assert_array_equal(svc.coef_ != 0, sk_svc)
     assert 0 < np.count_nonzero(svc.coef_) < X.shape[1]
 
 

@@ -24,7 +24,7 @@ from dask_streamsvm.kernels import coordinate
 from dask_streamsvm.kernels.losses import LOGISTIC, SQUARED_HINGE, newton_dual_term, newton_terms
 
 from ._helpers import counted_reads, two_worker_client
-from .test_l1 import _data, _signs, _value
+from .test_l1 import _data, _signs, _value, sklearn_zero_patterns
 
 PURE_L1 = (1.0, 0.0)
 ELASTIC = (0.5, 0.5)
@@ -90,19 +90,14 @@ def test_the_streamed_zero_pattern_is_scikit_learns_where_its_solvers_agree():
     (a9a's one-hot groups make its L1 optimum's support not unique), the streamed fit does too."""
     X, y = make_classification(3000, 12, n_informative=3, n_redundant=0, random_state=3)
     C = 0.005
-    liblinear = SkLogistic(
-        l1_ratio=1.0, C=C, solver="liblinear", tol=1e-10, max_iter=100_000, random_state=0
-    ).fit(X, y)
-    saga = SkLogistic(l1_ratio=1.0, C=C, solver="saga", tol=1e-10, max_iter=100_000, random_state=0).fit(X, y)
-    agree = (liblinear.coef_ != 0) == (np.abs(saga.coef_) > 1e-8)
+    logistic, agree, sk_svc = sklearn_zero_patterns(X, y, C)
     Xd, yd = _collection(X, y)
     with dask.config.set(scheduler="sync"):
         ours = LogisticRegression(l1_ratio=1.0, C=C, tol=1e-10, cache_bytes=_small_sample(X)).fit(Xd, yd)
         svc = LinearSVC(penalty="l1", dual=False, C=C, tol=1e-10, cache_bytes=_small_sample(X)).fit(Xd, yd)
     assert agree.any()
-    np.testing.assert_array_equal((ours.coef_ != 0)[agree], (liblinear.coef_ != 0)[agree])
-    sk_svc = SkLinearSVC(penalty="l1", dual=False, C=C, tol=1e-10, max_iter=100_000, random_state=0).fit(X, y)
-    np.testing.assert_array_equal(svc.coef_ != 0, sk_svc.coef_ != 0)
+    np.testing.assert_array_equal((ours.coef_ != 0)[agree], logistic[agree])
+    np.testing.assert_array_equal(svc.coef_ != 0, sk_svc)
     assert 0 < np.count_nonzero(svc.coef_) < X.shape[1]
 
 
