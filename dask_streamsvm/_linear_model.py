@@ -148,6 +148,15 @@ class LinearModel(LinearModelFile, StreamClassifier):
         """Whether the parameters ask for the multinomial (softmax) model, read as they are."""
         return False
 
+    def _fitted_kind(self, softmax):
+        """The fitted attributes that say which model a fit trained (``softmax``: the multinomial
+        model): none for a model of one kind."""
+        return {}
+
+    def _softmax_fitted(self):
+        """Whether the fitted model is the multinomial (softmax) model."""
+        return False
+
     def _partial_fit_available(self):
         """Whether ``partial_fit`` is offered: not with an L1 part in the penalty, nor for the
         multinomial model, whose solvers need every row at once.  scikit-learn hides a method the
@@ -180,7 +189,8 @@ class LinearModel(LinearModelFile, StreamClassifier):
             bias = 1.0
         return FitPlan(
             C=params["C"], loss=loss, penalty=penalty, l1_ratio=l1_ratio, crammer_singer=crammer_singer,
-            multinomial=multinomial, estimator=type(self).__name__,
+            multinomial=multinomial, multinomial_auto=params.get("multi_class") == "auto",
+            estimator=type(self).__name__,
             class_weight=self.class_weight, bias=bias, tol=params["tol"],
             max_iter=params["max_iter"], solver=solver, dual=params["dual"], cluster=self.cluster,
             cache_bytes=cache_bytes, block_bytes=params["block_bytes"], cache_share=share,
@@ -309,7 +319,7 @@ class LinearModel(LinearModelFile, StreamClassifier):
             raise
 
     def _partial_fit(self, params, X, y, classes, sample_weight):
-        plan = self._plan(params, "partial")
+        plan = self._plan(params, "partial").settled(False)  # partial_fit: the one-vs-rest problems
         check_partial(plan, checkpointing=self.checkpoint_dir is not None)
         stream = getattr(self, "_stream", None)
         fitted = hasattr(self, "coef_")
@@ -337,6 +347,7 @@ class LinearModel(LinearModelFile, StreamClassifier):
         self.history_ = [*self.history_, *result.history]
         self._set_weights(plan, result.W)
         self.n_iter_ = result.state.blocks
+        self.__dict__.update(self._fitted_kind(False))
         problems = 1 if plan.crammer_singer else self.coef_.shape[0]
         self.objective_ = np.nan if problems == 1 else np.full(problems, np.nan)
         self.duality_gap_ = np.nan if problems == 1 else np.full(problems, np.nan)
@@ -354,6 +365,7 @@ class LinearModel(LinearModelFile, StreamClassifier):
             self.__dict__.pop(name, None)
         self.classes_ = plan.classes
         self._set_weights(plan, result.W)
+        self.__dict__.update(self._fitted_kind(plan.multinomial))
         if result.scaler is not None:  # the standardized features' model, for the raw features
             self.standardize_ = result.scaler
             self.coef_, self.intercept_ = result.scaler.fold(self.coef_, self.intercept_)

@@ -340,6 +340,7 @@ def model_state(estimator):
         "objective_": np.atleast_1d(estimator.objective_).tolist(),
         "duality_gap_": np.atleast_1d(estimator.duality_gap_).tolist(),
         "history_": [{k: plain(v) for k, v in r.items()} for r in estimator.history_],
+        **estimator._fitted_kind(estimator._softmax_fitted()),
     }
     return arrays, attributes
 
@@ -446,7 +447,8 @@ def _records(estimator, attributes, rows):
     n_features = count(attributes, "n_features_in_", low=1)
     objective = np.asarray(attributes["objective_"], dtype=np.float64)
     gap = np.asarray(attributes["duality_gap_"], dtype=np.float64)
-    joint = estimator._model()[1] or estimator._multinomial()  # Crammer-Singer's, the softmax model's
+    kind = _fitted_kind(estimator, attributes)
+    joint = estimator._model()[1] or kind.get("multi_class_") == "multinomial"  # one joint problem
     problems = 1 if joint else rows  # one joint problem, or a row each
     if objective.shape != (problems,) or gap.shape != (problems,):
         raise ValueError("objective_ and duality_gap_ need one value per problem")
@@ -460,7 +462,22 @@ def _records(estimator, attributes, rows):
         "duality_gap_": float(gap[0]) if problems == 1 else gap,
         "history_": history,
         **feature_names(attributes, n_features),
+        **kind,
     }
+
+
+def _fitted_kind(estimator, attributes):
+    """The attributes that say which model was fitted (``multi_class_``), checked; a file written
+    before they were saved fitted the model its parameters name (``multi_class="multinomial"``: the
+    softmax model; the one-vs-rest problems otherwise)."""
+    saved = {name: attributes[name] for name in estimator._fitted_kind(False) if name in attributes}
+    kind = estimator._fitted_kind(estimator._multinomial())
+    for name, value in saved.items():
+        allowed = (estimator._fitted_kind(False)[name], estimator._fitted_kind(True)[name])
+        if value not in allowed:
+            raise ValueError(f"{name} must be one of {short(list(allowed))}, got {short(value)}")
+        kind[name] = value
+    return kind
 
 
 # -- writing and reading ------------------------------------------------------------------------

@@ -30,7 +30,7 @@ def _penalty_check(name, value):
 class LogisticRegression(LinearModel):
     """Logistic regression solved with a certificate, in memory, out of core or on a Dask cluster.
 
-    Minimises, for each binary problem (one-vs-rest for more classes)::
+    Minimises, for two classes (and each one-vs-rest problem, below)::
 
         1/2 ||w||^2 + sum_i C_i log(1 + exp(-y_i (w . x_i + b)))
 
@@ -50,19 +50,19 @@ class LogisticRegression(LinearModel):
     ``alpha`` in the box, so ``duality_gap_`` bounds how far
     ``objective_`` is from the optimum.
 
-    More than two classes are trained one-vs-rest by default (LIBLINEAR's
-    and scikit-learn's ``liblinear`` way), one binary problem per class with
-    the positive class weighted.  ``multi_class="multinomial"`` trains the
-    softmax model of scikit-learn 1.9's ``LogisticRegression()`` instead,
-    in memory::
+    More than two classes train the softmax model of scikit-learn 1.9's
+    ``LogisticRegression()`` by default (``multi_class="auto"``)::
 
         1/2 ||W||_F^2 + sum_i C_i [logsumexp_k(w_k . x_i + b_k) - (w_{y_i} . x_i + b_{y_i})]
 
     with the intercept ``b`` *not* penalised, as in scikit-learn (and
     ``intercept_scaling`` unused), by Newton's method, certified by the
     multinomial dual (an entropy over each row's simplex; see
-    :mod:`dask_streamsvm.engine.primal.multinomial`).  ``predict_proba`` is
-    the model's own: ``sigma(w . x + b)`` for two classes, normalised over
+    :mod:`dask_streamsvm.engine.primal.multinomial`);
+    ``multi_class="ovr"`` trains one binary problem per class instead, the
+    positive class weighted (LIBLINEAR's and scikit-learn's ``liblinear``
+    way).  ``predict_proba`` is the model's own: ``sigma(w . x + b)`` for
+    two classes, normalised over
     the classes for one-vs-rest as scikit-learn normalises it, the softmax
     of the scores for the multinomial model; no Platt step is needed.
 
@@ -92,19 +92,27 @@ class LogisticRegression(LinearModel):
         cluster, at most 4,096 features plus the bias; certified by a
         duality gap either way.  ``solver="memory"`` computes a collection
         into memory (coordinate descent on short rows).
-    multi_class : {"ovr", "multinomial"}, default="ovr"
-        ``"ovr"``: one binary problem per class (one for two classes), as
-        above.  ``"multinomial"``: the softmax model over all classes at
-        once, scikit-learn 1.9's ``LogisticRegression()`` (whose
-        ``OneVsRestClassifier`` gives the other); with two classes it is
+    multi_class : {"auto", "ovr", "multinomial"}, default="auto"
+        ``"multinomial"``: the softmax model over all classes at once,
+        scikit-learn 1.9's ``LogisticRegression()``; with two classes it is
         scikit-learn's binary model (``coef_`` of one row), its intercept
         unpenalised.  It trains in memory, and streamed from a Dask
         collection or path or on a Dask cluster (Newton steps of one read
         each from a sample's solution, at most 4,096 classes times features
-        plus one), with ``l1_ratio=0``, no ``partial_fit`` and no feature
-        map but :class:`~dask_streamsvm.features.Standardize`.  The
-        default will become ``"multinomial"``, as in scikit-learn 1.9, in a
-        release that says so first.
+        plus one), with ``l1_ratio=0``, ``dual`` False or ``"auto"``, no
+        ``partial_fit`` and no feature map but
+        :class:`~dask_streamsvm.features.Standardize`; other parameters are
+        refused with an error that names them.  ``"ovr"``: one binary
+        problem per class (one for two classes), as above, which every solver
+        trains (scikit-learn's ``OneVsRestClassifier(LogisticRegression())``
+        gives its model with scikit-learn's unpenalised intercept).
+        ``"auto"``: the multinomial model for three classes or more where it
+        trains (as the parameters above, and streamed or on a cluster where
+        the classes, counted by the first read, times the features plus one
+        are at most 4,096), else one-vs-rest, as scikit-learn 1.9 fits one
+        binary problem per class with ``solver="liblinear"``; two classes are
+        the binary problem of ``"ovr"`` (its bias regularised, as
+        LIBLINEAR's).  ``multi_class_`` says which was fitted.
     dual : {"auto", True, False}, default="auto"
         ``True``: the dual solvers (``solver``). ``False``: the primal
         Newton solver (LIBLINEAR ``-s 0``), one read of the data per step:
@@ -165,6 +173,10 @@ class LogisticRegression(LinearModel):
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
     feature_names_in_ : ndarray of str, only when X has string column names
+    multi_class_ : {"multinomial", "ovr"}
+        The model the fit trained: the softmax model, or the binary problems
+        (one-vs-rest, or one for two classes); ``multi_class="auto"``
+        decides it by the classes and the parameters.
     n_iter_ : int
         Largest number of passes over the binary problems (Newton steps for
         the multinomial model).
@@ -201,7 +213,7 @@ class LogisticRegression(LinearModel):
         *,
         penalty="deprecated",
         l1_ratio=0.0,
-        multi_class="ovr",
+        multi_class="auto",
         dual="auto",
         fit_intercept=True,
         intercept_scaling=1.0,
@@ -268,7 +280,7 @@ class LogisticRegression(LinearModel):
         **PARAMETER_CONSTRAINTS,
         "penalty": _penalty_check,
         "l1_ratio": unit_interval,
-        "multi_class": one_of("ovr", "multinomial"),
+        "multi_class": one_of("auto", "ovr", "multinomial"),
     }
 
     def _model(self):
@@ -276,6 +288,12 @@ class LogisticRegression(LinearModel):
 
     def _multinomial(self):
         return isinstance(self.multi_class, str) and self.multi_class == "multinomial"
+
+    def _fitted_kind(self, softmax):
+        return {"multi_class_": "multinomial" if softmax else "ovr"}
+
+    def _softmax_fitted(self):
+        return getattr(self, "multi_class_", None) == "multinomial"
 
     def _sparse_penalty(self):
         """As :meth:`_penalty` reads the parameters (``penalty``, where given, wins), without its
@@ -316,7 +334,7 @@ class LogisticRegression(LinearModel):
         if scores.ndim == 1:
             positive = _sigmoid(scores)
             return np.column_stack([1.0 - positive, positive])
-        if self._multinomial():
+        if self._softmax_fitted():
             return _softmax(scores)
         proba = _sigmoid(scores)  # one-vs-rest: each class's own, normalised as scikit-learn does
         return proba / proba.sum(axis=1, keepdims=True)

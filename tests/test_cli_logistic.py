@@ -88,10 +88,12 @@ def test_model_type_svm_is_the_default_and_trains_a_linear_svc(a9a_small, tmp_pa
 
 
 def test_train_logistic_takes_the_shared_options(three_classes, tmp_path):
-    """--C, --dual false (the primal Newton steps), --solver memory, --scale, --no-intercept and
-    --class-weight reach the LogisticRegression, on a 3-class table."""
+    """--C, --dual false (the primal Newton steps), --solver memory, --scale, --no-intercept,
+    --class-weight and --multi-class reach the LogisticRegression, on a 3-class table (one-vs-rest:
+    the binary problems' Newton steps)."""
     path, frame = three_classes
-    base = ["train", path, "--label", "label", "--model-type", "logistic", "--seed", "0"]
+    base = ["train", path, "--label", "label", "--model-type", "logistic", "--seed", "0",
+            "--multi-class", "ovr"]  # fmt: skip
     newton = tmp_path / "newton.model"
     code, out, err = run([*base, "--model", newton, "--dual", "false", "--C", "0.5", "--scale"])
     assert code == 0, err

@@ -142,7 +142,7 @@ def test_one_vs_rest_matches_liblinear_per_class():
     centres = rng.randn(3, 5) * 2
     y = rng.randint(0, 3, 900)
     X = centres[y] + rng.randn(900, 5)
-    clf = LogisticRegression(C=0.5, tol=1e-8, random_state=0).fit(X, y)
+    clf = LogisticRegression(C=0.5, tol=1e-8, multi_class="ovr", random_state=0).fit(X, y)
     assert clf.coef_.shape == (3, 5) and clf.intercept_.shape == (3,)
     for c in range(3):
         yc = (y == c).astype(int)
@@ -218,7 +218,7 @@ def test_save_and_load_keep_the_model(a9a_part, tmp_path):
 def test_parameters_and_errors():
     clf = LogisticRegression()
     params = clf.get_params()
-    assert "loss" not in params and "probability" not in params and params["multi_class"] == "ovr"
+    assert "loss" not in params and "probability" not in params and params["multi_class"] == "auto"
     assert params["tol"] == 1e-3 and params["cluster"] == "auto" and params["dual"] == "auto"
     with pytest.raises(TypeError):
         LogisticRegression(loss="hinge")

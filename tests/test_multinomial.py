@@ -266,15 +266,16 @@ def test_the_softmax_kernels_match_numpy():
 # -- the estimator ---------------------------------------------------------------------------------
 
 
-def test_the_default_stays_one_vs_rest_and_the_parameter_is_checked():
+def test_the_default_is_the_softmax_model_one_vs_rest_is_kept_and_the_parameter_is_checked():
     X, y = _generated(3)
-    assert LogisticRegression().multi_class == "ovr"
-    ovr = LogisticRegression(tol=1e-8).fit(X, y)
+    assert LogisticRegression().multi_class == "auto"
+    assert LogisticRegression(tol=1e-8).fit(X, y).history_[-1].get("solver") == MULTINOMIAL_SOLVER
+    ovr = LogisticRegression(multi_class="ovr", tol=1e-8).fit(X, y)
     assert ovr.history_[-1].get("solver") != MULTINOMIAL_SOLVER
     with pytest.raises(
-        ValueError, match="multi_class must be one of 'ovr', 'multinomial'; got multi_class='auto'"
+        ValueError, match="multi_class must be one of 'auto', 'ovr', 'multinomial'; got multi_class='Auto'"
     ):
-        LogisticRegression(multi_class="auto").fit(X, y)
+        LogisticRegression(multi_class="Auto").fit(X, y)
 
 
 @pytest.mark.parametrize(

@@ -189,14 +189,14 @@ BUDGETED = [
 ]
 
 # LogisticRegression: LinearSVC's rows of the parameters it shares, its penalty (deprecated, as
-# scikit-learn 1.8's), l1_ratio and its multi_class ("ovr" or "multinomial", not LinearSVC's
+# scikit-learn 1.8's), l1_ratio and its multi_class ("auto", "ovr" or "multinomial", not LinearSVC's
 # "crammer_singer").
 _LOGISTIC_OWN = {"loss", "multi_class", "probability", "penalty"}
 LOGISTIC = [
     *[row for row in LINEAR if row.param not in _LOGISTIC_OWN],
     *bad("penalty", "l3", 1),
     *bad("l1_ratio", -0.1, 1.5, NAN, INF, "a", None, True),
-    *bad("multi_class", "x", "crammer_singer", "auto", None),
+    *bad("multi_class", "x", "crammer_singer", "Auto", None),
 ]
 
 TABLES = {LinearSVC: LINEAR, OnePassSVC: ONEPASS, BudgetedSVC: BUDGETED, LogisticRegression: LOGISTIC}
@@ -429,6 +429,7 @@ CLI = [
     *options("train", "penalty", "--penalty", "l1", accepted=True),  # trained in memory (--solver memory)
     # 0.5: of --model-type logistic, refused for the default svm (pointing to --penalty).
     *options("train", "l1_ratio", "--l1-ratio", "abc", "-0.1", "2", "nan", "inf", "0.5"),
+    *options("train", "multi_class", "--multi-class", "x", "crammer_singer", "ovr"),
     *options("train", "C", "--C", "abc", "-1", "0", "nan", "inf", "1e-320"),
     *options("train", "cache", "--cache", "-1", "0", "abc", "200%", "1e30TB"),
     *options("train", "cache", "--cache", "10000TB", "10PB", accepted=True),

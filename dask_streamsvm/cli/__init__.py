@@ -8,6 +8,7 @@
     dask-streamsvm train train.svm.bz2 --model a9a-rbf.model --model-type budgeted --budget 200
     dask-streamsvm train train.svm.bz2 --model a9a-l1.model --penalty l1 --C 0.1
     dask-streamsvm train train.svm.bz2 --model a9a-net.model --model-type logistic --l1-ratio 0.5
+    dask-streamsvm train digits/ --label digit --model digits.model --model-type logistic --multi-class ovr
     dask-streamsvm train data/ --label income --model adult.model --scheduler tcp://host:8786
     dask-streamsvm predict adult.model new/*.parquet --out predictions.parquet
     dask-streamsvm predict a9a-logistic.model test.svm.bz2 --out predictions.csv --proba
@@ -263,6 +264,14 @@ def build_parser():
         help="--model-type logistic: the L1 share of the elastic-net penalty, 0 (the default: L2) to 1 "
         "(L1, LIBLINEAR's -s 6); above 0 the file streams through the primal Newton reads (--solver "
         "memory: loaded, then trained in memory)",
+    )
+    train.add_argument(
+        "--multi-class",
+        choices=("auto", "ovr", "multinomial"),
+        default=None,
+        help="--model-type logistic, three classes or more: multinomial (the softmax model, "
+        "scikit-learn's LogisticRegression()), ovr (a binary problem per class, LIBLINEAR's -s 0), or "
+        "auto (the default: multinomial where it trains, else ovr)",
     )
     train.add_argument("--C", type=float, default=1.0, help="cost of a unit of loss (default: 1.0)")
     train.add_argument(

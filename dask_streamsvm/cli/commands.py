@@ -86,13 +86,13 @@ OWN_OPTIONS = {
     "budget": ("--budget", ("budgeted",)), "gamma": ("--gamma", ("budgeted",)),
     "lookahead": ("--lookahead", ("onepass",)), "passes": ("--passes", ("svm", "logistic", "budgeted")),
     "verbose": ("--verbose", ("svm", "logistic", "budgeted")), "penalty": ("--penalty", ("svm",)),
-    "l1_ratio": ("--l1-ratio", ("logistic",)),
+    "l1_ratio": ("--l1-ratio", ("logistic",)), "multi_class": ("--multi-class", ("logistic",)),
 }  # fmt: skip
 
 # The option of each model parameter the train command sets (the rest keep their names).
 _OPTIONS = {
     "max_iter": "--passes", "cache_bytes": "--cache", "random_state": "--seed",
-    "fit_intercept": "--no-intercept", "l1_ratio": "--l1-ratio",
+    "fit_intercept": "--no-intercept", "l1_ratio": "--l1-ratio", "multi_class": "--multi-class",
 }  # fmt: skip
 # The passes of a linear model without --passes (a kernel model's default is its own).
 DEFAULT_PASSES = 1000
@@ -127,7 +127,8 @@ def _estimator(args):
     if args.model_type == "onepass":
         return estimator, {} if args.lookahead is None else {"lookahead": args.lookahead}
     if args.model_type == "logistic":
-        return estimator, {} if args.l1_ratio is None else {"l1_ratio": args.l1_ratio}
+        own = {"l1_ratio": args.l1_ratio, "multi_class": args.multi_class}
+        return estimator, {k: v for k, v in own.items() if v is not None}
     own = {} if args.loss is None else {"loss": args.loss}  # else LinearSVC's default
     if args.penalty is not None:
         own["penalty"] = args.penalty

@@ -32,8 +32,8 @@ from .plan.losses import newton_blocker, sparse_penalty_blocker
 from .plan.problem import BAND_SOLVER, STREAMING_SOLVERS, model_width
 from .primal.l1 import SOLVER_NAME as L1_SOLVER
 from .primal.multinomial import SOLVER_NAME as MULTINOMIAL_SOLVER
+from .primal.multinomial_reads import AUTO_MIN_CLASSES, auto_softmax, check_model_width
 from .primal.multinomial_reads import READS_SCHEDULE as MULTINOMIAL_READS
-from .primal.multinomial_reads import check_model_width
 from .primal.newton import MAX_WIDTH, check_width
 from .primal.sums import CG_WIDTH, MAX_VALUE, too_large
 
@@ -111,8 +111,12 @@ def place(plan, X, client=None, *, checkpointing=False, resuming=False, validati
         )
     if resuming and not checkpointing:
         raise ValueError("resume=True needs checkpoint_dir, the directory the checkpoint is in.")
-    if plan.multinomial:
-        _check_multinomial(plan, streaming, input_name, checkpointing)
+    if plan.multinomial or plan.multinomial_auto:
+        blocker = multinomial_blocker(plan, streaming, input_name, checkpointing)
+        if blocker is not None and plan.multinomial:
+            raise ValueError(blocker)
+        if blocker is not None:  # multi_class="auto": the one-vs-rest problems, as the parameters ask
+            plan = plan.settled(False)
     if plan.sparse_penalty:
         plan = _check_sparse_penalty(plan, streaming, input_name, checkpointing)
     elif plan.dual is False:
@@ -147,6 +151,14 @@ def choose(placement, plan, data):
     (``dual=True`` or ``False``, or a first read that trains the dual solvers), else after the
     count (:func:`after_count`).
     """
+    if plan.multinomial_auto and placement.where == "cluster":  # counted as the Newton reads' first read
+        return Method("cluster", True, cluster="newton")
+    if plan.multinomial_auto:  # one-vs-rest's method, until the classes are counted
+        method = choose(placement, plan.settled(False), data)
+        if data.text and method.first_read != "primal":  # text's every read parses whole rows: that
+            # read keeps the sample the softmax model's reads start from, as one-vs-rest's may
+            method = method.replace(first_read="primal", known_rows=footer_rows(data))
+        return method
     schedule = plan.solver if plan.solver in STREAMING_SOLVERS else DEFAULT_STREAMING
     if placement.where == "memory" and plan.sparse_penalty:
         if plan.feature_map is not None:
@@ -405,33 +417,52 @@ def _check_sparse_penalty(plan, streaming, input_name, checkpointing=False):
     return plan.replace(dual=False)
 
 
-def _check_multinomial(plan, streaming, input_name, checkpointing=False):
-    """What the multinomial model (``multi_class="multinomial"``) cannot train: a ValueError before
-    any read.  It trains by Newton's method, in memory (:mod:`.primal.multinomial`), and streamed
-    and on a cluster a read per step (:mod:`.primal.multinomial_reads`, :mod:`.cluster.newton`)."""
+def multinomial_blocker(plan, streaming, input_name, checkpointing=False):
+    """Why the multinomial model (``multi_class="multinomial"``) cannot train ``plan``: the error's
+    words, or None.  It trains by Newton's method, in memory (:mod:`.primal.multinomial`), and
+    streamed and on a cluster a read per step (:mod:`.primal.multinomial_reads`,
+    :mod:`.cluster.newton`); ``multi_class="auto"`` trains the one-vs-rest problems where this names
+    a reason (:func:`place`)."""
     if plan.dual is True:
-        raise ValueError(
+        return (
             "multi_class='multinomial' with dual=True is not supported (the dual solvers solve the "
             "one-vs-rest problems); use dual='auto' or dual=False, or multi_class='ovr'."
         )
     if plan.cluster in ("average", "cocoa"):
-        raise ValueError(
+        return (
             f"multi_class='multinomial' trains on a cluster by Newton reads only, and cluster="
             f"{plan.cluster!r} on {input_name} names a dual method (averaging and CoCoA+ solve the "
             "one-vs-rest problems). Pass cluster='auto', or multi_class='ovr'."
         )
     if not streaming:
-        return
+        return None
     blockers = {
         f"solver={plan.solver!r} (a streaming solver of the one-vs-rest problems)": plan.solver != "auto",
         "checkpoint_dir": checkpointing,
     }
     blocker = next((what for what, blocks in blockers.items() if blocks), None)
-    if blocker is not None:
-        raise ValueError(
-            f"multi_class='multinomial' streams its rows by Newton reads only, which do not support "
-            f"{blocker}; pass solver='auto' (or 'memory' to train in memory), or use multi_class='ovr'."
-        )
+    if blocker is None:
+        return None
+    return (
+        f"multi_class='multinomial' streams its rows by Newton reads only, which do not support "
+        f"{blocker}; pass solver='auto' (or 'memory' to train in memory), or use multi_class='ovr'."
+    )
+
+
+def settle_multinomial(placement, plan, data):
+    """``plan`` with ``multi_class="auto"`` decided where it can be before any read: in memory by
+    the classes of the rows' labels, and streamed or on a cluster the one-vs-rest problems where a
+    feature map is set or even :data:`~.primal.multinomial_reads.AUTO_MIN_CLASSES` classes would be
+    too wide for the reads (:func:`~.primal.multinomial_reads.auto_softmax`).  Elsewhere the read
+    that counts the classes decides (:func:`~.fit.fit`'s methods)."""
+    if not plan.multinomial_auto:
+        return plan
+    if plan.feature_map is not None:  # the softmax model trains on the features as they are
+        return plan.settled(False)
+    if placement.where == "memory":
+        return plan.settled(auto_softmax(np.unique(data.y).shape[0]))
+    columns = plan.model_width(data.n_features) + (plan.bias != 0.0)
+    return plan if auto_softmax(AUTO_MIN_CLASSES, columns) else plan.settled(False)
 
 
 def _check_primal(plan, streaming, checkpointing):

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .choice import DEFAULT_STREAMING, after_count, band_applies, choose
+from .choice import DEFAULT_STREAMING, Method, after_count, band_applies, choose, settle_multinomial
 from .cluster.fit import fit_on_cluster
 from .cluster.moments import prepared_scaler
 from .data.labels import LabelTally, UnseenClass, count_labels_of
@@ -52,7 +52,7 @@ from .primal.l1 import solve_l1_problems
 from .primal.multinomial import SOLVER_NAME as MULTINOMIAL_SOLVER
 from .primal.multinomial import solve_multinomial
 from .primal.multinomial_reads import READS_SCHEDULE as MULTINOMIAL_READS
-from .primal.multinomial_reads import fit_multinomial_stream, solve_softmax_reads
+from .primal.multinomial_reads import auto_softmax, fit_multinomial_stream, solve_softmax_reads
 from .primal.sample_band import BandStalled, band_note, fit_band_stream
 from .primal.sums import BeyondPrimal
 from .store.checkpoint import Checkpoints, data_fingerprint
@@ -86,6 +86,7 @@ def fit(data, plan, hooks, *, placement, checkpoint=None, resume=False, clock_st
     clock_start : ``time.perf_counter()`` at the start of the fit (None: now)
     """
     clock_start = time.perf_counter() if clock_start is None else clock_start
+    plan = settle_multinomial(placement, plan, data)
     method = choose(placement, plan, data)
     checkpoints = None
     if checkpoint is not None:
@@ -192,6 +193,16 @@ def _fit_stream(source, plan, method, hooks, *, checkpoints, resume, clock_start
         else:
             labels, first = _count_classes(source, plan, primal_plan, method, hooks, saved)
             beyond = None if first is None else first.beyond
+            if plan.multinomial_auto:  # multi_class="auto", decided by the classes counted
+                columns = plan.model_width(source.n_features) + (plan.bias != 0.0)
+                softmax = beyond is None and auto_softmax(labels[0].shape[0], columns)
+                if softmax and first is None:  # the labels alone were counted: a read keeps the sample
+                    first = count_with_first_read(source, primal_plan, hooks, None, announce=True)
+                    beyond = first.beyond
+                    softmax = beyond is None  # else one-vs-rest, its values checked as by that read
+                plan, primal_plan = plan.settled(softmax), primal_plan.settled(softmax)
+                if softmax:
+                    method = Method("stream", True, schedule=MULTINOMIAL_SOLVER, first_read="primal")
             undecided, n_rows = method, int(np.sum(labels[1]))
             method = after_count(undecided, plan, n_rows, source.n_features, beyond)
             sampled = first is not None and first.sample is not None

@@ -13,7 +13,7 @@ from ..primal.sample_band import BandStalled, band_note
 from .average import fit_average
 from .cocoa import fit_cocoa
 from .moments import scaled_parts
-from .newton import fit_band_cluster, fit_primal_cluster, fit_softmax_cluster
+from .newton import fit_band_cluster, fit_primal_cluster, fit_softmax_cluster, settled_parts
 from .parts import parts_of, place, with_part_cache
 from .products import fit_products_cluster
 from .runtime import cancelled_on_error, scheduler_lost
@@ -57,9 +57,15 @@ def fit_on_cluster(client, source, plan, method, hooks, clock_start):
             if method in ("newton", "truncated_newton"):  # each step one read (or evaluation) of every part
                 newton = fit_primal_cluster if method == "newton" else fit_products_cluster
                 newton = fit_softmax_cluster if plan.multinomial else newton
+                read = {}
+                if plan.multinomial_auto:  # multi_class="auto": the parts' first read counts the classes
+                    read["sampled"] = settled_parts(client, source, plan, placement)
+                    plan = read["sampled"][0]
+                    newton = fit_softmax_cluster if plan.multinomial else fit_primal_cluster
                 result = newton(
-                    client, source, plan, clock_start=clock_start, on_pass=on_pass, placement=placement
-                )
+                    client, source, plan, clock_start=clock_start, on_pass=on_pass, placement=placement,
+                    **read,
+                )  # fmt: skip
             elif method != "band":  # the dual methods (CoCoA+ also where the band gave up)
                 on_round = on_part = None
                 if hooks.wants_rounds():

@@ -159,17 +159,32 @@ def sampled_parts(client, source, plan, placement):
     return plan, placement, scaler, futures, gather(client, stripped, workers)
 
 
-def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, placement=None):
+def settled_parts(client, source, plan, placement):
+    """:func:`sampled_parts` for ``multi_class="auto"``: its plan decided by the classes the parts'
+    first read counted (:func:`~..primal.multinomial_reads.auto_softmax`; one-vs-rest where a part
+    found values too large for the softmax model's reads), the softmax model's or the one-vs-rest
+    problems' Newton reads going on from that read."""
+    from ..primal.multinomial_reads import auto_softmax
+
+    counted, placement, scaler, futures, firsts = sampled_parts(client, source, plan, placement)
+    columns = counted.model_width(source.n_features) + (counted.bias != 0.0)
+    clean = all(first.beyond is None for first in firsts)
+    softmax = clean and auto_softmax(counted.classes.shape[0], columns)
+    return counted.settled(softmax), placement, scaler, futures, firsts
+
+
+def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, placement=None, sampled=None):
     """``dual=False`` on a cluster: every Newton step is one read of every part on its worker,
     the parts' sums reduced on the workers; a :class:`~..plan.result.FitResult` with its ``plan``
     (labels counted on the workers) and ``parts``.
 
     Exact as on one machine (the sums are the data's sums), and what moves per step is ``W`` and
     ``S`` out to each part and one :class:`~..primal.sums.Sums` (``O(k D^2)`` floats) per tree edge.
+    ``sampled``: :func:`sampled_parts`' read where it was made before (None: made here).
     """
     from ..primal.newton import band_share, solve_primal
 
-    plan, placement, scaler, futures, firsts = sampled_parts(client, source, plan, placement)
+    plan, placement, scaler, futures, firsts = sampled or sampled_parts(client, source, plan, placement)
     parts, workers = placement.parts, placement.workers
     moved = {"bytes_sent": 0, "bytes_received": 0}
     width = plan.model_width(source.n_features)
@@ -393,12 +408,13 @@ def _softmax_warm_start_on_worker(problem, elapsed, *firsts):
     return W0, notes, result, sample.rows_seen, band_metric(sample)
 
 
-def fit_softmax_cluster(client, source, plan, *, clock_start, on_pass=None, placement=None):
+def fit_softmax_cluster(client, source, plan, *, clock_start, on_pass=None, placement=None, sampled=None):
     """``multi_class="multinomial"`` on a cluster: a :class:`~..plan.result.FitResult` with its
-    ``plan`` (labels counted on the workers) and ``parts`` (module docstring)."""
+    ``plan`` (labels counted on the workers) and ``parts`` (module docstring).  ``sampled``:
+    :func:`sampled_parts`' read where it was made before (None: made here)."""
     from ..primal.multinomial_reads import first_totals, newton_reads, softmax_model
 
-    plan, placement, scaler, futures, firsts = sampled_parts(client, source, plan, placement)
+    plan, placement, scaler, futures, firsts = sampled or sampled_parts(client, source, plan, placement)
     parts, workers = placement.parts, placement.workers
     # The classes' weights of every part, for the model's costs (class_weight="balanced").
     weights = dict.fromkeys(plan.classes.tolist(), 0.0)

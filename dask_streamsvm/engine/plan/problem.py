@@ -85,7 +85,9 @@ class FitPlan:
         ``l1_ratio`` (``r`` of ``r ||w||_1 + (1 - r)/2 ||w||^2``; 0: the L2
         penalty), ``crammer_singer``, ``multinomial`` (the softmax model
         of logistic regression over all classes at once, its intercept
-        unpenalised: :mod:`..primal.multinomial`),
+        unpenalised: :mod:`..primal.multinomial`), ``multinomial_auto`` (the
+        softmax model if the classes, once counted, call for it:
+        ``multi_class="auto"``, settled by :meth:`settled`),
         ``class_weight`` (None, ``"balanced"`` or a dict), ``bias`` (the
         constant feature's value, 0 for none), ``feature_map`` (a map's spec
         record array, or None).
@@ -128,6 +130,7 @@ class FitPlan:
     estimator: str = "LinearSVC"  # the model's name, in messages
     crammer_singer: bool = False
     multinomial: bool = False
+    multinomial_auto: bool = False
     class_weight: object = None
     bias: float = 1.0
     feature_map: object = None
@@ -209,6 +212,9 @@ class FitPlan:
         _check_choice("alpha_store", self.alpha_store, ALPHA_STORES)
         if self.multinomial:
             self._check_multinomial()
+        if self.multinomial_auto and (self.multinomial or self.sparse_penalty or self.loss != LOGISTIC_LOSS):
+            # "auto" keeps the one-vs-rest problems where the softmax model is not trained (an L1 part)
+            object.__setattr__(self, "multinomial_auto", False)
         if self.crammer_singer and self.loss != CRAMMER_SINGER_LOSS:  # its loss is its own
             object.__setattr__(self, "loss", CRAMMER_SINGER_LOSS)
 
@@ -273,6 +279,18 @@ class FitPlan:
             classes=classes, signs=signs, costs=costs, labels=problem_labels(classes, self),
             counts=np.asarray(counts, dtype=np.int64), weighted_classes=weighted_classes,
         )  # fmt: skip
+
+    def settled(self, softmax):
+        """The plan of ``multi_class="auto"`` decided: the softmax model (``softmax`` true; its
+        intercept unpenalised, so the constant feature is 1) or the one-vs-rest problems, with its
+        labels set again where they were (their tables differ)."""
+        if not self.multinomial_auto:
+            return self
+        bias = (1.0 if self.bias != 0.0 else 0.0) if softmax else self.bias
+        plan = self.replace(multinomial=bool(softmax), multinomial_auto=False, bias=bias)
+        if self.classes is None:
+            return plan
+        return plan.with_labels(self.classes, self.counts, self.weighted_classes)
 
     def model_width(self, n_features):
         """Length of ``w`` without the bias for ``n_features`` raw features."""

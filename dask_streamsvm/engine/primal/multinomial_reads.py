@@ -326,6 +326,19 @@ def check_model_width(K, D):
         )
 
 
+# multi_class="auto": the softmax model from this many classes on (two are the binary problem, the
+# library's regularised bias as LIBLINEAR's, as scikit-learn 1.9 fits two classes with its binary loss).
+AUTO_MIN_CLASSES = 3
+
+
+def auto_softmax(K, D=None):
+    """Whether ``multi_class="auto"`` trains the softmax model of ``K`` classes: from
+    :data:`AUTO_MIN_CLASSES` on, and, streamed or on a cluster (``D``: the columns, features and the
+    intercept; None in memory, where the Hessian's products take any width), where the reads form
+    its Hessian (:func:`check_model_width`); else the one-vs-rest problems."""
+    return K >= AUTO_MIN_CLASSES and (D is None or K * D <= MAX_WIDTH)
+
+
 @dataclass
 class SoftmaxModel:
     """What every read of one fit needs of its problem: ``plan`` (labels counted), each class's cost
