@@ -338,7 +338,7 @@ class BudgetedSVC(ModelFile, StreamClassifier):
         of a fit that will cost long (:meth:`_warn_cost`) or read its partitions sorted by label."""
         per_partition = source.label_counts(merged=False)
         ids = [source.partition_id(p) for p in range(len(per_partition))]
-        classes, counts, _ = merge_label_counts(per_partition, partitions=ids)
+        classes, counts, *_ = merge_label_counts(per_partition, partitions=ids)
         self._warn_cost(int(counts.sum()), classes.shape[0], params)
         self._warn_sorted(partition_label_mix(per_partition), "of a partition", "the partitions")
         return classes, int(counts.sum())

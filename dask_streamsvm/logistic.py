@@ -131,7 +131,10 @@ class LogisticRegression(LinearModel):
         make the intercept less regularised.
     class_weight : dict, "balanced" or None, default=None
         Multiplies ``C`` for the samples of each class. One-vs-rest problems
-        weight their positive class only, as LIBLINEAR does.
+        weight their positive class only, as LIBLINEAR does.  ``"balanced"``
+        weighs class ``j`` by ``n / (k n_j)``, ``n_j`` the sample weight of
+        its rows and ``n`` theirs all (their counts without
+        ``sample_weight``), as scikit-learn 1.9.
     tol : float, default=1e-3
         Stop when the relative duality gap ``(P - D) / P`` is at most this:
         a certificate that ``objective_`` is within ``tol`` (relative) of the

@@ -391,7 +391,7 @@ class OnePassSVC(ModelFile, StreamClassifier):
         if source is not None:
             counts = source.label_counts(merged=False)
             ids = [source.partition_id(p) for p in range(len(counts))]
-            classes, n_rows, _ = merge_label_counts(counts, partitions=ids)
+            classes, n_rows, *_ = merge_label_counts(counts, partitions=ids)
             self._start(classes, params)
             kept = _CheckRows(n_rows.sum())
             seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))

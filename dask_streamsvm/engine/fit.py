@@ -115,12 +115,12 @@ def _fit_memory(data, plan, method, hooks, *, clock_start, **_):
     if plan.scaler is not None:
         scaler = prepared_scaler(plan).learn([X[sample_weight > 0]], X.shape[1])
         X = scaler.scale_rows(X)
-    classes, counts = np.unique(y, return_counts=True)
+    labels = count_labels_of("in memory", y, sample_weight)  # (classes, counts, weighted, totals)
+    classes = labels[0]
     rng = check_random_state(plan.random_state)
     seeds = rng.randint(_INT64_MAX, size=max(classes.shape[0], 1), dtype=np.int64)
     trained = sample_weight > 0
-    weighted_classes = np.unique(y[trained]) if trained.any() else classes[:0]
-    plan = plan.replace(solver="memory").with_labels(classes, counts, weighted_classes)
+    plan = plan.replace(solver="memory").with_labels(*labels)
     hooks.start(plan)
     y_index = np.searchsorted(classes, y)
     width = plan.model_width(X.shape[1])
@@ -270,10 +270,12 @@ def _fit_stream_counting(source, plan, hooks, clock_start):
             break
     else:
         return None
-    classes, counts, weighted = count_labels_of(block.partition, block.y, block.sample_weight)
+    classes, counts, weighted, totals = count_labels_of(block.partition, block.y, block.sample_weight)
     if weighted.shape[0] < 2:
         return None
-    plan = _dual_plan(source, plan, (classes, counts, weighted), n_rows=block.n_rows * source.n_partitions)
+    plan = _dual_plan(
+        source, plan, (classes, counts, weighted, totals), n_rows=block.n_rows * source.n_partitions
+    )
     tally = LabelTally(hooks, plan.classes)
     hooks.start(plan, n_partitions=source.n_partitions, cache_bytes=plan.cache_bytes or None)
     try:
@@ -290,7 +292,9 @@ def _count_classes(source, plan, primal_plan, method, hooks, saved):
     for the solver, a :class:`~.primal.reads.FirstRead`), or from a read of the labels (``first``
     None)."""
     if saved is not None:  # the classes counted by the fit that wrote it: no read to count them
-        return tuple(saved[1][k] for k in ("classes", "class_counts", "weighted_classes")), None
+        # (a checkpoint written before the classes' weights were kept: None, their rows weigh 1 each)
+        names = ("classes", "class_counts", "weighted_classes", "class_totals")
+        return tuple(saved[1].get(k) for k in names), None
     if method.first_read != "primal":
         return source.label_counts(read_timeout=plan.read_timeout), None
     # The read that counts the classes keeps the sample of the primal solver's warm start.

@@ -242,7 +242,7 @@ def read_limits(plan, source, part_ids):
 
 
 def count_labels(packed, plan, checked=False):
-    """Per partition of a part, ``(classes, counts, weighted classes)`` (empty arrays for none); with
+    """Per partition of a part, ``(classes, counts, weighted classes, totals)`` (empty arrays for none); with
     ``checked``, ``(those, the fingerprints of the part's rows)``: a read of whole rows, checked as
     every read of the fit (:func:`read_prints`)."""
     from ..data.labels import count_labels_of
@@ -277,10 +277,10 @@ def with_part_cache(client, plan, placement):
 
 
 def class_shares(counts, classes):
-    """``(len(counts), len(classes))``: each ``(labels, counts, _)``'s share of each class."""
+    """``(len(counts), len(classes))``: each ``(labels, counts, ...)``'s share of each class."""
     shares = np.zeros((len(counts), len(classes)))
     column = {label: j for j, label in enumerate(classes.tolist())}
-    for i, (labels, n, _) in enumerate(counts):
+    for i, (labels, n, *_) in enumerate(counts):
         total = max(int(np.sum(n)), 1)
         for label, count in zip(labels.tolist(), np.asarray(n).tolist(), strict=True):
             shares[i, column[label]] = count / total

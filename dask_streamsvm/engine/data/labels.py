@@ -49,23 +49,26 @@ def label_partitions(v, n_parts, row_chunks, name, optimize=True):
 
 
 def merge_label_counts(results, allow_empty=False, partitions=None):
-    """``(classes, counts, weighted classes)`` of the partitions' (or parts') label counts.
+    """``(classes, counts, weighted classes, totals)`` of the partitions' (or parts') label counts
+    (:func:`count_labels_of`'s): ``totals`` the sample weight of each class's rows.
 
     ``partitions`` numbers the results, for the error when some hold
     string labels and others numbers.
     """
     _check_label_types(results, partitions)
-    counts = {}
+    counts, totals = {}, {}
     weighted = set()
-    for labels, n, positive in results:
-        for label, c in zip(labels.tolist(), n.tolist(), strict=True):
+    for labels, n, positive, weight in results:
+        for label, c, t in zip(labels.tolist(), n.tolist(), weight.tolist(), strict=True):
             counts[label] = counts.get(label, 0) + c
+            totals[label] = totals.get(label, 0.0) + t
         weighted.update(positive.tolist())
     if not counts and not allow_empty:
         raise ValueError("the collection has no rows: every partition is empty.")
     classes = np.array(sorted(counts))
     n = np.array([counts[c] for c in classes.tolist()], dtype=np.int64)
-    return classes, n, np.array(sorted(weighted))
+    weight = np.array([totals[c] for c in classes.tolist()], dtype=np.float64)
+    return classes, n, np.array(sorted(weighted)), weight
 
 
 def _label_type(label):
@@ -84,7 +87,7 @@ def _mixed_labels(string_at, number_at):
 def _check_label_types(results, partitions):
     """A ValueError if some of ``results`` have string labels and others numbers."""
     first = {}  # type -> (where, label)
-    for k, (labels, _, _) in enumerate(results):
+    for k, (labels, *_) in enumerate(results):
         where = f"part {k}" if partitions is None else f"partition {partitions[k]}"
         for label in labels.tolist():
             first.setdefault(_label_type(label), (where, label))
@@ -93,15 +96,16 @@ def _check_label_types(results, partitions):
 
 
 def count_labels_of(p, y, w):
-    """``(labels, counts, labels of positive weight)`` of partition ``p``'s labels ``y`` and weights
-    ``w`` (None: every row weighs 1); a missing or infinite label is an error naming its row."""
+    """``(labels, counts, labels of positive weight, totals)`` of partition ``p``'s labels ``y`` and
+    weights ``w`` (None: every row weighs 1), ``totals`` the weight of each label's rows; a missing
+    or infinite label is an error naming its row."""
     y = np.asarray(y).ravel()
     invalid = invalid_labels(y)
     if invalid.any():
         r = int(np.flatnonzero(invalid)[0])
         raise ValueError(label_error(f"partition {p}, row {r}", y[r]))
     try:
-        labels, counts = np.unique(y, return_counts=True)
+        labels, index, counts = np.unique(y, return_inverse=True, return_counts=True)
     except TypeError:  # labels that do not sort together: strings and numbers
         first = {}
         for r, label in enumerate(y.tolist()):
@@ -109,8 +113,11 @@ def count_labels_of(p, y, w):
         if len(first) < 2:
             raise
         raise _mixed_labels(first["string"], first["number"]) from None
-    positive = labels if w is None else np.unique(y[np.asarray(w, dtype=np.float64).ravel() > 0])
-    return labels, counts, positive
+    if w is None:
+        return labels, counts, labels, counts.astype(np.float64)
+    w = np.asarray(w, dtype=np.float64).ravel()
+    totals = np.bincount(index.ravel(), weights=w, minlength=labels.shape[0])
+    return labels, counts, np.unique(y[w > 0]), totals
 
 
 class UnseenClass(Exception):
@@ -147,7 +154,7 @@ class LabelTally:
         self.results.append(counted)
 
     def labels(self):
-        """``(classes, counts, weighted classes)`` of read 0, once it is whole."""
+        """``(classes, counts, weighted classes, totals)`` of read 0, once it is whole."""
         return merge_label_counts(self.results)
 
 

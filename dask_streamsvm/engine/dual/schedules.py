@@ -75,6 +75,7 @@ class _LabelledCheckpoints:
             "classes": plain_array("classes", plan.classes),
             "class_counts": plan.counts,
             "weighted_classes": plain_array("weighted_classes", plan.weighted_classes),
+            "class_totals": plan.class_totals,
         }
 
     def due(self):

@@ -119,8 +119,10 @@ class FitPlan:
         ``classes``, ``signs`` and ``costs`` of shape ``(n_problems,
         n_classes)``, ``labels`` (the class each problem's history records
         name), and the label counts they came from: ``counts`` (rows per
-        class) and ``weighted_classes`` (the classes with positive weight),
-        which a checkpoint keeps so that a resumed fit need not count again.
+        class), ``weighted_classes`` (the classes with positive weight) and
+        ``class_totals`` (the sample weight of each class's rows, which
+        ``class_weight="balanced"`` weighs by), which a checkpoint keeps so
+        that a resumed fit need not count again.
     """
 
     C: float = 1.0
@@ -163,6 +165,7 @@ class FitPlan:
     labels: tuple = None
     counts: np.ndarray = None
     weighted_classes: np.ndarray = None
+    class_totals: np.ndarray = None
 
     def __post_init__(self):
         number = isinstance(self.C, int | float | np.integer | np.floating) and not isinstance(self.C, bool)
@@ -266,18 +269,21 @@ class FitPlan:
         not given follow from them."""
         return self.replace(cache_share=None, cache_bytes=int(n_bytes))
 
-    def with_labels(self, classes, counts, weighted_classes):
-        """The plan with its label tables, from every class, its row count and the classes of weight.
+    def with_labels(self, classes, counts, weighted_classes, totals=None):
+        """The plan with its label tables, from every class, its row count, the classes of weight and
+        the sample weight of each class's rows (``totals``; None: a row weighs 1).
 
         See :func:`problem_tables` for the errors it raises.
         """
         joint = self.crammer_singer or self.multinomial  # one problem over every class
+        totals = np.asarray(counts if totals is None else totals, dtype=np.float64)
         signs, costs = problem_tables(
-            classes, counts, weighted_classes, self.C, self.class_weight, joint, self.estimator
+            classes, totals, weighted_classes, self.C, self.class_weight, joint, self.estimator
         )
         return self.replace(
             classes=classes, signs=signs, costs=costs, labels=problem_labels(classes, self),
             counts=np.asarray(counts, dtype=np.int64), weighted_classes=weighted_classes,
+            class_totals=totals,
         )  # fmt: skip
 
     def settled(self, softmax):
@@ -290,7 +296,7 @@ class FitPlan:
         plan = self.replace(multinomial=bool(softmax), multinomial_auto=False, bias=bias)
         if self.classes is None:
             return plan
-        return plan.with_labels(self.classes, self.counts, self.weighted_classes)
+        return plan.with_labels(self.classes, self.counts, self.weighted_classes, self.class_totals)
 
     def model_width(self, n_features):
         """Length of ``w`` without the bias for ``n_features`` raw features."""
@@ -302,7 +308,7 @@ def model_width(n_features, feature_map):
     return n_features if feature_map is None else spec_width(feature_map)
 
 
-def problem_tables(classes, counts, weighted_classes, C, class_weight, crammer_singer, estimator="LinearSVC"):
+def problem_tables(classes, totals, weighted_classes, C, class_weight, crammer_singer, estimator="LinearSVC"):
     """Labels and costs of each binary problem, by class index: ``(signs, costs)``.
 
     ``signs`` and ``costs`` have shape (n_problems, n_classes): a row of
@@ -329,8 +335,10 @@ def problem_tables(classes, counts, weighted_classes, C, class_weight, crammer_s
             f"but only class {weighted_classes.tolist()} has any. Give rows of another class "
             "a positive weight."
         )
-    y_for_weights = np.repeat(classes, counts)
-    weights = compute_class_weight(class_weight, classes=classes, y=y_for_weights)
+    if isinstance(class_weight, str):  # "balanced", as scikit-learn 1.9: by the rows' sample weight
+        weights = balanced_weights(totals)
+    else:
+        weights = compute_class_weight(class_weight, classes=classes, y=classes)
     k = classes.shape[0]
     if crammer_singer:
         signs = np.where(np.eye(k, dtype=bool), 1.0, -1.0)
@@ -356,6 +364,17 @@ def _check_costs(costs, classes, weighted_classes, class_weight):
         f"classes {zero} weigh 0), so there is nothing to train on. Give a class with rows of "
         "positive sample_weight a positive weight."
     )
+
+
+def balanced_weights(totals):
+    """``class_weight="balanced"``'s weight of each class, from the sample weight of its rows
+    (``totals``), as scikit-learn 1.9 computes it: ``sum(totals) / (k * totals[j])``; 0 for a class
+    whose rows weigh nothing (no row of it is trained on)."""
+    totals = np.asarray(totals, dtype=np.float64)
+    weights = np.zeros(totals.shape[0])
+    present = totals > 0
+    weights[present] = totals.sum() / (totals.shape[0] * totals[present])
+    return weights
 
 
 def problem_labels(classes, plan):

@@ -60,7 +60,7 @@ import scipy.sparse as sp
 
 from ...kernels.softmax import entropy_rows, softmax_rows
 from ..plan.certificate import Certificate, check_gap
-from ..plan.problem import MULTINOMIAL_SOLVER
+from ..plan.problem import MULTINOMIAL_SOLVER, balanced_weights
 from ..plan.result import FitResult
 from .newton import CG_MAX_STEPS, CG_RESIDUAL
 
@@ -357,21 +357,6 @@ def solve_softmax(problem, *, tol, max_iter, clock_start=None, on_pass=None, sca
     return W, cert, steps, converged, history, interrupted, stalled
 
 
-def balanced_weights(y_index, weights, n_classes):
-    """``class_weight="balanced"`` as scikit-learn 1.9's ``LogisticRegression`` computes it: ``sum_i
-    s_i / (K s_k)`` with ``s_k`` the sample weight of class ``k``'s rows (0 for a class without any:
-    :func:`solve_multinomial` then refuses it)."""
-    totals = np.bincount(y_index, weights=weights, minlength=n_classes).astype(np.float64)
-    return _balanced(totals)
-
-
-def _balanced(totals):
-    out = np.zeros(totals.shape[0])
-    present = totals > 0
-    out[present] = totals.sum() / (totals.shape[0] * totals[present])
-    return out
-
-
 def class_costs(plan, weight_totals):
     """Each class's cost factor (``K``): a row of class ``k`` costs this times its sample weight.
     ``C * class_weight[k]`` (``"balanced"``: from ``weight_totals``, the sample weight of each
@@ -379,7 +364,7 @@ def class_costs(plan, weight_totals):
     K = plan.classes.shape[0]
     costs = plan.costs[0].astype(np.float64)  # joint tables: every row is C * class_weight
     if isinstance(plan.class_weight, str):  # "balanced": as scikit-learn 1.9, by the rows' weights
-        costs = plan.C * _balanced(np.asarray(weight_totals, dtype=np.float64))
+        costs = plan.C * balanced_weights(weight_totals)
     return costs * (TWO_CLASS_COST if K == 2 else 1.0)
 
 

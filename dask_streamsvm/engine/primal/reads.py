@@ -438,7 +438,7 @@ def joined_pieces(pieces):
 class FirstRead:
     """What the read that counted the classes kept for the primal solver (:func:`first_read`)."""
 
-    labels: tuple  # (classes, counts, weighted classes), as DaskSource.label_counts
+    labels: tuple  # (classes, counts, weighted classes, totals), as DaskSource.label_counts
     sample: Sample = None  # rows for the warm start (:func:`~.warm.warm_start`), or None
     totals: Sums = None  # the read's rows, skipped rows, retries and bytes
     clean: bool = True  # every value is one the primal solver trains on (:func:`too_large`)
