@@ -263,7 +263,8 @@ class Sample:
     # A sample band's (:class:`~.sample_band.BandRead`): each row's shortfall ``1 - m_i`` at the point
     # read, from the arithmetic that summed the read's totals.
     shortfall: np.ndarray = field(default=None, repr=False)
-    # A band's: each row's key (the order the band was chosen in), None for a uniform sample.
+    # Each row's key: a band's order, or a uniform sample's random key (its rows of smallest keys are a
+    # smaller uniform sample: :meth:`smallest`); None where the sample was made otherwise.
     keys: np.ndarray = field(default=None, repr=False)
 
     @property
@@ -280,9 +281,10 @@ class Sample:
         return int(_nbytes(self.X) + self.y.nbytes + self.sample_weight.nbytes)
 
     def smallest(self, rows, max_bytes=None):
-        """This band cut to its ``rows`` rows of smallest keys (fewer where ``max_bytes`` holds fewer,
-        at its bytes a row as :class:`Sampler` counts them), in their order; its ``outside`` the
-        smaller of its own and the smallest key cut.  Itself where it holds no more."""
+        """This band (or uniform sample) cut to its ``rows`` rows of smallest keys (fewer where
+        ``max_bytes`` holds fewer, at its bytes a row as :class:`Sampler` counts them), in their
+        order; its ``outside`` the smaller of its own and the smallest key cut.  Itself where it
+        holds no more: a sample of every row cut is a sample of fewer."""
         n = self.n_rows
         if max_bytes is not None and n:
             rows = min(rows, int(max_bytes // (self.nbytes / n + 8)))
@@ -419,9 +421,7 @@ class Sampler:
             return None
         self._cut()
         keys, X, y, w, *extra = self.pieces[0]
-        return Sample(
-            X, y, w, self.seen, shortfall=extra[0] if extra else None, keys=keys if self.given else None
-        )
+        return Sample(X, y, w, self.seen, shortfall=extra[0] if extra else None, keys=keys)
 
 
 def joined_pieces(pieces):
