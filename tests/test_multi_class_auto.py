@@ -11,7 +11,7 @@ from sklearn.datasets import make_classification
 
 import dask_streamsvm
 from dask_streamsvm import LogisticRegression, PolynomialMap, Standardize
-from dask_streamsvm.engine.primal import multinomial_reads, warm
+from dask_streamsvm.engine.primal import multinomial_reads
 from dask_streamsvm.engine.primal.newton import MAX_WIDTH
 
 from ._helpers import run, three_class_frame, two_worker_client
@@ -152,27 +152,6 @@ def test_auto_streamed_from_a_libsvm_file_trains_the_softmax_model_in_its_reads(
     memory = LogisticRegression(tol=1e-10).fit(X, y)
     assert ours.objective_ * (1 - ours.duality_gap_) <= memory.objective_ * (1 + 1e-12)
     assert memory.objective_ <= ours.objective_ * (1 + 1e-12)
-
-
-@pytest.mark.usefixtures("partial_sample")
-@pytest.mark.parametrize("n_classes, kind, weight_rows", [
-    (2, "auto", 1), (2, "multinomial", 1), (3, "auto", 2), (3, "multinomial", 2), (4, "auto", 2),
-    (3, "ovr", 1),
-])  # fmt: skip
-def test_the_first_read_keeps_a_sample_for_each_row_of_weights(n_classes, kind, weight_rows):
-    """A first read that may train the softmax model keeps SOFTMAX_SAMPLE_ROWS binary samples; the
-    softmax model of K classes starts from K - 1 of them (at most what was kept), a binary problem
-    from one, the rows of smallest keys: the very sample one-vs-rest keeps itself."""
-    assert warm.SOFTMAX_SAMPLE_ROWS == 2
-    X, y = _classes(n_classes, n=2000, d=6)
-    Xd, yd = da.from_array(X, chunks=(250, 6)), da.from_array(y, chunks=250)
-    with dask.config.set(scheduler="sync"):
-        model = LogisticRegression(multi_class=kind, tol=1e-6, random_state=0, deterministic=True).fit(Xd, yd)
-    assert model.history_[0]["sample_rows"] == warm.sample_rows(6) * weight_rows
-    if model.multi_class_ == "ovr" and kind == "auto":  # the sample one-vs-rest keeps itself: its model
-        with dask.config.set(scheduler="sync"):
-            ovr = LogisticRegression(multi_class="ovr", tol=1e-6, random_state=0, deterministic=True)
-            _same_model(model, ovr.fit(Xd, yd))
 
 
 def test_auto_streamed_is_one_vs_rest_beyond_the_reads_width():

@@ -101,7 +101,7 @@ def _warm_start_on_worker(plan, width, elapsed, *firsts):
     from ..primal.reads import band_metric
     from ..primal.warm import warm_start
 
-    sample = cluster_sample(firsts, width)
+    sample = cluster_sample(firsts)
     if sample is None:
         return None, None, None, None, 0
     start, notes, result = warm_start(sample, plan, width, time.perf_counter() - elapsed)
@@ -109,19 +109,12 @@ def _warm_start_on_worker(plan, width, elapsed, *firsts):
     return start, notes, result, metric, sample.rows_seen
 
 
-def cluster_sample(firsts, width=None, weight_rows=1):
+def cluster_sample(firsts):
     """The parts' samples as one sample of the data: each part's rows weighted by its rows over its
-    sample's (a stratified sample, its loss an estimate of the data's), or None.  With ``width``,
-    each part's cut to its share of what a model of ``weight_rows`` rows of weights, ``width``
-    features wide, starts from (:func:`~..primal.warm.model_sample`: the parts' first read keeps more
-    where the fit may train the softmax model)."""
+    sample's (a stratified sample, its loss an estimate of the data's), or None."""
     from ..primal.reads import Sample, joined_pieces
-    from ..primal.warm import sample_rows
 
     samples = [(f.sample, f.totals.rows) for f in firsts if f.sample is not None]
-    if width is not None:
-        per_part = -(-sample_rows(width) * weight_rows // len(firsts))
-        samples = [(sample.smallest(per_part), rows) for sample, rows in samples]
     if not samples or not all(f.clean for f in firsts):
         return None
     rows = sum(f.totals.rows for f in firsts)
@@ -144,7 +137,7 @@ def sampled_parts(client, source, plan, placement):
     read of whole rows (as on one machine), the parts scaled where the plan says, and each part's
     :class:`~..primal.reads.FirstRead`: ``futures`` of them on their workers (with the samples),
     ``firsts`` on the client (without)."""
-    from ..primal.warm import first_sample_rows
+    from ..primal.warm import sample_rows
 
     plan, placement = place(client, source, plan, placement=placement, checked=True)
     scaler, placement = scaled_parts(client, source, plan, placement)
@@ -154,8 +147,7 @@ def sampled_parts(client, source, plan, placement):
     # Scaled rows are other rows than the count's: their first read is the next one.
     prints = placement.prints if scaler is None else [None] * K
     # A read of every part that checks its values and keeps a sample of its rows.
-    part_bytes = None if plan.cache_bytes is None else plan.cache_bytes // K
-    budget = (-(-first_sample_rows(plan, width) // K), part_bytes)
+    budget = (-(-sample_rows(width) // K), None if plan.cache_bytes is None else plan.cache_bytes // K)
     futures = [
         submit(client, part_first_read, packed, plan, width, *budget, table, worker=w)
         for (w, packed), table in zip(parts, prints, strict=True)
@@ -406,11 +398,10 @@ def _softmax_warm_start_on_worker(problem, elapsed, *firsts):
     """The parts' samples joined on this worker and solved (:func:`~..primal.multinomial_reads.warm_start`):
     ``(W0, notes, result, rows_seen, metric)``, ``metric`` the sample's
     (:func:`~..primal.reads.band_metric`).  ``elapsed``: the fit's seconds so far on the client."""
-    from ..primal.multinomial_reads import warm_start, weight_rows
+    from ..primal.multinomial_reads import warm_start
     from ..primal.reads import band_metric
 
-    width = problem.penalised.shape[0] - problem.fit_intercept  # the features' (a map has none here)
-    sample = cluster_sample(firsts, width, weight_rows(problem.plan))
+    sample = cluster_sample(firsts)
     if sample is None:  # no part kept rows: the reads start from 0
         return None, {}, None, 0, None
     W0, notes, result = warm_start(sample, problem, time.perf_counter() - elapsed)

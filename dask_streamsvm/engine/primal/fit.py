@@ -11,7 +11,7 @@ from ..plan.problem import column_max_abs
 from ..plan.threads import blas_threads, primal_memory_threads
 from .newton import band_share, check_width, solve_primal
 from .reads import band_metric, first_read, memory_read, stream_read
-from .warm import first_sample_rows, memory_start, model_sample, warm_start
+from .warm import memory_start, sample_rows, warm_start
 
 
 def fit_primal_memory(X, y_index, weights, plan, width, hooks, clock_start):
@@ -55,8 +55,7 @@ def count_with_first_read(source, plan, hooks, known_rows, *, announce):
     on_block = None
     if announce:
         on_block = lambda k, block: hooks.on_block(k, block, None, None)  # noqa: E731
-    budget = {"sample_rows": first_sample_rows(plan, width), "sample_bytes": plan.cache_bytes}
-    budget["expected"] = known_rows
+    budget = {"sample_rows": sample_rows(width), "sample_bytes": plan.cache_bytes, "expected": known_rows}
     return first_read(source, plan, width, on_block=on_block, **budget)
 
 
@@ -83,11 +82,10 @@ def fit_primal_stream(source, plan, hooks, first, clock_start):
     read = stream_read(source, plan, on_block, start=1 if known else 0, **band)
     # Where the sample's solve comes first and is not the fit, the reader reads the first Newton
     # read's partitions meanwhile (``prefetch`` of them: it then waits for room).
-    sample = None if first is None else model_sample(first.sample, width)  # the binary problems' own
-    early = sample is not None and not sample.complete
+    early = first is not None and first.sample is not None and not first.sample.complete
     with read if early else contextlib.nullcontext():
         start = notes = None
-        if sample is not None:
+        if first is not None and first.sample is not None:
             totals = first.totals
             counted = {
                 "rows_read": totals.rows, "bytes_read": totals.bytes, "rows_skipped": totals.skipped,
@@ -101,10 +99,10 @@ def fit_primal_stream(source, plan, hooks, first, clock_start):
                     record.update(counted, **{"pass": 0})
                 return hooks.on_pass(records, W)
 
-            start, notes, result = warm_start(sample, plan, width, clock_start, on_pass)
+            start, notes, result = warm_start(first.sample, plan, width, clock_start, on_pass)
             if result is None:  # the columns' center and scale, for the band's keys
-                read.band_metric = band_metric(sample)
-            first.sample = sample = None  # the reads that follow keep their band instead
+                read.band_metric = band_metric(first.sample)
+            first.sample = None  # the reads that follow keep their band instead
             if result is not None:  # the sample is every row: its problem is the data's, solved
                 # n_iter_: the Newton steps on the rows the read kept (the records after the first),
                 # as in memory (issue 50: it said 0 after 1,001 records).

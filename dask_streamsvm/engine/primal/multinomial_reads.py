@@ -119,7 +119,7 @@ from .multinomial import (
 from .newton import MAX_WIDTH, STEP_SHARES, shortened
 from .reads import Sample, StreamRead, band_metric
 from .sums import Sums, chunk_rows
-from .warm import MEMORY_SAMPLE_PER_WIDTH, MEMORY_SAMPLE_SEED, MEMORY_SAMPLE_SHARE, WARM_TOL, model_sample
+from .warm import MEMORY_SAMPLE_PER_WIDTH, MEMORY_SAMPLE_SEED, MEMORY_SAMPLE_SHARE, WARM_TOL
 
 # The sample's solve (the warm start) takes at most this many Newton steps.
 WARM_MAX_STEPS = 100
@@ -379,12 +379,6 @@ def softmax_model(plan, n_features, weight_totals, beyond=None):
     return SoftmaxModel(plan, class_cost, penalised, fit_intercept, scale, model_of(K, fit_intercept))
 
 
-def weight_rows(plan):
-    """The softmax model's rows of weights (labels counted): ``K - 1`` of its ``K`` (one for two
-    classes, the binary model), each taking a binary sample's rows (:func:`~.warm.model_sample`)."""
-    return max(plan.classes.shape[0] - 1, 1)
-
-
 def warm_start(sample, problem, clock_start, on_pass=None):
     """``(W0, notes, result)``: the sample's problem solved in memory (module docstring), its costs
     scaled by the rows seen over the rows kept; where it holds every row it is the data's, solved to
@@ -442,10 +436,9 @@ def fit_multinomial_stream(source, plan, hooks, first, clock_start):
             record.update(counted, **{"pass": 0, "spill_bytes": source.spill_bytes})
         return hooks.on_pass(records, W)
 
-    sample = model_sample(first.sample, plan.model_width(source.n_features), weight_rows(plan))
-    W, notes, result = warm_start(sample, problem, clock_start, sample_pass)
-    problem.metric = band_metric(sample)  # the rows' reach is measured in the sample's metric
-    first.sample = sample = None
+    W, notes, result = warm_start(first.sample, problem, clock_start, sample_pass)
+    problem.metric = band_metric(first.sample)  # the rows' reach is measured in the sample's metric
+    first.sample = None
     if result is not None:  # the sample is every row: its problem is the data's, solved
         return result
     read = StreamRead(source, plan, lambda k, block: hooks.on_block(k, block, None, None), start=1)

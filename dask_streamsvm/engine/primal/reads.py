@@ -263,8 +263,7 @@ class Sample:
     # A sample band's (:class:`~.sample_band.BandRead`): each row's shortfall ``1 - m_i`` at the point
     # read, from the arithmetic that summed the read's totals.
     shortfall: np.ndarray = field(default=None, repr=False)
-    # Each row's key: a band's order, or a uniform sample's random key (its rows of smallest keys are a
-    # smaller uniform sample: :meth:`smallest`); None where the sample was made otherwise.
+    # A band's: each row's key (the order the band was chosen in), None for a uniform sample.
     keys: np.ndarray = field(default=None, repr=False)
 
     @property
@@ -281,10 +280,9 @@ class Sample:
         return int(_nbytes(self.X) + self.y.nbytes + self.sample_weight.nbytes)
 
     def smallest(self, rows, max_bytes=None):
-        """This band (or uniform sample) cut to its ``rows`` rows of smallest keys (fewer where
-        ``max_bytes`` holds fewer, at its bytes a row as :class:`Sampler` counts them), in their
-        order; its ``outside`` the smaller of its own and the smallest key cut.  Itself where it
-        holds no more: a sample of every row cut is a sample of fewer."""
+        """This band cut to its ``rows`` rows of smallest keys (fewer where ``max_bytes`` holds fewer,
+        at its bytes a row as :class:`Sampler` counts them), in their order; its ``outside`` the
+        smaller of its own and the smallest key cut.  Itself where it holds no more."""
         n = self.n_rows
         if max_bytes is not None and n:
             rows = min(rows, int(max_bytes // (self.nbytes / n + 8)))
@@ -421,7 +419,9 @@ class Sampler:
             return None
         self._cut()
         keys, X, y, w, *extra = self.pieces[0]
-        return Sample(X, y, w, self.seen, shortfall=extra[0] if extra else None, keys=keys)
+        return Sample(
+            X, y, w, self.seen, shortfall=extra[0] if extra else None, keys=keys if self.given else None
+        )
 
 
 def joined_pieces(pieces):

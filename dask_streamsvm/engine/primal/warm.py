@@ -35,33 +35,6 @@ def sample_rows(width):
     return max(SAMPLE_MIN_ROWS, SAMPLE_ROWS_PER_WIDTH * (width + 1))
 
 
-# The softmax model of K classes has K - 1 rows of weights where a binary problem has one, and its
-# sample is as many times the binary one (rows per weight as the binary rule's).  The classes are
-# counted by the read that keeps the sample, so a first read that may train the softmax model keeps
-# SOFTMAX_SAMPLE_ROWS binary samples (three classes' worth), and each model takes the rows of
-# smallest keys among them that it needs (:func:`model_sample`): a binary problem exactly the sample
-# it keeps itself.  Measured (docs/benchmarks.md, "The multinomial model out of core"): on 2M x 60
-# rows of three classes, the first Newton read at the sample's solution certifies 1e-3 (6.8e-4,
-# where the binary sample's gave 1.6e-3): 2 reads where 3.
-SOFTMAX_SAMPLE_ROWS = 2
-
-
-def first_sample_rows(plan, width):
-    """Rows the first read of ``plan`` keeps: :func:`sample_rows`, :data:`SOFTMAX_SAMPLE_ROWS` times
-    over where it may train the softmax model (``multi_class`` ``"multinomial"`` or ``"auto"``)."""
-    rows = sample_rows(width)
-    return rows * SOFTMAX_SAMPLE_ROWS if plan.multinomial or plan.multinomial_auto else rows
-
-
-def model_sample(sample, width, weight_rows=1):
-    """The first read's ``sample`` cut to what a model of ``weight_rows`` rows of weights, each
-    ``width`` features wide (plus the bias), starts from: :func:`sample_rows` rows per row of weights,
-    the rows of smallest keys (a uniform sample of them); itself where it holds no more."""
-    if sample is None:
-        return None
-    return sample.smallest(sample_rows(width) * weight_rows)
-
-
 # In memory, a smooth loss's Newton reads start from the solution of a sample (:func:`memory_start`)
 # of MEMORY_SAMPLE_SHARE of the rows, at least MEMORY_SAMPLE_PER_WIDTH per column of the model, where
 # that is at most a quarter of them: the sample's solve takes Newton's damped first steps from
