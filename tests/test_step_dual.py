@@ -5,14 +5,17 @@ value (NumPy), the shares the rows allow pinned, the gap near the optimum of the
 suboptimality, and a streamed fit a read shorter for it."""
 
 import dask
+import dask.array as da
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.datasets import make_classification
 
 from dask_streamsvm import LogisticRegression
 from dask_streamsvm.engine.plan.losses import LOGISTIC as LOGISTIC_LOSS
 from dask_streamsvm.engine.primal import newton
 from dask_streamsvm.engine.primal.penalties import L2, Sparse
+from dask_streamsvm.engine.primal.reads import Sample, band_metric, metric_row_norm
 from dask_streamsvm.engine.primal.sums import block_sums
 from dask_streamsvm.kernels.losses import LOGISTIC
 
@@ -91,6 +94,79 @@ def test_each_step_dual_point_is_feasible_and_bounded_below(penalty, offset):
         used += bool(values)
     assert used >= 2
     assert list(newton.STEP_SHARES) == [2.0**-k for k in range(7)]
+
+
+@pytest.mark.parametrize("offset", [0.0, 30.0])
+def test_the_rows_length_in_the_samples_metric_bounds_every_margins_move(offset):
+    """A read that measures its rows' largest length in the sample's metric (Sums.row_norm) bounds
+    ``max_i |s . x~_i|`` by ``|s_f . center + s_b bias| + ||s_f * scale|| max_i ||(x_i - center) /
+    scale||``: at least the true reach, at most the columns' bound, and every share it allows keeps
+    each row's dual variable in its box, its bound below the exact dual value."""
+    X, y = _rows(offset=offset)
+    X[:, 0] *= 50.0  # a column of its own scale
+    C, penalty = 0.5, L2()
+    fit = LogisticRegression(C=C, tol=1e-12, dual=False).fit(X, (y > 0).astype(int))
+    w_star = np.r_[fit.coef_.ravel(), fit.intercept_ / BIAS]
+    p_star = fit.objective_
+    Xa = _augmented(X)
+    metric = band_metric(Sample(X[::3], y[::3], np.ones(X[::3].shape[0]), X.shape[0]))
+    rng = np.random.RandomState(2)
+    tighter = 0
+    for spread in (1e-3, 1e-2, 1e-1):
+        w = w_star + spread * rng.normal(size=w_star.shape)
+        problem, sums = _problem_at(X, y, C, penalty, w)
+        columns = float(np.abs(problem.s) @ problem.column_max)
+        assert problem.reach(sums) == pytest.approx(columns, rel=1e-11)  # nothing measured: the columns'
+        problem.metric, sums.row_norm = metric, metric_row_norm(X, metric)
+        reach, true = problem.reach(sums), float(np.abs(Xa @ problem.s).max())
+        assert true <= reach <= columns * (1 + 1e-11)
+        tighter += reach < 0.5 * columns
+        values = problem.step_duals(sums, 0)
+        assert set(values) == {float(a) for a in newton.STEP_SHARES if a * reach <= 1.0}
+        m, dm = y * (Xa @ w), y * (Xa @ problem.s)
+        u = 1.0 / (1.0 + np.exp(m))
+        for a, bound in values.items():
+            moved = u - a * u * (1.0 - u) * dm
+            assert np.all(moved >= 0.0) and np.all(moved <= 1.0)
+            exact = penalty.dual(LOGISTIC_LOSS, float(C * _entropy(moved).sum()), Xa.T @ (C * moved * y), 0.0)
+            assert bound <= exact + 1e-10 * abs(exact)
+            assert bound <= p_star * (1 + 1e-12)
+    assert tighter >= 2 or not offset  # the rule makes a difference: rows far from 0, centered
+
+
+def test_the_rows_length_is_measured_dense_and_sparse_alike():
+    X, _ = _rows(n=400, d=6, seed=7)
+    X[X < 0.3] = 0.0
+    scale = np.linspace(0.5, 2.0, 6)
+    sparse = metric_row_norm(sp.csr_matrix(X), (np.zeros(6), scale))
+    dense = metric_row_norm(X.astype(np.float32), (np.zeros(6), scale))
+    expected = float(np.sqrt(np.max(np.sum((X / scale) ** 2, axis=1))))
+    assert sparse == pytest.approx(expected, rel=1e-12) and dense == pytest.approx(expected, rel=1e-6)
+    center = np.full(6, 0.25)
+    assert metric_row_norm(X, (center, scale)) == pytest.approx(
+        float(np.sqrt(np.max(np.sum(((X - center) / scale) ** 2, axis=1)))), rel=1e-12
+    )
+
+
+def test_a_streamed_logistic_fit_measures_its_rows_for_the_steps_reach(monkeypatch):
+    """200k x 40 rows from a sample's solution: the rows' length in the sample's metric lets the
+    first Newton read's step dual take its whole step (the columns' bound allowed 1/32 of it), so a
+    2e-3 gap is certified by that read; with the columns' bound alone, a read later."""
+    X, y = make_classification(200_000, 40, n_informative=20, random_state=4)
+    X = X.astype(np.float32)
+
+    def fit():
+        Xd, yd = da.from_array(X, chunks=(20_000, 40)), da.from_array(y, chunks=20_000)
+        with dask.config.set(scheduler="sync"):
+            model = LogisticRegression(tol=2e-3, dual=False, cache_bytes=41 * 4 * 40_000).fit(Xd, yd)
+        return model
+
+    model = fit()
+    assert model.history_[0]["sample_rows"] < X.shape[0]
+    assert [r["pass"] for r in model.history_] == [0, 1] and model.duality_gap_ <= 2e-3
+    monkeypatch.setattr(newton._Problem, "reach", lambda self, sums: float(np.abs(self.s) @ self.column_max))
+    lagging = fit()
+    assert [r["pass"] for r in lagging.history_] == [0, 1, 2] and lagging.duality_gap_ <= 2e-3
 
 
 def test_near_the_optimum_the_step_certifies_the_suboptimality():

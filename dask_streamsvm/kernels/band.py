@@ -38,6 +38,23 @@ def _margin_and_length(X, i, w, bias, center, inv_scale):
 
 
 @numba.njit(cache=True, nogil=True)
+def metric_norm(X, center, inv_scale):
+    """The largest ``||(x_i - center) * inv_scale||^2`` over the dense rows of ``X`` (float32 or
+    float64, summed in float64): how far a step of a given length in that metric can move a margin
+    (the primal solver's step dual)."""
+    n, d = X.shape
+    largest = 0.0
+    for i in range(n):
+        q = 0.0
+        for j in range(d):
+            t = (X[i, j] - center[j]) * inv_scale[j]
+            q += t * t
+        if q > largest:
+            largest = q
+    return largest
+
+
+@numba.njit(cache=True, nogil=True)
 def class_sums(X, classes, weights, first, top):
     """One pass over the dense rows of ``X`` (float32 or float64): ``first[c] += sum w_i x_i`` over
     the rows of class ``c`` (``classes[i]``, weights ``w``), summed in float64, and ``top[j]`` the

@@ -238,7 +238,7 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
         columns = np.max([f.column_max for f in firsts], axis=0)
     result = solve_primal(
         read, plan, width, clock_start=clock_start, on_pass=on_read, source=source, initial=initial,
-        start=start, notes=notes, column_max=columns,
+        start=start, notes=notes, column_max=columns, metric=metric,
     )  # fmt: skip
     return replace(result, plan=plan, parts=placement.record(), scaler=scaler)
 

@@ -115,5 +115,5 @@ def fit_primal_stream(source, plan, hooks, first, clock_start):
             read, plan, width, clock_start=clock_start, on_pass=hooks.on_pass, source=source,
             initial=initial, start=start, notes=notes,
             before=first.totals if known and initial is None else None,
-            column_max=first.column_max if known else None,
+            column_max=first.column_max if known else None, metric=read.band_metric,
         )  # fmt: skip

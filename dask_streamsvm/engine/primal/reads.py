@@ -14,6 +14,7 @@ import scipy.sparse as sp
 
 from ...kernels.layout import dense_nonzeros, dense_to_csr
 from ...kernels.losses import newton_dual_term, newton_terms
+from ..plan.losses import loss_of
 from ..plan.problem import column_max_abs, encode_block
 from .sums import (
     CG_WIDTH,
@@ -157,13 +158,22 @@ class StreamRead:
             if self.band_rows
             else None
         )
-        metric = self._metric(W.shape[1] - 1) if bands is not None else None
+        # A smooth loss's step dual bounds every margin's move by the rows' length in the sample's metric.
+        lengths = (
+            self.band_metric is not None
+            and plan.feature_map is None
+            and not loss_of(plan.loss).piecewise_quadratic
+        )
+        metric = self._metric(W.shape[1] - 1) if bands is not None or lengths else None
         for block in self.blocks(counts):
             if block.n_rows:
                 Y, cost = encode_block(plan, block)
                 where = f"partition {block.partition}: " if where_first else None
                 args = (plan.bias, plan.loss_code, plan.feature_map, where)
-                total.add(block_sums(block.X, Y[todo], cost[todo], W, S, *args))
+                sums = block_sums(block.X, Y[todo], cost[todo], W, S, *args)
+                if lengths:
+                    sums.row_norm = metric_row_norm(block.X, metric)
+                total.add(sums)
                 if bands is not None:
                     _add_band(bands, block, Y[todo], cost[todo], W + S, plan.bias, metric)
         for name in ("rows", "skipped", "retries", "bytes"):
@@ -195,6 +205,19 @@ def _add_band(bands, block, Y, cost, points, bias, metric):
             keys = np.empty(X.shape[0])
             margin_keys(X, Y[j], cost[j], points[j], float(bias), center, inv_scale, keys)
         band.add_rows(block.partition, X, Y[j], cost[j], keys)
+
+
+def metric_row_norm(X, metric):
+    """The largest ``||(x_i - center) / scale||`` of the rows of ``X`` (dense, or CSR: center 0, as
+    :func:`band_metric` gives sparse rows) in ``metric``, ``(center, scale)`` in float64."""
+    from ...kernels.band import metric_norm
+
+    center, inv_scale = metric[0], 1.0 / metric[1]
+    if not X.shape[0]:
+        return 0.0
+    if sp.issparse(X):
+        return float(np.sqrt(np.max(np.asarray(X.multiply(X) @ (inv_scale * inv_scale)))))
+    return float(np.sqrt(metric_norm(X, center, inv_scale)))
 
 
 def _band_of(sampler, metric):

@@ -113,6 +113,10 @@ class Sums:
     # Streamed with a band (:class:`~.reads.StreamRead`): per problem, the rows of margin
     # nearest 1 at the evaluated point (a :class:`~.reads.Sample`), for :func:`~.newton.band_step`.
     band: list = None
+    # Streamed from a sample's solution, a smooth loss's read: its rows' largest length in the
+    # sample's metric, ``max_i ||(x_i - center) / scale||`` (:func:`~.reads.metric_row_norm`), which
+    # bounds how far a step moves any margin (:meth:`~.newton._Problem.step_duals`); None unmeasured.
+    row_norm: float = None
     # A part's sums on a cluster (:mod:`~..cluster.products`): per problem, the diagonal of its rows'
     # Hessian term ``sum_i D_ii x_i^2`` (k, D), added up the tree with the rest; ``hessian`` is None.
     diagonal: np.ndarray = None
@@ -136,6 +140,8 @@ class Sums:
             self.diagonal += other.diagonal
         self.active += other.active
         self.trial += other.trial
+        if other.row_norm is not None:
+            self.row_norm = max(self.row_norm or 0.0, other.row_norm)
         self.rows += other.rows
         self.skipped += other.skipped
         self.bytes += other.bytes
