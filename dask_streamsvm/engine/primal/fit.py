@@ -7,11 +7,16 @@ import contextlib
 
 import numpy as np
 
+from ..plan.losses import loss_of
 from ..plan.problem import column_max_abs
 from ..plan.threads import blas_threads, primal_memory_threads
 from .newton import band_share, check_width, solve_primal
-from .reads import band_metric, first_read, memory_read, stream_read
+from .reads import band_metric, columns_metric, first_read, memory_read, metric_row_norm, stream_read
 from .warm import memory_start, sample_rows, warm_start
+
+# In memory, the metric of the rows' length (the step dual's reach) is the columns' mean and spread over
+# about this many of the rows, evenly spaced.
+METRIC_ROWS = 100_000
 
 
 def fit_primal_memory(X, y_index, weights, plan, width, hooks, clock_start):
@@ -25,8 +30,15 @@ def fit_primal_memory(X, y_index, weights, plan, width, hooks, clock_start):
             return any([per_problem[c](record, W[c]) for c, record in enumerate(records)])
 
     with blas_threads(primal_memory_threads(width)):  # no reader: a wide Gram matrix takes the cores
+        metric = row_norm = None
+        if plan.feature_map is None and not loss_of(plan.loss).piecewise_quadratic:
+            # a smooth loss's step dual bounds its reach by the rows' length in a metric (any metric
+            # bounds it; the columns' mean and spread over METRIC_ROWS of them make it tight)
+            metric = columns_metric(X[:: max(1, X.shape[0] // METRIC_ROWS)])
+            row_norm = metric_row_norm(X, metric)
         # The sparse penalties' steps descend the formed Hessian's model: no products for them.
-        read = memory_read(X, y_index, weights, plan, products=False if plan.sparse_penalty else None)
+        products = False if plan.sparse_penalty else None
+        read = memory_read(X, y_index, weights, plan, products=products, row_norm=row_norm)
         start, notes = memory_start(X, y_index, weights, plan, width, clock_start)
         columns = None
         if plan.feature_map is None:  # the rows' largest values bound a step's change of a margin
@@ -41,6 +53,7 @@ def fit_primal_memory(X, y_index, weights, plan, width, hooks, clock_start):
             notes=notes,
             start_read=False,
             column_max=columns,
+            metric=metric,
         )
 
 

@@ -238,7 +238,11 @@ def band_metric(sample):
     tight where features have an offset and scales of their own (raw 0..255 values): a step's
     change of a row's margin is ``x~ . d~`` with ``x~ = ((x - center) / scale, 1)`` and
     ``d~ = (scale d_x, center . d_x + bias d_b)``, of about the same size for every row."""
-    X = sample.X
+    return columns_metric(sample.X)
+
+
+def columns_metric(X):
+    """:func:`band_metric` of the rows ``X`` (dense or CSR)."""
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float64)
         center = np.zeros(X.shape[1])
@@ -599,11 +603,13 @@ def _block_too_large(block, plan, D):
     return None
 
 
-def memory_read(X, y_index, weights, plan, products=None):
+def memory_read(X, y_index, weights, plan, products=None, row_norm=None):
     """``read`` for :func:`~.newton.solve_primal` on in-memory rows (a 2-D array or CSR).
 
     ``products``: whether the Newton directions come from Hessian products (conjugate gradient,
     :class:`ProductRead`) instead of the ``D x D`` Hessian; None picks by :func:`prefers_products`.
+    ``row_norm``: the rows' largest length in a metric (:func:`metric_row_norm`), the same at every
+    read, given to each read's sums.
     """
     Y, cost = plan.signs[:, y_index], plan.costs[:, y_index] * weights
     X = memory_layout(X)
@@ -616,7 +622,9 @@ def memory_read(X, y_index, weights, plan, products=None):
     def read(W, S, todo):
         where = "" if reads[0] == 0 else None  # the first read checks the values (:func:`too_large`)
         reads[0] += 1
-        return block_sums(X, Y[todo], cost[todo], W, S, plan.bias, plan.loss_code, plan.feature_map, where)
+        sums = block_sums(X, Y[todo], cost[todo], W, S, plan.bias, plan.loss_code, plan.feature_map, where)
+        sums.row_norm = row_norm
+        return sums
 
     return read
 
