@@ -3,6 +3,8 @@ where it trains (in memory; streamed and on a cluster up to the reads' width, de
 that counts the classes), the binary problem for two, one-vs-rest where the parameters ask for it;
 ``multi_class_`` says which, model files keep it, ``partial_fit`` is one-vs-rest."""
 
+import json
+
 import dask
 import dask.array as da
 import numpy as np
@@ -268,6 +270,11 @@ def test_the_cli_sets_multi_class(tmp_path):
     code, _, err = run(["train", path, "--label", "label", "--model", tmp_path / "svm.model",
                         "--multi-class", "ovr"])  # fmt: skip
     assert code == 2 and "--multi-class ovr sets an option of --model-type logistic" in err
+    code, out, err = run(["info", tmp_path / "multinomial.model"])  # info says which model was fitted
+    assert code == 0 and "multi_class_    multinomial\n" in out, err
+    assert json.loads(run(["info", tmp_path / "ovr.model", "--json"])[1])["multi_class"] == "ovr"
+    assert run([*base[:1], path, "--label", "label", "--model", tmp_path / "svm2.model"])[0] == 0
+    assert json.loads(run(["info", tmp_path / "svm2.model", "--json"])[1])["multi_class"] is None
 
 
 def test_standardize_keeps_the_softmax_model():

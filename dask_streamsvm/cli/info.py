@@ -63,8 +63,11 @@ def _reads(saved):
 
 
 def _linear(attributes, arrays):
-    """What ``info`` shows of a linear model: its passes (and reads of the data), its certificate."""
+    """What ``info`` shows of a linear model: its passes (and reads of the data), its certificate, and
+    which model a ``LogisticRegression`` fitted (``multi_class_``; None for the others, and for files
+    written before it was kept)."""
     return {
+        "multi_class": attributes.get("multi_class_"),
         "passes": int(attributes["n_iter_"]),
         "reads": None if "cluster_parts_" in attributes else _reads(attributes.get("history_")),
         "duality_gap": _per_problem(attributes["duality_gap_"], floor=0.0),
@@ -130,7 +133,9 @@ def _model_lines(info):
         penalty = f"{info['penalty']} (l1_ratio={info['l1_ratio']:g})"
         if info["nonzero_weights"] is not None:
             penalty += f": {nonzero_text(info['nonzero_weights'], info['weights'])}"
+        fitted = [] if info["multi_class"] is None else [f"{'multi_class_':16}{info['multi_class']}"]
         return [
+            *fitted,
             f"{'penalty':16}{penalty}",
             f"{'passes':16}{info['passes']}{of_data}",
             f"{'duality gap':16}{numbers_text(info['duality_gap'], '.2e')} (relative, certified at the end "
