@@ -32,7 +32,7 @@ from .plan.losses import newton_blocker, sparse_penalty_blocker
 from .plan.problem import BAND_SOLVER, STREAMING_SOLVERS, model_width
 from .primal.l1 import SOLVER_NAME as L1_SOLVER
 from .primal.multinomial import SOLVER_NAME as MULTINOMIAL_SOLVER
-from .primal.multinomial_reads import AUTO_MIN_CLASSES, auto_softmax, check_model_width
+from .primal.multinomial_reads import AUTO_MIN_CLASSES, auto_softmax, check_model_width, softmax_columns
 from .primal.multinomial_reads import READS_SCHEDULE as MULTINOMIAL_READS
 from .primal.newton import MAX_WIDTH, check_width
 from .primal.sums import CG_WIDTH, MAX_VALUE, too_large
@@ -187,7 +187,7 @@ def choose(placement, plan, data):
         # take (beyond 1e12) keep Newton from 0, which takes them.
         n_rows, n_features = data.X.shape
         K = np.unique(data.y).shape[0]
-        width = K * (plan.model_width(n_features) + (plan.bias != 0.0))
+        width = K * softmax_columns(plan, n_features)
         tall = n_rows >= PRIMAL_RATIO * width and width <= MAX_WIDTH
         if tall and (plan.scaler is not None or too_large(data.X, plan.bias, augmented=False) is None):
             return Method("memory", True, schedule=MULTINOMIAL_READS)
@@ -209,7 +209,7 @@ def choose(placement, plan, data):
                 "the features as they are); compute the mapped features first and pass "
                 "feature_map=None, or feature_map=Standardize()."
             )
-        check_model_width(2, plan.model_width(n_features) + (plan.bias != 0.0))
+        check_model_width(2, softmax_columns(plan, n_features))
         if placement.where == "cluster":
             return Method("cluster", True, schedule=MULTINOMIAL_SOLVER, cluster="newton")
         return Method(
@@ -461,8 +461,11 @@ def settle_multinomial(placement, plan, data):
         return plan.settled(False)
     if placement.where == "memory":
         return plan.settled(auto_softmax(np.unique(data.y).shape[0]))
-    columns = plan.model_width(data.n_features) + (plan.bias != 0.0)
-    return plan if auto_softmax(AUTO_MIN_CLASSES, columns) else plan.settled(False)
+    return (
+        plan
+        if auto_softmax(AUTO_MIN_CLASSES, softmax_columns(plan, data.n_features))
+        else plan.settled(False)
+    )
 
 
 def _check_primal(plan, streaming, checkpointing):

@@ -52,7 +52,12 @@ from .primal.l1 import solve_l1_problems
 from .primal.multinomial import SOLVER_NAME as MULTINOMIAL_SOLVER
 from .primal.multinomial import solve_multinomial
 from .primal.multinomial_reads import READS_SCHEDULE as MULTINOMIAL_READS
-from .primal.multinomial_reads import auto_softmax, fit_multinomial_stream, solve_softmax_reads
+from .primal.multinomial_reads import (
+    auto_softmax,
+    fit_multinomial_stream,
+    softmax_columns,
+    solve_softmax_reads,
+)
 from .primal.sample_band import BandStalled, band_note, fit_band_stream
 from .primal.sums import BeyondPrimal
 from .store.checkpoint import Checkpoints, data_fingerprint
@@ -194,7 +199,7 @@ def _fit_stream(source, plan, method, hooks, *, checkpoints, resume, clock_start
             labels, first = _count_classes(source, plan, primal_plan, method, hooks, saved)
             beyond = None if first is None else first.beyond
             if plan.multinomial_auto:  # multi_class="auto", decided by the classes counted
-                columns = plan.model_width(source.n_features) + (plan.bias != 0.0)
+                columns = softmax_columns(plan, source.n_features)
                 softmax = beyond is None and auto_softmax(labels[0].shape[0], columns)
                 if softmax and first is None:  # the labels alone were counted: a read keeps the sample
                     first = count_with_first_read(source, primal_plan, hooks, None, announce=True)

@@ -55,6 +55,21 @@ def metric_norm(X, center, inv_scale):
 
 
 @numba.njit(cache=True, nogil=True)
+def csr_metric_norm(data, indices, indptr, inv_scale):
+    """:func:`metric_norm` of CSR rows (``data``, ``indices``, ``indptr``) with center 0: the
+    largest ``||x_i * inv_scale||^2``, summed in float64, without a copy of the rows."""
+    largest = 0.0
+    for i in range(indptr.shape[0] - 1):
+        q = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            t = data[k] * inv_scale[indices[k]]
+            q += t * t
+        if q > largest:
+            largest = q
+    return largest
+
+
+@numba.njit(cache=True, nogil=True)
 def class_sums(X, classes, weights, first, top):
     """One pass over the dense rows of ``X`` (float32 or float64): ``first[c] += sum w_i x_i`` over
     the rows of class ``c`` (``classes[i]``, weights ``w``), summed in float64, and ``top[j]`` the

@@ -164,10 +164,10 @@ def settled_parts(client, source, plan, placement):
     first read counted (:func:`~..primal.multinomial_reads.auto_softmax`; one-vs-rest where a part
     found values too large for the softmax model's reads), the softmax model's or the one-vs-rest
     problems' Newton reads going on from that read."""
-    from ..primal.multinomial_reads import auto_softmax
+    from ..primal.multinomial_reads import auto_softmax, softmax_columns
 
     counted, placement, scaler, futures, firsts = sampled_parts(client, source, plan, placement)
-    columns = counted.model_width(source.n_features) + (counted.bias != 0.0)
+    columns = softmax_columns(counted, source.n_features)
     clean = all(first.beyond is None for first in firsts)
     softmax = clean and auto_softmax(counted.classes.shape[0], columns)
     return counted.settled(softmax), placement, scaler, futures, firsts

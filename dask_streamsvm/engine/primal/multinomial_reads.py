@@ -331,6 +331,12 @@ def check_model_width(K, D):
 AUTO_MIN_CLASSES = 3
 
 
+def softmax_columns(plan, n_features):
+    """The columns of each class's row of the softmax model of ``plan`` on ``n_features`` raw
+    features: the features (a map's output) and the intercept, if any."""
+    return plan.model_width(n_features) + (plan.bias != 0.0)
+
+
 def auto_softmax(K, D=None):
     """Whether ``multi_class="auto"`` trains the softmax model of ``K`` classes: from
     :data:`AUTO_MIN_CLASSES` on, and, streamed or on a cluster (``D``: the columns, features and the

@@ -210,13 +210,14 @@ def _add_band(bands, block, Y, cost, points, bias, metric):
 def metric_row_norm(X, metric):
     """The largest ``||(x_i - center) / scale||`` of the rows of ``X`` (dense, or CSR: center 0, as
     :func:`band_metric` gives sparse rows) in ``metric``, ``(center, scale)`` in float64."""
-    from ...kernels.band import metric_norm
+    from ...kernels.band import csr_metric_norm, metric_norm
 
     center, inv_scale = metric[0], 1.0 / metric[1]
     if not X.shape[0]:
         return 0.0
-    if sp.issparse(X):
-        return float(np.sqrt(np.max(np.asarray(X.multiply(X) @ (inv_scale * inv_scale)))))
+    if sp.issparse(X):  # the rows as they are, no copy (a wide CSR in memory may be most of it)
+        X = X.tocsr()
+        return float(np.sqrt(csr_metric_norm(X.data, X.indices, X.indptr, inv_scale)))
     return float(np.sqrt(metric_norm(X, center, inv_scale)))
 
 
