@@ -96,10 +96,11 @@ class LogisticRegression(LinearModel):
         ``"multinomial"``: the softmax model over all classes at once,
         scikit-learn 1.9's ``LogisticRegression()``; with two classes it is
         scikit-learn's binary model (``coef_`` of one row), its intercept
-        unpenalised.  It trains in memory, and streamed from a Dask
-        collection or path or on a Dask cluster (Newton steps of one read
-        each from a sample's solution, at most 4,096 classes times features
-        plus one), with ``l1_ratio=0``, ``dual`` False or ``"auto"``, no
+        unpenalised.  It trains in memory, streamed from a Dask collection
+        or path (Newton steps of one read each from a sample's solution, at
+        most 4,096 classes times features plus one), and on a Dask cluster
+        (the same steps, and beyond that width Newton-CG with the Hessian's
+        products on the rows the workers hold), with ``l1_ratio=0``, ``dual`` False or ``"auto"``, no
         ``partial_fit`` and no feature map but
         :class:`~dask_streamsvm.features.Standardize`; other parameters are
         refused with an error that names them.  ``"ovr"``: one binary
@@ -107,7 +108,7 @@ class LogisticRegression(LinearModel):
         trains (scikit-learn's ``OneVsRestClassifier(LogisticRegression())``
         gives its model with scikit-learn's unpenalised intercept).
         ``"auto"``: the multinomial model for three classes or more where it
-        trains (as the parameters above, and streamed or on a cluster where
+        trains (as the parameters above, and streamed on one machine where
         the classes, counted by the first read, times the features plus one
         are at most 4,096), else one-vs-rest, as scikit-learn 1.9 fits one
         binary problem per class with ``solver="liblinear"``; two classes are

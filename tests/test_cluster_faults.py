@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dask_streamsvm import LinearSVC, read_libsvm
+from dask_streamsvm import LinearSVC, LogisticRegression, read_libsvm
 from dask_streamsvm.engine.cluster import runtime
 from dask_streamsvm.io import csr_to_dask
 
@@ -294,10 +294,10 @@ METHODS = {
 }
 
 
-def _fit_quietly(client, Xd, yd, **params):
+def _fit_quietly(client, Xd, yd, model=LinearSVC, **params):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # averaging warns of its gap: not what is tested here
-        return LinearSVC(random_state=0, **params).fit(Xd, yd, client=client)
+        return model(random_state=0, **params).fit(Xd, yd, client=client)
 
 
 @pytest.mark.slow
@@ -452,6 +452,33 @@ def test_a_worker_killed_in_a_truncated_newton_fit(killing_cluster):
 
     delays = [0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8, 1.2, 2.0]
     outcomes = _kill_in_the_middle(killing_cluster, fit, lambda r: True, delays)
+
+    def right_model(clf):
+        assert clf.duality_gap_ <= params["tol"]
+        assert abs(clf.objective_ - reference.objective_) <= params["tol"] * reference.objective_
+
+    _judge(outcomes, right_model)
+
+
+@pytest.mark.slow
+def test_a_worker_killed_in_a_softmax_newton_cg_fit(killing_cluster):
+    """Three classes of 2000 sparse columns: the softmax model by Newton-CG (each part's rows held on
+    its worker, encoded for the softmax model), its parts read again and encoded again after a kill."""
+    rng = np.random.RandomState(1)
+    X = sp.random(3000, 2000, density=0.01, format="csr", random_state=rng)
+    y = np.argmax(X @ rng.randn(2000, 3) + 0.1 * rng.randn(3000, 3), axis=1).astype(float)
+    Xd, yd = csr_to_dask(X, y, 8)
+    params = {"C": 1.0, "tol": 1e-6}
+    reference = within(
+        HANG, lambda: _fit_quietly(killing_cluster.client, Xd, yd, model=LogisticRegression, **params)
+    )
+    assert reference.multi_class_ == "multinomial"
+    assert any(r.get("method") == "truncated_newton" for r in reference.history_)
+
+    def fit(client, callback):
+        return _fit_quietly(client, Xd, yd, callbacks=[callback], model=LogisticRegression, **params)
+
+    outcomes = _kill_in_the_middle(killing_cluster, fit, lambda r: True, [0.0, 0.1, 0.3, 0.8, 2.0])
 
     def right_model(clf):
         assert clf.duality_gap_ <= params["tol"]

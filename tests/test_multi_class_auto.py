@@ -1,6 +1,6 @@
 """``LogisticRegression(multi_class="auto")``, the default: the softmax model for three classes or more
-where it trains (in memory; streamed and on a cluster up to the reads' width, decided by the read
-that counts the classes), the binary problem for two, one-vs-rest where the parameters ask for it;
+where it trains (in memory and on a cluster at any width, streamed up to the reads' width, decided by
+the read that counts the classes), the binary problem for two, one-vs-rest where the parameters ask for it;
 ``multi_class_`` says which, model files keep it, ``partial_fit`` is one-vs-rest."""
 
 import json

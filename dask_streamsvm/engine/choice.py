@@ -151,8 +151,8 @@ def choose(placement, plan, data):
     (``dual=True`` or ``False``, or a first read that trains the dual solvers), else after the
     count (:func:`after_count`).
     """
-    if plan.multinomial_auto and placement.where == "cluster":  # counted as the Newton reads' first read
-        return Method("cluster", True, cluster="newton")
+    if plan.multinomial_auto and placement.where == "cluster":  # counted by the first read
+        return Method("cluster", True, cluster=softmax_method(plan, data.n_features))
     if plan.multinomial_auto:  # one-vs-rest's method, until the classes are counted
         method = choose(placement, plan.settled(False), data)
         if data.text and method.first_read != "primal":  # text's every read parses whole rows: that
@@ -209,9 +209,10 @@ def choose(placement, plan, data):
                 "the features as they are); compute the mapped features first and pass "
                 "feature_map=None, or feature_map=Standardize()."
             )
-        check_model_width(2, softmax_columns(plan, n_features))
         if placement.where == "cluster":
-            return Method("cluster", True, schedule=MULTINOMIAL_SOLVER, cluster="newton")
+            method = softmax_method(plan, n_features)
+            return Method("cluster", True, schedule=MULTINOMIAL_SOLVER, cluster=method)
+        check_model_width(2, softmax_columns(plan, n_features))
         return Method(
             "stream", True, schedule=MULTINOMIAL_SOLVER, first_read="primal", known_rows=footer_rows(data)
         )
@@ -452,15 +453,18 @@ def multinomial_blocker(plan, streaming, input_name, checkpointing=False):
 def settle_multinomial(placement, plan, data):
     """``plan`` with ``multi_class="auto"`` decided where it can be before any read: in memory by
     the classes of the rows' labels, and streamed or on a cluster the one-vs-rest problems where a
-    feature map is set or even :data:`~.primal.multinomial_reads.AUTO_MIN_CLASSES` classes would be
-    too wide for the reads (:func:`~.primal.multinomial_reads.auto_softmax`).  Elsewhere the read
-    that counts the classes decides (:func:`~.fit.fit`'s methods)."""
+    feature map is set; streamed also where even :data:`~.primal.multinomial_reads.AUTO_MIN_CLASSES`
+    classes would be too wide for the reads (:func:`~.primal.multinomial_reads.auto_softmax`; a
+    cluster takes the Hessian's products beyond).  Elsewhere the read that counts the classes
+    decides (:func:`~.fit.fit`'s methods)."""
     if not plan.multinomial_auto:
         return plan
     if plan.feature_map is not None:  # the softmax model trains on the features as they are
         return plan.settled(False)
     if placement.where == "memory":
         return plan.settled(auto_softmax(np.unique(data.y).shape[0]))
+    if placement.where == "cluster":  # any width: Hessian products beyond the reads' formed Hessian
+        return plan
     return (
         plan
         if auto_softmax(AUTO_MIN_CLASSES, softmax_columns(plan, data.n_features))
@@ -519,6 +523,16 @@ def _first_read_trains(plan, n_features, known_rows, checkpointing):
         and known_rows is not None
         and use_primal(plan, known_rows, n_features, checkpointing=checkpointing)
     )
+
+
+def softmax_method(plan, n_features):
+    """The cluster method of the softmax model (``multi_class="multinomial"``, or ``"auto"`` before
+    its classes are counted) on ``n_features`` raw features: as the binary problem's
+    (:func:`cluster_method`), ``"newton"`` where one class's row is at most
+    :data:`~.primal.sums.CG_WIDTH` wide (a first read counts the classes and keeps a sample; the
+    Hessian formed where ``K`` rows are at most :data:`~.primal.newton.MAX_WIDTH` wide, its products
+    beyond), else ``"truncated_newton"`` (the parts read once, counted, and Newton-CG from 0)."""
+    return "truncated_newton" if plan.model_width(n_features) + 1 > CG_WIDTH else "newton"
 
 
 def cluster_method(plan, n_features):

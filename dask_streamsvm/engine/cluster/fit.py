@@ -1,6 +1,7 @@
 """A fit on the cluster behind one call: :func:`fit_on_cluster` runs the method the door chose
 (:func:`~..choice.cluster_method`): Newton steps summed up the tree (the Hessian formed,
-:mod:`.newton`, or its products, :mod:`.products`; the multinomial model's, :mod:`.newton` too), or
+:mod:`.newton`, or its products, :mod:`.products`; the multinomial model's in either, by its
+width, :func:`~..choice.softmax_method`), or
 the dual methods, whose parts it places, whose labels it counts and whose caches it sizes
 (averaging, :mod:`.average`; CoCoA+, :mod:`.cocoa`).  A lost scheduler raises
 :class:`~.runtime.SchedulerLost`, and a failed fit leaves no task of it on the cluster."""
@@ -56,9 +57,12 @@ def fit_on_cluster(client, source, plan, method, hooks, clock_start):
                     spent, method = named(stalled.history), "cocoa"
             if method in ("newton", "truncated_newton"):  # each step one read (or evaluation) of every part
                 newton = fit_primal_cluster if method == "newton" else fit_products_cluster
-                newton = fit_softmax_cluster if plan.multinomial else newton
+                if method == "newton" and plan.multinomial:
+                    newton = fit_softmax_cluster
                 read = {}
-                if plan.multinomial_auto:  # multi_class="auto": the parts' first read counts the classes
+                # multi_class="auto": the parts' first read counts the classes (the wide model's
+                # parts are counted as they are read, by fit_products_cluster)
+                if plan.multinomial_auto and method == "newton":
                     read["sampled"] = settled_parts(client, source, plan, placement)
                     plan = read["sampled"][0]
                     newton = fit_softmax_cluster if plan.multinomial else fit_primal_cluster

@@ -18,7 +18,10 @@ The multinomial model (:func:`fit_softmax_cluster`): the same first read and sam
 solved on a worker; each read then sums every part's
 :class:`~..primal.multinomial_reads.SoftmaxSums` at the point (one read of its partitions) and adds
 them up the tree, ``O((K D)^2)`` floats per edge, the reads of
-:func:`~..primal.multinomial_reads.newton_reads` driven from the client.
+:func:`~..primal.multinomial_reads.newton_reads` driven from the client.  Where the ``K`` classes'
+rows are wider than the formed Hessian (:data:`~..primal.newton.MAX_WIDTH`), the parts are read again
+and held on their workers, and the same loop takes its steps by the Hessian's products
+(:func:`~.products.softmax_products`) from the samples' solution.
 
 Every read is a task with a source of its own: the first read's fingerprints of each part come back
 to the client and go out with every later read of it (:func:`~.parts.part_source`), so a partition
@@ -34,7 +37,7 @@ import numpy as np
 from .moments import scaled_parts
 from .parts import part_source, place, read_prints
 from .runtime import gather, submit, synchronous, wait
-from .tree import tree_sum
+from .tree import add_softmax_sums, tree_sum
 
 
 def part_sums(packed, plan, W, S, todo, band_rows=0, band_bytes=None, band_metric=None, prints=None):
@@ -164,12 +167,12 @@ def settled_parts(client, source, plan, placement):
     first read counted (:func:`~..primal.multinomial_reads.auto_softmax`; one-vs-rest where a part
     found values too large for the softmax model's reads), the softmax model's or the one-vs-rest
     problems' Newton reads going on from that read."""
-    from ..primal.multinomial_reads import auto_softmax, softmax_columns
+    from ..primal.multinomial_reads import auto_softmax
 
     counted, placement, scaler, futures, firsts = sampled_parts(client, source, plan, placement)
-    columns = softmax_columns(counted, source.n_features)
     clean = all(first.beyond is None for first in firsts)
-    softmax = clean and auto_softmax(counted.classes.shape[0], columns)
+    softmax = clean and auto_softmax(counted.classes.shape[0])  # any width: Newton-CG beyond the reads'
+
     return counted.settled(softmax), placement, scaler, futures, firsts
 
 
@@ -386,14 +389,6 @@ def part_softmax_sums(packed, problem, W, prints=None):
     return sums, counts
 
 
-def add_softmax_sums(first, second):
-    """Two parts' ``(sums, counts)`` added: a node of the tree, run on a worker."""
-    first[0].add(second[0])
-    for name in ("rows", "skipped", "bytes", "retries"):
-        setattr(first[1], name, getattr(first[1], name) + getattr(second[1], name))
-    return first
-
-
 def _softmax_warm_start_on_worker(problem, elapsed, *firsts):
     """The parts' samples joined on this worker and solved (:func:`~..primal.multinomial_reads.warm_start`):
     ``(W0, notes, result, rows_seen, metric)``, ``metric`` the sample's
@@ -412,7 +407,8 @@ def fit_softmax_cluster(client, source, plan, *, clock_start, on_pass=None, plac
     """``multi_class="multinomial"`` on a cluster: a :class:`~..plan.result.FitResult` with its
     ``plan`` (labels counted on the workers) and ``parts`` (module docstring).  ``sampled``:
     :func:`sampled_parts`' read where it was made before (None: made here)."""
-    from ..primal.multinomial_reads import first_totals, newton_reads, softmax_model
+    from ..primal.multinomial_reads import first_totals, newton_reads, softmax_columns, softmax_model
+    from ..primal.newton import MAX_WIDTH
 
     plan, placement, scaler, futures, firsts = sampled or sampled_parts(client, source, plan, placement)
     parts, workers = placement.parts, placement.workers
@@ -425,7 +421,9 @@ def fit_softmax_cluster(client, source, plan, *, clock_start, on_pass=None, plac
     totals = firsts[0].totals
     for first in firsts[1:]:
         totals.add(first.totals)
-    problem = softmax_model(plan, source.n_features, list(weights.values()), beyond)
+    K, D = plan.classes.shape[0], softmax_columns(plan, source.n_features)
+    products = K * D > MAX_WIDTH  # wider than the reads' formed Hessian: Newton-CG on the parts read
+    problem = softmax_model(plan, source.n_features, list(weights.values()), beyond, products=products)
     moved = {"bytes_sent": 0, "bytes_received": 0}
     elapsed = time.perf_counter() - clock_start
     warm = submit(client, _softmax_warm_start_on_worker, problem, elapsed, *futures, worker=workers[0])
@@ -436,9 +434,18 @@ def fit_softmax_cluster(client, source, plan, *, clock_start, on_pass=None, plac
     counted = first_totals(totals)
     if result is not None:  # every row came in the samples: their problem is the data's, solved
         for record in result.history:
-            record.update(counted, moved, parts=len(parts), rows_read=rows_seen, **{"pass": 0})
+            record.update({**counted, **moved}, parts=len(parts), rows_read=rows_seen, **{"pass": 0})
         if on_pass is not None and result.history:
             on_pass(result.history[-1:], result.W)
+        return replace(result, plan=plan, parts=placement.record(), scaler=scaler)
+    if products:  # the parts read again, held on their workers, and Newton-CG from the warm start
+        from .products import TruncatedNewton, softmax_products
+
+        driver = TruncatedNewton(client, placement, plan, source.n_features, clock_start)
+        driver.count()
+        result = softmax_products(
+            driver, plan, source.n_features, (W, problem), {**counted, "notes": notes}, on_pass, clock_start
+        )
         return replace(result, plan=plan, parts=placement.record(), scaler=scaler)
     prints = [first.prints for first in firsts]  # every later read of a part must match its first
 

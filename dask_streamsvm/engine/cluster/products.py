@@ -17,6 +17,15 @@ Newton step is then
    ``2 K (d + 1)`` floats move between workers and a constant number through the client, and the
    number of products does not grow with the parts (the sums are the data's).
 
+The softmax model (``multi_class="multinomial"``, or ``"auto"`` from three classes) wider than the
+reads' formed Hessian takes the same steps (:func:`softmax_products`): each part holds its rows as
+:class:`~..primal.multinomial_reads.SoftmaxRows`, an evaluation adds up the parts'
+:class:`~..primal.multinomial_reads.SoftmaxSums` (with the Hessian's diagonal, not the Hessian), the
+conjugate gradient's products are ``K (d + 1)`` numbers a part, and the loop and certificate are
+:func:`~..primal.multinomial_reads.newton_reads`' (the step's dual point from one more product, of
+the step taken).  Its parts are counted as they are read, so ``"auto"`` chooses the softmax model or
+the binary problem's steps after that one read.
+
 A worker lost during a step is survived: the parts it held are read again on live workers and
 the step is made again from the same point, so the fit ends with the model of a fit never
 interrupted (the sums are added in the same order), or with an error that names the lost worker.
@@ -41,7 +50,7 @@ from ..store.archive import owned_prefix
 from .moments import scaled_parts
 from .parts import part_source, parts_of, read_prints
 from .runtime import WorkerLost, cancel_check, gather, live_workers, no_workers, submit, synchronous, wait
-from .tree import add_sums, tree_sum
+from .tree import add_softmax_sums, add_sums, tree_sum
 
 # Lost workers a fit survives before it gives up with an error naming them.
 MAX_RECOVERIES = 3
@@ -256,6 +265,11 @@ def point_of(W, S):
     return W, S
 
 
+def kept(value):
+    """``value`` held on a worker, for the parts to fetch from there."""
+    return value
+
+
 def cg_start(g, diagonal):
     from ..primal.newton import ConjugateGradient
 
@@ -266,10 +280,11 @@ def cg_direction(cg):
     return cg.p
 
 
-def cg_take(cg, parts):
-    """The next state: a copy of ``cg`` stepped with ``H p = p + parts`` (the identity added here)."""
+def cg_take(cg, parts, identity=1.0):
+    """The next state: a copy of ``cg`` stepped with ``H p = identity p + parts`` (the penalty's part
+    of the Hessian, added here: the identity, or the softmax model's penalised columns)."""
     following = copy.deepcopy(cg)
-    return following.take(cg.p + parts)
+    return following.take(identity * cg.p + parts)
 
 
 def cg_status(cg):
@@ -301,6 +316,101 @@ class _Operator:
         return self.driver.conjugate_gradient(self.j, g, self.diagonal)
 
 
+# -- the softmax model's parts (multi_class="multinomial" wider than the reads' formed Hessian) -------
+
+
+def encode_softmax_part(part, problem):
+    """``part`` with its :class:`~..primal.multinomial_reads.SoftmaxRows` for the softmax model
+    ``problem`` (its classes and each class's cost factor); its raw rows are then held by them."""
+    from ..plan.problem import class_index
+    from ..primal.multinomial_reads import SoftmaxRows
+
+    plan = problem.plan
+    index = class_index(plan.classes, part.y, lambda label: f"the part has label {label!r}")
+    cost = problem.class_cost[index] * part.weight
+    X, spilled = part.X, part.spilled
+    if not np.all(cost > 0):  # rows of no cost add nothing
+        rows = np.flatnonzero(cost > 0)
+        X, index, cost, spilled = X[rows], index[rows], cost[rows], False
+    encoded = copy.copy(part)
+    K = plan.classes.shape[0]
+    encoded.read = SoftmaxRows(X, index, cost, K, problem.fit_intercept, spilled=spilled)
+    encoded.X = encoded.y = encoded.weight = None
+    return encoded
+
+
+def softmax_evaluate(part, point, metric):
+    """``part`` (its :class:`~..primal.multinomial_reads.SoftmaxRows`) at the point ``W``: an
+    :class:`Evaluated` whose sums are ``(sums, counts)`` and whose terms its probabilities."""
+    from ..primal.sums import Sums
+
+    W, _ = point
+    P, sums = part.read.at(W, metric, hessian=False)
+    counts = Sums.zeros(0, 0)
+    counts.rows, counts.skipped = part.rows, part.skipped
+    return Evaluated(part.read, (sums, counts), P)
+
+
+def softmax_product(evaluated, j, p):
+    """The part's share of the softmax Hessian's product with ``p`` (flat, class-major; the penalty
+    left out)."""
+    P = evaluated.terms
+    return evaluated.read.product(P, p.reshape(P.shape[1], -1)).ravel()
+
+
+def softmax_products(driver, plan, n_features, start, counted, on_pass, clock_start):
+    """The softmax model of ``plan`` (labels counted) by Newton-CG on the parts ``driver`` read
+    (:func:`fit_softmax_products`), from ``start``: ``(W, problem)``, a warm start and the
+    :class:`~..primal.multinomial_reads.SoftmaxModel` it was solved for (its metric the sample's),
+    or None (from ``W = 0``); ``counted``: the records' totals of the reads before."""
+    from ..primal.multinomial_reads import first_totals, softmax_model
+    from ..primal.sums import Sums
+
+    if start is None:
+        problem = softmax_model(plan, n_features, plan.class_totals, products=True)
+        W = np.zeros((plan.classes.shape[0], problem.penalised.shape[0]))
+    else:
+        W, problem = start
+    driver.encode_softmax(problem)
+
+    def on_read(records, W):
+        lost = [worker for event in driver.recovered for worker in event["lost"]]
+        driver.recovered = []
+        for record in records:
+            record.update(method="truncated_newton", parts=len(driver.packed))
+            if lost:  # workers lost since the last read, whose parts were read again
+                record["recovered"] = lost
+        return on_pass is not None and on_pass(records, W)
+
+    counted = dict(counted) if counted else first_totals(Sums.zeros(0, 0))
+    counted.setdefault("notes", {})
+    return fit_softmax_products(driver, problem, W, counted, on_read, clock_start)
+
+
+def fit_softmax_products(driver, problem, W, counted, on_pass, clock_start):
+    """The softmax model ``problem`` by Newton-CG on the parts ``driver`` holds (encoded for it by
+    :meth:`TruncatedNewton.encode_softmax`), from ``W``: the loop of
+    :func:`~..primal.multinomial_reads.newton_reads`, each of its reads an evaluation of every part
+    at a point, each step a conjugate gradient of Hessian products summed up the tree, and the
+    certificate's step dual the product of the step taken (one more product)."""
+    from ..primal.multinomial_reads import newton_reads
+
+    K, D = W.shape
+
+    def evaluate(point):
+        sums, counts = driver.softmax_at(point)
+        return sums, counts, {**driver.moved, "products": driver.products}
+
+    def direction(sums, W, G):
+        if problem.fit_intercept:  # the gradient has no part along the intercepts' null direction
+            G = G.copy()
+            G[:, -1] -= G[:, -1].mean()
+        s, _ = driver.conjugate_gradient(0, G.ravel(), sums.diagonal.ravel() + driver.identity)
+        return s.reshape(K, D), driver.product(0, s).reshape(K, D)
+
+    return newton_reads(evaluate, problem, W, counted, on_pass, clock_start, direction=direction)
+
+
 class TruncatedNewton:
     """``read`` for :func:`~..primal.newton.solve_primal` on a cluster's parts, with Hessian products.
 
@@ -323,16 +433,20 @@ class TruncatedNewton:
         self.recovered = []
         self.clock_start = clock_start
         self.prints = [None] * len(self.packed)  # per part, its first read's fingerprints (:meth:`count`)
+        self.encoding = None  # (encode, what it encodes for): encode_part and a plan, or the softmax's
+        self.product_task, self.identity = part_product, 1.0  # a part's product; the penalty's part of H
+        self.evaluate_point = self._evaluate
         self.parts = [self._load(j) for j in range(len(self.packed))]
         self.evaluated = self.point = None
 
-    def _load(self, j, plan=None):
+    def _load(self, j, encoded=False):
         future = submit(
             self.client, load_rows, self.packed[j], self.plan, self.n_features, self.prints[j],
             worker=self.placed[j],
         )  # fmt: skip
-        if plan is not None:
-            future = submit(self.client, encode_part, future, plan, worker=self.placed[j])
+        if encoded and self.encoding is not None:
+            encode, target = self.encoding
+            future = submit(self.client, encode, future, target, worker=self.placed[j])
         return future
 
     def count(self):
@@ -351,9 +465,23 @@ class TruncatedNewton:
 
     def encode(self, plan):
         """The parts' rows encoded for ``plan`` (its labels set)."""
-        self.plan = plan
+        self.plan, self.encoding = plan, (encode_part, plan)
+        self._encode()
+
+    def encode_softmax(self, problem):
+        """The parts' rows encoded for the softmax model ``problem``
+        (:class:`~..primal.multinomial_reads.SoftmaxModel`): its points are then evaluated by
+        :meth:`softmax_at`, its products by :meth:`conjugate_gradient` and :meth:`product`."""
+        K = problem.plan.classes.shape[0]
+        self.plan, self.problem, self.encoding = problem.plan, problem, (encode_softmax_part, problem)
+        self.product_task, self.identity = softmax_product, np.tile(problem.penalised, K)
+        self.evaluate_point = self._softmax_evaluate
+        self._encode()
+
+    def _encode(self):
+        encode, target = self.encoding
         self.parts = [
-            submit(self.client, encode_part, f, plan, worker=self.placed[j]) for j, f in enumerate(self.parts)
+            submit(self.client, encode, f, target, worker=self.placed[j]) for j, f in enumerate(self.parts)
         ]
         self._retrying(lambda: wait(self.client, self.parts, self.placed), reload=True)
 
@@ -381,6 +509,55 @@ class TruncatedNewton:
         total.operators = [_Operator(self, j, total.diagonal[j].reshape(D)) for j in range(len(todo))]
         return total
 
+    def softmax_at(self, W):
+        """The softmax model's ``(sums, counts)`` at ``W``: every part's
+        :class:`~..primal.multinomial_reads.SoftmaxSums` (with the Hessian's diagonal, not the
+        Hessian) added up the tree, and the rows they hold (a :class:`~..primal.sums.Sums`)."""
+        self.point = np.array(W)
+        return self._retrying(self._softmax_evaluate, reload=True)
+
+    def _softmax_evaluate(self):
+        W, client, placed = self.point, self.client, self.placed
+        point = submit(client, point_of, W, None, worker=placed[0])
+        metric = self.problem.metric
+        self.evaluated = [
+            submit(client, softmax_evaluate, part, point, metric, worker=placed[j])
+            for j, part in enumerate(self.parts)
+        ]
+        sums = [submit(client, sums_of, e, worker=placed[j]) for j, e in enumerate(self.evaluated)]
+        total = gather(client, [tree_sum(client, sums, placed, add=add_softmax_sums)], placed)[0]
+        summed = total[0]
+        self.moved["bytes_between_workers"] += self._fanout() * W.nbytes + self._tree_edges() * sum(
+            a.nbytes for a in (summed.gradient, summed.diagonal, summed.targets, summed.shift_rows)
+        )
+        self.moved["bytes_sent"] += W.nbytes
+        self.moved["bytes_received"] += summed.gradient.nbytes + summed.diagonal.nbytes
+        return total
+
+    def product(self, j, p):
+        """The parts' products with ``p`` at the last evaluated point, added up the tree (the penalty's
+        part left out): for the softmax model, the rows' Hessian times its step."""
+
+        def again():
+            if self.evaluated is None:
+                self.evaluate_point()
+            return self._product(j, p)
+
+        return self._retrying(again, reload=True)
+
+    def _product(self, j, p):
+        client, placed = self.client, self.placed
+        direction = submit(client, kept, p, worker=placed[0])
+        products = [
+            submit(client, self.product_task, e, j, direction, worker=placed[i])
+            for i, e in enumerate(self.evaluated)
+        ]
+        self.products += 1
+        per_product = (self._fanout() + self._tree_edges()) * p.nbytes
+        self.moved["product_bytes_between_workers"] += per_product
+        self.moved["bytes_between_workers"] += per_product
+        return gather(client, [tree_sum(client, products, placed, add=_add_arrays)], placed)[0]
+
     def conjugate_gradient(self, j, g, diagonal):
         """``(s, products)`` for problem ``j`` at the last evaluated point (see the module)."""
 
@@ -393,7 +570,7 @@ class TruncatedNewton:
 
         def again():
             if self.evaluated is None:
-                self._evaluate()
+                self.evaluate_point()
             return solve()
 
         return self._retrying(again, reload=True)
@@ -408,11 +585,11 @@ class TruncatedNewton:
         while not done:
             p = submit(client, cg_direction, state, worker=root)
             products = [
-                submit(client, part_product, e, j, p, worker=placed[i]) for i, e in enumerate(self.evaluated)
+                submit(client, self.product_task, e, j, p, worker=placed[i])
+                for i, e in enumerate(self.evaluated)
             ]
-            state = submit(
-                client, cg_take, state, tree_sum(client, products, placed, add=_add_arrays), worker=root
-            )
+            summed = tree_sum(client, products, placed, add=_add_arrays)
+            state = submit(client, cg_take, state, summed, self.identity, worker=root)
             done, steps = gather(client, [submit(client, cg_status, state, worker=root)], placed)[0]
             self.products += 1
             self.moved["product_bytes_between_workers"] += per_product
@@ -494,6 +671,13 @@ def fit_products_cluster(client, source, plan, *, clock_start, on_pass=None, pla
     counts = driver.count()
     plan = plan.with_labels(*merge_label_counts([c for part in counts for c in part]))
     placement.counts = [merge_label_counts(part, allow_empty=True) for part in counts]
+    if plan.multinomial_auto:  # multi_class="auto": the softmax model from three classes on, any width
+        from ..primal.multinomial_reads import auto_softmax
+
+        plan = plan.settled(auto_softmax(plan.classes.shape[0]))
+    if plan.multinomial:
+        result = softmax_products(driver, plan, source.n_features, None, {}, on_pass, clock_start)
+        return replace(result, plan=plan, parts=placement.record(), scaler=scaler)
     driver.encode(plan)
     width = plan.model_width(source.n_features)
 
@@ -519,7 +703,10 @@ def _register_sizes():
 
 
 def _evaluated_nbytes(evaluated):
-    """The weights, and the active rows where they were copied out of the part's."""
+    """The weights, and the active rows where they were copied out of the part's (the softmax
+    model's: its rows' probabilities)."""
+    if isinstance(evaluated.terms, np.ndarray):
+        return evaluated.terms.nbytes
     held = evaluated.read.X
     return sum((0 if X is held else rows_nbytes(X)) + d.nbytes for X, d in evaluated.terms)
 

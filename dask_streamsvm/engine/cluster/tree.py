@@ -39,6 +39,14 @@ def _joined_bands(first, second):
     return joined
 
 
+def add_softmax_sums(first, second):
+    """Two parts' ``(sums, counts)`` added: a node of the tree, run on a worker."""
+    first[0].add(second[0])
+    for name in ("rows", "skipped", "bytes", "retries"):
+        setattr(first[1], name, getattr(first[1], name) + getattr(second[1], name))
+    return first
+
+
 def tree_sum(client, futures, workers, add=add_sums):
     """The sum of ``futures`` (each on the worker of the same index) added in pairs on the workers
     by ``add``, ``ceil(log2 K)`` levels deep: a future of the root, on ``workers[0]``."""

@@ -139,28 +139,8 @@ class SoftmaxProblem:
         return W * self.penalised + class_sums(self.X, R), R
 
     def loss_hessian(self, P):
-        """The rows' part of the Hessian, ``sum_i C_i (diag(p_i) - p_i p_i^T) kron x~_i x~_i^T``
-        (``K D x K D``, class-major): a sum over rows, so a read's blocks add up to the data's.  Each
-        row's ``diag(p) - p p^T`` has rows that sum to 0, so a diagonal block is minus the sum of the
-        others of its row of blocks: ``K (K - 1) / 2`` products of the rows, not ``K (K + 1) / 2``."""
-        K, D = self.K, self.X.shape[1]
-        H = np.zeros((K * D, K * D))
-        CP = self.cost[:, None] * P
-        dense = not sp.issparse(self.X)
-        for k in range(K):
-            for m in range(k + 1, K):
-                weight = -CP[:, k] * P[:, m]
-                if dense:
-                    block = self.X.T @ (self.X * weight[:, None])
-                else:
-                    block = (self.X.T @ self.X.multiply(weight[:, None]).tocsr()).toarray()
-                H[k * D : (k + 1) * D, m * D : (m + 1) * D] = block
-                H[m * D : (m + 1) * D, k * D : (k + 1) * D] = block.T
-        for k in range(K):
-            row = H[k * D : (k + 1) * D]
-            diagonal = -sum(row[:, m * D : (m + 1) * D] for m in range(K) if m != k)
-            H[k * D : (k + 1) * D, k * D : (k + 1) * D] = diagonal
-        return H
+        """The rows' part of the Hessian (:func:`rows_hessian`)."""
+        return rows_hessian(self.X, self.cost, P, self.K)
 
     def hessian(self, P):
         """The formed Hessian (``K D x K D``, class-major), with ``u u^T`` along the intercept's null
@@ -195,6 +175,32 @@ class SoftmaxProblem:
         V = V * self.penalised  # the intercept's column of sum_i theta_i x~_i^T is sum_i theta_i: 0 now
         dual = entropy_rows(np.ascontiguousarray(Q), self.cost) - 0.5 * float(np.sum(V * V))
         return Certificate(primal=float(primal), dual=float(dual))
+
+
+def rows_hessian(X, cost, P, K):
+    """The rows' part of the Hessian, ``sum_i C_i (diag(p_i) - p_i p_i^T) kron x~_i x~_i^T`` of
+    :func:`augmented` rows ``X`` of costs ``cost`` and probabilities ``P`` (``K D x K D``,
+    class-major): a sum over rows, so a read's blocks add up to the data's.  Each row's ``diag(p) -
+    p p^T`` has rows that sum to 0, so a diagonal block is minus the sum of the others of its row of
+    blocks: ``K (K - 1) / 2`` products of the rows, not ``K (K + 1) / 2``."""
+    D = X.shape[1]
+    H = np.zeros((K * D, K * D))
+    CP = cost[:, None] * P
+    dense = not sp.issparse(X)
+    for k in range(K):
+        for m in range(k + 1, K):
+            weight = -CP[:, k] * P[:, m]
+            if dense:
+                block = X.T @ (X * weight[:, None])
+            else:
+                block = (X.T @ X.multiply(weight[:, None]).tocsr()).toarray()
+            H[k * D : (k + 1) * D, m * D : (m + 1) * D] = block
+            H[m * D : (m + 1) * D, k * D : (k + 1) * D] = block.T
+    for k in range(K):
+        row = H[k * D : (k + 1) * D]
+        diagonal = -sum(row[:, m * D : (m + 1) * D] for m in range(K) if m != k)
+        H[k * D : (k + 1) * D, k * D : (k + 1) * D] = diagonal
+    return H
 
 
 def sufficient_decrease(value, slope, trial_value):

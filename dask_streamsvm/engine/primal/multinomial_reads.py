@@ -94,7 +94,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ...kernels.softmax import entropy_rows, shift_terms
+from ...kernels.softmax import entropy_rows, shift_terms, softmax_rows
 from ..plan.certificate import Certificate, check_gap
 from ..plan.problem import class_index
 from ..plan.result import FitResult
@@ -106,12 +106,11 @@ from .multinomial import (
     augmented,
     check_classes,
     class_costs,
-    class_sums,
     feasible_mix,
     formed_step,
     model_of,
     regularised,
-    scores,
+    rows_hessian,
     solve_softmax,
     stall_message,
     sufficient_decrease,
@@ -155,20 +154,27 @@ class SoftmaxSums:
     shift_inverse: np.ndarray
     shift_rows: np.ndarray
     row_norm: float = 0.0
+    diagonal: np.ndarray = None  # the rows' Hessian's diagonal (K x D), where the Hessian is not formed
 
     @classmethod
-    def zeros(cls, K, D):
+    def zeros(cls, K, D, hessian=True):
+        """Zero sums; ``hessian``: the formed Hessian's (``K D x K D``), else its diagonal's."""
         L = FLOORS.shape[0]
-        return cls(0.0, 0.0, np.zeros((K, D)), np.zeros(K), np.zeros((K * D, K * D)), np.zeros(K),
-                   np.zeros((K, D)), np.zeros(D), np.zeros(L), np.zeros((L, K)), np.zeros((L, K)),
-                   np.zeros((L, D)))  # fmt: skip
+        H, diagonal = (np.zeros((K * D, K * D)), None) if hessian else (None, np.zeros((K, D)))
+        return cls(0.0, 0.0, np.zeros((K, D)), np.zeros(K), H, np.zeros(K), np.zeros((K, D)),
+                   np.zeros(D), np.zeros(L), np.zeros((L, K)), np.zeros((L, K)), np.zeros((L, D)), 0.0,
+                   diagonal)  # fmt: skip
 
     def add(self, other):
         self.loss += other.loss
         self.entropy += other.entropy
         self.row_norm = max(self.row_norm, other.row_norm)
-        for name in ARRAYS:
-            getattr(self, name).__iadd__(getattr(other, name))
+        for name in (*ARRAYS, "diagonal"):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if mine is None or theirs is None:  # a sum the read did not form (the Hessian, its diagonal)
+                setattr(self, name, theirs if mine is None else mine)
+            else:
+                mine += theirs
 
 
 def metric_of(metric, width):
@@ -178,15 +184,99 @@ def metric_of(metric, width):
     return tuple(np.asarray(part, dtype=np.float64) for part in metric)
 
 
-def _row_norm(rows, fit_intercept, metric):
-    """The largest ``||(x_i - center) / scale||`` of the augmented ``rows``' features."""
-    features = rows[:, :-1] if fit_intercept else rows
+def _row_norm(features, metric):
+    """The largest ``||(x_i - center) / scale||`` of the rows ``features`` (without the intercept)."""
+    if not features.shape[0]:
+        return 0.0
     center, scale = metric
     if sp.issparse(features):  # sparse rows: center 0 (band_metric's)
         scaled = sp.csr_matrix(features.multiply(1.0 / scale[None, :]))
         return float(np.sqrt(np.max(scaled.multiply(scaled).sum(axis=1))))
-    scaled = (features - center) / scale
+    scaled = (np.asarray(features) - center) / scale
     return float(np.sqrt(np.max(np.einsum("ij,ij->i", scaled, scaled))))
+
+
+def row_scores(X, V, fit_intercept):
+    """``x~_i . v_k`` for the rows ``X`` (without the intercept column; ``V`` ``K x D`` with it last
+    where ``fit_intercept``): a dense ``(n, K)`` array, the rows never copied with a column of ones."""
+    if not fit_intercept:
+        return np.asarray(X @ V.T)
+    Z = np.asarray(X @ V[:, :-1].T)
+    return Z + V[:, -1]
+
+
+def row_class_sums(X, R, fit_intercept):
+    """``sum_i R_ik x~_i`` (``K x D``) of the rows ``X`` without their intercept column."""
+    S = np.asarray((X.T @ R).T)
+    return np.hstack([S, R.sum(axis=0)[:, None]]) if fit_intercept else S
+
+
+class SoftmaxRows:
+    """Rows of one softmax problem held where they were read (a cluster's worker, a read's block):
+    ``X`` without the intercept column (dense, CSR, or their memory maps: never copied whole),
+    ``y_index`` each row's class, ``cost`` ``C_i``.  :meth:`at` gives their :class:`SoftmaxSums` at a
+    point, :meth:`product` their share of a Hessian product there (Newton-CG on a cluster)."""
+
+    def __init__(self, X, y_index, cost, n_classes, fit_intercept, spilled=False):
+        self.X, self.y_index, self.cost = X, np.ascontiguousarray(y_index, dtype=np.int64), cost
+        self.K, self.fit_intercept, self.spilled = n_classes, fit_intercept, spilled
+
+    @property
+    def nbytes(self):
+        held = (self.X.data.nbytes + self.X.indices.nbytes) if sp.issparse(self.X) else self.X.nbytes
+        return (0 if self.spilled else held) + self.y_index.nbytes + self.cost.nbytes
+
+    def at(self, W, metric=None, hessian=True):
+        """``(P, sums)``: the rows' probabilities and :class:`SoftmaxSums` at ``W`` (``K x D``), with
+        the formed Hessian (``hessian``), else its diagonal; ``metric`` as :func:`softmax_sums`'."""
+        X, cost, K, fit_intercept = self.X, self.cost, self.K, self.fit_intercept
+        n, D = X.shape[0], W.shape[1]
+        P = np.empty((n, K))
+        loss = softmax_rows(np.ascontiguousarray(row_scores(X, W, fit_intercept)), self.y_index, cost, P)
+        onehot = np.zeros((n, K))
+        onehot[np.arange(n), self.y_index] = 1.0
+        residual = cost[:, None] * (P - onehot)
+        L = FLOORS.shape[0]
+        level, weight = np.empty(n, dtype=np.int64), np.zeros(L)
+        logs, inverse = np.zeros((L, K)), np.zeros((L, K))
+        shift_terms(P, cost, FLOORS, level, weight, logs, inverse)
+        # each level's sum_i C_i x~_i: a row is of one level (a sparse product, not a GEMM)
+        by_level = sp.csr_matrix((cost, (level, np.arange(n))), shape=(L + 1, n))
+        shift_rows = _dense(by_level @ X)[:L]
+        if fit_intercept:
+            shift_rows = np.hstack([shift_rows, np.asarray(by_level.sum(axis=1))[:L]])
+        sums = SoftmaxSums(
+            loss=loss, entropy=entropy_rows(P, cost), gradient=row_class_sums(X, residual, fit_intercept),
+            residual=residual.sum(axis=0), hessian=None, mass=cost @ onehot,
+            targets=row_class_sums(X, onehot * cost[:, None], fit_intercept),
+            row_sum=row_class_sums(X, cost[:, None], fit_intercept)[0], shift_weight=weight,
+            shift_logs=logs, shift_inverse=inverse, shift_rows=shift_rows,
+            row_norm=_row_norm(X, metric_of(metric, X.shape[1])),
+        )  # fmt: skip
+        if hessian:
+            sums.hessian = rows_hessian(augmented(X, fit_intercept), cost, P, K)
+        else:
+            sums.diagonal = self.diagonal(P, D)
+        return P, sums
+
+    def diagonal(self, P, D):
+        """The rows' Hessian's diagonal at probabilities ``P`` (``K x D``), a chunk of rows at a time."""
+        total = np.zeros((self.K, D))
+        step = chunk_rows(D)
+        for lo in range(0, self.X.shape[0], step):
+            X = self.X[lo : lo + step]
+            squares = X.multiply(X).tocsr() if sp.issparse(X) else np.square(X)
+            C, Pc = self.cost[lo : lo + step, None], P[lo : lo + step]
+            total += row_class_sums(squares, C * Pc * (1.0 - Pc), self.fit_intercept)
+        return total
+
+    def product(self, P, V):
+        """The rows' share of the Hessian's product with ``V`` (``K x D``) at probabilities ``P``,
+        ``sum_i C_i (diag(p_i) - p_i p_i^T) (V x~_i) x~_i^T`` (the penalty left out)."""
+        dZ = row_scores(self.X, V, self.fit_intercept)
+        PdZ = P * dZ
+        A = self.cost[:, None] * (PdZ - P * PdZ.sum(axis=1, keepdims=True))
+        return row_class_sums(self.X, A, self.fit_intercept)
 
 
 def softmax_sums(X, y_index, cost, W, fit_intercept, metric=None):
@@ -194,7 +284,6 @@ def softmax_sums(X, y_index, cost, W, fit_intercept, metric=None):
     ``y_index`` and costs ``cost`` at the point ``W`` (``K x D``), a chunk of rows at a time;
     ``metric``: the ``(center, scale)`` its largest row is measured in (:func:`metric_of`)."""
     K, D = W.shape
-    metric = metric_of(metric, X.shape[1])
     total = SoftmaxSums.zeros(K, D)
     step = chunk_rows(D)
     for lo in range(0, X.shape[0], step):
@@ -202,25 +291,8 @@ def softmax_sums(X, y_index, cost, W, fit_intercept, metric=None):
         kept = np.flatnonzero(cost[lo:hi] > 0) + lo  # rows of no cost add nothing
         if not kept.size:
             continue
-        rows = augmented(X[kept] if sp.issparse(X) else np.asarray(X)[kept], fit_intercept)
-        problem = SoftmaxProblem(rows, y_index[kept], cost[kept], K, fit_intercept)
-        P, loss = problem.loss(scores(rows, W))
-        residual = problem.cost[:, None] * (P - problem.onehot)
-        L = FLOORS.shape[0]
-        level, weight = np.empty(kept.size, dtype=np.int64), np.zeros(L)
-        logs, inverse = np.zeros((L, K)), np.zeros((L, K))
-        shift_terms(P, problem.cost, FLOORS, level, weight, logs, inverse)
-        # each level's sum_i C_i x~_i: a row is of one level (a sparse product, not a GEMM)
-        by_level = sp.csr_matrix((problem.cost, (level, np.arange(kept.size))), shape=(L + 1, kept.size))
-        total.add(
-            SoftmaxSums(
-                loss=loss, entropy=entropy_rows(P, problem.cost), gradient=class_sums(rows, residual),
-                residual=residual.sum(axis=0), hessian=problem.loss_hessian(P), mass=problem.mass,
-                targets=problem.targets, row_sum=problem.row_sum, shift_weight=weight,
-                shift_logs=logs, shift_inverse=inverse, shift_rows=_dense(by_level @ rows)[:L],
-                row_norm=_row_norm(rows, fit_intercept, metric),
-            )
-        )  # fmt: skip
+        rows = X[kept] if sp.issparse(X) else np.asarray(X)[kept]
+        total.add(SoftmaxRows(rows, y_index[kept], cost[kept], K, fit_intercept).at(W, metric)[1])
     return total
 
 
@@ -228,13 +300,15 @@ def _dense(product):
     return product.toarray() if sp.issparse(product) else np.asarray(product)
 
 
-def dual_values(sums, W, penalised, fit_intercept, step=None, metric=None):
+def dual_values(sums, W, penalised, fit_intercept, step=None, metric=None, moved=None):
     """The dual values of the feasible dual points the read's ``sums`` at ``W`` bound (module
     docstring), by name: ``"derivative"`` (``q_i = p_i``, without an intercept), ``"mix"``, ``j``
     for each level of :data:`FLOORS` whose shift is feasible, and with the Newton ``step`` (``K x
     D``) at ``W``, ``("step", a)`` (no intercept) or ``("step", a, j)``: the probabilities moved by
     the share ``a`` of :data:`STEP_SHARES` of the step's first-order change, and shifted on level
-    ``j``; ``metric``: the ``(center, scale)`` the read measured its rows in (:func:`softmax_sums`)."""
+    ``j``; ``metric``: the ``(center, scale)`` the read measured its rows in (:func:`softmax_sums`);
+    ``moved``: the rows' Hessian's product with ``step`` (``K x D``, the penalty left out), where the
+    read did not form the Hessian (Newton-CG on a cluster); without either, no step's point."""
     V = -sums.gradient  # sum_i theta_i x~_i^T at q_i = p_i
 
     def value(entropy, V):
@@ -247,12 +321,13 @@ def dual_values(sums, W, penalised, fit_intercept, step=None, metric=None):
     else:
         duals = {"mix": _mixed(sums, V, g, value)}
         duals.update(_shifted(sums, V, g, sums.entropy, 1.0, 1.0, value))
-    if step is None:
+    if step is None or (moved is None and sums.hessian is None):
         return duals
     K, D = step.shape
-    moved = sums.hessian @ step.ravel()  # sum_i C_i A_i (S x~_i) kron x~_i: the rows' Hessian, unregularised
-    quadratic = float(step.ravel() @ moved)  # sum_i C_i dz_i^T A_i dz_i
-    moved = moved.reshape(K, D)
+    if moved is None:  # sum_i C_i A_i (S x~_i) kron x~_i: the rows' Hessian, unregularised
+        moved = sums.hessian @ step.ravel()
+    moved = np.asarray(moved).reshape(K, D)
+    quadratic = float(step.ravel() @ moved.ravel())  # sum_i C_i dz_i^T A_i dz_i
     # sum_i C_i (A_i log p_i) . dz_i, and A_i log p_i = A_i z_i (A_i 1 = 0): the Hessian's product
     linear = float(moved.ravel() @ W.ravel())
     # |dz_ik - p_i . dz_i| <= 2 max_k |s_k . x~_i| <= reach, for every row: q_i' >= (1 - a reach) p_i,
@@ -295,11 +370,12 @@ def _shifted(sums, V, g, entropy, room, factor, value):
     return duals
 
 
-def certificate(sums, W, penalised, fit_intercept, step=None, metric=None):
+def certificate(sums, W, penalised, fit_intercept, step=None, metric=None, moved=None):
     """The :class:`Certificate` of the point ``W`` a read's ``sums`` were made at: its value, and the
-    best of :func:`dual_values` (with the Newton ``step`` at ``W``, where one is taken)."""
+    best of :func:`dual_values` (with the Newton ``step`` at ``W``, where one is taken, and its
+    product ``moved``, where the Hessian was not formed)."""
     primal = 0.5 * float(np.sum((W * penalised) ** 2)) + sums.loss
-    duals = dual_values(sums, W, penalised, fit_intercept, step, metric)
+    duals = dual_values(sums, W, penalised, fit_intercept, step, metric, moved)
     return Certificate(primal=float(primal), dual=float(max(duals.values())))
 
 
@@ -360,10 +436,11 @@ class SoftmaxModel:
     metric: tuple = None  # (center, scale) of the features, from the sample (reads.band_metric)
 
 
-def softmax_model(plan, n_features, weight_totals, beyond=None):
+def softmax_model(plan, n_features, weight_totals, beyond=None, products=False):
     """The :class:`SoftmaxModel` of ``plan`` (labels counted) on ``n_features`` features, from each
     class's sample weight (``weight_totals``, for ``class_weight="balanced"``); a ValueError for
-    values beyond the primal solver's (``beyond``: the first read's reason), a model too wide, or a
+    values beyond the primal solver's (``beyond``: the first read's reason), a model too wide for
+    the reads' formed Hessian (unless its ``products`` are taken: Newton-CG on a cluster), or a
     class without rows of positive cost."""
     if beyond is not None:
         raise ValueError(
@@ -374,7 +451,8 @@ def softmax_model(plan, n_features, weight_totals, beyond=None):
     K = plan.classes.shape[0]
     fit_intercept = plan.bias != 0.0
     D = n_features + fit_intercept
-    check_model_width(K, D)
+    if not products:
+        check_model_width(K, D)
     weight_totals = np.asarray(weight_totals, dtype=np.float64)
     class_cost = class_costs(plan, weight_totals)
     check_classes(plan, class_cost * weight_totals)
@@ -511,13 +589,16 @@ def sum_blocks(blocks, problem, W):
     return total
 
 
-def newton_reads(evaluate, problem, W, counted, on_pass, clock_start):
+def newton_reads(evaluate, problem, W, counted, on_pass, clock_start, direction=None):
     """The reads from the warm start ``W``, until the relative gap is at most ``plan.tol`` or
     ``plan.max_iter`` reads (module docstring): a :class:`~..plan.result.FitResult`.
     ``evaluate(point)``: one read's ``(sums, counts, fields)`` at ``point`` (its
     :class:`SoftmaxSums`, a :class:`~.sums.Sums` of its rows, bytes, skipped rows and retries, and
     fields for its record); ``counted``: the first read's totals, and its ``notes`` for the first
-    record; ``on_pass(records, W)`` after each read, a true value stops the reads."""
+    record; ``on_pass(records, W)`` after each read, a true value stops the reads.
+    ``direction(sums, W, G)``: the Newton step at ``W`` (``G`` its gradient) and the rows' Hessian's
+    product with it (None: not known) where the sums hold no formed Hessian (Newton-CG on a
+    cluster, :mod:`~..cluster.products`); None: the formed Hessian's step."""
     plan, penalised, scale = problem.plan, problem.penalised, problem.scale
     S = np.zeros_like(W)
     trial = False  # the next read evaluates W + S (else W itself)
@@ -541,13 +622,16 @@ def newton_reads(evaluate, problem, W, counted, on_pass, clock_start):
         where = f"read {reads}"
         primal = 0.5 * float(np.sum((point * penalised) ** 2)) + sums.loss
         accepted = not trial or sufficient_decrease(value, slope, primal)
-        step = None
+        step = moved = None
         if accepted:
             W, value = point, primal
             G = W * penalised + sums.gradient
-            H = regularised(sums.hessian.copy(), penalised, W.shape[0], problem.fit_intercept)
-            step = formed_step(H, G)  # the next step, and the certificate's dual point
-        cert = certificate(sums, point, penalised, problem.fit_intercept, step, problem.metric)
+            if direction is None:  # the next step, and the certificate's dual point
+                H = regularised(sums.hessian.copy(), penalised, W.shape[0], problem.fit_intercept)
+                step = formed_step(H, G)
+            else:
+                step, moved = direction(sums, W, G)
+        cert = certificate(sums, point, penalised, problem.fit_intercept, step, problem.metric, moved)
         cert = check_gap(cert, where)
         sums = None
         best_dual = max(best_dual, cert.dual)

@@ -1,0 +1,190 @@
+"""The softmax model on a cluster beyond the reads' formed Hessian (engine/cluster/products.py:
+``softmax_products``): Newton-CG whose products are the parts' sums up the tree, certified as the
+reads certify; and the rows' sums and products without the Hessian (``SoftmaxRows``) against the
+formed ones, term by term."""
+
+import dask
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification
+
+from dask_streamsvm import LogisticRegression
+from dask_streamsvm.engine.choice import softmax_method
+from dask_streamsvm.engine.primal import multinomial_reads
+from dask_streamsvm.engine.primal.multinomial import formed_step, regularised
+from dask_streamsvm.engine.primal.multinomial_reads import ARRAYS, SoftmaxRows
+from dask_streamsvm.engine.primal.newton import MAX_WIDTH
+from dask_streamsvm.engine.primal.sums import CG_WIDTH
+
+from ._helpers import two_worker_client
+from .test_multinomial import ROUNDING, _generated, objective, reference
+from .test_multinomial_out_of_core import _collection, _sample_bytes
+
+TOL = 1e-10
+
+
+def _point(K, D, seed=0):
+    return np.random.RandomState(seed).normal(size=(K, D)) * 0.3
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_the_rows_sums_without_the_hessian_are_the_formed_ones(sparse, fit_intercept):
+    """Every sum of an evaluation that does not form the Hessian is the formed read's; its diagonal
+    is the formed Hessian's diagonal and its product the formed Hessian's product."""
+    X, y = _generated(4, sparse, n=400, d=7)
+    rng = np.random.RandomState(1)
+    cost = rng.uniform(0.5, 2.0, X.shape[0])
+    W = _point(4, 7 + fit_intercept)
+    formed = multinomial_reads.softmax_sums(X, y, cost, W, fit_intercept)
+    rows = SoftmaxRows(X, y, cost, 4, fit_intercept)
+    P, light = rows.at(W, hessian=False)
+    assert light.hessian is None and formed.diagonal is None
+    for name in (a for a in ARRAYS if a != "hessian"):
+        np.testing.assert_allclose(getattr(light, name), getattr(formed, name), rtol=1e-12, atol=1e-12)
+    for name in ("loss", "entropy", "row_norm"):
+        assert getattr(light, name) == pytest.approx(getattr(formed, name), rel=1e-12)
+    np.testing.assert_allclose(light.diagonal.ravel(), np.diag(formed.hessian), rtol=1e-12, atol=1e-12)
+    V = rng.normal(size=W.shape)
+    np.testing.assert_allclose(rows.product(P, V).ravel(), formed.hessian @ V.ravel(), rtol=1e-11, atol=1e-11)
+
+
+def test_sums_without_a_hessian_add_up_with_their_diagonals():
+    """Two parts' sums added are the sums of their rows together, the diagonal too."""
+    X, y = _generated(3, n=300, d=7)
+    cost = np.ones(X.shape[0])
+    W = _point(3, 8)
+    whole = SoftmaxRows(X, y, cost, 3, True).at(W, hessian=False)[1]
+    first = SoftmaxRows(X[:100], y[:100], cost[:100], 3, True).at(W, hessian=False)[1]
+    first.add(SoftmaxRows(X[100:], y[100:], cost[100:], 3, True).at(W, hessian=False)[1])
+    np.testing.assert_allclose(first.diagonal, whole.diagonal, rtol=1e-12)
+    np.testing.assert_allclose(first.gradient, whole.gradient, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_the_steps_dual_point_from_its_product_is_the_formed_ones(fit_intercept):
+    """Where the Hessian is not formed, the step's dual point takes the rows' Hessian's product with
+    the step (``moved``): the same dual values as the formed Hessian's; without it, no step's point
+    (the read's own dual points only)."""
+    X, y = _generated(3, n=500, d=6)
+    cost = np.ones(X.shape[0])
+    D = 6 + fit_intercept
+    penalised = np.ones(D)
+    if fit_intercept:
+        penalised[-1] = 0.0
+    near = LogisticRegression(multi_class="multinomial", tol=1e-4, fit_intercept=fit_intercept).fit(X, y)
+    W = near.coef_ if not fit_intercept else np.hstack([near.coef_, near.intercept_[:, None]])
+    W = W + _point(3, D, seed=2) * 0.01  # near the optimum, where the step's point is feasible
+    formed = multinomial_reads.softmax_sums(X, y, cost, W, fit_intercept)
+    H = regularised(formed.hessian.copy(), penalised, 3, fit_intercept)
+    S = formed_step(H, W * penalised + formed.gradient)  # the Newton step
+    rows = SoftmaxRows(X, y, cost, 3, fit_intercept)
+    P, light = rows.at(W, hessian=False)
+    moved = rows.product(P, S)
+    expected = multinomial_reads.dual_values(formed, W, penalised, fit_intercept, S)
+    got = multinomial_reads.dual_values(light, W, penalised, fit_intercept, S, moved=moved)
+    assert any(isinstance(k, tuple) for k in expected), "the step's dual point was not feasible"
+    assert got.keys() == expected.keys()
+    for key, value in expected.items():
+        assert got[key] == pytest.approx(value, rel=1e-10, abs=1e-9)
+    without = multinomial_reads.dual_values(light, W, penalised, fit_intercept, S)
+    assert not any(isinstance(k, tuple) for k in without)
+
+
+def test_the_softmax_models_cluster_method_follows_the_binary_width():
+    """A class's row wider than CG_WIDTH (the binary problem's rule) takes the products from the
+    start; narrower, the first read counts the classes and keeps the sample."""
+
+    class Plan:
+        def model_width(self, n_features):
+            return n_features
+
+    assert CG_WIDTH == 1024
+    assert softmax_method(Plan(), CG_WIDTH - 1) == "newton"
+    assert softmax_method(Plan(), CG_WIDTH) == "truncated_newton"
+
+
+def _classes(K, n, d, seed=0, sparse=False):
+    X, y = make_classification(
+        n, d, n_informative=min(d, 20), n_redundant=0, n_classes=K, n_clusters_per_class=1,
+        random_state=seed,
+    )  # fmt: skip
+    X[:, 0] += 2.0  # an offset, so that the intercept matters
+    if sparse:
+        X = sp.csr_matrix(X * (np.random.RandomState(seed).rand(*X.shape) < 0.05))
+    return X, y
+
+
+def _check_optimum(ours, X, y, local):
+    """Within the certified gap of scikit-learn's optimum, and one machine's model's probabilities."""
+    assert ours.duality_gap_ <= TOL
+    sk = reference(X, y, 1.0)
+    P = objective(X, y, ours.coef_, ours.intercept_, 1.0)
+    P_star = objective(X, y, sk.coef_, sk.intercept_, 1.0)
+    assert ours.objective_ == pytest.approx(P, rel=ROUNDING)
+    assert (P - P_star) / P <= ours.duality_gap_ + ROUNDING
+    np.testing.assert_allclose(ours.predict_proba(X), local.predict_proba(X), atol=1e-6, rtol=0)
+
+
+@pytest.fixture(scope="module")
+def client():
+    with two_worker_client() as client:
+        yield client
+
+
+def _local(X, y, **params):
+    with dask.config.set(scheduler="sync"):  # one machine's in-memory model
+        return LogisticRegression(tol=TOL, **params).fit(X, y)
+
+
+@pytest.mark.slow
+def test_many_classes_beyond_the_formed_hessian_train_by_products_from_the_sample(client):
+    """12 classes of 350 features (4,212 weights, beyond the reads' 4,096) on a LocalCluster of two
+    worker processes: the first read counts the classes and keeps the sample, whose solution starts
+    Newton-CG on the parts read again; within the certified gap of scikit-learn's optimum."""
+    X, y = _classes(12, 1800, 350)
+    assert 12 * 351 > MAX_WIDTH and 351 <= CG_WIDTH
+    Xd, yd = _collection(X, y, 300)
+    ours = LogisticRegression(multi_class="multinomial", tol=TOL, cache_bytes=_sample_bytes(X, 900)).fit(
+        Xd, yd
+    )
+    assert ours.cluster_parts_ and ours.multi_class_ == "multinomial" and ours.coef_.shape == (12, 350)
+    assert ours.history_[0]["sample_rows"] < X.shape[0]
+    assert ours.history_[-1]["method"] == "truncated_newton" and ours.history_[-1]["products"] > 0
+    _check_optimum(ours, X, y, _local(X, y, multi_class="multinomial"))
+
+
+@pytest.mark.slow
+def test_wide_rows_train_the_softmax_model_from_one_read(client):
+    """3 classes of 1,500 sparse features (a class's row wider than CG_WIDTH), ``multi_class="auto"``:
+    the parts read once and counted, Newton-CG from 0, the softmax model (scikit-learn's)."""
+    X, y = _classes(3, 1200, 1500, sparse=True)
+    ours = LogisticRegression(tol=TOL).fit(*_collection(X, y, 300))
+    assert ours.cluster_parts_ and ours.multi_class_ == "multinomial" and ours.coef_.shape == (3, 1500)
+    assert "sample_rows" not in ours.history_[0]
+    assert ours.history_[-1]["method"] == "truncated_newton" and ours.history_[-1]["parts"] == 2
+    _check_optimum(ours, X, y, _local(X, y))
+
+
+@pytest.mark.slow
+def test_two_wide_classes_train_the_binary_problem(client):
+    """Two classes of the same width, ``"auto"``: the binary problem's truncated Newton on the parts
+    read, one-vs-rest's model, one machine's optimum within the gaps."""
+    X, y = _classes(2, 1200, 1500, seed=1, sparse=True)
+    ours = LogisticRegression(tol=TOL).fit(*_collection(X, y, 300))
+    assert ours.multi_class_ == "ovr" and ours.history_[-1]["method"] == "truncated_newton"
+    assert ours.objective_ == pytest.approx(_local(X, y).objective_, rel=2 * TOL)
+
+
+@pytest.mark.slow
+def test_samples_that_hold_every_row_are_the_fit(client):
+    """Where the parts' samples hold every row, their problem, solved on a worker, is the data's: one
+    read, its records those of the sample's steps (the records' totals once raised a TypeError)."""
+    X, y = _generated(3, n=600, d=7)
+    ours = LogisticRegression(multi_class="multinomial", tol=TOL).fit(*_collection(X, y, 150))
+    assert ours.cluster_parts_ and ours.history_[0]["sample_rows"] == X.shape[0]
+    assert {r["pass"] for r in ours.history_} == {0} and ours.history_[-1]["parts"] == 2
+    assert ours.duality_gap_ <= TOL
+    local = _local(X, y, multi_class="multinomial")
+    assert ours.objective_ == pytest.approx(local.objective_, rel=2 * TOL)
