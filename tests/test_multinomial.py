@@ -161,11 +161,16 @@ def test_the_line_search_only_decreases_and_halves(monkeypatch):
 
 def _problem(X, y, C, fit_intercept, K):
     cost = np.full(X.shape[0], C)
-    return multinomial.SoftmaxProblem(multinomial.augmented(X, fit_intercept), y, cost, K, fit_intercept)
+    return multinomial.SoftmaxProblem(X, y, cost, K, fit_intercept)
+
+
+def _rows(problem):
+    """The problem's rows with their column of ones (the model's ``x~_i``), for NumPy's references."""
+    return multinomial.augmented(problem.X, problem.fit_intercept)
 
 
 def _certificate(problem, W):
-    P, loss = problem.loss(np.asarray(problem.X @ W.T))
+    P, loss = problem.loss(np.asarray(_rows(problem) @ W.T))
     G, R = problem.gradient(W, P)
     return problem.certify(W, P, R, loss)
 

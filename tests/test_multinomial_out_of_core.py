@@ -148,7 +148,12 @@ def test_a_sample_of_every_row_is_the_fit():
 
 def _problem(X, y, K, fit_intercept=True, cost=None):
     cost = np.ones(X.shape[0]) if cost is None else cost
-    return multinomial.SoftmaxProblem(multinomial.augmented(X, fit_intercept), y, cost, K, fit_intercept)
+    return multinomial.SoftmaxProblem(X, y, cost, K, fit_intercept)
+
+
+def _rows(problem):
+    """The problem's rows with their column of ones (the model's ``x~_i``), for NumPy's references."""
+    return multinomial.augmented(problem.X, problem.fit_intercept)
 
 
 @pytest.mark.parametrize("sparse", [False, True])
@@ -163,7 +168,7 @@ def test_the_reads_sums_are_the_rows_sums(sparse):
         total.add(
             multinomial_reads.softmax_sums(X[lo : lo + 128], y[lo : lo + 128], cost[lo : lo + 128], W, True)
         )
-    P, loss = problem.loss(np.asarray(problem.X @ W.T))
+    P, loss = problem.loss(np.asarray(_rows(problem) @ W.T))
     G, R = problem.gradient(W, P)
     assert total.loss == pytest.approx(loss, rel=1e-12)
     np.testing.assert_allclose(total.gradient, G - W * problem.penalised, rtol=1e-10, atol=1e-10)
@@ -177,7 +182,7 @@ def _exact_dual(problem, Q, penalised):
     """The dual value of the point ``q_i = Q[i]`` in NumPy (module docstring of multinomial)."""
     cost = problem.cost
     theta = cost[:, None] * (problem.onehot - Q)
-    V = np.asarray((problem.X.T @ theta).T) * penalised
+    V = np.asarray((_rows(problem).T @ theta).T) * penalised
     safe = np.where(Q > 0, Q, 1.0)
     return float(cost @ -(Q * np.log(safe)).sum(axis=1)) - 0.5 * float(np.sum(V * V))
 
@@ -192,7 +197,7 @@ def test_each_dual_point_the_read_bounds_is_feasible_and_bounded_below(fit_inter
     X, y = _generated(3, n=800)
     problem = _problem(X, y, 3, fit_intercept)
     W_star = multinomial.solve_softmax(problem, tol=1e-13, max_iter=100)[0]
-    optimum = problem.penalty(W_star) + problem.loss(np.asarray(problem.X @ W_star.T))[1]
+    optimum = problem.penalty(W_star) + problem.loss(np.asarray(_rows(problem) @ W_star.T))[1]
     rng = np.random.RandomState(2)
     penalised = problem.penalised
     shifted = 0
@@ -200,7 +205,7 @@ def test_each_dual_point_the_read_bounds_is_feasible_and_bounded_below(fit_inter
         W = W_star + spread * rng.normal(size=W_star.shape)
         sums = multinomial_reads.softmax_sums(X, y, np.ones(X.shape[0]), W, fit_intercept)
         values = multinomial_reads.dual_values(sums, W, penalised, fit_intercept)
-        P, loss = problem.loss(np.asarray(problem.X @ W.T))
+        P, loss = problem.loss(np.asarray(_rows(problem) @ W.T))
         _, R = problem.gradient(W, P)
         exact = problem.certify(W, P, R, loss)  # the mix's exact entropy (in memory)
         assert multinomial_reads.certificate(sums, W, penalised, fit_intercept).primal == pytest.approx(
@@ -253,7 +258,7 @@ def test_without_the_mix_the_read_would_claim_more_than_the_optimum(monkeypatch)
     """The mix (feasible_mix) is what keeps the read's dual point feasible: at a point whose unmixed
     dual point looks optimal (test_multinomial's), the read's "dual value" without it passes P*."""
     problem, W, P_star = _bad_intercept_point()
-    X = problem.X[:, :-1]
+    X = problem.X
     sums = multinomial_reads.softmax_sums(X, problem.y_index, problem.cost, W, True)
     cert = multinomial_reads.certificate(sums, W, problem.penalised, True)
     assert cert.dual <= P_star and (cert.primal - P_star) / cert.primal > 0.01
@@ -364,14 +369,14 @@ def test_the_steps_dual_point_is_feasible_and_bounded_below(fit_intercept, offse
     X = X + offset
     problem = _problem(X, y, 3, fit_intercept)
     W_star = multinomial.solve_softmax(problem, tol=1e-13, max_iter=100)[0]
-    optimum = problem.penalty(W_star) + problem.loss(np.asarray(problem.X @ W_star.T))[1]
+    optimum = problem.penalty(W_star) + problem.loss(np.asarray(_rows(problem) @ W_star.T))[1]
     rng = np.random.RandomState(3)
     center, scale = X.mean(axis=0), X.std(axis=0)
     norm = np.sqrt(np.max(np.sum(((X - center) / scale) ** 2, axis=1)))
     used = 0
     for spread in (1e-5, 1e-4, 1e-3, 1e-2, 1e-1):
         W = W_star + spread * rng.normal(size=W_star.shape)
-        P, loss = problem.loss(np.asarray(problem.X @ W.T))
+        P, loss = problem.loss(np.asarray(_rows(problem) @ W.T))
         G, R = problem.gradient(W, P)
         S = multinomial.newton_direction(problem, W, P, G)[0]
         sums = multinomial_reads.softmax_sums(X, y, np.ones(X.shape[0]), W, fit_intercept, (center, scale))
@@ -380,11 +385,11 @@ def test_the_steps_dual_point_is_feasible_and_bounded_below(fit_intercept, offse
         assert max(values.values()) <= optimum
         weights, b = (S[:, :-1], S[:, -1]) if fit_intercept else (S, 0.0)
         reach = 2.0 * np.max(np.abs(weights @ center + b) + np.linalg.norm(weights * scale, axis=1) * norm)
-        assert reach >= 2.0 * np.abs(np.asarray(problem.X @ S.T)).max() * (1 - 1e-12)  # a bound of every row
+        dZ = np.asarray(_rows(problem) @ S.T)
+        assert reach >= 2.0 * np.abs(dZ).max() * (1 - 1e-12)  # a bound of every row
         shares = {a for a in multinomial_reads.STEP_SHARES if a * reach < 1.0}
         steps = {key: v for key, v in values.items() if isinstance(key, tuple)}
         assert {key[1] for key in steps} <= shares
-        dZ = np.asarray(problem.X @ S.T)
         for a in shares:
             moved = P + a * P * (dZ - np.sum(P * dZ, axis=1, keepdims=True))  # p + a A dz
             assert np.all(moved >= -1e-15)
@@ -411,9 +416,9 @@ def test_near_the_optimum_the_steps_dual_point_certifies_the_suboptimality():
     X, y = _generated(3, n=3000)
     problem = _problem(X, y, 3)
     W_star = multinomial.solve_softmax(problem, tol=1e-13, max_iter=100)[0]
-    optimum = problem.penalty(W_star) + problem.loss(np.asarray(problem.X @ W_star.T))[1]
+    optimum = problem.penalty(W_star) + problem.loss(np.asarray(_rows(problem) @ W_star.T))[1]
     W = W_star + 1e-3 * np.random.RandomState(4).normal(size=W_star.shape)
-    P, _ = problem.loss(np.asarray(problem.X @ W.T))
+    P, _ = problem.loss(np.asarray(_rows(problem) @ W.T))
     G, _ = problem.gradient(W, P)
     S = multinomial.newton_direction(problem, W, P, G)[0]
     sums = multinomial_reads.softmax_sums(X, y, np.ones(X.shape[0]), W, True)

@@ -1,7 +1,7 @@
 """The softmax model on a cluster beyond the reads' formed Hessian (engine/cluster/products.py:
 ``softmax_products``): Newton-CG whose products are the parts' sums up the tree, certified as the
-reads certify; and the rows' sums and products without the Hessian (``SoftmaxRows``) against the
-formed ones, term by term."""
+reads certify; and the rows' sums and products without the Hessian (``problem_sums``,
+``SoftmaxProblem.loss_product``) against the formed ones, term by term."""
 
 import dask
 import numpy as np
@@ -12,8 +12,8 @@ from sklearn.datasets import make_classification
 from dask_streamsvm import LogisticRegression
 from dask_streamsvm.engine.choice import softmax_method
 from dask_streamsvm.engine.primal import multinomial_reads
-from dask_streamsvm.engine.primal.multinomial import formed_step, regularised
-from dask_streamsvm.engine.primal.multinomial_reads import ARRAYS, SoftmaxRows
+from dask_streamsvm.engine.primal.multinomial import SoftmaxProblem, formed_step, regularised
+from dask_streamsvm.engine.primal.multinomial_reads import ARRAYS, problem_sums
 from dask_streamsvm.engine.primal.newton import MAX_WIDTH
 from dask_streamsvm.engine.primal.sums import CG_WIDTH
 
@@ -21,7 +21,12 @@ from ._helpers import two_worker_client
 from .test_multinomial import ROUNDING, _generated, objective, reference
 from .test_multinomial_out_of_core import _collection, _sample_bytes
 
-TOL = 1e-10
+# 4,212 weights put float64's floor of the relative gap near 1e-10 (Newton's line search sees no
+# decrease below it: 2e-10 to 8e-10 seen on these sets), so the fits ask 1e-9, and their probabilities
+# agree to 1e-5 (the gap bounds the objective, not each probability: at 1e-8 a row's moved by 1.1e-6
+# between two certified fits).
+TOL = 1e-9
+PROBABILITIES = 1e-5
 
 
 def _point(K, D, seed=0):
@@ -38,8 +43,8 @@ def test_the_rows_sums_without_the_hessian_are_the_formed_ones(sparse, fit_inter
     cost = rng.uniform(0.5, 2.0, X.shape[0])
     W = _point(4, 7 + fit_intercept)
     formed = multinomial_reads.softmax_sums(X, y, cost, W, fit_intercept)
-    rows = SoftmaxRows(X, y, cost, 4, fit_intercept)
-    P, light = rows.at(W, hessian=False)
+    rows = SoftmaxProblem(X, y, cost, 4, fit_intercept)
+    P, light = problem_sums(rows, W, hessian=False)
     assert light.hessian is None and formed.diagonal is None
     for name in (a for a in ARRAYS if a != "hessian"):
         np.testing.assert_allclose(getattr(light, name), getattr(formed, name), rtol=1e-12, atol=1e-12)
@@ -47,7 +52,8 @@ def test_the_rows_sums_without_the_hessian_are_the_formed_ones(sparse, fit_inter
         assert getattr(light, name) == pytest.approx(getattr(formed, name), rel=1e-12)
     np.testing.assert_allclose(light.diagonal.ravel(), np.diag(formed.hessian), rtol=1e-12, atol=1e-12)
     V = rng.normal(size=W.shape)
-    np.testing.assert_allclose(rows.product(P, V).ravel(), formed.hessian @ V.ravel(), rtol=1e-11, atol=1e-11)
+    product = rows.loss_product(P, V).ravel()
+    np.testing.assert_allclose(product, formed.hessian @ V.ravel(), rtol=1e-11, atol=1e-11)
 
 
 def test_sums_without_a_hessian_add_up_with_their_diagonals():
@@ -55,9 +61,12 @@ def test_sums_without_a_hessian_add_up_with_their_diagonals():
     X, y = _generated(3, n=300, d=7)
     cost = np.ones(X.shape[0])
     W = _point(3, 8)
-    whole = SoftmaxRows(X, y, cost, 3, True).at(W, hessian=False)[1]
-    first = SoftmaxRows(X[:100], y[:100], cost[:100], 3, True).at(W, hessian=False)[1]
-    first.add(SoftmaxRows(X[100:], y[100:], cost[100:], 3, True).at(W, hessian=False)[1])
+
+    def sums(rows):
+        return problem_sums(SoftmaxProblem(X[rows], y[rows], cost[rows], 3, True), W, hessian=False)[1]
+
+    whole, first = sums(slice(None)), sums(slice(0, 100))
+    first.add(sums(slice(100, None)))
     np.testing.assert_allclose(first.diagonal, whole.diagonal, rtol=1e-12)
     np.testing.assert_allclose(first.gradient, whole.gradient, rtol=1e-12, atol=1e-12)
 
@@ -79,9 +88,9 @@ def test_the_steps_dual_point_from_its_product_is_the_formed_ones(fit_intercept)
     formed = multinomial_reads.softmax_sums(X, y, cost, W, fit_intercept)
     H = regularised(formed.hessian.copy(), penalised, 3, fit_intercept)
     S = formed_step(H, W * penalised + formed.gradient)  # the Newton step
-    rows = SoftmaxRows(X, y, cost, 3, fit_intercept)
-    P, light = rows.at(W, hessian=False)
-    moved = rows.product(P, S)
+    rows = SoftmaxProblem(X, y, cost, 3, fit_intercept)
+    P, light = problem_sums(rows, W, hessian=False)
+    moved = rows.loss_product(P, S)
     expected = multinomial_reads.dual_values(formed, W, penalised, fit_intercept, S)
     got = multinomial_reads.dual_values(light, W, penalised, fit_intercept, S, moved=moved)
     assert any(isinstance(k, tuple) for k in expected), "the step's dual point was not feasible"
@@ -124,7 +133,7 @@ def _check_optimum(ours, X, y, local):
     P_star = objective(X, y, sk.coef_, sk.intercept_, 1.0)
     assert ours.objective_ == pytest.approx(P, rel=ROUNDING)
     assert (P - P_star) / P <= ours.duality_gap_ + ROUNDING
-    np.testing.assert_allclose(ours.predict_proba(X), local.predict_proba(X), atol=1e-6, rtol=0)
+    np.testing.assert_allclose(ours.predict_proba(X), local.predict_proba(X), atol=PROBABILITIES, rtol=0)
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,9 @@ Newton step is then
 
 The softmax model (``multi_class="multinomial"``, or ``"auto"`` from three classes) wider than the
 reads' formed Hessian takes the same steps (:func:`softmax_products`): each part holds its rows as
-:class:`~..primal.multinomial_reads.SoftmaxRows`, an evaluation adds up the parts'
-:class:`~..primal.multinomial_reads.SoftmaxSums` (with the Hessian's diagonal, not the Hessian), the
+:class:`~..primal.multinomial.SoftmaxProblem`, an evaluation adds up the parts'
+:class:`~..primal.multinomial_reads.SoftmaxSums` (:func:`~..primal.multinomial_reads.problem_sums`:
+with the Hessian's diagonal, not the Hessian), the
 conjugate gradient's products are ``K (d + 1)`` numbers a part, and the loop and certificate are
 :func:`~..primal.multinomial_reads.newton_reads`' (the step's dual point from one more product, of
 the step taken).  Its parts are counted as they are read, so ``"auto"`` chooses the softmax model or
@@ -320,10 +321,10 @@ class _Operator:
 
 
 def encode_softmax_part(part, problem):
-    """``part`` with its :class:`~..primal.multinomial_reads.SoftmaxRows` for the softmax model
-    ``problem`` (its classes and each class's cost factor); its raw rows are then held by them."""
+    """``part`` with its :class:`~..primal.multinomial.SoftmaxProblem` for the softmax model
+    ``problem`` (its classes and each class's cost factor); its raw rows are then held by it."""
     from ..plan.problem import class_index
-    from ..primal.multinomial_reads import SoftmaxRows
+    from ..primal.multinomial import SoftmaxProblem
 
     plan = problem.plan
     index = class_index(plan.classes, part.y, lambda label: f"the part has label {label!r}")
@@ -334,18 +335,20 @@ def encode_softmax_part(part, problem):
         X, index, cost, spilled = X[rows], index[rows], cost[rows], False
     encoded = copy.copy(part)
     K = plan.classes.shape[0]
-    encoded.read = SoftmaxRows(X, index, cost, K, problem.fit_intercept, spilled=spilled)
+    fit_intercept = problem.fit_intercept
+    encoded.read = SoftmaxProblem(X, index, cost, K, fit_intercept, spilled=spilled)
     encoded.X = encoded.y = encoded.weight = None
     return encoded
 
 
 def softmax_evaluate(part, point, metric):
-    """``part`` (its :class:`~..primal.multinomial_reads.SoftmaxRows`) at the point ``W``: an
+    """``part`` (its :class:`~..primal.multinomial.SoftmaxProblem`) at the point ``W``: an
     :class:`Evaluated` whose sums are ``(sums, counts)`` and whose terms its probabilities."""
+    from ..primal.multinomial_reads import problem_sums
     from ..primal.sums import Sums
 
     W, _ = point
-    P, sums = part.read.at(W, metric, hessian=False)
+    P, sums = problem_sums(part.read, W, metric, hessian=False)
     counts = Sums.zeros(0, 0)
     counts.rows, counts.skipped = part.rows, part.skipped
     return Evaluated(part.read, (sums, counts), P)
@@ -355,7 +358,7 @@ def softmax_product(evaluated, j, p):
     """The part's share of the softmax Hessian's product with ``p`` (flat, class-major; the penalty
     left out)."""
     P = evaluated.terms
-    return evaluated.read.product(P, p.reshape(P.shape[1], -1)).ravel()
+    return evaluated.read.loss_product(P, p.reshape(P.shape[1], -1)).ravel()
 
 
 def softmax_products(driver, plan, n_features, start, counted, on_pass, clock_start):

@@ -94,7 +94,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ...kernels.softmax import entropy_rows, shift_terms, softmax_rows
+from ...kernels.softmax import entropy_rows, shift_terms
 from ..plan.certificate import Certificate, check_gap
 from ..plan.problem import class_index
 from ..plan.result import FitResult
@@ -103,14 +103,12 @@ from .multinomial import (
     SOLVER_NAME,
     TWO_CLASS_COST,
     SoftmaxProblem,
-    augmented,
     check_classes,
     class_costs,
     feasible_mix,
     formed_step,
     model_of,
     regularised,
-    rows_hessian,
     solve_softmax,
     stall_message,
     sufficient_decrease,
@@ -196,87 +194,35 @@ def _row_norm(features, metric):
     return float(np.sqrt(np.max(np.einsum("ij,ij->i", scaled, scaled))))
 
 
-def row_scores(X, V, fit_intercept):
-    """``x~_i . v_k`` for the rows ``X`` (without the intercept column; ``V`` ``K x D`` with it last
-    where ``fit_intercept``): a dense ``(n, K)`` array, the rows never copied with a column of ones."""
-    if not fit_intercept:
-        return np.asarray(X @ V.T)
-    Z = np.asarray(X @ V[:, :-1].T)
-    return Z + V[:, -1]
-
-
-def row_class_sums(X, R, fit_intercept):
-    """``sum_i R_ik x~_i`` (``K x D``) of the rows ``X`` without their intercept column."""
-    S = np.asarray((X.T @ R).T)
-    return np.hstack([S, R.sum(axis=0)[:, None]]) if fit_intercept else S
-
-
-class SoftmaxRows:
-    """Rows of one softmax problem held where they were read (a cluster's worker, a read's block):
-    ``X`` without the intercept column (dense, CSR, or their memory maps: never copied whole),
-    ``y_index`` each row's class, ``cost`` ``C_i``.  :meth:`at` gives their :class:`SoftmaxSums` at a
-    point, :meth:`product` their share of a Hessian product there (Newton-CG on a cluster)."""
-
-    def __init__(self, X, y_index, cost, n_classes, fit_intercept, spilled=False):
-        self.X, self.y_index, self.cost = X, np.ascontiguousarray(y_index, dtype=np.int64), cost
-        self.K, self.fit_intercept, self.spilled = n_classes, fit_intercept, spilled
-
-    @property
-    def nbytes(self):
-        held = (self.X.data.nbytes + self.X.indices.nbytes) if sp.issparse(self.X) else self.X.nbytes
-        return (0 if self.spilled else held) + self.y_index.nbytes + self.cost.nbytes
-
-    def at(self, W, metric=None, hessian=True):
-        """``(P, sums)``: the rows' probabilities and :class:`SoftmaxSums` at ``W`` (``K x D``), with
-        the formed Hessian (``hessian``), else its diagonal; ``metric`` as :func:`softmax_sums`'."""
-        X, cost, K, fit_intercept = self.X, self.cost, self.K, self.fit_intercept
-        n, D = X.shape[0], W.shape[1]
-        P = np.empty((n, K))
-        loss = softmax_rows(np.ascontiguousarray(row_scores(X, W, fit_intercept)), self.y_index, cost, P)
-        onehot = np.zeros((n, K))
-        onehot[np.arange(n), self.y_index] = 1.0
-        residual = cost[:, None] * (P - onehot)
-        L = FLOORS.shape[0]
-        level, weight = np.empty(n, dtype=np.int64), np.zeros(L)
-        logs, inverse = np.zeros((L, K)), np.zeros((L, K))
-        shift_terms(P, cost, FLOORS, level, weight, logs, inverse)
-        # each level's sum_i C_i x~_i: a row is of one level (a sparse product, not a GEMM)
-        by_level = sp.csr_matrix((cost, (level, np.arange(n))), shape=(L + 1, n))
-        shift_rows = _dense(by_level @ X)[:L]
-        if fit_intercept:
-            shift_rows = np.hstack([shift_rows, np.asarray(by_level.sum(axis=1))[:L]])
-        sums = SoftmaxSums(
-            loss=loss, entropy=entropy_rows(P, cost), gradient=row_class_sums(X, residual, fit_intercept),
-            residual=residual.sum(axis=0), hessian=None, mass=cost @ onehot,
-            targets=row_class_sums(X, onehot * cost[:, None], fit_intercept),
-            row_sum=row_class_sums(X, cost[:, None], fit_intercept)[0], shift_weight=weight,
-            shift_logs=logs, shift_inverse=inverse, shift_rows=shift_rows,
-            row_norm=_row_norm(X, metric_of(metric, X.shape[1])),
-        )  # fmt: skip
-        if hessian:
-            sums.hessian = rows_hessian(augmented(X, fit_intercept), cost, P, K)
-        else:
-            sums.diagonal = self.diagonal(P, D)
-        return P, sums
-
-    def diagonal(self, P, D):
-        """The rows' Hessian's diagonal at probabilities ``P`` (``K x D``), a chunk of rows at a time."""
-        total = np.zeros((self.K, D))
-        step = chunk_rows(D)
-        for lo in range(0, self.X.shape[0], step):
-            X = self.X[lo : lo + step]
-            squares = X.multiply(X).tocsr() if sp.issparse(X) else np.square(X)
-            C, Pc = self.cost[lo : lo + step, None], P[lo : lo + step]
-            total += row_class_sums(squares, C * Pc * (1.0 - Pc), self.fit_intercept)
-        return total
-
-    def product(self, P, V):
-        """The rows' share of the Hessian's product with ``V`` (``K x D``) at probabilities ``P``,
-        ``sum_i C_i (diag(p_i) - p_i p_i^T) (V x~_i) x~_i^T`` (the penalty left out)."""
-        dZ = row_scores(self.X, V, self.fit_intercept)
-        PdZ = P * dZ
-        A = self.cost[:, None] * (PdZ - P * PdZ.sum(axis=1, keepdims=True))
-        return row_class_sums(self.X, A, self.fit_intercept)
+def problem_sums(problem, W, metric=None, hessian=True):
+    """``(P, sums)``: the probabilities and the :class:`SoftmaxSums` at ``W`` (``K x D``) of the rows
+    of ``problem`` (a :class:`~.multinomial.SoftmaxProblem`: a read's chunk, or a part of a cluster
+    held on its worker), with the formed Hessian (``hessian``), else the Hessian's diagonal (the
+    conjugate gradient's preconditioner); ``metric`` as :func:`softmax_sums`'."""
+    X, cost, K = problem.X, problem.cost, problem.K
+    n = X.shape[0]
+    P, loss = problem.loss(problem.scores(W))
+    residual = cost[:, None] * (P - problem.onehot)
+    L = FLOORS.shape[0]
+    level, weight = np.empty(n, dtype=np.int64), np.zeros(L)
+    logs, inverse = np.zeros((L, K)), np.zeros((L, K))
+    shift_terms(P, cost, FLOORS, level, weight, logs, inverse)
+    # each level's sum_i C_i x~_i: a row is of one level (a sparse product, not a GEMM)
+    by_level = sp.csr_matrix((cost, (level, np.arange(n))), shape=(L + 1, n))
+    shift_rows = _dense(by_level @ X)[:L]
+    if problem.fit_intercept:
+        shift_rows = np.hstack([shift_rows, np.asarray(by_level.sum(axis=1))[:L]])
+    sums = SoftmaxSums(
+        loss=loss, entropy=entropy_rows(P, cost), gradient=problem.class_sums(residual),
+        residual=residual.sum(axis=0), hessian=None, mass=problem.mass, targets=problem.targets,
+        row_sum=problem.row_sum, shift_weight=weight, shift_logs=logs, shift_inverse=inverse,
+        shift_rows=shift_rows, row_norm=_row_norm(X, metric_of(metric, X.shape[1])),
+    )  # fmt: skip
+    if hessian:
+        sums.hessian = problem.loss_hessian(P)
+    else:
+        sums.diagonal = problem.loss_diagonal(P)
+    return P, sums
 
 
 def softmax_sums(X, y_index, cost, W, fit_intercept, metric=None):
@@ -291,8 +237,12 @@ def softmax_sums(X, y_index, cost, W, fit_intercept, metric=None):
         kept = np.flatnonzero(cost[lo:hi] > 0) + lo  # rows of no cost add nothing
         if not kept.size:
             continue
-        rows = X[kept] if sp.issparse(X) else np.asarray(X)[kept]
-        total.add(SoftmaxRows(rows, y_index[kept], cost[kept], K, fit_intercept).at(W, metric)[1])
+        rows = slice(lo, hi) if kept.size == hi - lo else kept
+        # float64 once: every product of the chunk (six or more) would convert float32 rows again
+        chunk = X[rows] if sp.issparse(X) else np.asarray(X)[rows]
+        chunk = chunk.astype(np.float64, copy=False)
+        problem = SoftmaxProblem(chunk, y_index[rows], cost[rows], K, fit_intercept)
+        total.add(problem_sums(problem, W, metric)[1])
     return total
 
 
@@ -474,8 +424,8 @@ def warm_start(sample, problem, clock_start, on_pass=None):
     complete = sample.complete
     cost = problem.class_cost[y_index] * sample.sample_weight * (sample.rows_seen / sample.n_rows)
     kept = np.flatnonzero(cost > 0)
-    rows = SoftmaxProblem(augmented(sample.X[kept], fit_intercept), y_index[kept], cost[kept], K,
-                          fit_intercept)  # fmt: skip
+    X = sample.X if kept.size == sample.n_rows else sample.X[kept]
+    rows = SoftmaxProblem(X, y_index[kept], cost[kept], K, fit_intercept)
     tol, max_iter = (plan.tol, plan.max_iter) if complete else (min(plan.tol, WARM_TOL), WARM_MAX_STEPS)
     joint = None if on_pass is None or not complete else (lambda record, W: on_pass([record], W))
     W, cert, steps, converged, history, interrupted, stalled = solve_softmax(
