@@ -325,3 +325,21 @@ def test_rows_of_another_width_than_the_points_are_refused():
     message = r"rows of shape \(50, 4\) for points of width 6: expected 5 columns"
     with pytest.raises(ValueError, match=message):
         block_sums(X, Y, cost, np.zeros((1, 6)), np.zeros((1, 6)), 1.0, kl.DEFAULT)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("chunk_bytes", [8 * 100, primal_sums.CHUNK_BYTES])
+def test_the_squares_product_is_the_squares_of_every_row_a_chunk_at_a_time(monkeypatch, sparse, chunk_bytes):
+    """``squares_product`` (the Hessian diagonal's sum) equals the squares of every row times the
+    weights, one weight or one per class, whether the rows come in one chunk or in many (CSR rows
+    squared beside their own column indices, float32 rows squared into float64)."""
+    monkeypatch.setattr(primal_sums, "CHUNK_BYTES", chunk_bytes)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(700, 40))
+    if sparse:
+        X = sp.random(700, 40, density=0.2, format="csr", random_state=4)
+    X = X.astype(np.float32)
+    dense = X.toarray().astype(np.float64) if sparse else X.astype(np.float64)
+    for weight in (rng.random(700), rng.random((700, 3))):
+        got = primal_sums.squares_product(X, weight)
+        np.testing.assert_allclose(got, (dense * dense).T @ weight, rtol=1e-12)

@@ -446,8 +446,33 @@ def rows_nbytes(X):
     return int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes if sp.issparse(X) else X.nbytes)
 
 
-def _squares(X):
-    return X.multiply(X) if sp.issparse(X) else X * X
+def squares_product(X, weight):
+    """``sum_i weight_i (x_i * x_i)`` (each row's values squared; ``weight`` ``(n,)`` or ``(n, K)``:
+    a ``(d,)`` or ``(d, K)`` array), the Hessian diagonal's sum, :data:`CHUNK_BYTES` of values at a
+    time: dense rows squared into one buffer, CSR rows' values squared beside their own column
+    indices.  Never the squares of every row: those are a copy of the rows, whose page faults cost
+    more than the product (1.7 s for 200,000 x 500 float64 rows, against 0.1 s for the product;
+    ``X.multiply(X)`` of 6M values 0.15 s against 0.012 s)."""
+    n, d = X.shape
+    sparse = sp.issparse(X)
+    values = X.nnz if sparse else n * d
+    step = max(1, int((CHUNK_BYTES // 8) * n / max(1, values)))  # rows of CHUNK_BYTES of values
+    total = np.zeros((d,) + np.shape(weight)[1:])
+    if sparse:
+        X = X.tocsr()
+        indptr = np.asarray(X.indptr)
+    else:
+        buffer = np.empty((min(step, n), d))
+    for lo in range(0, n, step):
+        hi = min(lo + step, n)
+        if sparse:
+            a, b = int(indptr[lo]), int(indptr[hi])
+            parts = (np.square(X.data[a:b], dtype=np.float64), X.indices[a:b], indptr[lo : hi + 1] - a)
+            squares = sp.csr_matrix(parts, shape=(hi - lo, d))
+        else:
+            squares = np.square(X[lo:hi], out=buffer[: hi - lo], dtype=np.float64)
+        total += np.asarray(squares.T @ weight[lo:hi])
+    return total
 
 
 class ProductRead:
@@ -497,14 +522,7 @@ class ProductRead:
     def diagonal(self, X, d):
         """``diag(H)`` of the term ``identity I + sum_i d_i x_i x_i^T`` of the rows ``X``."""
         scale = np.append(np.ones(X.shape[1]), self.bias)
-        if self.spilled:  # a chunk of rows at a time, never the squares of them all
-            step = chunk_rows(X.shape[1])
-            chunks = range(0, X.shape[0], step)
-            return (
-                self.identity
-                + sum(self._tdot(_squares(X[i : i + step]), d[i : i + step]) for i in chunks) * scale
-            )
-        return self.identity + self._tdot(_squares(X), d) * scale
+        return self.identity + np.append(squares_product(X, d), self.bias * d.sum()) * scale
 
     def product(self, X, d, p):
         """``(identity I + sum_i d_i x_i x_i^T) p`` over the rows ``X`` of weights ``d`` (CSR rows in
