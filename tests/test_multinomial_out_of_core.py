@@ -126,8 +126,10 @@ def test_each_read_is_one_point_certified_and_the_reads_are_few():
     assert [r["pass"] for r in model.history_] == [1, 2, 3] and model.n_iter_ == 3
     blocks = X.shape[0] // 2500
     # The count and sample, then three Newton reads; the reader runs ahead across the end of a read
-    # by up to ``prefetch`` partitions (reads.StreamRead), and map_blocks computes its meta once.
-    assert 4 * blocks <= len(reads) <= 4 * blocks + model.prefetch + 1
+    # (reads.StreamRead) by as many partitions as it may hold alive, prefetch + 1 (data/reader.py: a
+    # loaded machine gave the reader time for the last one, 36 reads at prefetch 2, where prefetch
+    # alone failed this test), and map_blocks computes its meta once.
+    assert 4 * blocks <= len(reads) <= 4 * blocks + model.prefetch + 2
     assert model.history_[-1]["rows_read"] == 4 * X.shape[0]  # the first read's rows are counted too
     assert model.duality_gap_ <= 1e-3
 
