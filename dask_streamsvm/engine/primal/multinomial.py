@@ -112,14 +112,17 @@ def class_sums(X, R, fit_intercept=False):
 class SoftmaxProblem:
     """The rows of one multinomial problem and what each step needs of them (module docstring).
 
-    ``X``: the rows (dense or CSR, or their memory maps), without the intercept column, which the
-    products add (:func:`scores`, :func:`class_sums`: never a copy of the rows with a column of
-    ones); ``y_index`` each row's class (0 to ``K - 1``); ``cost`` ``C_i``; ``penalised`` the
-    columns the penalty weighs (ones for the features, 0 for the intercept).  ``spilled``: the rows
-    are memory maps of a worker's disk (their bytes not counted as held).
+    ``X``: the rows (dense or CSR, or their memory maps; float64, copied once where they are not),
+    without the intercept column, which the products add (:func:`scores`, :func:`class_sums`:
+    never a copy of the rows with a column of ones); ``y_index`` each row's class (0 to ``K - 1``);
+    ``cost`` ``C_i``; ``penalised`` the columns the penalty weighs (ones for the features, 0 for
+    the intercept).  ``spilled``: the rows are memory maps of a worker's disk (their bytes not
+    counted as held).
     """
 
     def __init__(self, X, y_index, cost, n_classes, fit_intercept, spilled=False):
+        # float64 once (a copy of float32 rows): every product would convert them again
+        X = X.astype(np.float64, copy=False) if X.dtype != np.float64 else X
         self.X, self.y_index, self.cost = X, np.ascontiguousarray(y_index, dtype=np.int64), cost
         self.K, self.fit_intercept, self.spilled = n_classes, fit_intercept, spilled
         self.D = D = X.shape[1] + fit_intercept

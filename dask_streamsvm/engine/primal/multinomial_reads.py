@@ -238,9 +238,7 @@ def softmax_sums(X, y_index, cost, W, fit_intercept, metric=None):
         if not kept.size:
             continue
         rows = slice(lo, hi) if kept.size == hi - lo else kept
-        # float64 once: every product of the chunk (six or more) would convert float32 rows again
-        chunk = X[rows] if sp.issparse(X) else np.asarray(X)[rows]
-        chunk = chunk.astype(np.float64, copy=False)
+        chunk = X[rows] if sp.issparse(X) else np.asarray(X)[rows]  # made float64 by the problem
         problem = SoftmaxProblem(chunk, y_index[rows], cost[rows], K, fit_intercept)
         total.add(problem_sums(problem, W, metric)[1])
     return total
