@@ -160,6 +160,83 @@ def test_a_worker_is_gone_only_when_answers_in_a_row_lack_it(monkeypatch):
         watch.poll()
 
 
+class _Future:
+    """A future of a fake client: its key only."""
+
+    def __init__(self, key):
+        self.key = key
+
+
+class _PlacingClient:
+    """A client whose ``submit`` makes a :class:`_Future`, without a cluster."""
+
+    def submit(self, func, *args, **kwargs):
+        return _Future(f"task-{len(args)}-{kwargs['workers']}")
+
+
+def test_a_task_stranded_by_its_lost_worker_ends_the_wait(monkeypatch):
+    """A task placed on a worker that left while no other could take it waits in Dask's
+    "no-worker" state, and the scheduler never gives it to the workers that join afterwards (a
+    LocalCluster whose nannies restarted both workers for memory hung the fit, in CI): two answers
+    in a row with its worker absent and the task "no-worker" end the wait, naming the worker.  A
+    paused worker is listed, and a task the scheduler moved is not "no-worker": neither ends it."""
+    a, c = "tcp://127.0.0.1:1", "tcp://127.0.0.1:3"
+    task = runtime.submit(_PlacingClient(), abs, -1, worker=a)
+    states = []
+    monkeypatch.setattr(runtime, "task_states", lambda client, keys: states.pop(0))
+    # a listed (paused, its task waiting for it), then absent with its task moved elsewhere: no end.
+    monkeypatch.setattr(runtime, "scheduler_workers", _Answers([{a: {}}] * 3 + [{c: {}}] * 3))
+    states[:] = [{task.key: "processing"}] * 3
+    watch = runtime.WorkerWatch(object())
+    for _ in range(6):
+        watch.poll([task])
+    # Stranded, with an unanswered request between (no evidence) and a reprieve (the count starts again).
+    monkeypatch.setattr(runtime, "scheduler_workers", _Answers([{c: {}}] * 5))
+    states[:] = [
+        {task.key: "no-worker"},
+        {task.key: "waiting"},
+        {task.key: "no-worker"},
+        None,
+        {task.key: "no-worker"},
+    ]
+    watch = runtime.WorkerWatch(object())
+    for _ in range(4):
+        watch.poll([task])
+    with pytest.raises(
+        runtime.WorkerLost, match=r"\['tcp://127.0.0.1:1'\] left the cluster .*'no-worker'"
+    ) as lost:
+        watch.poll([task])
+    assert lost.value.workers == [a]
+    # A task placed anywhere is never stranded by one worker: nothing is asked of the scheduler.
+    anywhere = runtime.submit(_PlacingClient(), abs, -1)
+    monkeypatch.setattr(runtime, "scheduler_workers", _Answers([{c: {}}] * 3))
+    watch = runtime.WorkerWatch(object())
+    for _ in range(3):
+        watch.poll([anywhere])
+
+
+@pytest.mark.slow
+def test_tasks_whose_workers_all_left_at_once_are_named_not_waited_for(killing_cluster):
+    """Both workers killed while their tasks run, and both back from their nannies before the fit
+    looks: the tasks stay in Dask's "no-worker" state forever (the scheduler's own rule), and the
+    wait names the lost workers instead of hanging."""
+    client = killing_cluster.client
+    old = wait_for_workers(client, 2)
+    futures = [runtime.submit(client, time.sleep, 30.0, worker=worker) for worker in old]
+    deadline = time.monotonic() + HANG
+    while not all(client.processing(workers=old).get(worker) for worker in old):  # both running
+        assert time.monotonic() < deadline, f"the tasks did not start in {HANG:g} s"
+        time.sleep(0.1)
+    for pid in worker_pids(client).values():
+        os.kill(pid, signal.SIGKILL)
+    wait_for_workers(client, 2, without=old)
+    states = runtime.task_states(client, [f.key for f in futures])
+    assert set(states.values()) == {"no-worker"}, states  # Dask's state that never ends on its own
+    with pytest.raises(runtime.WorkerLost, match="no-worker") as lost:
+        within(HANG, lambda: runtime.wait(client, futures))
+    assert lost.value.workers == old
+
+
 def test_the_workers_are_the_scheduler_answer_not_the_client_cache(client, monkeypatch):
     """The cause of "every Dask worker is gone" with both workers busy: ``Client.scheduler_info()``
     returns the client's cached identity, which its periodic update refreshes with no workers

@@ -18,7 +18,7 @@ import numpy as np
 from ..data.graphs import culled_graph
 from ..data.labels import merge_label_counts
 from ..plan.sizes import row_bytes, share_bytes
-from .runtime import TaskInput, gather, require_workers, submit, synchronous, wait
+from .runtime import TaskInput, compute_on, gather, require_workers, submit, synchronous, wait
 
 # Parts whose shares of a class differ by more than this are "skewed" (:func:`skewed_parts`).
 SKEW = 0.25
@@ -227,7 +227,7 @@ def _held_futures(client, source, kinds, workers):
             elif kind == "persisted":
                 row.append(client.compute(d))
             else:
-                row.append(client.compute(d, workers=[workers[p % n_parts]], allow_other_workers=True))
+                row.append(compute_on(client, d, workers[p % n_parts]))
         futures.append(tuple(row))
     return futures
 

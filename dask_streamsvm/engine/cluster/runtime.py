@@ -162,17 +162,29 @@ class WorkerWatch:
     """Which of the fit's workers (``placed``) left, decided from the scheduler's answers:
     :meth:`poll` raises :class:`WorkerLost` for a worker absent from :data:`CONFIRM_POLLS`
     answers in a row, and :func:`no_workers`'s error when as many answers list no worker at all.
-    Unanswered requests count for nothing (but :data:`_SILENT_SECONDS` of them end the fit)."""
+    Unanswered requests count for nothing (but :data:`_SILENT_SECONDS` of them end the fit).
+
+    It also raises :class:`WorkerLost` for tasks stranded by a worker that left (:meth:`poll`'s
+    ``pending``): a task placed on a worker (:func:`submit`, :func:`compute_on`) that lost every
+    worker at once waits in Dask's ``"no-worker"`` state, and the scheduler never gives it to the
+    workers that join afterwards (``bulk_schedule_unrunnable_after_adding_worker`` asks only
+    whether the new worker is one the task names, not whether the restriction is loose), so the
+    fit would wait forever; nannies that restart every worker for memory at once do just that.  Such a
+    task is stranded when its worker is absent from the answer and the scheduler gives its state
+    as ``"no-worker"``, :data:`CONFIRM_POLLS` answers in a row: a paused worker is listed, and
+    its tasks wait for it."""
 
     def __init__(self, client, placed=()):
         self.client, self.placed = client, sorted(set(placed))
         self.absent = dict.fromkeys(self.placed, 0)  # answers in a row without the worker
         self.empty = 0  # answers in a row with no worker at all
+        self.stranded = 0  # answers in a row with a pending task stranded by its worker
         self.answered = time.monotonic()
         self.since = _started()  # memory restarts from then on are this wait's
         self.limits = {}  # the memory_limit of every worker listed, for the memory hint
 
-    def poll(self):
+    def poll(self, pending=()):
+        """Raise as the class says; ``pending``: the futures still waited for."""
         workers = scheduler_workers(self.client)
         if workers is None:
             if time.monotonic() - self.answered >= _SILENT_SECONDS:
@@ -187,12 +199,42 @@ class WorkerWatch:
             self.absent[worker] = 0 if worker in workers else self.absent[worker] + 1
         gone = [worker for worker, n in self.absent.items() if n >= CONFIRM_POLLS]
         if gone:
-            hint = memory_note(self.client, self.since, self.limits)
-            raise WorkerLost(
-                gone,
-                f" (the scheduler listed them in none of its last {CONFIRM_POLLS} answers)"
-                + (f"; {hint.rstrip('.')}" if hint else ""),
+            self._lost(gone, f" (the scheduler listed them in none of its last {CONFIRM_POLLS} answers)")
+        stranded = self._stranded_by(workers, pending)
+        if stranded is None:  # no answer on the tasks: no evidence either way
+            return
+        self.stranded = self.stranded + 1 if stranded else 0
+        if self.stranded >= CONFIRM_POLLS:
+            self._lost(
+                stranded,
+                " while no other worker could take their tasks, which wait in Dask's 'no-worker' "
+                "state: the scheduler does not give them to the workers that joined since",
             )
+
+    def _stranded_by(self, workers, pending):
+        """The workers absent from ``workers`` whose tasks among ``pending`` the scheduler holds in
+        the ``"no-worker"`` state, sorted; None where it did not answer."""
+        named = {f.key: _PLACED_ON.get(f) for f in pending}
+        named = {key: worker for key, worker in named.items() if worker is not None and worker not in workers}
+        if not named:
+            return []
+        states = task_states(self.client, list(named))
+        if states is None:
+            return None
+        return sorted({worker for key, worker in named.items() if states.get(key) == "no-worker"})
+
+    def _lost(self, workers, detail):
+        hint = memory_note(self.client, self.since, self.limits)
+        raise WorkerLost(workers, detail + (f"; {hint.rstrip('.')}" if hint else ""))
+
+
+def task_states(client, keys):
+    """``{key: state}`` of ``keys`` as the scheduler holds them (None: a key it forgot), or None
+    where it did not answer in :data:`_ANSWER_SECONDS`."""
+    try:
+        return client.sync(client.scheduler.get_task_status, keys=keys, callback_timeout=_ANSWER_SECONDS)
+    except OSError:  # no answer: a closed connection or a timeout (TimeoutError is an OSError)
+        return None
 
 
 class TaskInput:
@@ -215,6 +257,9 @@ class TaskInput:
 _FIT_FUTURES = contextvars.ContextVar("dask_streamsvm_fit_futures", default=None)
 # When the fit running in this context started (``time.time()``), for the memory hint.
 _FIT_STARTED = contextvars.ContextVar("dask_streamsvm_fit_started", default=None)
+# The worker each task was placed on (:func:`submit`, :func:`compute_on`), by its future, weakly:
+# what :class:`WorkerWatch` names when the task is stranded by that worker's loss.
+_PLACED_ON = weakref.WeakKeyDictionary()
 
 
 def _started():
@@ -296,11 +341,26 @@ def submit(client, func, *args, worker=None):
     held = next((a.held for a in args if isinstance(a, TaskInput) and a.held is not None), None)
     if held is not None:
         func, args = _with_held, (func, args, held)
-    return _made(
+    return _placed(
         client.submit(
             func, *args, workers=None if worker is None else [worker], allow_other_workers=True, pure=False
-        )
+        ),
+        worker,
     )
+
+
+def compute_on(client, value, worker):
+    """A future of the Dask collection or delayed ``value`` computed on ``worker`` (or another
+    worker if it is gone), as :func:`submit` places a task."""
+    return _placed(client.compute(value, workers=[worker], allow_other_workers=True), worker)
+
+
+def _placed(future, worker):
+    """``future``, made by the fit (:func:`cancelled_on_error`) and placed on ``worker`` (None:
+    anywhere)."""
+    if worker is not None:
+        _PLACED_ON[future] = worker
+    return _made(future)
 
 
 def _with_held(func, args, held):
@@ -389,7 +449,7 @@ def wait(client, futures, placed=(), reads=None, stalled=None, on_done=None):
             if stalled is not None and now - finished >= stalled[0]:
                 late = [i for f, i in zip(futures, stalled[1], strict=True) if not f.done()]
                 raise stalled_reads(late, stalled[0]) from None
-            watch.poll()
+            watch.poll(pending)
             continue
         for future in pending:  # the first task that failed ends the wait at once, with its error
             if future.status == "error":
