@@ -12,6 +12,7 @@ from sklearn.datasets import make_classification
 from dask_streamsvm import LogisticRegression
 from dask_streamsvm.engine.choice import softmax_method
 from dask_streamsvm.engine.primal import multinomial_reads
+from dask_streamsvm.engine.primal import sums as primal_sums
 from dask_streamsvm.engine.primal.multinomial import SoftmaxProblem, formed_step, regularised
 from dask_streamsvm.engine.primal.multinomial_reads import ARRAYS, problem_sums
 from dask_streamsvm.engine.primal.newton import MAX_WIDTH
@@ -35,9 +36,14 @@ def _point(K, D, seed=0):
 
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("fit_intercept", [True, False])
-def test_the_rows_sums_without_the_hessian_are_the_formed_ones(sparse, fit_intercept):
+@pytest.mark.parametrize("chunk_bytes", [8 * 7 * 30, primal_sums.PRODUCT_CHUNK_BYTES])
+def test_the_rows_sums_without_the_hessian_are_the_formed_ones(
+    monkeypatch, sparse, fit_intercept, chunk_bytes
+):
     """Every sum of an evaluation that does not form the Hessian is the formed read's; its diagonal
-    is the formed Hessian's diagonal and its product the formed Hessian's product."""
+    is the formed Hessian's diagonal and its product the formed Hessian's product (dense rows' taken
+    30 rows at a time too, the last chunk short)."""
+    monkeypatch.setattr(primal_sums, "PRODUCT_CHUNK_BYTES", chunk_bytes)
     X, y = _generated(4, sparse, n=400, d=7)
     rng = np.random.RandomState(1)
     cost = rng.uniform(0.5, 2.0, X.shape[0])

@@ -155,6 +155,37 @@ def test_the_csr_hessian_product_is_the_hessians():
     assert one[3] == pytest.approx(9.0 * p[3]) and np.count_nonzero(one) == 1
 
 
+@pytest.mark.parametrize("chunk_bytes", [8 * 40 * 7, primal_sums.PRODUCT_CHUNK_BYTES])
+def test_the_dense_hessian_product_is_the_hessians_a_chunk_at_a_time(monkeypatch, chunk_bytes):
+    """A dense product ``X^T D X p`` taken a chunk of rows at a time (seven rows here, the last chunk
+    short) is the Hessian's product, with the bias column and the identity's weight."""
+    monkeypatch.setattr(primal_sums, "PRODUCT_CHUNK_BYTES", chunk_bytes)
+    rng = np.random.default_rng(13)
+    X, weight, p = rng.standard_normal((300, 40)), rng.uniform(0.0, 2.0, 300), rng.standard_normal(41)
+    weight[::7] = 0.0
+    Xa = np.hstack([X, np.full((300, 1), 0.5)])
+    read = primal_sums.ProductRead(X, np.ones((1, 300)), np.ones((1, 300)), 0.5, kl.LOGISTIC, identity=0.25)
+    np.testing.assert_allclose(read.product(X, weight, p), 0.25 * p + Xa.T @ (weight * (Xa @ p)), rtol=1e-12)
+
+
+def test_a_dense_product_takes_four_mib_of_rows_at_a_time():
+    """:data:`~.sums.PRODUCT_CHUNK_BYTES`: 4 MiB of float64 rows a chunk, the measured best (the
+    constant's comment); each chunk's weights come from its own scores."""
+    assert primal_sums.PRODUCT_CHUNK_BYTES == 4 << 20
+    X, V = np.ones((20_000, 64)), np.full((64, 2), 0.5)
+    chunks = []
+
+    def weigh(rows, Z):
+        chunks.append(rows.stop - rows.start)
+        np.testing.assert_array_equal(Z, 32.0 + 1.0)
+        return np.ones_like(Z)
+
+    total, summed = primal_sums.weighted_product(X, V, 1.0, weigh)
+    assert chunks == [8192, 8192, 3616]  # 4 MiB of 64 float64 columns, then the rest
+    np.testing.assert_array_equal(total, np.full((64, 2), 20_000.0))
+    np.testing.assert_array_equal(summed, [20_000.0, 20_000.0])
+
+
 def test_the_in_memory_rule_between_the_hessian_and_its_products():
     """Narrow CSR rows at least DENSE_FILL full are made dense once (their chunks would be at every
     read), dense rows less full CSR; sparse rows form the Hessian while their pairs of nonzeros

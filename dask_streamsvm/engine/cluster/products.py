@@ -377,12 +377,7 @@ def softmax_products(driver, plan, n_features, start, counted, on_pass, clock_st
     driver.encode_softmax(problem)
 
     def on_read(records, W):
-        lost = [worker for event in driver.recovered for worker in event["lost"]]
-        driver.recovered = []
-        for record in records:
-            record.update(method="truncated_newton", parts=len(driver.packed))
-            if lost:  # workers lost since the last read, whose parts were read again
-                record["recovered"] = lost
+        driver.mark(records, method="truncated_newton", parts=len(driver.packed))
         return on_pass is not None and on_pass(records, W)
 
     counted = dict(counted) if counted else first_totals(Sums.zeros(0, 0))
@@ -451,6 +446,16 @@ class TruncatedNewton:
             encode, target = self.encoding
             future = submit(self.client, encode, future, target, worker=self.placed[j])
         return future
+
+    def mark(self, records, **fields):
+        """Each record of the read just made gets ``fields``, and ``recovered``: the workers lost since
+        the last read, whose parts were read again (where there were any)."""
+        lost = [worker for event in self.recovered for worker in event["lost"]]
+        self.recovered = []
+        for record in records:
+            record.update(fields)
+            if lost:
+                record["recovered"] = lost
 
     def count(self):
         """The parts' label counts (per part, per partition), once their one read is done; their
@@ -685,12 +690,9 @@ def fit_products_cluster(client, source, plan, *, clock_start, on_pass=None, pla
     width = plan.model_width(source.n_features)
 
     def on_read(records, W):
-        lost = [worker for event in driver.recovered for worker in event["lost"]]
-        driver.recovered = []
-        for record in records:
-            record.update(driver.moved, method="truncated_newton", parts=len(parts), products=driver.products)
-            if lost:  # workers lost since the last read, whose parts were read again
-                record["recovered"] = lost
+        driver.mark(
+            records, **driver.moved, method="truncated_newton", parts=len(parts), products=driver.products
+        )
         return on_pass is not None and on_pass(records, W)
 
     result = solve_primal(driver, plan, width, clock_start=clock_start, on_pass=on_read, source=source)
