@@ -82,10 +82,17 @@ def peak_rss():
         return int(next(line for line in f if line.startswith("VmHWM")).split()[1]) * 1024
 
 
-def run_child(module, task, spec):
-    """``child_<task>(spec)`` of ``benchmarks.<module>`` in a fresh interpreter: its dict, with the
-    process's peak RSS (VmHWM, ``peak_rss_bytes``) and ``ru_maxrss`` beside it (which Linux carries
-    over from the parent process across ``exec``)."""
+# The environment this process started with: a LocalCluster's nannies set OMP_NUM_THREADS=1 (and
+# MKL's, OpenBLAS's) in the process that starts them, for their workers, and leave them set, so that
+# a child started afterwards would run BLAS on one thread where a user's fresh process does not.
+ENV_AT_START = dict(os.environ)
+
+
+def run_child(module, task, spec, env=None):
+    """``child_<task>(spec)`` of ``benchmarks.<module>`` in a fresh interpreter (``env``: its
+    environment, :data:`ENV_AT_START` after a LocalCluster; None: this process's): its dict, with
+    the process's peak RSS (VmHWM, ``peak_rss_bytes``) and ``ru_maxrss`` beside it (which Linux
+    carries over from the parent process across ``exec``)."""
     code = (
         "import json, resource\n"
         "from benchmarks._common import peak_rss\n"
@@ -96,7 +103,9 @@ def run_child(module, task, spec):
         "out['ru_maxrss_bytes'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
         "print('RESULT ' + json.dumps(out))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False, env=env
+    )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"child {task} failed:\n{proc.stdout}\n{proc.stderr}")

@@ -221,23 +221,6 @@ def test_a_wide_in_memory_primal_fit_runs_blas_on_the_cores(blas_default_two, mo
     assert _blas_threads() == {2}
 
 
-def test_an_in_memory_softmax_fit_takes_its_products_on_the_cores(blas_default_two, monkeypatch):
-    """The softmax model in memory runs no reader: its Hessian's products (a model wider than
-    HESSIAN_WIDTH) take the process's cores, the narrow formed Hessian's Gram matrices one thread."""
-    from dask_streamsvm.engine.primal import multinomial
-
-    monkeypatch.setattr(multinomial, "fit_cores", lambda: 2)
-    assert multinomial.HESSIAN_WIDTH == 128
-    assert [multinomial.memory_threads(3, D) for D in (42, 43)] == [1, 2]  # 126 and 129 weights
-    rng = np.random.default_rng(5)
-    for d, expected in ((60, {2}), (6, {1})):  # 3 x 61 weights: products; 3 x 7: the formed Hessian
-        X = rng.standard_normal((3000, d))
-        y = np.argmax(X[:, :3] + 0.5 * rng.standard_normal((3000, 3)), axis=1)
-        seen = _threads_seen(LogisticRegression(), X, y)
-        assert all(t == expected for t in seen), (d, seen)
-    assert _blas_threads() == {2}
-
-
 def test_the_fit_cores_are_the_process_affinity_shared_by_a_workers_threads(local_cluster):
     import os
 

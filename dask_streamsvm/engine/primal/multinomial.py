@@ -62,7 +62,6 @@ from ...kernels.softmax import entropy_rows, softmax_rows
 from ..plan.certificate import Certificate, check_gap
 from ..plan.problem import MULTINOMIAL_SOLVER, balanced_weights
 from ..plan.result import FitResult
-from ..plan.threads import blas_threads, fit_cores
 from .newton import CG_MAX_STEPS, CG_RESIDUAL
 from .sums import squares_product, weighted_product
 
@@ -458,15 +457,6 @@ def stall_message(plan, steps, gap):
     )
 
 
-def memory_threads(K, D):
-    """BLAS threads of the in-memory solve of ``K`` classes of ``D`` columns: no reader runs beside it,
-    and the Hessian's products (a model wider than :data:`HESSIAN_WIDTH`) take the process's cores
-    (:func:`~..plan.threads.fit_cores`); the narrow formed Hessian's Gram matrices run faster on one
-    (:mod:`~..plan.threads`).  Measured on 2 cores (:data:`~.sums.PRODUCT_CHUNK_BYTES`): a product
-    of 200,000 x 500 dense rows, 10 classes, 177 ms on one thread, 104 ms on two."""
-    return fit_cores() if K * D > HESSIAN_WIDTH else 1
-
-
 def solve_multinomial(X, y_index, weights, plan, *, clock_start=None, hooks=None):
     """The multinomial problem of ``plan`` (its classes, costs and ``bias``: 0 for no intercept) on
     in-memory rows ``X``: a :class:`~..plan.result.FitResult` with ``W`` ``(K, n_features + 1)``
@@ -485,11 +475,10 @@ def solve_multinomial(X, y_index, weights, plan, *, clock_start=None, hooks=None
     model = model_of(K, fit_intercept)
 
     on_pass = None if hooks is None else hooks.joint
-    with blas_threads(memory_threads(K, problem.D)):
-        W, cert, steps, converged, history, interrupted, stalled = solve_softmax(
-            problem, tol=plan.tol, max_iter=plan.max_iter, clock_start=clock_start, on_pass=on_pass,
-            scale=scale, model=model,
-        )  # fmt: skip
+    W, cert, steps, converged, history, interrupted, stalled = solve_softmax(
+        problem, tol=plan.tol, max_iter=plan.max_iter, clock_start=clock_start, on_pass=on_pass,
+        scale=scale, model=model,
+    )  # fmt: skip
     result = FitResult(
         W=model(W), certificates=[cert], passes=steps, converged=converged, history=history,
         interrupted=interrupted,
