@@ -281,7 +281,7 @@ READING = [
     "`text`. Against one process: on these 2 cores the cluster's two workers share the machine with "
     "the scheduler and the client, and ours in memory is 3.1x (`classes`) and 3.5x (`text`) faster "
     "than the cluster's fit. In memory, scikit-learn's `lbfgs` runs BLAS on both cores (its "
-    "default) and ours on one (the library's setting: two threads were 1.45x faster quiet and 1.6x "
+    "default) and ours on one (the library's setting: two threads were 1.45-1.6x faster quiet and 1.6x "
     "slower beside a busy process, the threads guide). On `classes` `lbfgs` is 2.1x faster than ours "
     "on a quiet machine (1.64 s against 3.39 s: its iterations take about 16 products of the rows, "
     "our 4 Newton steps 10 conjugate-gradient products and as many passes for the gradients, the "

@@ -21,8 +21,8 @@ rows, as :func:`~..primal.sums.chunk_rows` cuts them), one thread against two:
 So a fit runs its BLAS on one thread (:func:`blas_threads`, applied by the fit context of every
 estimator), and the in-memory primal solver of a model at least :data:`WIDE_GRAM` columns wide,
 which runs no reader, on the cores the process has (:func:`fit_cores`).  The in-memory softmax
-model's Hessian products stay on one thread: two were 1.45x faster on a quiet machine and 1.6x slower
-beside one busy process (``docs/guide/threads.md``).
+model's Hessian products stay on one thread: two were about 1.6x faster on a quiet machine and 1.6x
+slower beside one busy process (``benchmarks/bench_products.py``, ``docs/guide/threads.md``).
 
 A user's own choice wins and is left alone: a BLAS thread count in the environment
 (:data:`BLAS_ENVIRONMENT`, as a Dask worker's nanny sets ``OMP_NUM_THREADS=1``), or a

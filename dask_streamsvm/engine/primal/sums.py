@@ -42,11 +42,11 @@ from ..plan.problem import column_max_abs
 STEPS = 2.0 ** -np.arange(12)
 CHUNK_BYTES = 16 << 20  # float64 rows made at a time (:func:`chunk_rows`)
 # Dense rows a Hessian product takes at a time (:func:`weighted_product`): both of its matrix
-# products read a chunk, the second from the cache.  Measured (``X^T (w * (X V))``, float64 rows,
-# BLAS on 1 and 2 threads, the median of 5; 200,000 x 500, V 10 wide): the two products over every
-# row 213 / 130 ms, in chunks of 256 KB 183 / 184, 1 MB 172 / 118, 4 MB 177 / 104, 16 MB 205 / 113;
-# likewise 4 MB best or within 4% at 2 threads on 2M x 60 (3 wide), 1M x 30 (10) and 100k x 2,000
-# (5): 181 / 102 / 154 ms against 220 / 125 / 227 for the two products over every row.
+# products read a chunk, the second from the cache.  Measured by benchmarks/bench_products.py (the
+# table in docs/guide/threads.md: 4 shapes, 1 and 2 BLAS threads, chunks of 256 KB to 16 MB): 4 MB is
+# the best or within 6% of it everywhere, and never slower than the two products over every row (200k
+# x 500, 10 classes: 215 -> 180 ms on one thread, 132 -> 102 ms on two); 1 MB is, at two threads on
+# 2M x 60 (OpenBLAS does not split a small product between threads).
 PRODUCT_CHUNK_BYTES = 4 << 20
 # CSR chunks narrower than this and at least DENSE_FILL full are made dense (at 1024 columns,
 # 34 MB a chunk): the Hessian's products are then BLAS calls.  Sparser rows cost less as CSR (the
