@@ -31,6 +31,18 @@ def payload_header(module, argv):
     }
 
 
+def run_header(module, argv):
+    """:func:`payload_header` with the load average at the start, the commit checked out and
+    :func:`machine`."""
+    payload = payload_header(module, argv)
+    payload["load"] = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    payload["commit"] = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    payload["machine"] = machine()
+    return payload
+
+
 def save_json(path, payload):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=2))
@@ -88,9 +100,10 @@ def peak_rss():
 ENV_AT_START = dict(os.environ)
 
 
-def run_child(module, task, spec, env=None):
+def run_child(module, task, spec, env=None, timeout=None):
     """``child_<task>(spec)`` of ``benchmarks.<module>`` in a fresh interpreter (``env``: its
-    environment, :data:`ENV_AT_START` after a LocalCluster; None: this process's): its dict, with
+    environment, :data:`ENV_AT_START` after a LocalCluster; None: this process's; ``timeout``: the
+    seconds it may take, else it is killed and :class:`subprocess.TimeoutExpired` raised): its dict, with
     the process's peak RSS (VmHWM, ``peak_rss_bytes``) and ``ru_maxrss`` beside it (which Linux
     carries over from the parent process across ``exec``)."""
     code = (
@@ -104,8 +117,9 @@ def run_child(module, task, spec, env=None):
         "print('RESULT ' + json.dumps(out))\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False, env=env
-    )
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False, env=env,
+        timeout=timeout,
+    )  # fmt: skip
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"child {task} failed:\n{proc.stdout}\n{proc.stderr}")

@@ -60,7 +60,9 @@ class LinearSVC(LinearModel):
         ``"auto"``: the primal solver where it applies, ``solver`` is
         ``"auto"`` or ``"memory"``, and the rows outnumber the features
         (plus the bias) :data:`~dask_streamsvm.engine.choice.PRIMAL_RATIO`
-        times or more (on a cluster, see ``cluster``); else the dual.
+        times or more (in memory on dense rows without a feature map,
+        :data:`~dask_streamsvm.engine.choice.DENSE_PRIMAL_RATIO` times; on a
+        cluster, see ``cluster``); else the dual.
     multi_class : {"ovr", "crammer_singer"}, default="ovr"
         ``"ovr"`` trains one binary problem per class (one for two classes);
         ``"crammer_singer"`` solves the joint problem above by the

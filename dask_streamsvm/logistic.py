@@ -123,7 +123,9 @@ class LogisticRegression(LinearModel):
         solver where ``solver`` is ``"auto"`` or ``"memory"`` and the rows
         outnumber the features (plus the bias)
         :data:`~dask_streamsvm.engine.choice.PRIMAL_RATIO` times or more
-        (on a cluster, see ``cluster``); else the dual.
+        (in memory on dense rows without a feature map,
+        :data:`~dask_streamsvm.engine.choice.DENSE_PRIMAL_RATIO` times; on
+        a cluster, see ``cluster``); else the dual.
     fit_intercept : bool, default=True
         Learn an intercept, as the weight of a constant feature.
     intercept_scaling : float, default=1.0

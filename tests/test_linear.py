@@ -149,8 +149,8 @@ def test_one_vs_rest_matches_liblinear_per_class():
 
 def test_dense_sparse_and_dtype_parity(binary_data):
     X, y = binary_data
-    fits = [
-        LinearSVC(tol=1e-7, max_iter=100000, random_state=0).fit(Xv, y)
+    fits = [  # the dual solver's iterates (dual="auto" takes the primal on dense rows, the dual on sparse)
+        LinearSVC(tol=1e-7, max_iter=100000, random_state=0, dual=True).fit(Xv, y)
         for Xv in (
             X,
             sp.csr_matrix(X),
@@ -169,9 +169,9 @@ def test_dense_sparse_and_dtype_parity(binary_data):
 
 def test_same_seed_same_model_and_seed_changes_path(binary_data):
     X, y = binary_data
-    a = LinearSVC(tol=1e-4, random_state=5).fit(X, y)
-    b = LinearSVC(tol=1e-4, random_state=5).fit(X, y)
-    c = LinearSVC(tol=1e-4, random_state=6).fit(X, y)
+    a = LinearSVC(tol=1e-4, random_state=5, dual=True).fit(X, y)  # the seed orders the dual's passes
+    b = LinearSVC(tol=1e-4, random_state=5, dual=True).fit(X, y)
+    c = LinearSVC(tol=1e-4, random_state=6, dual=True).fit(X, y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     assert [r["primal"] for r in a.history_] == [r["primal"] for r in b.history_]
     assert not np.array_equal(a.coef_, c.coef_)
@@ -180,7 +180,7 @@ def test_same_seed_same_model_and_seed_changes_path(binary_data):
 
 def test_history_records_every_pass_with_a_valid_certificate(binary_data):
     X, y = binary_data
-    clf = LinearSVC(tol=1e-6, max_iter=10000, random_state=0).fit(X, y)
+    clf = LinearSVC(tol=1e-6, max_iter=10000, random_state=0, dual=True).fit(X, y)  # the dual's passes
     h = clf.history_
     assert [r["pass"] for r in h] == list(range(1, clf.n_iter_ + 1))
     assert set(h[0]) == {"class", "pass", "seconds", "primal", "dual", "gap", "active"}

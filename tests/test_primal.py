@@ -213,8 +213,36 @@ def test_auto_keeps_the_dual_solvers_where_the_primal_does_not_apply():
     for params in [{"loss": "hinge"}, {"multi_class": "crammer_singer"}, {"dual": True}]:
         clf = LinearSVC(tol=1e-2, **params).fit(X, y)
         assert "solver" not in clf.history_[-1]
-    wide = LinearSVC(tol=1e-2).fit(X[:300], y[:300])  # 300 rows of 3 features: not 100 times wider
-    assert "solver" not in wide.history_[-1]
+    sparse = LinearSVC(tol=1e-2).fit(sp.csr_matrix(X[:300]), y[:300])  # 300 sparse rows of 3 features
+    assert "solver" not in sparse.history_[-1]
+
+
+@pytest.mark.parametrize("Estimator", ["LinearSVC", "LogisticRegression"])
+def test_auto_in_memory_takes_the_primal_on_dense_rows_at_least_the_width(Estimator):
+    """DENSE_PRIMAL_RATIO: in memory, dual="auto" runs the primal Newton solver on dense rows from as
+    many rows as the model's width (features plus bias), the dual below; sparse rows, and rows through
+    a feature map, keep PRIMAL_RATIO.  Changing either constant moves a boundary tested here (a test
+    that fails), and so does dropping the rule."""
+    import dask_streamsvm
+    from dask_streamsvm.engine.choice import DENSE_PRIMAL_RATIO, PRIMAL_RATIO
+    from dask_streamsvm.features import PolynomialMap, Standardize
+
+    estimator = getattr(dask_streamsvm, Estimator)
+    rng = np.random.default_rng(0)
+    width = 10  # 9 features and the bias
+    X = rng.standard_normal((PRIMAL_RATIO * width, width - 1))
+    y = np.where(X @ rng.standard_normal(width - 1) + rng.standard_normal(len(X)) > 0, 1, 0)
+
+    def primal(X, y, **params):
+        return "solver" in estimator(tol=1e-2, **params).fit(X, y).history_[-1]  # the dual records none
+
+    dense = DENSE_PRIMAL_RATIO * width
+    assert primal(X[:dense], y[:dense]) and not primal(X[: dense - 1], y[: dense - 1])
+    assert primal(sp.csr_matrix(X), y) and not primal(sp.csr_matrix(X[:-1]), y[:-1])
+    # A feature map's rows (1,000 here, against the degree-2 map's 55 columns) keep PRIMAL_RATIO;
+    # Standardize, whose scales one read learns, is no map: its rows are the dense rows'.
+    assert not primal(X, y, feature_map=PolynomialMap())
+    assert primal(X[:dense], y[:dense], feature_map=Standardize())
 
 
 @pytest.mark.parametrize(

@@ -175,7 +175,7 @@ def test_standardize_trains_on_a_column_at_1e200_streamed():
 def test_standardize_with_on_invalid_skip_drops_no_row_at_1e200():
     huge, _, y = _huge_column()
     model = LinearSVC(feature_map=Standardize(), on_invalid="skip", random_state=0).fit(huge, y)
-    assert "rows_skipped" not in model.history_[-1] and model.score(huge, y) > 0.9
+    assert model.history_[-1].get("rows_skipped", 0) == 0 and model.score(huge, y) > 0.9
 
 
 def _chan_reference(blocks, n_features):

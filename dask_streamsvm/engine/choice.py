@@ -13,7 +13,8 @@ A fit asks twice, each time once:
    counts the classes has counted the rows.
 
 The rules they apply are named here too: :func:`primal_blocker` (what the primal solver cannot
-train), :func:`use_primal` (``dual="auto"`` on tall data, :data:`PRIMAL_RATIO`) and
+train), :func:`use_primal` (``dual="auto"`` on tall data, :data:`PRIMAL_RATIO`; in memory on dense rows,
+:data:`DENSE_PRIMAL_RATIO`) and
 :func:`cluster_method`.
 """
 
@@ -22,6 +23,7 @@ import os
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from .cluster.runtime import resolve_client
 from .data.parquet import footer_rows
@@ -40,6 +42,16 @@ from .primal.sums import CG_WIDTH, MAX_VALUE, too_large
 # dual="auto" picks the primal Newton solver when the rows outnumber the model's width (features plus
 # bias) this many times: measured in benchmarks/bench_primal.py (docs/benchmarks.md, "primal").
 PRIMAL_RATIO = 100
+# ... and in memory on dense rows without a feature map, this many times (scikit-learn's dual="auto"
+# takes the primal from 1): there a Newton step costs no read, and dual coordinate descent slows on
+# dense rows of large norm.  benchmarks/bench_dual_auto.py (docs/benchmarks.md, 'dual="auto" in
+# memory'), Gaussian rows, C = 1, tol 1e-3: from 10 rows a column the primal is as fast or faster
+# (up to 50x), where LinearSVC's dual stops at max_iter with a gap of 0.01-0.69 and
+# LogisticRegression's ran past 120 s on 100,000 x 2,000; at 6, the primal 1.2-1.5x faster on three
+# fits of four, the dual 1.9x on the fourth (LinearSVC, 6,000 x 1,000, at 948 of its 1,000 passes);
+# at 3, the dual 1.3-4.7x faster.  Sparse rows keep PRIMAL_RATIO: on 200,000 x 100,000 text rows the
+# dual was 1.5-2.3x faster.
+DENSE_PRIMAL_RATIO = 5
 # dual="auto" makes the read that counts the classes the primal solver's first read up to this width.
 FIRST_READ_WIDTH = 256
 # The schedule a streaming fit runs when the plan says "auto".
@@ -194,7 +206,9 @@ def choose(placement, plan, data):
         return Method("memory", True, schedule=MULTINOMIAL_SOLVER)
     if placement.where == "memory":
         n_rows, n_features = data.X.shape
-        primal = use_primal(plan, n_rows, n_features, streaming=False)
+        dense = not sp.issparse(data.X) and plan.feature_map is None  # a map's values are not checked
+        ratio = DENSE_PRIMAL_RATIO if dense else PRIMAL_RATIO  # before its first step (too_large)
+        primal = use_primal(plan, n_rows, n_features, streaming=False, ratio=ratio)
         beyond = None
         if primal and plan.dual == "auto" and plan.feature_map is None and plan.scaler is None:
             beyond = too_large(data.X, plan.bias, augmented=False)  # the primal solver's first check
@@ -482,10 +496,11 @@ def _check_primal(plan, streaming, checkpointing):
         )
 
 
-def use_primal(plan, n_rows, n_features, *, streaming=True, checkpointing=False):
+def use_primal(plan, n_rows, n_features, *, streaming=True, checkpointing=False, ratio=PRIMAL_RATIO):
     """Whether a fit of ``plan`` on ``n_rows`` rows of ``n_features`` runs the primal Newton solver
-    (``dual=False``, or ``"auto"`` on tall data); ValueError if ``dual=False`` cannot.  ``n_rows``
-    None asks whether it could for some number of rows (the model is narrow enough, nothing blocks)."""
+    (``dual=False``, or ``"auto"`` where the rows are at least ``ratio`` times the model's width);
+    ValueError if ``dual=False`` cannot.  ``n_rows`` None asks whether it could for some number of
+    rows (the model is narrow enough, nothing blocks)."""
     if plan.dual is True:
         return False
     if plan.dual is False:
@@ -493,7 +508,7 @@ def use_primal(plan, n_rows, n_features, *, streaming=True, checkpointing=False)
         return True
     width = model_width(n_features, plan.feature_map) + 1
     narrow = primal_blocker(plan, streaming, checkpointing) is None and width <= MAX_WIDTH
-    return narrow and (n_rows is None or n_rows >= PRIMAL_RATIO * width)
+    return narrow and (n_rows is None or n_rows >= ratio * width)
 
 
 def trains_while_counting(plan, source, could_be_primal, checkpointing):
