@@ -11,8 +11,9 @@ The band (:func:`fit_band_cluster`): the same first read and samples, joined and
 point: the sums of the rows held on their piece (one vector a problem) and the loss are added up the
 tree, the parts' bands joined (each part keeps the rows of smallest keys of its own rows; a row no
 part kept has a key at least the smallest any part left out, so the bound holds for the join as for
-one machine), and the band's problem is solved where the reads are driven, on the client, as one
-machine solves it.  The reads of either do not grow with the workers: the sums are the data's.
+one machine), and the band's problem is solved on the worker that holds the join, the tree's root
+(:func:`_take_band_steps_on_worker`), as one machine solves it: the band never moves to the client.
+The reads of either do not grow with the workers: the sums are the data's.
 
 The multinomial model (:func:`fit_softmax_cluster`): the same first read and samples, joined and
 solved on a worker; each read then sums every part's
@@ -315,11 +316,25 @@ def _band_warm_start_on_worker(plan, elapsed, *firsts):
     return starts, records, (None if complete else band_metric(sample)), complete
 
 
+def _band_counts(root):
+    """The counts of a read's joined ``(sums, counts)``: all the client gathers of it."""
+    return root[1]
+
+
+def _take_band_steps_on_worker(problems, root, plan):
+    """The band's step of each of ``problems`` from the read's joined sums, on the worker that holds
+    them (:func:`~..primal.sample_band.take_band_steps`): the joined band never moves to the client."""
+    from ..primal.sample_band import take_band_steps
+
+    return take_band_steps(problems, root[0], plan)
+
+
 def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placement=None, give_up=False):
     """The band from a sample over ``client``'s workers: a :class:`~..plan.result.FitResult` with its
     ``plan`` (labels counted on the workers) and ``parts``; ``give_up`` as one machine's
-    (:class:`~..primal.sample_band.BandStalled`).  What moves per read: ``W`` out to each part, one
-    vector a problem and the joined band back."""
+    (:class:`~..primal.sample_band.BandStalled`).  What moves per read: ``W`` out to each part, the
+    parts' sums and bands up the tree to the first worker, which solves the band's problems; each
+    problem's points (a few vectors) to it and back."""
     from ..primal.sample_band import BandStalled, band_reads, solved_sample
 
     plan, placement, scaler, futures, firsts = sampled_parts(client, source, plan, placement)
@@ -352,13 +367,17 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
             for (w, packed), table in zip(parts, prints, strict=True)
         ]
         wait(client, parts_read, workers, placement.reads)
-        root = tree_sum(client, parts_read, workers, add=add)
-        sums, counts = gather(client, [root], workers)[0]
+        root = tree_sum(client, parts_read, workers, add=add)  # on workers[0]
+        counts = gather(client, [submit(client, _band_counts, root, worker=workers[0])], workers)[0]
         moved["bytes_sent"] += sum(packed.nbytes + W.nbytes for _, packed in parts)
-        moved["bytes_received"] += sum(
-            s.u.nbytes + (s.band.nbytes if s.band is not None else 0) for s in sums
-        )
-        return sums, counts
+        return root, counts
+
+    def take(problems, root, plan):  # the band's problems solved where the tree joined the bands
+        stepped = submit(client, _take_band_steps_on_worker, problems, root, plan, worker=workers[0])
+        problems = gather(client, [stepped], workers)[0]
+        moved["bytes_sent"] += sum(p.nbytes for p in problems)
+        moved["bytes_received"] += sum(p.nbytes for p in problems)
+        return problems
 
     counted = {key: history[0][key] for key in ("rows_read", "bytes_read", "read_retries")}
 
@@ -366,7 +385,7 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
         return on_pass is not None and on_pass(records, W)
 
     result = band_reads(
-        read, plan, starts, history, on_read, clock_start, counted, lambda: dict(moved), give_up
+        read, plan, starts, history, on_read, clock_start, counted, lambda: dict(moved), give_up, take=take
     )  # fmt: skip
     return replace(result, plan=plan, parts=placement.record(), scaler=scaler)
 

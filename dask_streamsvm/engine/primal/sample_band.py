@@ -184,6 +184,12 @@ class _Problem:
     def certificate(self):
         return Certificate(primal=self.best_primal, dual=self.best_dual)
 
+    @property
+    def nbytes(self):
+        """The bytes of its points: what moves with it between machines."""
+        points = [self.w, self.best_w, *([] if self.step is None else self.step[:2])]
+        return sum(point.nbytes for point in points)
+
     def take(self, sums, plan, tol):
         """The read's sums at ``self.w``: certify it, solve the band's problem, certify its solution
         where the bound holds; ``self.w`` becomes the next read's point (:meth:`_next_point`)."""
@@ -319,15 +325,28 @@ def solved_sample(starts, records, plan):
     return FitResult(W=starts, certificates=certificates, passes=0, history=records, converged=converged)
 
 
-def band_reads(read, plan, starts, history, on_pass, clock_start, counted, fields, give_up, wide=None):
+def take_band_steps(problems, sums, plan):
+    """Each of ``problems`` (:class:`_Problem`) takes its read's :class:`BandSums` of ``sums``: its
+    read certified, its band's problem solved (:meth:`_Problem.take`).  The problems, stepped."""
+    for problem, problem_sums in zip(problems, sums, strict=True):
+        problem.take(problem_sums, plan, plan.tol)
+    return problems
+
+
+def band_reads(
+    read, plan, starts, history, on_pass, clock_start, counted, fields, give_up, wide=None,
+    take=take_band_steps,
+):  # fmt: skip
     """The reads of the band from the points ``starts`` until every problem's gap is within
     ``plan.tol`` or ``plan.max_iter`` reads: a :class:`~..plan.result.FitResult` whose ``history``
-    follows ``history`` (the warm start's records).  ``read(W, todo)`` returns each problem's
-    :class:`BandSums` and the read's counts (rows, bytes, retries, skipped), streamed
-    (:class:`BandRead`) or added up a cluster's tree; ``counted``: the rows, bytes and retries read
-    so far, which the records count on; ``fields()``: more of each record; ``on_pass(records, W)``
-    stops the reads with a true value; ``give_up``: :class:`BandStalled` as :func:`fit_band_stream`;
-    ``wide``: as :func:`solve_band_problem`'s."""
+    follows ``history`` (the warm start's records).  ``read(W, todo)`` returns the read's sums and
+    counts (rows, bytes, retries, skipped), streamed (:class:`BandRead`: each problem's
+    :class:`BandSums`) or added up a cluster's tree (a future of them); ``take(problems, sums,
+    plan)`` returns the problems of ``todo`` stepped from them (:func:`take_band_steps`, here or
+    where the sums are); ``counted``: the rows, bytes and retries read so far, which the records
+    count on; ``fields()``: more of each record; ``on_pass(records, W)`` stops the reads with a true
+    value; ``give_up``: :class:`BandStalled` as :func:`fit_band_stream`; ``wide``: as
+    :func:`solve_band_problem`'s."""
     k = plan.n_problems
     problems = [_Problem(w, wide) for w in starts]
     converged, interrupted, reads = [False] * k, False, 0
@@ -350,13 +369,13 @@ def band_reads(read, plan, starts, history, on_pass, clock_start, counted, field
             "solver": BAND_SOLVER,
             **counted,
             "rows_skipped": int(counts.skipped),
-            **fields(),
         }
-        for j, c in enumerate(todo):
-            try:
-                problems[c].take(sums[j], plan, plan.tol)
-            except KeyboardInterrupt:  # the read certified its point; the band's step is lost
-                interrupted = True
+        try:
+            for c, problem in zip(todo, take([problems[c] for c in todo], sums, plan), strict=True):
+                problems[c] = problem
+        except KeyboardInterrupt:  # the read certified its point; the band's step is lost
+            interrupted = True
+        base.update(fields())  # after the steps: what they moved counts too
         records = []
         for c, problem in enumerate(problems):
             best = check_gap(problem.certificate, f"read {reads}")
