@@ -121,6 +121,33 @@ def test_each_stage_divides_the_smoothing_by_mu_factor(monkeypatch):
     assert max(seen) == smoothed.MU_WARM == 0.01  # a start near the solution skips the wide stages
 
 
+def test_a_stage_out_of_steps_backs_off_to_a_smoother_one(monkeypatch):
+    """A warm start far from the solution at MU_WARM: the stage that runs out of its STAGE_STEPS goes
+    back to a smoothing MU_FACTOR coarser, not finer (w8a from a 10% sample's solution: 687 Newton
+    steps, stopped at a gap of 0.15 with the smoothing only divided; 99 steps to 1e-3 backing off)."""
+    X, y = noisy_linear_data(2_000, 4)
+    rows = smoothed.Rows(X, np.where(y > 0, 1.0, -1.0), np.ones(len(y)), 1.0)
+    _, optimum, _ = smoothed.solve_smoothed(rows, tol=1e-10)
+    seen = []
+    real = smoothed.line_minimum
+
+    def spy(g0, d, cost, m, dm, mu):
+        seen.append(mu)
+        return real(g0, d, cost, m, dm, mu)
+
+    monkeypatch.setattr(smoothed, "line_minimum", spy)
+    monkeypatch.setattr(smoothed, "STAGE_STEPS", 3)  # so that the warm stage runs out of steps
+    _, certificate, _ = smoothed.solve_smoothed(rows, tol=1e-4, start=np.full(5, 40.0))
+    assert seen[0] == smoothed.MU_WARM
+    backed = [(a, b) for a, b in zip(seen, seen[1:], strict=False) if b > a]
+    assert backed and all(b == pytest.approx(smoothed.MU_FACTOR * a) for a, b in backed)
+    # up to MU_START, and only until a stage ends on its gap: no stage is smoother than MU_START
+    assert max(seen) == smoothed.MU_START and len(backed) <= 2
+    # a true certificate, in 3 steps a stage
+    assert certificate.primal >= optimum.primal * (1 - 1e-12)
+    assert (certificate.primal - optimum.primal) / certificate.primal <= certificate.relative_gap + 1e-12
+
+
 def test_the_line_search_finds_the_minimum_along_the_direction():
     rng = np.random.default_rng(3)
     n = 500

@@ -27,6 +27,9 @@ The certificate is the hinge's, not the smoothed loss's.  At any ``w`` the point
 ``F_mu`` (``w = v``) their gap is ``sum_i C_i s_i (1 - s_i / mu)`` over the rows of shortfall
 ``0 < s_i < mu``, at most ``mu / 4`` of their costs: ``mu`` is divided by :data:`MU_FACTOR` until
 the gap is within the tolerance asked (continuation, each stage starting from the last one's ``w``).
+A warm start begins at :data:`MU_WARM`; where it is far from the solution and that stage runs out
+of its :data:`STAGE_STEPS`, the next is :data:`MU_FACTOR` smoother (up to :data:`MU_START`) until a
+stage ends on its gap.
 """
 
 import numpy as np
@@ -177,6 +180,7 @@ def solve_smoothed(rows, *, tol, offset=None, start=None, max_stages=None):
     w = np.zeros(D) if start is None else np.array(start, dtype=np.float64)
     best_w, best_primal, best_dual = w.copy(), np.inf, -np.inf
     mu, steps, stages, stage_steps = (MU_START if start is None else MU_WARM), 0, 1, 0
+    settled = start is None  # whether a stage has ended on its gap (a cold start never backs off)
     max_stages = max_stages if max_stages is not None else int(np.ceil(np.log10(MU_START / MU_FLOOR))) + 1
     m = rows.margins(w)
     cost = rows.cost
@@ -198,10 +202,16 @@ def solve_smoothed(rows, *, tol, offset=None, start=None, max_stages=None):
         # The stage is done where the gap is no more than twice what smoothing by mu leaves at the
         # stage's minimum (mu / 4 of the costs in the quadratic piece), or after STAGE_STEPS.
         smoothing = 0.25 * mu * float(cost[zone].sum())
-        if primal - dual <= STAGE_SLACK * smoothing + 1e-15 * abs(primal) or stage_steps >= STAGE_STEPS:
+        done = primal - dual <= STAGE_SLACK * smoothing + 1e-15 * abs(primal)
+        if done or stage_steps >= STAGE_STEPS:
             if mu <= MU_FLOOR or stages >= max_stages:
                 break
-            mu, stage_steps, stages = mu / MU_FACTOR, 0, stages + 1
+            # Until a stage ends on its gap, one that ran out of steps (a warm start far from the
+            # solution, at a smoothing too fine for its Newton steps) backs off to a smoother one,
+            # up to MU_START; after, they divide it, as a finished stage does.
+            settled = settled or done
+            mu = mu * MU_FACTOR if not settled and mu < MU_START else mu / MU_FACTOR
+            stage_steps, stages = 0, stages + 1
             continue
         g = w - v
         H = rows.gram(np.where(zone, cost / mu, 0.0))
