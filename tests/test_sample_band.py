@@ -99,7 +99,8 @@ def test_the_certificate_is_the_hinges_not_the_smoothed_losses():
     assert certificate.relative_gap > 1e-6  # one stage of smoothing leaves a gap: the test sees it
 
 
-def test_each_stage_divides_the_smoothing_by_mu_factor(monkeypatch):
+def _smoothings_seen(monkeypatch):
+    """The list each line search of :func:`smoothed.solve_smoothed` appends its stage's ``mu`` to."""
     seen = []
     real = smoothed.line_minimum
 
@@ -108,6 +109,11 @@ def test_each_stage_divides_the_smoothing_by_mu_factor(monkeypatch):
         return real(g0, d, cost, m, dm, mu)
 
     monkeypatch.setattr(smoothed, "line_minimum", spy)
+    return seen
+
+
+def test_each_stage_divides_the_smoothing_by_mu_factor(monkeypatch):
+    seen = _smoothings_seen(monkeypatch)
     X, y = noisy_linear_data(2_000, 4)
     smoothed.solve_smoothed(smoothed.Rows(X, np.where(y > 0, 1.0, -1.0), np.ones(len(y)), 1.0), tol=1e-9)
     stages = sorted(set(seen), reverse=True)
@@ -128,14 +134,7 @@ def test_a_stage_out_of_steps_backs_off_to_a_smoother_one(monkeypatch):
     X, y = noisy_linear_data(2_000, 4)
     rows = smoothed.Rows(X, np.where(y > 0, 1.0, -1.0), np.ones(len(y)), 1.0)
     _, optimum, _ = smoothed.solve_smoothed(rows, tol=1e-10)
-    seen = []
-    real = smoothed.line_minimum
-
-    def spy(g0, d, cost, m, dm, mu):
-        seen.append(mu)
-        return real(g0, d, cost, m, dm, mu)
-
-    monkeypatch.setattr(smoothed, "line_minimum", spy)
+    seen = _smoothings_seen(monkeypatch)
     monkeypatch.setattr(smoothed, "STAGE_STEPS", 3)  # so that the warm stage runs out of steps
     _, certificate, _ = smoothed.solve_smoothed(rows, tol=1e-4, start=np.full(5, 40.0))
     assert seen[0] == smoothed.MU_WARM
