@@ -7,7 +7,7 @@ rows in memory, each fit in a fresh process after a warm-up fit on 500 of the ro
 ``--timeout`` seconds is stopped and recorded as such.
 
 Sets (generated, seed 0): Gaussian rows labelled by a random hyperplane with Gaussian noise of the
-given scale (3: nearly separable, 17: a sixth of the labels flipped at 300 features), and text-like
+given scale (3: 5% of the labels flipped at 300 features, 17: 24%), and text-like
 rows (a Zipf vocabulary, 50 nonzeros a row, rows of unit norm).
 
     python -m benchmarks.bench_dual_auto
