@@ -189,15 +189,17 @@ def warn_interrupted(estimator, passes):
     )
 
 
-def warn_uncertified(passes, interrupted=False):
+def warn_uncertified(passes, interrupted=False, advice=""):
     """The warning of a fit stopped before any read certified a trained model (its last certificate
-    is the starting point's, ``w = 0``): the model returned is the trained one, without a bound."""
+    is the starting point's, ``w = 0``): the model returned is the trained one, without a bound.
+    ``advice``: a sentence on badly scaled features (:func:`~.engine.plan.problem.scale_advice`),
+    which keep the dual solvers' models from improving on ``w = 0``, or ``""``."""
     how = "was interrupted (KeyboardInterrupt)" if interrupted else "stopped"
     warnings.warn(
         f"fit {how} after {passes + 1} read(s), before a read certified what it trained: the model is "
         "the one trained so far, not certified (objective_ and duality_gap_ are NaN; the last "
         "certificate is that of w = 0). Let the fit read the data at least once more (a larger "
-        "max_iter, or a callback that stops later) for a model with a certified duality gap.",
+        "max_iter, or a callback that stops later) for a model with a certified duality gap." + advice,
         ConvergenceWarning,
         stacklevel=5,
     )

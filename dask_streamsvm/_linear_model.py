@@ -62,6 +62,7 @@ from .engine.plan.problem import (
     FitPlan,
     linear_scores,
     model_weights,
+    scale_advice,
     unconverged_message,
 )
 from .engine.plan.sizes import CacheShare
@@ -384,7 +385,7 @@ class LinearModel(LinearModelFile, StreamClassifier):
         for message in result.messages:
             warnings.warn(message, ConvergenceWarning, stacklevel=5)
         if not result.certified:
-            warn_uncertified(result.passes, result.interrupted)
+            warn_uncertified(result.passes, result.interrupted, scale_advice(result.feature_max))
         elif not np.all(result.converged) and not (result.stopped or result.interrupted or result.explained):
             solver = result.history[-1].get("solver") if result.history else None
             message = unconverged_message(

@@ -154,3 +154,19 @@ def test_a_fit_stopped_after_its_first_read_returns_what_it_learned(params, requ
     assert clf.score(X, y) > majority + 0.05
     assert np.isnan(clf.duality_gap_) and np.isnan(clf.objective_)
     assert not [w for w in caught if "certified after pass" in str(w.message)]
+    assert not [w for w in caught if "not scaled" in str(w.message)]  # these rows are of unit scale
+
+
+def test_a_fit_stopped_before_it_certified_a_model_on_raw_values_says_to_scale_them():
+    """The same stop on raw 0..255 values, where the dual solvers' models may not beat w = 0 for
+    several reads: the warning that the model is not certified names the unscaled column, as the
+    unconverged one does (the CLI words it "add --scale")."""
+    rng = np.random.RandomState(3)
+    X = np.clip(np.round(rng.randn(6000, 10) * 40 + 128), 0, 255)
+    margins = X @ rng.randn(10)
+    y = (margins > np.median(margins)).astype(int)
+    clf = LinearSVC(callbacks=[lambda record: True], cache_bytes=40_000, random_state=0, dual=True)
+    with pytest.warns(ConvergenceWarning, match="not certified") as caught:
+        clf.fit(da.from_array(X, chunks=1000), da.from_array(y, chunks=1000))
+    message = next(str(w.message) for w in caught if "not certified" in str(w.message))
+    assert "The features are not scaled (column" in message and "feature_map=Standardize()" in message
