@@ -4,6 +4,7 @@ import os
 import signal
 import warnings
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -715,3 +716,41 @@ def test_cocoa_and_average_on_raw_features_name_standardize_when_above_tol(clien
     with pytest.warns(ConvergenceWarning) as caught:
         LinearSVC(cluster="cocoa", max_iter=1, **params).fit(Xs, yd, client=client)
     assert not any("Standardize()" in str(w.message) for w in caught)
+
+
+def test_overlapping_synchronous_blocks_restore_the_scheduler_the_first_found():
+    """The workers of an in-process cluster are threads of the client's process, and Dask's
+    configuration is the process's: two tasks' ``synchronous()`` blocks that ended in another order
+    than they began left ``scheduler="sync"`` set, and every later fit in the process then trained
+    off the cluster (its ``dask.compute`` calls synchronous, ``cluster="auto"`` choosing none)."""
+    import dask
+
+    from dask_streamsvm.engine.cluster.runtime import synchronous
+
+    with dask.config.set(scheduler="threads"):
+        first, second = synchronous(), synchronous()
+        first.__enter__()
+        second.__enter__()
+        assert dask.config.get("scheduler") == "sync"
+        first.__exit__(None, None, None)
+        assert dask.config.get("scheduler") == "sync"  # the second block's task still reads in place
+        second.__exit__(None, None, None)
+        assert dask.config.get("scheduler") == "threads"
+
+
+def test_fits_after_a_fit_on_an_in_process_cluster_train_on_it_too():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2000, 20))
+    y = np.where(X[:, 0] + 0.3 * rng.standard_normal(2000) > 0, 1, -1)
+    Xd, yd = da.from_array(X, chunks=250), da.from_array(y, chunks=250)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=2, processes=False, dashboard_address=":0", silence_logs=50
+        ) as cluster,
+        distributed.Client(cluster),
+    ):
+        before = dask.config.get("scheduler", None)
+        for _ in range(3):
+            model = LinearSVC(dual=False, random_state=0).fit(Xd, yd)
+            assert model.cluster_parts_, "the fit did not train on the cluster"
+            assert dask.config.get("scheduler", None) == before

@@ -35,6 +35,7 @@ partition or block (:func:`cancel_check`), so that the next fit's tasks do not q
 
 import contextlib
 import contextvars
+import threading
 import time
 import weakref
 
@@ -72,12 +73,38 @@ def resolve_client(client):
         ) from exc
 
 
+# The tasks inside synchronous() blocks now, and the setting the first of them made (its exit
+# restores what was there before).  Dask's configuration is the process's: on an in-process cluster
+# (LocalCluster(processes=False)) the workers' threads and the client share it.
+_SYNCHRONOUS_LOCK = threading.Lock()
+_synchronous_blocks = {"inside": 0, "setting": None}
+
+
+@contextlib.contextmanager
 def synchronous():
     """Dask's synchronous scheduler while in the block: a worker's task computes its partitions
-    itself, on its own thread, rather than asking the cluster."""
+    itself, on its own thread (and the threads it reads on), rather than asking the cluster.
+
+    Dask's configuration belongs to the process, and the workers of an in-process cluster are
+    threads of the client's: blocks of several tasks overlap there.  Nested
+    ``dask.config.set`` blocks that end in another order than they began restore each other's
+    settings (the second to begin, ending last, restored its start's "sync": every later fit in
+    that process then trained there, not on the cluster), so the blocks are counted and the last to
+    end restores what the first found."""
     import dask
 
-    return dask.config.set(scheduler="sync")
+    with _SYNCHRONOUS_LOCK:
+        if _synchronous_blocks["inside"] == 0:
+            _synchronous_blocks["setting"] = dask.config.set(scheduler="sync")
+        _synchronous_blocks["inside"] += 1
+    try:
+        yield
+    finally:
+        with _SYNCHRONOUS_LOCK:
+            _synchronous_blocks["inside"] -= 1
+            if _synchronous_blocks["inside"] == 0:
+                _synchronous_blocks.pop("setting").__exit__(None, None, None)
+                _synchronous_blocks["setting"] = None
 
 
 class SchedulerLost(RuntimeError):
