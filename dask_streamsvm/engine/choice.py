@@ -30,7 +30,7 @@ from .data.parquet import footer_rows
 from .data.source import is_dask_collection
 from .data.spill import check_spill_dir
 from .plan.losses import band_blocker as loss_band_blocker
-from .plan.losses import newton_blocker, sparse_penalty_blocker
+from .plan.losses import loss_of, newton_blocker, sparse_penalty_blocker
 from .plan.problem import BAND_SOLVER, STREAMING_SOLVERS, model_width
 from .primal.l1 import SOLVER_NAME as L1_SOLVER
 from .primal.multinomial import SOLVER_NAME as MULTINOMIAL_SOLVER
@@ -575,12 +575,18 @@ def cluster_method(plan, n_features):
         ):
             return BAND_SOLVER
         return "cocoa" if plan.cluster == "auto" else plan.cluster
-    wide = plan.model_width(n_features) + 1 > CG_WIDTH
-    if wide and plan.sparse_penalty:  # its steps descend the coordinates of the formed Hessian
+    width = plan.model_width(n_features) + 1
+    wide = width > CG_WIDTH
+    # The sparse penalties: their steps descend the formed Hessian's coordinates where it is formed,
+    # and its products take the orthant-wise Newton step beyond (primal.penalties), for a loss whose
+    # Hessian is not singular there.
+    if wide and plan.sparse_penalty and loss_of(plan.loss).piecewise_quadratic:
         raise ValueError(
-            f"{plan.penalty} on a cluster forms the Hessian of the features and the bias, at most "
-            f"{CG_WIDTH} wide, and this model is {plan.model_width(n_features) + 1} wide; train it in "
-            "memory (solver='memory', on rows that fit) or select fewer features."
+            f"{plan.penalty} with loss={plan.loss!r} on a cluster trains models at most {CG_WIDTH} wide "
+            f"(features plus the bias), and this one is {width}: wider, the cluster has only its "
+            "Hessian's products, singular where few rows are inside the margin, and their steps stall "
+            "(docs/guide/cluster.md). Train it in memory (solver='memory', on rows that fit) or select "
+            "fewer features; LogisticRegression(l1_ratio=...) trains at any width on a cluster."
         )
     return "truncated_newton" if wide else "newton"
 

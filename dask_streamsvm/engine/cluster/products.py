@@ -46,6 +46,8 @@ import scipy.sparse as sp
 
 from ..data.labels import count_labels_of, merge_label_counts
 from ..data.spill import remove_stale_spills
+from ..primal.newton import held_on
+from ..primal.penalties import penalty_of
 from ..primal.sums import ProductRead, augmented_rows, rows_nbytes
 from ..store.archive import owned_prefix
 from .moments import scaled_parts
@@ -281,11 +283,13 @@ def cg_direction(cg):
     return cg.p
 
 
-def cg_take(cg, parts, identity=1.0):
+def cg_take(cg, parts, identity=1.0, free=None):
     """The next state: a copy of ``cg`` stepped with ``H p = identity p + parts`` (the penalty's part
-    of the Hessian, added here: the identity, or the softmax model's penalised columns)."""
+    of the Hessian, added here: the identity, or the softmax model's penalised columns), kept on the
+    coordinates ``free`` where a sparse penalty's orthant holds some at zero
+    (:func:`~..primal.newton.held_on`)."""
     following = copy.deepcopy(cg)
-    return following.take(identity * cg.p + parts)
+    return following.take(held_on(identity * cg.p + parts, free))
 
 
 def cg_status(cg):
@@ -313,8 +317,8 @@ class _Operator:
     def __init__(self, driver, j, diagonal):
         self.driver, self.j, self.diagonal = driver, j, diagonal
 
-    def solve(self, g):
-        return self.driver.conjugate_gradient(self.j, g, self.diagonal)
+    def solve(self, g, free=None):
+        return self.driver.conjugate_gradient(self.j, g, self.diagonal, free)
 
 
 # -- the softmax model's parts (multi_class="multinomial" wider than the reads' formed Hessian) -------
@@ -472,8 +476,10 @@ class TruncatedNewton:
         return [part for part, _ in counts]
 
     def encode(self, plan):
-        """The parts' rows encoded for ``plan`` (its labels set)."""
+        """The parts' rows encoded for ``plan`` (its labels set); the Hessian's identity term is its
+        penalty's ``l2`` (1, or ``1 - l1_ratio`` for the elastic net and 0 for L1)."""
         self.plan, self.encoding = plan, (encode_part, plan)
+        self.identity = penalty_of(plan).l2
         self._encode()
 
     def encode_softmax(self, problem):
@@ -513,7 +519,7 @@ class TruncatedNewton:
         self.moved["bytes_between_workers"] += moved
         self.moved["bytes_sent"] += W.nbytes + S.nbytes
         self.moved["bytes_received"] += total.v.nbytes + total.trial.nbytes + total.diagonal.nbytes
-        total.diagonal = total.diagonal + 1.0  # the Hessian's identity, once
+        total.diagonal = total.diagonal + self.identity  # the penalty's part of the Hessian, once
         total.operators = [_Operator(self, j, total.diagonal[j].reshape(D)) for j in range(len(todo))]
         return total
 
@@ -566,12 +572,14 @@ class TruncatedNewton:
         self.moved["bytes_between_workers"] += per_product
         return gather(client, [tree_sum(client, products, placed, add=_add_arrays)], placed)[0]
 
-    def conjugate_gradient(self, j, g, diagonal):
-        """``(s, products)`` for problem ``j`` at the last evaluated point (see the module)."""
+    def conjugate_gradient(self, j, g, diagonal, free=None):
+        """``(s, products)`` for problem ``j`` at the last evaluated point (see the module), on the
+        coordinates ``free`` (a mask, or None: all; a sparse penalty's orthant,
+        :meth:`~..primal.penalties.Sparse.products_direction`)."""
 
         def solve():
             try:
-                return self._conjugate_gradient(j, g, diagonal)
+                return self._conjugate_gradient(j, g, diagonal, free)
             except Exception:
                 self.evaluated = None  # made again from the same point after a recovery
                 raise
@@ -583,11 +591,14 @@ class TruncatedNewton:
 
         return self._retrying(again, reload=True)
 
-    def _conjugate_gradient(self, j, g, diagonal):
+    def _conjugate_gradient(self, j, g, diagonal, free=None):
         client, placed = self.client, self.placed
         root = placed[0]
         state = submit(client, cg_start, g, diagonal, worker=root)
         self.moved["bytes_sent"] += g.nbytes + diagonal.nbytes
+        if free is not None:  # held on the root for every step
+            free = submit(client, kept, free, worker=root)
+            self.moved["bytes_sent"] += g.shape[0]
         per_product = (self._fanout() + self._tree_edges()) * g.nbytes
         done, steps = gather(client, [submit(client, cg_status, state, worker=root)], placed)[0]
         while not done:
@@ -597,7 +608,7 @@ class TruncatedNewton:
                 for i, e in enumerate(self.evaluated)
             ]
             summed = tree_sum(client, products, placed, add=_add_arrays)
-            state = submit(client, cg_take, state, summed, self.identity, worker=root)
+            state = submit(client, cg_take, state, summed, self.identity, free, worker=root)
             done, steps = gather(client, [submit(client, cg_status, state, worker=root)], placed)[0]
             self.products += 1
             self.moved["product_bytes_between_workers"] += per_product

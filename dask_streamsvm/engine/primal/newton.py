@@ -152,12 +152,20 @@ class _Problem:
             solve = getattr(self.operator, "solve", None)
             if solve is not None:  # a cluster's: Ctrl-C there ends the fit at the point certified
                 try:
-                    s, self.cg_steps = solve(self.g)
+                    s, self.cg_steps = self.penalty.products_direction(
+                        self.w, self.g, solve, self.operator.diagonal
+                    )
                 except KeyboardInterrupt:
                     self.interrupted, self.operator = True, None
                     return np.zeros_like(self.g)
             else:
-                s, self.cg_steps = _conjugate_gradient(*self.operator, self.g)
+                product, diagonal = self.operator
+                s, self.cg_steps = self.penalty.products_direction(
+                    self.w,
+                    self.g,
+                    lambda g, free=None: _conjugate_gradient(product, diagonal, g, free),
+                    diagonal,
+                )
             self.operator = None  # the active rows it holds are not needed any more
             return s
         return self.penalty.direction(self.w, self.g, self.H)
@@ -371,12 +379,6 @@ def solve_primal(
             f"dual=False (the primal Newton solver) does not support {newton_blocker(plan.loss)}; "
             "use dual=True (the dual solvers)."
         )
-    if plan.sparse_penalty and getattr(read, "hessian_products", False):
-        raise ValueError(
-            f"{plan.penalty} forms the {D} x {D} Hessian of the features and the bias (its steps "
-            "descend coordinates of the read's model), and this fit would take its products only; "
-            f"train on at most {MAX_WIDTH} features, or in memory."
-        )
     problems = [_Problem(D, loss, plan.tol, penalty_of(plan)) for _ in range(k)]
     for problem, w in zip(problems, [] if start is None or initial is not None else start, strict=False):
         problem.w = np.array(w, dtype=np.float64)
@@ -492,13 +494,21 @@ def _newton_reads(read, plan, problems, clock_start, on_pass, source, first_read
     )
 
 
-def _conjugate_gradient(product, diagonal, g):
+def _conjugate_gradient(product, diagonal, g, free=None):
     """``(s, steps)``: an approximate solution of ``H s = -g`` by conjugate gradient on the
-    products ``product(p) = H p`` (:class:`ConjugateGradient`)."""
+    products ``product(p) = H p`` (:class:`ConjugateGradient`); with a mask ``free`` (``g`` zero
+    off it), of ``H_FF s_F = -g_F``, the products kept on the free coordinates."""
     cg = ConjugateGradient(g, diagonal)
     while not cg.done:
-        cg.take(product(cg.p))
+        cg.take(held_on(product(cg.p), free))
     return cg.result()
+
+
+def held_on(Hp, free):
+    """``Hp`` kept on the coordinates ``free`` (zero elsewhere; all of it where ``free`` is None):
+    the products of the system ``H_FF e = -r_F`` of a sparse penalty's orthant (:mod:`.penalties`),
+    whose directions then stay on ``F``."""
+    return Hp if free is None else np.where(free, Hp, 0.0)
 
 
 class ConjugateGradient:

@@ -40,6 +40,19 @@ Hessian ``H_loss = sum_i D_ii x_i x_i^T`` and the dual's row terms at
   lower dual value only widens the gap: the certificate never claims more than
   the read proved.  At the optimum ``||v||_inf = l1`` (pure L1), so ``t = 1`` and
   the gap is zero.
+
+Products.  A cluster's parts wider than the Hessian it forms give only its products ``H p``
+(:mod:`~..cluster.products`), and coordinate descent on the model needs its columns.  There the
+sparse penalties take the orthant-wise Newton step (OWL-QN's orthant, Andrew and Gao 2007, with
+the Newton-CG system of Byrd, Chin, Nocedal and Oztoprak 2016): on the free coordinates ``F`` and
+their orthant (:func:`orthant`) ``P`` is smooth, of gradient ``r``, so ``H_FF e = -r_F`` is solved
+by the same preconditioned conjugate gradient as the L2 penalty's (its products held on ``F``),
+and the step is projected back to the orthant (:func:`orthant_step`).  Armijo's rule then takes
+Tseng and Yun's ``Delta`` along it, as above, and the certificate is the same.  The logistic loss
+only: its Hessian is positive definite on every coordinate a row meets.  The squared hinge's is
+singular on the free weights where fewer rows are inside the margin than weights are free (wide
+rows), and the steps stall there (:func:`~..choice.cluster_method` refuses it: measured in
+docs/guide/cluster.md).
 """
 
 import numpy as np
@@ -113,6 +126,12 @@ class L2:
         """Armijo's decrease of the full step ``s`` from ``w``: ``g . s``."""
         return float(g @ s)
 
+    def products_direction(self, w, g, solve, diagonal):
+        """``(s, products)``: the Newton step from the Hessian's products alone, ``solve(g)``
+        (preconditioned conjugate gradient on ``H s = -g``, every coordinate free; the identity in
+        ``H`` keeps it positive definite)."""
+        return solve(g)
+
 
 class Sparse(L2):
     """The penalty ``l1 ||w||_1 + l2/2 ||w||^2`` with ``l1 > 0`` (module docstring)."""
@@ -167,6 +186,17 @@ class Sparse(L2):
         """Tseng and Yun's ``Delta`` (module docstring): at most 0, and 0 only at a stationary ``w``."""
         return float(g @ s) + self.l1 * (float(np.abs(w + s).sum()) - float(np.abs(w).sum()))
 
+    def products_direction(self, w, g, solve, diagonal):
+        """``(s, products)`` where only the Hessian's products are at hand (a cluster's parts wider
+        than the formed Hessian): the orthant-wise Newton step (module docstring, "Products").
+        ``solve(r, free)`` is the conjugate gradient on ``H_FF e = -r_F``, its products kept on the
+        ``free`` coordinates."""
+        free, zeta, r = orthant(w, g, self.l1)
+        if not free.any():  # stationary: no weight can move
+            return np.zeros_like(w), 0
+        e, products = solve(r, free)
+        return orthant_step(w, e, r, zeta), products
+
 
 def violations(G, u, l1):
     """Each coordinate's distance from optimality at ``u`` of derivative ``G`` (the smallest ``|G +
@@ -174,6 +204,28 @@ def violations(G, u, l1):
     of every coordinate."""
     at_zero = np.maximum(np.abs(G) - l1, 0.0)
     return np.where(u > 0, np.abs(G + l1), np.where(u < 0, np.abs(G - l1), at_zero))
+
+
+def orthant(w, g, l1):
+    """``(free, zeta, r)`` at ``w`` of smooth gradient ``g``: the coordinates a step may move (a
+    weight not zero, or zero with ``|g_j| > l1``: its minimum-norm subgradient is not zero), the
+    orthant each moves in (a weight's sign; at zero the sign that descends, ``-sign(g_j)``), and the
+    gradient of ``P`` in that orthant (``g + l1 zeta`` on the free coordinates, 0 elsewhere).  At a
+    stationary point ``r`` is 0 (``||r||`` is :func:`violations`' norm)."""
+    free = (w != 0) | (np.abs(g) > l1)
+    zeta = np.where(w != 0, np.sign(w), -np.sign(g)) * free
+    return free, zeta, np.where(free, g + l1 * zeta, 0.0)
+
+
+def orthant_step(w, e, r, zeta):
+    """The step ``s`` to take from ``w`` along the Newton solution ``e`` of the orthant's system:
+    each coordinate of ``e`` that does not descend the orthant's gradient (``e_j r_j >= 0``) is
+    dropped, and a weight the step takes across zero stops at zero (OWL-QN's two projections,
+    Andrew and Gao 2007).  Then every move descends, ``Delta = r . s < 0`` unless ``s = 0``, and
+    ``w + t s`` stays in the orthant for ``t`` in [0, 1], where ``P`` is smooth."""
+    e = np.where(e * r < 0, e, 0.0)
+    u = w + e
+    return np.where(np.sign(u) == zeta, u, 0.0) - w
 
 
 def support_step(H, g, w, l1, s):
