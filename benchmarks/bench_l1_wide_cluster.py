@@ -1,0 +1,226 @@
+"""The elastic net of logistic regression on a cluster, wider than the Hessian a cluster forms
+(issue 54: "on wide data: in memory and on a cluster (products)").
+
+A model wider than 1,023 features and the bias trains on a cluster by truncated Newton, each step
+the orthant-wise Newton step (``engine/primal/penalties.py``, "Products"): the conjugate gradient
+on the Hessian's products kept on the weights free to move, the step cut back to their orthant.
+Pure L1 that wide is refused (``engine/choice.py: cluster_method``; its steps from 0 stalled: a gap
+of 0.073 after 1,000 steps on these rows at 50,000, docs/guide/cluster.md).  This measures the
+elastic net on text-like rows against one process: ours in memory (coordinate descent, CDN) and
+scikit-learn's ``saga`` (its only elastic-net solver) at its default tol, and it checks every
+fit's distance from the optimum (ours in memory certified to 1e-9) against its gap.
+
+    python -m benchmarks.bench_l1_wide_cluster
+    python -m benchmarks.bench_l1_wide_cluster --rows 20000 --busy 1
+
+The rows: ``--rows`` x 20,000 sparse features, 30 nonzeros a row (values in [0, 1)), labels of a
+model with 2,000 nonzero weights, 10% of the labels flipped, seed 0.  The cluster: a
+``LocalCluster`` of 2 single-thread worker processes, the rows a Dask array of 8 partitions, a
+warm-up fit first (the workers' first fit compiles the kernels); each in-memory fit in a fresh
+process after a warm-up fit; scikit-learn's fit is stopped after ``--cap`` seconds (600).
+Results: ``benchmarks/results/l1_wide_cluster.json`` and the section "The L1 penalty on a cluster
+beyond the formed Hessian" of ``docs/benchmarks.md``.
+"""
+
+import argparse
+import subprocess
+import time
+import warnings
+
+import numpy as np
+
+from benchmarks._common import ROOT, beside_busy, run_child, run_header, save_json, write_section
+
+MARKER = "## The L1 penalty on a cluster beyond the formed Hessian"
+RESULTS = ROOT / "benchmarks" / "results" / "l1_wide_cluster.json"
+FEATURES, NONZEROS, TRUE_WEIGHTS, FLIPPED = 20_000, 30, 2_000, 0.1
+PARTITIONS = 8
+MODELS = {"elastic net 0.5": 0.5, "elastic net 0.9": 0.9}
+
+
+def rows(n):
+    """``(X, y)``: the module's text-like rows (CSR float64) and labels in {-1, 1}."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    columns = rng.integers(0, FEATURES, size=(n, NONZEROS))
+    starts = np.arange(0, n * NONZEROS + 1, NONZEROS)
+    X = sp.csr_matrix((rng.random(n * NONZEROS), columns.ravel(), starts), shape=(n, FEATURES))
+    X.sum_duplicates()
+    truth = np.zeros(FEATURES)
+    truth[rng.choice(FEATURES, TRUE_WEIGHTS, replace=False)] = rng.standard_normal(TRUE_WEIGHTS)
+    y = np.where(X @ truth > np.median(X @ truth), 1.0, -1.0)
+    y[rng.random(n) < FLIPPED] *= -1
+    return X, y
+
+
+def objective(X, y, coef, intercept, l1_ratio, C):
+    """``l1_ratio ||w||_1 + (1 - l1_ratio) / 2 ||w||^2 + C sum log(1 + exp(-y m))`` with the
+    intercept penalised (LIBLINEAR's and ours)."""
+    w = np.r_[np.ravel(coef), np.ravel(intercept)]
+    margins = y * (X @ np.ravel(coef) + float(np.ravel(intercept)[0]))
+    penalty = l1_ratio * np.abs(w).sum() + 0.5 * (1.0 - l1_ratio) * float(w @ w)
+    return float(penalty + C * np.logaddexp(0.0, -margins).sum())
+
+
+def child_memory(spec):
+    """In a fresh process: one fit in memory after a warm-up fit; its seconds, objective and zeros."""
+    from sklearn.linear_model import LogisticRegression as SkLogistic
+
+    from dask_streamsvm import LogisticRegression
+
+    X, y = rows(spec["rows"])
+    C, l1_ratio = spec["C"], spec["l1_ratio"]
+    if spec["who"] == "ours":
+        make = lambda: LogisticRegression(l1_ratio=l1_ratio, C=C, tol=spec["tol"], solver="memory")  # noqa: E731
+    else:
+        solver = "saga"  # scikit-learn's only elastic-net solver
+        make = lambda: SkLogistic(l1_ratio=l1_ratio, C=C, solver=solver, max_iter=10_000, random_state=0)  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        make().fit(X[:2000], y[:2000])  # the warm-up fit: numba's kernels loaded
+        start = time.perf_counter()
+        model = make().fit(X, y)
+        seconds = time.perf_counter() - start
+    return {
+        "seconds": seconds,
+        "objective": objective(X, y, model.coef_, model.intercept_, l1_ratio, C),
+        "gap": float(getattr(model, "duality_gap_", np.nan)),
+        "nonzero": int(np.count_nonzero(model.coef_)),
+    }
+
+
+def on_cluster(X, y, C, l1_ratio, tol):
+    """Ours on the module's LocalCluster: a warm-up fit, then the measured one."""
+    import dask.array as da
+    from dask.distributed import Client, LocalCluster
+
+    from dask_streamsvm import LogisticRegression
+
+    chunk = -(-X.shape[0] // PARTITIONS)
+    Xd, yd = da.from_array(X, chunks=(chunk, X.shape[1]), asarray=False), da.from_array(y, chunks=chunk)
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("ignore")
+        warm = LogisticRegression(l1_ratio=l1_ratio, C=C, tol=tol)
+        warm.fit(Xd[: 2 * chunk], yd[: 2 * chunk], client=client)
+        start = time.perf_counter()
+        model = LogisticRegression(l1_ratio=l1_ratio, C=C, tol=tol).fit(Xd, yd, client=client)
+        seconds = time.perf_counter() - start
+    last = model.history_[-1]
+    return {
+        "seconds": seconds,
+        "steps": int(model.n_iter_),
+        "products": int(last.get("products", 0)),
+        "methods": sorted({r.get("method") for r in model.history_ if r.get("method")}),
+        "objective": objective(X, y, model.coef_, model.intercept_, l1_ratio, C),
+        "gap": float(model.duality_gap_),
+        "nonzero": int(np.count_nonzero(model.coef_)),
+    }
+
+
+def measure(args):
+    X, y = rows(args.rows)
+    entries = []
+    for name, l1_ratio in MODELS.items():
+        spec = {"rows": args.rows, "C": args.C, "l1_ratio": l1_ratio}
+        optimum = run_child("bench_l1_wide_cluster", "memory", {**spec, "who": "ours", "tol": 1e-9})
+        with beside_busy(args.busy):
+            cluster = on_cluster(X, y, args.C, l1_ratio, args.tol)
+            ours = run_child("bench_l1_wide_cluster", "memory", {**spec, "who": "ours", "tol": args.tol})
+            try:
+                child = {**spec, "who": "sklearn"}
+                sklearn = run_child("bench_l1_wide_cluster", "memory", child, timeout=args.cap)
+            except subprocess.TimeoutExpired:
+                sklearn = {"seconds": None, "cap": args.cap}
+        p_star = optimum["objective"]
+        for fit in (cluster, ours, sklearn):
+            if "objective" in fit:
+                fit["suboptimality"] = (fit["objective"] - p_star) / fit["objective"]
+        entries.append(
+            {"model": name, "l1_ratio": l1_ratio, "cluster": cluster, "memory": ours, "sklearn": sklearn,
+             "optimum": optimum}
+        )  # fmt: skip
+        print(name, cluster, ours, sklearn, flush=True)
+    return entries
+
+
+def report(payload):
+    busy = payload["busy"]
+    where = f", beside {busy} busy process{'es' if busy > 1 else ''}" if busy else ""
+    lines = [
+        "",
+        f"`{payload['command']}`, {payload['date']}, load {payload['load']} at the start{where}; commit "
+        f"{payload['commit']}. `LogisticRegression(l1_ratio=0.5)` and `l1_ratio=0.9`, C = {payload['C']}, "
+        f"tol {payload['tol']}, on {payload['rows']:,} text-like rows x {FEATURES:,} features ({NONZEROS} "
+        f"nonzeros a row; labels of {TRUE_WEIGHTS:,} true weights, {FLIPPED:.0%} of them flipped). "
+        "On the cluster: "
+        f"a `LocalCluster` of 2 single-thread worker processes, {PARTITIONS} partitions, after a warm-up "
+        "fit (`cluster='auto'`: truncated Newton, the orthant-wise steps of `engine/primal/penalties.py`). "
+        "In memory, each in a fresh process after a warm-up fit: ours (`solver='memory'`, CDN) at the "
+        "same tol, scikit-learn's `saga` (its only elastic-net solver) at its default tol. "
+        "*suboptimality*: the objective's distance from ours in memory certified to 1e-9, relative; it "
+        "is within the gap where a gap is given.",
+        "",
+        "| model | cluster | steps, products | gap | suboptimality | nonzero weights | ours in memory "
+        "(suboptimality) | scikit-learn in memory (suboptimality) | cluster / scikit-learn |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for e in payload["entries"]:
+        c, m, s = e["cluster"], e["memory"], e["sklearn"]
+        lines.append(
+            f"| {e['model']} | {c['seconds']:.2f} s | {c['steps']}, {c['products']} | {c['gap']:.1e} | "
+            f"{c['suboptimality']:.1e} | {c['nonzero']:,} (optimum {e['optimum']['nonzero']:,}) | "
+            f"{m['seconds']:.2f} s ({m['suboptimality']:.1e}) | "
+            + (
+                f"{s['seconds']:.2f} s ({s['suboptimality']:.1e}) | {c['seconds'] / s['seconds']:.2f} |"
+                if s["seconds"] is not None
+                else f"not done in {s['cap']:.0f} s (stopped) | below {c['seconds'] / s['cap']:.2f} |"
+            )
+        )
+    return lines
+
+
+# What the table says, kept beside it (the run of 2026-11-30, 23:54 UTC, quiet; and the run before it,
+# 23:29 UTC, when pure L1 still took this path).
+READING = [
+    "",
+    "Every cluster fit is certified: its gap is below tol and its distance from the optimum within the "
+    "gap. Against scikit-learn's `saga` in memory it is 0.28x (`l1_ratio=0.9`) to 1.62x (`0.5`) the "
+    "time; against ours in memory it is 22-163x slower: beyond the formed Hessian the steps start "
+    "from 0 (no sample's warm start, which the formed Hessian's path has), "
+    "and from 0 the orthant's Newton steps are refused and shortened for hundreds of reads (700 "
+    "steps at `l1_ratio=0.5`). Pure L1 on the same rows, on this path in the run before (23:29 UTC): "
+    "1,000 steps, 294 s, a gap of 0.073 and a distance of 1.7e-4 from the optimum, where `liblinear` "
+    "took 0.87 s; that is why `cluster_method` refuses pure L1 beyond 1,023 features. Next: the "
+    "warm start from a sample, and the model's exact minimiser (coordinate descent on its products) "
+    "in place of the orthant's step.",
+]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--C", type=float, default=1.0)
+    parser.add_argument("--tol", type=float, default=1e-3)
+    parser.add_argument("--busy", type=int, default=0, help="beside N busy processes")
+    parser.add_argument("--cap", type=float, default=600.0, help="seconds scikit-learn's fit may take")
+    args = parser.parse_args(argv)
+    payload = {**run_header("bench_l1_wide_cluster", argv), "rows": args.rows, "C": args.C, "tol": args.tol,
+               "busy": args.busy}  # fmt: skip
+    payload["entries"] = measure(args)
+    results = RESULTS if not args.busy else RESULTS.with_name("l1_wide_cluster_busy.json")
+    save_json(results, payload)
+    lines = [*report(payload), *READING]
+    if args.busy:  # appended to the quiet run's section
+        text = (ROOT / "docs" / "benchmarks.md").read_text()
+        section = text.split(MARKER, 1)[1].split("\n## ", 1)[0] if MARKER in text else ""
+        lines = [*section.rstrip("\n").split("\n")[1:], *lines]
+    write_section(MARKER, lines)
+
+
+if __name__ == "__main__":
+    main()
