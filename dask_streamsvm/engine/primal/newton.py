@@ -152,9 +152,7 @@ class _Problem:
             solve = getattr(self.operator, "solve", None)
             if solve is not None:  # a cluster's: Ctrl-C there ends the fit at the point certified
                 try:
-                    s, self.cg_steps = self.penalty.products_direction(
-                        self.w, self.g, solve, self.operator.diagonal
-                    )
+                    s, self.cg_steps = self.penalty.products_direction(self.w, self.g, solve)
                 except KeyboardInterrupt:
                     self.interrupted, self.operator = True, None
                     return np.zeros_like(self.g)
@@ -164,7 +162,6 @@ class _Problem:
                     self.w,
                     self.g,
                     lambda g, free=None: _conjugate_gradient(product, diagonal, g, free),
-                    diagonal,
                 )
             self.operator = None  # the active rows it holds are not needed any more
             return s

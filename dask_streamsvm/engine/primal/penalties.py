@@ -127,7 +127,7 @@ class L2:
         """Armijo's decrease of the full step ``s`` from ``w``: ``g . s``."""
         return float(g @ s)
 
-    def products_direction(self, w, g, solve, diagonal):
+    def products_direction(self, w, g, solve):
         """``(s, products)``: the Newton step from the Hessian's products alone, ``solve(g)``
         (preconditioned conjugate gradient on ``H s = -g``, every coordinate free; the identity in
         ``H`` keeps it positive definite)."""
@@ -187,7 +187,7 @@ class Sparse(L2):
         """Tseng and Yun's ``Delta`` (module docstring): at most 0, and 0 only at a stationary ``w``."""
         return float(g @ s) + self.l1 * (float(np.abs(w + s).sum()) - float(np.abs(w).sum()))
 
-    def products_direction(self, w, g, solve, diagonal):
+    def products_direction(self, w, g, solve):
         """``(s, products)`` where only the Hessian's products are at hand (a cluster's parts wider
         than the formed Hessian): the orthant-wise Newton step (module docstring, "Products").
         ``solve(r, free)`` is the conjugate gradient on ``H_FF e = -r_F``, its products kept on the
