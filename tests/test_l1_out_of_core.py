@@ -19,6 +19,7 @@ from sklearn.svm import LinearSVC as SkLinearSVC
 from dask_streamsvm import LinearSVC, LogisticRegression
 from dask_streamsvm.engine.plan.losses import LOGISTIC as LOGISTIC_LOSS
 from dask_streamsvm.engine.plan.losses import SQUARED_HINGE as SQUARED_HINGE_LOSS
+from dask_streamsvm.engine.plan.losses import loss_of
 from dask_streamsvm.engine.primal import l1, newton, penalties
 from dask_streamsvm.engine.primal.reads import Sample
 from dask_streamsvm.engine.primal.sums import block_sums
@@ -485,24 +486,79 @@ def test_an_elastic_net_wider_than_the_clusters_hessian_reaches_the_optimum_by_o
 
 
 @pytest.mark.parametrize(
-    "estimator, words",
+    "estimator, code, tol",
     [
-        (LinearSVC(penalty="l1", dual=False), "the Hessian is singular"),
-        (LogisticRegression(l1_ratio=1.0), "without an l2 part"),
+        (LinearSVC(penalty="l1", dual=False, C=0.2, max_iter=300), SQUARED_HINGE, 1e-6),
+        (LogisticRegression(l1_ratio=1.0, C=0.5, max_iter=300), LOGISTIC, 1e-6),
     ],
+    ids=["squared hinge", "logistic"],
 )
-def test_pure_l1_or_the_squared_hinge_wider_than_the_clusters_hessian_is_refused_before_any_read(
-    estimator, words
+def test_pure_l1_wider_than_the_clusters_hessian_reaches_the_optimum_by_damped_orthant_steps(
+    estimator, code, tol
 ):
-    """Beyond the formed Hessian the orthant's steps from its products alone stalled for the squared
-    hinge (its Hessian singular on the free weights of wide rows: a gap of 0.018 after 300 steps at
-    C = 0.5 on ``_wide_rows``) and for pure L1 (a gap of 0.073 after 1,000 steps on 50,000 x 20,000
-    text rows, benchmarks/bench_l1_wide_cluster.py): refused, with what to do instead."""
-    X, y = _wide_rows(n=200)
-    Xd, yd, reads = counted_reads(X, y, 100)
-    with two_worker_client(), pytest.raises(ValueError, match=f"{words}.*solver='memory'.*the elastic net"):
-        clone(estimator).fit(Xd, yd)
-    assert reads == []
+    """Pure L1 beyond the formed Hessian: the orthant's steps damped (newton._Problem.damp) reach the
+    in-memory optimum within the certified gap.  Undamped, the squared hinge's steps on these rows
+    stood at a gap of 0.91 after 1,000 steps (its Hessian singular on the free weights).  The
+    logistic loss's tol is 1e-6: its primal value stops changing in 12 digits by step 25, and its
+    scaled dual point (l1.dual_scale) then leaves a gap of 1.5e-8 (measured)."""
+    X, y = _wide_rows()
+    reference = clone(estimator).set_params(tol=1e-12, solver="memory", max_iter=10_000).fit(X, y)
+    assert reference.duality_gap_ <= 1e-12
+    Xd, yd = da.from_array(X, chunks=(500, X.shape[1])), da.from_array(y, chunks=500)
+    with two_worker_client():
+        model = clone(estimator).set_params(tol=tol).fit(Xd, yd)
+    assert {r["method"] for r in model.history_} == {"truncated_newton"}
+    assert model.duality_gap_ <= tol
+    _certified_against(model, X, y, np.r_[reference.coef_.ravel(), reference.intercept_], code, PURE_L1)
+
+
+def test_the_products_direction_is_damped_up_after_a_refused_step_and_down_after_a_full_one():
+    """The damping's rule and constants (newton.DAMPING_*): 0.3 of the Hessian's mean diagonal at
+    first, four times more after a refused step, half after a full step taken, unchanged after a
+    step cut to the trust radius, never below 1e-6; the L2 penalty's is 0 and stays 0."""
+    problem = newton._Problem(3, loss_of("log_loss"), penalty=penalties.Sparse(1.0, 0.0))
+    assert problem.damping == 0.3
+    problem.accepted, problem.fraction = False, 1.0
+    problem.damp()
+    assert problem.damping == pytest.approx(1.2)
+    problem.accepted = True
+    problem.damp()
+    assert problem.damping == pytest.approx(0.6)
+    problem.fraction = 0.5
+    problem.damp()
+    assert problem.damping == pytest.approx(0.6)
+    problem.fraction = 1.0
+    for _ in range(40):
+        problem.damp()
+    assert problem.damping == 1e-6
+    smooth = newton._Problem(3, loss_of("log_loss"))
+    smooth.accepted = False
+    smooth.damp()
+    assert smooth.damping == 0.0
+
+
+def test_undamped_orthant_steps_stall_where_damped_ones_converge(monkeypatch):
+    """In memory, on the Hessian's products of the wide rows (what a cluster's parts give): the
+    squared hinge's pure L1 reaches a gap of 1e-6 in at most 300 steps damped, and stalls undamped
+    (DAMPING_START 0: the rule removed)."""
+    from dask_streamsvm.engine.plan.problem import FitPlan
+    from dask_streamsvm.engine.primal.sums import ProductRead
+
+    X, y = _wide_rows()
+    classes, counts = np.unique(y, return_counts=True)
+    plan = FitPlan(C=0.2, l1_ratio=1.0, tol=1e-6, max_iter=300, solver="memory")
+    plan = plan.with_labels(classes, counts, classes)
+    index = np.searchsorted(classes, y)
+
+    def gap():
+        read = ProductRead(
+            X, plan.signs[:, index], plan.costs[:, index], plan.bias, plan.loss_code, identity=0.0
+        )
+        return newton.solve_primal(read, plan, X.shape[1]).certificates[0].relative_gap
+
+    assert gap() <= 1e-6
+    monkeypatch.setattr(newton, "DAMPING_START", 0.0)
+    assert gap() > 0.1
 
 
 def test_the_orthant_step_only_descends_and_stops_weights_at_zero():

@@ -30,7 +30,7 @@ from .data.parquet import footer_rows
 from .data.source import is_dask_collection
 from .data.spill import check_spill_dir
 from .plan.losses import band_blocker as loss_band_blocker
-from .plan.losses import loss_of, newton_blocker, sparse_penalty_blocker
+from .plan.losses import newton_blocker, sparse_penalty_blocker
 from .plan.problem import BAND_SOLVER, STREAMING_SOLVERS, model_width
 from .primal.l1 import SOLVER_NAME as L1_SOLVER
 from .primal.multinomial import SOLVER_NAME as MULTINOMIAL_SOLVER
@@ -575,32 +575,10 @@ def cluster_method(plan, n_features):
         ):
             return BAND_SOLVER
         return "cocoa" if plan.cluster == "auto" else plan.cluster
-    width = plan.model_width(n_features) + 1
-    wide = width > CG_WIDTH
-    # The sparse penalties: their steps descend the formed Hessian's coordinates where it is formed,
-    # and its products take the orthant-wise Newton step beyond (primal.penalties) where the Hessian
-    # is positive definite on the free weights: the elastic net's, with its l2 part, of a loss that
-    # does not leave rows out of it.
-    if wide and plan.sparse_penalty:
-        if loss_of(plan.loss).piecewise_quadratic:
-            why = (
-                f"with loss={plan.loss!r} the Hessian is singular where few rows are inside the margin, "
-                "and the steps from its products stalled (a gap of 0.018 after 300 steps)"
-            )
-        elif plan.l1_ratio >= 1.0:
-            why = (
-                "without an l2 part the steps from its products alone converged too slowly (50,000 x "
-                "20,000 text rows: a gap of 0.073 after 1,000 steps, where the elastic net reaches 1e-3)"
-            )
-        else:
-            return "truncated_newton"
-        raise ValueError(
-            f"{plan.penalty} on a cluster forms the Hessian of at most {CG_WIDTH} features and the bias, "
-            f"and this model is {width} wide; beyond it the cluster has only the Hessian's products, "
-            f"and {why} (docs/guide/cluster.md). Train it in memory (solver='memory', on rows that "
-            "fit) or select fewer features; LogisticRegression with 0 < l1_ratio < 1 (the elastic net) "
-            "trains at any width on a cluster."
-        )
+    # The sparse penalties too: their steps descend the formed Hessian's coordinates where it is
+    # formed, and beyond it the damped orthant-wise Newton step from its products (primal.penalties,
+    # "Products"; primal.newton._Problem.damp).
+    wide = plan.model_width(n_features) + 1 > CG_WIDTH
     return "truncated_newton" if wide else "newton"
 
 

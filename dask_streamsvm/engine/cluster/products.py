@@ -312,13 +312,13 @@ def _add_arrays(first, second):
 
 class _Operator:
     """The Hessian of problem ``j`` at the last evaluated point, for :class:`~..primal.newton._Problem`:
-    ``solve(g)`` is the conjugate gradient on the cluster."""
+    ``solve(g, free, shift)`` is the conjugate gradient on the cluster (of ``H + shift I``)."""
 
     def __init__(self, driver, j, diagonal):
         self.driver, self.j, self.diagonal = driver, j, diagonal
 
-    def solve(self, g, free=None):
-        return self.driver.conjugate_gradient(self.j, g, self.diagonal, free)
+    def solve(self, g, free=None, shift=0.0):
+        return self.driver.conjugate_gradient(self.j, g, self.diagonal, free, shift)
 
 
 # -- the softmax model's parts (multi_class="multinomial" wider than the reads' formed Hessian) -------
@@ -572,14 +572,15 @@ class TruncatedNewton:
         self.moved["bytes_between_workers"] += per_product
         return gather(client, [tree_sum(client, products, placed, add=_add_arrays)], placed)[0]
 
-    def conjugate_gradient(self, j, g, diagonal, free=None):
+    def conjugate_gradient(self, j, g, diagonal, free=None, shift=0.0):
         """``(s, products)`` for problem ``j`` at the last evaluated point (see the module), on the
         coordinates ``free`` (a mask, or None: all; a sparse penalty's orthant,
-        :meth:`~..primal.penalties.Sparse.products_direction`)."""
+        :meth:`~..primal.penalties.Sparse.products_direction`), of the Hessian plus ``shift I`` (a
+        sparse penalty's damping, :meth:`~..primal.newton._Problem.damp`)."""
 
         def solve():
             try:
-                return self._conjugate_gradient(j, g, diagonal, free)
+                return self._conjugate_gradient(j, g, diagonal, free, shift)
             except Exception:
                 self.evaluated = None  # made again from the same point after a recovery
                 raise
@@ -591,10 +592,11 @@ class TruncatedNewton:
 
         return self._retrying(again, reload=True)
 
-    def _conjugate_gradient(self, j, g, diagonal, free=None):
+    def _conjugate_gradient(self, j, g, diagonal, free=None, shift=0.0):
         client, placed = self.client, self.placed
         root = placed[0]
-        state = submit(client, cg_start, g, diagonal, worker=root)
+        identity = self.identity + shift
+        state = submit(client, cg_start, g, diagonal + shift, worker=root)
         self.moved["bytes_sent"] += g.nbytes + diagonal.nbytes
         if free is not None:  # held on the root for every step
             free = submit(client, kept, free, worker=root)
@@ -608,7 +610,7 @@ class TruncatedNewton:
                 for i, e in enumerate(self.evaluated)
             ]
             summed = tree_sum(client, products, placed, add=_add_arrays)
-            state = submit(client, cg_take, state, summed, self.identity, free, worker=root)
+            state = submit(client, cg_take, state, summed, identity, free, worker=root)
             done, steps = gather(client, [submit(client, cg_status, state, worker=root)], placed)[0]
             self.products += 1
             self.moved["product_bytes_between_workers"] += per_product

@@ -47,13 +47,13 @@ sparse penalties take the orthant-wise Newton step (OWL-QN's orthant, Andrew and
 the Newton-CG system of Byrd, Chin, Nocedal and Oztoprak 2016): on the free coordinates ``F`` and
 their orthant (:func:`orthant`) ``P`` is smooth, of gradient ``r``, so ``H_FF e = -r_F`` is solved
 by the same preconditioned conjugate gradient as the L2 penalty's (its products held on ``F``),
-and the step is projected back to the orthant (:func:`orthant_step`).  Armijo's rule then takes
-Tseng and Yun's ``Delta`` along it, as above, and the certificate is the same.  The elastic net of
-the logistic loss only (:func:`~..choice.cluster_method` refuses the others, measured in
-docs/guide/cluster.md): its Hessian has the penalty's ``l2 I``.  The squared hinge's is singular
-on the free weights where fewer rows are inside the margin than weights are free (wide rows), and
-its steps stalled; without the ``l2`` part the logistic loss's steps from 0 were refused and
-shortened for hundreds of reads on wide text.
+damped as Levenberg and Marquardt damp it (``H_FF + mu I``, ``mu`` raised after a refused step and
+lowered after a full one, :meth:`~.newton._Problem.damp`), and the step is projected back to the
+orthant (:func:`orthant_step`).  Armijo's rule then takes Tseng and Yun's ``Delta`` along it, as
+above, and the certificate is the same.  Undamped, the squared hinge's Hessian is singular on the
+free weights where fewer rows are inside the margin than weights are free (wide rows), and without
+an ``l2`` part the logistic loss's is nearly so: the steps crossed zero in its flat directions, were
+cut there, and stalled for hundreds of reads (newton.py, ``DAMPING_START``, has the numbers).
 """
 
 import numpy as np
@@ -190,8 +190,8 @@ class Sparse(L2):
     def products_direction(self, w, g, solve):
         """``(s, products)`` where only the Hessian's products are at hand (a cluster's parts wider
         than the formed Hessian): the orthant-wise Newton step (module docstring, "Products").
-        ``solve(r, free)`` is the conjugate gradient on ``H_FF e = -r_F``, its products kept on the
-        ``free`` coordinates."""
+        ``solve(r, free)`` is the conjugate gradient on ``H_FF e = -r_F`` (damped by the caller), its
+        products kept on the ``free`` coordinates."""
         free, zeta, r = orthant(w, g, self.l1)
         if not free.any():  # stationary: no weight can move
             return np.zeros_like(w), 0
