@@ -30,7 +30,7 @@ from .data.parquet import footer_rows
 from .data.source import is_dask_collection
 from .data.spill import check_spill_dir
 from .plan.losses import band_blocker as loss_band_blocker
-from .plan.losses import newton_blocker, sparse_penalty_blocker
+from .plan.losses import loss_of, newton_blocker, sparse_penalty_blocker
 from .plan.problem import BAND_SOLVER, STREAMING_SOLVERS, model_width
 from .primal.l1 import SOLVER_NAME as L1_SOLVER
 from .primal.multinomial import SOLVER_NAME as MULTINOMIAL_SOLVER
@@ -183,7 +183,13 @@ def choose(placement, plan, data):
         # On tall rows the Newton reads of a streamed fit, made in memory, take a handful of steps
         # where coordinate descent takes passes (docs/benchmarks.md, "The L1 and elastic-net
         # penalties": a9a 0.13 s against 3.5 s); values the primal solver cannot sum go to CDN.
-        tall = n_rows >= PRIMAL_RATIO * width and width <= MAX_WIDTH
+        # A smooth loss takes them at any shape, the Hessian's products beyond CG_WIDTH (the damped
+        # orthant steps), and CDN only from their point where they stop above tol (engine/fit.py,
+        # _polished): measured at C = 0.1, 1, 10, tol 1e-3, the default pure L1 took 0.11-0.22 s where
+        # CDN took 1.0-6.4 s on 2,000 x 500 dense rows, 0.21-5.5 s where 0.66-56 s on 50,000 x 20,000
+        # text rows (docs/benchmarks.md, "The L1 and elastic-net penalties").
+        smooth = not loss_of(plan.loss).piecewise_quadratic
+        tall = smooth or (n_rows >= PRIMAL_RATIO * width and width <= MAX_WIDTH)
         if tall and (plan.scaler is not None or too_large(data.X, plan.bias, augmented=False) is None):
             return Method("memory", True, schedule=None)
         return Method("memory", True, schedule=L1_SOLVER)
@@ -201,6 +207,7 @@ def choose(placement, plan, data):
         K = np.unique(data.y).shape[0]
         width = K * softmax_columns(plan, n_features)
         tall = n_rows >= PRIMAL_RATIO * width and width <= MAX_WIDTH
+        tall = tall or (os.environ.get("EXP_TN") == "1" and not loss_of(plan.loss).piecewise_quadratic)
         if tall and (plan.scaler is not None or too_large(data.X, plan.bias, augmented=False) is None):
             return Method("memory", True, schedule=MULTINOMIAL_READS)
         return Method("memory", True, schedule=MULTINOMIAL_SOLVER)

@@ -27,7 +27,7 @@ uncertified (:meth:`~.plan.result.FitResult.prefer_trained`).
 """
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from sklearn.utils import check_random_state
@@ -46,7 +46,7 @@ from .plan.calibration import N_FOLDS, folds, platt_sigmoids
 from .plan.layout import kernel_rows
 from .plan.problem import BAND_SOLVER, STREAMING_SOLVERS, column_max_abs, cs_model, linear_scores
 from .plan.sizes import row_bytes, share_bytes
-from .primal.fit import count_with_first_read, fit_primal_memory, fit_primal_stream
+from .primal.fit import count_with_first_read, fit_primal_memory, fit_primal_stream, stalled_steps
 from .primal.l1 import SOLVER_NAME as L1_SOLVER
 from .primal.l1 import solve_l1_problems
 from .primal.multinomial import SOLVER_NAME as MULTINOMIAL_SOLVER
@@ -105,6 +105,22 @@ def fit(data, plan, hooks, *, placement, checkpoint=None, resume=False, clock_st
     return result
 
 
+def _polished(result, X, y_index, weights, plan, seeds, clock_start, hooks):
+    """A sparse penalty's Newton steps on in-memory rows, where they stopped above ``tol`` (the
+    scaled dual point of pure L1 stops their certificate near 1e-8 where the point itself no longer
+    moves, tests/test_l1.py) or stalled (:func:`~.primal.fit.stalled_steps`): coordinate descent
+    (CDN) from their point with the passes left, its records after theirs."""
+    left = plan.max_iter - result.passes
+    stopped = result.stopped or getattr(hooks, "stopped", False)  # a callback's stop ends the fit
+    if np.all(result.converged) or stopped or result.interrupted or left <= 0:
+        return result
+    polish = solve_l1_problems(
+        X, y_index, weights, plan.replace(max_iter=left), seeds=seeds, clock_start=clock_start,
+        hooks=hooks, start=result.W,
+    )  # fmt: skip
+    return replace(polish, passes=result.passes + polish.passes, history=result.history + polish.history)
+
+
 def _seeds(plan):
     """A streaming fit's seed, and Platt's held-out seed with ``probability=True``."""
     rng = check_random_state(plan.random_state)
@@ -141,6 +157,12 @@ def _fit_memory(data, plan, method, hooks, *, clock_start, **_):
         solve = lambda weights, hooks=None: solve_softmax_reads(  # noqa: E731
             X, y_index, weights, plan, clock_start=clock_start, hooks=hooks
         )
+    elif method.primal and plan.sparse_penalty:
+
+        def solve(weights, hooks=None):
+            result = fit_primal_memory(X, y_index, weights, plan, width, hooks, clock_start, stalled_steps())
+            return _polished(result, X, y_index, weights, plan, seeds, clock_start, hooks)
+
     elif method.primal:
         solve = lambda weights, hooks=None: fit_primal_memory(  # noqa: E731
             X, y_index, weights, plan, width, hooks, clock_start

@@ -527,6 +527,12 @@ def unconverged_message(plan, certificates, converged, feature_max=None, solver=
             "many steps whatever C is, and history_ shows each step's length (a step far below 1 "
             "says the features are badly scaled: pass feature_map=Standardize())."
         )
+    elif solver == "newton" and plan.sparse_penalty:
+        advice = (
+            f"Increase max_iter or loosen tol; the Newton steps of {plan.penalty} need about as many "
+            "reads whatever C is, and history_ shows its steps (a refused one has accepted=False); in "
+            "memory, coordinate descent goes on from their point with the passes left."
+        )
     elif solver == "newton":
         advice = (
             "Increase max_iter or loosen tol; the primal Newton solver (dual=False) needs about as "

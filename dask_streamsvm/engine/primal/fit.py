@@ -12,6 +12,7 @@ from ..plan.problem import column_max_abs
 from ..plan.threads import blas_threads, primal_memory_threads
 from .newton import band_share, check_width, solve_primal
 from .reads import band_metric, columns_metric, first_read, memory_read, metric_row_norm, stream_read
+from .sums import CG_WIDTH
 from .warm import memory_start, sample_rows, warm_start
 
 # In memory, the metric of the rows' length (the step dual's reach) is the columns' mean and spread over
@@ -19,15 +20,33 @@ from .warm import memory_start, sample_rows, warm_start
 METRIC_ROWS = 100_000
 
 
-def fit_primal_memory(X, y_index, weights, plan, width, hooks, clock_start):
-    """The primal Newton solver on in-memory rows; ``hooks`` see each problem's records as the
-    dual solvers give them (None: no hooks)."""
-    on_pass = None
-    if hooks is not None:
-        per_problem = [hooks.memory(c) for c in range(plan.n_problems)]
+# A sparse penalty's Newton steps on in-memory rows end, for coordinate descent to go on from their
+# point (engine/fit.py, _polished), once their largest gap has not halved in STALL_STEPS steps: where
+# pure L1's point no longer moves, its scaled dual point holds the gap near 1e-8 (tests/test_l1.py).
+STALL_STEPS = 50
 
-        def on_pass(records, W):
-            return any([per_problem[c](record, W[c]) for c, record in enumerate(records)])
+
+def stalled_steps(steps=STALL_STEPS):
+    """``stalled(records)``, true once the largest gap of the records it was given has not halved
+    in the last ``steps`` of them (:data:`STALL_STEPS`)."""
+    gaps = []
+
+    def stalled(records):
+        gaps.append(max(float(record["gap"]) for record in records))
+        return len(gaps) > steps and not gaps[-1] < 0.5 * gaps[-1 - steps]
+
+    return stalled
+
+
+def fit_primal_memory(X, y_index, weights, plan, width, hooks, clock_start, stalled=None):
+    """The primal Newton solver on in-memory rows; ``hooks`` see each problem's records as the
+    dual solvers give them (None: no hooks); ``stalled(records)``: true ends the steps
+    (:func:`stalled_steps`), or None."""
+    per_problem = [] if hooks is None else [hooks.memory(c) for c in range(plan.n_problems)]
+
+    def on_pass(records, W):
+        stop = any([per_problem[c](record, W[c]) for c, record in enumerate(records) if per_problem])
+        return stop or (stalled is not None and stalled(records))
 
     with blas_threads(primal_memory_threads(width)):  # no reader: a wide Gram matrix takes the cores
         metric = row_norm = None
@@ -37,7 +56,7 @@ def fit_primal_memory(X, y_index, weights, plan, width, hooks, clock_start):
             metric = columns_metric(X[:: max(1, X.shape[0] // METRIC_ROWS)])
             row_norm = metric_row_norm(X, metric)
         # The sparse penalties' steps descend the formed Hessian's model: no products for them.
-        products = False if plan.sparse_penalty else None
+        products = (X.shape[1] + 1 > CG_WIDTH) if plan.sparse_penalty else None
         read = memory_read(X, y_index, weights, plan, products=products, row_norm=row_norm)
         start, notes = memory_start(X, y_index, weights, plan, width, clock_start)
         columns = None

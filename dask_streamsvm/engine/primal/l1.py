@@ -179,7 +179,19 @@ def certify(columns, y, cost, code, w, penalty):
 
 
 def solve_l1(
-    columns, y, cost, code, penalty, *, tol, max_iter, seed, clock_start=None, on_pass=None, label=None
+    columns,
+    y,
+    cost,
+    code,
+    penalty,
+    *,
+    tol,
+    max_iter,
+    seed,
+    clock_start=None,
+    on_pass=None,
+    label=None,
+    start=None,
 ):
     """Minimise ``P`` (module docstring) of one binary problem until its relative gap is at most
     ``tol``: a :class:`~..plan.result.FitResult` of one problem, a record per pass in ``history``.
@@ -190,14 +202,15 @@ def solve_l1(
     the projected-gradient tolerance, or once the passes since the last certificate visited as
     many columns as there are (a certificate reads every column once, as a full pass does).
     ``on_pass(record, w)``: after each pass; a true return value stops the solve.  A
-    KeyboardInterrupt after the first pass ends it with the current ``w``, certified.
+    KeyboardInterrupt after the first pass ends it with the current ``w``, certified.  ``start``: the
+    weights the passes start from (the bias's last; None: 0).
     """
     clock = time.perf_counter
     clock_start = clock() if clock_start is None else clock_start
     cols = _kernel_columns(columns)
     n_cols = columns.shape[1]
-    w = np.zeros(n_cols)
-    s = 1.0 - y * 0.0
+    w = np.zeros(n_cols) if start is None else np.array(start, dtype=np.float64)
+    s = 1.0 - y * (columns @ w)
     index = np.arange(n_cols, dtype=np.int64)
     curvature = np.empty(n_cols)
     column_curvatures(cols, cost, curvature_bound(code), curvature)
@@ -258,12 +271,13 @@ def _certified(columns, y, cost, code, w, penalty, best_dual):
     return cert, s
 
 
-def solve_l1_problems(X, y_index, weights, plan, *, seeds, clock_start=None, hooks=None):
+def solve_l1_problems(X, y_index, weights, plan, *, seeds, clock_start=None, hooks=None, start=None):
     """Every problem of ``plan`` (its ``l1_ratio`` > 0) on in-memory rows ``X``: a
     :class:`~..plan.result.FitResult` with ``W`` ``(n_problems, n_features + 1)``, the bias weight
     last, and ``converged`` one per problem.  ``hooks``: as for
-    :func:`~..dual.memory.solve_problems` (``memory(c)``), or None.  An interrupt while a
-    one-vs-rest class is still untrained propagates: no partial model."""
+    :func:`~..dual.memory.solve_problems` (``memory(c)``), or None; ``start``: each problem's first
+    weights, ``(n_problems, n_features + 1)`` (None: 0).  An interrupt while a one-vs-rest class is
+    still untrained propagates: no partial model."""
     columns = column_layout(X, plan.bias)
     code = loss_of(plan.loss).code
     penalty = (float(plan.l1_ratio), 1.0 - float(plan.l1_ratio))
@@ -273,6 +287,7 @@ def solve_l1_problems(X, y_index, weights, plan, *, seeds, clock_start=None, hoo
             columns, plan.signs[c, y_index], plan.costs[c, y_index] * weights, code, penalty,
             tol=plan.tol, max_iter=plan.max_iter, seed=int(seeds[c]), clock_start=clock_start,
             on_pass=None if hooks is None else hooks.memory(c), label=plan.labels[c],
+            start=None if start is None else start[c],
         )  # fmt: skip
 
     return solve_each_problem(solve_one, plan.labels[: plan.n_problems])

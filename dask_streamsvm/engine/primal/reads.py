@@ -16,6 +16,7 @@ from ...kernels.layout import dense_nonzeros, dense_to_csr
 from ...kernels.losses import newton_dual_term, newton_terms
 from ..plan.losses import loss_of
 from ..plan.problem import column_max_abs, encode_block
+from .penalties import penalty_of
 from .sums import (
     CG_WIDTH,
     DENSE_CHUNK_WIDTH,
@@ -616,8 +617,8 @@ def memory_read(X, y_index, weights, plan, products=None, row_norm=None):
     X = memory_layout(X)
     if products is None:
         products = prefers_products(X, plan)
-    if products:
-        return ProductRead(X, Y, cost, plan.bias, plan.loss_code)
+    if products:  # the Hessian's identity term is the penalty's l2 part (1 for the L2 penalty)
+        return ProductRead(X, Y, cost, plan.bias, plan.loss_code, identity=penalty_of(plan).l2)
     reads = [0]
 
     def read(W, S, todo):
