@@ -187,7 +187,7 @@ def choose(placement, plan, data):
         # orthant steps), and CDN only from their point where they stop above tol (engine/fit.py,
         # _polished): measured at C = 0.1, 1, 10, tol 1e-3, the default pure L1 took 0.11-0.22 s where
         # CDN took 1.0-6.4 s on 2,000 x 500 dense rows, 0.21-5.5 s where 0.66-56 s on 50,000 x 20,000
-        # text rows (docs/benchmarks.md, "The L1 and elastic-net penalties").
+        # text rows (docs/benchmarks.md, "The L1 penalty in memory on short rows").
         smooth = not loss_of(plan.loss).piecewise_quadratic
         tall = smooth or (n_rows >= PRIMAL_RATIO * width and width <= MAX_WIDTH)
         if tall and (plan.scaler is not None or too_large(data.X, plan.bias, augmented=False) is None):

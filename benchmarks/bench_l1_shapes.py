@@ -1,0 +1,175 @@
+"""The L1 and elastic-net penalties of logistic regression in memory on rows shorter than 100 times
+the model's width (issue 54: "no slower than scikit-learn in memory"): the Newton steps the door
+takes there (``engine/choice.py``: the logistic loss at any shape; beyond 1,023 features the damped
+orthant steps from the Hessian's products; coordinate descent from their point where they stop
+above tol, ``engine/fit.py: _polished``) against coordinate descent from 0 (CDN,
+``engine/primal/l1.py``, the door's method on these shapes before) and scikit-learn's fastest
+solver of the penalty (``liblinear`` for pure L1, ``saga`` for the elastic net) at its default tol.
+
+    python -m benchmarks.bench_l1_shapes
+
+The sets: ``dense``, 2,000 x 500 Gaussian rows, labels of 100 true weights plus noise; ``text``,
+50,000 x 20,000 sparse rows of 30 nonzeros (``bench_l1_wide_cluster``'s). C = 0.1, 1 and 10, tol
+1e-3 (the default); each fit in a fresh process after a warm-up fit on 300 rows, stopped after
+``--cap`` seconds (200); the objective of
+each fit is the benchmark's one function of (coef, intercept), the intercept penalised as
+LIBLINEAR's.  Results: ``benchmarks/results/l1_shapes.json`` and the section "The L1 penalty in
+memory on short rows" of ``docs/benchmarks.md``.
+"""
+
+import argparse
+import subprocess
+import time
+import warnings
+
+import numpy as np
+
+from benchmarks._common import ROOT, run_child, run_header, save_json, write_section
+
+MARKER = "## The L1 penalty in memory on short rows"
+RESULTS = ROOT / "benchmarks" / "results" / "l1_shapes.json"
+SETS = ("dense", "text")
+MODELS = {"L1": 1.0, "elastic net 0.5": 0.5}
+CS = (0.1, 1.0, 10.0)
+
+
+def rows(name):
+    """``(X, y)`` of the set ``name``."""
+    if name == "text":
+        from benchmarks.bench_l1_wide_cluster import rows as text_rows
+
+        return text_rows(50_000)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2000, 500))
+    truth = np.zeros(500)
+    truth[rng.choice(500, 100, replace=False)] = rng.standard_normal(100)
+    return X, np.where(X @ truth + 0.5 * rng.standard_normal(2000) > 0, 1.0, -1.0)
+
+
+def child_fit(spec):
+    """In a fresh process: a warm-up fit, then the measured one; its seconds, objective, gap and
+    the solvers its records name."""
+    from sklearn.linear_model import LogisticRegression as SkLogistic
+
+    from benchmarks.bench_l1_wide_cluster import objective
+    from dask_streamsvm import LogisticRegression
+
+    X, y = rows(spec["set"])
+    C, l1_ratio, who = spec["C"], spec["l1_ratio"], spec["who"]
+
+    def fit(X, y):
+        if who == "ours":
+            model = LogisticRegression(l1_ratio=l1_ratio, C=C).fit(X, y)
+            return model, np.ravel(model.coef_), float(model.intercept_[0])
+        if who == "cdn":  # coordinate descent from 0, the door's method here before
+            from dask_streamsvm.engine.plan.problem import FitPlan
+            from dask_streamsvm.engine.primal.l1 import solve_l1_problems
+
+            classes, counts = np.unique(y, return_counts=True)
+            plan = FitPlan(C=C, loss="log_loss", solver="memory", l1_ratio=l1_ratio, tol=1e-3)
+            plan = plan.with_labels(classes, counts, classes)
+            result = solve_l1_problems(X, np.searchsorted(classes, y), np.ones(len(y)), plan, seeds=[0])
+            return result, result.W[0, :-1], float(result.W[0, -1])
+        solver = "liblinear" if l1_ratio == 1.0 else "saga"
+        model = SkLogistic(l1_ratio=l1_ratio, C=C, solver=solver, max_iter=10_000, random_state=0)
+        model.fit(X, y)
+        return model, np.ravel(model.coef_), float(model.intercept_[0])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit(X[:300], y[:300])  # the warm-up: numba's kernels loaded
+        start = time.perf_counter()
+        model, coef, intercept = fit(X, y)
+        seconds = time.perf_counter() - start
+    out = {"seconds": seconds, "objective": objective(X, y, coef, intercept, l1_ratio, C)}
+    if who == "ours":
+        out.update(gap=float(model.duality_gap_), steps=int(model.n_iter_))
+        out["solvers"] = sorted({r.get("solver") for r in model.history_})
+    elif who == "cdn":
+        out.update(gap=float(model.certificates[0].relative_gap), steps=int(model.passes))
+    return out
+
+
+def measure(cap):
+    entries = []
+    for name in SETS:
+        for model, l1_ratio in MODELS.items():
+            for C in CS:
+                spec = {"set": name, "l1_ratio": l1_ratio, "C": C}
+                fits = {}
+                for who in ("ours", "cdn", "sklearn"):
+                    try:
+                        fits[who] = run_child("bench_l1_shapes", "fit", {**spec, "who": who}, timeout=cap)
+                    except subprocess.TimeoutExpired:
+                        fits[who] = {"seconds": None, "cap": cap}
+                entries.append({**spec, "model": model, **fits})
+                print(name, model, C, {k: v["seconds"] for k, v in fits.items()}, flush=True)
+    return entries
+
+
+def report(payload):
+    lines = [
+        "",
+        f"`{payload['command']}`, {payload['date']}, load {payload['load']} at the start; commit "
+        f"{payload['commit']}. `LogisticRegression(l1_ratio=...)` at the default tol (1e-3) on in-memory "
+        "rows shorter than 100 times the width: `dense`, 2,000 x 500 Gaussian rows; `text`, 50,000 x "
+        "20,000 sparse rows of 30 nonzeros. *ours*: the door's Newton steps (beyond 1,023 features the "
+        "damped orthant steps from the Hessian's products), CDN from their point where they stop above "
+        "tol; *CDN from 0*: `engine/primal/l1.py` alone, the door's method on these rows before; "
+        "scikit-learn: `liblinear` for pure L1, `saga` for the elastic net, at its default tol. Each "
+        "fit in a fresh process after a warm-up fit. *objective / scikit-learn's*: ours over "
+        "scikit-learn's, minus 1 (the intercept penalised in both, as LIBLINEAR's; `saga` leaves it "
+        "out of its own objective).",
+        "",
+        "| set | model | C | ours | steps, gap | CDN from 0 (passes, gap) | scikit-learn | ours / CDN | "
+        "ours / scikit-learn | objective / scikit-learn's |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for e in payload["entries"]:
+        o, c, s = e["ours"], e["cdn"], e["sklearn"]
+        if s["seconds"] is None:  # stopped at the cap
+            lines.append(
+                f"| {e['set']} | {e['model']} | {e['C']:g} | {o['seconds']:.2f} s | "
+                f"{o['steps']}, {o['gap']:.1e} | {c['seconds']:.2f} s ({c['steps']}, {c['gap']:.1e}) | "
+                f"not done in {s['cap']:.0f} s (stopped) | {o['seconds'] / c['seconds']:.2f} | "
+                f"below {o['seconds'] / s['cap']:.3f} | - |"
+            )
+            continue
+        lines.append(
+            f"| {e['set']} | {e['model']} | {e['C']:g} | {o['seconds']:.2f} s | "
+            f"{o['steps']}, {o['gap']:.1e} | "
+            f"{c['seconds']:.2f} s ({c['steps']}, {c['gap']:.1e}) | {s['seconds']:.2f} s | "
+            f"{o['seconds'] / c['seconds']:.2f} | {o['seconds'] / s['seconds']:.2f} | "
+            f"{o['objective'] / s['objective'] - 1:+.1e} |"
+        )
+    return lines
+
+
+# What the table says, kept beside it (the run of 2026-12-01, 02:48 UTC, quiet).
+READING = [
+    "",
+    "Against CDN from 0, the door's method on these rows before, ours takes 0.03-0.42 of the time "
+    "for pure L1 and 0.03-0.33 for the elastic net; on text at C = 0.1 the elastic net is even "
+    "(0.15 s against 0.14 s). Against scikit-learn's fastest solver: the elastic net takes "
+    "0.005-0.31 of `saga`'s time. Pure L1 takes 1.07-2.06 times `liblinear`'s on five fits of "
+    'six and 0.72 on text at C = 1. So issue 54\'s "no slower than scikit-learn in memory" holds '
+    "for the elastic net, not yet for pure L1. Where `liblinear` takes 0.05-0.2 s, ours spends "
+    "its time in the steps' formed Hessian (2,000 x 500) and its certificate. On text at C = 10 "
+    "the damped orthant steps take 362 steps where `liblinear`'s newGLMNET solves each step's "
+    "model by coordinate descent on the columns. Every gap of ours is certified; `liblinear` "
+    "stops by its own rule at its default tol.",
+]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cap", type=float, default=200.0, help="seconds a fit may take")
+    args = parser.parse_args(argv)
+    payload = {**run_header("bench_l1_shapes", argv), "cap": args.cap}
+    payload["entries"] = measure(args.cap)
+    save_json(RESULTS, payload)
+    write_section(MARKER, [*report(payload), *READING])
+
+
+if __name__ == "__main__":
+    main()
