@@ -61,6 +61,15 @@ def write_section(marker, lines, report=REPORT):
     report.write_text(text)
 
 
+def section_lines(marker, report=REPORT):
+    """The lines of the ``marker`` section of ``report`` after its heading (none if it has none): what
+    a run beside busy processes appends its table to."""
+    text = report.read_text() if report.exists() else ""
+    if marker not in text:
+        return []
+    return text.split(marker, 1)[1].split("\n## ", 1)[0].rstrip("\n").split("\n")[1:]
+
+
 def machine():
     """Versions and hardware of the run, for the results files."""
     import dask

@@ -7,6 +7,7 @@ above tol, ``engine/fit.py: _polished``) against coordinate descent from 0 (CDN,
 solver of the penalty (``liblinear`` for pure L1, ``saga`` for the elastic net) at its default tol.
 
     python -m benchmarks.bench_l1_shapes
+    python -m benchmarks.bench_l1_shapes --busy 1 --who ours,sklearn   # appended: beside a busy process
 
 The sets: ``dense``, 2,000 x 500 Gaussian rows, labels of 100 true weights plus noise; ``text``,
 50,000 x 20,000 sparse rows of 30 nonzeros (``bench_l1_wide_cluster``'s). C = 0.1, 1 and 10, tol
@@ -24,7 +25,15 @@ import warnings
 
 import numpy as np
 
-from benchmarks._common import ROOT, run_child, run_header, save_json, write_section
+from benchmarks._common import (
+    ROOT,
+    beside_busy,
+    run_child,
+    run_header,
+    save_json,
+    section_lines,
+    write_section,
+)
 
 MARKER = "## The L1 penalty in memory on short rows"
 RESULTS = ROOT / "benchmarks" / "results" / "l1_shapes.json"
@@ -90,31 +99,35 @@ def child_fit(spec):
     return out
 
 
-def measure(cap):
+def measure(cap, whose, busy=0):
     entries = []
-    for name in SETS:
-        for model, l1_ratio in MODELS.items():
-            for C in CS:
-                spec = {"set": name, "l1_ratio": l1_ratio, "C": C}
-                fits = {}
-                for who in ("ours", "cdn", "sklearn"):
-                    try:
-                        fits[who] = run_child("bench_l1_shapes", "fit", {**spec, "who": who}, timeout=cap)
-                    except subprocess.TimeoutExpired:
-                        fits[who] = {"seconds": None, "cap": cap}
-                entries.append({**spec, "model": model, **fits})
-                print(name, model, C, {k: v["seconds"] for k, v in fits.items()}, flush=True)
+    with beside_busy(busy):
+        for name in SETS:
+            for model, l1_ratio in MODELS.items():
+                for C in CS:
+                    spec = {"set": name, "l1_ratio": l1_ratio, "C": C}
+                    fits = {}
+                    for who in whose:
+                        try:
+                            fits[who] = run_child("bench_l1_shapes", "fit", {**spec, "who": who}, timeout=cap)
+                        except subprocess.TimeoutExpired:
+                            fits[who] = {"seconds": None, "cap": cap}
+                    entries.append({**spec, "model": model, **fits})
+                    print(name, model, C, {k: v["seconds"] for k, v in fits.items()}, flush=True)
     return entries
 
 
 def report(payload):
+    busy = payload.get("busy", 0)
+    where = f", beside {busy} busy process{'es' if busy > 1 else ''}" if busy else ""
     lines = [
         "",
-        f"`{payload['command']}`, {payload['date']}, load {payload['load']} at the start; commit "
+        f"`{payload['command']}`, {payload['date']}, load {payload['load']} at the start{where}; commit "
         f"{payload['commit']}. `LogisticRegression(l1_ratio=...)` at the default tol (1e-3) on in-memory "
         "rows shorter than 100 times the width: `dense`, 2,000 x 500 Gaussian rows; `text`, 50,000 x "
-        "20,000 sparse rows of 30 nonzeros. *ours*: the door's Newton steps (beyond 1,023 features the "
-        "damped orthant steps from the Hessian's products), CDN from their point where they stop above "
+        "20,000 sparse rows of 30 nonzeros. *ours*: the door's Newton steps (the model formed on the free "
+        "weights; where more than 1,023 are free, the damped orthant steps from the Hessian's "
+        "products), CDN from their point where they stop above "
         "tol; *CDN from 0*: `engine/primal/l1.py` alone, the door's method on these rows before; "
         "scikit-learn: `liblinear` for pure L1, `saga` for the elastic net, at its default tol. Each "
         "fit in a fresh process after a warm-up fit. *objective / scikit-learn's*: ours over "
@@ -126,20 +139,21 @@ def report(payload):
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for e in payload["entries"]:
-        o, c, s = e["ours"], e["cdn"], e["sklearn"]
+        o, c, s = e["ours"], e.get("cdn"), e["sklearn"]
+        cdn = "not run" if c is None else f"{c['seconds']:.2f} s ({c['steps']}, {c['gap']:.1e})"
+        to_cdn = "-" if c is None else f"{o['seconds'] / c['seconds']:.2f}"
         if s["seconds"] is None:  # stopped at the cap
             lines.append(
                 f"| {e['set']} | {e['model']} | {e['C']:g} | {o['seconds']:.2f} s | "
-                f"{o['steps']}, {o['gap']:.1e} | {c['seconds']:.2f} s ({c['steps']}, {c['gap']:.1e}) | "
-                f"not done in {s['cap']:.0f} s (stopped) | {o['seconds'] / c['seconds']:.2f} | "
+                f"{o['steps']}, {o['gap']:.1e} | {cdn} | "
+                f"not done in {s['cap']:.0f} s (stopped) | {to_cdn} | "
                 f"below {o['seconds'] / s['cap']:.3f} | - |"
             )
             continue
         lines.append(
             f"| {e['set']} | {e['model']} | {e['C']:g} | {o['seconds']:.2f} s | "
-            f"{o['steps']}, {o['gap']:.1e} | "
-            f"{c['seconds']:.2f} s ({c['steps']}, {c['gap']:.1e}) | {s['seconds']:.2f} s | "
-            f"{o['seconds'] / c['seconds']:.2f} | {o['seconds'] / s['seconds']:.2f} | "
+            f"{o['steps']}, {o['gap']:.1e} | {cdn} | {s['seconds']:.2f} s | "
+            f"{to_cdn} | {o['seconds'] / s['seconds']:.2f} | "
             f"{o['objective'] / s['objective'] - 1:+.1e} |"
         )
     return lines
@@ -164,11 +178,19 @@ READING = [
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cap", type=float, default=200.0, help="seconds a fit may take")
+    parser.add_argument("--busy", type=int, default=0, help="beside N busy processes")
+    parser.add_argument("--who", default="ours,cdn,sklearn", help="the fits measured, of ours, cdn, sklearn")
     args = parser.parse_args(argv)
-    payload = {**run_header("bench_l1_shapes", argv), "cap": args.cap}
-    payload["entries"] = measure(args.cap)
-    save_json(RESULTS, payload)
-    write_section(MARKER, [*report(payload), *READING])
+    whose = [who for who in ("ours", "cdn", "sklearn") if who in args.who.split(",")]
+    if "ours" not in whose or "sklearn" not in whose:
+        parser.error("--who must name ours and sklearn (the table compares them)")
+    payload = {**run_header("bench_l1_shapes", argv), "cap": args.cap, "busy": args.busy}
+    payload["entries"] = measure(args.cap, whose, args.busy)
+    save_json(RESULTS if not args.busy else RESULTS.with_name("l1_shapes_busy.json"), payload)
+    lines = [*report(payload), *READING]
+    if args.busy:  # appended to the quiet run's section
+        lines = [*section_lines(MARKER), *report(payload)]
+    write_section(MARKER, lines)
 
 
 if __name__ == "__main__":

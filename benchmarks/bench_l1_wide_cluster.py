@@ -30,7 +30,15 @@ import warnings
 
 import numpy as np
 
-from benchmarks._common import ROOT, beside_busy, run_child, run_header, save_json, write_section
+from benchmarks._common import (
+    ROOT,
+    beside_busy,
+    run_child,
+    run_header,
+    save_json,
+    section_lines,
+    write_section,
+)
 
 MARKER = "## The L1 penalty on a cluster beyond the formed Hessian"
 RESULTS = ROOT / "benchmarks" / "results" / "l1_wide_cluster.json"
@@ -228,9 +236,7 @@ def main(argv=None):
     save_json(results, payload)
     lines = [*report(payload), *READING]
     if args.busy:  # appended to the quiet run's section
-        text = (ROOT / "docs" / "benchmarks.md").read_text()
-        section = text.split(MARKER, 1)[1].split("\n## ", 1)[0] if MARKER in text else ""
-        lines = [*section.rstrip("\n").split("\n")[1:], *lines]
+        lines = [*section_lines(MARKER), *lines]
     write_section(MARKER, lines)
 
 

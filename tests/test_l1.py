@@ -15,7 +15,8 @@ from sklearn.linear_model import LogisticRegression as SkLogistic
 from sklearn.svm import LinearSVC as SkLinearSVC
 
 from dask_streamsvm import LinearSVC, LogisticRegression, load
-from dask_streamsvm.engine.primal import l1
+from dask_streamsvm.engine.primal import l1, penalties
+from dask_streamsvm.engine.primal.penalties import Sparse
 from dask_streamsvm.kernels import coordinate
 from dask_streamsvm.kernels.losses import LOGISTIC, SQUARED_HINGE
 
@@ -373,21 +374,89 @@ def test_the_logistic_loss_takes_newton_steps_in_memory_at_any_shape(l1_ratio):
     assert {r["solver"] for r in cdn.history_} == {l1.SOLVER_NAME}
 
 
-def test_coordinate_descent_goes_on_where_the_newton_steps_stop_above_tol():
-    """Pure L1 wider than the formed Hessian: the damped orthant steps from the Hessian's products
-    stop near a gap of 1e-8 (the scaled dual point), and coordinate descent from their point
-    reaches 1e-12 within the passes left (engine/fit.py, _polished); without it the fit stops
-    above tol."""
+def _wide_sparse_rows():
     rng = np.random.default_rng(0)
     X = sp.random(1500, 1300, density=0.01, random_state=0, format="csr") * 3.0
     truth = rng.standard_normal(1300) * (rng.random(1300) < 0.1)
-    y = np.where(X @ truth + 0.3 * rng.standard_normal(1500) > 0, 1.0, -1.0)
+    return X, np.where(X @ truth + 0.3 * rng.standard_normal(1500) > 0, 1.0, -1.0)
+
+
+def test_coordinate_descent_goes_on_where_the_newton_steps_stop_above_tol(monkeypatch):
+    """Where the Newton steps stop above tol (here the damped orthant steps from the Hessian's
+    products, as for more free weights than penalties.CG_WIDTH: their gap stops near 1e-9, where the
+    free weights' formed model reaches 0 in 7 reads), coordinate descent from their point reaches
+    1e-12 within the passes left (engine/fit.py, _polished); without it the fit stops above tol."""
+    monkeypatch.setattr(penalties, "CG_WIDTH", 10)
+    X, y = _wide_sparse_rows()
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         model = LogisticRegression(l1_ratio=1.0, C=0.5, tol=1e-12, max_iter=2000, random_state=0).fit(X, y)
     solvers = [r["solver"] for r in model.history_]
     assert solvers[0] == "newton" and solvers[-1] == l1.SOLVER_NAME
     assert model.duality_gap_ <= 1e-12 and model.n_iter_ == len(model.history_) <= 2000
+
+
+def test_in_memory_newton_steps_form_the_model_on_the_free_weights():
+    """In memory a sparse penalty's Newton steps hold the Hessian as its rows and form it on the
+    free weights only (penalties.Sparse.free_direction): pure L1 on 1,500 x 1,300 sparse rows then
+    takes exact model steps to a gap of 0 in a few reads, not the damped products' 86."""
+    X, y = _wide_sparse_rows()
+    model = LogisticRegression(l1_ratio=1.0, C=0.5, tol=1e-12, max_iter=2000, random_state=0).fit(X, y)
+    assert {r["solver"] for r in model.history_} == {"newton"} and model.duality_gap_ <= 1e-12
+    assert model.n_iter_ <= 10
+
+
+def test_the_model_is_formed_and_descended_on_the_free_weights_only():
+    """penalties.Sparse.free_direction: the Hessian's block is asked for the free weights only (not
+    zero, or zero with ``|g_j| > l1``), the others stay at 0; past CG_WIDTH free weights, None (the
+    products' steps)."""
+    from dask_streamsvm.engine.primal.sums import CG_WIDTH
+
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((60, 12))
+    H = A.T @ A + np.eye(12)
+    w = np.zeros(12)
+    w[:3] = [0.5, -0.2, 0.1]
+    g = rng.uniform(-0.9, 0.9, 12)  # inside [-1, 1]: only the nonzero weights and those below are free
+    g[[5, 8]] = [1.5, -2.0]
+    asked = []
+
+    def gram(columns):
+        asked.append(np.asarray(columns).copy())
+        return H[np.ix_(columns, columns)]
+
+    penalty = Sparse(1.0, 0.0)
+    s = penalty.free_direction(w, g, gram)
+    free = [0, 1, 2, 5, 8]
+    np.testing.assert_array_equal(asked[0], free)
+    assert np.all(s[np.setdiff1d(np.arange(12), free)] == 0.0) and np.any(s[free] != 0.0)
+    model = penalty.direction(w[free], g[free], H[np.ix_(free, free)])
+    np.testing.assert_allclose(s[free], model, rtol=1e-12)
+    wide = np.ones(CG_WIDTH + 1)
+    assert penalty.free_direction(wide, np.zeros_like(wide), gram) is None
+    assert penalty.free_direction(wide[:-1], np.zeros(CG_WIDTH), lambda c: np.eye(len(c))) is not None
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("bias_free", [False, True])
+def test_the_free_weights_block_is_the_hessians(sparse, bias_free):
+    """sums.ProductRead.columns_gram: ``H_FF`` of the held rows (their scaled columns; the bias's row
+    summed), equal to the block of the whole Hessian ``identity I + X~^T D X~``."""
+    from dask_streamsvm.engine.primal.sums import ProductRead
+
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((80, 15))
+    if sparse:
+        X = sp.random(80, 15, density=0.3, random_state=2, format="csr")
+    Xa = np.hstack([X.toarray() if sparse else X, np.full((80, 1), 0.7)])
+    d = rng.uniform(0.0, 1.0, 80)
+    read = ProductRead(X, np.ones((1, 80)), np.ones((1, 80)), 0.7, LOGISTIC, identity=0.25)
+    whole = 0.25 * np.eye(16) + Xa.T @ (d[:, None] * Xa)
+    columns = np.array([1, 4, 5, 9, 14] + ([15] if bias_free else []))
+    block = read.columns_gram(read.X, d, columns)
+    np.testing.assert_allclose(block, whole[np.ix_(columns, columns)], rtol=1e-12)
+    every = np.arange(16)
+    np.testing.assert_allclose(read.columns_gram(read.X, d, every), whole, rtol=1e-12)
 
 
 def test_newton_steps_stall_once_their_largest_gap_below_1e6_has_not_halved_in_fifty_steps():

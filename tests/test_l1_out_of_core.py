@@ -538,11 +538,13 @@ def test_the_products_direction_is_damped_up_after_a_refused_step_and_down_after
 
 
 def test_undamped_orthant_steps_stall_where_damped_ones_converge(monkeypatch):
-    """In memory, on the Hessian's products of the wide rows (what a cluster's parts give): the
-    squared hinge's pure L1 reaches a gap of 1e-6 in at most 300 steps damped, and stalls undamped
-    (DAMPING_START 0: the rule removed)."""
+    """In memory, on the Hessian's products of the wide rows alone (what a cluster's parts give: no
+    block of the free weights formed, penalties.CG_WIDTH 0): the squared hinge's pure L1 reaches a
+    gap of 1e-6 in at most 300 steps damped, and stalls undamped (DAMPING_START 0: the rule removed)."""
     from dask_streamsvm.engine.plan.problem import FitPlan
     from dask_streamsvm.engine.primal.sums import ProductRead
+
+    monkeypatch.setattr(penalties, "CG_WIDTH", 0)
 
     X, y = _wide_rows()
     classes, counts = np.unique(y, return_counts=True)

@@ -214,7 +214,7 @@ def test_a_streamed_logistic_fit_is_certified_a_read_sooner(monkeypatch):
     model, reads = fit()
     assert model.history_[0]["sample_rows"] < X.shape[0]
     assert reads == 3 and model.duality_gap_ <= 1e-3
-    monkeypatch.setattr(newton._Problem, "step_dual", lambda self, sums, c: None)
+    monkeypatch.setattr(newton._Problem, "step_dual", lambda self, sums, c, terms=None: None)
     lagging, reads = fit()
     assert reads == 4 and lagging.duality_gap_ <= 1e-3
 
@@ -229,3 +229,22 @@ def test_a_smooth_loss_sums_its_hessian_in_float64_from_float32_rows():
     single = block_sums(X32, *args, LOGISTIC).hessian[0]
     double = block_sums(X32.astype(np.float64), *args, LOGISTIC).hessian[0]
     np.testing.assert_allclose(single, double, rtol=1e-13, atol=1e-13 * np.abs(double).max())
+
+
+@pytest.mark.parametrize("penalty", [L2(), Sparse(1.0, 0.0), Sparse(0.5, 0.5)], ids=["l2", "l1", "net"])
+def test_the_step_dual_from_the_rows_products_is_the_formed_hessians(penalty):
+    """In memory where the read holds the Hessian as its rows (sums.ActiveTerms: a sparse penalty's
+    reads, wide rows' products), the step's dual points take ``H_loss s`` from their product, and
+    are those of the formed Hessian's read at every share."""
+    from dask_streamsvm.engine.primal.sums import ProductRead
+
+    X, y = _rows(seed=5)
+    w = 0.1 * np.random.RandomState(2).normal(size=X.shape[1] + 1)
+    problem, sums = _problem_at(X, y, 0.5, penalty, w)
+    read = ProductRead(X, y[None, :], np.full((1, len(y)), 0.5), BIAS, LOGISTIC, identity=penalty.l2)
+    held = read(w[None, :], np.zeros((1, len(w))), [0])
+    formed = problem.step_duals(sums, 0)
+    from_rows = problem.step_duals(held, 0, held.operators[0])
+    assert formed and formed.keys() == from_rows.keys()
+    for share, value in formed.items():
+        assert from_rows[share] == pytest.approx(value, rel=1e-10)

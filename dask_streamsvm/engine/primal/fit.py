@@ -62,8 +62,10 @@ def fit_primal_memory(X, y_index, weights, plan, width, hooks, clock_start, stal
             # bounds it; the columns' mean and spread over METRIC_ROWS of them make it tight)
             metric = columns_metric(X[:: max(1, X.shape[0] // METRIC_ROWS)])
             row_norm = metric_row_norm(X, metric)
-        # The sparse penalties' steps descend the formed Hessian's model: no products for them.
-        products = (X.shape[1] + 1 > CG_WIDTH) if plan.sparse_penalty else None
+        # The sparse penalties hold the Hessian as its active rows and form it on their free weights
+        # only (penalties.Sparse.free_direction); a feature map's features are never held: the
+        # formed Hessian, below CG_WIDTH.
+        products = (plan.feature_map is None or X.shape[1] + 1 > CG_WIDTH) if plan.sparse_penalty else None
         read = memory_read(X, y_index, weights, plan, products=products, row_norm=row_norm)
         start, notes = memory_start(X, y_index, weights, plan, width, clock_start)
         columns = None

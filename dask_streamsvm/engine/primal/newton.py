@@ -84,7 +84,7 @@ from ..plan.certificate import Certificate, check_gap
 from ..plan.losses import loss_of, newton_blocker
 from ..plan.result import FitResult
 from .penalties import L2, penalty_of
-from .sums import STEPS, block_sums
+from .sums import STEPS, ActiveTerms, block_sums
 
 # The reads (:mod:`.sums`, :mod:`.reads`) are named here too.
 
@@ -158,6 +158,7 @@ class _Problem:
         # A sparse penalty's products direction (:meth:`damp`): the share of the Hessian's mean
         # diagonal added to it in the conjugate gradient (0: the L2 penalty's, never damped).
         self.damping = DAMPING_START if self.penalty.sparse else 0.0
+        self.from_products = False  # whether the last direction came from the Hessian's products
 
     def direction(self, band=None):
         """The Newton direction at ``w``, from the Hessian and gradient of the last read (or its
@@ -166,6 +167,7 @@ class _Problem:
         (:func:`band_step`)."""
         if band is not None and self.H is not None and self.band_step is not None:
             return self.band_step(self.w, self.g, self.H, band)
+        self.from_products = self.H is None
         if self.H is None:  # the Hessian's products: in memory, or on a cluster's parts (``solve``)
             solve = getattr(self.operator, "solve", None)
             if solve is not None:  # a cluster's: Ctrl-C there ends the fit at the point certified
@@ -178,13 +180,16 @@ class _Problem:
                     self.interrupted, self.operator = True, None
                     return np.zeros_like(self.g)
             else:
-                product, diagonal = self.operator
-                shift = self.damping * float(np.mean(diagonal))
-                s, self.cg_steps = self.penalty.products_direction(
-                    self.w,
-                    self.g,
-                    lambda g, free=None: _conjugate_gradient(product, diagonal, g, free, shift),
-                )
+                terms = self.operator  # in memory (:class:`~.sums.ActiveTerms`)
+                s = self.penalty.free_direction(self.w, self.g, terms.gram) if self.penalty.sparse else None
+                self.from_products = s is None
+                if s is None:
+                    shift = self.damping * float(np.mean(terms.diagonal))
+
+                    def solve(g, free=None):
+                        return _conjugate_gradient(terms.product, terms.diagonal, g, free, shift)
+
+                    s, self.cg_steps = self.penalty.products_direction(self.w, self.g, solve)
             self.operator = None  # the active rows it holds are not needed any more
             return s
         return self.penalty.direction(self.w, self.g, self.H)
@@ -207,17 +212,19 @@ class _Problem:
             return certificate
         decrease = self.penalty.decrease(self.w, self.g, self.s) if self.trial else 0.0
         self.accepted = not self.trial or primal <= self.f + ARMIJO * decrease
-        if self.trial and self.H is None:  # the step came from the Hessian's products
+        if self.trial and self.from_products:  # the step came from the Hessian's products
             self.damp()
         if self.accepted:
             if self.trial and self.fraction < 1.0:  # a step cut to the radius, taken: trust it further
                 self.radius *= RADIUS_GROWTH
             self.w, self.f, self.step = point, primal, self.fraction if self.trial else 0.0
             self.g = self.penalty.gradient(point, v)
+            terms = None  # in memory, the Hessian held as its rows (ActiveTerms): its products
             if sums.operators is None:
                 self.H = self.penalty.hessian(sums.hessian[c])
             else:
                 self.H, self.operator = None, sums.operators[c]
+                terms = self.operator if isinstance(self.operator, ActiveTerms) else None
             band = getattr(sums, "band", None)
             band = None if band is None else band[c]
             self.band_certified = False
@@ -234,11 +241,11 @@ class _Problem:
                 self._certify_step(sums, c, band)
             if (
                 length
-                and self.H is not None
+                and (self.H is not None or terms is not None)
                 and self.column_max is not None
                 and not self.loss.piecewise_quadratic
             ):
-                stepped = self.step_dual(sums, c)
+                stepped = self.step_dual(sums, c, terms)
                 if stepped is not None and stepped > certificate.dual:
                     self.best_dual = max(self.best_dual, stepped)
                     certificate = Certificate(primal=primal, dual=stepped)
@@ -270,7 +277,7 @@ class _Problem:
         elif self.fraction == 1.0:
             self.damping = max(self.damping * DAMPING_DOWN, DAMPING_FLOOR)
 
-    def step_dual(self, sums, c):
+    def step_dual(self, sums, c, terms=None):
         """The best dual value, or None, of the dual points ``alpha_i' = alpha_i - a D_ii dm_i`` of the
         read's point ``w`` and its step ``s`` (``dm_i = y_i s . x~_i``, ``a`` in :data:`STEP_SHARES`):
         the next point's dual point to first order, from the read's sums alone.
@@ -285,11 +292,16 @@ class _Problem:
         each term is the read's Hessian sum times ``s``.  The penalty's dual of those
         (:meth:`~.penalties.L2.dual`, :meth:`~.penalties.Sparse.dual`) is a lower bound of the
         point's dual value: it certifies no more than it proved."""
-        return max(self.step_duals(sums, c).values(), default=None)
+        return max(self.step_duals(sums, c, terms).values(), default=None)
 
-    def step_duals(self, sums, c):
-        """``{a: dual value}`` of :meth:`step_dual`'s points, for each share ``a`` the rows allow."""
-        moved = sums.hessian[c] @ self.s  # the rows' Hessian as the read summed it (float64)
+    def step_duals(self, sums, c, terms=None):
+        """``{a: dual value}`` of :meth:`step_dual`'s points, for each share ``a`` the rows allow;
+        ``terms``: the read's Hessian held as its rows (:class:`~.sums.ActiveTerms`), whose product
+        gives ``H_loss s`` where the read formed no Hessian."""
+        if terms is None:
+            moved = sums.hessian[c] @ self.s  # the rows' Hessian as the read summed it (float64)
+        else:
+            moved = terms.loss_product(self.s)
         reach = self.reach(sums)
         linear, quadratic = float(self.w @ moved), float(self.s @ moved)
         dual_sum, loss_sum, v = float(sums.alpha[c]), float(sums.loss[c]), sums.v[c]

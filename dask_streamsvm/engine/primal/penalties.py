@@ -61,6 +61,7 @@ import scipy.linalg
 
 from ...kernels.coordinate import model_descent
 from .l1 import dual_scale, penalty_conjugate
+from .sums import CG_WIDTH
 
 # The direction of the sparse penalties (Sparse.direction): rounds of MODEL_SWEEPS sweeps of
 # coordinate descent on the read's model, each followed by a Newton step on the model's support
@@ -186,6 +187,21 @@ class Sparse(L2):
     def decrease(self, w, g, s):
         """Tseng and Yun's ``Delta`` (module docstring): at most 0, and 0 only at a stationary ``w``."""
         return float(g @ s) + self.l1 * (float(np.abs(w + s).sum()) - float(np.abs(w).sum()))
+
+    def free_direction(self, w, g, gram):
+        """The minimiser of the read's model on the free weights (:func:`orthant`), the others held
+        at 0, where the Hessian is held as its rows (in memory: :class:`~.sums.ActiveTerms`) and
+        ``gram(F)`` forms its block ``H_FF``: None where more than :data:`~.sums.CG_WIDTH` weights
+        are free (their block costs more than the products' steps).  newGLMNET's working set: a
+        weight at zero whose derivative is inside ``[-l1, l1]`` is not in the model, whose cost
+        is then that of the free weights, not of the whole width (pure L1's few nonzeros)."""
+        free = np.flatnonzero(orthant(w, g, self.l1)[0])
+        if free.size > CG_WIDTH:
+            return None
+        s = np.zeros_like(w)
+        if free.size:
+            s[free] = self.direction(w[free], g[free], gram(free))
+        return s
 
     def products_direction(self, w, g, solve):
         """``(s, products)`` where only the Hessian's products are at hand (a cluster's parts wider

@@ -27,7 +27,6 @@ BLAS product (GEMM) of the scaled active rows, symmetrised once per block.
 """
 
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -591,7 +590,61 @@ class ProductRead:
             terms_of.append(self.active_rows(active, weight))
         return sums, terms_of
 
+    def columns_gram(self, X, d, columns):
+        """The Hessian ``identity I + sum_i d_i x_i x_i^T`` of the rows ``X`` on the coordinates
+        ``columns`` only (sorted indices, the bias's last): ``H_FF``, made from those columns of
+        the rows (dense rows: scaled by ``sqrt(d)`` in the one copy made of them), never the whole
+        Hessian.  The bias's row is ``bias X_F^T d``, summed, not a column of the rows."""
+        columns = np.asarray(columns)
+        features = columns[columns < X.shape[1]]
+        m = features.size
+        H = np.empty((columns.size, columns.size))
+        if sp.issparse(X):
+            rows = X if m == X.shape[1] else X[:, features]
+            H[:m, :m] = gram(rows, d)
+            with_bias = np.asarray(rows.T @ d).ravel()
+        else:
+            root = np.sqrt(d)
+            rows = np.take(X, features, axis=1)
+            rows *= root[:, None]
+            block = np.zeros((m, m))
+            _add_gram(rows, block)
+            H[:m, :m] = symmetrised(block)
+            with_bias = rows.T @ root  # X_F^T d
+        if m < columns.size:  # the bias's coordinate, last
+            H[m, :m] = H[:m, m] = self.bias * with_bias
+            H[m, m] = self.bias * self.bias * float(d.sum())
+        H[np.diag_indices_from(H)] += self.identity
+        return H
+
     def __call__(self, W, S, todo):
         sums, terms_of = self.evaluate(W, S, todo)
-        sums.operators = [(partial(self.product, X, d), self.diagonal(X, d)) for X, d in terms_of]
+        sums.operators = [ActiveTerms(self, X, d) for X, d in terms_of]
         return sums
+
+
+class ActiveTerms:
+    """The Hessian at an evaluated point of a :class:`ProductRead`, held as its active rows ``X`` and
+    their weights ``d``: its products ``product(p) = H p``, its ``diagonal`` (made when first asked
+    for), and ``gram(columns)``, its block ``H_FF`` on the coordinates ``columns`` (a sparse
+    penalty's free weights, :mod:`.penalties`)."""
+
+    def __init__(self, read, X, d):
+        self.read, self.X, self.d = read, X, d
+        self._diagonal = None
+
+    def product(self, p):
+        return self.read.product(self.X, self.d, p)
+
+    @property
+    def diagonal(self):
+        if self._diagonal is None:
+            self._diagonal = self.read.diagonal(self.X, self.d)
+        return self._diagonal
+
+    def gram(self, columns):
+        return self.read.columns_gram(self.X, self.d, columns)
+
+    def loss_product(self, p):
+        """``H_loss p``: the rows' term of the product, without the identity's."""
+        return self.product(p) - self.read.identity * p
