@@ -3,6 +3,7 @@ leaves the previous model whole, SIGTERM is unwound during every fit, and the pa
 before anything is read."""
 
 import signal
+import sys
 
 import dask
 import dask.array as da
@@ -206,6 +207,24 @@ def test_the_users_blas_threads_win(blas_default_two, monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS")
     with threadpool_limits(limits=3, user_api="blas"):  # a limit around the fit
         assert all(threads == {3} for threads in _threads_seen(LinearSVC(dual=False), X, y))
+    assert _blas_threads() == {2}
+
+
+def test_the_blas_libraries_are_found_again_only_after_an_import(blas_default_two, monkeypatch):
+    """threads._blas_controller: the libraries found once are reused while no module was imported
+    (finding them walks every shared library: 3 ms, three times a fit); a module imported since
+    (it may bring its own BLAS) finds them again, and the limits still apply to what is found."""
+    import types
+
+    threads = blas_default_two
+    first = threads._blas_controller()
+    assert threads._blas_controller() is first
+    name = "a_module_with_its_own_blas"
+    monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    again = threads._blas_controller()
+    assert again is not first and threads._blas_controller() is again
+    with threads.blas_threads(1):
+        assert _blas_threads() == {1}
     assert _blas_threads() == {2}
 
 
