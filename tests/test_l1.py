@@ -381,12 +381,20 @@ def _wide_sparse_rows():
     return X, np.where(X @ truth + 0.3 * rng.standard_normal(1500) > 0, 1.0, -1.0)
 
 
+def _products_only(monkeypatch):
+    """A sparse penalty's in-memory steps from the Hessian's products alone: no block of the free
+    weights (penalties.CG_WIDTH 0) and no columns' model."""
+    monkeypatch.setattr(penalties, "CG_WIDTH", 0)
+    monkeypatch.setattr(Sparse, "columns_direction", lambda self, w, g, terms: None)
+
+
 def test_coordinate_descent_goes_on_where_the_newton_steps_stop_above_tol(monkeypatch):
     """Where the Newton steps stop above tol (here the damped orthant steps from the Hessian's
-    products, as for more free weights than penalties.CG_WIDTH: their gap stops near 1e-9, where the
-    free weights' formed model reaches 0 in 7 reads), coordinate descent from their point reaches
-    1e-12 within the passes left (engine/fit.py, _polished); without it the fit stops above tol."""
-    monkeypatch.setattr(penalties, "CG_WIDTH", 10)
+    products alone, as a cluster's where more weights are free than penalties.CG_WIDTH: their gap
+    stops near 1e-9, where the free weights' model reaches 0 in 7 reads), coordinate descent from
+    their point reaches 1e-12 within the passes left (engine/fit.py, _polished); without it the fit
+    stops above tol."""
+    _products_only(monkeypatch)
     X, y = _wide_sparse_rows()
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
@@ -404,6 +412,74 @@ def test_in_memory_newton_steps_form_the_model_on_the_free_weights():
     model = LogisticRegression(l1_ratio=1.0, C=0.5, tol=1e-12, max_iter=2000, random_state=0).fit(X, y)
     assert {r["solver"] for r in model.history_} == {"newton"} and model.duality_gap_ <= 1e-12
     assert model.n_iter_ <= 10
+
+
+def test_more_free_weights_than_their_block_takes_descend_the_model_by_the_rows_columns(monkeypatch):
+    """More free weights than penalties.CG_WIDTH (here 10) in memory: the model descended by the
+    rows' columns (Sparse.columns_direction, newGLMNET's inner loop) reaches a gap of 1e-12 in a
+    few reads (9 measured), where the damped products' steps stall near 1e-9 after 86."""
+    monkeypatch.setattr(penalties, "CG_WIDTH", 10)
+    X, y = _wide_sparse_rows()
+    model = LogisticRegression(l1_ratio=1.0, C=0.5, tol=1e-12, max_iter=2000, random_state=0).fit(X, y)
+    assert {r["solver"] for r in model.history_} == {"newton"} and model.duality_gap_ <= 1e-12
+    assert model.n_iter_ <= 15
+
+
+@pytest.mark.parametrize("ridge", [0.0, 0.5])
+def test_the_columns_model_descent_is_the_formed_models(ridge):
+    """kernels.coordinate.columns_model_descent: the sweeps of model_descent on the formed Hessian
+    ``ridge I + X~^T diag(D) X~`` restricted to the visited coordinates, the same steps to rounding,
+    with ``q = X~ d`` kept."""
+    from dask_streamsvm.engine.primal.l1 import column_layout
+    from dask_streamsvm.kernels.coordinate import columns_model_descent, model_descent
+
+    rng = np.random.default_rng(4)
+    X = sp.random(120, 30, density=0.2, random_state=4, format="csr")
+    layout = column_layout(X, 1.0)
+    cols = (layout.indptr.astype(np.int64), layout.indices.astype(np.int64), layout.data)
+    Xa = layout.toarray()
+    D = rng.uniform(0.05, 0.25, 120)
+    w = np.where(rng.random(31) < 0.3, rng.standard_normal(31), 0.0)
+    g = rng.standard_normal(31)
+    order = np.flatnonzero(orthant_free := (w != 0) | (np.abs(g) > 0.4)).astype(np.int64)
+    d, q = np.zeros(31), np.zeros(120)
+    sweeps, largest = columns_model_descent(cols, D, order, g, w, 0.4, ridge + 1e-9, 1e-10, 200, d, q)
+    H = (ridge + 1e-9) * np.eye(len(order)) + Xa[:, order].T @ (D[:, None] * Xa[:, order])
+    formed = np.zeros(len(order))
+    expected = model_descent(H, g[order], w[order], 0.4, 1e-10, 200, formed)
+    assert (sweeps, largest) == pytest.approx(expected, rel=1e-6, abs=1e-12)
+    np.testing.assert_allclose(d[order], formed, rtol=1e-9, atol=1e-12)
+    assert np.all(d[~orthant_free] == 0.0)
+    np.testing.assert_allclose(q, Xa @ d, rtol=1e-12, atol=1e-12)
+
+
+def test_the_columns_model_stops_after_ten_sweeps_or_at_a_thousandth_of_its_first_violation():
+    """penalties.COLUMNS_SWEEPS and COLUMNS_TOL (measured on text rows: the constants' comment): a
+    direction of Sparse.columns_direction sweeps at most 10 times, and stops sooner once its largest
+    violation is 1e-3 of the first."""
+    from types import SimpleNamespace
+
+    from dask_streamsvm.engine.primal.l1 import column_layout
+
+    assert (penalties.COLUMNS_SWEEPS, penalties.COLUMNS_TOL) == (10, 1e-3)
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal((400, 1))
+    X = base + 0.05 * rng.standard_normal((400, 40))  # correlated columns: coordinate descent is slow
+    layout = column_layout(X, 1.0)
+    D = np.full(400, 0.25)
+    terms = SimpleNamespace(
+        columns=lambda: ((layout.indptr.astype(np.int64), layout.indices.astype(np.int64), layout.data), D),
+        diagonal=np.asarray(layout.multiply(layout).T @ D).ravel(),
+    )
+    penalty = Sparse(0.5, 0.5)
+    g = -np.asarray(layout.T @ rng.standard_normal(400)).ravel()
+    penalty.columns_direction(np.zeros(41), g, terms)
+    assert penalty.sweeps == 10
+    easy = SimpleNamespace(columns=terms.columns, diagonal=terms.diagonal)
+    single = np.zeros(41)
+    single[3] = g[3]  # one free weight: its model is solved in one sweep, checked by a second
+    penalty.columns_direction(np.zeros(41), single, easy)
+    assert penalty.sweeps == 2
 
 
 def test_the_model_is_formed_and_descended_on_the_free_weights_only():

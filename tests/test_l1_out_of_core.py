@@ -464,20 +464,45 @@ def _wide_rows(n=1500, d=1300, seed=0):
     return X, np.where(X @ truth + 0.3 * rng.standard_normal(n) > 0, 1.0, -1.0)
 
 
+def _steps(monkeypatch, steps):
+    """``"free block"``: the cluster's steps as they are (the free weights' block formed and added up
+    the tree where at most penalties.CG_WIDTH are free); ``"products"``: the damped orthant steps
+    from the Hessian's products alone (no block: CG_WIDTH 0, as where more weights are free).
+    Returns the check of the records: blocks were formed in the first, none and products in the
+    second."""
+    from dask_streamsvm.engine.cluster.products import TruncatedNewton
+
+    if steps == "products":
+        monkeypatch.setattr(penalties, "CG_WIDTH", 0)
+    blocks = []
+    formed = TruncatedNewton.free_gram
+    monkeypatch.setattr(
+        TruncatedNewton, "free_gram", lambda self, j, c: blocks.append(len(c)) or formed(self, j, c)
+    )
+    if steps == "products":
+        return lambda records: not blocks and records[-1]["products"] > 0
+    return lambda records: len(blocks) > 0
+
+
+@pytest.mark.parametrize("steps", ["free block", "products"])
 @pytest.mark.parametrize("l1_ratio", [0.5, 0.2])
-def test_an_elastic_net_wider_than_the_clusters_hessian_reaches_the_optimum_by_orthant_newton_steps(l1_ratio):
-    """``cluster="auto"`` on a model 1,301 wide: truncated Newton, each step the orthant's Newton
-    system solved by conjugate gradient on the parts' Hessian products (penalties.Sparse
-    .products_direction), to the in-memory optimum (coordinate descent, certified to 1e-12),
-    within the certified gap, with its zero pattern."""
+def test_an_elastic_net_wider_than_the_clusters_hessian_reaches_the_optimum_by_orthant_newton_steps(
+    l1_ratio, steps, monkeypatch
+):
+    """``cluster="auto"`` on a model 1,301 wide: truncated Newton, each step the model on the free
+    weights, their block of the Hessian added up the tree (penalties.Sparse.free_direction), or the
+    orthant's Newton system solved by conjugate gradient on the parts' Hessian products
+    (penalties.Sparse.products_direction), to the in-memory optimum (coordinate descent, certified
+    to 1e-12), within the certified gap, with its zero pattern."""
     X, y = _wide_rows()
     estimator = LogisticRegression(l1_ratio=l1_ratio, C=0.5, max_iter=300)
     reference = clone(estimator).set_params(tol=1e-12, solver="memory").fit(X, y)
     assert reference.duality_gap_ <= 1e-12
+    took = _steps(monkeypatch, steps)
     Xd, yd = da.from_array(X, chunks=(500, X.shape[1])), da.from_array(y, chunks=500)
     with two_worker_client():
         model = estimator.set_params(tol=1e-8).fit(Xd, yd)
-    assert {r["method"] for r in model.history_} == {"truncated_newton"}
+    assert {r["method"] for r in model.history_} == {"truncated_newton"} and took(model.history_)
     assert model.duality_gap_ <= 1e-8
     penalty = (l1_ratio, 1.0 - l1_ratio)
     _certified_against(model, X, y, np.r_[reference.coef_.ravel(), reference.intercept_], LOGISTIC, penalty)
@@ -493,21 +518,24 @@ def test_an_elastic_net_wider_than_the_clusters_hessian_reaches_the_optimum_by_o
     ],
     ids=["squared hinge", "logistic"],
 )
+@pytest.mark.parametrize("steps", ["free block", "products"])
 def test_pure_l1_wider_than_the_clusters_hessian_reaches_the_optimum_by_damped_orthant_steps(
-    estimator, code, tol
+    estimator, code, tol, steps, monkeypatch
 ):
-    """Pure L1 beyond the formed Hessian: the orthant's steps damped (newton._Problem.damp) reach the
-    in-memory optimum within the certified gap.  Undamped, the squared hinge's steps on these rows
-    stood at a gap of 0.91 after 1,000 steps (its Hessian singular on the free weights).  The
-    logistic loss's tol is 1e-6: its primal value stops changing in 12 digits by step 25, and its
-    scaled dual point (l1.dual_scale) then leaves a gap of 1.5e-8 (measured)."""
+    """Pure L1 beyond the formed Hessian: the free weights' model, or the orthant's steps damped
+    (newton._Problem.damp), reach the in-memory optimum within the certified gap.  Undamped, the
+    squared hinge's steps on these rows stood at a gap of 0.91 after 1,000 steps (its Hessian
+    singular on the free weights).  The logistic loss's tol is 1e-6: with the products' steps its
+    primal value stops changing in 12 digits by step 25, and its scaled dual point
+    (l1.dual_scale) then leaves a gap of 1.5e-8 (measured)."""
     X, y = _wide_rows()
     reference = clone(estimator).set_params(tol=1e-12, solver="memory", max_iter=10_000).fit(X, y)
     assert reference.duality_gap_ <= 1e-12
+    took = _steps(monkeypatch, steps)
     Xd, yd = da.from_array(X, chunks=(500, X.shape[1])), da.from_array(y, chunks=500)
     with two_worker_client():
         model = clone(estimator).set_params(tol=tol).fit(Xd, yd)
-    assert {r["method"] for r in model.history_} == {"truncated_newton"}
+    assert {r["method"] for r in model.history_} == {"truncated_newton"} and took(model.history_)
     assert model.duality_gap_ <= tol
     _certified_against(model, X, y, np.r_[reference.coef_.ravel(), reference.intercept_], code, PURE_L1)
 
@@ -538,14 +566,15 @@ def test_the_products_direction_is_damped_up_after_a_refused_step_and_down_after
 
 
 def test_undamped_orthant_steps_stall_where_damped_ones_converge(monkeypatch):
-    """In memory, on the Hessian's products of the wide rows alone (what a cluster's parts give: no
-    block of the free weights formed, penalties.CG_WIDTH 0): the squared hinge's pure L1 reaches a
-    gap of 1e-6 in at most 300 steps damped, and stalls undamped (DAMPING_START 0: the rule removed)."""
+    """In memory, on the Hessian's products of the wide rows alone (what a cluster's parts give where
+    too many weights are free: no block of them, penalties.CG_WIDTH 0, and no columns' model): the
+    squared hinge's pure L1 reaches a gap of 1e-6 in at most 300 steps damped, and stalls undamped
+    (DAMPING_START 0: the rule removed)."""
     from dask_streamsvm.engine.plan.problem import FitPlan
     from dask_streamsvm.engine.primal.sums import ProductRead
 
     monkeypatch.setattr(penalties, "CG_WIDTH", 0)
-
+    monkeypatch.setattr(penalties.Sparse, "columns_direction", lambda self, w, g, terms: None)
     X, y = _wide_rows()
     classes, counts = np.unique(y, return_counts=True)
     plan = FitPlan(C=0.2, l1_ratio=1.0, tol=1e-6, max_iter=300, solver="memory")

@@ -264,6 +264,13 @@ def part_product(evaluated, j, p):
     return evaluated.read.product(X, d, p)
 
 
+def part_gram(evaluated, j, columns):
+    """The part's share of the Hessian's block ``H_FF`` on the coordinates ``columns`` for problem
+    ``j`` (without the identity: a part's read has none), from those columns of its active rows."""
+    X, d = evaluated.terms[j]
+    return evaluated.read.columns_gram(X, d, columns)
+
+
 def point_of(W, S):
     return W, S
 
@@ -319,6 +326,10 @@ class _Operator:
 
     def solve(self, g, free=None, shift=0.0):
         return self.driver.conjugate_gradient(self.j, g, self.diagonal, free, shift)
+
+    def gram(self, columns):
+        """``H_FF``: the parts' blocks on ``columns`` added up the tree, the identity added once."""
+        return self.driver.free_gram(self.j, columns)
 
 
 # -- the softmax model's parts (multi_class="multinomial" wider than the reads' formed Hessian) -------
@@ -571,6 +582,31 @@ class TruncatedNewton:
         self.moved["product_bytes_between_workers"] += per_product
         self.moved["bytes_between_workers"] += per_product
         return gather(client, [tree_sum(client, products, placed, add=_add_arrays)], placed)[0]
+
+    def free_gram(self, j, columns):
+        """The Hessian's block ``H_FF`` of problem ``j`` at the last evaluated point on the coordinates
+        ``columns`` (a sparse penalty's free weights, :meth:`~..primal.penalties.Sparse.free_direction`):
+        each part's block from its active rows, added up the tree, ``len(columns)^2`` floats per edge."""
+
+        def again():
+            if self.evaluated is None:
+                self.evaluate_point()
+            return self._free_gram(j, np.asarray(columns))
+
+        return self._retrying(again, reload=True)
+
+    def _free_gram(self, j, columns):
+        client, placed = self.client, self.placed
+        held = submit(client, kept, columns, worker=placed[0])
+        blocks = [
+            submit(client, part_gram, e, j, held, worker=placed[i]) for i, e in enumerate(self.evaluated)
+        ]
+        H = gather(client, [tree_sum(client, blocks, placed, add=_add_arrays)], placed)[0]
+        self.moved["bytes_between_workers"] += self._fanout() * columns.nbytes + self._tree_edges() * H.nbytes
+        self.moved["bytes_sent"] += columns.nbytes
+        self.moved["bytes_received"] += H.nbytes
+        H[np.diag_indices_from(H)] += self.identity  # the penalty's part of the Hessian, once
+        return H
 
     def conjugate_gradient(self, j, g, diagonal, free=None, shift=0.0):
         """``(s, products)`` for problem ``j`` at the last evaluated point (see the module), on the

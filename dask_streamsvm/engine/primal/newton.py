@@ -167,32 +167,38 @@ class _Problem:
         (:func:`band_step`)."""
         if band is not None and self.H is not None and self.band_step is not None:
             return self.band_step(self.w, self.g, self.H, band)
-        self.from_products = self.H is None
-        if self.H is None:  # the Hessian's products: in memory, or on a cluster's parts (``solve``)
-            solve = getattr(self.operator, "solve", None)
-            if solve is not None:  # a cluster's: Ctrl-C there ends the fit at the point certified
-                shift = self.damping * float(np.mean(self.operator.diagonal))
-                try:
-                    s, self.cg_steps = self.penalty.products_direction(
-                        self.w, self.g, lambda g, free=None: solve(g, free, shift)
-                    )
-                except KeyboardInterrupt:
-                    self.interrupted, self.operator = True, None
-                    return np.zeros_like(self.g)
-            else:
-                terms = self.operator  # in memory (:class:`~.sums.ActiveTerms`)
-                s = self.penalty.free_direction(self.w, self.g, terms.gram) if self.penalty.sparse else None
-                self.from_products = s is None
-                if s is None:
-                    shift = self.damping * float(np.mean(terms.diagonal))
+        self.from_products = False
+        if self.H is not None:
+            return self.penalty.direction(self.w, self.g, self.H)
+        # The Hessian held as rows: in memory (:class:`~.sums.ActiveTerms`) or on a cluster's parts
+        # (``solve``; Ctrl-C there ends the fit at the point certified).  A sparse penalty forms its
+        # block on the free weights where few enough are free; else the products' steps.
+        terms, cluster = self.operator, hasattr(self.operator, "solve")
+        try:
+            s = self.penalty.free_direction(self.w, self.g, terms.gram) if self.penalty.sparse else None
+            if s is None and self.penalty.sparse and hasattr(terms, "columns"):
+                s = self.penalty.columns_direction(self.w, self.g, terms)
+            if s is None:
+                self.from_products = True
+                shift = self.damping * float(np.mean(terms.diagonal))
+                if cluster:
+
+                    def solve(g, free=None):
+                        return terms.solve(g, free, shift)
+
+                else:
 
                     def solve(g, free=None):
                         return _conjugate_gradient(terms.product, terms.diagonal, g, free, shift)
 
-                    s, self.cg_steps = self.penalty.products_direction(self.w, self.g, solve)
-            self.operator = None  # the active rows it holds are not needed any more
-            return s
-        return self.penalty.direction(self.w, self.g, self.H)
+                s, self.cg_steps = self.penalty.products_direction(self.w, self.g, solve)
+        except KeyboardInterrupt:
+            if not cluster:
+                raise
+            self.interrupted, self.operator = True, None
+            return np.zeros_like(self.g)
+        self.operator = None  # the active rows it holds are not needed any more
+        return s
 
     def update(self, sums, c, certify_only=False):
         """Take the read's sums of problem ``c``: certify the evaluated point, accept or shorten the

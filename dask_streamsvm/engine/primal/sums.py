@@ -36,6 +36,7 @@ from ...kernels.newton import csr_hessian_product, csr_newton_sums, dense_newton
 from ..plan.layout import as_kernel_rows
 from ..plan.losses import loss_by_code
 from ..plan.problem import column_max_abs
+from .l1 import column_layout
 
 # Step lengths a read tries along the Newton direction: 1, 1/2, ..., 1/2048 (:func:`trial_steps`).
 STEPS = 2.0 ** -np.arange(12)
@@ -526,6 +527,8 @@ class ProductRead:
         self.X, self.Y, self.cost, self.bias, self.loss = X, Y, cost, float(bias), int(loss)
         self.identity = float(identity)
         self.spilled = spilled  # the rows are a memory map: never copied whole (a cluster part's spill)
+        self._columns = None  # the rows by columns, once asked for (:meth:`columns`)
+        self.weights = None  # per problem, every row's D_ii at the point evaluate() last evaluated
 
     @property
     def nbytes(self):
@@ -569,6 +572,7 @@ class ProductRead:
             np.zeros((k, STEPS.shape[0])), rows=self.X.shape[0],
         )  # fmt: skip
         terms_of = []
+        self.weights = [None] * len(todo)
         steps = trial_steps(self.loss)
         for j, c in enumerate(todo):
             y, C = self.Y[c], self.cost[c]
@@ -588,6 +592,7 @@ class ProductRead:
                 for i, t in enumerate(steps):
                     sums.trial[j, i] = float(C @ trial_losses(self.loss, 1.0 - m0 - t * dm))
             terms_of.append(self.active_rows(active, weight))
+            self.weights[j] = weight  # every row's, for the columns' model (ActiveTerms.columns)
         return sums, terms_of
 
     def columns_gram(self, X, d, columns):
@@ -619,8 +624,17 @@ class ProductRead:
 
     def __call__(self, W, S, todo):
         sums, terms_of = self.evaluate(W, S, todo)
-        sums.operators = [ActiveTerms(self, X, d) for X, d in terms_of]
+        weights = self.weights
+        sums.operators = [ActiveTerms(self, X, d, w) for (X, d), w in zip(terms_of, weights, strict=True)]
+        self.weights = None
         return sums
+
+    def columns(self):
+        """The CSC triplet of the rows with their bias column (:func:`~.l1.column_layout`), made once."""
+        if self._columns is None:
+            layout = column_layout(self.X, self.bias)
+            self._columns = (layout.indptr.astype(np.int64), layout.indices.astype(np.int64), layout.data)
+        return self._columns
 
 
 class ActiveTerms:
@@ -629,8 +643,9 @@ class ActiveTerms:
     for), and ``gram(columns)``, its block ``H_FF`` on the coordinates ``columns`` (a sparse
     penalty's free weights, :mod:`.penalties`)."""
 
-    def __init__(self, read, X, d):
+    def __init__(self, read, X, d, weight=None):
         self.read, self.X, self.d = read, X, d
+        self.weight = weight  # every row's D_ii (0 off the active rows), for columns()
         self._diagonal = None
 
     def product(self, p):
@@ -644,6 +659,12 @@ class ActiveTerms:
 
     def gram(self, columns):
         return self.read.columns_gram(self.X, self.d, columns)
+
+    def columns(self):
+        """``(cols, D)``: every row by columns, with the bias's (a CSC triplet, made once per read),
+        and every row's ``D_ii``: the Hessian ``identity I + X~^T diag(D) X~`` as columns
+        (:func:`~...kernels.coordinate.columns_model_descent`)."""
+        return self.read.columns(), self.weight
 
     def loss_product(self, p):
         """``H_loss p``: the rows' term of the product, without the identity's."""
