@@ -1,18 +1,22 @@
 """The elastic net of logistic regression on a cluster, wider than the Hessian a cluster forms
 (issue 54: "on wide data: in memory and on a cluster (products)").
 
-A model wider than 1,023 features and the bias trains on a cluster by truncated Newton, each step
-the orthant-wise Newton step (``engine/primal/penalties.py``, "Products"): the conjugate gradient
-on the Hessian's products kept on the weights free to move, the step cut back to their orthant.
-The conjugate gradient's Hessian is damped (``engine/primal/newton.py``, ``DAMPING_START``).  This
+A model wider than 1,023 features and the bias trains on a cluster by truncated Newton: where at
+most 1,023 weights are free to move, each step minimises the read's model on them, its block of the
+Hessian formed by the parts and added up the tree (``engine/primal/penalties.py``,
+``Sparse.free_direction``); where more are free, the orthant-wise Newton step ("Products"): the
+conjugate gradient on the Hessian's products kept on the free weights, damped
+(``engine/primal/newton.py``, ``DAMPING_START``), the step cut back to their orthant.  This
 measures the elastic net and pure L1 on text-like rows against one process: ours in memory
-(the same damped orthant steps, coordinate descent from their point where they stop above tol) and
+(the free weights' model, formed or descended by the rows' columns, coordinate descent from their
+point where they stop above tol) and
 scikit-learn's fastest solver of the penalty at its default tol
 (``saga``, its only elastic-net solver; ``liblinear`` for pure L1), and it checks every fit's
 distance from the optimum (ours in memory certified to 1e-9) against its gap.
 
     python -m benchmarks.bench_l1_wide_cluster
     python -m benchmarks.bench_l1_wide_cluster --rows 20000 --busy 1
+    python -m benchmarks.bench_l1_wide_cluster --C 0.1   # its own section and results file
 
 The rows: ``--rows`` x 20,000 sparse features, 30 nonzeros a row (values in [0, 1)), labels of a
 model with 2,000 nonzero weights, 10% of the labels flipped, seed 0.  The cluster: a
@@ -20,7 +24,8 @@ model with 2,000 nonzero weights, 10% of the labels flipped, seed 0.  The cluste
 warm-up fit first (the workers' first fit compiles the kernels); each in-memory fit in a fresh
 process after a warm-up fit; scikit-learn's fit is stopped after ``--cap`` seconds (600).
 Results: ``benchmarks/results/l1_wide_cluster.json`` and the section "The L1 penalty on a cluster
-beyond the formed Hessian" of ``docs/benchmarks.md``.
+beyond the formed Hessian" of ``docs/benchmarks.md``; a C other than 1, its own
+(``l1_wide_cluster_C0.1.json``, the section's title with ", C = 0.1").
 """
 
 import argparse
@@ -174,10 +179,12 @@ def report(payload):
         f"nonzeros a row; labels of {TRUE_WEIGHTS:,} true weights, {FLIPPED:.0%} of them flipped). "
         "On the cluster: "
         f"a `LocalCluster` of 2 single-thread worker processes, {PARTITIONS} partitions, after a warm-up "
-        "fit (`cluster='auto'`: truncated Newton, the damped orthant-wise steps of "
+        "fit (`cluster='auto'`: truncated Newton; the free weights' model, its block added up the tree, "
+        "where at most 1,023 are free, else the damped orthant-wise steps of the Hessian's products, "
         "`engine/primal/penalties.py`). In memory, each in a fresh process after a warm-up fit: ours "
-        "(`solver='memory'`: the same damped orthant steps, CDN from their point where they stop above "
-        "tol) at the same tol, scikit-learn's fastest solver of the penalty at its "
+        "(`solver='memory'`: the free weights' model, formed or descended by the rows' columns, CDN "
+        "from their point where they stop above tol) at the same tol, scikit-learn's fastest solver of "
+        "the penalty at its "
         "default tol (`saga`, its only elastic-net solver; `liblinear` for pure L1). "
         "*suboptimality*: the objective's distance from ours in memory certified to 1e-9, relative; it "
         "is within the gap where a gap is given.",
@@ -204,21 +211,8 @@ def report(payload):
     return lines
 
 
-# What the table says, kept beside it (the run of 2026-12-01, 02:57 UTC, quiet; the runs of
-# 2026-11-30, 23:29 and 23:54 UTC, before the damping, for the steps it saved).
-READING = [
-    "",
-    "Every cluster fit is certified: its gap is below tol and its distance from the optimum within "
-    "the gap. The steps are damped now (`engine/primal/newton.py`, `DAMPING_START`). In the run of "
-    "2026-11-30 (23:54 UTC), before the damping, the same fits took 700 steps and 203 s at "
-    "`l1_ratio=0.5` and 122 steps and 41 s at 0.9. Pure L1 was refused then: in a run at 23:29 UTC "
-    "it stood at a gap of 0.073 after 1,000 steps and 294 s. Against scikit-learn in memory the "
-    "cluster takes 0.03-0.05 of `saga`'s time and 7.4 times `liblinear`'s. Ours in memory now takes "
-    "the same steps on one process (the door's Newton steps at any shape): the cluster's 5.9-9.3 "
-    "times that is each step's and each product's round of tasks on 2 cores shared with the "
-    "scheduler and the client. These steps start from 0; a warm start from a sample (as the formed "
-    "Hessian's path has) is not built.",
-]
+# What each run's table says, kept beside it, by (C, busy processes).
+READINGS = {}
 
 
 def main(argv=None):
@@ -232,12 +226,14 @@ def main(argv=None):
     payload = {**run_header("bench_l1_wide_cluster", argv), "rows": args.rows, "C": args.C, "tol": args.tol,
                "busy": args.busy}  # fmt: skip
     payload["entries"] = measure(args)
-    results = RESULTS if not args.busy else RESULTS.with_name("l1_wide_cluster_busy.json")
-    save_json(results, payload)
-    lines = [*report(payload), *READING]
+    marker, name = MARKER, "l1_wide_cluster"
+    if args.C != 1.0:  # its own section and results
+        marker, name = f"{MARKER}, C = {args.C:g}", f"{name}_C{args.C:g}"
+    save_json(RESULTS.with_name(f"{name}{'_busy' if args.busy else ''}.json"), payload)
+    lines = [*report(payload), *READINGS.get((args.C, args.busy), [])]
     if args.busy:  # appended to the quiet run's section
-        lines = [*section_lines(MARKER), *lines]
-    write_section(MARKER, lines)
+        lines = [*section_lines(marker), *lines]
+    write_section(marker, lines)
 
 
 if __name__ == "__main__":
