@@ -62,9 +62,10 @@ def test_linear_svc_l1_reaches_liblinear_within_the_gap(name):
     ours = LinearSVC(penalty="l1", tol=1e-9, random_state=0).fit(X, y)
     sk = SkLinearSVC(penalty="l1", dual=False, tol=1e-10, max_iter=100_000, random_state=0).fit(X, y)
     _check_against(ours, X, y, np.r_[sk.coef_.ravel(), sk.intercept_], SQUARED_HINGE, (1.0, 0.0))
-    # ijcnn1's 3,000 rows of 23 columns are tall: the Newton reads train them (test_l1_out_of_core).
+    # The Newton steps train every shape in memory (choice.py), coordinate descent going on from their
+    # point where they stop above tol.
     assert ours.duality_gap_ <= 1e-9
-    assert ours.history_[-1]["solver"] == ("newton" if name == "ijcnn1" else l1.SOLVER_NAME)
+    assert ours.history_[0]["solver"] == "newton"
 
 
 @pytest.mark.parametrize("name", ["a9a", "w8a", "ijcnn1", "dense"])
@@ -218,7 +219,8 @@ def test_the_fit_stops_at_the_first_certified_pass_within_tol():
         assert gaps[-1] <= tol and all(g > tol for g in gaps[:-1])
     with pytest.warns(Warning, match="did not reach tol"):
         short = LinearSVC(penalty="l1", tol=1e-14, max_iter=1, random_state=0).fit(X, y)
-    assert short.n_iter_ == 1 and np.isfinite(short.duality_gap_)
+    # The Newton reads' first read evaluates w = 0, the second the one step max_iter allows.
+    assert short.n_iter_ == len(short.history_) == 2 and np.isfinite(short.duality_gap_)
 
 
 # -- the estimators' parameters and the door ----------------------------------------------------
@@ -271,14 +273,12 @@ def test_unsupported_combinations_are_named(params, words):
     "estimator, solver",
     [
         (LogisticRegression(l1_ratio=0.5, tol=1e-8, random_state=0), "newton"),
-        (LinearSVC(penalty="l1", tol=1e-8, random_state=0), l1.SOLVER_NAME),
+        (LinearSVC(penalty="l1", tol=1e-8, random_state=0), "newton"),
     ],
 )
 def test_a_dask_collection_trains_in_memory_where_solver_memory_is_named(estimator, solver):
     """``solver="memory"`` computes a Dask collection into memory and trains it as the same rows in
-    memory: the logistic loss by Newton steps at any shape, the squared hinge on rows shorter than
-    100 times the width by coordinate descent (the streamed fit's Newton reads are
-    test_l1_out_of_core's)."""
+    memory: Newton steps at any shape (the streamed fit's Newton reads are test_l1_out_of_core's)."""
     X, y = _data("dense")
     Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
     with dask.config.set(scheduler="sync"):
@@ -309,24 +309,30 @@ def test_partial_fit_is_hidden_where_the_penalty_has_an_l1_part():
 
 
 def test_an_unconverged_fit_gives_the_l1_solvers_advice():
-    """Not the dual solvers' words: more passes, a looser tol, a smaller C (fewer nonzeros), and
-    the features' scales where they are far from unit scale."""
+    """Not the dual solvers' words: the Newton steps' (more reads or a looser tol, coordinate descent
+    going on from their point), and where coordinate descent alone trains (a value beyond the
+    Newton sums' MAX_VALUE) more passes, a looser tol, a smaller C (fewer nonzeros), and the
+    features' scales where they are far from unit scale."""
+    from dask_streamsvm.engine.primal.sums import MAX_VALUE
+
     X, y = _data("dense")
     with pytest.warns(ConvergenceWarning, match="did not reach tol") as caught:
         LinearSVC(penalty="l1", tol=1e-14, max_iter=1, random_state=0).fit(X, y)
     message = next(str(w.message) for w in caught if "did not reach tol" in str(w.message))
-    assert "Increase max_iter, loosen tol, or use a smaller C (coordinate descent for penalty='l1'" in message
+    assert "the Newton steps of penalty='l1'" in message and "coordinate descent goes on" in message
     assert "dual solvers" not in message and "not scaled" not in message
     unscaled = X * np.logspace(-2, 4, X.shape[1])
+    unscaled[0, 0] = 10 * MAX_VALUE
     with pytest.warns(ConvergenceWarning, match="did not reach tol") as caught:
-        LinearSVC(penalty="l1", C=10.0, tol=1e-14, max_iter=1, random_state=0).fit(unscaled, y)
+        model = LinearSVC(penalty="l1", C=10.0, tol=1e-14, max_iter=1, random_state=0).fit(unscaled, y)
+    assert model.history_[-1]["solver"] == l1.SOLVER_NAME
     message = next(str(w.message) for w in caught if "did not reach tol" in str(w.message))
-    assert "coordinate descent for penalty='l1'" in message
+    assert "Increase max_iter, loosen tol, or use a smaller C (coordinate descent for penalty='l1'" in message
     assert "which slows coordinate descent: pass feature_map=Standardize()" in message
     assert "a different problem" in message and "dual solvers" not in message
-    # The logistic loss takes Newton steps in memory: their advice, not the dual solvers'.
+    # The logistic loss's Newton steps: their advice, not the dual solvers'.
     with pytest.warns(ConvergenceWarning, match="did not reach tol") as caught:
-        LogisticRegression(l1_ratio=0.5, tol=1e-14, max_iter=1, random_state=0).fit(unscaled, y)
+        LogisticRegression(l1_ratio=0.5, tol=1e-14, max_iter=1, random_state=0).fit(X, y)
     message = next(str(w.message) for w in caught if "did not reach tol" in str(w.message))
     assert "the Newton steps of l1_ratio=0.5" in message and "coordinate descent goes on" in message
     assert "dual solvers" not in message
@@ -357,11 +363,11 @@ def _short_rows(n=600, d=80, seed=0):
 
 
 @pytest.mark.parametrize("l1_ratio", [1.0, 0.5])
-def test_the_logistic_loss_takes_newton_steps_in_memory_at_any_shape(l1_ratio):
+def test_the_sparse_penalties_take_newton_steps_in_memory_at_any_shape(l1_ratio):
     """Rows shorter than 100 times the width: Newton steps whose model is solved by coordinate
-    descent (choice.py; CDN on the rows took 1.0-6.4 s where they took 0.11-0.22 s on 2,000 x 500),
+    descent (choice.py; CDN on the rows took 1.3-6.3 s where they took 0.03-0.20 s on 2,000 x 500),
     to LIBLINEAR's optimum within the certified gap (its order seeded: some seeds stop at max_iter
-    here); the squared hinge keeps coordinate descent."""
+    here); the squared hinge's too (CDN took 4.9-76 s where they took 0.09-3.3 s there)."""
     X, y = _short_rows()
     model = LogisticRegression(l1_ratio=l1_ratio, C=0.5, tol=1e-10, random_state=0).fit(X, y)
     assert {r["solver"] for r in model.history_} == {"newton"} and model.duality_gap_ <= 1e-10
@@ -370,8 +376,8 @@ def test_the_logistic_loss_takes_newton_steps_in_memory_at_any_shape(l1_ratio):
         reference.fit(X, y)
         w_ref = np.r_[reference.coef_.ravel(), reference.intercept_]
         _check_against(model, X, y, w_ref, LOGISTIC, (1.0, 0.0))
-    cdn = LinearSVC(penalty="l1", C=0.5, tol=1e-8, random_state=0).fit(X, y)
-    assert {r["solver"] for r in cdn.history_} == {l1.SOLVER_NAME}
+    svc = LinearSVC(penalty="l1", C=0.5, tol=1e-8, random_state=0).fit(X, y)
+    assert {r["solver"] for r in svc.history_} == {"newton"} and svc.duality_gap_ <= 1e-8
 
 
 def _wide_sparse_rows():

@@ -30,7 +30,7 @@ from .data.parquet import footer_rows
 from .data.source import is_dask_collection
 from .data.spill import check_spill_dir
 from .plan.losses import band_blocker as loss_band_blocker
-from .plan.losses import loss_of, newton_blocker, sparse_penalty_blocker
+from .plan.losses import newton_blocker, sparse_penalty_blocker
 from .plan.problem import BAND_SOLVER, STREAMING_SOLVERS, model_width
 from .primal.l1 import SOLVER_NAME as L1_SOLVER
 from .primal.multinomial import SOLVER_NAME as MULTINOMIAL_SOLVER
@@ -178,19 +178,18 @@ def choose(placement, plan, data):
                 f"{plan.penalty} does not support a feature map yet (its solver reads the features "
                 "column by column); compute the mapped features first and pass feature_map=None."
             )
-        n_rows, n_features = data.X.shape
-        width = plan.model_width(n_features) + 1
-        # On tall rows the Newton reads of a streamed fit, made in memory, take a handful of steps
-        # where coordinate descent takes passes (docs/benchmarks.md, "The L1 and elastic-net
-        # penalties": a9a 0.13 s against 3.5 s); values the primal solver cannot sum go to CDN.
-        # A smooth loss takes them at any shape, the Hessian's products beyond CG_WIDTH (the damped
-        # orthant steps), and CDN only from their point where they stop above tol (engine/fit.py,
-        # _polished): measured at C = 0.1, 1, 10, tol 1e-3, the default pure L1 took 0.11-0.22 s where
-        # CDN took 1.0-6.4 s on 2,000 x 500 dense rows, 0.21-5.5 s where 0.66-56 s on 50,000 x 20,000
-        # text rows (docs/benchmarks.md, "The L1 penalty in memory on short rows").
-        smooth = not loss_of(plan.loss).piecewise_quadratic
-        tall = smooth or (n_rows >= PRIMAL_RATIO * width and width <= MAX_WIDTH)
-        if tall and (plan.scaler is not None or too_large(data.X, plan.bias, augmented=False) is None):
+        # The Newton reads of a streamed fit, made in memory, at any shape (the model on the free
+        # weights, formed or descended by the rows' columns), and CDN only from their point where
+        # they stop above tol (engine/fit.py, _polished); values the primal solver cannot sum go to
+        # CDN.  On tall rows they take a handful of steps where coordinate descent takes passes
+        # (docs/benchmarks.md, "The L1 and elastic-net penalties": a9a 0.13 s against 3.5 s).
+        # Measured at C = 0.1, 1, 10, tol 1e-3: the default pure L1 took 0.03-0.20 s where CDN took
+        # 1.3-6.3 s on 2,000 x 500 dense rows, 0.06-1.4 s where 0.42-52 s on 50,000 x 20,000 text rows
+        # (docs/benchmarks.md, "The L1 penalty in memory on short rows"); LinearSVC(penalty="l1")
+        # took 0.09-3.3 s where 4.9-76 s on the dense rows, 0.20 and 1.2 s where 0.63 and 19 s on the
+        # text at C = 0.1 and 1, and at C = 10 46.6 s to a 1e-3 gap where CDN stood at 0.48 after
+        # 1,000 passes (32 s; one process, 2026-12-01).
+        if plan.scaler is not None or too_large(data.X, plan.bias, augmented=False) is None:
             return Method("memory", True, schedule=None)
         return Method("memory", True, schedule=L1_SOLVER)
     if placement.where == "memory" and plan.multinomial:
@@ -207,7 +206,6 @@ def choose(placement, plan, data):
         K = np.unique(data.y).shape[0]
         width = K * softmax_columns(plan, n_features)
         tall = n_rows >= PRIMAL_RATIO * width and width <= MAX_WIDTH
-        tall = tall or (os.environ.get("EXP_TN") == "1" and not loss_of(plan.loss).piecewise_quadratic)
         if tall and (plan.scaler is not None or too_large(data.X, plan.bias, augmented=False) is None):
             return Method("memory", True, schedule=MULTINOMIAL_READS)
         return Method("memory", True, schedule=MULTINOMIAL_SOLVER)
