@@ -106,9 +106,9 @@ def fit(data, plan, hooks, *, placement, checkpoint=None, resume=False, clock_st
 
 
 def _polished(result, X, y_index, weights, plan, seeds, clock_start, hooks):
-    """A sparse penalty's Newton steps on in-memory rows, where they stopped above ``tol`` (the
-    scaled dual point of pure L1 stops their certificate near 1e-8 where the point itself no longer
-    moves, tests/test_l1.py) or stalled (:func:`~.primal.fit.stalled_steps`): coordinate descent
+    """A sparse penalty's Newton steps on in-memory rows, where they stopped above ``tol`` (at
+    ``max_iter``) or stalled (:func:`~.primal.fit.stalled_steps`: the damped orthant steps of pure L1
+    hold its gap near 1e-9 where the point no longer moves, tests/test_l1.py): coordinate descent
     (CDN) from their point with the passes left, its records after theirs."""
     left = plan.max_iter - result.passes
     stopped = result.stopped or getattr(hooks, "stopped", False)  # a callback's stop ends the fit

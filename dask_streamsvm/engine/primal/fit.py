@@ -22,14 +22,13 @@ METRIC_ROWS = 100_000
 
 # A sparse penalty's Newton steps on in-memory rows end, for coordinate descent to go on from their
 # point (engine/fit.py, _polished), once their largest gap is at most STALL_GAP and has not halved in
-# STALL_STEPS steps: where pure L1's point no longer moves, its scaled dual point holds the gap near
-# 1e-8 (tests/test_l1.py), and one pass of coordinate descent from there closed it to 1e-12.  Above
+# STALL_STEPS steps: the damped orthant steps from the Hessian's products held pure L1's gap near 1e-9
+# where its point no longer moved (tests/test_l1.py), and one pass of coordinate descent from there
+# closed it to 1e-12.  Above
 # STALL_GAP they go on: pure L1 on 50,000 x 20,000 text rows at C = 10 reached 1e-3 in 362 steps
 # (5.5 s) through stretches of 50 steps without halving, where coordinate descent from the 50th step
 # of such a stretch took 50 s (benchmarks/bench_l1_shapes.py).
 STALL_STEPS = 50
-
-
 STALL_GAP = 1e-6
 
 
@@ -52,7 +51,7 @@ def fit_primal_memory(X, y_index, weights, plan, width, hooks, clock_start, stal
     per_problem = [] if hooks is None else [hooks.memory(c) for c in range(plan.n_problems)]
 
     def on_pass(records, W):
-        stop = any([per_problem[c](record, W[c]) for c, record in enumerate(records) if per_problem])
+        stop = bool(per_problem) and any([per_problem[c](record, W[c]) for c, record in enumerate(records)])
         return stop or (stalled is not None and stalled(records))
 
     with blas_threads(primal_memory_threads(width)):  # no reader: a wide Gram matrix takes the cores

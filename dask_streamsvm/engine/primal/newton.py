@@ -173,10 +173,11 @@ class _Problem:
         # The Hessian held as rows: in memory (:class:`~.sums.ActiveTerms`) or on a cluster's parts
         # (``solve``; Ctrl-C there ends the fit at the point certified).  A sparse penalty forms its
         # block on the free weights where few enough are free; else the products' steps.
-        terms, cluster = self.operator, hasattr(self.operator, "solve")
+        terms = self.operator
+        cluster = not isinstance(terms, ActiveTerms)
         try:
             s = self.penalty.free_direction(self.w, self.g, terms.gram) if self.penalty.sparse else None
-            if s is None and self.penalty.sparse and hasattr(terms, "columns"):
+            if s is None and self.penalty.sparse and not cluster:
                 s = self.penalty.columns_direction(self.w, self.g, terms)
             if s is None:
                 self.from_products = True

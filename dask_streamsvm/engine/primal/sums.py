@@ -528,7 +528,6 @@ class ProductRead:
         self.identity = float(identity)
         self.spilled = spilled  # the rows are a memory map: never copied whole (a cluster part's spill)
         self._columns = None  # the rows by columns, once asked for (:meth:`columns`)
-        self.weights = None  # per problem, every row's D_ii at the point evaluate() last evaluated
 
     @property
     def nbytes(self):
@@ -566,13 +565,17 @@ class ProductRead:
     def evaluate(self, W, S, todo):
         """The :class:`Sums` of the points ``W + S`` of problems ``todo`` (no Hessian, no
         operators) and, per problem, its :meth:`active_rows`."""
+        sums, terms_of, _ = self._evaluate(W, S, todo)
+        return sums, terms_of
+
+    def _evaluate(self, W, S, todo):
+        """:meth:`evaluate`, and per problem every row's ``D_ii`` (0 off the active rows)."""
         k, D = W.shape
         sums = Sums(
             np.zeros(k), np.zeros(k), np.zeros((k, D)), None, np.zeros(k, dtype=np.int64),
             np.zeros((k, STEPS.shape[0])), rows=self.X.shape[0],
         )  # fmt: skip
-        terms_of = []
-        self.weights = [None] * len(todo)
+        terms_of, weights = [], []
         steps = trial_steps(self.loss)
         for j, c in enumerate(todo):
             y, C = self.Y[c], self.cost[c]
@@ -592,8 +595,8 @@ class ProductRead:
                 for i, t in enumerate(steps):
                     sums.trial[j, i] = float(C @ trial_losses(self.loss, 1.0 - m0 - t * dm))
             terms_of.append(self.active_rows(active, weight))
-            self.weights[j] = weight  # every row's, for the columns' model (ActiveTerms.columns)
-        return sums, terms_of
+            weights.append(weight)
+        return sums, terms_of, weights
 
     def columns_gram(self, X, d, columns):
         """The Hessian ``identity I + sum_i d_i x_i x_i^T`` of the rows ``X`` on the coordinates
@@ -623,10 +626,8 @@ class ProductRead:
         return H
 
     def __call__(self, W, S, todo):
-        sums, terms_of = self.evaluate(W, S, todo)
-        weights = self.weights
+        sums, terms_of, weights = self._evaluate(W, S, todo)
         sums.operators = [ActiveTerms(self, X, d, w) for (X, d), w in zip(terms_of, weights, strict=True)]
-        self.weights = None
         return sums
 
     def columns(self):
