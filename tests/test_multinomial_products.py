@@ -58,8 +58,41 @@ def test_the_rows_sums_without_the_hessian_are_the_formed_ones(
         assert getattr(light, name) == pytest.approx(getattr(formed, name), rel=1e-12)
     np.testing.assert_allclose(light.diagonal.ravel(), np.diag(formed.hessian), rtol=1e-12, atol=1e-12)
     V = rng.normal(size=W.shape)
-    product = rows.loss_product(P, V).ravel()
+    scores = np.full((X.shape[0], 4), np.nan)
+    product = rows.loss_product(P, V, scores).ravel()
     np.testing.assert_allclose(product, formed.hessian @ V.ravel(), rtol=1e-11, atol=1e-11)
+    np.testing.assert_allclose(scores, rows.scores(V), rtol=1e-12, atol=1e-12)  # made on the way
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_the_conjugate_gradients_step_comes_with_its_rows_scores(monkeypatch, sparse, fit_intercept):
+    """Beyond the formed Hessian the Newton step's rows' scores are summed by the conjugate gradient
+    from its products' (``X~ s`` is linear in ``s``): they are the step's scores, and the solve's
+    line search makes none of its own (one pass over the rows a step fewer; CSR rows' products make
+    their scores by :meth:`~.multinomial.SoftmaxProblem.scores`, dense rows' a chunk at a time)."""
+    from dask_streamsvm.engine.primal import multinomial
+
+    X, y = _generated(5, sparse, n=600, d=40)
+    problem = SoftmaxProblem(X, y, np.ones(X.shape[0]), 5, fit_intercept)
+    assert 5 * problem.D > multinomial.HESSIAN_WIDTH  # the conjugate gradient's width
+    W = _point(5, problem.D)
+    P, _ = problem.loss(problem.scores(W))
+    G, _ = problem.gradient(W, P)
+    step, products, scores = multinomial.newton_direction(problem, W, P, G)
+    assert products >= 2
+    np.testing.assert_allclose(scores, problem.scores(step), rtol=1e-10, atol=1e-10)
+    made, scores_of = [], SoftmaxProblem.scores
+
+    def spy(self, V):
+        made.append(V)
+        return scores_of(self, V)
+
+    monkeypatch.setattr(SoftmaxProblem, "scores", spy)
+    W, cert, steps, converged, history = multinomial.solve_softmax(problem, tol=1e-8, max_iter=50)[:5]
+    products = sum(record["hessian_products"] for record in history)
+    assert converged and steps >= 2
+    assert len(made) == (products if sparse else 0)  # CSR rows' products score by scores()
 
 
 def test_sums_without_a_hessian_add_up_with_their_diagonals():

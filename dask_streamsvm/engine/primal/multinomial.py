@@ -97,15 +97,17 @@ def augmented(X, fit_intercept):
 def scores(X, V, fit_intercept=False):
     """``x~_i . v_k`` for the rows ``X`` (without the intercept column where ``fit_intercept``: ``V``
     ``K x D`` has it last): a dense ``(n, K)`` array, the rows never copied with a column of ones."""
-    if not fit_intercept:
-        return np.asarray(X @ V.T)
-    return np.asarray(X @ V[:, :-1].T) + V[:, -1]
+    columns = V[:, :-1] if fit_intercept else V
+    # dense rows: (V X^T)^T, OpenBLAS's faster layout (~.sums.transposed_product)
+    Z = np.asarray(X @ columns.T) if sp.issparse(X) else (np.ascontiguousarray(columns) @ X.T).T
+    return Z + V[:, -1] if fit_intercept else Z
 
 
 def class_sums(X, R, fit_intercept=False):
     """``sum_i R_ik x~_i``, a dense ``(K, D)`` array (``R`` ``(n, K)``), of the rows ``X`` (without
     the intercept column where ``fit_intercept``: its column is ``R``'s sums)."""
-    S = np.asarray((X.T @ R).T)
+    # dense rows: R^T X, OpenBLAS's faster layout (~.sums.transposed_product)
+    S = np.asarray((X.T @ R).T) if sp.issparse(X) else R.T @ X
     return np.hstack([S, R.sum(axis=0)[:, None]]) if fit_intercept else S
 
 
@@ -175,15 +177,20 @@ class SoftmaxProblem:
         direction (module docstring)."""
         return regularised(self.loss_hessian(P), self.penalised, self.K, self.fit_intercept)
 
-    def loss_product(self, P, V):
+    def loss_product(self, P, V, scores=None):
         """The rows' part of ``H V`` for a direction ``V`` (``K x D``): ``sum_i C_i (diag(p_i) - p_i
-        p_i^T) (V x~_i) x~_i^T``, a sum over rows (a part's share on a cluster)."""
+        p_i^T) (V x~_i) x~_i^T``, a sum over rows (a part's share on a cluster).  ``scores``: an
+        ``(n, K)`` array that receives the rows' scores of ``V`` (:meth:`scores`), which the product
+        makes on its way."""
         if sp.issparse(self.X):
-            return self.class_sums(self._product_weights(P, slice(None), self.scores(V)))
+            Z = self.scores(V)
+            if scores is not None:
+                scores[:] = Z
+            return self.class_sums(self._product_weights(P, slice(None), Z))
         # dense rows: both products a chunk at a time (weighted_product), each chunk read once
         columns, offset = (V[:, :-1], V[:, -1]) if self.fit_intercept else (V, 0.0)
         total, summed = weighted_product(
-            self.X, columns.T, offset, lambda rows, Z: self._product_weights(P[rows], rows, Z)
+            self.X, columns.T, offset, lambda rows, Z: self._product_weights(P[rows], rows, Z), scores
         )
         return np.hstack([total.T, summed[:, None]]) if self.fit_intercept else total.T
 
@@ -193,9 +200,9 @@ class SoftmaxProblem:
         PdZ = P * Z
         return self.cost[rows, None] * (PdZ - P * PdZ.sum(axis=1, keepdims=True))
 
-    def hessian_product(self, P, V):
-        """``H V`` for a direction ``V`` (``K x D``)."""
-        return V * self.penalised + self.loss_product(P, V)
+    def hessian_product(self, P, V, scores=None):
+        """``H V`` for a direction ``V`` (``K x D``); ``scores`` as :meth:`loss_product`'s."""
+        return V * self.penalised + self.loss_product(P, V, scores)
 
     def loss_diagonal(self, P):
         """The diagonal of the rows' part of the Hessian (``K x D``), a sum over rows
@@ -299,39 +306,46 @@ def feasible_mix(g, mass):
     return t, np.maximum(r, 0.0)
 
 
-def _conjugate_gradient(product, diagonal, g, residual):
-    """``(step, products)``: preconditioned conjugate gradient on ``H s = -g`` until the residual is
-    at most ``residual`` times ``||g||`` or :data:`~.newton.CG_MAX_STEPS` products."""
+def _conjugate_gradient(product, diagonal, g, residual, n_rows):
+    """``(step, products, scores)``: preconditioned conjugate gradient on ``H s = -g`` until the
+    residual is at most ``residual`` times ``||g||`` or :data:`~.newton.CG_MAX_STEPS` products.
+    ``product(d, out)`` is ``H d``, writing the ``n_rows`` rows' scores of ``d`` into ``out``; the
+    step's scores are those of its directions summed as the step is (``X~ s`` is linear in ``s``),
+    so the line search needs no pass over the rows of its own (None where the step is ``-g``)."""
     s = np.zeros_like(g)
     r = -g
     z = r / diagonal
     d = z.copy()
     rz = float(np.sum(r * z))
     stop = residual * float(np.linalg.norm(g))
+    scores = np.zeros((n_rows, g.shape[0]))
+    scores_d = np.empty_like(scores)
     for step in range(1, CG_MAX_STEPS + 1):
-        Hd = product(d)
+        Hd = product(d, scores_d)
         curvature = float(np.sum(d * Hd))
         if curvature <= 0.0:
-            return (s if step > 1 else -g), step
+            return (s, step, scores) if step > 1 else (-g, step, None)
         a = rz / curvature
         s += a * d
+        scores += a * scores_d
         r -= a * Hd
         if float(np.linalg.norm(r)) <= stop:
-            return s, step
+            return s, step, scores
         z = r / diagonal
         rz_new = float(np.sum(r * z))
         d = z + (rz_new / rz) * d
         rz = rz_new
-    return s, CG_MAX_STEPS
+    return s, CG_MAX_STEPS, scores
 
 
 def newton_direction(problem, W, P, G):
-    """``(step, products)``: the Newton step at ``W`` (``G`` its gradient), from the formed Hessian
-    where the model is at most :data:`HESSIAN_WIDTH` wide, else by conjugate gradient (``products``
-    counts its Hessian products; 0 for a formed Hessian)."""
+    """``(step, products, scores)``: the Newton step at ``W`` (``G`` its gradient), from the formed
+    Hessian where the model is at most :data:`HESSIAN_WIDTH` wide, else by conjugate gradient
+    (``products`` counts its Hessian products; 0 for a formed Hessian), and the rows' scores of the
+    step where the conjugate gradient made them (:func:`_conjugate_gradient`), else None."""
     K, D = W.shape
     if K * D <= HESSIAN_WIDTH:
-        return formed_step(problem.hessian(P), G), 0
+        return formed_step(problem.hessian(P), G), 0, None
     if problem.fit_intercept:  # the gradient has no part along the null direction; keep it so
         G = G.copy()
         G[:, -1] -= G[:, -1].mean()
@@ -339,7 +353,9 @@ def newton_direction(problem, W, P, G):
     norm = float(np.linalg.norm(G))
     residual = min(CG_RESIDUAL, np.sqrt(norm))
     diagonal = problem.hessian_diagonal(P)
-    return _conjugate_gradient(lambda V: problem.hessian_product(P, V), diagonal, G, residual)
+    return _conjugate_gradient(
+        lambda V, scores: problem.hessian_product(P, V, scores), diagonal, G, residual, P.shape[0]
+    )
 
 
 def solve_softmax(problem, *, tol, max_iter, clock_start=None, on_pass=None, scale=1.0, model=None):
@@ -377,9 +393,9 @@ def solve_softmax(problem, *, tol, max_iter, clock_start=None, on_pass=None, sca
                     stopped = bool(on_pass(record, model(W)))
             if converged or stopped or steps >= max_iter:
                 break
-            direction, products = newton_direction(problem, W, P, G)
+            direction, products, dZ = newton_direction(problem, W, P, G)
             slope = float(np.sum(G * direction))
-            dZ = problem.scores(direction)
+            dZ = problem.scores(direction) if dZ is None else dZ
             length = 1.0
             while length >= MIN_STEP_LENGTH:
                 trial_W = W + length * direction

