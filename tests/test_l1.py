@@ -391,7 +391,7 @@ def _products_only(monkeypatch):
     """A sparse penalty's in-memory steps from the Hessian's products alone: no block of the free
     weights (penalties.CG_WIDTH 0) and no columns' model."""
     monkeypatch.setattr(penalties, "CG_WIDTH", 0)
-    monkeypatch.setattr(Sparse, "columns_direction", lambda self, w, g, terms: None)
+    monkeypatch.setattr(Sparse, "columns_direction", lambda self, w, g, terms, shift=0.0: None)
 
 
 def test_coordinate_descent_goes_on_where_the_newton_steps_stop_above_tol(monkeypatch):
@@ -554,3 +554,100 @@ def test_newton_steps_stall_once_their_largest_gap_below_1e6_has_not_halved_in_f
     assert not any(above([{"gap": 1.01e-6}]) for _ in range(200))
     halving = stalled_steps()
     assert not any(halving([{"gap": 1e-6 * 0.98**k}]) for k in range(200))  # halves every 35
+
+
+def test_the_free_weights_model_is_damped_only_after_a_refused_full_step():
+    """newton._Problem.damp_block (BLOCK_DAMPING_START, measured on dense rows at C = 10: the
+    constants' comment): the model on the free weights is undamped until a full step is refused, then
+    damped from 1e-3, DAMPING_UP times more after each further refusal, halved after each full step
+    taken (not after a step cut to the trust radius), and off again below DAMPING_FLOOR."""
+    from dask_streamsvm.engine.plan.losses import loss_of
+    from dask_streamsvm.engine.primal import newton
+
+    assert newton.BLOCK_DAMPING_START == 1e-3
+    assert (newton.DAMPING_UP, newton.DAMPING_DOWN, newton.DAMPING_FLOOR) == (4.0, 0.5, 1e-6)
+    problem = newton._Problem(3, loss_of("squared_hinge"), penalty=Sparse(1.0, 0.0))
+    assert problem.block_damping == 0.0
+    problem.accepted = False
+    problem.damp_block()
+    assert problem.block_damping == 1e-3
+    problem.damp_block()
+    assert problem.block_damping == 4e-3
+    problem.accepted, problem.fraction = True, 0.5  # a step cut to the radius: left as it is
+    problem.damp_block()
+    assert problem.block_damping == 4e-3
+    problem.fraction = 1.0
+    halvings = 0
+    while problem.block_damping:
+        problem.damp_block()
+        halvings += 1
+    assert halvings == 12  # 4e-3 / 2^11 = 2.0e-6 is kept, / 2^12 = 9.8e-7 is below the floor
+
+
+def test_the_damping_is_added_to_the_free_weights_model():
+    """The damping ``shift`` of Sparse.free_direction and Sparse.columns_direction: that share of the
+    model's mean diagonal added to its diagonal, the block's own or the rows' columns' ridge."""
+    from types import SimpleNamespace
+
+    from dask_streamsvm.engine.primal.l1 import column_layout
+
+    rng = np.random.default_rng(2)
+    A = rng.standard_normal((80, 6))
+    H = A.T @ A + np.eye(6)
+    w, g = np.zeros(6), rng.uniform(-4.0, 4.0, 6)
+    g[0] = 3.0
+    penalty = Sparse(1.0, 0.0)
+    free = np.flatnonzero(np.abs(g) > 1.0)
+    damped = penalty.free_direction(w, g, lambda c: H[np.ix_(c, c)].copy(), shift=0.5)
+    block = H[np.ix_(free, free)].copy()
+    block[np.diag_indices_from(block)] += 0.5 * np.mean(np.diag(block))
+    np.testing.assert_allclose(damped[free], penalty.direction(w[free], g[free], block), rtol=1e-12)
+    assert not np.allclose(damped, penalty.free_direction(w, g, lambda c: H[np.ix_(c, c)].copy()))
+    X = rng.standard_normal((80, 6))
+    layout = column_layout(X, 0.0)
+    D = np.full(80, 0.5)
+    diagonal = np.asarray(layout.multiply(layout).T @ D).ravel()
+    terms = SimpleNamespace(
+        columns=lambda: ((layout.indptr.astype(np.int64), layout.indices.astype(np.int64), layout.data), D),
+        diagonal=diagonal,
+    )
+    g = rng.uniform(-30.0, 30.0, 7)
+    g[-1] = 0.0  # the empty bias column stays at 0
+    s = penalty.columns_direction(np.zeros(7), g, terms, shift=0.5)
+    mean = float(np.mean(diagonal))
+    ridge = penalties.MODEL_RIDGE * max(1.0, mean) + 0.5 * mean
+    expected, q = np.zeros(7), np.zeros(80)
+    first = float(np.max(penalties.violations(g, np.zeros(7), 1.0)))
+    columns, _ = terms.columns()
+    order = np.flatnonzero(np.abs(g) > 1.0).astype(np.int64)  # the free weights at w = 0
+    tol = penalties.COLUMNS_TOL * first
+    coordinate.columns_model_descent(
+        columns, D, order, g, np.zeros(7), 1.0, ridge, tol, penalties.COLUMNS_SWEEPS, expected, q
+    )
+    np.testing.assert_allclose(s, expected, rtol=1e-12, atol=1e-14)
+    assert not np.allclose(s, penalty.columns_direction(np.zeros(7), g, terms))
+
+
+def test_refused_full_steps_damp_the_next_models(monkeypatch):
+    """In a fit: nearly separable rows fewer than the free weights' model sees flat (LinearSVC(penalty=
+    "l1") at C = 10 on 600 x 150 Gaussian rows, 150 weights, ~half the rows inside the margin), where
+    full steps are refused; each model after a refused full step is damped, the first never."""
+    from dask_streamsvm.engine.primal import newton
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((600, 150))
+    truth = np.zeros(150)
+    truth[rng.choice(150, 30, replace=False)] = rng.standard_normal(30)
+    y = np.where(X @ truth + 0.5 * rng.standard_normal(600) > 0, 1.0, -1.0)
+    shifts, free_direction = [], Sparse.free_direction
+
+    def spy(self, w, g, gram, shift=0.0):
+        shifts.append(shift)
+        return free_direction(self, w, g, gram, shift)
+
+    monkeypatch.setattr(Sparse, "free_direction", spy)
+    model = LinearSVC(penalty="l1", dual=False, C=10).fit(X, y)
+    refused = [r["pass"] for r in model.history_ if not r["accepted"]]
+    assert model.duality_gap_ <= 1e-3 and len(refused) >= 3
+    assert shifts[0] == 0.0 and newton.BLOCK_DAMPING_START in shifts
+    assert sum(1 for shift in shifts if shift) >= len(refused)

@@ -575,7 +575,7 @@ def test_undamped_orthant_steps_stall_where_damped_ones_converge(monkeypatch):
     from dask_streamsvm.engine.primal.sums import ProductRead
 
     monkeypatch.setattr(penalties, "CG_WIDTH", 0)
-    monkeypatch.setattr(penalties.Sparse, "columns_direction", lambda self, w, g, terms: None)
+    monkeypatch.setattr(penalties.Sparse, "columns_direction", lambda self, w, g, terms, shift=0.0: None)
     X, y = _wide_rows()
     classes, counts = np.unique(y, return_counts=True)
     plan = FitPlan(C=0.2, l1_ratio=1.0, tol=1e-6, max_iter=300, solver="memory")

@@ -198,35 +198,42 @@ class Sparse(L2):
         """Tseng and Yun's ``Delta`` (module docstring): at most 0, and 0 only at a stationary ``w``."""
         return float(g @ s) + self.l1 * (float(np.abs(w + s).sum()) - float(np.abs(w).sum()))
 
-    def free_direction(self, w, g, gram):
+    def free_direction(self, w, g, gram, shift=0.0):
         """The minimiser of the read's model on the free weights (:func:`orthant`), the others held
         at 0, where the Hessian is held as its rows (in memory: :class:`~.sums.ActiveTerms`) and
         ``gram(F)`` forms its block ``H_FF``: None where more than :data:`~.sums.CG_WIDTH` weights
         are free (their block costs more than the products' steps).  newGLMNET's working set: a
         weight at zero whose derivative is inside ``[-l1, l1]`` is not in the model, whose cost
-        is then that of the free weights, not of the whole width (pure L1's few nonzeros)."""
+        is then that of the free weights, not of the whole width (pure L1's few nonzeros).
+        ``shift``: the block's damping, a share of its mean diagonal added to it (Levenberg and
+        Marquardt's, :meth:`~.newton._Problem.damp_block`)."""
         free = np.flatnonzero(orthant(w, g, self.l1)[0])
         if free.size > CG_WIDTH:
             return None
         s = np.zeros_like(w)
         if free.size:
-            s[free] = self.direction(w[free], g[free], gram(free))
+            block = gram(free)
+            if shift:
+                block[np.diag_indices_from(block)] += shift * float(np.mean(np.diag(block)))
+            s[free] = self.direction(w[free], g[free], block)
         return s
 
-    def columns_direction(self, w, g, terms):
+    def columns_direction(self, w, g, terms, shift=0.0):
         """The minimiser of the read's model on the free weights (:func:`orthant`), the others held at
         0, by coordinate descent on the rows' columns (:func:`~...kernels.coordinate.columns_model_descent`,
         newGLMNET's inner loop), where too many weights are free for their block (:meth:`free_direction`)
         and the rows are in memory (``terms``: :class:`~.sums.ActiveTerms`): the model's sweeps stop
         at :data:`COLUMNS_TOL` of its first violation, or after :data:`COLUMNS_SWEEPS`; the read's
-        line search takes the rest.  ``self.sweeps`` counts the sweeps."""
+        line search takes the rest.  ``self.sweeps`` counts the sweeps; ``shift`` as
+        :meth:`free_direction`'s, a share of the Hessian's mean diagonal."""
         free = np.flatnonzero(orthant(w, g, self.l1)[0])
         s = np.zeros_like(w)
         if free.size == 0:
             return s
         cols, D = terms.columns()
         first = float(np.max(violations(g[free], w[free], self.l1)))
-        ridge = self.l2 + MODEL_RIDGE * max(1.0, float(np.mean(terms.diagonal)))
+        mean = float(np.mean(terms.diagonal))
+        ridge = self.l2 + MODEL_RIDGE * max(1.0, mean) + shift * mean
         q = np.zeros(D.shape[0])
         order = free.astype(np.int64)
         self.sweeps, _ = columns_model_descent(
