@@ -515,8 +515,10 @@ def test_a_disk_speed_holds_every_read_to_its_bytes_over_that_speed(small, monke
         return False
 
     def read_all(**kw):
-        with Reader(src, prefetch=prefetch, max_passes=2, shuffle=True, seed=1, **kw) as reader:
-            monkeypatch.setattr(reader._stop, "wait", wait)
+        reader = Reader(src, prefetch=prefetch, max_passes=2, shuffle=True, seed=1, **kw)
+        # before the thread starts (entering the reader starts it): its first read's sleep too
+        monkeypatch.setattr(reader._stop, "wait", wait)
+        with reader:
             blocks = []
             while (item := reader.get(timeout=10))[0] != "done":
                 if item[0] == "block":
