@@ -188,7 +188,8 @@ def choose(placement, plan, data):
         # (docs/benchmarks.md, "The L1 penalty in memory on short rows"); LinearSVC(penalty="l1")
         # took 0.09-3.3 s where 4.9-76 s on the dense rows, 0.20 and 1.2 s where 0.63 and 19 s on the
         # text at C = 0.1 and 1, and at C = 10 46.6 s to a 1e-3 gap where CDN stood at 0.48 after
-        # 1,000 passes (32 s; one process, 2026-12-01).
+        # 1,000 passes (32 s; one process, 2026-12-01); against scikit-learn's, docs/benchmarks.md,
+        # "LinearSVC(penalty='l1') in memory".
         if plan.scaler is not None or too_large(data.X, plan.bias, augmented=False) is None:
             return Method("memory", True, schedule=None)
         return Method("memory", True, schedule=L1_SOLVER)
