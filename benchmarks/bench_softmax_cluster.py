@@ -268,29 +268,30 @@ def main(argv=None):
     write_section(MARKER, lines + ["", *READING, ""])
 
 
-# What the tables say, kept beside them (the figures are those of the runs of 2026-12-01, 07:55 UTC
-# quiet and 07:58 UTC beside one busy process, at 7935a38).
+# What the tables say, kept beside them (the figures are those of the runs of 2026-12-01, 08:36 UTC
+# quiet and 08:38 UTC beside one busy process, at 775a8a1).
 READING = [
     "What a cluster fit does (`classes`): the parts' first read (it counts the classes and keeps the "
-    "sample; the workers generate the rows, 1.89 s for a plain read of both parts), the sample's "
+    "sample; the workers generate the rows, 1.86 s for a plain read of both parts), the sample's "
     "solve on a worker, the parts read again and held, then 4 evaluations and 12 products, each a "
     "task per part and a sum up the tree. The plain read here is the workers making their rows, "
-    "cheaper than a file's read: on `text` it is 0.20 s, and the fit's 5.6 s is the solver's. "
-    'Against one-vs-rest on the same cluster (what `"auto"` trained at this width before): 4.6x '
-    "faster on `classes` (ten problems of the binary Newton reads, each a read a step), 1.8x on "
+    "cheaper than a file's read: on `text` it is 0.26 s, and the fit's 5.6 s is the solver's. "
+    'Against one-vs-rest on the same cluster (what `"auto"` trained at this width before): 4.4x '
+    "faster on `classes` (ten problems of the binary Newton reads, each a read a step), 1.7x on "
     "`text`. Against one process: on these 2 cores the cluster's two workers share the machine with "
-    "the scheduler and the client, and ours in memory is 3.4x (`classes`) and 3.4x (`text`) faster "
+    "the scheduler and the client, and ours in memory is 3.9x (`classes`) and 3.5x (`text`) faster "
     "than the cluster's fit. In memory, scikit-learn's `lbfgs` runs BLAS on both cores (its "
     "default) and ours on one (the library's setting: two threads were 1.45-1.6x faster quiet and 1.6x "
-    "slower beside a busy process, the threads guide). On `classes` `lbfgs` is 1.47x faster than "
-    "ours on a quiet machine (2.08 s against 3.05 s: its iterations take about 16 products of the "
-    "rows, our 4 Newton steps 10 conjugate-gradient products and a pass each for the gradients and "
-    "the preconditioner), and 1.47x slower beside one busy process (4.65 s against 3.16 s). Until "
-    "7935a38 it was 2.1x faster quiet (1.64 s against 3.39 s on 2026-11-30; 5.3 s was ours on this "
-    "machine on 2026-12-01, quiet, in a one-off run): the passes over dense rows are now made as "
-    "OpenBLAS's short wide products (`R^T X` 0.097 s against `X^T R` 0.193 s on these rows, one "
-    "thread), and the line search takes the step's scores the conjugate gradient summed from its "
-    "products instead of a pass of its own. On `text` it is 4.7x slower (7.68 s against 1.65 s).",
+    "slower beside a busy process, the threads guide). On `classes` `lbfgs` is 1.30x faster than "
+    "ours on a quiet machine (2.09 s against 2.72 s: its 8 iterations take about 16 products of "
+    "the rows, our 4 Newton steps a pass each for the gradient, two for each of the 10 "
+    "conjugate-gradient products, and a tenth of one for the preconditioner), and 1.63x slower "
+    "beside one busy process (4.49 s against 2.75 s). Until 7935a38 it was 2.1x faster quiet (1.64 s "
+    "against 3.39 s on 2026-11-30; 5.3 s was ours on this machine on 2026-12-01, quiet, in a one-off "
+    "run): the passes over dense rows are now made as OpenBLAS's short wide products (`R^T X` 0.097 s "
+    "against `X^T R` 0.193 s on these rows, one thread), the line search takes the step's scores the "
+    "conjugate gradient summed from its products instead of a pass of its own, and (775a8a1) the "
+    "preconditioner sums every 10th row. On `text` it is 4.8x slower (7.61 s against 1.60 s).",
 ]
 
 
