@@ -122,13 +122,13 @@ DAMPING_FLOOR = 1e-6
 # :meth:`~.penalties.Sparse.free_direction`) is undamped until a full step is refused; then damped the
 # same way, ``mu`` starting at BLOCK_DAMPING_START (times DAMPING_UP after each further refusal),
 # halved (DAMPING_DOWN) after each full step taken and off again below DAMPING_FLOOR (:meth:`_Problem.
-# damp_block`).  The squared hinge's model sees only the rows inside the margin: on rows that are
+# damp_block`).  A piecewise-quadratic loss's model sees only the rows inside the margin: on rows that are
 # nearly separable and fewer than the free weights (2,000 x 500 dense rows, LinearSVC(penalty="l1")
 # at C = 10, 400 rows active) it is flat along directions that put rows back inside, its steps are
 # refused, and the model's descent on a singular block takes its most sweeps.  Measured on
 # benchmarks/bench_l1_svc.py's sets (one process, 2026-12-01): that fit took 4.0 s (83 steps) undamped,
 # 0.96 s (67) damped from 1e-3, 1.4 s from 1e-4, 1.3 s from 1e-1; at C = 1 0.31 s against 0.25 s;
-# the logistic fits, whose full steps are taken, are unchanged.
+# LogisticRegression's fits, whose full steps are taken, are unchanged.
 BLOCK_DAMPING_START = 1e-3
 # The step's dual point of a smooth loss (:meth:`_Problem.step_dual`) moves each row's dual variable by
 # these shares of the first-order change a Newton step makes, the largest the rows' values keep
