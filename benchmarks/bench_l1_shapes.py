@@ -179,16 +179,18 @@ def _ratio(value):
     return f"{value:.2f}" if value >= 0.1 else f"{value:.3f}"
 
 
-# What the table says, kept beside it (the run of 2026-12-01, 04:51 UTC, quiet; the run of 02:48 UTC,
-# commit 5ead9a4, for what changed).
+# What the table says, kept beside it (the run of 2026-12-01, 09:25 UTC, quiet, commit bbc3867; the
+# runs of 04:51 UTC, commit 734838f, and 02:48 UTC, commit 5ead9a4, for what changed).
 READING = [
     "",
-    "Against scikit-learn's fastest solver: pure L1 takes 0.45-0.79 of `liblinear`'s time on four "
-    "fits of six (0.45-0.61 on text), the same time on dense rows at C = 1 (1.00) and 1.17 times it "
-    "at C = 10; the elastic net takes 0.002-0.14 of `saga`'s (at C = 10 on text `saga` was stopped "
-    "at 200 s). Against CDN from 0, the door's method on these rows before: 0.02-0.15 of its time "
-    "for pure L1, 0.02-0.62 for the elastic net. Every gap of ours is certified; `liblinear` stops by "
-    "its own rule at its default tol (its objective is up to 1.5e-4 above ours).",
+    "Against scikit-learn's fastest solver: pure L1 takes 0.62-0.95 of `liblinear`'s time on all six "
+    "fits (0.66-0.73 on text; 0.91 and 0.95 on dense rows at C = 1 and 10, where the run of 04:51 UTC "
+    "at 734838f measured 1.00 and 1.17); the elastic net takes 0.012-0.11 of `saga`'s (on text at "
+    "C = 1 and 10 `saga` was stopped at 60 s). Every gap of ours is certified; `liblinear` stops by "
+    "its own rule at its default tol (its objective up to 1.5e-4 above ours; ours at most 2.7e-8 "
+    "above its). This run timed ours and scikit-learn only (`--who ours,sklearn`); in the run of "
+    "04:51 UTC, CDN from 0, the door's method on these rows before, took 7-44 times ours for pure L1 "
+    "and 1.6-47 times for the elastic net.",
     "",
     "In the run of 02:48 UTC (commit 5ead9a4, each fit timed once) pure L1 took 1.07-2.06 times "
     "`liblinear`'s time on five fits of six. Three changes since: the Newton steps hold the Hessian as "
@@ -204,13 +206,15 @@ READING = [
 ]
 
 
-# What the run beside one busy process says (2026-12-01, 05:00 UTC, commit c0813db).
+# What the run beside one busy process says (2026-12-01, 05:00 UTC, commit c0813db; not re-run at
+# bbc3867).
 BUSY_READING = [
     "",
-    "Beside one busy process pure L1 takes 0.65-0.77 of `liblinear`'s time on five fits of six and "
-    "1.18 times it on dense rows at C = 1; the elastic net 0.021-0.14 of `saga`'s (below 0.010 where "
-    "`saga` was stopped at 60 s). Ours took 0.94-1.06 times its quiet time on dense rows and "
-    "1.36-1.81 on text (at C = 10: 2.56 s against 1.42 s); scikit-learn 0.90-1.50 times its own.",
+    "Beside one busy process (at c0813db) pure L1 takes 0.65-0.77 of `liblinear`'s time on five fits "
+    "of six and 1.18 times it on dense rows at C = 1; the elastic net 0.021-0.14 of `saga`'s (below "
+    "0.010 where `saga` was stopped at 60 s). Against the quiet run of 04:51 UTC (734838f), ours took "
+    "0.94-1.06 times its quiet time on dense rows and 1.36-1.81 on text (at C = 10: 2.56 s against "
+    "1.42 s); scikit-learn 0.90-1.50 times its own.",
 ]
 
 
