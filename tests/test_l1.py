@@ -651,3 +651,62 @@ def test_refused_full_steps_damp_the_next_models(monkeypatch):
     assert model.duality_gap_ <= 1e-3 and len(refused) >= 3
     assert shifts[0] == 0.0 and newton.BLOCK_DAMPING_START in shifts
     assert sum(1 for shift in shifts if shift) >= len(refused)
+
+
+def test_a_longer_step_is_taken_where_it_decreases_three_times_the_full_steps():
+    """newton._Problem._extension (EXTENSION_GAIN, measured on the text rows of bench_l1_svc: the
+    constant's comment): of the longer lengths a read in memory sums (sums.LONGER: 2, 4, ..., 1024),
+    the one of lowest value is taken where it decreases ``f`` by at least three times the full
+    step's decrease; a read without them, or a problem it did not step, takes none."""
+    from types import SimpleNamespace
+
+    from dask_streamsvm.engine.plan.losses import loss_of
+    from dask_streamsvm.engine.primal import newton, sums
+
+    np.testing.assert_array_equal(sums.LONGER, 2.0 ** np.arange(1, 11))
+    assert newton.EXTENSION_GAIN == 2.0
+    problem = newton._Problem(3, loss_of("squared_hinge"), penalty=Sparse(1.0, 0.0))
+    problem.w, problem.s, problem.f = np.array([1.0, -2.0, 0.5]), np.array([0.1, -0.1, 0.0]), 10.0
+    penalty = np.array([problem.penalty.value(problem.w + t * problem.s) for t in sums.LONGER])
+
+    def read(best_value, at=3):  # the loss at the longer lengths: the value best_value at LONGER[at]
+        values = np.linspace(9.5, 9.9, sums.LONGER.size)
+        values[at] = best_value
+        return SimpleNamespace(longer=(values - penalty)[None, :])
+
+    full = 9.0  # the full step's value: a decrease of 1
+    assert problem._extension(read(7.1), 0, full) is None  # 2.9 times the full step's decrease
+    assert problem._extension(read(6.9), 0, full) == sums.LONGER[3]  # 3.1 times
+    assert problem._extension(read(6.9, at=7), 0, full) == sums.LONGER[7]
+    assert problem._extension(SimpleNamespace(longer=None), 0, full) is None
+    assert problem._extension(SimpleNamespace(longer=np.full((1, sums.LONGER.size), np.nan)), 0, full) is None
+
+
+def test_longer_steps_cut_the_steps_of_a_slow_model_descent(monkeypatch):
+    """LinearSVC(penalty="l1") at C = 10 on 4,000 x 2,000 sparse rows, more weights free than their
+    block takes (the model descended by the rows' columns, a few sweeps a step): consecutive steps run
+    along one direction, and the longer lengths the reads sum take it in far fewer steps (168 against
+    340 measured); both fits are certified, each within the other's dual value."""
+    from dask_streamsvm.engine.primal import newton
+
+    rng = np.random.default_rng(0)
+    n, d, nnz = 4000, 2000, 15
+    X = sp.csr_matrix(
+        (rng.random(n * nnz), rng.integers(0, d, n * nnz), np.arange(0, n * nnz + 1, nnz)), shape=(n, d)
+    )
+    X.sum_duplicates()
+    truth = np.zeros(d)
+    truth[rng.choice(d, 100, replace=False)] = rng.standard_normal(100)
+    y = np.where(X @ truth > np.median(X @ truth), 1.0, -1.0)
+    y[rng.random(n) < 0.05] *= -1
+    extended = LinearSVC(penalty="l1", dual=False, C=10, max_iter=2000).fit(X, y)
+    monkeypatch.setattr(newton, "EXTENSION_GAIN", np.inf)
+    plain = LinearSVC(penalty="l1", dual=False, C=10, max_iter=2000).fit(X, y)
+    assert any(r["step"] > 1 for r in extended.history_)
+    assert not any(r["step"] > 1 for r in plain.history_)
+    assert extended.n_iter_ <= 0.7 * plain.n_iter_
+    for model in (extended, plain):
+        assert model.duality_gap_ <= 1e-3
+    # weak duality across the fits: each one's objective is at least the other's certified dual value
+    assert extended.objective_ >= plain.history_[-1]["dual"]
+    assert plain.objective_ >= extended.history_[-1]["dual"]

@@ -309,7 +309,7 @@ def cg_result(cg):
 
 def _nbytes(sums):
     """Bytes of the arrays a :class:`~..primal.sums.Sums` carries up the tree."""
-    held = (sums.loss, sums.alpha, sums.v, sums.active, sums.trial, sums.diagonal)
+    held = (sums.loss, sums.alpha, sums.v, sums.active, sums.trial, sums.longer, sums.diagonal)
     return int(sum(a.nbytes for a in held if a is not None))
 
 
@@ -529,7 +529,8 @@ class TruncatedNewton:
         moved = self._fanout() * (W.nbytes + S.nbytes) + self._tree_edges() * _nbytes(total)
         self.moved["bytes_between_workers"] += moved
         self.moved["bytes_sent"] += W.nbytes + S.nbytes
-        self.moved["bytes_received"] += total.v.nbytes + total.trial.nbytes + total.diagonal.nbytes
+        longer = 0 if total.longer is None else total.longer.nbytes
+        self.moved["bytes_received"] += total.v.nbytes + total.trial.nbytes + total.diagonal.nbytes + longer
         total.diagonal = total.diagonal + self.identity  # the penalty's part of the Hessian, once
         total.operators = [_Operator(self, j, total.diagonal[j].reshape(D)) for j in range(len(todo))]
         return total

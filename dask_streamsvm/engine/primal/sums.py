@@ -40,6 +40,10 @@ from .l1 import column_layout
 
 # Step lengths a read tries along the Newton direction: 1, 1/2, ..., 1/2048 (:func:`trial_steps`).
 STEPS = 2.0 ** -np.arange(12)
+# Longer step lengths an in-memory read (:class:`ProductRead`) also tries, 2, 4, ..., 1024: where the
+# model's descent moves slowly along a flat direction (newton.py, EXTENSION_GAIN), the read's values
+# show how far the step could have gone.
+LONGER = 2.0 ** np.arange(1, 11)
 CHUNK_BYTES = 16 << 20  # float64 rows made at a time (:func:`chunk_rows`)
 # Dense rows a Hessian product takes at a time (:func:`weighted_product`): both of its matrix
 # products read a chunk, the second from the cache.  Measured by benchmarks/bench_products.py (the
@@ -117,6 +121,9 @@ class Sums:
     # In memory with Hessian products (:class:`ProductRead`): per problem, ``(product, diagonal)``
     # of the Hessian at the evaluated point, and ``hessian`` is None.
     operators: list = None
+    # In memory (:class:`ProductRead`), a piecewise-quadratic loss's trial step: (k, len(LONGER)),
+    # sum C_i loss at ``w + t s`` for ``t`` in :data:`LONGER`; None where not read.
+    longer: np.ndarray = None
     # Streamed with a band (:class:`~.reads.StreamRead`): per problem, the rows of margin
     # nearest 1 at the evaluated point (a :class:`~.reads.Sample`), for :func:`~.newton.band_step`.
     band: list = None
@@ -147,6 +154,8 @@ class Sums:
             self.diagonal += other.diagonal
         self.active += other.active
         self.trial += other.trial
+        if other.longer is not None:  # a part's trial losses at the longer lengths (ProductRead)
+            self.longer = other.longer.copy() if self.longer is None else self.longer + other.longer
         if other.row_norm is not None:
             self.row_norm = max(self.row_norm or 0.0, other.row_norm)
         self.rows += other.rows
@@ -612,6 +621,11 @@ class ProductRead:
                 m0, dm = y * z0, y * dz
                 for i, t in enumerate(steps):
                     sums.trial[j, i] = float(C @ trial_losses(self.loss, 1.0 - m0 - t * dm))
+                if steps.size:
+                    if sums.longer is None:
+                        sums.longer = np.full((k, LONGER.shape[0]), np.nan)
+                    for i, t in enumerate(LONGER):
+                        sums.longer[j, i] = float(C @ trial_losses(self.loss, 1.0 - m0 - t * dm))
             terms_of.append(self.active_rows(active, weight))
             weights.append(weight)
         return sums, terms_of, weights
