@@ -9,6 +9,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from dask_streamsvm import BudgetedSVC, LinearSVC, LogisticRegression, OnePassSVC
 from dask_streamsvm.engine.data.waiting import seceded
@@ -233,10 +234,13 @@ def test_a_wide_in_memory_primal_fit_runs_blas_on_the_cores(blas_default_two, mo
     monkeypatch.setattr(threads, "fit_cores", lambda: 2)
     assert threads.WIDE_GRAM == 1024  # measured: one thread is faster below (the module's table)
     assert [threads.primal_memory_threads(w) for w in (1023, 1024)] == [1, 2]
+    assert threads.primal_memory_threads(1024, sparse_rows=True) == 1
     monkeypatch.setattr(threads, "WIDE_GRAM", 6)  # the width of these rows' model
     X, y = _rows(4000, 6)
     assert all(t == {2} for t in _threads_seen(LinearSVC(dual=False), X, y))
     assert all(t == {1} for t in _threads_seen(LinearSVC(dual=True), X, y))
+    # CSR rows: their products are SciPy's loops, a second thread only costs beside a busy process
+    assert all(t == {1} for t in _threads_seen(LinearSVC(dual=False), sp.csr_matrix(X), y))
     assert _blas_threads() == {2}
 
 

@@ -20,9 +20,10 @@ rows, as :func:`~..primal.sums.chunk_rows` cuts them), one thread against two:
 
 So a fit runs its BLAS on one thread (:func:`blas_threads`, applied by the fit context of every
 estimator), and the in-memory primal solver of a model at least :data:`WIDE_GRAM` columns wide,
-which runs no reader, on the cores the process has (:func:`fit_cores`).  The in-memory softmax
-model's Hessian products stay on one thread: two were about 1.6x faster on a quiet machine and 1.6x
-slower beside one busy process (``benchmarks/bench_products.py``, ``docs/guide/threads.md``).
+which runs no reader, on the cores the process has (:func:`fit_cores`), unless its rows are CSR.
+The in-memory softmax model's Hessian products stay on one thread: two were about 1.6x faster on a
+quiet machine and 1.6x slower beside one busy process (``benchmarks/bench_products.py``,
+``docs/guide/threads.md``).
 
 A user's own choice wins and is left alone: a BLAS thread count in the environment
 (:data:`BLAS_ENVIRONMENT`, as a Dask worker's nanny sets ``OMP_NUM_THREADS=1``), or a
@@ -47,7 +48,11 @@ BLAS_ENVIRONMENT = (
 )
 
 # Model columns from which the in-memory primal solver's Gram matrices run on every core: below,
-# one BLAS thread makes a chunk's Gram matrix faster than two (the table above).
+# one BLAS thread makes a chunk's Gram matrix faster than two (the table above).  Not on CSR rows
+# (:func:`primal_memory_threads`): their Hessian's products and the model's columns are SciPy's and
+# numba's loops.  Measured (benchmarks/bench_l1_svc.py's 50,000 x 20,000 text rows,
+# LinearSVC(penalty="l1") at C = 1, one process, 2026-12-01): 1.48-1.52 s on one thread and on two
+# quiet; beside one busy process 1.41-1.50 s on one and 2.58-2.75 s on two.
 WIDE_GRAM = 1024
 
 
@@ -129,6 +134,8 @@ def blas_threads(threads):
                 _ours -= 1
 
 
-def primal_memory_threads(width):
-    """BLAS threads of the in-memory primal solver on a model ``width`` columns wide."""
-    return fit_cores() if width >= WIDE_GRAM else 1
+def primal_memory_threads(width, sparse_rows=False):
+    """BLAS threads of the in-memory primal solver on a model ``width`` columns wide: one on CSR rows
+    (``sparse_rows``, without a feature map), whose products are SciPy's own loops, not BLAS; a
+    second thread there only slows the vector operations beside a busy process (:data:`WIDE_GRAM`)."""
+    return fit_cores() if width >= WIDE_GRAM and not sparse_rows else 1

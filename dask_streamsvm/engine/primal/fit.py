@@ -6,6 +6,7 @@ the read that counts the classes as its first read where the door chose so
 import contextlib
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..plan.losses import loss_of
 from ..plan.problem import column_max_abs
@@ -54,7 +55,9 @@ def fit_primal_memory(X, y_index, weights, plan, width, hooks, clock_start, stal
         stop = bool(per_problem) and any([per_problem[c](record, W[c]) for c, record in enumerate(records)])
         return stop or (stalled is not None and stalled(records))
 
-    with blas_threads(primal_memory_threads(width)):  # no reader: a wide Gram matrix takes the cores
+    # no reader: a wide Gram matrix takes the cores (not CSR rows', made without BLAS)
+    sparse_rows = sp.issparse(X) and plan.feature_map is None
+    with blas_threads(primal_memory_threads(width, sparse_rows)):
         metric = row_norm = None
         if plan.feature_map is None and not loss_of(plan.loss).piecewise_quadratic:
             # a smooth loss's step dual bounds its reach by the rows' length in a metric (any metric
