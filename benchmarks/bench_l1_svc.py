@@ -131,26 +131,27 @@ def report(payload):
     return lines
 
 
-# What the tables say, kept beside them (the runs of 2026-12-01, 08:18 UTC quiet and 08:25 UTC beside
-# one busy process, commit b580c5f).
+# What the tables say, kept beside them (the runs of 2026-12-01, 10:30 UTC quiet at commit 40bf1d1 and
+# 10:54 UTC beside one busy process at 82eca4d).
 READING = [
     "",
-    "Quiet, ours takes 0.20-0.71 of scikit-learn's time at its defaults on five fits of six, and "
-    "0.21-0.61 of its time to its own convergence on all six; every objective of scikit-learn's is "
-    "at or above ours (by 7.6e-10 to 1.7e-3 at its own convergence). The sixth: text at C = 10, where "
-    "scikit-learn's defaults stop at 1,000 iterations 4.4% above our objective in 19.6 s, and ours "
-    "takes 895 Newton steps and 56 s to a certified 1e-3 (2.87 times), against 164 s and 8,141 "
-    "iterations for scikit-learn to its own rule (still 1.9e-5 above ours). There 18,889 of 20,000 "
-    "weights are nonzero; the objective is 4e-5 above the optimum after 200 steps and 6e-8 at the "
-    "last, where the certified gap is 1e-3: the scaled dual point needs every weight's derivative within "
-    "about 1e-4 of the penalty's, which the columns' coordinate descent reaches slowly on these "
-    "rows (200 sweeps a step took 49 steps and 44 s, beside a busy process). On dense rows at C = 10 "
-    "the model on the free weights is damped after a refused full step since 2142304: 4.0 s (83 "
-    "steps) before, in the run of 08:04 UTC at 17bfe9e, 2.73 times scikit-learn's defaults.",
+    "Quiet, ours takes 0.22-0.83 of scikit-learn's time at its defaults and 0.096-0.62 of its time "
+    "to its own convergence, on all six fits; every objective of scikit-learn's is at or above ours "
+    "(by 5.7e-10 to 1.5e-3 at its own convergence). On text at C = 10 scikit-learn's defaults stop "
+    "at 1,000 iterations 4.4% above our objective in 19.7 s; ours takes 323 Newton steps and 16.2 s "
+    "to a certified 1e-3, and scikit-learn 168 s and 8,177 iterations to its own rule (still 1.7e-5 "
+    "above ours). In the run of 08:18 UTC (commit b580c5f) that fit took 895 steps and 56 s (2.87 "
+    "times scikit-learn's defaults): the model descended by the rows' columns, a few sweeps a step, "
+    "crept along one direction (consecutive steps' cosine 1.000), and since 40bf1d1 the reads sum the "
+    "loss at step lengths up to 1,024 and go as far as a longer one decreases the objective three times "
+    "the full step's decrease (newton.py, EXTENSION_GAIN). The other five fits never extend.",
     "",
-    "Beside one busy process ours takes 0.20-0.90 of scikit-learn's time at its defaults on five "
-    "fits of six (5.27 on text at C = 10) and 0.20-0.94 of its time to its own convergence. Ours on "
-    "text took 1.5-1.9 times its quiet time, scikit-learn 1.0-1.25 times its own.",
+    "Beside one busy process (82eca4d) ours takes 0.22-0.79 of scikit-learn's time at its defaults "
+    "and 0.093-0.59 of its time to its own convergence, on all six fits, and about its quiet time "
+    "(0.97-1.11 times). At b580c5f and 40bf1d1 ours on text took 1.5-2.2 times its quiet time there "
+    "(text at C = 10: 5.27 and 1.58 times scikit-learn's defaults): the in-memory solver ran BLAS on "
+    "both cores for models 1,024 wide or more, CSR rows too, whose products use none; since 82eca4d "
+    "CSR rows keep one thread (docs/guide/threads.md).",
 ]
 
 
