@@ -206,15 +206,16 @@ READING = [
 ]
 
 
-# What the run beside one busy process says (2026-12-01, 05:00 UTC, commit c0813db; not re-run at
-# bbc3867).
+# What the run beside one busy process says (2026-12-01, 11:01 UTC, commit e3548fc).
 BUSY_READING = [
     "",
-    "Beside one busy process (at c0813db) pure L1 takes 0.65-0.77 of `liblinear`'s time on five fits "
-    "of six and 1.18 times it on dense rows at C = 1; the elastic net 0.021-0.14 of `saga`'s (below "
-    "0.010 where `saga` was stopped at 60 s). Against the quiet run of 04:51 UTC (734838f), ours took "
-    "0.94-1.06 times its quiet time on dense rows and 1.36-1.81 on text (at C = 10: 2.56 s against "
-    "1.42 s); scikit-learn 0.90-1.50 times its own.",
+    "Beside one busy process (at e3548fc) pure L1 takes 0.38-0.91 of `liblinear`'s time on all six "
+    "fits; the elastic net 0.016-0.11 of `saga`'s (`saga` stopped at 60 s on text at C = 1 and 10). "
+    "Against the quiet run above, ours took 0.97-1.10 times its quiet time on ten fits and 1.35-1.37 "
+    "on two text fits of about 0.1 and 0.6 s; scikit-learn 1.01-1.73 times its own. In the run at "
+    "c0813db (05:00 UTC) ours took 1.36-1.81 times its quiet time on text (at C = 10 2.56 s, now "
+    "1.75 s): the in-memory solver ran BLAS on both cores for CSR rows 1,024 wide or more, whose "
+    "products use none; since 82eca4d they keep one thread (docs/guide/threads.md).",
 ]
 
 

@@ -710,3 +710,28 @@ def test_longer_steps_cut_the_steps_of_a_slow_model_descent(monkeypatch):
     # weak duality across the fits: each one's objective is at least the other's certified dual value
     assert extended.objective_ >= plain.history_[-1]["dual"]
     assert plain.objective_ >= extended.history_[-1]["dual"]
+
+
+def test_the_longer_lengths_losses_are_sums_over_the_rows_added_up_a_tree():
+    """sums.ProductRead sums the squared hinge's loss at w + t s for t in sums.LONGER (none for the
+    logistic loss, whose reads sum no trial lengths), and the parts' sums add up to the whole's, as
+    a cluster's tree adds them (Sums.add)."""
+    from dask_streamsvm.engine.primal.sums import LONGER, ProductRead
+
+    rng = np.random.default_rng(3)
+    X = sp.random(300, 40, density=0.2, random_state=3, format="csr")
+    y = np.where(rng.random(300) < 0.5, 1.0, -1.0)
+    cost = rng.uniform(0.5, 2.0, 300)
+    W, S = rng.standard_normal((1, 41)), rng.standard_normal((1, 41))
+
+    def evaluate(rows, code=SQUARED_HINGE):
+        read = ProductRead(X[rows], y[None, rows], cost[None, rows], 1.0, code)
+        return read.evaluate(W, S, [0])[0]
+
+    whole = evaluate(slice(None))
+    margins = y * (X @ W[0, :-1] + W[0, -1]), y * (X @ S[0, :-1] + S[0, -1])
+    expected = [float(cost @ np.maximum(0.0, 1.0 - margins[0] - t * margins[1]) ** 2) for t in LONGER]
+    np.testing.assert_allclose(whole.longer[0], expected, rtol=1e-12)
+    total = evaluate(slice(0, 120)).add(evaluate(slice(120, None)))
+    np.testing.assert_allclose(total.longer, whole.longer, rtol=1e-12)
+    assert evaluate(slice(None), LOGISTIC).longer is None
