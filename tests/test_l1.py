@@ -735,3 +735,36 @@ def test_the_longer_lengths_losses_are_sums_over_the_rows_added_up_a_tree():
     total = evaluate(slice(0, 120)).add(evaluate(slice(120, None)))
     np.testing.assert_allclose(total.longer, whole.longer, rtol=1e-12)
     assert evaluate(slice(None), LOGISTIC).longer is None
+
+
+def test_the_columns_model_reads_only_the_active_rows_columns():
+    """Where fewer than half the rows are active (their copy made for the products,
+    sums.ProductRead.active_rows), the model descended by the rows' columns reads those rows'
+    columns and weights only (sums.ActiveTerms.columns), not every row's with zero weights: the same
+    direction, from a tenth of the values on 20,000 x 2,000 dense rows with 2,000 active."""
+    from types import SimpleNamespace
+
+    from dask_streamsvm.engine.primal.l1 import column_layout
+    from dask_streamsvm.engine.primal.sums import ProductRead
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((400, 30))
+    truth = rng.standard_normal(30)
+    y = np.where(X @ truth > 0, 1.0, -1.0)
+    read = ProductRead(X, y[None, :], np.full((1, 400), 2.0), 1.0, SQUARED_HINGE)
+    W = np.append(truth, 0.0)[None, :]  # most rows beyond the margin
+    sums = read(W, np.zeros_like(W), [0])
+    terms = sums.operators[0]
+    active = np.flatnonzero(terms.weight)
+    assert 0 < active.size < 200 and terms.X.shape[0] == active.size
+    (indptr, indices, data), D = terms.columns()
+    layout = column_layout(X[active], 1.0)
+    np.testing.assert_array_equal(indptr, layout.indptr)
+    np.testing.assert_array_equal(indices, layout.indices)
+    np.testing.assert_array_equal(D, terms.weight[active])
+    every_row = SimpleNamespace(columns=lambda: (read.columns(), terms.weight), diagonal=terms.diagonal)
+    w = W[0] * (rng.random(31) < 0.5)
+    g = 3.0 * rng.standard_normal(31)
+    penalty = Sparse(1.0, 0.0)
+    expected = penalty.columns_direction(w, g, every_row)
+    np.testing.assert_allclose(penalty.columns_direction(w, g, terms), expected, rtol=1e-12, atol=1e-15)
