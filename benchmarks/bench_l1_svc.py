@@ -131,27 +131,29 @@ def report(payload):
     return lines
 
 
-# What the tables say, kept beside them (the runs of 2026-12-01, 10:30 UTC quiet at commit 40bf1d1 and
-# 10:54 UTC beside one busy process at 82eca4d).
+# What the tables say, kept beside them (the runs of 2026-12-01, 11:25 UTC quiet and 11:30 UTC beside
+# one busy process, commit 6166768).
 READING = [
     "",
-    "Quiet, ours takes 0.22-0.83 of scikit-learn's time at its defaults and 0.096-0.62 of its time "
+    "Quiet, ours takes 0.21-0.74 of scikit-learn's time at its defaults and 0.051-0.68 of its time "
     "to its own convergence, on all six fits; every objective of scikit-learn's is at or above ours "
-    "(by 5.7e-10 to 1.5e-3 at its own convergence). On text at C = 10 scikit-learn's defaults stop "
-    "at 1,000 iterations 4.4% above our objective in 19.7 s; ours takes 323 Newton steps and 16.2 s "
-    "to a certified 1e-3, and scikit-learn 168 s and 8,177 iterations to its own rule (still 1.7e-5 "
+    "(by 4.8e-10 to 1.6e-3 at its own convergence). On text at C = 10 scikit-learn's defaults stop "
+    "at 1,000 iterations 4.1% above our objective in 19.2 s; ours takes 323 Newton steps and 8.6 s "
+    "to a certified 1e-3, and scikit-learn 168 s and 8,152 iterations to its own rule (still 1.7e-5 "
     "above ours). In the run of 08:18 UTC (commit b580c5f) that fit took 895 steps and 56 s (2.87 "
     "times scikit-learn's defaults): the model descended by the rows' columns, a few sweeps a step, "
-    "crept along one direction (consecutive steps' cosine 1.000), and since 40bf1d1 the reads sum the "
-    "loss at step lengths up to 1,024 and go as far as a longer one decreases the objective three times "
-    "the full step's decrease (newton.py, EXTENSION_GAIN). The other five fits never extend.",
+    "crept along one direction (consecutive steps' cosine 1.000). Since 40bf1d1 the reads sum the "
+    "loss at step lengths up to 1,024 and go as far as a longer one decreases the objective three "
+    "times the full step's decrease (newton.py, EXTENSION_GAIN): 323 steps and 16.2 s at 10:30 UTC; "
+    "since 6166768 the model's sweeps read only the active rows' columns (sums.ActiveTerms.columns): "
+    "the same steps in 8.6 s. The other five fits never extend.",
     "",
-    "Beside one busy process (82eca4d) ours takes 0.22-0.79 of scikit-learn's time at its defaults "
-    "and 0.093-0.59 of its time to its own convergence, on all six fits, and about its quiet time "
-    "(0.97-1.11 times). At b580c5f and 40bf1d1 ours on text took 1.5-2.2 times its quiet time there "
-    "(text at C = 10: 5.27 and 1.58 times scikit-learn's defaults): the in-memory solver ran BLAS on "
-    "both cores for models 1,024 wide or more, CSR rows too, whose products use none; since 82eca4d "
-    "CSR rows keep one thread (docs/guide/threads.md).",
+    "Beside one busy process ours takes 0.22-0.75 of scikit-learn's time at its defaults and "
+    "0.050-0.64 of its time to its own convergence, on all six fits, 0.98-1.02 times its quiet "
+    "time. At b580c5f and 40bf1d1 ours on text took 1.5-2.2 times its quiet time there (text at C = "
+    "10: 5.27 and 1.58 times scikit-learn's defaults): the in-memory solver ran BLAS on both cores "
+    "for models 1,024 wide or more, CSR rows too, whose products use none; since 82eca4d CSR rows "
+    "keep one thread (docs/guide/threads.md).",
 ]
 
 
