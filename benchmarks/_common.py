@@ -48,6 +48,12 @@ def save_json(path, payload):
     path.write_text(json.dumps(payload, indent=2))
 
 
+def results_path(path, busy):
+    """Where a run's JSON goes: ``path``, or beside it ``<stem>_busy.json`` for a run beside busy
+    processes (its quiet run's results kept)."""
+    return path.with_name(f"{path.stem}_busy{path.suffix}") if busy else path
+
+
 def write_section(marker, lines, report=REPORT):
     """Replace the ``marker`` section of ``report`` (up to the next ``## ``) with ``lines``."""
     text = report.read_text() if report.exists() else "# Benchmarks\n"

@@ -29,6 +29,7 @@ import numpy as np
 from benchmarks._common import (
     ROOT,
     beside_busy,
+    results_path,
     run_child,
     run_header,
     save_json,
@@ -230,7 +231,7 @@ def main(argv=None):
         parser.error("--who must name ours and sklearn (the table compares them)")
     payload = {**run_header("bench_l1_shapes", argv), "cap": args.cap, "busy": args.busy}
     payload["entries"] = measure(args.cap, whose, args.busy)
-    save_json(RESULTS if not args.busy else RESULTS.with_name("l1_shapes_busy.json"), payload)
+    save_json(results_path(RESULTS, args.busy), payload)
     lines = [*report(payload), *READING]
     if args.busy:  # appended to the quiet run's section
         lines = [*section_lines(MARKER), *report(payload), *BUSY_READING]

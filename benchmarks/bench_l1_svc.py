@@ -25,6 +25,7 @@ import numpy as np
 from benchmarks._common import (
     ROOT,
     beside_busy,
+    results_path,
     run_child,
     run_header,
     save_json,
@@ -164,7 +165,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     payload = {**run_header("bench_l1_svc", argv), "cap": args.cap, "busy": args.busy}
     payload["entries"] = measure(args.cap, args.busy)
-    save_json(RESULTS if not args.busy else RESULTS.with_name("l1_svc_busy.json"), payload)
+    save_json(results_path(RESULTS, args.busy), payload)
     write_section(MARKER, render(payload, args.busy))
 
 

@@ -39,6 +39,7 @@ import numpy as np
 from benchmarks._common import (
     ROOT,
     beside_busy,
+    results_path,
     run_child,
     run_header,
     save_json,
@@ -263,7 +264,7 @@ def main(argv=None):
     marker, name = MARKER, "l1_wide_cluster"
     if args.C != 1.0:  # its own section and results
         marker, name = f"## At C = {args.C:g}: {MARKER[3:]}", f"{name}_C{args.C:g}"
-    save_json(RESULTS.with_name(f"{name}{'_busy' if args.busy else ''}.json"), payload)
+    save_json(results_path(RESULTS.with_name(f"{name}.json"), args.busy), payload)
     lines = [*report(payload), *READINGS.get((args.C, args.busy), [])]
     if args.busy:  # appended to the quiet run's section
         lines = [*section_lines(marker), *lines]

@@ -619,13 +619,13 @@ class ProductRead:
             sums.active[j] = int(active.sum())
             if trial:
                 m0, dm = y * z0, y * dz
-                for i, t in enumerate(steps):
-                    sums.trial[j, i] = float(C @ trial_losses(self.loss, 1.0 - m0 - t * dm))
-                if steps.size:
+                lengths = np.concatenate([steps, LONGER]) if steps.size else steps
+                losses = [float(C @ trial_losses(self.loss, 1.0 - m0 - t * dm)) for t in lengths]
+                sums.trial[j, : steps.size] = losses[: steps.size]
+                if steps.size:  # a piecewise-quadratic loss: the longer lengths too
                     if sums.longer is None:
                         sums.longer = np.full((k, LONGER.shape[0]), np.nan)
-                    for i, t in enumerate(LONGER):
-                        sums.longer[j, i] = float(C @ trial_losses(self.loss, 1.0 - m0 - t * dm))
+                    sums.longer[j] = losses[steps.size :]
             terms_of.append(self.active_rows(active, weight))
             weights.append(weight)
         return sums, terms_of, weights
