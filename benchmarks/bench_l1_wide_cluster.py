@@ -1,18 +1,21 @@
-"""The elastic net of logistic regression on a cluster, wider than the Hessian a cluster forms
-(issue 54: "on wide data: in memory and on a cluster (products)").
+"""The elastic net of logistic regression and the L1 penalty of ``LinearSVC`` on a cluster, wider than
+the Hessian a cluster forms (issue 54: "on wide data: in memory and on a cluster (products)").
 
 A model wider than 1,023 features and the bias trains on a cluster by truncated Newton: where at
 most 1,023 weights are free to move, each step minimises the read's model on them, its block of the
 Hessian formed by the parts and added up the tree (``engine/primal/penalties.py``,
-``Sparse.free_direction``); where more are free, the orthant-wise Newton step ("Products"): the
-conjugate gradient on the Hessian's products kept on the free weights, damped
-(``engine/primal/newton.py``, ``DAMPING_START``), the step cut back to their orthant.  This
-measures the elastic net and pure L1 on text-like rows against one process: ours in memory
+``Sparse.free_direction``); where more are free, the model descended on the root's worker by the
+columns of the parts' active rows where they take at most the largest part's bytes
+(``engine/cluster/products.py``, ``COLUMNS_SHARE``: the squared hinge's few rows inside the margin),
+else the orthant-wise Newton step ("Products"): the conjugate gradient on the Hessian's products
+kept on the free weights, damped (``engine/primal/newton.py``, ``DAMPING_START``), the step cut back
+to their orthant.  This measures the elastic net and pure L1 of ``LogisticRegression`` and
+``LinearSVC(penalty="l1")`` on text-like rows against one process: ours in memory
 (the free weights' model, formed or descended by the rows' columns, coordinate descent from their
 point where they stop above tol) and
 scikit-learn's fastest solver of the penalty at its default tol
-(``saga``, its only elastic-net solver; ``liblinear`` for pure L1), and it checks every fit's
-distance from the optimum (ours in memory certified to 1e-9) against its gap.
+(``saga``, its only elastic-net solver; ``liblinear`` for pure L1 and ``LinearSVC``), and it checks
+every fit's distance from the optimum (ours in memory certified to 1e-9) against its gap.
 
     python -m benchmarks.bench_l1_wide_cluster
     python -m benchmarks.bench_l1_wide_cluster --rows 20000 --busy 1
@@ -51,7 +54,13 @@ MARKER = "## The L1 penalty on a cluster beyond the formed Hessian"
 RESULTS = ROOT / "benchmarks" / "results" / "l1_wide_cluster.json"
 FEATURES, NONZEROS, TRUE_WEIGHTS, FLIPPED = 20_000, 30, 2_000, 0.1
 PARTITIONS = 8
-MODELS = {"elastic net 0.5": 0.5, "elastic net 0.9": 0.9, "L1": 1.0}
+# name: (estimator, l1_ratio); "svc" is LinearSVC(penalty="l1", dual=False), "log" LogisticRegression.
+MODELS = {
+    "elastic net 0.5": ("log", 0.5),
+    "elastic net 0.9": ("log", 0.9),
+    "L1": ("log", 1.0),
+    "LinearSVC L1": ("svc", 1.0),
+}
 
 
 def rows(n):
@@ -70,31 +79,44 @@ def rows(n):
     return X, y
 
 
-def objective(X, y, coef, intercept, l1_ratio, C):
-    """``l1_ratio ||w||_1 + (1 - l1_ratio) / 2 ||w||^2 + C sum log(1 + exp(-y m))`` with the
-    intercept penalised (LIBLINEAR's and ours)."""
+def objective(X, y, coef, intercept, l1_ratio, C, kind="log"):
+    """``l1_ratio ||w||_1 + (1 - l1_ratio) / 2 ||w||^2 + C sum loss(y m)`` with the intercept penalised
+    (LIBLINEAR's and ours): the logistic loss ``log(1 + exp(-y m))``, or for ``kind="svc"`` the squared
+    hinge ``max(0, 1 - y m)^2``."""
     w = np.r_[np.ravel(coef), np.ravel(intercept)]
     margins = y * (X @ np.ravel(coef) + float(np.ravel(intercept)[0]))
     penalty = l1_ratio * np.abs(w).sum() + 0.5 * (1.0 - l1_ratio) * float(w @ w)
+    if kind == "svc":
+        return float(penalty + C * np.square(np.maximum(0.0, 1.0 - margins)).sum())
     return float(penalty + C * np.logaddexp(0.0, -margins).sum())
 
 
 def sklearn_solver(l1_ratio):
-    """scikit-learn's fastest solver of the penalty: ``liblinear`` for pure L1, else ``saga`` (its only
-    elastic-net solver)."""
+    """scikit-learn's fastest solver of the penalty: ``liblinear`` for pure L1 (``LinearSVC``'s only
+    one), else ``saga`` (its only elastic-net solver)."""
     return "liblinear" if l1_ratio == 1.0 else "saga"
+
+
+def ours(kind, l1_ratio, C, tol, **params):
+    """Our estimator of the model."""
+    from dask_streamsvm import LinearSVC, LogisticRegression
+
+    if kind == "svc":
+        return LinearSVC(penalty="l1", dual=False, C=C, tol=tol, **params)
+    return LogisticRegression(l1_ratio=l1_ratio, C=C, tol=tol, **params)
 
 
 def child_memory(spec):
     """In a fresh process: one fit in memory after a warm-up fit; its seconds, objective and zeros."""
     from sklearn.linear_model import LogisticRegression as SkLogistic
-
-    from dask_streamsvm import LogisticRegression
+    from sklearn.svm import LinearSVC as SkLinearSVC
 
     X, y = rows(spec["rows"])
-    C, l1_ratio = spec["C"], spec["l1_ratio"]
+    C, l1_ratio, kind = spec["C"], spec["l1_ratio"], spec["kind"]
     if spec["who"] == "ours":
-        make = lambda: LogisticRegression(l1_ratio=l1_ratio, C=C, tol=spec["tol"], solver="memory")  # noqa: E731
+        make = lambda: ours(kind, l1_ratio, C, spec["tol"], solver="memory")  # noqa: E731
+    elif kind == "svc":
+        make = lambda: SkLinearSVC(penalty="l1", dual=False, C=C, max_iter=10_000, random_state=0)  # noqa: E731
     else:
         solver = sklearn_solver(l1_ratio)
         make = lambda: SkLogistic(l1_ratio=l1_ratio, C=C, solver=solver, max_iter=10_000, random_state=0)  # noqa: E731
@@ -106,18 +128,16 @@ def child_memory(spec):
         seconds = time.perf_counter() - start
     return {
         "seconds": seconds,
-        "objective": objective(X, y, model.coef_, model.intercept_, l1_ratio, C),
+        "objective": objective(X, y, model.coef_, model.intercept_, l1_ratio, C, kind),
         "gap": float(getattr(model, "duality_gap_", np.nan)),
         "nonzero": int(np.count_nonzero(model.coef_)),
     }
 
 
-def on_cluster(X, y, C, l1_ratio, tol):
+def on_cluster(X, y, C, kind, l1_ratio, tol):
     """Ours on the module's LocalCluster: a warm-up fit, then the measured one."""
     import dask.array as da
     from dask.distributed import Client, LocalCluster
-
-    from dask_streamsvm import LogisticRegression
 
     chunk = -(-X.shape[0] // PARTITIONS)
     Xd, yd = da.from_array(X, chunks=(chunk, X.shape[1]), asarray=False), da.from_array(y, chunks=chunk)
@@ -127,18 +147,18 @@ def on_cluster(X, y, C, l1_ratio, tol):
         warnings.catch_warnings(),
     ):
         warnings.simplefilter("ignore")
-        warm = LogisticRegression(l1_ratio=l1_ratio, C=C, tol=tol)
-        warm.fit(Xd[: 2 * chunk], yd[: 2 * chunk], client=client)
+        ours(kind, l1_ratio, C, tol).fit(Xd[: 2 * chunk], yd[: 2 * chunk], client=client)
         start = time.perf_counter()
-        model = LogisticRegression(l1_ratio=l1_ratio, C=C, tol=tol).fit(Xd, yd, client=client)
+        model = ours(kind, l1_ratio, C, tol).fit(Xd, yd, client=client)
         seconds = time.perf_counter() - start
     last = model.history_[-1]
     return {
         "seconds": seconds,
         "steps": int(model.n_iter_),
         "products": int(last.get("products", 0)),
+        "columns_directions": int(last.get("columns_directions", 0)),
         "methods": sorted({r.get("method") for r in model.history_ if r.get("method")}),
-        "objective": objective(X, y, model.coef_, model.intercept_, l1_ratio, C),
+        "objective": objective(X, y, model.coef_, model.intercept_, l1_ratio, C, kind),
         "gap": float(model.duality_gap_),
         "nonzero": int(np.count_nonzero(model.coef_)),
     }
@@ -147,26 +167,26 @@ def on_cluster(X, y, C, l1_ratio, tol):
 def measure(args):
     X, y = rows(args.rows)
     entries = []
-    for name, l1_ratio in MODELS.items():
-        spec = {"rows": args.rows, "C": args.C, "l1_ratio": l1_ratio}
+    for name, (kind, l1_ratio) in MODELS.items():
+        spec = {"rows": args.rows, "C": args.C, "l1_ratio": l1_ratio, "kind": kind}
         optimum = run_child("bench_l1_wide_cluster", "memory", {**spec, "who": "ours", "tol": 1e-9})
         with beside_busy(args.busy):
-            cluster = on_cluster(X, y, args.C, l1_ratio, args.tol)
-            ours = run_child("bench_l1_wide_cluster", "memory", {**spec, "who": "ours", "tol": args.tol})
+            cluster = on_cluster(X, y, args.C, kind, l1_ratio, args.tol)
+            mine = run_child("bench_l1_wide_cluster", "memory", {**spec, "who": "ours", "tol": args.tol})
             try:
                 child = {**spec, "who": "sklearn"}
                 sklearn = run_child("bench_l1_wide_cluster", "memory", child, timeout=args.cap)
             except subprocess.TimeoutExpired:
                 sklearn = {"seconds": None, "cap": args.cap}
         p_star = optimum["objective"]
-        for fit in (cluster, ours, sklearn):
+        for fit in (cluster, mine, sklearn):
             if "objective" in fit:
                 fit["suboptimality"] = (fit["objective"] - p_star) / fit["objective"]
         entries.append(
-            {"model": name, "l1_ratio": l1_ratio, "cluster": cluster, "memory": ours, "sklearn": sklearn,
-             "optimum": optimum}
+            {"model": name, "kind": kind, "l1_ratio": l1_ratio, "cluster": cluster, "memory": mine,
+             "sklearn": sklearn, "optimum": optimum}
         )  # fmt: skip
-        print(name, cluster, ours, sklearn, flush=True)
+        print(name, cluster, mine, sklearn, flush=True)
     return entries
 
 
@@ -176,30 +196,34 @@ def report(payload):
     lines = [
         "",
         f"`{payload['command']}`, {payload['date']}, load {payload['load']} at the start{where}; commit "
-        f"{payload['commit']}. `LogisticRegression(l1_ratio=...)`, C = {payload['C']}, "
+        f"{payload['commit']}. `LogisticRegression(l1_ratio=...)` and `LinearSVC(penalty='l1')`, "
+        f"C = {payload['C']}, "
         f"tol {payload['tol']}, on {payload['rows']:,} text-like rows x {FEATURES:,} features ({NONZEROS} "
         f"nonzeros a row; labels of {TRUE_WEIGHTS:,} true weights, {FLIPPED:.0%} of them flipped). "
         "On the cluster: "
         f"a `LocalCluster` of 2 single-thread worker processes, {PARTITIONS} partitions, after a warm-up "
         "fit (`cluster='auto'`: truncated Newton; the free weights' model, its block added up the tree, "
-        "where at most 1,023 are free, else the damped orthant-wise steps of the Hessian's products, "
-        "`engine/primal/penalties.py`). In memory, each in a fresh process after a warm-up fit: ours "
+        "where at most 1,023 are free, else descended on the root by the columns of the parts' active rows "
+        "where they take at most the largest part's bytes (*gathered*), else the damped orthant-wise steps "
+        "of the Hessian's products, `engine/primal/penalties.py`, `engine/cluster/products.py`). In "
+        "memory, each in a fresh process after a warm-up fit: ours "
         "(`solver='memory'`: the free weights' model, formed or descended by the rows' columns, CDN "
         "from their point where they stop above tol) at the same tol, scikit-learn's fastest solver of "
         "the penalty at its "
-        "default tol (`saga`, its only elastic-net solver; `liblinear` for pure L1). "
+        "default tol (`saga`, its only elastic-net solver; `liblinear` for pure L1 and `LinearSVC`). "
         "*suboptimality*: the objective's distance from ours in memory certified to 1e-9, relative; it "
         "is within the gap where a gap is given.",
         "",
-        "| model | cluster | steps, products | gap | suboptimality | nonzero weights | ours in memory "
-        "(suboptimality) | scikit-learn in memory (suboptimality) | cluster / scikit-learn | cluster / "
-        "ours in memory |",
+        "| model | cluster | steps, products, gathered | gap | suboptimality | nonzero weights | ours in "
+        "memory (suboptimality) | scikit-learn in memory (suboptimality) | cluster / scikit-learn | "
+        "cluster / ours in memory |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for e in payload["entries"]:
         c, m, s = e["cluster"], e["memory"], e["sklearn"]
         lines.append(
-            f"| {e['model']} | {c['seconds']:.2f} s | {c['steps']}, {c['products']} | {c['gap']:.1e} | "
+            f"| {e['model']} | {c['seconds']:.2f} s | {c['steps']}, {c['products']}, "
+            f"{c.get('columns_directions', 0)} | {c['gap']:.1e} | "
             f"{c['suboptimality']:.1e} | {c['nonzero']:,} (optimum {e['optimum']['nonzero']:,}) | "
             f"{m['seconds']:.2f} s ({m['suboptimality']:.1e}) | "
             + (

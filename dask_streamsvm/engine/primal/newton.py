@@ -213,8 +213,11 @@ class _Problem:
             s, shift = None, self.block_damping
             if self.penalty.sparse:
                 s = self.penalty.free_direction(self.w, self.g, terms.gram, shift)
-            if s is None and self.penalty.sparse and not cluster:
-                s = self.penalty.columns_direction(self.w, self.g, terms, shift)
+            if s is None and self.penalty.sparse:
+                if cluster:
+                    s = terms.columns_direction(self.penalty, self.w, self.g, shift)
+                else:
+                    s = self.penalty.columns_direction(self.w, self.g, terms, shift)
             self.from_block = s is not None
             if s is None:
                 self.from_products = True
