@@ -278,17 +278,18 @@ def part_gram(evaluated, j, columns):
 
 # A sparse penalty's model on more free weights than their block takes (more than
 # :data:`~..primal.sums.CG_WIDTH`) is descended on the root's worker by the columns of every part's active
-# rows (:meth:`TruncatedNewton.columns_direction`) where those rows, on the free weights, take at most
-# COLUMNS_SHARE of the bytes of the largest part's rows (the model's sweeps, :data:`~..primal.penalties.
-# COLUMNS_SWEEPS`, then cost a few passes over one part's rows, where each of the products' conjugate
-# gradient steps costs a pass of every part and three rounds of tasks), at most ``cache_bytes``, and
-# ROOM_COPIES times them at most the root's room (:func:`gather_room`: the rows gathered, stacked, and
-# their columns); else the damped orthant steps of the Hessian's products.  Measured on a LocalCluster of
-# 2 single-thread workers (4,000 x 2,000 sparse rows, 15 nonzeros a row, LinearSVC(penalty="l1"), tol
-# 1e-3): at C = 10 (1,572 rows active at the end, 0.79 of a part's) the products' steps stood at a gap
-# of 5.3e-3 after 2,000 steps and 460-533 s; gathered, 186 steps and 13-15 s to a gap of 9.7e-4 (198
-# steps in memory).  The logistic loss's rows are all active: on two parts or more, more than the
-# largest part's, so its steps are the products'.
+# rows (:meth:`TruncatedNewton.columns_direction`) where those rows are at most COLUMNS_SHARE of the
+# largest part's rows in number and, on the free weights, in bytes (the model's sweeps,
+# :data:`~..primal.penalties.COLUMNS_SWEEPS`, then cost a few passes over one part's rows, where each of
+# the products' conjugate gradient steps costs a pass of every part and three rounds of tasks), at most
+# ``cache_bytes``, and ROOM_COPIES times them at most the root's room (:func:`gather_room`: the rows
+# gathered, stacked, and their columns); else the damped orthant steps of the Hessian's products.  The
+# rows' number is known on the client after the read: where they are too many, no task is made.
+# Measured on a LocalCluster of 2 single-thread workers (4,000 x 2,000 sparse rows, 15 nonzeros a row,
+# LinearSVC(penalty="l1"), tol 1e-3): at C = 10 (1,572 rows active at the end, 0.79 of a part's) the
+# products' steps stood at a gap of 5.3e-3 after 2,000 steps and 460-533 s; gathered, 186 steps and
+# 13-15 s to a gap of 9.7e-4 (198 steps in memory).  The logistic loss's rows are all active: on two
+# parts or more, more than the largest part's, so its steps are the products'.
 COLUMNS_SHARE = 1.0
 ROOM_COPIES = 3
 
@@ -314,11 +315,16 @@ def gather_room(plan):
     return min(limits) if limits else None
 
 
-def gathers(active_bytes, largest, room):
-    """Whether the parts' active rows, ``active_bytes`` on the free weights, are gathered on the root,
-    where ``largest`` is the bytes of the largest part's rows and ``room`` :func:`gather_room`'s: at
-    most :data:`COLUMNS_SHARE` of the first and at most the second."""
-    return active_bytes <= COLUMNS_SHARE * largest and (room is None or active_bytes <= room)
+def gathers(active, largest, room=None):
+    """Whether the parts' active rows are gathered on the root: ``active`` and ``largest`` are ``(rows,
+    bytes)`` of the active rows (on the free weights) and of the largest part's rows, ``room``
+    :func:`gather_room`'s bytes (None: no limit).  The active rows must be at most
+    :data:`COLUMNS_SHARE` of the largest part's in number and in bytes, and their bytes at most the
+    room.  ``active`` bytes None: their number alone is checked (before they are counted)."""
+    (rows, nbytes), (most_rows, most_bytes) = active, largest
+    if rows > COLUMNS_SHARE * most_rows:
+        return False
+    return nbytes is None or (nbytes <= COLUMNS_SHARE * most_bytes and (room is None or nbytes <= room))
 
 
 def part_active_columns(evaluated, j, free):
@@ -350,9 +356,9 @@ def part_active_nbytes(evaluated, j, free):
     return values * (X.data.itemsize + X.indices.itemsize) + (n + 1) * X.indptr.itemsize + n * d.itemsize
 
 
-def part_rows_nbytes(part):
-    """Bytes of the rows a part's read holds (on disk or in memory)."""
-    return rows_nbytes(part.read.X)
+def part_rows_size(part):
+    """``(rows, bytes)`` of the rows a part's read holds (on disk or in memory)."""
+    return part.read.X.shape[0], rows_nbytes(part.read.X)
 
 
 class GatheredTerms:
@@ -563,7 +569,8 @@ class TruncatedNewton:
         self.evaluate_point = self._evaluate
         self.parts = [self._load(j) for j in range(len(self.packed))]
         self.evaluated = self.point = None
-        self.largest = None  # bytes of the largest part's rows (columns_direction)
+        self.largest = None  # (rows, bytes) of the largest part's rows (columns_direction)
+        self.active = None  # per problem, its active rows at the last evaluated point
         self.columns_directions = 0  # directions from the active rows gathered on the root
 
     def _load(self, j, encoded=False):
@@ -646,6 +653,7 @@ class TruncatedNewton:
         longer = 0 if total.longer is None else total.longer.nbytes
         self.moved["bytes_received"] += total.v.nbytes + total.trial.nbytes + total.diagonal.nbytes + longer
         total.diagonal = total.diagonal + self.identity  # the penalty's part of the Hessian, once
+        self.active = total.active
         total.operators = [_Operator(self, j, total.diagonal[j].reshape(D)) for j in range(len(todo))]
         return total
 
@@ -744,8 +752,11 @@ class TruncatedNewton:
         client, placed = self.client, self.placed
         root = placed[0]
         if self.largest is None:
-            sizes = [submit(client, part_rows_nbytes, f, worker=placed[i]) for i, f in enumerate(self.parts)]
-            self.largest = max(gather(client, sizes, placed))
+            sizes = [submit(client, part_rows_size, f, worker=placed[i]) for i, f in enumerate(self.parts)]
+            sizes = gather(client, sizes, placed)
+            self.largest = (max(rows for rows, _ in sizes), max(nbytes for _, nbytes in sizes))
+        if not gathers((int(self.active[j]), None), self.largest):
+            return None
         free = np.flatnonzero(orthant(w, g, penalty.l1)[0])
         held = submit(client, kept, free, worker=root)
         counted = [
@@ -755,7 +766,7 @@ class TruncatedNewton:
         *sizes, room = gather(client, [*counted, submit(client, gather_room, self.plan, worker=root)], placed)
         self.moved["bytes_between_workers"] += self._fanout() * free.nbytes
         self.moved["bytes_sent"] += free.nbytes
-        if not gathers(sum(sizes), self.largest, room):
+        if not gathers((int(self.active[j]), sum(sizes)), self.largest, room):
             return None
         blocks = [
             submit(client, part_active_columns, e, j, held, worker=placed[i])
