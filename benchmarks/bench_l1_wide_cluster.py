@@ -5,8 +5,8 @@ A model wider than 1,023 features and the bias trains on a cluster by truncated 
 most 1,023 weights are free to move, each step minimises the read's model on them, its block of the
 Hessian formed by the parts and added up the tree (``engine/primal/penalties.py``,
 ``Sparse.free_direction``); where more are free, the model descended on the root's worker by the
-columns of the parts' active rows where they are at most the largest part's rows in number and
-bytes (``engine/cluster/products.py``, ``COLUMNS_SHARE``: the squared hinge's rows inside the margin),
+columns of the parts' active rows where they are at most twice the largest part's rows in number
+and bytes (``engine/cluster/products.py``, ``COLUMNS_SHARE``: the squared hinge's rows inside the margin),
 else the orthant-wise Newton step ("Products"): the conjugate gradient on the Hessian's products
 kept on the free weights, damped (``engine/primal/newton.py``, ``DAMPING_START``), the step cut back
 to their orthant.  This measures the elastic net and pure L1 of ``LogisticRegression`` and
@@ -204,10 +204,9 @@ def report(payload):
         f"a `LocalCluster` of 2 single-thread worker processes, {PARTITIONS} partitions, after a warm-up "
         "fit (`cluster='auto'`: truncated Newton; the free weights' model, its block added up the tree, "
         "where at most 1,023 are free, else descended on the root by the columns of the parts' active rows "
-        "where they are at most the largest part's rows in number and bytes (*gathered*), else the damped "
-        "orthant-wise steps "
-        "of the Hessian's products, `engine/primal/penalties.py`, `engine/cluster/products.py`). In "
-        "memory, each in a fresh process after a warm-up fit: ours "
+        "where they are at most twice the largest part's rows in number and bytes (*gathered*), else "
+        "the damped orthant-wise steps of the Hessian's products, `engine/primal/penalties.py`, "
+        "`engine/cluster/products.py`). In memory, each in a fresh process after a warm-up fit: ours "
         "(`solver='memory'`: the free weights' model, formed or descended by the rows' columns, CDN "
         "from their point where they stop above tol) at the same tol, scikit-learn's fastest solver of "
         "the penalty at its "

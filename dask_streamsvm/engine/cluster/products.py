@@ -278,19 +278,23 @@ def part_gram(evaluated, j, columns):
 
 # A sparse penalty's model on more free weights than their block takes (more than
 # :data:`~..primal.sums.CG_WIDTH`) is descended on the root's worker by the columns of every part's active
-# rows (:meth:`TruncatedNewton.columns_direction`) where those rows are at most COLUMNS_SHARE of the
-# largest part's rows in number and, on the free weights, in bytes (the model's sweeps,
-# :data:`~..primal.penalties.COLUMNS_SWEEPS`, then cost a few passes over one part's rows, where each of
-# the products' conjugate gradient steps costs a pass of every part and three rounds of tasks), at most
-# ``cache_bytes``, and ROOM_COPIES times them at most the root's room (:func:`gather_room`: the rows
-# gathered, stacked, and their columns); else the damped orthant steps of the Hessian's products.  The
-# rows' number is known on the client after the read: where they are too many, no task is made.
-# Measured on a LocalCluster of 2 single-thread workers (4,000 x 2,000 sparse rows, 15 nonzeros a row,
-# LinearSVC(penalty="l1"), tol 1e-3): at C = 10 (1,572 rows active at the end, 0.79 of a part's) the
-# products' steps stood at a gap of 5.3e-3 after 2,000 steps and 460-533 s; gathered, 186 steps and
-# 13-15 s to a gap of 9.7e-4 (198 steps in memory).  The logistic loss's rows are all active: on two
-# parts or more, more than the largest part's, so its steps are the products'.
-COLUMNS_SHARE = 1.0
+# rows (:meth:`TruncatedNewton.columns_direction`) where those rows are at most COLUMNS_SHARE times the
+# largest part's rows in number and, on the free weights, in bytes, at most ``cache_bytes``, and
+# ROOM_COPIES times them at most the root's room (:func:`gather_room`: the rows gathered, stacked, and
+# their columns); else the damped orthant steps of the Hessian's products.  The rows' number is known
+# on the client after the read: where they are too many, no task is made.  The model's sweeps
+# (:data:`~..primal.penalties.COLUMNS_SWEEPS`, 10) then cost at most twenty passes over one part's rows
+# on one worker, where the products' steps took 4-5 products a step (a pass of every part in parallel
+# and three rounds of tasks each) and 3.6-5.8 times the steps.  Measured on a LocalCluster of 2
+# single-thread workers, tol 1e-3 (2026-12-01): on benchmarks/bench_l1_wide_cluster.py's 50,000 x
+# 20,000 text rows at C = 1, every row active or more than half of them, LinearSVC(penalty="l1") took
+# 25.3 s (83 steps, 388 products) at a share of 1 and 6.2 s (23 steps, all gathered) at 2;
+# LogisticRegression(l1_ratio=1) 8.3 s (35 steps) and 2.4 s (9), l1_ratio=0.5 6.1 s (25) and 1.3 s (4).
+# On 4,000 x 2,000 sparse rows (15 nonzeros a row) LinearSVC(penalty="l1", C=10), 1,572 rows active at
+# the end: the products' steps alone stood at a gap of 5.3e-3 after 2,000 steps and 460-533 s; gathered
+# (a share of 1), 186 steps and 13-15 s to 9.7e-4 (198 steps in memory).  The logistic loss's rows are
+# all active: on three equal parts or more, more than twice the largest part's.
+COLUMNS_SHARE = 2.0
 ROOM_COPIES = 3
 
 
