@@ -238,29 +238,32 @@ def report(payload):
 
 
 # What each run's table says, kept beside it, by (C, busy processes): the runs of 2026-12-01 at
-# 05:08 (C = 1, quiet), 05:17 (beside one busy process) and 05:05 UTC (C = 0.1); the runs of 02:57
-# UTC and of 2026-11-30 at 23:29 and 23:54 UTC for what changed.
+# 13:37 (C = 1, quiet), 13:45 (beside one busy process) and 05:05 UTC (C = 0.1); the runs of 13:24,
+# 05:08 and 02:57 UTC and of 2026-11-30 at 23:29 and 23:54 UTC for what changed.
 READINGS = {
     (1.0, 0): [
         "",
         "Every cluster fit is certified: its gap is below tol and its distance from the optimum within "
-        "the gap. At C = 1 the models keep 11,000-15,600 weights, more than the 1,023 whose block the "
-        "cluster forms, so its steps are the damped orthant steps of the Hessian's products, as in the "
-        "run of 02:57 UTC (the same 25, 28 and 35 steps; 6.0, 5.0 and 7.6 s). Before the damping "
-        "(2026-11-30, 23:54 UTC) the elastic net took 700 steps and 203 s at `l1_ratio=0.5` and 122 "
-        "steps and 41 s at 0.9, and pure L1 was refused (at 23:29 UTC it stood at a gap of 0.073 after "
-        "1,000 steps and 294 s). Against scikit-learn in memory the cluster takes 0.04-0.05 of `saga`'s "
-        "time and 8.1 times `liblinear`'s. Ours in memory descends the model by the rows' columns "
-        "(0.34-0.59 s, where the same damped steps took 0.65-1.10 s at 02:57 UTC): the cluster's 12-17 "
-        "times that is its steps' and products' rounds of tasks on 2 cores shared with the scheduler "
-        "and the client. These steps start from 0; a warm start from a sample (as the formed "
-        "Hessian's path has) is not built.",
+        "the gap. At C = 1 the models keep 11,000-17,000 weights, more than the 1,023 whose block the "
+        "cluster forms. Every row of the logistic loss is active and more than half of the squared "
+        "hinge's, at most twice the largest of the two parts, so every step gathers the parts' active "
+        "rows on the first worker and descends the model there by their columns (`COLUMNS_SHARE`). The "
+        "cluster took 1.4-6.0 s: 0.01 of `saga`'s time for the elastic net, 2.3 times `liblinear`'s "
+        "for pure L1 and 1.5 times for `LinearSVC`, and 2.8-4.4 times ours in memory. In the run of "
+        "13:24 UTC (2b36192, the rows gathered only up to the largest part's: none here) the same fits "
+        "took the damped orthant steps of the Hessian's products: 6.1, 7.0, 8.3 and 25.3 s (25, 28, 35 "
+        "and 83 steps; 83, 68, 104 and 388 products), pure L1 6.6 times `liblinear`'s and `LinearSVC` "
+        "6.4 times; at 05:08 UTC (174a990) the logistic fits took 5.9, 5.6 and 7.0 s. Before the "
+        "damping (2026-11-30, 23:54 UTC) the elastic net took 700 steps and 203 s at `l1_ratio=0.5`, "
+        "and pure L1 stood at a gap of 0.073 after 1,000 steps and 294 s (23:29 UTC). These steps "
+        "start from 0; a warm start from a sample (as the formed Hessian's path has) is not built.",
     ],
     (1.0, 1): [
         "",
-        "Beside one busy process the cluster took the same steps in 8.0, 6.3 and 10.0 s, 1.12-1.44 "
-        "times its quiet time: 0.04-0.06 of `saga`'s time and 9.4 times `liblinear`'s; ours in memory "
-        "took 0.28-0.71 s (0.82-1.20 times its quiet time).",
+        "Beside one busy process the cluster took the same steps in 1.8-7.6 s, 1.05-1.27 times its "
+        "quiet time: 0.01 of `saga`'s time, 3.0 times `liblinear`'s for pure L1 and 2.0 times for "
+        "`LinearSVC`; ours in memory took 0.40-2.09 s (0.86-1.0 times its quiet time). In the run of "
+        "05:16 UTC (174a990), with the products' steps, the logistic fits took 8.0, 6.3 and 10.0 s.",
     ],
     (0.1, 0): [
         "",
