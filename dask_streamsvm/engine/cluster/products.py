@@ -449,8 +449,8 @@ class _Operator:
 
     def columns_direction(self, penalty, w, g, shift=0.0):
         """The sparse penalty's model on its free weights descended by the rows' columns on the root's
-        worker (:meth:`TruncatedNewton.columns_direction`), or None where the active rows are more
-        than one part holds."""
+        worker (:meth:`TruncatedNewton.columns_direction`), or None where the active rows are too many
+        to gather (:func:`gathers`)."""
         return self.driver.columns_direction(self.j, penalty, w, g, self.diagonal, shift)
 
 
