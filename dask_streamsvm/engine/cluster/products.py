@@ -143,13 +143,19 @@ def part_budget(plan):
     worker's memory limit; None (no limit) outside a worker or without either."""
     if plan.cache_bytes is not None:
         return int(plan.cache_bytes)
+    worker = this_worker()
+    limit = None if worker is None else worker.memory_manager.memory_limit
+    return int(MEMORY_SHARE * limit) if limit else None
+
+
+def this_worker():
+    """The Dask worker this runs on, or None outside one."""
     try:
         from distributed import get_worker
 
-        limit = get_worker().memory_manager.memory_limit
-    except (ImportError, ValueError, AttributeError):
+        return get_worker()
+    except (ImportError, ValueError):
         return None
-    return int(MEMORY_SHARE * limit) if limit else None
 
 
 # A worker spill directory's name: the stem, its owner's host and pid, random (as one machine's spill).
@@ -305,16 +311,11 @@ def gather_room(plan):
     import dask
 
     limits = [] if plan.cache_bytes is None else [int(plan.cache_bytes)]
-    try:
-        from distributed import get_worker
-
-        worker = get_worker()
-        limit = worker.memory_manager.memory_limit
-        used = worker.monitor.get_process_memory()
-    except (ImportError, ValueError, AttributeError):
-        limit = None
+    worker = this_worker()
+    limit = None if worker is None else worker.memory_manager.memory_limit
     if limit:
         target = dask.config.get("distributed.worker.memory.target", 0.6) or 1.0
+        used = worker.monitor.get_process_memory()
         limits.append(max(int(target * limit) - int(used), 0) // ROOM_COPIES)
     return min(limits) if limits else None
 
@@ -337,7 +338,8 @@ def part_active_columns(evaluated, j, free):
     matrix of the part's width and the rows' ``D_ii``, for :func:`root_columns_direction`."""
     X, d = evaluated.terms[j]
     rows = np.flatnonzero(d > 0.0)
-    X, d = X[rows], d[rows]
+    if rows.size < X.shape[0]:  # (where every row is active, no copy: the columns' cut makes one)
+        X, d = X[rows], d[rows]
     features = free[free < X.shape[1]]
     on_free = sp.csr_matrix(X[:, features] if sp.issparse(X) else np.take(X, features, axis=1))
     indices = features[on_free.indices]
