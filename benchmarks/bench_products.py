@@ -9,8 +9,10 @@ guide (``docs/guide/threads.md``):
   16 MB; BLAS limited to 1 and 2 threads; the median of 5 after a first call.
 - ``--part threads``: the whole in-memory softmax fit (200,000 x 500 dense rows, 10 classes, C = 1,
   tol 1e-3, ``bench_softmax_cluster``'s ``classes`` set) in fresh processes, with the library's
-  own thread setting (one BLAS thread) and with two (``OMP_NUM_THREADS=2`` in the child's
-  environment, a choice the library leaves alone),
+  own thread setting (the rows split between a row thread a core, one BLAS thread each), on one
+  thread (``OMP_NUM_THREADS=1`` in the child's environment, a choice the library leaves alone: no
+  row threads) and on two BLAS threads (``OMP_NUM_THREADS=2``), and scikit-learn's
+  ``LogisticRegression(C=1)`` (``lbfgs``, BLAS on every core, its default) on the same rows,
   quiet and beside ``--busy`` busy processes (``python -c "while True: pass"``), interleaved.
 
     python -m benchmarks.bench_products
@@ -94,9 +96,14 @@ def child_softmax(spec):
     from dask_streamsvm import LogisticRegression
 
     X, y = rows_of("classes")
+    if spec.get("sklearn"):
+        from sklearn.linear_model import LogisticRegression
     LogisticRegression(tol=1e-3).fit(X[:2000], y[:2000])
     start = time.perf_counter()
-    LogisticRegression(C=1.0, tol=1e-3).fit(X, y)
+    if spec.get("sklearn"):
+        LogisticRegression(C=1.0, max_iter=1000).fit(X, y)
+    else:
+        LogisticRegression(C=1.0, tol=1e-3).fit(X, y)
     return {"fit_s": time.perf_counter() - start}
 
 
@@ -111,20 +118,28 @@ def _environment(threads):
     return env
 
 
+# The fits of threads_table: (the child's BLAS threads, None: the library's own setting; scikit-learn's).
+THREAD_FITS = {"library": (None, False), "one": (1, False), "blas2": (2, False), "sklearn": (None, True)}
+
+
 def threads_table(busy, repeats):
-    print("| condition | load at the start | one BLAS thread (the library's) | two BLAS threads |")
+    print(
+        "| condition | load at the start | the library's (a row thread a core) | one thread "
+        "(`OMP_NUM_THREADS=1`) | two BLAS threads (`OMP_NUM_THREADS=2`) | scikit-learn `lbfgs` |"
+    )
     for n_busy in sorted({0, busy}):
         load = os.getloadavg()[0]
-        seconds = {None: [], 2: []}
+        seconds = {name: [] for name in THREAD_FITS}
         with beside_busy(n_busy):
             for _ in range(repeats):
-                for threads in seconds:
-                    seconds[threads].append(
-                        run_child("bench_products", "softmax", {}, env=_environment(threads))["fit_s"]
+                for name, (threads, sklearn) in THREAD_FITS.items():
+                    spec = {"sklearn": sklearn}
+                    seconds[name].append(
+                        run_child("bench_products", "softmax", spec, env=_environment(threads))["fit_s"]
                     )
-        cells = [f"{min(s):.2f}-{max(s):.2f} s" for s in seconds.values()]
+        cells = " | ".join(f"{min(s):.2f}-{max(s):.2f} s" for s in seconds.values())
         condition = "quiet" if n_busy == 0 else f"beside {n_busy} busy"
-        print(f"| {condition} | {load:.2f} | {cells[0]} | {cells[1]} |", flush=True)
+        print(f"| {condition} | {load:.2f} | {cells} |", flush=True)
 
 
 def main(argv=None):

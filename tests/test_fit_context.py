@@ -255,3 +255,77 @@ def test_the_fit_cores_are_the_process_affinity_shared_by_a_workers_threads(loca
     assert fit_cores() == cores
     with distributed.Client(local_cluster) as client:  # one worker of two threads
         assert client.submit(fit_cores, pure=False).result() == max(1, cores // 2)
+
+
+def _softmax_rows(n=3000, d=40, classes=4, seed=5):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = np.argmax(X @ rng.standard_normal((d, classes)) + rng.gumbel(size=(n, classes)), axis=1)
+    return X, y
+
+
+def test_an_in_memory_softmax_fit_splits_its_dense_rows_between_the_row_threads(
+    blas_default_two, monkeypatch
+):
+    """The in-memory softmax model (beyond its formed Hessian) runs its dense rows' products on as
+    many row threads as the process has cores, each on one BLAS thread, and finds the model of one
+    thread; CSR rows, and a user's choice of BLAS threads, keep every product in the fit's thread."""
+    import threading
+
+    from dask_streamsvm.engine.primal import sums
+
+    threads = blas_default_two
+    X, y = _softmax_rows()  # 4 x 41 weights: beyond HESSIAN_WIDTH, the conjugate gradient's products
+    monkeypatch.setattr(sums, "PRODUCT_CHUNK_BYTES", 8 * 40 * 100)  # 100 rows a chunk: 30 chunks
+    ran, product = [], sums.transposed_product
+
+    def recorded(A, B):  # BLAS's threads read once a thread (threadpoolctl walks the libraries)
+        name = threading.current_thread().name
+        if name not in {seen for seen, _ in ran}:
+            ran.append((name, _blas_threads()))
+        return product(A, B)
+
+    monkeypatch.setattr(sums, "transposed_product", recorded)
+
+    def fit(cores, rows=X, **params):
+        monkeypatch.setattr(threads, "fit_cores", lambda: cores)
+        ran.clear()
+        return LogisticRegression(C=1.0, tol=1e-8, **params).fit(rows, y), {name for name, _ in ran}
+
+    one, names = fit(1)
+    assert threads.memory_row_threads() == 1 and threads.memory_row_threads(sparse_rows=True) == 1
+    assert names == {threading.current_thread().name}
+    two, names = fit(2)
+    assert any(name.startswith("dask_streamsvm-rows") for name in names), names  # the diagonal: here
+    assert all(blas == {1} for _, blas in ran)
+    assert two.n_iter_ == one.n_iter_ and two.duality_gap_ <= 1e-8
+    np.testing.assert_allclose(two.coef_, one.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(two.intercept_, one.intercept_, rtol=1e-9, atol=1e-12)
+    assert threads.memory_row_threads() == 2 and threads.memory_row_threads(sparse_rows=True) == 1
+    _, names = fit(2, rows=sp.csr_matrix(X))  # SciPy's products: no row threads
+    assert not names - {threading.current_thread().name}
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # the user's choice of threads stands alone
+    assert threads.memory_row_threads() == 1
+    _, names = fit(2)
+    assert names == {threading.current_thread().name}
+
+
+def test_the_row_threads_pool_is_made_again_in_a_forked_child_or_for_more_threads(monkeypatch):
+    """A forked child's copy of the executor has no threads: a pool made in another process (its
+    pid) is made again, as is one of fewer threads than a fit asks; a fit of one row thread has
+    none."""
+    from dask_streamsvm.engine.plan import threads
+
+    monkeypatch.setattr(threads, "_row_pool", {"pid": None, "threads": 0, "executor": None})
+    assert threads.row_pool() == (None, 1)
+    with threads.row_threads(2):
+        pool, count = threads.row_pool()
+        assert count == 2 and threads.row_pool()[0] is pool
+        assert list(pool.map(lambda v: v + 1, [1, 2])) == [2, 3]
+        threads._row_pool["pid"] = -1  # as the parent's pool in a forked child
+        again, _ = threads.row_pool()
+        assert again is not pool and list(again.map(abs, [-1])) == [1]
+    with threads.row_threads(3):
+        wider, count = threads.row_pool()
+        assert count == 3 and wider is not again
+    assert threads.row_pool() == (None, 1)

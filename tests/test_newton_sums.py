@@ -374,3 +374,65 @@ def test_the_squares_product_is_the_squares_of_every_row_a_chunk_at_a_time(monke
     for weight in (rng.random(700), rng.random((700, 3))):
         got = primal_sums.squares_product(X, weight)
         np.testing.assert_allclose(got, (dense * dense).T @ weight, rtol=1e-12)
+
+
+class _RecordingPool:
+    """An executor's ``map`` that runs each run of chunks in the calling thread and records it."""
+
+    def __init__(self):
+        self.runs = []
+
+    def map(self, fn, runs):
+        runs = list(runs)
+        self.runs.extend(list(chunks) for chunks in runs)
+        return [fn(chunks) for chunks in runs]
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_the_row_threads_sum_contiguous_runs_of_chunks_added_in_order(monkeypatch, threads):
+    """:func:`~.sums.chunk_sums`: ROW_RUNS (4) contiguous runs of chunks a row thread, every chunk
+    in exactly one run, the runs' sums added in the chunks' order; one run where there is one row
+    thread (the chunks' sums in order, in the calling thread)."""
+    assert primal_sums.ROW_RUNS == 4
+    pool = _RecordingPool()
+    monkeypatch.setattr(primal_sums, "row_pool", lambda: (pool, threads))
+    seen = []
+
+    def chunk_sum(rows):
+        seen.append((rows.start, rows.stop))
+        return (np.array([rows.stop - rows.start]), np.array([rows.start]))
+
+    n, step = 1000, 7  # 143 chunks, the last of 6 rows
+    total = primal_sums.chunk_sums(n, step, chunk_sum)
+    assert len(pool.runs) == 4 * threads
+    assert [lo for run in pool.runs for lo in run] == list(range(0, n, step))
+    assert all(len(run) > 0 for run in pool.runs)
+    assert sorted(seen) == [(lo, min(lo + step, n)) for lo in range(0, n, step)]
+    assert total[0].tolist() == [n] and total[1].tolist() == [sum(range(0, n, step))]
+    monkeypatch.setattr(primal_sums, "row_pool", lambda: (None, 1))
+    pool.runs.clear()
+    assert primal_sums.chunk_sums(n, step, chunk_sum)[0].tolist() == [n] and not pool.runs
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("n", [0, 5, 2_345])
+def test_the_dense_products_on_row_threads_are_numpys(monkeypatch, threads, n):
+    """``weighted_product`` and ``rows_product`` a chunk of 11 rows at a time on 1 and 3 row threads
+    (:func:`~..plan.threads.row_threads`): NumPy's products over every row, the scores written for
+    every row, whatever the threads (the same sums to the last digits)."""
+    from dask_streamsvm.engine.plan.threads import row_threads
+
+    monkeypatch.setattr(primal_sums, "PRODUCT_CHUNK_BYTES", 8 * 30 * 11)
+    rng = np.random.default_rng(21)
+    X, V, R = rng.standard_normal((n, 30)), rng.standard_normal((30, 4)), rng.standard_normal((n, 4))
+    P = rng.uniform(0.1, 1.0, (n, 4))
+    scores = np.full((n, 4), np.nan)
+    with row_threads(threads):
+        total, summed = primal_sums.weighted_product(X, V, 0.5, lambda rows, Z: P[rows] * Z, scores)
+        sums = primal_sums.rows_product(R, X)
+    A = P * (X @ V + 0.5)
+    np.testing.assert_allclose(scores, X @ V + 0.5, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(total, X.T @ A, rtol=1e-12, atol=1e-11)
+    np.testing.assert_allclose(summed, A.sum(axis=0), rtol=1e-12, atol=1e-11)
+    np.testing.assert_allclose(sums, R.T @ X, rtol=1e-12, atol=1e-11)
+    assert total.shape == (30, 4) and summed.shape == (4,) and sums.shape == (4, 30)

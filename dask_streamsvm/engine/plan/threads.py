@@ -21,9 +21,12 @@ rows, as :func:`~..primal.sums.chunk_rows` cuts them), one thread against two:
 So a fit runs its BLAS on one thread (:func:`blas_threads`, applied by the fit context of every
 estimator), and the in-memory primal solver of a model at least :data:`WIDE_GRAM` columns wide,
 which runs no reader, on the cores the process has (:func:`fit_cores`), unless its rows are CSR.
-The in-memory softmax model's Hessian products stay on one thread: two were about 1.6x faster on a
+The in-memory softmax model's products stay on one BLAS thread: two were about 1.6x faster on a
 quiet machine and 1.6x slower beside one busy process (``benchmarks/bench_products.py``,
-``docs/guide/threads.md``).
+``docs/guide/threads.md``).  Its dense rows are instead split between *row threads*
+(:func:`row_threads`): each sums its own runs of rows on one BLAS thread, and their sums are added
+in order, so no thread waits on another inside a product and a thread that shares its core with a
+busy process leaves its last runs to the others.
 
 A user's own choice wins and is left alone: a BLAS thread count in the environment
 (:data:`BLAS_ENVIRONMENT`, as a Dask worker's nanny sets ``OMP_NUM_THREADS=1``), or a
@@ -32,9 +35,11 @@ when ``dask_streamsvm`` was imported).
 """
 
 import contextlib
+import contextvars
 import os
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from threadpoolctl import ThreadpoolController
 
@@ -139,3 +144,44 @@ def primal_memory_threads(width, sparse_rows=False):
     (``sparse_rows``, without a feature map), whose products are SciPy's own loops, not BLAS; a
     second thread there only slows the vector operations beside a busy process (:data:`WIDE_GRAM`)."""
     return fit_cores() if width >= WIDE_GRAM and not sparse_rows else 1
+
+
+# The row threads of the fit running in this context (:func:`row_threads`): 1 runs every chunk in
+# the calling thread.  A context variable, so that the reader thread and a second fit in another
+# thread keep their own.
+_row_threads = contextvars.ContextVar("dask_streamsvm_row_threads", default=1)
+# The executor the row threads run on, made again in a forked child (whose copy has no threads) or
+# when a fit asks for more threads than it has: {"pid", "threads", "executor"}.
+_row_pool = {"pid": None, "threads": 0, "executor": None}
+_row_pool_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def row_threads(threads):
+    """Within the block, the dense products that split their rows
+    (:func:`~..primal.sums.chunk_sums`) run on ``threads`` threads of one BLAS thread each."""
+    token = _row_threads.set(max(1, int(threads)))
+    try:
+        yield
+    finally:
+        _row_threads.reset(token)
+
+
+def row_pool():
+    """``(executor, threads)`` of the row threads in force, or ``(None, 1)`` where there is one."""
+    threads = _row_threads.get()
+    if threads <= 1:
+        return None, 1
+    with _row_pool_lock:
+        pool = _row_pool
+        if pool["executor"] is None or pool["pid"] != os.getpid() or pool["threads"] < threads:
+            prefix = "dask_streamsvm-rows"
+            pool.update(pid=os.getpid(), threads=threads, executor=ThreadPoolExecutor(threads, prefix))
+        return pool["executor"], threads
+
+
+def memory_row_threads(sparse_rows=False):
+    """Row threads of an in-memory fit that splits its dense rows' products (:func:`row_threads`):
+    the cores the process has (:func:`fit_cores`), unless its rows are CSR (SciPy's products) or the
+    user chose the BLAS threads (:func:`users_choice`), whose count then stands alone."""
+    return 1 if sparse_rows or users_choice() else fit_cores()

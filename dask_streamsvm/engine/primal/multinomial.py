@@ -62,8 +62,9 @@ from ...kernels.softmax import entropy_rows, softmax_rows
 from ..plan.certificate import Certificate, check_gap
 from ..plan.problem import MULTINOMIAL_SOLVER, balanced_weights
 from ..plan.result import FitResult
+from ..plan.threads import memory_row_threads, row_threads
 from .newton import CG_MAX_STEPS, CG_RESIDUAL
-from .sums import squares_product, weighted_product
+from .sums import rows_product, squares_product, weighted_product
 
 # The name history_ records for this solver ("solver").
 SOLVER_NAME = MULTINOMIAL_SOLVER
@@ -115,8 +116,8 @@ def scores(X, V, fit_intercept=False):
 def class_sums(X, R, fit_intercept=False):
     """``sum_i R_ik x~_i``, a dense ``(K, D)`` array (``R`` ``(n, K)``), of the rows ``X`` (without
     the intercept column where ``fit_intercept``: its column is ``R``'s sums)."""
-    # dense rows: R^T X, OpenBLAS's faster layout (~.sums.transposed_product)
-    S = np.asarray((X.T @ R).T) if sp.issparse(X) else R.T @ X
+    # dense rows: R^T X, OpenBLAS's faster layout (~.sums.transposed_product), on the row threads
+    S = np.asarray((X.T @ R).T) if sp.issparse(X) else rows_product(R, X)
     return np.hstack([S, R.sum(axis=0)[:, None]]) if fit_intercept else S
 
 
@@ -507,10 +508,12 @@ def solve_multinomial(X, y_index, weights, plan, *, clock_start=None, hooks=None
     model = model_of(K, fit_intercept)
 
     on_pass = None if hooks is None else hooks.joint
-    W, cert, steps, converged, history, interrupted, stalled = solve_softmax(
-        problem, tol=plan.tol, max_iter=plan.max_iter, clock_start=clock_start, on_pass=on_pass,
-        scale=scale, model=model,
-    )  # fmt: skip
+    # no reader: the dense rows' products take the process's cores, a share of the rows each
+    with row_threads(memory_row_threads(sp.issparse(X))):
+        W, cert, steps, converged, history, interrupted, stalled = solve_softmax(
+            problem, tol=plan.tol, max_iter=plan.max_iter, clock_start=clock_start, on_pass=on_pass,
+            scale=scale, model=model,
+        )  # fmt: skip
     result = FitResult(
         W=model(W), certificates=[cert], passes=steps, converged=converged, history=history,
         interrupted=interrupted,

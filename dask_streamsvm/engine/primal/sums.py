@@ -36,6 +36,7 @@ from ...kernels.newton import csr_hessian_product, csr_newton_sums, dense_newton
 from ..plan.layout import as_kernel_rows
 from ..plan.losses import loss_by_code
 from ..plan.problem import column_max_abs
+from ..plan.threads import row_pool
 from .l1 import column_layout
 
 # Step lengths a read tries along the Newton direction: 1, 1/2, ..., 1/2048 (:func:`trial_steps`).
@@ -52,6 +53,10 @@ CHUNK_BYTES = 16 << 20  # float64 rows made at a time (:func:`chunk_rows`)
 # x 500, 10 classes: 215 -> 180 ms on one thread, 132 -> 102 ms on two); 1 MB is, at two threads on
 # 2M x 60 (OpenBLAS does not split a small product between threads).
 PRODUCT_CHUNK_BYTES = 4 << 20
+# Runs of chunks each row thread sums (:func:`chunk_sums`): more than one, so that a thread that shares
+# its core with a busy process leaves its last runs to the others; few, so that few partial sums are
+# held (one ``d x m`` array a run).
+ROW_RUNS = 4
 # CSR chunks narrower than this and at least DENSE_FILL full are made dense (at 1024 columns,
 # 34 MB a chunk): the Hessian's products are then BLAS calls.  Sparser rows cost less as CSR (the
 # Gram matrix of a row costs its nonzeros' count times itself): measured on a9a (11% full) and w8a (4%).
@@ -504,30 +509,66 @@ def transposed_product(A, B):
     return (A.T @ B).T
 
 
+def chunk_sums(n, step, chunk_sum):
+    """The sum over the rows ``0 .. n`` of ``chunk_sum(rows)`` (a tuple of arrays) for every slice
+    ``rows`` of ``step`` rows, on the fit's row threads (:func:`~..plan.threads.row_threads`): each
+    thread adds up contiguous runs of chunks, :data:`ROW_RUNS` a thread, and the runs' sums are added
+    in order, so that the result does not depend on which thread ran first (on one row thread: the
+    chunks' sums in order, in the calling thread)."""
+    starts = range(0, n, step)
+    pool, threads = row_pool()
+
+    def run(chunks):
+        total = None
+        for lo in chunks:
+            part = chunk_sum(slice(lo, min(lo + step, n)))
+            total = part if total is None else tuple(a + b for a, b in zip(total, part, strict=True))
+        return total
+
+    if pool is None or len(starts) < 2:
+        return run(starts)
+    runs = min(len(starts), ROW_RUNS * threads)
+    bounds = np.linspace(0, len(starts), runs + 1).astype(int)
+    totals = list(pool.map(run, [starts[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]))
+    return tuple(sum(parts[1:], parts[0]) for parts in zip(*totals, strict=True))
+
+
 def weighted_product(X, V, offset, weigh, scores=None):
     """``(X^T A, sum_i A_i)`` of dense rows ``X``, where ``A = weigh(rows, X[rows] V + offset)`` (the
     rows' weights from their scores: ``V`` ``(d,)`` or ``(d, m)``), :data:`PRODUCT_CHUNK_BYTES` of
     rows at a time, so that each chunk is read from memory once for both products (the second
     reads it from the cache): a Hessian product's ``X^T D X V``, whose two passes over every row
     are bound by the memory's speed, not the arithmetic's.  ``scores``: an array of ``X V``'s
-    shape that receives the rows' scores ``X V + offset`` (else they are not kept)."""
+    shape that receives the rows' scores ``X V + offset`` (else they are not kept).  The chunks
+    run on the fit's row threads (:func:`chunk_sums`)."""
     n, d = X.shape
     V = np.ascontiguousarray(V, dtype=np.float64)
-    total, summed = np.zeros((d,) + V.shape[1:]), np.zeros(V.shape[1:])
     step = max(1, PRODUCT_CHUNK_BYTES // (8 * max(1, d)))
     wide = V.ndim == 2  # several directions: both products as short wide ones (transposed_product)
     Vt = np.ascontiguousarray(V.T) if wide else None
-    for lo in range(0, n, step):
-        rows = slice(lo, min(lo + step, n))
+
+    def chunk_sum(rows):
         chunk = X[rows]
         Z = (Vt @ chunk.T).T if wide else chunk @ V
         Z += offset
         if scores is not None:
             scores[rows] = Z
         A = weigh(rows, Z)
-        total += transposed_product(A, chunk) if wide else chunk.T @ A
-        summed += A.sum(axis=0)
-    return total, summed
+        return (transposed_product(A, chunk) if wide else chunk.T @ A), A.sum(axis=0)
+
+    if n == 0:
+        return np.zeros((d,) + V.shape[1:]), np.zeros(V.shape[1:])
+    return chunk_sums(n, step, chunk_sum)
+
+
+def rows_product(A, X):
+    """``A^T X`` (``(m, d)``) of dense rows ``X`` ``(n, d)`` and weights ``A`` ``(n, m)``, made
+    :data:`PRODUCT_CHUNK_BYTES` of rows at a time on the fit's row threads (:func:`chunk_sums`)."""
+    n, d = X.shape
+    if n == 0:
+        return np.zeros((A.shape[1], d))
+    step = max(1, PRODUCT_CHUNK_BYTES // (8 * max(1, d)))
+    return chunk_sums(n, step, lambda rows: (A[rows].T @ X[rows],))[0]
 
 
 class ProductRead:
