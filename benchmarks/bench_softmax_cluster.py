@@ -268,30 +268,27 @@ def main(argv=None):
     write_section(MARKER, lines + ["", *READING, ""])
 
 
-# What the tables say, kept beside them (the figures are those of the runs of 2026-12-01, 08:36 UTC
-# quiet and 08:38 UTC beside one busy process, at 775a8a1).
+# What the tables say, kept beside them (the figures are those of the runs of 2026-12-01, 15:41 UTC
+# quiet and 15:43 UTC beside one busy process, at 4c247b1).
 READING = [
     "What a cluster fit does (`classes`): the parts' first read (it counts the classes and keeps the "
-    "sample; the workers generate the rows, 1.86 s for a plain read of both parts), the sample's "
+    "sample; the workers generate the rows, 1.95 s for a plain read of both parts), the sample's "
     "solve on a worker, the parts read again and held, then 4 evaluations and 12 products, each a "
     "task per part and a sum up the tree. The plain read here is the workers making their rows, "
-    "cheaper than a file's read: on `text` it is 0.26 s, and the fit's 5.6 s is the solver's. "
-    'Against one-vs-rest on the same cluster (what `"auto"` trained at this width before): 4.4x '
-    "faster on `classes` (ten problems of the binary Newton reads, each a read a step), 1.7x on "
+    "cheaper than a file's read: on `text` it is 0.26 s, and the fit's 5.8 s is the solver's. "
+    'Against one-vs-rest on the same cluster (what `"auto"` trained at this width before): 4.1x '
+    "faster on `classes` (ten problems of the binary Newton reads, each a read a step), 1.8x on "
     "`text`. Against one process: on these 2 cores the cluster's two workers share the machine with "
-    "the scheduler and the client, and ours in memory is 3.9x (`classes`) and 3.5x (`text`) faster "
+    "the scheduler and the client, and ours in memory is 6.8x (`classes`) and 3.1x (`text`) faster "
     "than the cluster's fit. In memory, scikit-learn's `lbfgs` runs BLAS on both cores (its "
-    "default) and ours on one (the library's setting: two threads were 1.45-1.6x faster quiet and 1.6x "
-    "slower beside a busy process, the threads guide). On `classes` `lbfgs` is 1.30x faster than "
-    "ours on a quiet machine (2.09 s against 2.72 s: its 8 iterations take about 16 products of "
-    "the rows, our 4 Newton steps a pass each for the gradient, two for each of the 10 "
-    "conjugate-gradient products, and a tenth of one for the preconditioner), and 1.63x slower "
-    "beside one busy process (4.49 s against 2.75 s). Until 7935a38 it was 2.1x faster quiet (1.64 s "
-    "against 3.39 s on 2026-11-30; 5.3 s was ours on this machine on 2026-12-01, quiet, in a one-off "
-    "run): the passes over dense rows are now made as OpenBLAS's short wide products (`R^T X` 0.097 s "
-    "against `X^T R` 0.193 s on these rows, one thread), the line search takes the step's scores the "
-    "conjugate gradient summed from its products instead of a pass of its own, and (775a8a1) the "
-    "preconditioner sums every 10th row. On `text` it is 4.8x slower (7.61 s against 1.60 s).",
+    "default); ours splits the dense rows between a row thread a core, each on one BLAS thread "
+    "(since 4c247b1; the threads guide), and the CSR rows' products run in the fit's thread. On "
+    "`classes` ours is 1.18x faster than `lbfgs` on a quiet machine (1.80 s against 2.12 s) and "
+    "1.72x faster beside one busy process (2.44 s against 4.20 s). Our 4 Newton steps take a pass "
+    "each for the gradient, two for each of the 10 conjugate-gradient products and a tenth of one "
+    "for the preconditioner; `lbfgs`'s 8 iterations about 16 products of the rows. On one thread "
+    "(the library until 4c247b1) ours took 2.72 s at 08:36 UTC, 1.30x `lbfgs`'s 2.09 s. On `text` "
+    "`lbfgs` is 4.2x slower (7.98 s against 1.88 s).",
 ]
 
 
