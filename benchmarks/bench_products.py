@@ -14,10 +14,15 @@ guide (``docs/guide/threads.md``):
   row threads) and on two BLAS threads (``OMP_NUM_THREADS=2``), and scikit-learn's
   ``LogisticRegression(C=1)`` (``lbfgs``, BLAS on every core, its default) on the same rows,
   quiet and beside ``--busy`` busy processes (``python -c "while True: pass"``), interleaved.
+- ``--part primal``: the same for the in-memory primal solver of the binary models on dense rows
+  (``LinearSVC(dual=False)`` and ``LogisticRegression()``, C = 1, tol 1e-3, on 1,000,000 x 60
+  Gaussian rows, its Gram matrices narrower than ``WIDE_GRAM``), against scikit-learn's
+  ``LinearSVC(dual=False)`` (``liblinear``) and ``LogisticRegression()`` (``lbfgs``).
 
     python -m benchmarks.bench_products
     python -m benchmarks.bench_products --part chunks
     python -m benchmarks.bench_products --part threads --repeats 2
+    python -m benchmarks.bench_products --part primal --repeats 2
 
 It prints its tables; their figures are quoted in ``docs/guide/threads.md`` with the date and load.
 """
@@ -107,6 +112,27 @@ def child_softmax(spec):
     return {"fit_s": time.perf_counter() - start}
 
 
+def child_primal(spec):
+    """The in-memory primal fit of ``spec["model"]`` (``"svc"`` or ``"logistic"``) on 1,000,000 x 60
+    Gaussian rows after a warm-up fit, ours or scikit-learn's (``spec["sklearn"]``)."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((1_000_000, 60))
+    y = np.where(X @ rng.standard_normal(60) + rng.standard_normal(1_000_000) > 0, 1, -1)
+    if spec["sklearn"]:
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.svm import LinearSVC
+
+        make = {"svc": lambda: LinearSVC(dual=False), "logistic": lambda: LogisticRegression(max_iter=1000)}
+    else:
+        from dask_streamsvm import LinearSVC, LogisticRegression
+
+        make = {"svc": lambda: LinearSVC(dual=False), "logistic": LogisticRegression}
+    make[spec["model"]]().fit(X[:2000], y[:2000])
+    start = time.perf_counter()
+    make[spec["model"]]().fit(X, y)
+    return {"fit_s": time.perf_counter() - start}
+
+
 def _environment(threads):
     """A child's environment: without any BLAS thread variable (None: the library's own setting), or
     with ``OMP_NUM_THREADS`` and ``OPENBLAS_NUM_THREADS`` set, a choice the library leaves alone."""
@@ -122,29 +148,32 @@ def _environment(threads):
 THREAD_FITS = {"library": (None, False), "one": (1, False), "blas2": (2, False), "sklearn": (None, True)}
 
 
-def threads_table(busy, repeats):
+def threads_table(busy, repeats, task="softmax", models=(None,)):
     print(
         "| condition | load at the start | the library's (a row thread a core) | one thread "
-        "(`OMP_NUM_THREADS=1`) | two BLAS threads (`OMP_NUM_THREADS=2`) | scikit-learn `lbfgs` |"
+        "(`OMP_NUM_THREADS=1`) | two BLAS threads (`OMP_NUM_THREADS=2`) | scikit-learn (`lbfgs`; "
+        "`LinearSVC`: `liblinear`) |"
     )
     for n_busy in sorted({0, busy}):
         load = os.getloadavg()[0]
-        seconds = {name: [] for name in THREAD_FITS}
-        with beside_busy(n_busy):
-            for _ in range(repeats):
-                for name, (threads, sklearn) in THREAD_FITS.items():
-                    spec = {"sklearn": sklearn}
-                    seconds[name].append(
-                        run_child("bench_products", "softmax", spec, env=_environment(threads))["fit_s"]
-                    )
-        cells = " | ".join(f"{min(s):.2f}-{max(s):.2f} s" for s in seconds.values())
-        condition = "quiet" if n_busy == 0 else f"beside {n_busy} busy"
-        print(f"| {condition} | {load:.2f} | {cells} |", flush=True)
+        for model in models:
+            seconds = {name: [] for name in THREAD_FITS}
+            with beside_busy(n_busy):
+                for _ in range(repeats):
+                    for name, (threads, sklearn) in THREAD_FITS.items():
+                        spec = {"sklearn": sklearn, "model": model}
+                        seconds[name].append(
+                            run_child("bench_products", task, spec, env=_environment(threads))["fit_s"]
+                        )
+            cells = " | ".join(f"{min(s):.2f}-{max(s):.2f} s" for s in seconds.values())
+            condition = "quiet" if n_busy == 0 else f"beside {n_busy} busy"
+            condition += f", {model}" if model else ""
+            print(f"| {condition} | {load:.2f} | {cells} |", flush=True)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=["chunks", "threads", "both"], default="both")
+    parser.add_argument("--part", choices=["chunks", "threads", "primal", "both"], default="both")
     parser.add_argument("--busy", type=int, default=1, help="busy processes beside the second fits")
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args(argv)
@@ -153,6 +182,8 @@ def main(argv=None):
         chunks_table()
     if args.part in ("threads", "both"):
         threads_table(args.busy, args.repeats)
+    if args.part == "primal":
+        threads_table(args.busy, args.repeats, "primal", ("svc", "logistic"))
 
 
 if __name__ == "__main__":

@@ -329,3 +329,39 @@ def test_the_row_threads_pool_is_made_again_in_a_forked_child_or_for_more_thread
         wider, count = threads.row_pool()
         assert count == 3 and wider is not again
     assert threads.row_pool() == (None, 1)
+
+
+def test_an_in_memory_primal_fit_splits_its_dense_rows_between_the_row_threads(blas_default_two, monkeypatch):
+    """The in-memory primal solver's reads of dense rows narrower than WIDE_GRAM (BLAS on one
+    thread) run on a row thread a core, each summing its runs of chunks, and find the model of one
+    thread; at WIDE_GRAM and beyond BLAS takes the cores and the rows stay in the fit's thread."""
+    import threading
+
+    from dask_streamsvm.engine.primal import sums
+
+    threads = blas_default_two
+    monkeypatch.setattr(sums, "CHUNK_BYTES", 1)  # chunks of 256 rows (chunk_rows' least): 16 here
+    X, y = _rows(4000, 6)
+    ran, block_sums = set(), sums.block_sums
+
+    def recorded(*args, **kwargs):
+        ran.add(threading.current_thread().name)
+        return block_sums(*args, **kwargs)
+
+    monkeypatch.setattr(sums, "block_sums", recorded)
+
+    def fit(cores, **params):
+        monkeypatch.setattr(threads, "fit_cores", lambda: cores)
+        ran.clear()
+        return LinearSVC(dual=False, tol=1e-8, **params).fit(X, y), set(ran)
+
+    one, names = fit(1)
+    assert names == {threading.current_thread().name}
+    two, names = fit(2)
+    assert names and all(name.startswith("dask_streamsvm-rows") for name in names), names
+    assert two.n_iter_ == one.n_iter_
+    np.testing.assert_allclose(two.coef_, one.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(two.intercept_, one.intercept_, rtol=1e-9, atol=1e-12)
+    monkeypatch.setattr(threads, "WIDE_GRAM", 6)  # this model's width: BLAS on the cores instead
+    _, names = fit(2)
+    assert names == {threading.current_thread().name}

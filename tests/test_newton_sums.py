@@ -377,23 +377,33 @@ def test_the_squares_product_is_the_squares_of_every_row_a_chunk_at_a_time(monke
 
 
 class _RecordingPool:
-    """An executor's ``map`` that runs each run of chunks in the calling thread and records it."""
+    """An executor whose ``submit`` records each run of rows and runs it, in the calling thread, when
+    its result is asked for; ``most``: the most runs submitted and not yet asked for at once."""
 
     def __init__(self):
-        self.runs = []
+        self.runs, self.waiting, self.most = [], 0, 0
 
-    def map(self, fn, runs):
-        runs = list(runs)
-        self.runs.extend(list(chunks) for chunks in runs)
-        return [fn(chunks) for chunks in runs]
+    def submit(self, fn, bounds):
+        self.runs.append(bounds)
+        self.waiting += 1
+        self.most = max(self.most, self.waiting)
+        pool = self
+
+        class Lazy:
+            def result(self):
+                pool.waiting -= 1
+                return fn(bounds)
+
+        return Lazy()
 
 
 @pytest.mark.parametrize("threads", [2, 3])
 def test_the_row_threads_sum_contiguous_runs_of_chunks_added_in_order(monkeypatch, threads):
-    """:func:`~.sums.chunk_sums`: ROW_RUNS (4) contiguous runs of chunks a row thread, every chunk
-    in exactly one run, the runs' sums added in the chunks' order; one run where there is one row
-    thread (the chunks' sums in order, in the calling thread)."""
-    assert primal_sums.ROW_RUNS == 4
+    """:func:`~.sums.chunk_sums`: ROW_RUNS (4) contiguous runs of whole chunks a row thread, every
+    chunk in exactly one run, the runs' sums added in the chunks' order, at most RUNS_IN_FLIGHT (2)
+    runs a thread submitted and not yet added; one run where there is one row thread (the chunks'
+    sums in order, in the calling thread)."""
+    assert primal_sums.ROW_RUNS == 4 and primal_sums.RUNS_IN_FLIGHT == 2
     pool = _RecordingPool()
     monkeypatch.setattr(primal_sums, "row_pool", lambda: (pool, threads))
     seen = []
@@ -404,14 +414,35 @@ def test_the_row_threads_sum_contiguous_runs_of_chunks_added_in_order(monkeypatc
 
     n, step = 1000, 7  # 143 chunks, the last of 6 rows
     total = primal_sums.chunk_sums(n, step, chunk_sum)
-    assert len(pool.runs) == 4 * threads
-    assert [lo for run in pool.runs for lo in run] == list(range(0, n, step))
-    assert all(len(run) > 0 for run in pool.runs)
+    assert len(pool.runs) == 4 * threads and pool.most == 2 * threads
+    assert pool.runs[0][0] == 0 and pool.runs[-1][1] == n
+    assert all(
+        a[1] == b[0] and a[0] < a[1] and a[0] % step == 0
+        for a, b in zip(pool.runs[:-1], pool.runs[1:], strict=True)
+    )
     assert sorted(seen) == [(lo, min(lo + step, n)) for lo in range(0, n, step)]
     assert total[0].tolist() == [n] and total[1].tolist() == [sum(range(0, n, step))]
+    assert primal_sums.row_runs(20, 7, 8) == [(0, 7), (7, 14), (14, 20)]  # no more runs than chunks
     monkeypatch.setattr(primal_sums, "row_pool", lambda: (None, 1))
     pool.runs.clear()
     assert primal_sums.chunk_sums(n, step, chunk_sum)[0].tolist() == [n] and not pool.runs
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_the_in_memory_sums_on_row_threads_are_those_of_every_row(code):
+    """:func:`~.sums.memory_block_sums`: dense rows cut into runs of chunks between 3 row threads add
+    up to the sums of every row at once (each run's Hessian symmetrised, the trial losses, the
+    certificate's sums, the rows counted once)."""
+    from dask_streamsvm.engine.plan.threads import row_threads
+
+    rng = np.random.default_rng(17)
+    X, Y, cost, W, S = problem(rng, 1500, 6, 2, np.float64, True)  # 6 chunks of 256 rows (chunk_rows)
+    whole = block_sums(X, Y, cost, W, S, 1.0, code)
+    with row_threads(3):
+        split = primal_sums.memory_block_sums(X, Y, cost, W, S, 1.0, code)
+    assert split.rows == whole.rows == 1500 and np.array_equal(split.active, whole.active)
+    for name in ("loss", "alpha", "v", "hessian", "trial"):
+        np.testing.assert_allclose(getattr(split, name), getattr(whole, name), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("threads", [1, 3])

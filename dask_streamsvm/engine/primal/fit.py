@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from ..plan.losses import loss_of
 from ..plan.problem import column_max_abs
-from ..plan.threads import blas_threads, primal_memory_threads
+from ..plan.threads import blas_threads, memory_row_threads, primal_memory_threads, row_threads
 from .newton import band_share, check_width, solve_primal
 from .reads import band_metric, columns_metric, first_read, memory_read, metric_row_norm, stream_read
 from .sums import CG_WIDTH
@@ -55,9 +55,12 @@ def fit_primal_memory(X, y_index, weights, plan, width, hooks, clock_start, stal
         stop = bool(per_problem) and any([per_problem[c](record, W[c]) for c, record in enumerate(records)])
         return stop or (stalled is not None and stalled(records))
 
-    # no reader: a wide Gram matrix takes the cores (not CSR rows', made without BLAS)
+    # no reader: a wide Gram matrix takes the cores on BLAS's threads (not CSR rows', made without
+    # BLAS), narrower dense rows on row threads of one BLAS thread each
     sparse_rows = sp.issparse(X) and plan.feature_map is None
-    with blas_threads(primal_memory_threads(width, sparse_rows)):
+    blas = primal_memory_threads(width, sparse_rows)
+    rows = memory_row_threads(sparse_rows) if blas == 1 else 1
+    with blas_threads(blas), row_threads(rows):
         metric = row_norm = None
         if plan.feature_map is None and not loss_of(plan.loss).piecewise_quadratic:
             # a smooth loss's step dual bounds its reach by the rows' length in a metric (any metric

@@ -29,6 +29,7 @@ from .sums import (
     augmented_rows,
     block_sums,
     chunk_rows,
+    memory_block_sums,
     too_large,
     value_reason,
     without_dual,
@@ -624,7 +625,8 @@ def memory_read(X, y_index, weights, plan, products=None, row_norm=None):
     def read(W, S, todo):
         where = "" if reads[0] == 0 else None  # the first read checks the values (:func:`too_large`)
         reads[0] += 1
-        sums = block_sums(X, Y[todo], cost[todo], W, S, plan.bias, plan.loss_code, plan.feature_map, where)
+        args = (plan.bias, plan.loss_code, plan.feature_map, where)
+        sums = memory_block_sums(X, Y[todo], cost[todo], W, S, *args)
         sums.row_norm = row_norm
         return sums
 

@@ -26,6 +26,7 @@ rows, read in the rows' own precision, for every problem at once) and the Hessia
 BLAS product (GEMM) of the scaled active rows, symmetrised once per block.
 """
 
+import collections
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +58,10 @@ PRODUCT_CHUNK_BYTES = 4 << 20
 # its core with a busy process leaves its last runs to the others; few, so that few partial sums are
 # held (one ``d x m`` array a run).
 ROW_RUNS = 4
+# Runs a row thread may have in flight or waiting to be added (:func:`_added_in_order`): the sums held
+# at once (a Hessian each on the primal solver's reads: 84 MB for ten problems 1,023 wide) are at most
+# this many a thread, while a thread that shares its core with a busy process is waited for.
+RUNS_IN_FLIGHT = 2
 # CSR chunks narrower than this and at least DENSE_FILL full are made dense (at 1024 columns,
 # 34 MB a chunk): the Hessian's products are then BLAS calls.  Sparser rows cost less as CSR (the
 # Gram matrix of a row costs its nonzeros' count times itself): measured on a9a (11% full) and w8a (4%).
@@ -509,28 +514,71 @@ def transposed_product(A, B):
     return (A.T @ B).T
 
 
+def row_runs(n, step, threads):
+    """``[(lo, hi), ...]``: the rows ``0 .. n`` cut into contiguous runs of whole chunks of ``step``
+    rows (the last chunk short), :data:`ROW_RUNS` runs a row thread (fewer where there are fewer
+    chunks), every row in exactly one run, in order."""
+    chunks = -(-n // step)
+    runs = max(1, min(chunks, ROW_RUNS * threads))
+    bounds = np.linspace(0, chunks, runs + 1).astype(int) * step
+    return [(int(a), int(min(b, n))) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _added_in_order(pool, threads, fn, runs, add):
+    """``add``-ed ``fn(run)`` of every run, in the runs' order, on ``pool``'s ``threads``: at most
+    :data:`RUNS_IN_FLIGHT` runs a thread in flight or waiting to be added."""
+    pending, total = collections.deque(), None
+    for bounds in runs:
+        pending.append(pool.submit(fn, bounds))
+        if len(pending) < RUNS_IN_FLIGHT * threads:
+            continue
+        part = pending.popleft().result()
+        total = part if total is None else add(total, part)
+    while pending:
+        part = pending.popleft().result()
+        total = part if total is None else add(total, part)
+    return total
+
+
+def _added_arrays(total, part):
+    return tuple(a + b for a, b in zip(total, part, strict=True))
+
+
 def chunk_sums(n, step, chunk_sum):
     """The sum over the rows ``0 .. n`` of ``chunk_sum(rows)`` (a tuple of arrays) for every slice
     ``rows`` of ``step`` rows, on the fit's row threads (:func:`~..plan.threads.row_threads`): each
-    thread adds up contiguous runs of chunks, :data:`ROW_RUNS` a thread, and the runs' sums are added
-    in order, so that the result does not depend on which thread ran first (on one row thread: the
-    chunks' sums in order, in the calling thread)."""
-    starts = range(0, n, step)
+    thread adds up its runs of chunks (:func:`row_runs`), and the runs' sums are added in order, so
+    that the result does not depend on which thread ran first (on one row thread: the chunks' sums
+    in order, in the calling thread)."""
     pool, threads = row_pool()
 
-    def run(chunks):
+    def run(bounds):
         total = None
-        for lo in chunks:
-            part = chunk_sum(slice(lo, min(lo + step, n)))
-            total = part if total is None else tuple(a + b for a, b in zip(total, part, strict=True))
+        for lo in range(bounds[0], bounds[1], step):
+            part = chunk_sum(slice(lo, min(lo + step, bounds[1])))
+            total = part if total is None else _added_arrays(total, part)
         return total
 
-    if pool is None or len(starts) < 2:
-        return run(starts)
-    runs = min(len(starts), ROW_RUNS * threads)
-    bounds = np.linspace(0, len(starts), runs + 1).astype(int)
-    totals = list(pool.map(run, [starts[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]))
-    return tuple(sum(parts[1:], parts[0]) for parts in zip(*totals, strict=True))
+    if pool is None or n <= step:
+        return run((0, n))
+    return _added_in_order(pool, threads, run, row_runs(n, step, threads), _added_arrays)
+
+
+def memory_block_sums(X, Y, cost, W, S, bias, loss, feature_map=None, where=None):
+    """:func:`block_sums` of in-memory rows, dense rows without a feature map split between the
+    fit's row threads: each thread sums its runs of rows (:func:`row_runs` of
+    :func:`chunk_rows`' chunks), and the runs' :class:`Sums` are added in order."""
+    pool, threads = row_pool()
+    step = chunk_rows(W.shape[1] * W.shape[0])
+    n = X.shape[0]
+    if pool is None or sp.issparse(X) or feature_map is not None or n <= step:
+        return block_sums(X, Y, cost, W, S, bias, loss, feature_map, where)
+
+    def run(bounds):
+        lo, hi = bounds
+        return block_sums(X[lo:hi], Y[:, lo:hi], cost[:, lo:hi], W, S, bias, loss, None, where)
+
+    return _added_in_order(pool, threads, run, row_runs(n, step, threads), Sums.add)
 
 
 def weighted_product(X, V, offset, weigh, scores=None):
