@@ -1,4 +1,5 @@
-"""The BLAS threads of a fit: one, unless the user chose, or a wide in-memory Gram matrix pays for more.
+"""The threads of a fit: BLAS on one, unless the user chose or a wide in-memory Gram matrix pays for more;
+and row threads, a core each, for the dense rows of in-memory fits.
 
 A fit already runs its own threads: the trainer (numba kernels, no ``parallel=True``), and, when it
 streams, the reader thread that computes and decodes the next partitions.  OpenBLAS, left to itself,
@@ -21,12 +22,14 @@ rows, as :func:`~..primal.sums.chunk_rows` cuts them), one thread against two:
 So a fit runs its BLAS on one thread (:func:`blas_threads`, applied by the fit context of every
 estimator), and the in-memory primal solver of a model at least :data:`WIDE_GRAM` columns wide,
 which runs no reader, on the cores the process has (:func:`fit_cores`), unless its rows are CSR.
-The in-memory softmax model's products stay on one BLAS thread: two were about 1.6x faster on a
-quiet machine and 1.6x slower beside one busy process (``benchmarks/bench_products.py``,
-``docs/guide/threads.md``).  Its dense rows are instead split between *row threads*
-(:func:`row_threads`): each sums its own runs of rows on one BLAS thread, and their sums are added
-in order, so no thread waits on another inside a product and a thread that shares its core with a
-busy process leaves its last runs to the others.
+The in-memory primal solver below :data:`WIDE_GRAM` and the in-memory softmax model keep one BLAS thread (two
+were about 1.6x faster for the softmax model on a quiet machine and 1.6x slower beside one busy
+process, ``docs/guide/threads.md``) and split their dense rows between *row threads* instead
+(:func:`row_threads`, :func:`memory_row_threads`): each sums its own runs of rows on one BLAS thread,
+and their sums are added in order, so no thread waits on another inside a product and a thread that
+shares its core with a busy process leaves its last runs to the others (``python -m
+benchmarks.bench_products --part threads`` and ``--part primal``: 1.2-1.6x faster than one thread
+quiet, 1.1x beside one busy process).
 
 A user's own choice wins and is left alone: a BLAS thread count in the environment
 (:data:`BLAS_ENVIRONMENT`, as a Dask worker's nanny sets ``OMP_NUM_THREADS=1``), or a
