@@ -16,8 +16,9 @@ guide (``docs/guide/threads.md``):
   quiet and beside ``--busy`` busy processes (``python -c "while True: pass"``), interleaved.
 - ``--part primal``: the same for the in-memory primal solver of the binary models on dense rows
   (``LinearSVC(dual=False)`` and ``LogisticRegression()``, C = 1, tol 1e-3, on 1,000,000 x 60
-  Gaussian rows, its Gram matrices narrower than ``WIDE_GRAM``), against scikit-learn's
-  ``LinearSVC(dual=False)`` (``liblinear``) and ``LogisticRegression()`` (``lbfgs``).
+  Gaussian rows, its Gram matrices narrower than ``WIDE_GRAM``) and for the softmax model's Newton
+  reads on tall rows in memory (``LogisticRegression()`` on the same rows of three classes), against
+  scikit-learn's ``LinearSVC(dual=False)`` (``liblinear``) and ``LogisticRegression()`` (``lbfgs``).
 
     python -m benchmarks.bench_products
     python -m benchmarks.bench_products --part chunks
@@ -113,20 +114,27 @@ def child_softmax(spec):
 
 
 def child_primal(spec):
-    """The in-memory primal fit of ``spec["model"]`` (``"svc"`` or ``"logistic"``) on 1,000,000 x 60
-    Gaussian rows after a warm-up fit, ours or scikit-learn's (``spec["sklearn"]``)."""
+    """The in-memory primal fit of ``spec["model"]`` (``"svc"`` or ``"logistic"``; ``"softmax"``: the
+    logistic model of three classes) on 1,000,000 x 60 Gaussian rows after a warm-up fit, ours or
+    scikit-learn's (``spec["sklearn"]``)."""
     rng = np.random.default_rng(0)
     X = rng.standard_normal((1_000_000, 60))
-    y = np.where(X @ rng.standard_normal(60) + rng.standard_normal(1_000_000) > 0, 1, -1)
+    if spec["model"] == "softmax":  # labels drawn from the softmax of a random model
+        scores = X @ (rng.standard_normal((60, 3)) / np.sqrt(60)) + rng.gumbel(size=(1_000_000, 3))
+        y = np.argmax(scores, axis=1)
+    else:
+        y = np.where(X @ rng.standard_normal(60) + rng.standard_normal(1_000_000) > 0, 1, -1)
     if spec["sklearn"]:
         from sklearn.linear_model import LogisticRegression
         from sklearn.svm import LinearSVC
 
         make = {"svc": lambda: LinearSVC(dual=False), "logistic": lambda: LogisticRegression(max_iter=1000)}
+        make["softmax"] = make["logistic"]
     else:
         from dask_streamsvm import LinearSVC, LogisticRegression
 
         make = {"svc": lambda: LinearSVC(dual=False), "logistic": LogisticRegression}
+        make["softmax"] = make["logistic"]
     make[spec["model"]]().fit(X[:2000], y[:2000])
     start = time.perf_counter()
     make[spec["model"]]().fit(X, y)
@@ -183,7 +191,7 @@ def main(argv=None):
     if args.part in ("threads", "both"):
         threads_table(args.busy, args.repeats)
     if args.part == "primal":
-        threads_table(args.busy, args.repeats, "primal", ("svc", "logistic"))
+        threads_table(args.busy, args.repeats, "primal", ("svc", "logistic", "softmax"))
 
 
 if __name__ == "__main__":

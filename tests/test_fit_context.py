@@ -365,3 +365,37 @@ def test_an_in_memory_primal_fit_splits_its_dense_rows_between_the_row_threads(b
     monkeypatch.setattr(threads, "WIDE_GRAM", 6)  # this model's width: BLAS on the cores instead
     _, names = fit(2)
     assert names == {threading.current_thread().name}
+
+
+def test_the_softmax_models_newton_reads_in_memory_split_the_rows_between_the_row_threads(
+    blas_default_two, monkeypatch
+):
+    """Tall rows in memory train the softmax model by its Newton reads; each read's sums run on a
+    row thread a core (runs of chunks, added in order) and find the model of one thread."""
+    import threading
+
+    from dask_streamsvm.engine.primal import multinomial_reads, sums
+
+    threads = blas_default_two
+    monkeypatch.setattr(sums, "CHUNK_BYTES", 1)  # chunks of 256 rows (chunk_rows' least): 24 here
+    X, y = _softmax_rows(n=6000, d=5, classes=3)  # 6,000 rows of 18 weights: tall, the Newton reads
+    ran, softmax_sums = set(), multinomial_reads.softmax_sums
+
+    def recorded(*args, **kwargs):
+        ran.add(threading.current_thread().name)
+        return softmax_sums(*args, **kwargs)
+
+    monkeypatch.setattr(multinomial_reads, "softmax_sums", recorded)
+
+    def fit(cores):
+        monkeypatch.setattr(threads, "fit_cores", lambda: cores)
+        ran.clear()
+        return LogisticRegression(C=1.0, tol=1e-8).fit(X, y), set(ran)  # ran: the reads ran
+
+    one, names = fit(1)
+    assert names == {threading.current_thread().name}
+    two, names = fit(2)
+    assert names and all(name.startswith("dask_streamsvm-rows") for name in names), names
+    assert two.n_iter_ == one.n_iter_ and two.duality_gap_ <= 1e-8
+    np.testing.assert_allclose(two.coef_, one.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(two.intercept_, one.intercept_, rtol=1e-9, atol=1e-12)

@@ -98,6 +98,7 @@ from ...kernels.softmax import entropy_rows, shift_terms
 from ..plan.certificate import Certificate, check_gap
 from ..plan.problem import class_index
 from ..plan.result import FitResult
+from ..plan.threads import memory_row_threads, row_threads
 from .multinomial import (
     MIN_STEP_LENGTH,
     SOLVER_NAME,
@@ -115,7 +116,7 @@ from .multinomial import (
 )
 from .newton import MAX_WIDTH, STEP_SHARES, shortened
 from .reads import Sample, StreamRead, band_metric
-from .sums import Sums, chunk_rows
+from .sums import Sums, chunk_rows, run_sums
 from .warm import MEMORY_SAMPLE_PER_WIDTH, MEMORY_SAMPLE_SEED, MEMORY_SAMPLE_SHARE, WARM_TOL
 
 # The sample's solve (the warm start) takes at most this many Newton steps.
@@ -494,6 +495,12 @@ def solve_softmax_reads(X, y_index, weights, plan, *, clock_start=None, hooks=No
     docstring), each read a pass over the rows in memory: a :class:`~..plan.result.FitResult` as
     :func:`~.multinomial.solve_multinomial`'s.  Its solve from ``W = 0`` takes Newton's damped
     first steps on every row; here a sample's solve takes them, and the reads the last two."""
+    # no reader: the dense rows' sums take the process's cores, a share of the rows each
+    with row_threads(memory_row_threads(sp.issparse(X))):
+        return _solve_softmax_reads(X, y_index, weights, plan, clock_start, hooks)
+
+
+def _solve_softmax_reads(X, y_index, weights, plan, clock_start, hooks):
     clock_start = time.perf_counter() if clock_start is None else clock_start
     K = plan.classes.shape[0]
     problem = softmax_model(plan, X.shape[1], np.bincount(y_index, weights=weights, minlength=K))
@@ -506,16 +513,27 @@ def solve_softmax_reads(X, y_index, weights, plan, *, clock_start=None, hooks=No
     sample = None
     cost = problem.class_cost[y_index] * weights
 
+    def run_sum(bounds, point):
+        rows = slice(*bounds)
+        return softmax_sums(X[rows], y_index[rows], cost[rows], point, problem.fit_intercept, problem.metric)
+
     def evaluate(point):
         counts = Sums.zeros(0, 0)
         counts.rows = n
-        return softmax_sums(X, y_index, cost, point, problem.fit_intercept, problem.metric), counts, {}
+        sums = run_sums(n, chunk_rows(point.shape[1]), lambda bounds: run_sum(bounds, point), _added)
+        return sums, counts, {}
 
     def on_pass(records, W):
         return hooks is not None and hooks.on_pass(records, W, step="pass")
 
     counted = {"rows_read": 0, "bytes_read": 0, "rows_skipped": 0, "read_retries": 0, "notes": notes}
     return newton_reads(evaluate, problem, W, counted, on_pass, clock_start)
+
+
+def _added(total, part):
+    """``total`` (a :class:`SoftmaxSums`) with ``part`` added (:func:`~.sums.run_sums`'s ``add``)."""
+    total.add(part)
+    return total
 
 
 def sum_blocks(blocks, problem, W):

@@ -564,21 +564,27 @@ def chunk_sums(n, step, chunk_sum):
     return _added_in_order(pool, threads, run, row_runs(n, step, threads), _added_arrays)
 
 
+def run_sums(n, step, run_sum, add):
+    """The sums of the rows ``0 .. n`` of an in-memory fit: ``run_sum((lo, hi))`` of each run of whole
+    chunks of ``step`` rows (:func:`row_runs`) on the fit's row threads, the runs' sums ``add``-ed in
+    order (``add(total, part)`` returns the total); on one row thread ``run_sum((0, n))``."""
+    pool, threads = row_pool()
+    if pool is None or n <= step:
+        return run_sum((0, n))
+    return _added_in_order(pool, threads, run_sum, row_runs(n, step, threads), add)
+
+
 def memory_block_sums(X, Y, cost, W, S, bias, loss, feature_map=None, where=None):
     """:func:`block_sums` of in-memory rows, dense rows without a feature map split between the
-    fit's row threads: each thread sums its runs of rows (:func:`row_runs` of
-    :func:`chunk_rows`' chunks), and the runs' :class:`Sums` are added in order."""
-    pool, threads = row_pool()
-    step = chunk_rows(W.shape[1] * W.shape[0])
-    n = X.shape[0]
-    if pool is None or sp.issparse(X) or feature_map is not None or n <= step:
+    fit's row threads (:func:`run_sums` of :func:`chunk_rows`' chunks)."""
+    if sp.issparse(X) or feature_map is not None:
         return block_sums(X, Y, cost, W, S, bias, loss, feature_map, where)
 
-    def run(bounds):
+    def run_sum(bounds):
         lo, hi = bounds
         return block_sums(X[lo:hi], Y[:, lo:hi], cost[:, lo:hi], W, S, bias, loss, None, where)
 
-    return _added_in_order(pool, threads, run, row_runs(n, step, threads), Sums.add)
+    return run_sums(X.shape[0], chunk_rows(W.shape[1] * W.shape[0]), run_sum, Sums.add)
 
 
 def weighted_product(X, V, offset, weigh, scores=None):
