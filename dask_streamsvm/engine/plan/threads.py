@@ -161,8 +161,8 @@ _row_pool_lock = threading.Lock()
 
 @contextlib.contextmanager
 def row_threads(threads):
-    """Within the block, the dense products that split their rows
-    (:func:`~..primal.sums.chunk_sums`) run on ``threads`` threads of one BLAS thread each."""
+    """Within the block, the dense sums that split their rows (:func:`~..primal.sums.chunk_sums`,
+    :func:`~..primal.sums.run_sums`) run on ``threads`` threads of one BLAS thread each."""
     token = _row_threads.set(max(1, int(threads)))
     try:
         yield

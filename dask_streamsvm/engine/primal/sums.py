@@ -597,7 +597,6 @@ def weighted_product(X, V, offset, weigh, scores=None):
     run on the fit's row threads (:func:`chunk_sums`)."""
     n, d = X.shape
     V = np.ascontiguousarray(V, dtype=np.float64)
-    step = max(1, PRODUCT_CHUNK_BYTES // (8 * max(1, d)))
     wide = V.ndim == 2  # several directions: both products as short wide ones (transposed_product)
     Vt = np.ascontiguousarray(V.T) if wide else None
 
@@ -612,7 +611,7 @@ def weighted_product(X, V, offset, weigh, scores=None):
 
     if n == 0:
         return np.zeros((d,) + V.shape[1:]), np.zeros(V.shape[1:])
-    return chunk_sums(n, step, chunk_sum)
+    return chunk_sums(n, product_rows(d), chunk_sum)
 
 
 def rows_product(A, X):
@@ -621,8 +620,12 @@ def rows_product(A, X):
     n, d = X.shape
     if n == 0:
         return np.zeros((A.shape[1], d))
-    step = max(1, PRODUCT_CHUNK_BYTES // (8 * max(1, d)))
-    return chunk_sums(n, step, lambda rows: (A[rows].T @ X[rows],))[0]
+    return chunk_sums(n, product_rows(d), lambda rows: (A[rows].T @ X[rows],))[0]
+
+
+def product_rows(d):
+    """Dense rows ``d`` wide a product takes at a time: :data:`PRODUCT_CHUNK_BYTES` of float64."""
+    return max(1, PRODUCT_CHUNK_BYTES // (8 * max(1, d)))
 
 
 class ProductRead:
