@@ -180,6 +180,83 @@ def test_the_reads_sums_are_the_rows_sums(sparse):
     np.testing.assert_allclose(total.targets, problem.targets, rtol=1e-12)
 
 
+def _kron_hessian(problem, P):
+    """``sum_i C_i (diag(p_i) - p_i p_i^T) kron x~_i x~_i^T`` row by row in NumPy (``K D x K D``)."""
+    Xa = np.asarray(_rows(problem).todense()) if sp.issparse(problem.X) else _rows(problem)
+    A = np.einsum("ik,km->ikm", P, np.eye(P.shape[1])) - np.einsum("ik,im->ikm", P, P)
+    H = np.einsum("i,ikm,ia,ib->kamb", problem.cost, A, Xa, Xa)
+    K, D = P.shape[1], Xa.shape[1]
+    return H.reshape(K * D, K * D)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_the_rows_hessian_and_its_product_at_a_point_are_numpys(sparse, fit_intercept, monkeypatch):
+    """The rows' Hessian (dense rows: the Gram matrices of the rows scaled by each class pair's
+    weights' square roots, a chunk of 64 rows at a time, no column of ones copied; CSR rows: the
+    products of the augmented rows) and the product with a step that an in-memory read takes where
+    it did not form the Hessian (:func:`moved_product`, the probabilities made again from the
+    point), against the Kronecker sum row by row; rows of no cost add nothing."""
+    from dask_streamsvm.engine.primal import sums
+
+    monkeypatch.setattr(sums, "PRODUCT_CHUNK_BYTES", 8 * 64 * 13)  # 64-row chunks of 13 columns
+    X, y = _generated(4, sparse, n=500)
+    cost = np.random.RandomState(0).uniform(0.0, 2.0, X.shape[0])
+    cost[:40] = 0.0
+    problem = _problem(X, y, 4, fit_intercept, cost=cost)
+    rng = np.random.RandomState(2)
+    W, S = (rng.normal(scale=0.3, size=(4, problem.D)) for _ in range(2))
+    P, _ = problem.loss(problem.scores(W))
+    H = multinomial.rows_hessian(problem.X, cost, P, 4, fit_intercept)
+    reference = _kron_hessian(problem, P)
+    np.testing.assert_allclose(H, reference, rtol=1e-11, atol=1e-9)
+    moved = multinomial_reads.moved_product(problem.X, cost, W, S, fit_intercept)
+    np.testing.assert_allclose(moved.ravel(), reference @ S.ravel(), rtol=1e-10, atol=1e-9)
+    assert moved.shape == W.shape
+
+
+def _skips_as_the_rule(history, tol, share):
+    """Each read of ``history`` formed its Hessian unless the last accepted read formed one and its
+    own certificate was within ``share`` times ``tol``; how many reads formed none."""
+    skip = False
+    for record in history:
+        assert record["hessian_formed"] == (not skip), history
+        if record["accepted"]:
+            gap = (record["point_primal"] - record["point_dual"]) / record["point_primal"]
+            skip = record["hessian_formed"] and gap <= share * tol
+    return [r["hessian_formed"] for r in history].count(False)
+
+
+def test_in_memory_reads_form_no_hessian_where_the_last_step_is_expected_to_end_the_fit():
+    """Tall rows in memory: a read forms no Hessian (history's ``hessian_formed``) where the last
+    read formed one and its certificate was within SKIP_HESSIAN_GAP times ``tol``; its certificate
+    takes the exact product of its own rows' Hessian with a step.  Where such reads do not end the
+    fit (every other read, SKIP_HESSIAN_GAP made huge), each steps by the last formed Hessian and
+    the next forms one again.  Every read's dual value is at most scikit-learn's optimum, and each
+    fit reaches it within its gap."""
+    assert multinomial_reads.SKIP_HESSIAN_GAP == 10.0
+    X, y = _generated(3, n=30_000, d=8, seed=7)
+    sk = reference(X, y, 1.0)
+    P_star = objective(X, y, sk.coef_, sk.intercept_, 1.0)
+
+    def check(model, tol):
+        assert all(r["point_dual"] <= P_star * (1 + ROUNDING) for r in model.history_)
+        assert model.duality_gap_ <= tol
+        P = objective(X, y, model.coef_, model.intercept_, 1.0)
+        assert (P - P_star) / P <= model.duality_gap_ + ROUNDING
+
+    ours = LogisticRegression(multi_class="multinomial", tol=1e-7).fit(X, y)
+    assert _skips_as_the_rule(ours.history_, 1e-7, 10.0) == 1  # the last read: measured 4 reads
+    assert not ours.history_[-1]["hessian_formed"]
+    check(ours, 1e-7)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(multinomial_reads, "SKIP_HESSIAN_GAP", 1e300)
+        every_other = LogisticRegression(multi_class="multinomial", tol=OUR_TOL).fit(X, y)
+    skipped = _skips_as_the_rule(every_other.history_, OUR_TOL, 1e300)
+    assert skipped >= 2 and [r["hessian_formed"] for r in every_other.history_][:4] == [True, False] * 2
+    check(every_other, OUR_TOL)
+
+
 def _exact_dual(problem, Q, penalised):
     """The dual value of the point ``q_i = Q[i]`` in NumPy (module docstring of multinomial)."""
     cost = problem.cost

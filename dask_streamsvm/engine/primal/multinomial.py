@@ -64,7 +64,14 @@ from ..plan.problem import MULTINOMIAL_SOLVER, balanced_weights
 from ..plan.result import FitResult
 from ..plan.threads import memory_row_threads, row_threads
 from .newton import CG_MAX_STEPS, CG_RESIDUAL
-from .sums import rows_product, squares_product, weighted_product
+from .sums import (
+    chunk_sums,
+    product_rows,
+    rows_product,
+    squares_product,
+    transposed_product,
+    weighted_product,
+)
 
 # The name history_ records for this solver ("solver").
 SOLVER_NAME = MULTINOMIAL_SOLVER
@@ -129,10 +136,11 @@ class SoftmaxProblem:
     never a copy of the rows with a column of ones); ``y_index`` each row's class (0 to ``K - 1``);
     ``cost`` ``C_i``; ``penalised`` the columns the penalty weighs (ones for the features, 0 for
     the intercept).  ``spilled``: the rows are memory maps of a worker's disk (their bytes not
-    counted as held).
+    counted as held).  ``fixed``: the sums that do not depend on the point (``mass``, ``targets``,
+    ``row_sum``) are made (else None: an in-memory read that has them from its first).
     """
 
-    def __init__(self, X, y_index, cost, n_classes, fit_intercept, spilled=False):
+    def __init__(self, X, y_index, cost, n_classes, fit_intercept, spilled=False, fixed=True):
         # float64 once (a copy of float32 rows): every product would convert them again
         X = X.astype(np.float64, copy=False) if X.dtype != np.float64 else X
         self.X, self.y_index, self.cost = X, np.ascontiguousarray(y_index, dtype=np.int64), cost
@@ -144,9 +152,11 @@ class SoftmaxProblem:
         onehot = np.zeros((X.shape[0], n_classes))
         onehot[np.arange(X.shape[0]), self.y_index] = 1.0
         self.onehot = onehot
-        self.mass = cost @ onehot  # m_k: the cost of the rows of class k
-        self.targets = self.class_sums(onehot * cost[:, None])  # sum_i C_i e_{y_i} x~_i^T
-        self.row_sum = self.targets.sum(axis=0)  # sum_i C_i x~_i, the classes' targets added up
+        self.mass = self.targets = self.row_sum = None
+        if fixed:
+            self.mass = cost @ onehot  # m_k: the cost of the rows of class k
+            self.targets = self.class_sums(onehot * cost[:, None])  # sum_i C_i e_{y_i} x~_i^T
+            self.row_sum = self.targets.sum(axis=0)  # sum_i C_i x~_i, the classes' targets added up
         self.summed = None  # (R, class_sums(R)) of the last gradient, which certify takes again
 
     @property
@@ -179,8 +189,8 @@ class SoftmaxProblem:
 
     def loss_hessian(self, P):
         """The rows' part of the Hessian (:func:`rows_hessian`; the formed Hessian is for narrow
-        models, whose rows are copied with their column of ones for it)."""
-        return rows_hessian(augmented(self.X, self.fit_intercept), self.cost, P, self.K)
+        models)."""
+        return rows_hessian(self.X, self.cost, P, self.K, self.fit_intercept)
 
     def hessian(self, P):
         """The formed Hessian (``K D x K D``, class-major), with ``u u^T`` along the intercept's null
@@ -250,30 +260,62 @@ class SoftmaxProblem:
         return Certificate(primal=float(primal), dual=float(dual))
 
 
-def rows_hessian(X, cost, P, K):
-    """The rows' part of the Hessian, ``sum_i C_i (diag(p_i) - p_i p_i^T) kron x~_i x~_i^T`` of
-    :func:`augmented` rows ``X`` of costs ``cost`` and probabilities ``P`` (``K D x K D``,
-    class-major): a sum over rows, so a read's blocks add up to the data's.  Each row's ``diag(p) -
-    p p^T`` has rows that sum to 0, so a diagonal block is minus the sum of the others of its row of
-    blocks: ``K (K - 1) / 2`` products of the rows, not ``K (K + 1) / 2``."""
-    D = X.shape[1]
+def rows_hessian(X, cost, P, K, fit_intercept=False):
+    """The rows' part of the Hessian, ``sum_i C_i (diag(p_i) - p_i p_i^T) kron x~_i x~_i^T`` of rows
+    ``X`` (without the intercept column where ``fit_intercept``) of costs ``cost`` and probabilities
+    ``P`` (``K D x K D``, class-major): a sum over rows, so a read's blocks add up to the data's.
+    Each row's ``diag(p) - p p^T`` has rows that sum to 0, so a diagonal block is minus the sum of
+    the others of its row of blocks: ``K (K - 1) / 2`` products of the rows, not ``K (K + 1) / 2``.
+    Dense rows: each off-diagonal block is ``-X~^T diag(C p_k p_m) X~`` with ``C p_k p_m >= 0``, the
+    Gram matrix of the rows scaled by its square root (:func:`pair_grams`)."""
+    D = X.shape[1] + fit_intercept
     H = np.zeros((K * D, K * D))
-    CP = cost[:, None] * P
-    dense = not sp.issparse(X)
-    for k in range(K):
-        for m in range(k + 1, K):
-            weight = -CP[:, k] * P[:, m]
-            if dense:
-                block = X.T @ (X * weight[:, None])
-            else:
-                block = (X.T @ X.multiply(weight[:, None]).tocsr()).toarray()
-            H[k * D : (k + 1) * D, m * D : (m + 1) * D] = block
-            H[m * D : (m + 1) * D, k * D : (k + 1) * D] = block.T
+    pairs = [(k, m) for k in range(K) for m in range(k + 1, K)]
+    if sp.issparse(X):
+        Xa, CP = augmented(X, fit_intercept), cost[:, None] * P
+        blocks = [(Xa.T @ Xa.multiply((-CP[:, k] * P[:, m])[:, None]).tocsr()).toarray() for k, m in pairs]
+    else:
+        blocks = -pair_grams(X, cost, P, pairs, fit_intercept)
+    for (k, m), block in zip(pairs, blocks, strict=True):
+        H[k * D : (k + 1) * D, m * D : (m + 1) * D] = block
+        H[m * D : (m + 1) * D, k * D : (k + 1) * D] = block.T
     for k in range(K):
         row = H[k * D : (k + 1) * D]
         diagonal = -sum(row[:, m * D : (m + 1) * D] for m in range(K) if m != k)
         H[k * D : (k + 1) * D, k * D : (k + 1) * D] = diagonal
     return H
+
+
+def pair_grams(X, cost, P, pairs, fit_intercept):
+    """``X~^T diag(C_i p_ik p_im) X~`` for each class pair ``(k, m)`` of ``pairs`` (an array ``(pairs,
+    D, D)``) of dense rows ``X`` (without the intercept column where ``fit_intercept``: its row and
+    column are the weights' sums of the rows and of the weights), :data:`~.sums.PRODUCT_CHUNK_BYTES` of
+    rows at a time on the fit's row threads: each the Gram matrix of the chunk scaled by the weights'
+    square roots, which BLAS makes as a symmetric product (half a general product's arithmetic), and
+    never a copy of the rows with their column of ones.  One thread, 1,000,000 x 60 rows, 3 classes:
+    0.60 s against 0.71 s for the general products of the augmented rows by the weighted ones."""
+    n, d = X.shape
+    left, right = (np.array([pair[i] for pair in pairs], dtype=np.int64) for i in (0, 1))
+
+    def chunk_sum(rows):
+        chunk = X[rows]
+        weights = cost[rows, None] * P[rows][:, left] * P[rows][:, right]  # (rows, pairs), >= 0
+        grams = np.empty((len(pairs), d, d))
+        for j in range(len(pairs)):
+            scaled = chunk * np.sqrt(weights[:, j])[:, None]
+            grams[j] = scaled.T @ scaled
+        return grams, transposed_product(weights, chunk), weights.sum(axis=0)
+
+    if n == 0:
+        return np.zeros((len(pairs), d + fit_intercept, d + fit_intercept))
+    grams, sums, totals = chunk_sums(n, product_rows(d), chunk_sum)
+    if not fit_intercept:
+        return grams
+    out = np.zeros((len(pairs), d + 1, d + 1))
+    out[:, :d, :d] = grams
+    out[:, d, :d] = out[:, :d, d] = sums.T
+    out[:, d, d] = totals
+    return out
 
 
 def sufficient_decrease(value, slope, trial_value):
