@@ -208,18 +208,25 @@ def problem_sums(problem, W, metric=None, hessian=True, diagonal=True):
     X, cost, K = problem.X, problem.cost, problem.K
     n = X.shape[0]
     P, loss = problem.loss(problem.scores(W))
-    residual = cost[:, None] * (P - problem.onehot)
     L = FLOORS.shape[0]
     level, weight = np.empty(n, dtype=np.int64), np.zeros(L)
     logs, inverse = np.zeros((L, K)), np.zeros((L, K))
     shift_terms(P, cost, FLOORS, level, weight, logs, inverse)
-    # each level's sum_i C_i x~_i: a row is of one level (a sparse product, not a GEMM)
-    by_level = sp.csr_matrix((cost, (level, np.arange(n))), shape=(L + 1, n))
-    shift_rows = _dense(by_level @ X)[:L]
-    if problem.fit_intercept:
-        shift_rows = np.hstack([shift_rows, np.asarray(by_level.sum(axis=1))[:L]])
+    # each level's sum_i C_i x~_i (a row is of one level) in the gradient's product: a column of
+    # weights per level that has rows, beside the residuals C_i (p_i - e_{y_i})
+    present = np.flatnonzero(np.bincount(level, minlength=L + 1)[:L])
+    weights = np.zeros((n, K + present.size))
+    np.multiply(cost[:, None], P - problem.onehot, out=weights[:, :K])
+    column = np.full(L + 1, -1)
+    column[present] = K + np.arange(present.size)
+    kept = np.flatnonzero(level < L)
+    weights[kept, column[level[kept]]] = cost[kept]
+    summed = problem.class_sums(weights)
+    shift_rows = np.zeros((L, summed.shape[1]))
+    shift_rows[present] = summed[K:]
+    residual = weights[:, :K]
     sums = SoftmaxSums(
-        loss=loss, entropy=entropy_rows(P, cost), gradient=problem.class_sums(residual),
+        loss=loss, entropy=entropy_rows(P, cost), gradient=summed[:K],
         residual=residual.sum(axis=0), hessian=None, mass=problem.mass, targets=problem.targets,
         row_sum=problem.row_sum, shift_weight=weight, shift_logs=logs, shift_inverse=inverse,
         shift_rows=shift_rows,
@@ -255,10 +262,6 @@ def softmax_sums(X, y_index, cost, W, fit_intercept, metric=None, hessian=True, 
         problem = SoftmaxProblem(chunk, y_index[rows], cost[rows], K, fit_intercept, fixed=fixed)
         total.add(problem_sums(problem, W, metric, hessian, diagonal=False)[1])
     return total
-
-
-def _dense(product):
-    return product.toarray() if sp.issparse(product) else np.asarray(product)
 
 
 def dual_values(sums, W, penalised, fit_intercept, step=None, metric=None, moved=None):
