@@ -377,7 +377,7 @@ def test_the_softmax_models_newton_reads_in_memory_split_the_rows_between_the_ro
     from dask_streamsvm.engine.primal import multinomial_reads, sums
 
     threads = blas_default_two
-    monkeypatch.setattr(sums, "CHUNK_BYTES", 1)  # chunks of 256 rows (chunk_rows' least): 24 here
+    monkeypatch.setattr(sums, "PRODUCT_CHUNK_BYTES", 8 * 6 * 256)  # chunks of 256 rows of 6 columns: 24 here
     X, y = _softmax_rows(n=6000, d=5, classes=3)  # 6,000 rows of 18 weights: tall, the Newton reads
     ran, softmax_sums = set(), multinomial_reads.softmax_sums
 
