@@ -24,6 +24,7 @@ guide (``docs/guide/threads.md``):
     python -m benchmarks.bench_products --part chunks
     python -m benchmarks.bench_products --part threads --repeats 2
     python -m benchmarks.bench_products --part primal --repeats 2
+    python -m benchmarks.bench_products --part primal --models softmax --repeats 3
 
 It prints its tables; their figures are quoted in ``docs/guide/threads.md`` with the date and load.
 """
@@ -184,6 +185,7 @@ def main(argv=None):
     parser.add_argument("--part", choices=["chunks", "threads", "primal", "both"], default="both")
     parser.add_argument("--busy", type=int, default=1, help="busy processes beside the second fits")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--models", default="svc,logistic,softmax", help="--part primal's models")
     args = parser.parse_args(argv)
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {os.getloadavg()[0]:.2f}", flush=True)
     if args.part in ("chunks", "both"):
@@ -191,7 +193,7 @@ def main(argv=None):
     if args.part in ("threads", "both"):
         threads_table(args.busy, args.repeats)
     if args.part == "primal":
-        threads_table(args.busy, args.repeats, "primal", ("svc", "logistic", "softmax"))
+        threads_table(args.busy, args.repeats, "primal", tuple(args.models.split(",")))
 
 
 if __name__ == "__main__":
