@@ -257,6 +257,29 @@ def test_in_memory_reads_form_no_hessian_where_the_last_step_is_expected_to_end_
     check(every_other, OUR_TOL)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_reads_chunks_of_float32_rows_give_the_sums_of_their_float64_values(dtype, monkeypatch):
+    """A read's sums a chunk of 64 rows at a time (float32 rows made float64 in the thread's
+    scratch, the largest centred row measured in its scratch too) are the sums of every row at once
+    of the same values in float64, and the largest row norm is NumPy's."""
+    from dask_streamsvm.engine.primal import sums
+
+    X, y = _generated(3, n=700)
+    X = X.astype(dtype)
+    cost = np.random.RandomState(0).uniform(0.5, 2.0, X.shape[0])
+    W = np.random.RandomState(1).normal(size=(3, X.shape[1] + 1))
+    metric = (X.mean(axis=0).astype(np.float64), X.std(axis=0).astype(np.float64) + 0.5)
+    whole = multinomial_reads.softmax_sums(X.astype(np.float64), y, cost, W, True, metric, step=X.shape[0])
+    monkeypatch.setattr(sums, "PRODUCT_CHUNK_BYTES", 8 * 64 * X.shape[1])  # the norm's chunks: 64 rows
+    chunked = multinomial_reads.softmax_sums(X, y, cost, W, True, metric, step=64)
+    assert chunked.loss == pytest.approx(whole.loss, rel=1e-12)
+    np.testing.assert_allclose(chunked.gradient, whole.gradient, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(chunked.hessian, whole.hessian, rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(chunked.shift_rows, whole.shift_rows, rtol=1e-10, atol=1e-10)
+    norms = np.linalg.norm((X.astype(np.float64) - metric[0]) / metric[1], axis=1)
+    assert chunked.row_norm == pytest.approx(float(norms.max()), rel=1e-14)
+
+
 def _exact_dual(problem, Q, penalised):
     """The dual value of the point ``q_i = Q[i]`` in NumPy (module docstring of multinomial)."""
     cost = problem.cost

@@ -467,3 +467,25 @@ def test_the_dense_products_on_row_threads_are_numpys(monkeypatch, threads, n):
     np.testing.assert_allclose(summed, A.sum(axis=0), rtol=1e-12, atol=1e-11)
     np.testing.assert_allclose(sums, R.T @ X, rtol=1e-12, atol=1e-11)
     assert total.shape == (30, 4) and summed.shape == (4,) and sums.shape == (4, 30)
+
+
+def test_a_threads_scratch_is_reused_by_name_and_grown_never_shared_between_threads():
+    """:func:`scratch`: the same memory for the same name in a thread (no mapping of its own a
+    chunk), grown where a larger shape is asked for, another array for another name or thread."""
+    import threading
+
+    from dask_streamsvm.engine.primal.sums import scratch
+
+    first = scratch("test rows", (4, 3))
+    assert first.shape == (4, 3) and first.dtype == np.float64
+    again = scratch("test rows", (2, 5))
+    assert again.shape == (2, 5) and np.shares_memory(first, again)
+    assert not np.shares_memory(first, scratch("other rows", (4, 3)))
+    grown = scratch("test rows", (100, 3))
+    assert grown.shape == (100, 3) and not np.shares_memory(first, grown)
+    assert np.shares_memory(grown, scratch("test rows", (4, 3)))
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(scratch("test rows", (4, 3))))
+    worker.start()
+    worker.join()
+    assert not np.shares_memory(seen[0], grown)

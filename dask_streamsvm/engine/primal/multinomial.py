@@ -68,6 +68,7 @@ from .sums import (
     chunk_sums,
     product_rows,
     rows_product,
+    scratch,
     squares_product,
     transposed_product,
     weighted_product,
@@ -301,8 +302,9 @@ def pair_grams(X, cost, P, pairs, fit_intercept):
         chunk = X[rows]
         weights = cost[rows, None] * P[rows][:, left] * P[rows][:, right]  # (rows, pairs), >= 0
         grams = np.empty((len(pairs), d, d))
+        scaled = scratch("scaled rows", chunk.shape)
         for j in range(len(pairs)):
-            scaled = chunk * np.sqrt(weights[:, j])[:, None]
+            np.multiply(chunk, np.sqrt(weights[:, j])[:, None], out=scaled)
             grams[j] = scaled.T @ scaled
         return grams, transposed_product(weights, chunk), weights.sum(axis=0)
 

@@ -118,7 +118,7 @@ from .multinomial import (
 )
 from .newton import MAX_WIDTH, STEP_SHARES, shortened
 from .reads import Sample, StreamRead, band_metric
-from .sums import Sums, chunk_rows, chunk_sums, product_rows, run_sums
+from .sums import Sums, chunk_sums, product_rows, run_sums, scratch
 from .warm import MEMORY_SAMPLE_PER_WIDTH, MEMORY_SAMPLE_SEED, MEMORY_SAMPLE_SHARE, WARM_TOL
 
 # The sample's solve (the warm start) takes at most this many Newton steps.
@@ -193,8 +193,15 @@ def _row_norm(features, metric):
     if sp.issparse(features):  # sparse rows: center 0 (band_metric's)
         scaled = sp.csr_matrix(features.multiply(1.0 / scale[None, :]))
         return float(np.sqrt(np.max(scaled.multiply(scaled).sum(axis=1))))
-    scaled = (np.asarray(features) - center) / scale
-    return float(np.sqrt(np.max(np.einsum("ij,ij->i", scaled, scaled))))
+    X, largest = np.asarray(features), 0.0
+    step = product_rows(X.shape[1])
+    for lo in range(0, X.shape[0], step):  # in this thread's scratch: no mapping of its own a chunk
+        part = X[lo : lo + step]
+        scaled = scratch("centred rows", part.shape)
+        np.subtract(part, center, out=scaled)
+        np.divide(scaled, scale, out=scaled)
+        largest = max(largest, float(np.max(np.einsum("ij,ij->i", scaled, scaled))))
+    return float(np.sqrt(largest))
 
 
 def problem_sums(problem, W, metric=None, hessian=True, diagonal=True):
@@ -246,20 +253,26 @@ def softmax_sums(X, y_index, cost, W, fit_intercept, metric=None, hessian=True, 
     ``metric``: the ``(center, scale)`` its largest row is measured in (:func:`metric_of`);
     ``hessian``: the formed Hessian is summed (else neither it nor its diagonal); ``fixed``: the
     sums that do not depend on ``W`` are made (:func:`problem_sums`); ``step``: the rows of a chunk
-    (None: :func:`~.sums.chunk_rows`')."""
+    (None: a product's, :func:`~.sums.product_rows`: a chunk and its products stay in a core's
+    cache, and its arrays of a few columns are below glibc's mapping threshold where the reader
+    runs), the chunk of dense rows made float64 in this thread's scratch (:func:`~.sums.scratch`)."""
     K, D = W.shape
     total = SoftmaxSums.zeros(K, D, hessian)
     total.diagonal = None
     if not fixed:
         total.mass = total.targets = total.row_sum = None
-    step = chunk_rows(D) if step is None else step
+    step = product_rows(D) if step is None else step
     for lo in range(0, X.shape[0], step):
         hi = min(lo + step, X.shape[0])
         kept = np.flatnonzero(cost[lo:hi] > 0) + lo  # rows of no cost add nothing
         if not kept.size:
             continue
         rows = slice(lo, hi) if kept.size == hi - lo else kept
-        chunk = X[rows] if sp.issparse(X) else np.asarray(X)[rows]  # made float64 by the problem
+        chunk = X[rows] if sp.issparse(X) else np.asarray(X)[rows]
+        if not sp.issparse(chunk) and chunk.dtype != np.float64:
+            converted = scratch("float64 rows", chunk.shape)
+            converted[...] = chunk
+            chunk = converted
         problem = SoftmaxProblem(chunk, y_index[rows], cost[rows], K, fit_intercept, fixed=fixed)
         total.add(problem_sums(problem, W, metric, hessian, diagonal=False)[1])
     return total
