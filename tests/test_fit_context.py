@@ -367,6 +367,39 @@ def test_an_in_memory_primal_fit_splits_its_dense_rows_between_the_row_threads(b
     assert names == {threading.current_thread().name}
 
 
+def test_a_streamed_softmax_fit_solves_its_sample_on_the_row_threads_and_reads_on_one(
+    blas_default_two, monkeypatch
+):
+    """Streamed, the softmax model's sample is solved before any reader runs, on a row thread a
+    core (one BLAS thread each), and the Newton reads that follow, beside the reader, sum their
+    rows in the fit's thread."""
+    from dask_streamsvm.engine.plan.threads import row_pool
+    from dask_streamsvm.engine.primal import multinomial_reads
+
+    threads = blas_default_two
+    monkeypatch.setattr(threads, "fit_cores", lambda: 2)
+    X, y = _softmax_rows(n=6000, d=5, classes=3)
+    seen = {"warm": [], "reads": []}
+    warm_start, softmax_sums = multinomial_reads.warm_start, multinomial_reads.softmax_sums
+
+    def warm(*args, **kwargs):
+        seen["warm"].append((row_pool()[1], _blas_threads()))
+        return warm_start(*args, **kwargs)
+
+    def sums(*args, **kwargs):
+        seen["reads"].append(row_pool()[1])
+        return softmax_sums(*args, **kwargs)
+
+    monkeypatch.setattr(multinomial_reads, "warm_start", warm)
+    monkeypatch.setattr(multinomial_reads, "softmax_sums", sums)
+    Xd, yd = da.from_array(X, chunks=(1000, 5)), da.from_array(y, chunks=1000)
+    with dask.config.set(scheduler="sync"):
+        model = LogisticRegression(C=1.0, tol=1e-8, cache_bytes=8 * 5 * 1500).fit(Xd, yd)
+    assert model.history_[0]["sample_rows"] < X.shape[0] and model.duality_gap_ <= 1e-8
+    assert seen["warm"] == [(2, {1})], seen
+    assert seen["reads"] and set(seen["reads"]) == {1}
+
+
 def test_the_softmax_models_newton_reads_in_memory_split_the_rows_between_the_row_threads(
     blas_default_two, monkeypatch
 ):

@@ -498,7 +498,9 @@ def fit_multinomial_stream(source, plan, hooks, first, clock_start):
             record.update(counted, **{"pass": 0, "spill_bytes": source.spill_bytes})
         return hooks.on_pass(records, W)
 
-    W, notes, result = warm_start(first.sample, problem, clock_start, sample_pass)
+    # no reader runs until the sample is solved: its dense rows take the cores, as in memory
+    with row_threads(memory_row_threads(sp.issparse(first.sample.X))):
+        W, notes, result = warm_start(first.sample, problem, clock_start, sample_pass)
     problem.metric = band_metric(first.sample)  # the rows' reach is measured in the sample's metric
     first.sample = None
     if result is not None:  # the sample is every row: its problem is the data's, solved
