@@ -258,7 +258,7 @@ def test_in_memory_reads_form_no_hessian_where_the_last_step_is_expected_to_end_
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_a_reads_chunks_of_float32_rows_give_the_sums_of_their_float64_values(dtype, monkeypatch):
+def test_a_reads_chunks_give_the_sums_of_every_row_in_float64(dtype, monkeypatch):
     """A read's sums a chunk of 64 rows at a time (float32 rows made float64 in the thread's
     scratch, the largest centred row measured in its scratch too) are the sums of every row at once
     of the same values in float64, and the largest row norm is NumPy's."""
