@@ -257,6 +257,27 @@ def test_in_memory_reads_form_no_hessian_where_the_last_step_is_expected_to_end_
     check(every_other, OUR_TOL)
 
 
+def test_an_interrupt_in_a_reads_product_pass_keeps_its_certified_point(monkeypatch):
+    """A read that formed no Hessian takes a pass over the rows in memory for its step's product; an
+    interrupt there ends the fit with that read's point and its certificate without the step (the
+    fit says it was interrupted), as an interrupt in a read does."""
+    monkeypatch.setattr(multinomial_reads, "SKIP_HESSIAN_GAP", 1e300)  # the second read forms none
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(multinomial_reads, "moved_product", interrupted)
+    X, y = _generated(3, n=30_000, d=8, seed=7)
+    model = LogisticRegression(multi_class="multinomial", tol=OUR_TOL)
+    with pytest.warns(UserWarning, match="fit was interrupted"):
+        model.fit(X, y)
+    assert model.n_iter_ == 2 and [r["hessian_formed"] for r in model.history_] == [True, False]
+    sk = reference(X, y, 1.0)
+    P, P_star = (objective(X, y, m.coef_, m.intercept_, 1.0) for m in (model, sk))
+    assert model.objective_ == pytest.approx(P, rel=ROUNDING)
+    assert OUR_TOL < (P - P_star) / P <= model.duality_gap_ + ROUNDING
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_a_reads_chunks_give_the_sums_of_every_row_in_float64(dtype, monkeypatch):
     """A read's sums a chunk of 64 rows at a time (float32 rows made float64 in the thread's

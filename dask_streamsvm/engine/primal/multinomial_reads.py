@@ -695,8 +695,11 @@ def newton_reads(evaluate, problem, W, counted, on_pass, clock_start, direction=
             if direction is None:  # the next step, and the certificate's dual point
                 H = regularised(sums.hessian.copy(), penalised, W.shape[0], problem.fit_intercept)
                 step = formed_step(H, G)
-            else:
-                step, moved = direction(sums, W, G)
+            else:  # a pass over the rows or rounds of a cluster: an interrupt keeps this read's point
+                try:
+                    step, moved = direction(sums, W, G)
+                except KeyboardInterrupt:
+                    interrupted = True
         cert = certificate(sums, point, penalised, problem.fit_intercept, step, problem.metric, moved)
         cert = check_gap(cert, where)
         sums = None
@@ -718,7 +721,7 @@ def newton_reads(evaluate, problem, W, counted, on_pass, clock_start, direction=
         if reads == 1:
             record.update(notes)
         history.append(record)
-        if on_pass([record], problem.model(best_W)) or converged:
+        if on_pass([record], problem.model(best_W)) or converged or interrupted:
             break
         if accepted:
             S, length = step, 1.0
