@@ -210,7 +210,7 @@ def test_the_rows_hessian_and_its_product_at_a_point_are_numpys(sparse, fit_inte
     H = multinomial.rows_hessian(problem.X, cost, P, 4, fit_intercept)
     reference = _kron_hessian(problem, P)
     np.testing.assert_allclose(H, reference, rtol=1e-11, atol=1e-9)
-    moved = multinomial_reads.moved_product(problem.X, cost, W, S, fit_intercept)
+    moved = multinomial_reads.moved_product(problem.X, problem.y_index, cost, W, S, fit_intercept)
     np.testing.assert_allclose(moved.ravel(), reference @ S.ravel(), rtol=1e-10, atol=1e-9)
     assert moved.shape == W.shape
 

@@ -216,10 +216,7 @@ class SoftmaxProblem:
         return np.hstack([total.T, summed[:, None]]) if self.fit_intercept else total.T
 
     def _product_weights(self, P, rows, Z):
-        """The rows' weights ``C_i (diag(p_i) - p_i p_i^T) z_i`` of a product, ``Z``: their scores of
-        the direction."""
-        PdZ = P * Z
-        return self.cost[rows, None] * (PdZ - P * PdZ.sum(axis=1, keepdims=True))
+        return product_weights(P, Z, self.cost[rows])
 
     def hessian_product(self, P, V, scores=None):
         """``H V`` for a direction ``V`` (``K x D``); ``scores`` as :meth:`loss_product`'s."""
@@ -259,6 +256,13 @@ class SoftmaxProblem:
         V = V * self.penalised  # the intercept's column of sum_i theta_i x~_i^T is sum_i theta_i: 0 now
         dual = entropy_rows(np.ascontiguousarray(Q), self.cost) - 0.5 * float(np.sum(V * V))
         return Certificate(primal=float(primal), dual=float(dual))
+
+
+def product_weights(P, Z, cost):
+    """The rows' weights ``C_i (diag(p_i) - p_i p_i^T) z_i`` of a Hessian product (``(n, K)``), of
+    probabilities ``P``, costs ``cost`` and ``Z`` the rows' scores of the direction."""
+    PdZ = P * Z
+    return cost[:, None] * (PdZ - P * PdZ.sum(axis=1, keepdims=True))
 
 
 def rows_hessian(X, cost, P, K, fit_intercept=False):

@@ -94,7 +94,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ...kernels.softmax import entropy_rows, shift_terms
+from ...kernels.softmax import entropy_rows, shift_terms, softmax_rows
 from ..plan.certificate import Certificate, check_gap
 from ..plan.problem import class_index
 from ..plan.result import FitResult
@@ -110,6 +110,7 @@ from .multinomial import (
     feasible_mix,
     formed_step,
     model_of,
+    product_weights,
     regularised,
     scores,
     solve_softmax,
@@ -585,7 +586,7 @@ def _solve_softmax_reads(X, y_index, weights, plan, clock_start, hooks):
         if sums.hessian is None:  # the step by the last formed Hessian; the next read forms one
             formed["skip"] = False
             step = formed_step(formed["H"], G)
-            return step, moved_product(X, cost, W, step, problem.fit_intercept)
+            return step, moved_product(X, y_index, cost, W, step, problem.fit_intercept)
         formed["H"] = regularised(sums.hessian.copy(), problem.penalised, K, problem.fit_intercept)
         step = formed_step(formed["H"], G)
         formed["skip"] = ends_fit(sums, W, step, problem)
@@ -606,24 +607,21 @@ def ends_fit(sums, W, S, problem):
     return cert.relative_gap <= SKIP_HESSIAN_GAP * problem.plan.tol
 
 
-def moved_product(X, cost, W, S, fit_intercept):
+def moved_product(X, y_index, cost, W, S, fit_intercept):
     """The rows' Hessian's product with ``S`` at ``W`` (both ``K x D``): ``sum_i C_i (diag(p_i) -
     p_i p_i^T) (S x~_i) x~_i^T`` at ``p_i = softmax(W x~_i)``, of in-memory rows ``X`` (without the
-    intercept column) of costs ``cost``, a chunk at a time on the fit's row threads: the product a
-    read's certificate takes where the read did not form the Hessian (:func:`dual_values`'
-    ``moved``)."""
+    intercept column) of classes ``y_index`` and costs ``cost``, a chunk at a time on the fit's row
+    threads: the product a read's certificate takes where the read did not form the Hessian
+    (:func:`dual_values`' ``moved``)."""
     K = W.shape[0]
     both = np.vstack([W, S])  # one product of the rows gives the scores of both
 
     def chunk_sum(rows):
         chunk = X[rows]
         Z = scores(chunk, both, fit_intercept)
-        P = np.exp(Z[:, :K] - Z[:, :K].max(axis=1, keepdims=True))
-        P /= P.sum(axis=1, keepdims=True)
-        PdZ = P * Z[:, K:]
-        return (
-            class_sums(chunk, cost[rows, None] * (PdZ - P * PdZ.sum(axis=1, keepdims=True)), fit_intercept),
-        )
+        P = np.empty((Z.shape[0], K))
+        softmax_rows(np.ascontiguousarray(Z[:, :K]), y_index[rows], cost[rows], P)  # its loss unused
+        return (class_sums(chunk, product_weights(P, Z[:, K:], cost[rows]), fit_intercept),)
 
     if X.shape[0] == 0:
         return np.zeros_like(W)
