@@ -53,6 +53,29 @@ def test_auto_trains_the_softmax_model_for_three_classes_or_more_in_memory(n_cla
     np.testing.assert_allclose(auto.predict_proba(X), expected / expected.sum(axis=1, keepdims=True))
 
 
+def test_in_memory_the_door_and_the_fit_count_the_labels_once(monkeypatch):
+    """``multi_class="auto"`` in memory: the door (the model, then the solver, by the classes) and the
+    fit take one count of the labels, whose weighted labels are the labels where every weight is
+    positive, and those of positive weight where some is 0."""
+    from dask_streamsvm.engine import fit as engine_fit
+    from dask_streamsvm.engine.data.labels import count_labels_of
+
+    counted = []
+
+    def counting(*args):
+        counted.append(args[0])
+        return count_labels_of(*args)
+
+    monkeypatch.setattr(engine_fit, "count_labels_of", counting)
+    X, y = _classes(3)
+    assert LogisticRegression(tol=TOL).fit(X, y).multi_class_ == "multinomial"
+    assert counted == ["in memory"]
+    labels, _, weighted, _ = count_labels_of("in memory", y, np.ones(y.shape[0]))
+    assert weighted is labels
+    weights = np.where(y == 2, 0.0, 1.0)
+    np.testing.assert_array_equal(count_labels_of("in memory", y, weights)[2], [0, 1])
+
+
 def test_auto_trains_liblinears_binary_problem_for_two_classes():
     """Two classes: the binary problem of "ovr" (its bias regularised by intercept_scaling), not the
     softmax model's (unpenalised intercept), which differs."""

@@ -22,7 +22,6 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
-import numpy as np
 import scipy.sparse as sp
 
 from .cluster.runtime import resolve_client
@@ -204,7 +203,7 @@ def choose(placement, plan, data):
         # solution where Newton from 0 takes damped steps over every row; values the reads do not
         # take (beyond 1e12) keep Newton from 0, which takes them.
         n_rows, n_features = data.X.shape
-        K = np.unique(data.y).shape[0]
+        K = data.labels()[0].shape[0]
         width = K * softmax_columns(plan, n_features)
         tall = n_rows >= PRIMAL_RATIO * width and width <= MAX_WIDTH
         if tall and (plan.scaler is not None or too_large(data.X, plan.bias, augmented=False) is None):
@@ -482,7 +481,7 @@ def settle_multinomial(placement, plan, data):
     if plan.feature_map is not None:  # the softmax model trains on the features as they are
         return plan.settled(False)
     if placement.where == "memory":
-        return plan.settled(auto_softmax(np.unique(data.y).shape[0]))
+        return plan.settled(auto_softmax(data.labels()[0].shape[0]))
     if placement.where == "cluster":  # any width: Hessian products beyond the reads' formed Hessian
         return plan
     return (

