@@ -615,3 +615,25 @@ def test_tall_rows_in_memory_take_the_newton_reads():
         warnings.simplefilter("ignore", ConvergenceWarning)
         beyond = LogisticRegression(multi_class="multinomial", tol=1e-3, max_iter=5).fit(large, y)
     assert "sample_rows" not in beyond.history_[0]
+
+
+def test_the_sample_is_solved_to_its_own_tolerance_whatever_the_fits(monkeypatch):
+    """A sample of some of the rows is solved to a relative gap of ``SAMPLE_TOL`` (1e-3), looser or
+    tighter than the fit's ``tol``: its optimum is about that far from the data's.  The first record
+    says the gap the sample's solve certified; the Newton reads still reach ``tol``."""
+    assert multinomial_reads.SAMPLE_TOL == 1e-3
+    asked = []
+    solve = multinomial_reads.solve_softmax
+
+    def recording(rows, *, tol, **kwargs):
+        asked.append(tol)
+        return solve(rows, tol=tol, **kwargs)
+
+    monkeypatch.setattr(multinomial_reads, "solve_softmax", recording)
+    X, y = _generated(3, n=30_000, d=8, seed=7)
+    for tol in (OUR_TOL, 1e-2):
+        asked.clear()
+        ours = LogisticRegression(multi_class="multinomial", tol=tol).fit(X, y)
+        assert asked == [multinomial_reads.SAMPLE_TOL]
+        assert 0 < ours.history_[0]["sample_gap"] <= multinomial_reads.SAMPLE_TOL
+        assert ours.duality_gap_ <= tol
