@@ -6,10 +6,13 @@ import warnings
 import dask.array as da
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.svm import LinearSVC as SkLinearSVC
 
 from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine.primal import smoothed
+from dask_streamsvm.engine.primal.sums import CG_WIDTH
 
 from ._helpers import load_libsvm_dataset, noisy_linear_data, two_worker_client
 
@@ -64,6 +67,45 @@ def test_on_a_cluster_the_band_gives_way_to_cocoa_and_says_so(client):
         )
     methods = [r["method"] for r in clf.history_]
     assert methods[:2] == ["band", "band"] and set(methods[2:]) == {"cocoa"}
+
+
+def _wide_hinge(n=3000, d=1500, seed=0):
+    """Sparse rows wider than the band reads on a cluster (1,023 features and the intercept)."""
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=0.01, random_state=seed, format="csr") * 3.0
+    scores = X @ rng.standard_normal(d) + 0.5 * rng.standard_normal(n)
+    y = np.where(scores > np.median(scores), 1, -1)
+    return X, y
+
+
+def test_rows_wider_than_the_band_reads_are_solved_on_one_worker_where_the_samples_hold_them(client):
+    """The hinge on rows wider than ``CG_WIDTH``: where the parts' samples hold every row (the default
+    ``cache_bytes``), their problem is solved on a worker after the read that counts the classes (no
+    round of CoCoA+), to LIBLINEAR's optimum within the gap; where they do not, CoCoA+ trains, and the
+    warning says why."""
+    X, y = _wide_hinge()
+    assert X.shape[1] + 1 > CG_WIDTH
+    Xd, yd = da.from_array(X, chunks=(750, X.shape[1])), da.from_array(y, chunks=750)
+    clf = LinearSVC(loss="hinge", C=0.5, tol=1e-6).fit(Xd, yd, client=client)
+    assert {r["method"] for r in clf.history_} == {"band"} and clf.n_iter_ == 0
+    assert clf.history_[0]["sample_rows"] == X.shape[0] and clf.duality_gap_ <= 1e-6
+    sign = np.where(y > 0, 1.0, -1.0)
+    w = np.append(clf.coef_.ravel(), clf.intercept_)
+    assert clf.objective_ == pytest.approx(_primal(X, sign, 0.5, w), rel=1e-10)
+    sk = SkLinearSVC(loss="hinge", C=0.5, tol=1e-10, max_iter=100_000, intercept_scaling=1.0).fit(X, y)
+    reference = _primal(X, sign, 0.5, np.append(sk.coef_.ravel(), sk.intercept_))
+    assert (clf.objective_ - reference) / clf.objective_ <= clf.duality_gap_ + 1e-10
+    assert clf.objective_ * (1 - clf.duality_gap_) <= reference * (1 + 1e-10)
+    with pytest.warns(ConvergenceWarning, match=r"gave way to CoCoA\+ \(cluster='cocoa'\) after one read: "
+                      r"the model is 1501 wide"):  # fmt: skip
+        warnings.simplefilter("ignore", ConvergenceWarning)  # CoCoA+'s own, of its rounds
+        warnings.filterwarnings("always", "the band from a sample", ConvergenceWarning)
+        small = LinearSVC(loss="hinge", C=0.5, cache_bytes="10%", tol=1e-2, max_iter=5).fit(
+            Xd, yd, client=client
+        )
+    methods = [r["method"] for r in small.history_]
+    assert methods[0] == "band" and set(methods[1:]) == {"cocoa"}
+    assert small.history_[0]["sample_rows"] < X.shape[0]  # read 0 kept a sample, and solved nothing
 
 
 def _part_read(X, sign, w, keys_rows, rows):

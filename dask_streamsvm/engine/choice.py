@@ -572,12 +572,9 @@ def cluster_method(plan, n_features):
         plan.cluster == "auto" and plan.dual == "auto" and primal_blocker(plan, streaming=True) is None
     )
     if not newton:
-        narrow = plan.model_width(n_features) + 1 <= CG_WIDTH  # the Hessians a cluster forms
-        if (
-            plan.cluster == "auto"
-            and narrow
-            and band_blocker(plan.replace(solver="auto"), n_features) is None
-        ):
+        # The band at any width: rows wider than CG_WIDTH only where the parts' samples hold every row
+        # (their problem solved on one worker; cluster.newton.fit_band_cluster), CoCoA+ otherwise.
+        if plan.cluster == "auto" and band_blocker(plan.replace(solver=BAND_SOLVER), n_features) is None:
             return BAND_SOLVER
         return "cocoa" if plan.cluster == "auto" else plan.cluster
     # The sparse penalties too: their steps descend the formed Hessian's coordinates where it is

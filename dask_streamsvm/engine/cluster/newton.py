@@ -294,10 +294,15 @@ def part_band_budget(plan, rows, K):
     return (whole_rows, whole_bytes), (part_rows, part_bytes)
 
 
-def _band_warm_start_on_worker(plan, elapsed, *firsts):
+def _band_warm_start_on_worker(plan, elapsed, wide, *firsts):
     """The parts' samples joined and solved on a worker: ``(W0, records, metric, complete)`` as
     :func:`~..primal.sample_band.warm_starts` gives them (to ``plan.tol`` where the samples hold
-    every row), with the band's metric; None where a part kept no sample."""
+    every row; rows too wide for the smoothed Newton's Hessian by dual coordinate descent), with the
+    band's metric; None where a part kept no sample.  ``wide``: the rows are wider than the band
+    reads on a cluster (:data:`~..primal.sums.CG_WIDTH`), which then solves only samples of every
+    row: else ``W0`` is None and the records say the sample's size (nothing solved)."""
+    from ..dual.offset import solve_with_offset
+    from ..plan.problem import BAND_SOLVER
     from ..primal.reads import band_metric
     from ..primal.sample_band import WARM_TOL, warm_starts
 
@@ -312,7 +317,15 @@ def _band_warm_start_on_worker(plan, elapsed, *firsts):
         "read_retries": 0,
     }
     clock = time.perf_counter() - elapsed
-    starts, records = warm_starts(sample, plan, clock, counted, plan.tol if complete else WARM_TOL)
+    if wide and not complete:
+        records = [
+            {"pass": 0, "seconds": clock, "solver": BAND_SOLVER, "class": plan.labels[c],
+             "sample_rows": int(sample.n_rows), "sample_bytes": sample.nbytes, **counted}
+            for c in range(plan.n_problems)
+        ]  # fmt: skip
+        return None, records, None, False
+    tol = plan.tol if complete else WARM_TOL
+    starts, records = warm_starts(sample, plan, clock, counted, tol, wide=solve_with_offset)
     return starts, records, (None if complete else band_metric(sample)), complete
 
 
@@ -336,6 +349,7 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
     parts' sums and bands up the tree to the first worker, which solves the band's problems; each
     problem's points (a few vectors) to it and back."""
     from ..primal.sample_band import BandStalled, band_reads, solved_sample
+    from ..primal.sums import CG_WIDTH
 
     plan, placement, scaler, futures, firsts = sampled_parts(client, source, plan, placement)
     parts, workers = placement.parts, placement.workers
@@ -343,12 +357,20 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
     if not all(f.clean for f in firsts):  # a value beyond the sums' range: the dual methods train
         raise BandStalled([], 0.0)
     elapsed = time.perf_counter() - clock_start
-    warm = submit(client, _band_warm_start_on_worker, plan, elapsed, *futures, worker=workers[0])
+    width = plan.model_width(source.n_features) + 1
+    wide = width > CG_WIDTH
+    warm = submit(client, _band_warm_start_on_worker, plan, elapsed, wide, *futures, worker=workers[0])
     starts, history, metric, complete = gather(client, [warm], workers)[0]
     del futures, warm  # the parts' samples are not needed any more
     moved = {"bytes_sent": 0, "bytes_received": 0, "parts": K}
     for record in history:
         record.update(moved)
+    if starts is None:  # rows too wide for the band's reads, more than cache_bytes holds
+        raise BandStalled(history, 0.0, why=(
+            f"the model is {width} wide (the features and the intercept), beyond the {CG_WIDTH} the band "
+            "reads on a cluster, and cache_bytes did not hold every row, whose problem one worker then "
+            "solves. A cache_bytes of the rows' size lets it."
+        ))  # fmt: skip
     if complete:  # every row came in the samples: their problem is the data's, solved
         if on_pass is not None:
             on_pass(history, starts)

@@ -61,6 +61,15 @@ STEP_SHRINK = 4
 # The sample's problem (the first point read) is solved to this relative gap: the sample's own
 # distance from the data's optimum is far larger.
 WARM_TOL = 1e-4
+# A sample of every row (its solve is the fit) of fewer rows than this many times the model's width
+# is solved by dual coordinate descent (``wide``), as the door solves such rows in memory, not by the
+# smoothed Newton: on sparse rows 1 to 16 times as many as their 401 columns (C = 0.5, tol
+# 1e-6), the smoothed Newton took 136-664 steps and 0.6-5.5 s where the dual took 0.01-0.03 s (to
+# 1e-6 at 1 to 4 times; at 8 and 16 it stopped at 4e-6 and 1.8e-5 after its 1,000 passes, and the
+# smoothed Newton goes on from its point: solve_band_problem); on 3,000 rows of 1,500 columns 639
+# steps and 84 s, stopping at a gap of 0.145.  The door's tall rule (choice.PRIMAL_RATIO); every
+# complete sample measured in docs/benchmarks.md is taller.
+SMOOTHED_MIN_RATIO = 100
 
 
 class BandRead(StreamRead):
@@ -244,13 +253,28 @@ class _Problem:
         return start + share * (w1 - start), share > t
 
 
-def solve_band_problem(rows, loss, tol, offset=None, start=None, wide=None):
+def solve_band_problem(rows, loss, tol, offset=None, start=None, wide=None, short=False):
     """The problem of ``rows`` (a :class:`~.smoothed.Rows`) with ``offset = (u, S)`` to a relative gap of
     ``tol``, from ``start``: ``(w, certificate, info)``.  By the smoothed Newton
-    (:func:`~.smoothed.solve_smoothed`) where the model is at most :data:`~.newton.MAX_WIDTH` wide;
-    wider, by ``wide``, the door's dual coordinate descent with an offset
-    (:func:`~..dual.offset.solve_with_offset`, of ``loss``), its rows of positive shortfall at
-    ``start`` starting at their bound."""
+    (:func:`~.smoothed.solve_smoothed`) where the model is at most :data:`~.newton.MAX_WIDTH` wide
+    and the rows are not ``short``; else by ``wide``, the door's dual coordinate descent with an
+    offset (:func:`~..dual.offset.solve_with_offset`, of ``loss``), its rows of positive shortfall at
+    ``start`` starting at their bound.  ``short`` rows (:data:`SMOOTHED_MIN_RATIO`) at most
+    :data:`~.newton.MAX_WIDTH` wide go on by the smoothed Newton from the descent's point where it
+    stops short of ``tol`` (dense rows at a tight ``tol``: 9e-6 on 499 x 4 Gaussian rows at 1e-8)."""
+    if short and wide is not None:
+        w, certificate, info = _solve_wide(rows, loss, tol, offset, start, wide)
+        if certificate.relative_gap <= tol or rows.width > MAX_WIDTH:
+            return w, certificate, info
+        # coordinate descent stopped short (dense rows, a tight tol): the smoothed Newton goes on
+        # from its point, and the certificate keeps the better primal and the better dual of both
+        w2, second, info2 = solve_smoothed(rows, tol=tol, offset=offset, start=w)
+        if second.primal < certificate.primal:
+            w = w2
+        both = Certificate(
+            primal=min(certificate.primal, second.primal), dual=max(certificate.dual, second.dual)
+        )
+        return w, both, {**info2, "dcd_passes": info["dcd_passes"]}
     if rows.width <= MAX_WIDTH:
         return solve_smoothed(rows, tol=tol, offset=offset, start=start)
     if wide is None:
@@ -258,6 +282,12 @@ def solve_band_problem(rows, loss, tol, offset=None, start=None, wide=None):
             f"the band's model is {rows.width} wide, beyond the {MAX_WIDTH} whose Hessian its Newton "
             "steps form, and no solver of wider rows was given"
         )
+    return _solve_wide(rows, loss, tol, offset, start, wide)
+
+
+def _solve_wide(rows, loss, tol, offset, start, wide):
+    """:func:`solve_band_problem` by ``wide``, its rows of positive shortfall at ``start`` at their
+    bound."""
     margins = None if start is None else rows.margins(np.asarray(start, dtype=np.float64))
     return wide(rows.X, rows.y, rows.cost, rows.bias, loss=loss, tol=tol, offset=offset, margins=margins)
 
@@ -265,15 +295,18 @@ def solve_band_problem(rows, loss, tol, offset=None, start=None, wide=None):
 class BandStalled(Exception):
     """The first band's step was certified on less than :data:`BAND_MIN_REACH` of its length: the
     rows near the hinge point outnumber the band the budget holds, and the reads would make little
-    progress each.  ``history``: the records of the reads made; ``reach``: the share certified."""
+    progress each.  ``history``: the records of the reads made; ``reach``: the share certified;
+    ``why``: the user's sentence where the band gave way for another reason (None: the reach)."""
 
-    def __init__(self, history, reach):
-        super().__init__(f"the band certified {reach:.3g} of its step")
-        self.history, self.reach = history, reach
+    def __init__(self, history, reach, why=None):
+        super().__init__(why or f"the band certified {reach:.3g} of its step")
+        self.history, self.reach, self.why = history, reach, why
 
 
-def band_note(reach, instead):
+def band_note(reach, instead, why=None):
     """What the user is told where ``"auto"`` gave the band up (:class:`BandStalled`) for ``instead``."""
+    if why is not None:
+        return f"the band from a sample gave way to {instead} after one read: {why}"
     return (
         f"the band from a sample gave way to {instead} after one read: the bound certified only {reach:.2g} "
         "of the band's step (more rows lie near the margin than cache_bytes holds, or they tie there). A "
@@ -407,19 +440,22 @@ def warm_starts(sample, plan, clock_start, counted, tol, wide=None):
     """``(W0, records)``: each problem's hinge problem on the sample, its costs scaled by the rows
     read over the sample's, solved in memory to the relative gap ``tol``; the records of read 0 (with
     the sample's certificate where the sample is every row, :attr:`~.reads.Sample.complete`);
-    ``wide``: as :func:`solve_band_problem`'s."""
+    ``wide``: as :func:`solve_band_problem`'s, which also solves a sample of every row shorter than
+    :data:`SMOOTHED_MIN_RATIO` times its width."""
     started = time.perf_counter()
     y_index = np.searchsorted(plan.classes, sample.y)
     weights = sample.sample_weight * (sample.rows_seen / sample.n_rows)
     starts, records = [], []
+    short = sample.complete and sample.n_rows < SMOOTHED_MIN_RATIO * (sample.X.shape[1] + 1)
     for c in range(plan.n_problems):
         rows = Rows(sample.X, plan.signs[c, y_index], plan.costs[c, y_index] * weights, plan.bias)
-        w, certificate, info = solve_band_problem(rows, plan.loss, tol, wide=wide)
+        w, certificate, info = solve_band_problem(rows, plan.loss, tol, wide=wide, short=short)
         starts.append(w)
         record = {
             "pass": 0, "seconds": time.perf_counter() - clock_start, "solver": BAND_SOLVER,
             "class": plan.labels[c], "sample_rows": int(sample.n_rows), "sample_bytes": sample.nbytes,
-            "warm_start_s": time.perf_counter() - started, "newton_steps": info["newton_steps"], **counted,
+            "warm_start_s": time.perf_counter() - started, "newton_steps": info["newton_steps"],
+            "dcd_passes": info.get("dcd_passes", 0), **counted,
         }  # fmt: skip
         if sample.complete:
             record.update(primal=certificate.primal, dual=certificate.dual, gap=certificate.relative_gap)
