@@ -30,6 +30,7 @@ LABELS = {
     "floats beyond 2**53": np.array([2.0**60, 2.0**60, 1.0]),
     "a wide span": np.array([0, 10**9, 0, 5]),
     "large int64 of a narrow span": np.array([2**62, 2**62 + 1, 2**62]),
+    "uint64 beyond int64": np.array([2**63, 2**63 + 1, 2**63], dtype=np.uint64),
     "bool": _rng.integers(0, 2, 500).astype(bool),
     "strings": _rng.choice(np.array(["a", "bb", "c"]), 500),
     "objects": _rng.choice(np.array(["x", "y"], dtype=object), 500),

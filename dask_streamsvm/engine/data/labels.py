@@ -140,6 +140,8 @@ def _counted_integers(y, w):
     lo, hi = y.min(), y.max()
     if y.dtype.kind == "f" and not (-(2.0**53) <= lo and hi <= 2.0**53):  # beyond exact integers
         return None
+    if y.dtype.kind == "u" and int(hi) > np.iinfo(np.int64).max:  # beyond the offsets' int64
+        return None
     if float(hi) - float(lo) >= max(COUNT_SPAN_MIN, COUNT_SPAN_PER_ROW * y.shape[0]):
         return None
     base = int(lo)
