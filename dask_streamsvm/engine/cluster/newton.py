@@ -306,24 +306,26 @@ def _band_warm_start_on_worker(plan, elapsed, wide, *firsts):
     from ..primal.reads import band_metric
     from ..primal.sample_band import WARM_TOL, warm_starts
 
-    sample = cluster_sample(firsts)
-    if sample is None:
+    samples = [f.sample for f in firsts if f.sample is not None]
+    if not samples or not all(f.clean for f in firsts):  # as cluster_sample: no sample to solve
         return None
     rows = sum(f.totals.rows for f in firsts)
-    complete = all(f.sample is not None and f.sample.complete for f in firsts)
+    complete = len(samples) == len(firsts) and all(s.complete for s in samples)
     counted = {
         "rows_read": int(rows),
         "bytes_read": int(sum(f.totals.bytes for f in firsts)),
         "read_retries": 0,
     }
     clock = time.perf_counter() - elapsed
-    if wide and not complete:
+    if wide and not complete:  # the parts' samples are not joined: nothing is solved
         records = [
             {"pass": 0, "seconds": clock, "solver": BAND_SOLVER, "class": plan.labels[c],
-             "sample_rows": int(sample.n_rows), "sample_bytes": sample.nbytes, **counted}
+             "sample_rows": int(sum(s.n_rows for s in samples)),
+             "sample_bytes": int(sum(s.nbytes for s in samples)), **counted}
             for c in range(plan.n_problems)
         ]  # fmt: skip
         return None, records, None, False
+    sample = cluster_sample(firsts)
     tol = plan.tol if complete else WARM_TOL
     starts, records = warm_starts(sample, plan, clock, counted, tol, wide=solve_with_offset)
     return starts, records, (None if complete else band_metric(sample)), complete
