@@ -91,8 +91,9 @@ def child_partition_read(spec):
     fit holds a partition at a time: the first, as a fresh process makes it (its fresh pages fault
     in, as the fit's first read's do), and the best of the two.  The joined read of
     :func:`child_read` also builds one array of every row (480 MB on the 2M x 60 set), whose fresh
-    pages cost a second or more on some machines (this project's VM: about 15 ms per 2 MB huge
-    page), and ``lengths=True`` reads every partition once more for its length."""
+    pages cost a second or more on some machines (this project's VM, on 2026-12-01 from 20:00 UTC:
+    about 15 ms per 2 MB huge page; 0.2 ms at 23:20), and its ``lengths=True`` costs another pass over
+    the partitions (0.5-1.6 s on the 2M x 60 set)."""
     import dask
 
     frame, features = _open(spec["path"])
