@@ -339,6 +339,7 @@ def write_hinge_report(payload):
         "",
         *_fit_table(payload["rows_out"]),
     ]
+    lines += _partition_summary(payload["rows_out"])
     lines += [
         "",
         "By record: to the first record (the read that counts the classes and keeps the sample, and the "
