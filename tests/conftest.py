@@ -45,11 +45,13 @@ def scheduler(request):
 @pytest.fixture
 def partial_sample(monkeypatch):
     """The primal solver's warm start from a sample of 5 rows per column of the model (features
-    plus bias), not the default's every row of a small set: the Newton reads then stream."""
+    plus bias), not the default's every row of a small set (nor every row within ``cache_bytes``):
+    the Newton reads then stream."""
     from dask_streamsvm.engine.primal import warm
 
     monkeypatch.setattr(warm, "SAMPLE_MIN_ROWS", 0)
     monkeypatch.setattr(warm, "SAMPLE_ROWS_PER_WIDTH", 5)
+    monkeypatch.setattr(warm, "EVERY_ROW_IN_BUDGET", False)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import pytest
 from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine.plan.problem import FitPlan
 from dask_streamsvm.engine.primal import newton as primal
+from dask_streamsvm.engine.primal import warm
 from dask_streamsvm.engine.primal.reads import Sample, Sampler, band_metric, memory_read
 from dask_streamsvm.kernels.band import margin_keys
 
@@ -141,9 +142,10 @@ def _tall(raw):
 
 @pytest.mark.parametrize("raw", [False, True])
 @pytest.mark.parametrize("C", [0.01, 1.0])
-def test_a_tall_fit_is_certified_after_two_reads(raw, C):
+def test_a_tall_fit_is_certified_after_two_reads(raw, C, monkeypatch):
     """The first read keeps the sample, the second reads at its solution and keeps the band, whose
     step is certified there: two reads, at LIBLINEAR's optimum within the certified gap."""
+    monkeypatch.setattr(warm, "EVERY_ROW_IN_BUDGET", False)  # the rows fit the default cache: stream them
     X, y = _tall(raw)
     clf = LinearSVC(dual=False, C=C, tol=1e-3).fit(
         da.from_array(X, chunks=25_000), da.from_array(y, chunks=25_000)
@@ -157,6 +159,7 @@ def test_a_band_too_narrow_for_the_bound_reads_again(monkeypatch):
     """A band of 1% of the rows: its step moves rows outside it further than their keys allow, the
     step is not certified from the read, and the fit reads again (to the same exact certificate)."""
     monkeypatch.setattr(primal, "BAND_SHARE", 0.01)
+    monkeypatch.setattr(warm, "EVERY_ROW_IN_BUDGET", False)  # the rows fit the default cache: stream them
     X, y = _tall(False)
     clf = LinearSVC(dual=False, C=1.0, tol=1e-3).fit(
         da.from_array(X, chunks=25_000), da.from_array(y, chunks=25_000)

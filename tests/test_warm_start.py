@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dask_streamsvm import LinearSVC
+from dask_streamsvm import LinearSVC, LogisticRegression
 from dask_streamsvm.engine.data.source import Block
 from dask_streamsvm.engine.primal import newton as primal
 from dask_streamsvm.engine.primal import warm as warm_starts
@@ -80,6 +80,7 @@ def test_the_sample_size_rule():
 def test_a_warm_start_from_labels_sorted_and_a_tiny_sample_reaches_liblinears_optimum(monkeypatch):
     """The sample is not representative: the rows are sorted by label and it holds 4 rows (it may
     see one class only).  The full reads still end at LIBLINEAR's optimum within the certified gap."""
+    monkeypatch.setattr(warm_starts, "EVERY_ROW_IN_BUDGET", False)  # the rows fit the default cache
     monkeypatch.setattr(warm_starts, "SAMPLE_MIN_ROWS", 0)
     monkeypatch.setattr(warm_starts, "SAMPLE_ROWS_PER_WIDTH", 1)
     X, y = raw_scale_tall(30_000)
@@ -96,6 +97,7 @@ def test_a_warm_start_saves_reads_on_tall_data(monkeypatch):
     """The same fit from w = 0 (a sample of no rows) takes more reads: the rule is what saves them."""
     X, y = noisy_linear_data(120_000, 10)
     Xd, yd = da.from_array(X, chunks=20_000), da.from_array(y, chunks=20_000)
+    monkeypatch.setattr(warm_starts, "EVERY_ROW_IN_BUDGET", False)  # the rows fit the default cache
     monkeypatch.setattr(warm_starts, "SAMPLE_MIN_ROWS", 0)
     monkeypatch.setattr(warm_starts, "SAMPLE_ROWS_PER_WIDTH", 4_000)  # the rule: 44,000 of 120,000 rows
     warm = LinearSVC(dual=False, C=1.0, tol=1e-3).fit(Xd, yd)
@@ -143,6 +145,7 @@ def test_the_band_saves_reads(monkeypatch):
     0, plain Newton steps from the warm start) the same fit takes more."""
     X, y = noisy_linear_data(200_000, 10)
     Xd, yd = da.from_array(X, chunks=25_000), da.from_array(y, chunks=25_000)
+    monkeypatch.setattr(warm_starts, "EVERY_ROW_IN_BUDGET", False)  # the rows fit the default cache
     monkeypatch.setattr(warm_starts, "SAMPLE_ROWS_PER_WIDTH", 400)  # 20,000 of 200,000 rows
     banded = LinearSVC(dual=False, C=1.0, tol=1e-6).fit(Xd, yd)
     monkeypatch.setattr(primal, "BAND_SHARE", 0.0)
@@ -240,6 +243,7 @@ def test_the_reader_reads_the_next_partitions_while_the_sample_is_solved(monkeyp
 
     monkeypatch.setattr(primal_fit, "warm_start", watched)
     X, y = noisy_linear_data(40_000, 5)
+    monkeypatch.setattr(warm_starts, "EVERY_ROW_IN_BUDGET", False)  # the rows fit the default cache
     monkeypatch.setattr(warm_starts, "SAMPLE_ROWS_PER_WIDTH", 1_000)  # 6,000 of 40,000 rows
     LinearSVC(dual=False, tol=1e-6).fit(da.from_array(X, chunks=5_000), da.from_array(y, chunks=5_000))
     monkeypatch.setattr(warm_starts, "SAMPLE_ROWS_PER_WIDTH", 10_000)  # every row: no reader
@@ -261,3 +265,108 @@ def test_a_stream_read_entered_twice_stops_its_reader_at_the_last_exit():
             assert read._reader._thread.is_alive()
         assert read._reader._thread.is_alive()
     assert not read._reader._thread.is_alive()
+
+
+def _sample_of(blocks, *args, **kwargs):
+    sampler = Sampler(*args, **kwargs)
+    for block in blocks:
+        sampler.add(block)
+    return sampler.sample()
+
+
+def test_the_sample_is_every_row_where_they_fit_its_bytes():
+    """``whole``: dense rows whose count is known and whose bytes fit ``max_bytes`` are all kept,
+    in the order they came (the sample is the data); beyond the bytes, or with more rows than
+    counted, the sample is the ``capacity`` rows of smallest keys, as without ``whole``."""
+    X, y = noisy_linear_data(5_000, 4)  # 32 + 8 + 8 + 8 (key) = 56 bytes a row: 280,000 in all
+    blocks = _blocks(X, y, 700)
+    whole = _sample_of(blocks, 300, max_bytes=280_000, expected=5_000, whole=True)
+    assert whole.complete and whole.n_rows == 5_000
+    np.testing.assert_array_equal(whole.X, X)
+    np.testing.assert_array_equal(whole.y, y)
+    plain = _sample_of(blocks, 300, max_bytes=280_000, expected=5_000)
+    assert plain.n_rows == 300 and not plain.complete
+    for beyond in (
+        {"max_bytes": 279_999, "expected": 5_000},  # a byte short of every row
+        {"max_bytes": 280_000, "expected": 4_000},  # more rows come than were counted
+    ):
+        sample = _sample_of(blocks, 300, whole=True, **beyond)
+        assert not sample.complete and sample.rows_seen == 5_000
+        np.testing.assert_array_equal(np.sort(sample.X[:, 0]), np.sort(plain.X[:, 0]))
+    # no bytes, a share of the rows, sparse rows or an unknown count: never whole
+    assert _sample_of(blocks, 300, expected=5_000, whole=True).n_rows == 300
+    assert _sample_of(blocks, 10_000, 280_000, share=0.5, expected=5_000, whole=True).n_rows == 2_500
+    sparse = _blocks(sp.csr_matrix(X), y, 700)
+    assert _sample_of(sparse, 300, max_bytes=10**9, expected=5_000, whole=True).n_rows == 300
+    assert _sample_of(blocks, 300, max_bytes=280_000, whole=True).n_rows == 300
+
+
+def _transparent_huge_pages(array):
+    """``THPeligible`` of the mapping that holds ``array``'s middle byte (NumPy advises the 2 MB
+    pages within its arrays, a mapping of their own), or None (no ``/proc/self/smaps``)."""
+    address = array.__array_interface__["data"][0] + array.nbytes // 2
+    try:
+        with open("/proc/self/smaps") as smaps:
+            lines = smaps.read().splitlines()
+    except OSError:
+        return None
+    inside = False
+    for line in lines:
+        head = line.split()[0]
+        if "-" in head and ":" not in head:
+            lo, hi = (int(part, 16) for part in head.split("-"))
+            inside = lo <= address < hi
+        elif inside and head == "THPeligible:":
+            return int(line.split()[1])
+    return None
+
+
+def test_held_rows_are_backed_by_small_pages():
+    """The rows a fit fills once and holds ask for no transparent huge pages (malloc.held_empty), where
+    NumPy's own arrays of that size do (where the kernel has them)."""
+    from dask_streamsvm.engine.data import malloc
+
+    shape = (malloc.HELD_SMALL_PAGES // 8 // 4, 4)
+    theirs = np.empty(shape)
+    theirs[:] = 1.0
+    if _transparent_huge_pages(theirs) != 1:
+        pytest.skip("no transparent huge pages for NumPy's arrays here")
+    held = malloc.held_empty(shape, np.float64)
+    held[:] = 2.0
+    assert held.shape == shape and held.dtype == np.float64 and held.flags.c_contiguous
+    assert held.flags.writeable and float(held.sum()) == 2.0 * held.size
+    assert _transparent_huge_pages(held) == 0
+    small = malloc.held_empty((10, 4), np.float32)  # below HELD_SMALL_PAGES: NumPy's own
+    assert small.base is None and small.dtype == np.float32
+
+
+def test_a_newton_fit_of_rows_within_cache_bytes_is_one_read():
+    """The first read keeps every row that fits ``cache_bytes`` (warm.EVERY_ROW_IN_BUDGET): the fit
+    is its solve in memory, certified at LIBLINEAR's optimum, after that one read; a budget short
+    of the rows keeps a sample and the Newton reads stream, to the same optimum."""
+    X, y = noisy_linear_data(60_000, 5, seed=4)  # 60 bytes a row as the sample holds them: 3.6 MB
+    Xd, yd = da.from_array(X, chunks=10_000), da.from_array(y, chunks=10_000)
+    ref = liblinear(X, y, C=0.1)
+    whole = LinearSVC(dual=False, C=0.1, tol=1e-8).fit(Xd, yd)
+    first = whole.history_[0]
+    assert first["sample_rows"] == 60_000 and whole.n_iter_ >= 1
+    assert {record["pass"] for record in whole.history_} == {0}  # every step on the rows of read 0
+    check_optimum(whole, X, y, np.full(len(y), 0.1), ref)
+    short = LinearSVC(dual=False, C=0.1, tol=1e-8, cache_bytes="2MB").fit(Xd, yd)
+    assert short.history_[0]["sample_rows"] < 60_000 and short.history_[-1]["pass"] >= 1
+    check_optimum(short, X, y, np.full(len(y), 0.1), ref)
+    logistic = LogisticRegression(C=0.1, tol=1e-8, random_state=0).fit(Xd, yd)
+    assert logistic.history_[0]["sample_rows"] == 60_000
+    assert {record["pass"] for record in logistic.history_} == {0}
+
+
+def test_in_memory_squared_hinge_starts_from_a_sample(monkeypatch):
+    """As the logistic loss's (test_logistic.py): the squared hinge in memory takes its first steps
+    on a tenth of the rows, and fewer reads of every row, to the same optimum."""
+    X, y = noisy_linear_data(100_000, 10, seed=3)
+    warm = LinearSVC(dual=False, C=1.0, tol=1e-8).fit(X, y)
+    assert warm.history_[0]["sample_rows"] == 10_000 and warm.history_[0]["pass"] == 1
+    monkeypatch.setattr(warm_starts, "MEMORY_SAMPLE_SHARE", 0.3)  # a sample of more than a quarter: none
+    cold = LinearSVC(dual=False, C=1.0, tol=1e-8).fit(X, y)
+    assert "sample_rows" not in cold.history_[0] and cold.n_iter_ > warm.n_iter_
+    assert cold.objective_ == pytest.approx(warm.objective_, rel=1e-8)

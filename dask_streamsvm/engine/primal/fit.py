@@ -14,7 +14,7 @@ from ..plan.threads import blas_threads, memory_row_threads, primal_memory_threa
 from .newton import band_share, check_width, solve_primal
 from .reads import band_metric, columns_metric, first_read, memory_read, metric_row_norm, stream_read
 from .sums import CG_WIDTH
-from .warm import memory_start, sample_rows, warm_start
+from .warm import memory_start, sample_rows, warm_start, whole_sample
 
 # In memory, the metric of the rows' length (the step dual's reach) is the columns' mean and spread over
 # about this many of the rows, evenly spaced.
@@ -101,7 +101,10 @@ def count_with_first_read(source, plan, hooks, known_rows, *, announce):
     on_block = None
     if announce:
         on_block = lambda k, block: hooks.on_block(k, block, None, None)  # noqa: E731
-    budget = {"sample_rows": sample_rows(width), "sample_bytes": plan.cache_bytes, "expected": known_rows}
+    budget = {
+        "sample_rows": sample_rows(width), "sample_bytes": plan.cache_bytes, "expected": known_rows,
+        "whole": whole_sample(plan),
+    }  # fmt: skip
     return first_read(source, plan, width, on_block=on_block, **budget)
 
 
@@ -145,7 +148,11 @@ def fit_primal_stream(source, plan, hooks, first, clock_start):
                     record.update(counted, **{"pass": 0})
                 return hooks.on_pass(records, W)
 
-            start, notes, result = warm_start(first.sample, plan, width, clock_start, on_pass)
+            # a sample of every row is the fit, solved with no read in flight: its rows take the cores
+            # as in memory (else the first Newton read's reader shares them)
+            threads = memory_row_threads(sp.issparse(first.sample.X)) if not early else 1
+            with row_threads(threads):
+                start, notes, result = warm_start(first.sample, plan, width, clock_start, on_pass)
             if result is None:  # the columns' center and scale, for the band's keys
                 read.band_metric = band_metric(first.sample)
             first.sample = None  # the reads that follow keep their band instead

@@ -14,6 +14,7 @@ import scipy.sparse as sp
 
 from ...kernels.layout import dense_nonzeros, dense_to_csr
 from ...kernels.losses import newton_dual_term, newton_terms
+from ..data.malloc import held_empty
 from ..plan.losses import loss_of
 from ..plan.problem import column_max_abs, encode_block
 from .penalties import penalty_of
@@ -347,11 +348,19 @@ class Sampler:
     each block; ``share``: its most rows as a share of the rows read, applied at the end;
     ``expected``: the rows that will be added, if known, from which a bound on the keys kept is
     set before the end (:meth:`_bound`).
+
+    ``whole``: where the ``expected`` rows are dense and all of them fit ``max_bytes`` (and no
+    ``share`` is set), keep every row, written in place into arrays of that many rows (no pieces
+    joined at the end, so the rows held are the budget's at most): the sample is then the data
+    (:attr:`Sample.complete`).  More rows than expected turn the arrays into a piece and the
+    sample is cut to ``capacity`` as usual.
     """
 
-    def __init__(self, capacity, max_bytes=None, share=None, expected=None):
+    def __init__(self, capacity, max_bytes=None, share=None, expected=None, whole=False):
         self.capacity = int(capacity)
         self.max_bytes, self.share = max_bytes, share
+        self.whole = bool(whole) and max_bytes is not None and share is None and bool(expected)
+        self.rows = None  # with ``whole``: (keys, X, y, w) of the expected rows, filled in order
         self.pieces = []  # (keys, X, y, w)
         self.count = self.seen = 0
         self.threshold = np.inf
@@ -389,7 +398,9 @@ class Sampler:
         kept with it (the sample's ``shortfall``)."""
         n = X.shape[0]
         self.seen += n
-        if not n or not self.capacity:
+        if not n or (not self.capacity and not self.whole):
+            return
+        if self.whole and keys is None and self._keep_whole(partition, X, y, w):
             return
         if self.max_bytes is not None:  # the budget in rows, at this block's bytes a row
             per_row = _nbytes(X) / n + y.itemsize + w.itemsize + 8
@@ -410,6 +421,29 @@ class Sampler:
             self.count += take.size
         if self.count > 1.5 * self.capacity:
             self._cut()
+
+    def _keep_whole(self, partition, X, y, w):
+        """Whether the block's rows were written into the arrays of every row (``whole``): made at
+        the first block where the expected rows are dense and fit ``max_bytes`` at its bytes a
+        row; else, or once more rows come than expected, ``whole`` ends (the arrays become a piece)
+        and the rows are sampled as usual."""
+        n, filled = X.shape[0], self.count
+        if self.rows is None:
+            per_row = _nbytes(X) / n + y.itemsize + w.itemsize + 8
+            if filled or sp.issparse(X) or self.expected * per_row > self.max_bytes:
+                self.whole = False
+                return False
+            like = (np.empty(0), X, y, w)  # the keys', the rows', the labels' and the weights' arrays
+            self.rows = tuple(held_empty((self.expected, *a.shape[1:]), a.dtype) for a in like)
+        if filled + n > self.expected:  # more rows than counted: sampled from here on
+            self.pieces = [tuple(part[:filled] for part in self.rows)]
+            self.rows, self.whole = None, False
+            return False
+        keys = np.random.default_rng([SAMPLE_SEED, int(partition)]).random(n)
+        for target, part in zip(self.rows, (keys, X, y, w), strict=True):
+            target[filled : filled + n] = part
+        self.count += n
+        return True
 
     def _cut(self):
         """The pieces as one, cut back to the ``capacity`` rows of smallest keys: which rows is
@@ -443,6 +477,11 @@ class Sampler:
 
     def sample(self):
         """The :class:`Sample`, or None if no row was kept."""
+        if self.rows is not None:  # every row, kept whole (``whole``)
+            if not self.count:
+                return None
+            _, X, y, w = (part[: self.count] for part in self.rows)
+            return Sample(X, y, w, self.seen)
         if self.share is not None:  # a share of the rows read (the keys' order keeps it uniform)
             self.capacity = min(self.capacity, int(float(self.share) * self.seen))
         if not self.count or not self.capacity:
@@ -500,13 +539,16 @@ class FirstRead:
         return sums
 
 
-def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=None, expected=None):
+def first_read(
+    source, plan, width, on_block=None, sample_rows=0, sample_bytes=None, expected=None, whole=False
+):
     """The read that finds the classes, made the primal solver's first read: a :class:`FirstRead`.
 
     Counts the labels of every partition as :meth:`~..data.source.DaskSource.label_counts` does, and
     keeps a uniform sample of ``sample_rows`` rows (:class:`Sample`; every row if there are no
     more), within ``sample_bytes`` and ``plan.cache_share`` of the rows (``expected``: the rows,
-    if known before the read), for the warm start of
+    if known before the read; ``whole``: every row where they all fit ``sample_bytes``,
+    :class:`Sampler`), for the warm start of
     :func:`~.warm.warm_start`.  ``plan`` needs no labels; ``width`` is the model's width without
     the bias.
 
@@ -519,7 +561,7 @@ def first_read(source, plan, width, on_block=None, sample_rows=0, sample_bytes=N
 
     D = width + 1
     counts, ids = [], []
-    sampler = Sampler(sample_rows, sample_bytes, plan.cache_share, expected) if sample_rows else None
+    sampler = Sampler(sample_rows, sample_bytes, plan.cache_share, expected, whole) if sample_rows else None
     totals = Sums.zeros(0, D)
     clean, moments, beyond = True, {}, None
     columns = np.zeros(D)

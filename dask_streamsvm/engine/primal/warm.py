@@ -35,11 +35,27 @@ def sample_rows(width):
     return max(SAMPLE_MIN_ROWS, SAMPLE_ROWS_PER_WIDTH * (width + 1))
 
 
-# In memory, a smooth loss's Newton reads start from the solution of a sample (:func:`memory_start`)
-# of MEMORY_SAMPLE_SHARE of the rows, at least MEMORY_SAMPLE_PER_WIDTH per column of the model, where
+# The first read of a Newton loss keeps every row where they all fit ``cache_bytes`` (dense rows whose
+# count is known before the read: :class:`~.reads.Sampler`'s ``whole``), so that the sample's solve is
+# the fit, after one read: on the 2M x 60 tall set (480 MB, the default 1 GB cache) 2.7-3.5 s where
+# the two reads from a sample took 4.3-5.0 s (2 cores, load 1; docs/benchmarks.md, "Two reads").  The
+# tests that stream Newton reads on small sets turn it off (tests/conftest.py, ``partial_sample``).
+EVERY_ROW_IN_BUDGET = True
+
+
+def whole_sample(plan):
+    """Whether the first read keeps every row where they all fit ``cache_bytes``
+    (:data:`EVERY_ROW_IN_BUDGET`): for the Newton losses with the L2 penalty, whose solve in
+    memory is the in-memory fit's.  The hinge's band keeps its sample: its reads cost less than
+    the smoothed Newton's steps on every row."""
+    return EVERY_ROW_IN_BUDGET and loss_of(plan.loss).newton and not plan.sparse_penalty
+
+
+# In memory, the Newton reads start from the solution of a sample (:func:`memory_start`) of
+# MEMORY_SAMPLE_SHARE of the rows, at least MEMORY_SAMPLE_PER_WIDTH per column of the model, where
 # that is at most a quarter of them: the sample's solve takes Newton's damped first steps from
 # w = 0, and the reads of every row its last two or three.  Measured (docs/benchmarks.md, "Logistic
-# regression"): on 200k x 40 dense rows, 3 reads where 8 from w = 0.
+# regression"): on 200k x 40 dense rows, 3 reads where 8 from w = 0; the SVM's, :func:`memory_start`.
 MEMORY_SAMPLE_SHARE = 0.1
 
 
@@ -51,14 +67,16 @@ MEMORY_SAMPLE_SEED = 0
 
 def memory_start(X, y_index, weights, plan, width, clock_start=None):
     """``(W0, notes)``: the start of the Newton reads on in-memory rows, from a sample of them
-    (:data:`MEMORY_SAMPLE_SHARE`, :func:`warm_start`), or ``(None, None)``: a piecewise-quadratic
-    loss (its reads' band makes its steps exact from anywhere), or too few rows for a sample to
-    save reads.  The sample is ``m`` rows drawn without replacement from a fixed seed (one
-    data, one model): a systematic every-k-th row sample met the period of rows
-    stored in blocks (ijcnn1 dense at C = 1: 8 Newton reads where the random sample needs 3)."""
+    (:data:`MEMORY_SAMPLE_SHARE`, :func:`warm_start`), or ``(None, None)``: too few rows for a
+    sample to save reads.  The squared hinge's too: on the 2M x 60 tall set (dense, C = 0.01 and 1)
+    2 and 3 reads of every row where 5 and 6 from ``w = 0``, 0.77 and 0.95 s against 1.33 and 1.61 s
+    (2 cores, load 1); a9a 3 and 5 reads where 5 and 6, ijcnn1 3 where 5 to 7.  The sample is ``m``
+    rows drawn without replacement from a fixed seed (one data, one model): a systematic every-k-th
+    row sample met the period of rows stored in blocks (ijcnn1 dense at C = 1: 8 Newton reads where
+    the random sample needs 3)."""
     n = X.shape[0]
     m = max(int(MEMORY_SAMPLE_SHARE * n), MEMORY_SAMPLE_PER_WIDTH * (width + 1))
-    if loss_of(plan.loss).piecewise_quadratic or 4 * m > n:
+    if 4 * m > n:
         return None, None
     rows = np.sort(np.random.default_rng(MEMORY_SAMPLE_SEED).choice(n, m, replace=False))
     sample = Sample(X[rows], plan.classes[y_index[rows]], weights[rows], rows_seen=n)
