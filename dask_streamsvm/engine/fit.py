@@ -273,6 +273,8 @@ def _fit_stream(source, plan, method, hooks, *, checkpoints, resume, clock_start
                         raise
                     method = after_count(undecided, plan, n_rows, source.n_features, str(exc))
             if result is None and not method.primal:
+                if first is not None:  # its sample (up to cache_bytes) is not the dual solvers'
+                    first.sample = None
                 plan = _dual_plan(source, plan, labels)
                 hooks.start(plan, n_partitions=source.n_partitions, cache_bytes=plan.cache_bytes or None)
                 result = fit_stream(

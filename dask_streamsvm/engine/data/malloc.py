@@ -25,6 +25,7 @@ and the label count after its pass (:func:`release_free_memory`).
 Elsewhere than glibc both do nothing.
 """
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -91,8 +92,9 @@ def held_empty(shape, dtype):
     for the kernel to compact memory first.  Partitions that come and go reuse the huge pages freed
     before them, but hundreds of MB filled at once need new ones: on this project's 2-core VM, 480 MB
     took 2.7 s to fill where small pages took 0.25 s (``NUMPY_MADVISE_HUGEPAGE=0``).  The array is
-    an anonymous mapping of its own, which NumPy does not advise (where huge pages are ``always``,
-    it is advised ``MADV_NOHUGEPAGE``), freed when the array is.
+    a private anonymous mapping of its own advised ``MADV_NOHUGEPAGE`` (where the kernel has
+    transparent huge pages), freed when the array and its views are.  Arrays of objects are
+    NumPy's own.
     """
     import mmap
 
@@ -101,8 +103,9 @@ def held_empty(shape, dtype):
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     advise = getattr(mmap, "MADV_NOHUGEPAGE", None)
-    if nbytes < HELD_SMALL_PAGES or advise is None:
+    if nbytes < HELD_SMALL_PAGES or advise is None or dtype.hasobject:  # objects: NumPy's memory only
         return np.empty(shape, dtype)
-    pages = mmap.mmap(-1, nbytes)
-    pages.madvise(advise)
+    pages = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    with contextlib.suppress(OSError):  # a kernel without transparent huge pages refuses the advice
+        pages.madvise(advise)
     return np.frombuffer(pages, dtype=dtype).reshape(shape)

@@ -45,6 +45,15 @@ def stalled_steps(steps=STALL_STEPS):
     return stalled
 
 
+def memory_threads(X, plan, width):
+    """``(BLAS threads, row threads)`` of the Newton steps on rows ``X`` in memory, no reader
+    running: a wide Gram matrix takes the cores on BLAS's threads (not CSR rows', made without
+    BLAS), narrower dense rows on row threads of one BLAS thread each."""
+    sparse_rows = sp.issparse(X) and plan.feature_map is None
+    blas = primal_memory_threads(width, sparse_rows)
+    return blas, (memory_row_threads(sparse_rows) if blas == 1 else 1)
+
+
 def fit_primal_memory(X, y_index, weights, plan, width, hooks, clock_start, stalled=None):
     """The primal Newton solver on in-memory rows; ``hooks`` see each problem's records as the
     dual solvers give them (None: no hooks); ``stalled(records)``: true ends the steps
@@ -55,11 +64,7 @@ def fit_primal_memory(X, y_index, weights, plan, width, hooks, clock_start, stal
         stop = bool(per_problem) and any([per_problem[c](record, W[c]) for c, record in enumerate(records)])
         return stop or (stalled is not None and stalled(records))
 
-    # no reader: a wide Gram matrix takes the cores on BLAS's threads (not CSR rows', made without
-    # BLAS), narrower dense rows on row threads of one BLAS thread each
-    sparse_rows = sp.issparse(X) and plan.feature_map is None
-    blas = primal_memory_threads(width, sparse_rows)
-    rows = memory_row_threads(sparse_rows) if blas == 1 else 1
+    blas, rows = memory_threads(X, plan, width)
     with blas_threads(blas), row_threads(rows):
         metric = row_norm = None
         if plan.feature_map is None and not loss_of(plan.loss).piecewise_quadratic:
@@ -150,8 +155,8 @@ def fit_primal_stream(source, plan, hooks, first, clock_start):
 
             # a sample of every row is the fit, solved with no read in flight: its rows take the cores
             # as in memory (else the first Newton read's reader shares them)
-            threads = memory_row_threads(sp.issparse(first.sample.X)) if not early else 1
-            with row_threads(threads):
+            blas, rows = memory_threads(first.sample.X, plan, width) if not early else (1, 1)
+            with blas_threads(blas), row_threads(rows):
                 start, notes, result = warm_start(first.sample, plan, width, clock_start, on_pass)
             if result is None:  # the columns' center and scale, for the band's keys
                 read.band_metric = band_metric(first.sample)

@@ -351,9 +351,9 @@ class Sampler:
 
     ``whole``: where the ``expected`` rows are dense and all of them fit ``max_bytes`` (and no
     ``share`` is set), keep every row, written in place into arrays of that many rows (no pieces
-    joined at the end, so the rows held are the budget's at most): the sample is then the data
-    (:attr:`Sample.complete`).  More rows than expected turn the arrays into a piece and the
-    sample is cut to ``capacity`` as usual.
+    joined at the end, no keys, so the rows held are the budget's at most): the sample is then the
+    data (:attr:`Sample.complete`).  More rows than expected turn the arrays into a piece (its keys
+    drawn as they would have been) and the sample is cut to ``capacity`` as usual.
     """
 
     def __init__(self, capacity, max_bytes=None, share=None, expected=None, whole=False):
@@ -409,7 +409,7 @@ class Sampler:
                 return
         random = keys is None
         if random:
-            keys = np.random.default_rng([SAMPLE_SEED, int(partition)]).random(n)
+            keys = _random_keys(partition, n)
         self.given = not random
         kept = keys < min(self.threshold, self._bound(keys, random))
         take = np.flatnonzero(kept)
@@ -429,19 +429,20 @@ class Sampler:
         and the rows are sampled as usual."""
         n, filled = X.shape[0], self.count
         if self.rows is None:
-            per_row = _nbytes(X) / n + y.itemsize + w.itemsize + 8
+            per_row = _nbytes(X) / n + y.itemsize + w.itemsize
             if filled or sp.issparse(X) or self.expected * per_row > self.max_bytes:
                 self.whole = False
                 return False
-            like = (np.empty(0), X, y, w)  # the keys', the rows', the labels' and the weights' arrays
-            self.rows = tuple(held_empty((self.expected, *a.shape[1:]), a.dtype) for a in like)
+            self.rows = tuple(held_empty((self.expected, *a.shape[1:]), a.dtype) for a in (X, y, w))
+            self._filled = []  # (partition, rows) of each block kept: its keys are drawn again if needed
         if filled + n > self.expected:  # more rows than counted: sampled from here on
-            self.pieces = [tuple(part[:filled] for part in self.rows)]
+            keys = np.concatenate([_random_keys(p, k) for p, k in self._filled])
+            self.pieces = [(keys, *(part[:filled] for part in self.rows))]
             self.rows, self.whole = None, False
             return False
-        keys = np.random.default_rng([SAMPLE_SEED, int(partition)]).random(n)
-        for target, part in zip(self.rows, (keys, X, y, w), strict=True):
+        for target, part in zip(self.rows, (X, y, w), strict=True):
             target[filled : filled + n] = part
+        self._filled.append((partition, n))
         self.count += n
         return True
 
@@ -480,7 +481,7 @@ class Sampler:
         if self.rows is not None:  # every row, kept whole (``whole``)
             if not self.count:
                 return None
-            _, X, y, w = (part[: self.count] for part in self.rows)
+            X, y, w = (part[: self.count] for part in self.rows)
             return Sample(X, y, w, self.seen)
         if self.share is not None:  # a share of the rows read (the keys' order keeps it uniform)
             self.capacity = min(self.capacity, int(float(self.share) * self.seen))
@@ -491,6 +492,11 @@ class Sampler:
         return Sample(
             X, y, w, self.seen, shortfall=extra[0] if extra else None, keys=keys if self.given else None
         )
+
+
+def _random_keys(partition, n):
+    """The uniform sample's keys of a partition's ``n`` rows: drawn from the seed and the partition."""
+    return np.random.default_rng([SAMPLE_SEED, int(partition)]).random(n)
 
 
 def joined_pieces(pieces):

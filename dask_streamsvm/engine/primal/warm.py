@@ -35,20 +35,25 @@ def sample_rows(width):
     return max(SAMPLE_MIN_ROWS, SAMPLE_ROWS_PER_WIDTH * (width + 1))
 
 
-# The first read of a Newton loss keeps every row where they all fit ``cache_bytes`` (dense rows whose
-# count is known before the read: :class:`~.reads.Sampler`'s ``whole``), so that the sample's solve is
-# the fit, after one read: on the 2M x 60 tall set (480 MB, the default 1 GB cache) 2.7-3.5 s where
-# the two reads from a sample took 4.3-5.0 s (2 cores, load 1; docs/benchmarks.md, "Two reads").  The
-# tests that stream Newton reads on small sets turn it off (tests/conftest.py, ``partial_sample``).
+# The first read of the SVM's Newton loss (:func:`whole_sample`) keeps every row where they all fit
+# ``cache_bytes`` (dense rows whose count is known before the read: :class:`~.reads.Sampler`'s
+# ``whole``), so that the sample's solve is the fit, after one read: on the 2M x 60 tall sets (480
+# MB, the default 1 GB cache) 3.0-3.9 s where the two reads from a sample took 3.7-5.8 s in the same
+# run (docs/benchmarks.md, "Two reads").  The tests that stream Newton reads on sets that fit the
+# default cache turn it off (tests/conftest.py, ``partial_sample``).
 EVERY_ROW_IN_BUDGET = True
 
 
 def whole_sample(plan):
     """Whether the first read keeps every row where they all fit ``cache_bytes``
-    (:data:`EVERY_ROW_IN_BUDGET`): for the Newton losses with the L2 penalty, whose solve in
-    memory is the in-memory fit's.  The hinge's band keeps its sample: its reads cost less than
-    the smoothed Newton's steps on every row."""
-    return EVERY_ROW_IN_BUDGET and loss_of(plan.loss).newton and not plan.sparse_penalty
+    (:data:`EVERY_ROW_IN_BUDGET`): for the piecewise-quadratic Newton loss with the L2 penalty, one
+    model per problem.  The others keep their sample, measured on the same rows in fresh processes
+    (2026-12-02, load 0.9): the logistic loss's one read and solve in memory took 3.3-3.4 s, as its
+    two reads from a sample (no gain for 480 MB more held); the softmax model's three classes
+    17.5-18.4 s where its three reads took 7.5-9.8 s; the hinge's band reads cost less than the
+    smoothed Newton's steps on every row."""
+    loss = loss_of(plan.loss)
+    return EVERY_ROW_IN_BUDGET and loss.newton and loss.piecewise_quadratic and not plan.sparse_penalty
 
 
 # In memory, the Newton reads start from the solution of a sample (:func:`memory_start`) of
