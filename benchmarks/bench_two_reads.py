@@ -68,6 +68,8 @@ def child_fit(spec):
     frame, features = _open(spec["path"])
     head = frame.partitions[0].compute().iloc[:2000]
     params = {"C": spec["C"], "tol": spec["tol"], **LOSSES[spec.get("loss", "squared_hinge")]}
+    if spec.get("cache_bytes"):
+        params["cache_bytes"] = spec["cache_bytes"]
     LinearSVC(**params).fit(head[features].to_numpy(), head["label"].to_numpy())
     LinearSVC(**params).fit(frame.partitions[:2][features], frame.partitions[:2]["label"])  # its kernels
     model = LinearSVC(**params)
@@ -173,7 +175,7 @@ def _load():
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def measure(busy, path, name, Cs, tol, n_rows, repeats, before, loss="squared_hinge"):
+def measure(busy, path, name, Cs, tol, n_rows, repeats, before, loss="squared_hinge", cache_bytes=None):
     """One set in one condition: its plain reads and its fits at each C, interleaved."""
     procs = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(busy)]
     try:
@@ -187,7 +189,7 @@ def measure(busy, path, name, Cs, tol, n_rows, repeats, before, loss="squared_hi
             for C in Cs:
                 for version, package in versions.items():
                     spec = {"path": str(path), "C": C, "tol": tol, "n_rows": n_rows, "loss": loss}
-                    fits[version, C].append(run_child("fit", spec, package))
+                    fits[version, C].append(run_child("fit", {**spec, "cache_bytes": cache_bytes}, package))
         load_end = _load()
     finally:
         for proc in procs:
@@ -278,6 +280,9 @@ def main(argv=None):
     )
     parser.add_argument("--loss", default="squared_hinge", choices=sorted(LOSSES))
     parser.add_argument(
+        "--cache-bytes", default=None, help="the fits' cache_bytes (default: the loss's, above)"
+    )
+    parser.add_argument(
         "--memory", action="store_true", help="ours in memory on the same rows, quiet and beside --busy"
     )
     parser.add_argument(
@@ -294,6 +299,7 @@ def main(argv=None):
         "machine": machine(),
         "goals": HINGE_GOALS if args.loss == "hinge" else GOALS,
         "loss": args.loss,
+        "cache_bytes": args.cache_bytes,
         "rows_out": [],
     }
     default_out = "two_reads_hinge" if args.loss == "hinge" else "two_reads"
@@ -312,7 +318,7 @@ def main(argv=None):
         n_rows = sum(pq.ParquetFile(f).metadata.num_rows for f in sorted(path.glob("*.parquet")))
         for busy in (int(b) for b in args.busy.split(",")):
             payload["rows_out"] += measure(busy, path, SETS[kind], args.Cs, args.tol, n_rows, args.repeats,
-                                           args.before, args.loss)  # fmt: skip
+                                           args.before, args.loss, args.cache_bytes)  # fmt: skip
     if args.memory:
         payload["memory"] = memory_rows(args)
         payload["memory_command"] = "python -m benchmarks.bench_two_reads " + shlex.join(
@@ -418,6 +424,23 @@ def _before_table(path):
     ]
 
 
+def _cache_table(path):
+    """The run with ``--cache-bytes`` below the rows' bytes and ``--out two_reads_cache``, where there is
+    one: the Newton reads streamed, where the default cache holds every row."""
+    if not path.exists():
+        return []
+    run = json.loads(path.read_text())
+    return [
+        "",
+        f"`{run['command']}`, {run['date']}: the same fits with `cache_bytes={run['cache_bytes']!r}`, "
+        "below the rows' 480 MB: the first read keeps a sample of 244,000 rows, and the Newton reads "
+        "stream (the out-of-core path):",
+        "",
+        *_fit_table(run["rows_out"]),
+        *_partition_summary(run["rows_out"]),
+    ]
+
+
 def _certificates_table(path):
     """``python -m benchmarks.check_hinge_band``'s results, where there are some."""
     if not path.exists():
@@ -446,16 +469,20 @@ def write_report(payload):
     lines = [
         f"`{payload['command']}`, {payload['date']}, on {os.cpu_count()} cores.",
         "",
-        'The tall default fit (`LinearSVC(C)`, `dual="auto"`: the primal Newton solver) on 2M x 60 float32 '
-        "rows in 20 Parquet files, each measurement in a fresh process after a warm-up fit (numba's cache "
-        "loaded), medians of the repeats; the plain read is a Dask read of every partition to a float32 "
-        "array joined into one of every row, the first a fresh process makes and the best of two; the "
-        "partition read, in another fresh process, makes each partition's float32 array and drops it, as a "
-        "fit holds a partition at a time (the joined read's array of every row, 480 MB, costs the faults "
-        "of its fresh pages, and its `lengths=True` reads every partition once more), the first and the "
+        'The tall default fit (`LinearSVC(C)`, `dual="auto"`: the primal Newton solver) on 2M x 60 '
+        "float32 rows in 20 Parquet files (480 MB: the default `cache_bytes` of 1 GB holds them, so the "
+        "first read keeps every row and the fit is their solve in memory after it; the out-of-core path, "
+        "with a cache below the rows, is measured below), each measurement in a fresh process after a "
+        "warm-up fit (numba's cache loaded), medians of the repeats; the plain read is a Dask read of "
+        "every partition to a float32 array joined into one of every row, the first a fresh process makes"
+        " and the best of two; the partition read, in another fresh process, makes each partition's "
+        "float32 array and drops it, as a fit holds a partition at a time (the joined read's array of "
+        "every row, 480 MB, costs the faults of its fresh pages, and its `lengths=True` reads every "
+        "partition once more), the first and the "
         "best of two."
         + (
-            " `before`: the package of the commit before the band's certificate, timed in the same run."
+            " `before`: the package named by `--before` (a checkout of an earlier commit), timed in the same "
+            "run."
             if before
             else ""
         )
@@ -477,6 +504,7 @@ def write_report(payload):
         "`LinearSVC(C, dual=False)` on the same rows read into RAM first, in a fresh process after a "
         "warm-up fit",
     )
+    lines += _cache_table(ROOT / "benchmarks" / "results" / "two_reads_cache.json")
     lines += _cluster_table(
         payload,
         "`dual=False`",
