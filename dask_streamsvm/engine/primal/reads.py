@@ -360,7 +360,8 @@ class Sampler:
         self.capacity = int(capacity)
         self.max_bytes, self.share = max_bytes, share
         self.whole = bool(whole) and max_bytes is not None and share is None and bool(expected)
-        self.rows = None  # with ``whole``: (keys, X, y, w) of the expected rows, filled in order
+        self.rows = None  # with ``whole``: (X, y, w) of the expected rows, filled in order
+        self._filled = []  # with ``whole``: (partition, rows) of each block kept, whose keys are drawn again
         self.pieces = []  # (keys, X, y, w)
         self.count = self.seen = 0
         self.threshold = np.inf
@@ -402,8 +403,8 @@ class Sampler:
             return
         if self.whole and keys is None and self._keep_whole(partition, X, y, w):
             return
-        if self.max_bytes is not None:  # the budget in rows, at this block's bytes a row
-            per_row = _nbytes(X) / n + y.itemsize + w.itemsize + 8
+        if self.max_bytes is not None:  # the budget in rows, at this block's bytes a row and key
+            per_row = _row_bytes(X, y, w) + 8
             self.capacity = min(self.capacity, int(self.max_bytes // per_row))
             if not self.capacity:
                 return
@@ -429,12 +430,10 @@ class Sampler:
         and the rows are sampled as usual."""
         n, filled = X.shape[0], self.count
         if self.rows is None:
-            per_row = _nbytes(X) / n + y.itemsize + w.itemsize
-            if filled or sp.issparse(X) or self.expected * per_row > self.max_bytes:
+            if filled or sp.issparse(X) or self.expected * _row_bytes(X, y, w) > self.max_bytes:
                 self.whole = False
                 return False
             self.rows = tuple(held_empty((self.expected, *a.shape[1:]), a.dtype) for a in (X, y, w))
-            self._filled = []  # (partition, rows) of each block kept: its keys are drawn again if needed
         if filled + n > self.expected:  # more rows than counted: sampled from here on
             keys = np.concatenate([_random_keys(p, k) for p, k in self._filled])
             self.pieces = [(keys, *(part[:filled] for part in self.rows))]
@@ -492,6 +491,12 @@ class Sampler:
         return Sample(
             X, y, w, self.seen, shortfall=extra[0] if extra else None, keys=keys if self.given else None
         )
+
+
+def _row_bytes(X, y, w):
+    """The bytes a row of the block ``(X, y, w)`` takes in a sample: its values (and indices), label
+    and weight."""
+    return _nbytes(X) / X.shape[0] + y.itemsize + w.itemsize
 
 
 def _random_keys(partition, n):
