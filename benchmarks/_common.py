@@ -157,3 +157,21 @@ def beside_busy(n):
     finally:
         for process in busy:
             process.kill()
+
+
+def timed_children(module, specs, busy_levels, timeout):
+    """``child_fit(spec)`` of ``benchmarks.<module>`` for each of ``specs`` in a fresh interpreter
+    (:func:`run_child`), beside each of ``busy_levels`` busy processes in turn: the records, each
+    the spec, its result (``{"seconds": None}`` past ``timeout`` seconds), ``busy`` and the load."""
+    records = []
+    for busy in busy_levels:
+        with beside_busy(busy):
+            for spec in specs:
+                load = round(os.getloadavg()[0], 2)
+                try:
+                    out = run_child(module, "fit", spec, timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    out = {"seconds": None}
+                records.append({**spec, **out, "busy": busy, "load": load})
+                print(f"busy {busy} {spec}: {out}", flush=True)
+    return records

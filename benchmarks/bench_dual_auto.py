@@ -18,13 +18,11 @@ Results: ``benchmarks/results/dual_auto.json`` and the section "dual="auto" in m
 """
 
 import argparse
-import os
-import subprocess
 import time
 
 import numpy as np
 
-from benchmarks._common import ROOT, beside_busy, run_child, run_header, save_json, write_section
+from benchmarks._common import ROOT, run_header, save_json, timed_children, write_section
 from dask_streamsvm.engine.choice import DENSE_PRIMAL_RATIO, PRIMAL_RATIO
 
 MARKER = '## dual="auto" in memory: the primal solver on dense rows'
@@ -94,22 +92,13 @@ def child_fit(spec):
 
 
 def measure(args):
-    records = []
-    for busy in args.busy:
-        with beside_busy(busy):
-            for name in args.sets:
-                for estimator in ESTIMATORS:
-                    for dual in DUALS:
-                        spec = {"set": name, "estimator": estimator, "dual": dual}
-                        load = round(os.getloadavg()[0], 2)
-                        try:
-                            out = run_child("bench_dual_auto", "fit", spec, timeout=args.timeout)
-                        except subprocess.TimeoutExpired:
-                            out = {"seconds": None}
-                        records.append({**spec, **out, "busy": busy, "load": load})
-                        seconds = "timed out" if out["seconds"] is None else f"{out['seconds']:.2f} s"
-                        print(f"busy {busy} {name} {estimator} dual={dual}: {seconds} {out}", flush=True)
-    return records
+    specs = [
+        {"set": name, "estimator": estimator, "dual": dual}
+        for name in args.sets
+        for estimator in ESTIMATORS
+        for dual in DUALS
+    ]
+    return timed_children("bench_dual_auto", specs, args.busy, args.timeout)
 
 
 def report(payload):

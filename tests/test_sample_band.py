@@ -11,10 +11,12 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC as LiblinearSVC
 
 from dask_streamsvm import LinearSVC
+from dask_streamsvm.engine import choice
 from dask_streamsvm.engine.plan.problem import FitPlan
-from dask_streamsvm.engine.primal import sample_band, smoothed
+from dask_streamsvm.engine.primal import sample_band, smoothed, warm
 from dask_streamsvm.engine.primal.newton import BOUND_SLACK, band_holds
 from dask_streamsvm.engine.primal.reads import Sample
+from dask_streamsvm.engine.primal.warm import sample_rows
 
 from ._helpers import load_libsvm_dataset, noisy_linear_data
 
@@ -535,3 +537,68 @@ def test_the_band_reaches_a_1e3_gap_on_ijcnn1_in_three_reads_after_the_sample():
     assert clf.objective_ == pytest.approx(hinge_primal(X, sign, np.ones(n), w), rel=1e-10)
     _, reference, _ = smoothed.solve_smoothed(smoothed.Rows(X, sign, np.ones(n), 0.0), tol=1e-9)
     assert clf.objective_ * (1 - clf.duality_gap_) <= reference.primal * (1 + 1e-9)
+
+
+# In memory (solver="auto" on NumPy rows): the band from a sample where the rows are tall enough.
+
+
+def _memory_band_rows(d, extra=0, seed=0):
+    """Gaussian rows of ``d`` columns, as many as the door's in-memory band rule asks (plus ``extra``)."""
+    n = choice.MEMORY_BAND_SAMPLES * sample_rows(d) + extra
+    X, y = noisy_linear_data(n, d, seed)
+    return X.astype(np.float32), np.where(y > 0, 1, -1)
+
+
+def test_in_memory_the_hinge_trains_by_the_band_from_a_sample_to_liblinears_optimum():
+    """Tall dense rows in memory: a random tenth's solution, one pass for the band, its step
+    certified; the certificate covers the distance to LIBLINEAR's optimum and never claims more."""
+    X, y = _memory_band_rows(3)
+    C = 1.0
+    clf = LinearSVC(loss="hinge", C=C, tol=1e-4).fit(X, y)
+    assert [r["solver"] for r in clf.history_] == ["band"] * len(clf.history_)
+    assert clf.history_[0]["sample_rows"] == int(warm.MEMORY_SAMPLE_SHARE * X.shape[0])
+    assert clf.n_iter_ <= 2 and clf.duality_gap_ <= 1e-4
+    sign, cost = y.astype(np.float64), np.full(len(y), C)
+    X64 = X.astype(np.float64)
+    ours = hinge_primal(X64, sign, cost, np.append(clf.coef_.ravel(), clf.intercept_))
+    theirs = hinge_primal(X64, sign, cost, liblinear_hinge(X64, y, C))  # at least the optimum
+    last = clf.history_[-1]
+    assert last["primal"] == pytest.approx(ours, rel=1e-9)  # the certificate's primal is the model's
+    assert last["dual"] <= theirs * (1 + 1e-12)  # weak duality
+    assert (ours - theirs) / ours <= clf.duality_gap_
+
+
+def test_in_memory_the_band_needs_rows_four_times_the_streamed_sample():
+    """The door's rule (choice.MEMORY_BAND_SAMPLES): one row fewer keeps dual coordinate descent."""
+    plan = FitPlan(C=1.0, loss="hinge", solver="auto", dual="auto")
+    X, _ = _memory_band_rows(3)
+    assert choice.memory_band(plan, X)
+    assert not choice.memory_band(plan, X[:-1])
+    assert not choice.memory_band(plan.replace(solver="memory"), X)  # the dual, named
+    assert not choice.memory_band(plan.replace(loss="squared_hinge"), X)  # it has the primal solver
+    assert not choice.memory_band(plan, sp.csr_matrix(X))  # sparse rows keep the dual
+    X[0, 0] = 1e13  # beyond what the smoothed Newton sums
+    assert not choice.memory_band(plan, X)
+
+
+def test_in_memory_solver_memory_keeps_dual_coordinate_descent():
+    X, y = _memory_band_rows(3)
+    clf = LinearSVC(loss="hinge", C=0.1, solver="memory", tol=1e-3).fit(X, y)
+    assert "band" not in {r.get("solver") for r in clf.history_}
+
+
+def test_in_memory_the_band_gives_way_to_dual_coordinate_descent_and_says_so(monkeypatch):
+    """Where the first band's step is certified on less than BAND_MIN_REACH of its length, the dual
+    trains from the start, its records after the band's, with a warning that names solver='memory'."""
+    monkeypatch.setattr(sample_band, "band_reach", lambda *args: 0.0)  # no step certified
+    X, y = _memory_band_rows(3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        clf = LinearSVC(loss="hinge", C=1.0, tol=1e-8, max_iter=5).fit(X, y)  # not within tol at w0
+    said = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert any(
+        "gave way to dual coordinate descent after one pass: " in m and "solver='memory'" in m for m in said
+    ), said
+    solvers = [r.get("solver") for r in clf.history_]
+    assert solvers[:2] == ["band", "band"] and "band" not in solvers[2:] and len(solvers) > 2
+    assert clf.history_[1]["band_reach"] == 0.0 and clf.n_iter_ == 5  # the dual's passes

@@ -37,6 +37,7 @@ from .primal.multinomial_reads import AUTO_MIN_CLASSES, auto_softmax, check_mode
 from .primal.multinomial_reads import READS_SCHEDULE as MULTINOMIAL_READS
 from .primal.newton import MAX_WIDTH, check_width
 from .primal.sums import CG_WIDTH, MAX_VALUE, too_large
+from .primal.warm import sample_rows
 
 # dual="auto" picks the primal Newton solver when the rows outnumber the model's width (features plus
 # bias) this many times: measured in benchmarks/bench_primal.py (docs/benchmarks.md, "primal").
@@ -51,6 +52,11 @@ PRIMAL_RATIO = 100
 # at 3, the dual 1.3-4.7x faster.  Sparse rows keep PRIMAL_RATIO: on 200,000 x 100,000 text rows the
 # dual was 1.5-2.3x faster.
 DENSE_PRIMAL_RATIO = 5
+# In memory, solver="auto" trains a loss without Newton steps by the band from a sample (memory_band)
+# where the rows
+# are at least this many times the sample a streamed fit's first read keeps (primal.warm.sample_rows:
+# 4,000 a column of the model).  MEASURE
+MEMORY_BAND_SAMPLES = 4
 # dual="auto" makes the read that counts the classes the primal solver's first read up to this width.
 FIRST_READ_WIDTH = 256
 # The schedule a streaming fit runs when the plan says "auto".
@@ -219,6 +225,8 @@ def choose(placement, plan, data):
             beyond = too_large(data.X, plan.bias, augmented=False)  # the primal solver's first check
         if beyond is not None:
             return Method("memory", False, schedule="memory", note=_dual_note(beyond))
+        if not primal and memory_band(plan, data.X):
+            return Method("memory", False, schedule=BAND_SOLVER)
         return Method("memory", primal, schedule=None if primal else "memory")
     n_features = data.n_features
     if plan.multinomial and placement.where in ("stream", "cluster"):  # its first read counts the classes
@@ -306,6 +314,20 @@ def band_applies(plan, n_rows, n_features, complete):
     the budget holds is too small for the band, and the dual schedules train."""
     width = model_width(n_features, plan.feature_map) + 1
     return plan.solver != "auto" or complete or n_rows >= PRIMAL_RATIO * width
+
+
+def memory_band(plan, X):
+    """Whether ``solver="auto"`` trains the hinge loss on the in-memory rows ``X`` by the band from a
+    sample (:func:`~.primal.sample_band.fit_band_memory`), as it does streamed: on dense rows
+    without a feature map, at least :data:`MEMORY_BAND_SAMPLES` times the sample a streamed fit keeps
+    (:func:`~.primal.warm.sample_rows`), nothing in ``plan`` blocking it
+    (:func:`band_blocker`) and no value beyond those the smoothed Newton sums (``too_large``)."""
+    if sp.issparse(X) or plan.solver != "auto" or band_blocker(plan, X.shape[1]) is not None:
+        return False
+    width = model_width(X.shape[1], plan.feature_map)
+    if X.shape[0] < MEMORY_BAND_SAMPLES * sample_rows(width):
+        return False
+    return plan.scaler is not None or too_large(X, plan.bias, augmented=False) is None
 
 
 def band_blocker(plan, n_features, checkpointing=False):

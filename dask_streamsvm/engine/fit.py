@@ -58,7 +58,7 @@ from .primal.multinomial_reads import (
     softmax_columns,
     solve_softmax_reads,
 )
-from .primal.sample_band import BandStalled, band_note, fit_band_stream
+from .primal.sample_band import BandStalled, band_note, fit_band_memory, fit_band_stream
 from .primal.sums import BeyondPrimal
 from .store.checkpoint import Checkpoints, data_fingerprint
 
@@ -180,6 +180,8 @@ def _fit_memory(data, plan, method, hooks, *, clock_start, **_):
         solve = lambda weights, hooks=None: solve_problems(  # noqa: E731
             rows, y_index, weights, plan, width=width, seeds=seeds, clock_start=clock_start, hooks=hooks
         )
+        if method.schedule == BAND_SOLVER:
+            solve = _band_or(solve, X, y_index, plan, clock_start)
     platt = None
     if plan.probability:
         # libsvm's recipe: cross-fitted decision values for the sigmoid, then the model on all rows.
@@ -202,6 +204,32 @@ def _fit_memory(data, plan, method, hooks, *, clock_start, **_):
     if method.note is not None:
         result.messages.append(method.note)
     return result
+
+
+def _band_or(dual, X, y_index, plan, clock_start):
+    """``solve(weights, hooks)`` of the hinge on in-memory rows by the band from a sample
+    (:func:`~.primal.sample_band.fit_band_memory`), or by ``dual`` (the dual coordinate descent)
+    where the band gives up after its first pass (:class:`~.primal.sample_band.BandStalled`): its
+    records after the band's, and the user told why."""
+
+    def solve(weights, hooks):
+        band_plan = plan.replace(solver=BAND_SOLVER)
+        try:
+            result = fit_band_memory(X, y_index, weights, band_plan, hooks, clock_start, give_up=True)
+            if result is None:  # too few rows for a sample
+                result = dual(weights, hooks)
+        except BandStalled as stalled:
+            result = dual(weights, hooks)
+            result.history[:0] = stalled.history
+            why = (
+                f"the bound certified only {stalled.reach:.2g} of the band's step (more rows lie near the "
+                "margin than the band holds, or they tie there); solver='memory' trains by dual "
+                "coordinate descent from the start"
+            )
+            result.messages.append(band_note(stalled.reach, "dual coordinate descent", why, "one pass"))
+        return result
+
+    return solve
 
 
 def _fit_stream(source, plan, method, hooks, *, checkpoints, resume, clock_start, **_):

@@ -38,7 +38,8 @@ from ..plan.result import FitResult
 from .newton import MAX_WIDTH, band_reach, band_share
 from .reads import Sample, Sampler, StreamRead, band_metric
 from .smoothed import Rows, offset_primal, solve_smoothed
-from .sums import Sums
+from .sums import Sums, chunk_rows
+from .warm import memory_sample
 
 # The band's problem is solved to this share of the fit's tolerance, so that what it leaves adds
 # little to the gap the certificate proves.
@@ -92,15 +93,57 @@ class BandRead(StreamRead):
                 for j, c in enumerate(todo):
                     _add_rows(bands[j], block, Y[c], cost[c], W[j], plan.bias, metric, u[j], totals[j])
         self.rows = counts.rows
-        out = []
-        for j in range(k):
-            band = bands[j].sample()
-            if band is not None:
-                band.outside, band.metric = bands[j].outside, metric
-            out.append(BandSums(float(totals[j, 0]), float(totals[j, 1]), u[j], band, bands[j].outside))
+        out = _band_sums(bands, totals, u, metric)
         kept = [b.band for b in out if b.band is not None]
         self._band = (sum(b.n_rows for b in kept), sum(b.nbytes for b in kept))
         return out, counts
+
+
+class MemoryBandRead:
+    """:class:`BandRead`'s ``read(W, todo)`` on in-memory rows ``X`` (dense, the labels' indices
+    ``y_index`` in ``plan.classes``, the rows' ``weights``): one pass over them a chunk at a time,
+    each problem's :class:`BandSums` as a read's, its band of at most ``band_rows`` rows (and
+    ``band_bytes``) in the band's ``metric``."""
+
+    def __init__(self, X, y_index, weights, plan, band_rows, band_bytes, metric):
+        self.X, self.y_index, self.weights, self.plan = X, y_index, weights, plan
+        self.band_rows, self.band_bytes = band_rows, band_bytes
+        self.metric = tuple(np.asarray(part, dtype=np.float64) for part in metric)
+
+    def __call__(self, W, todo):
+        plan, X = self.plan, self.X
+        n, k = X.shape[0], len(todo)
+        totals, u = np.zeros((k, 2)), np.zeros((k, W.shape[1]))
+        bands = [Sampler(self.band_rows, self.band_bytes, expected=n) for _ in todo]
+        step = chunk_rows(W.shape[1])
+        for lo in range(0, n, step):
+            chunk = _Chunk(lo // step, X[lo : lo + step])
+            index, weights = self.y_index[lo : lo + step], self.weights[lo : lo + step]
+            for j, c in enumerate(todo):
+                y, cost = plan.signs[c, index], plan.costs[c, index] * weights
+                _add_rows(bands[j], chunk, y, cost, W[j], plan.bias, self.metric, u[j], totals[j])
+        counts = Sums.zeros(0, 0)
+        counts.rows, counts.bytes = n, int(X.nbytes)
+        return _band_sums(bands, totals, u, self.metric), counts
+
+
+class _Chunk:
+    """Rows ``X`` of in-memory data as :func:`_add_rows` takes a block: ``partition`` names them."""
+
+    def __init__(self, partition, X):
+        self.partition, self.X = partition, X
+
+
+def _band_sums(bands, totals, u, metric):
+    """Each problem's :class:`BandSums` from its read's band (a :class:`~.reads.Sampler`),
+    ``totals`` (its loss and held cost) and ``u``; the band's keys measured in ``metric``."""
+    out = []
+    for j, sampler in enumerate(bands):
+        band = sampler.sample()
+        if band is not None:
+            band.outside, band.metric = sampler.outside, metric
+        out.append(BandSums(float(totals[j, 0]), float(totals[j, 1]), u[j], band, sampler.outside))
+    return out
 
 
 class BandSums:
@@ -303,12 +346,13 @@ class BandStalled(Exception):
         self.history, self.reach, self.why = history, reach, why
 
 
-def band_note(reach, instead, why=None):
-    """What the user is told where ``"auto"`` gave the band up (:class:`BandStalled`) for ``instead``."""
+def band_note(reach, instead, why=None, after="one read"):
+    """What the user is told where ``"auto"`` gave the band up (:class:`BandStalled`) for ``instead``
+    ``after`` its first read (in memory: its first pass over the rows)."""
     if why is not None:
-        return f"the band from a sample gave way to {instead} after one read: {why}"
+        return f"the band from a sample gave way to {instead} after {after}: {why}"
     return (
-        f"the band from a sample gave way to {instead} after one read: the bound certified only {reach:.2g} "
+        f"the band from a sample gave way to {instead} after {after}: the bound certified only {reach:.2g} "
         "of the band's step (more rows lie near the margin than cache_bytes holds, or they tie there). A "
         "larger cache_bytes lets the band train."
     )
@@ -349,6 +393,29 @@ def fit_band_stream(source, plan, hooks, first, clock_start, give_up=False, wide
         return band_reads(
             read, plan, starts, history, hooks.on_pass, clock_start, counted, fields, give_up, wide
         )
+
+
+def fit_band_memory(X, y_index, weights, plan, hooks, clock_start, give_up=False, wide=None):
+    """The hinge band (module docstring) on dense in-memory rows ``X``, the labels' indices
+    ``y_index`` in ``plan.classes`` and the rows' ``weights``: a :class:`~..plan.result.FitResult`, or
+    None where the rows are too few for a sample (:func:`~.warm.memory_sample`).  The sample is a
+    random share of the rows (as the squared hinge's in memory), each read a pass over ``X``; the
+    band is within ``cache_bytes`` as streamed.  ``give_up`` and ``wide``: as
+    :func:`fit_band_stream`'s."""
+    sample = memory_sample(X, y_index, weights, plan, plan.model_width(X.shape[1]))
+    if sample is None:
+        return None
+    n = X.shape[0]
+    band_bytes = None if plan.cache_bytes is None else plan.cache_bytes // plan.n_problems
+    read = MemoryBandRead(
+        X, y_index, weights, plan, int(band_share(plan) * n), band_bytes, band_metric(sample)
+    )  # fmt: skip
+    counted = {"rows_read": 0, "bytes_read": 0, "read_retries": 0}
+    starts, history = warm_starts(sample, plan, clock_start, counted, WARM_TOL, wide)
+    del sample
+    return band_reads(
+        read, plan, starts, history, hooks.on_pass, clock_start, counted, dict, give_up, wide
+    )  # fmt: skip
 
 
 def solved_sample(starts, records, plan):

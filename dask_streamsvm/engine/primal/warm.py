@@ -79,14 +79,24 @@ def memory_start(X, y_index, weights, plan, width, clock_start=None):
     rows drawn without replacement from a fixed seed (one data, one model): a systematic every-k-th
     row sample met the period of rows stored in blocks (ijcnn1 dense at C = 1: 8 Newton reads where
     the random sample needs 3)."""
+    sample = memory_sample(X, y_index, weights, plan, width)
+    if sample is None:
+        return None, None
+    W0, notes, _ = warm_start(sample, plan, width, clock_start)
+    return W0, notes
+
+
+def memory_sample(X, y_index, weights, plan, width):
+    """The :class:`~.reads.Sample` in-memory rows start from (:func:`memory_start`, and the hinge's
+    band, :func:`~.sample_band.fit_band_memory`): :data:`MEMORY_SAMPLE_SHARE` of the rows, at least
+    :data:`MEMORY_SAMPLE_PER_WIDTH` per column of the model ``width`` wide, drawn without replacement
+    from :data:`MEMORY_SAMPLE_SEED`; None where that is more than a quarter of them."""
     n = X.shape[0]
     m = max(int(MEMORY_SAMPLE_SHARE * n), MEMORY_SAMPLE_PER_WIDTH * (width + 1))
     if 4 * m > n:
-        return None, None
+        return None
     rows = np.sort(np.random.default_rng(MEMORY_SAMPLE_SEED).choice(n, m, replace=False))
-    sample = Sample(X[rows], plan.classes[y_index[rows]], weights[rows], rows_seen=n)
-    W0, notes, _ = warm_start(sample, plan, width, clock_start)
-    return W0, notes
+    return Sample(X[rows], plan.classes[y_index[rows]], weights[rows], rows_seen=n)
 
 
 def warm_start(sample, plan, width, clock_start=None, on_pass=None):
