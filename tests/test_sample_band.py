@@ -569,22 +569,56 @@ def test_in_memory_the_hinge_trains_by_the_band_from_a_sample_to_liblinears_opti
 
 
 def test_in_memory_the_band_needs_rows_four_times_the_streamed_sample():
-    """The door's rule (choice.MEMORY_BAND_SAMPLES): one row fewer keeps dual coordinate descent."""
+    """The door's rule (choice.MEMORY_BAND_SAMPLES = 4): on 3 columns the streamed sample is 20,000 rows
+    (warm.SAMPLE_MIN_ROWS), so from 80,000 rows the band; one row fewer keeps coordinate descent."""
     plan = FitPlan(C=1.0, loss="hinge", solver="auto", dual="auto")
     X, _ = _memory_band_rows(3)
+    assert X.shape[0] == 80_000
     assert choice.memory_band(plan, X)
     assert not choice.memory_band(plan, X[:-1])
     assert not choice.memory_band(plan.replace(solver="memory"), X)  # the dual, named
+    assert not choice.memory_band(plan.replace(dual=True), X)  # the dual solvers, asked for
     assert not choice.memory_band(plan.replace(loss="squared_hinge"), X)  # it has the primal solver
     assert not choice.memory_band(plan, sp.csr_matrix(X))  # sparse rows keep the dual
     X[0, 0] = 1e13  # beyond what the smoothed Newton sums
     assert not choice.memory_band(plan, X)
 
 
-def test_in_memory_solver_memory_keeps_dual_coordinate_descent():
+@pytest.mark.parametrize("params", [{"solver": "memory"}, {"dual": True}, {"probability": True}])
+def test_in_memory_the_dual_solvers_asked_for_keep_dual_coordinate_descent(params):
     X, y = _memory_band_rows(3)
-    clf = LinearSVC(loss="hinge", C=0.1, solver="memory", tol=1e-3).fit(X, y)
+    clf = LinearSVC(loss="hinge", C=0.1, tol=1e-3, **params).fit(X, y)
     assert "band" not in {r.get("solver") for r in clf.history_}
+
+
+def test_in_memory_the_band_of_three_weighted_classes_in_label_order_is_certified():
+    """One-vs-rest on float64 rows sorted by label (the band is chosen exactly, whatever the order),
+    with class weights and rows of weight 0: every problem's certificate covers its distance to the
+    primal of coordinate descent run to 1e-8 (at least the optimum), and none claims more than it
+    proved."""
+    rng = np.random.default_rng(3)
+    n = choice.MEMORY_BAND_SAMPLES * sample_rows(3)
+    X = rng.standard_normal((n, 3))
+    y = np.argmax(X @ rng.standard_normal((3, 3)) + 0.3 * rng.standard_normal((n, 3)), axis=1)
+    order = np.argsort(y, kind="stable")
+    X, y = X[order], np.array(["a", "b", "c"])[y[order]]
+    weights = rng.uniform(0.0, 2.0, n) * (rng.random(n) > 0.1)
+    params = dict(loss="hinge", C=0.5, class_weight={"a": 2.0, "b": 1.0, "c": 0.5})
+    clf = LinearSVC(tol=1e-4, **params).fit(X, y, sample_weight=weights)
+    assert {r["solver"] for r in clf.history_} == {"band"}
+    ref = LinearSVC(solver="memory", tol=1e-8, max_iter=20_000, **params).fit(X, y, sample_weight=weights)
+    for c, label in enumerate(clf.classes_):
+        last = [r for r in clf.history_ if r["class"] == label][-1]
+        sign = np.where(y == label, 1.0, -1.0)
+        cost = (
+            0.5 * np.where(y == label, params["class_weight"][label], 1.0) * weights
+        )  # LIBLINEAR's C_+, C_-
+        model = np.append(clf.coef_[c], clf.intercept_[c])
+        assert last["primal"] == pytest.approx(hinge_primal(X, sign, cost, model), rel=1e-9)  # its problem's
+        above = min(r["primal"] for r in ref.history_ if r["class"] == label and np.isfinite(r["primal"]))
+        assert last["dual"] <= above * (1 + 1e-12)  # weak duality
+        assert (last["primal"] - above) / last["primal"] <= clf.duality_gap_[c] * (1 + 1e-9)
+        assert clf.duality_gap_[c] <= 1e-4
 
 
 def test_in_memory_the_band_gives_way_to_dual_coordinate_descent_and_says_so(monkeypatch):
@@ -602,3 +636,32 @@ def test_in_memory_the_band_gives_way_to_dual_coordinate_descent_and_says_so(mon
     solvers = [r.get("solver") for r in clf.history_]
     assert solvers[:2] == ["band", "band"] and "band" not in solvers[2:] and len(solvers) > 2
     assert clf.history_[1]["band_reach"] == 0.0 and clf.n_iter_ == 5  # the dual's passes
+
+
+def test_in_memory_the_band_is_the_rows_of_smallest_keys_and_outside_the_smallest_left_out():
+    """MemoryBandRead chooses the band exactly: its rows are those of the smallest keys (the distance
+    of the margin from the hinge point over the row's length in the band's metric), and ``outside``,
+    which the bound trusts, is the smallest key of a row left out, in NumPy's arithmetic."""
+    rng = np.random.default_rng(5)
+    X, y = noisy_linear_data(5_000, 4, seed=5)
+    y = np.where(y > 0, 1, -1)
+    X = X[np.argsort(y, kind="stable")]  # in label order
+    y = np.sort(y)
+    weights = rng.uniform(0.5, 1.5, len(y)) * (rng.random(len(y)) > 0.05)
+    plan = _plan(y)
+    y_index = np.searchsorted(plan.classes, y)
+    metric = (X.mean(axis=0), X.std(axis=0))
+    read = sample_band.MemoryBandRead(X, y_index, weights, plan, 500, None, metric)
+    w = np.append(rng.standard_normal(4), 0.1)
+    (sums,), counts = read(w[None, :], [0])
+    sign = plan.signs[0, y_index]
+    margin = X @ w[:-1] + w[-1]
+    length = np.sqrt(1.0 + (((X - metric[0]) / metric[1]) ** 2).sum(axis=1))
+    keys = np.where(weights > 0, np.abs(1.0 - sign * margin) / length, np.inf)
+    order = np.argsort(keys)
+    assert counts.rows == len(y) and sums.band.n_rows == 500
+    np.testing.assert_allclose(np.sort(sums.band.keys), np.sort(keys[order[:500]]), rtol=1e-9)
+    assert sums.outside == pytest.approx(keys[order[500]], rel=1e-12)
+    assert sums.band.outside == sums.outside and sums.outside > sums.band.keys.max()
+    held = (weights > 0) & (1.0 - sign * margin > 0)
+    assert sums.held == pytest.approx(float((plan.costs[0, y_index] * weights)[held].sum()), rel=1e-12)

@@ -320,9 +320,12 @@ def memory_band(plan, X):
     """Whether ``solver="auto"`` trains the hinge loss on the in-memory rows ``X`` by the band from a
     sample (:func:`~.primal.sample_band.fit_band_memory`), as it does streamed: on dense rows
     without a feature map, at least :data:`MEMORY_BAND_SAMPLES` times the sample a streamed fit keeps
-    (:func:`~.primal.warm.sample_rows`), nothing in ``plan`` blocking it
+    (:func:`~.primal.warm.sample_rows`), ``dual="auto"`` (``True`` names dual coordinate descent),
+    nothing in ``plan`` blocking it
     (:func:`band_blocker`) and no value beyond those the smoothed Newton sums (``too_large``)."""
-    if sp.issparse(X) or plan.solver != "auto" or band_blocker(plan, X.shape[1]) is not None:
+    if sp.issparse(X) or plan.solver != "auto" or plan.dual is True:  # dual=True: coordinate descent
+        return False
+    if band_blocker(plan, X.shape[1]) is not None:
         return False
     width = model_width(X.shape[1], plan.feature_map)
     if X.shape[0] < MEMORY_BAND_SAMPLES * sample_rows(width):

@@ -212,7 +212,7 @@ def _band_or(dual, X, y_index, plan, clock_start):
     where the band gives up after its first pass (:class:`~.primal.sample_band.BandStalled`): its
     records after the band's, and the user told why."""
 
-    def solve(weights, hooks):
+    def solve(weights, hooks):  # the door keeps probability's folds (no hooks) off the band
         band_plan = plan.replace(solver=BAND_SOLVER)
         try:
             result = fit_band_memory(X, y_index, weights, band_plan, hooks, clock_start, give_up=True)
@@ -223,8 +223,8 @@ def _band_or(dual, X, y_index, plan, clock_start):
             result.history[:0] = stalled.history
             why = (
                 f"the bound certified only {stalled.reach:.2g} of the band's step (more rows lie near the "
-                "margin than the band holds, or they tie there); solver='memory' trains by dual "
-                "coordinate descent from the start"
+                "margin than the band holds, within cache_bytes, or they tie there); solver='memory' "
+                "trains by dual coordinate descent from the start"
             )
             result.messages.append(band_note(stalled.reach, "dual coordinate descent", why, "one pass"))
         return result

@@ -101,9 +101,12 @@ class BandRead(StreamRead):
 
 class MemoryBandRead:
     """:class:`BandRead`'s ``read(W, todo)`` on in-memory rows ``X`` (dense, the labels' indices
-    ``y_index`` in ``plan.classes``, the rows' ``weights``): one pass over them a chunk at a time,
-    each problem's :class:`BandSums` as a read's, its band of at most ``band_rows`` rows (and
-    ``band_bytes``) in the band's ``metric``."""
+    ``y_index`` in ``plan.classes``, the rows' ``weights``): one pass over them per problem, its
+    :class:`BandSums` as a read's.  The band is chosen exactly, from every row's key: the
+    ``band_rows`` rows of smallest keys (fewer where ``band_bytes`` holds fewer), in their order, and
+    ``outside`` the smallest key of the rest, whatever the rows' order (a read's :class:`Sampler`
+    estimates its threshold from the partitions so far).  Beside ``X`` it holds each row's shortfall
+    and key (16 bytes a row) while a problem is read."""
 
     def __init__(self, X, y_index, weights, plan, band_rows, band_bytes, metric):
         self.X, self.y_index, self.weights, self.plan = X, y_index, weights, plan
@@ -111,27 +114,52 @@ class MemoryBandRead:
         self.metric = tuple(np.asarray(part, dtype=np.float64) for part in metric)
 
     def __call__(self, W, todo):
+        from ...kernels.band import piece_rows
+
         plan, X = self.plan, self.X
-        n, k = X.shape[0], len(todo)
-        totals, u = np.zeros((k, 2)), np.zeros((k, W.shape[1]))
-        bands = [Sampler(self.band_rows, self.band_bytes, expected=n) for _ in todo]
-        step = chunk_rows(W.shape[1])
-        for lo in range(0, n, step):
-            chunk = _Chunk(lo // step, X[lo : lo + step])
-            index, weights = self.y_index[lo : lo + step], self.weights[lo : lo + step]
-            for j, c in enumerate(todo):
-                y, cost = plan.signs[c, index], plan.costs[c, index] * weights
-                _add_rows(bands[j], chunk, y, cost, W[j], plan.bias, self.metric, u[j], totals[j])
+        n = X.shape[0]
+        center, scale = self.metric
+        inv_scale = 1.0 / scale
+        shortfall, keys = np.empty(n), np.empty(n)
+        step = chunk_rows(W.shape[1])  # the rows' signs and costs made a chunk at a time
+        out = []
+        for j, c in enumerate(todo):
+            signs, costs = plan.signs[c], plan.costs[c]
+            u, totals = np.zeros(W.shape[1]), np.zeros(2)
+            for lo in range(0, n, step):
+                hi = min(lo + step, n)
+                index = self.y_index[lo:hi]
+                cost = costs[index] * self.weights[lo:hi]
+                piece_rows(
+                    X[lo:hi], signs[index], cost, W[j], float(plan.bias), center, inv_scale,
+                    shortfall[lo:hi], keys[lo:hi], u, totals,
+                )  # fmt: skip
+            band, outside = self._band(keys, shortfall, c)
+            out.append(BandSums(float(totals[0]), float(totals[1]), u, band, outside))
         counts = Sums.zeros(0, 0)
         counts.rows, counts.bytes = n, int(X.nbytes)
-        return _band_sums(bands, totals, u, self.metric), counts
+        return out, counts
 
-
-class _Chunk:
-    """Rows ``X`` of in-memory data as :func:`_add_rows` takes a block: ``partition`` names them."""
-
-    def __init__(self, partition, X):
-        self.partition, self.X = partition, X
+    def _band(self, keys, shortfall, c):
+        """Problem ``c``'s band from every row's key and shortfall: ``(Sample or None, outside)``."""
+        X, n = self.X, self.X.shape[0]
+        rows = self.band_rows
+        if self.band_bytes is not None:  # a row's values, sign, cost and key, as a read's sampler counts
+            rows = min(rows, int(self.band_bytes // (X.itemsize * X.shape[1] + 24)))
+        finite = int(np.count_nonzero(keys < np.inf))
+        if rows <= 0 or not finite:
+            return None, float(np.min(keys)) if n else np.inf
+        if finite <= rows:
+            taken, outside = np.flatnonzero(keys < np.inf), np.inf
+        else:
+            order = np.argpartition(keys, rows)
+            taken, outside = np.sort(order[:rows]), float(keys[order[rows]])
+        index = self.y_index[taken]
+        band = Sample(
+            X[taken], self.plan.signs[c, index], self.plan.costs[c, index] * self.weights[taken], n,
+            outside, self.metric, shortfall=shortfall[taken], keys=keys[taken],
+        )  # fmt: skip
+        return band, outside
 
 
 def _band_sums(bands, totals, u, metric):
