@@ -113,7 +113,8 @@ class LinearSVC(LinearModel):
         rows nearest the margin in memory, the others held as a sum, two or
         three reads in all. ``"auto"`` streams Dask collections and file
         paths (with ``"band"`` for the hinge loss, the primal solver on tall
-        data, else ``"streamsvm"``) and solves in-memory data in memory.
+        data, else ``"streamsvm"``) and solves in-memory data in memory
+        (with ``"band"`` for the hinge loss on tall dense rows).
     cache_bytes : int or str, default="1GB"
         Memory budget of the row cache of the streaming solvers: an int, a
         string such as ``"512MB"`` or ``"2GiB"``, or a share of the training

@@ -53,9 +53,14 @@ PRIMAL_RATIO = 100
 # dual was 1.5-2.3x faster.
 DENSE_PRIMAL_RATIO = 5
 # In memory, solver="auto" trains a loss without Newton steps by the band from a sample (memory_band)
-# where the rows
-# are at least this many times the sample a streamed fit's first read keeps (primal.warm.sample_rows:
-# 4,000 a column of the model).  MEASURE
+# where the rows are at least this many times the sample a streamed fit's first read keeps
+# (primal.warm.sample_rows: 4,000 a column of the model, at least 20,000).  benchmarks/bench_memory_band.py
+# (docs/benchmarks.md, the section it writes), C = 0.01 and 1, tol 1e-3: on 2M x 60 rows (Gaussian and
+# 0..255) 1.5-2.6 s where coordinate descent took 5.1 s or stopped at 100 passes (48-61 s, gap 0.05-1.0);
+# 1M x 20 with heavy label noise 0.4-0.5 s where 1.3 and 11.9 s (stopped); a9a tiled to 2M x 123 5.0
+# and 8.3 s where 5.1 and 55 s (stopped).  Below it the band gave way to coordinate descent or took
+# longer: a9a (32,561 x 123 dense) at C >= 0.1 and 0.16 s where 0.06 s at C = 0.01, the HIGGS subset
+# (7,000 x 28) at every C (2026-12-02, one process, not committed).
 MEMORY_BAND_SAMPLES = 4
 # dual="auto" makes the read that counts the classes the primal solver's first read up to this width.
 FIRST_READ_WIDTH = 256
