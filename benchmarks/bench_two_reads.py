@@ -355,7 +355,8 @@ def write_hinge_report(payload):
     ]
     lines += _memory_table(
         payload,
-        f'`LinearSVC(loss="hinge", C)`: the dual solver on the same rows read into RAM first, at most '
+        f'`LinearSVC(loss="hinge", C)` on the same rows read into RAM first (`solver="auto"`: the band '
+        "from a sample in memory on these rows since 2026-12-02, dual coordinate descent before), at most "
         f"{MEMORY_HINGE_PASSES} passes, in a fresh process after a warm-up fit",
         gap=True,
     )

@@ -542,9 +542,9 @@ def test_the_band_reaches_a_1e3_gap_on_ijcnn1_in_three_reads_after_the_sample():
 # In memory (solver="auto" on NumPy rows): the band from a sample where the rows are tall enough.
 
 
-def _memory_band_rows(d, extra=0, seed=0):
-    """Gaussian rows of ``d`` columns, as many as the door's in-memory band rule asks (plus ``extra``)."""
-    n = choice.MEMORY_BAND_SAMPLES * sample_rows(d) + extra
+def _memory_band_rows(d, seed=0):
+    """Gaussian rows of ``d`` columns, as many as the door's in-memory band rule asks."""
+    n = choice.MEMORY_BAND_SAMPLES * sample_rows(d)
     X, y = noisy_linear_data(n, d, seed)
     return X.astype(np.float32), np.where(y > 0, 1, -1)
 
@@ -578,6 +578,8 @@ def test_in_memory_the_band_needs_rows_four_times_the_streamed_sample():
     assert not choice.memory_band(plan, X[:-1])
     assert not choice.memory_band(plan.replace(solver="memory"), X)  # the dual, named
     assert not choice.memory_band(plan.replace(dual=True), X)  # the dual solvers, asked for
+    wide = np.zeros((96_000, 5), dtype=np.float32)  # 16,000 rows a column of the model, with the intercept
+    assert choice.memory_band(plan, wide) and not choice.memory_band(plan, wide[:-1])
     assert not choice.memory_band(plan.replace(loss="squared_hinge"), X)  # it has the primal solver
     assert not choice.memory_band(plan, sp.csr_matrix(X))  # sparse rows keep the dual
     X[0, 0] = 1e13  # beyond what the smoothed Newton sums
@@ -664,4 +666,25 @@ def test_in_memory_the_band_is_the_rows_of_smallest_keys_and_outside_the_smalles
     assert sums.outside == pytest.approx(keys[order[500]], rel=1e-12)
     assert sums.band.outside == sums.outside and sums.outside > sums.band.keys.max()
     held = (weights > 0) & (1.0 - sign * margin > 0)
-    assert sums.held == pytest.approx(float((plan.costs[0, y_index] * weights)[held].sum()), rel=1e-12)
+    assert sums.held == pytest.approx(float((plan.costs[0, y_index] * weights)[held].sum()), rel=1e-10)
+
+
+def test_in_memory_the_band_keeps_within_its_bytes_and_says_when_no_row_is_left_out():
+    """MemoryBandRead's budget: ``band_bytes`` holds fewer rows than ``band_rows`` (a row's values, sign,
+    cost and key); a band that holds every row of positive weight leaves none out (``outside`` inf,
+    what the bound reads as room for any step); a budget below one row keeps no band, and
+    ``outside`` is then the smallest key of all."""
+    rng = np.random.default_rng(6)
+    X, y = noisy_linear_data(2_000, 4, seed=6)
+    weights = np.where(rng.random(len(y)) > 0.1, 1.0, 0.0)
+    plan = _plan(y)
+    y_index = np.searchsorted(plan.classes, y)
+    metric = (np.zeros(4), np.ones(4))
+    w = np.append(rng.standard_normal(4), 0.1)[None, :]
+    row_bytes = X.itemsize * 4 + 24
+    (cut,), _ = sample_band.MemoryBandRead(X, y_index, weights, plan, 1_000, 300 * row_bytes, metric)(w, [0])
+    assert cut.band.n_rows == 300 and np.isfinite(cut.outside)
+    (every,), _ = sample_band.MemoryBandRead(X, y_index, weights, plan, 2_000, None, metric)(w, [0])
+    assert every.band.n_rows == int(np.count_nonzero(weights)) and every.outside == np.inf
+    (none,), _ = sample_band.MemoryBandRead(X, y_index, weights, plan, 1_000, row_bytes - 1, metric)(w, [0])
+    assert none.band is None and none.outside == pytest.approx(every.band.keys.min(), rel=1e-12)

@@ -93,7 +93,7 @@ class BandRead(StreamRead):
                 for j, c in enumerate(todo):
                     _add_rows(bands[j], block, Y[c], cost[c], W[j], plan.bias, metric, u[j], totals[j])
         self.rows = counts.rows
-        out = _band_sums(bands, totals, u, metric)
+        out = _read_band_sums(bands, totals, u, metric)
         kept = [b.band for b in out if b.band is not None]
         self._band = (sum(b.n_rows for b in kept), sum(b.nbytes for b in kept))
         return out, counts
@@ -162,7 +162,7 @@ class MemoryBandRead:
         return band, outside
 
 
-def _band_sums(bands, totals, u, metric):
+def _read_band_sums(bands, totals, u, metric):
     """Each problem's :class:`BandSums` from its read's band (a :class:`~.reads.Sampler`),
     ``totals`` (its loss and held cost) and ``u``; the band's keys measured in ``metric``."""
     out = []
