@@ -216,8 +216,6 @@ def _band_or(dual, X, y_index, plan, clock_start):
         band_plan = plan.replace(solver=BAND_SOLVER)
         try:
             result = fit_band_memory(X, y_index, weights, band_plan, hooks, clock_start, give_up=True)
-            if result is None:  # too few rows for a sample
-                result = dual(weights, hooks)
         except BandStalled as stalled:
             result = dual(weights, hooks)
             result.history[:0] = stalled.history

@@ -423,27 +423,25 @@ def fit_band_stream(source, plan, hooks, first, clock_start, give_up=False, wide
         )
 
 
-def fit_band_memory(X, y_index, weights, plan, hooks, clock_start, give_up=False, wide=None):
-    """The hinge band (module docstring) on dense in-memory rows ``X``, the labels' indices
-    ``y_index`` in ``plan.classes`` and the rows' ``weights``: a :class:`~..plan.result.FitResult`, or
-    None where the rows are too few for a sample (:func:`~.warm.memory_sample`).  The sample is a
-    random share of the rows (as the squared hinge's in memory), each read a pass over ``X``; the
-    band is within ``cache_bytes`` as streamed.  ``give_up`` and ``wide``: as
-    :func:`fit_band_stream`'s."""
+def fit_band_memory(X, y_index, weights, plan, hooks, clock_start, give_up=False):
+    """The hinge band (module docstring) on dense in-memory rows ``X`` (at most
+    :data:`~.newton.MAX_WIDTH` wide, enough for a sample: the door's ``memory_band``), the labels'
+    indices ``y_index`` in ``plan.classes`` and the rows' ``weights``: a
+    :class:`~..plan.result.FitResult`.  The sample is a random share of the rows (as the squared
+    hinge's in memory, :func:`~.warm.memory_sample`), each read a pass over ``X``; the band is within
+    ``cache_bytes`` as streamed.  ``give_up``: as :func:`fit_band_stream`'s."""
     sample = memory_sample(X, y_index, weights, plan, plan.model_width(X.shape[1]))
     if sample is None:
-        return None
+        raise ValueError(f"{X.shape[0]} rows are too few for the band's sample in memory")
     n = X.shape[0]
     band_bytes = None if plan.cache_bytes is None else plan.cache_bytes // plan.n_problems
     read = MemoryBandRead(
         X, y_index, weights, plan, int(band_share(plan) * n), band_bytes, band_metric(sample)
     )  # fmt: skip
     counted = {"rows_read": 0, "bytes_read": 0, "read_retries": 0}
-    starts, history = warm_starts(sample, plan, clock_start, counted, WARM_TOL, wide)
+    starts, history = warm_starts(sample, plan, clock_start, counted, WARM_TOL)
     del sample
-    return band_reads(
-        read, plan, starts, history, hooks.on_pass, clock_start, counted, dict, give_up, wide
-    )  # fmt: skip
+    return band_reads(read, plan, starts, history, hooks.on_pass, clock_start, counted, dict, give_up)
 
 
 def solved_sample(starts, records, plan):
