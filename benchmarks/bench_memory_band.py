@@ -106,7 +106,7 @@ def measure(args):
 
 
 def report(payload):
-    from dask_streamsvm.engine.choice import MEMORY_BAND_SAMPLES
+    from dask_streamsvm.engine.primal.warm import MEMORY_BAND_SAMPLES
 
     lines = [
         "",
@@ -119,8 +119,9 @@ def report(payload):
         f"stopped after {payload['timeout']} s. *auto ran*: `band` (the band from a sample), `band, gave "
         "way` (its first pass certified too little of its step, and dual coordinate descent trained from "
         "the start), or `dual`. Seconds (passes, gap); *no*: stopped at max_iter above tol. The rule "
-        f"(`engine/choice.py: memory_band`): rows at least {MEMORY_BAND_SAMPLES} times the sample a "
-        "streamed fit keeps (4,000 a column of the model, at least 20,000).",
+        "(`engine/choice.py: memory_band`, `engine/primal/warm.py: band_from_memory`): rows at least "
+        f"{MEMORY_BAND_SAMPLES} times the sample a streamed fit keeps (4,000 a column of the model, at "
+        "least 20,000).",
         "",
         '| set | rows x features | C | busy beside | load | auto ran | auto s | solver="memory" s | '
         "memory / auto |",

@@ -360,6 +360,7 @@ def write_hinge_report(payload):
         f"{MEMORY_HINGE_PASSES} passes, in a fresh process after a warm-up fit",
         gap=True,
     )
+    lines += _whole_table(ROOT / "benchmarks" / "results" / "two_reads_hinge_whole.json")
     lines += _before_table(ROOT / "benchmarks" / "results" / "two_reads_hinge_before.json")
     lines += _certificates_table(ROOT / "benchmarks" / "results" / "hinge_band_certificates.json")
     lines += _cluster_table(
@@ -396,6 +397,36 @@ def _memory_table(payload, what, gap=False):
             f"{m['memory_cpu_s']:.1f} | {reached}{ratio} |"
         )
     return lines
+
+
+def _whole_table(path):
+    """The run with ``--loss hinge --cache-bytes 1GB --out two_reads_hinge_whole``, where there is one:
+    a cache that holds every row, so that the first read keeps them and the band trains on them in
+    memory (``warm.whole_sample``)."""
+    if not path.exists():
+        return []
+    run = json.loads(path.read_text())
+    before = any(r.get("version") == "before" for r in run["rows_out"])
+    lines = [
+        "",
+        f"`{run['command']}`, {run['date']}: the same fits with `cache_bytes={run['cache_bytes']!r}` (the "
+        "default), which holds every row with the band's sample and band: the first read keeps them and "
+        "the band trains on them in memory, its passes the reads (`warm.whole_sample`)"
+        + (
+            ", against the package named by `--before` (a sample and two reads), in the same run"
+            if before
+            else ""
+        )
+        + ":",
+        "",
+        *_fit_table(run["rows_out"]),
+        *_partition_summary(run["rows_out"]),
+    ]
+    return lines + _memory_table(
+        run,
+        '`LinearSVC(loss="hinge", C)` on the same rows read into RAM first (the band in memory)',
+        gap=True,
+    )
 
 
 def _before_table(path):

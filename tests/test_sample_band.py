@@ -14,7 +14,7 @@ from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine import choice
 from dask_streamsvm.engine.plan.problem import FitPlan
 from dask_streamsvm.engine.primal import sample_band, smoothed, warm
-from dask_streamsvm.engine.primal.newton import BOUND_SLACK, band_holds
+from dask_streamsvm.engine.primal.newton import BAND_SHARE, BOUND_SLACK, band_holds
 from dask_streamsvm.engine.primal.reads import Sample
 from dask_streamsvm.engine.primal.warm import sample_rows
 
@@ -544,7 +544,7 @@ def test_the_band_reaches_a_1e3_gap_on_ijcnn1_in_three_reads_after_the_sample():
 
 def _memory_band_rows(d, seed=0):
     """Gaussian rows of ``d`` columns, as many as the door's in-memory band rule asks."""
-    n = choice.MEMORY_BAND_SAMPLES * sample_rows(d)
+    n = warm.MEMORY_BAND_SAMPLES * sample_rows(d)
     X, y = noisy_linear_data(n, d, seed)
     return X.astype(np.float32), np.where(y > 0, 1, -1)
 
@@ -569,7 +569,7 @@ def test_in_memory_the_hinge_trains_by_the_band_from_a_sample_to_liblinears_opti
 
 
 def test_in_memory_the_band_needs_rows_four_times_the_streamed_sample():
-    """The door's rule (choice.MEMORY_BAND_SAMPLES = 4): on 3 columns the streamed sample is 20,000 rows
+    """The door's rule (warm.MEMORY_BAND_SAMPLES = 4): on 3 columns the streamed sample is 20,000 rows
     (warm.SAMPLE_MIN_ROWS), so from 80,000 rows the band; one row fewer keeps coordinate descent."""
     plan = FitPlan(C=1.0, loss="hinge", solver="auto", dual="auto")
     X, _ = _memory_band_rows(3)
@@ -599,7 +599,7 @@ def test_in_memory_the_band_of_three_weighted_classes_in_label_order_is_certifie
     primal of coordinate descent run to 1e-8 (at least the optimum), and none claims more than it
     proved."""
     rng = np.random.default_rng(3)
-    n = choice.MEMORY_BAND_SAMPLES * sample_rows(3)
+    n = warm.MEMORY_BAND_SAMPLES * sample_rows(3)
     X = rng.standard_normal((n, 3))
     y = np.argmax(X @ rng.standard_normal((3, 3)) + 0.3 * rng.standard_normal((n, 3)), axis=1)
     order = np.argsort(y, kind="stable")
@@ -688,3 +688,92 @@ def test_in_memory_the_band_keeps_within_its_bytes_and_says_when_no_row_is_left_
     assert every.band.n_rows == int(np.count_nonzero(weights)) and every.outside == np.inf
     (none,), _ = sample_band.MemoryBandRead(X, y_index, weights, plan, 1_000, row_bytes - 1, metric)(w, [0])
     assert none.band is None and none.outside == pytest.approx(every.band.keys.min(), rel=1e-12)
+
+
+# Out of core, a first read that kept every row (within cache_bytes): the band trains on them in
+# memory, the passes over them its reads.
+
+
+def test_out_of_core_every_row_kept_by_the_first_read_trains_the_band_in_memory_in_one_read():
+    """A Dask collection tall enough for the band in memory (warm.band_from_memory) whose rows fit the
+    default cache: one read keeps every row, the band's passes over them read nothing (records
+    numbered 0 as that read), and the model is the in-memory fit's on the same rows, bit for bit;
+    its certificate covers the distance to LIBLINEAR's optimum and never claims more."""
+    X, y = _memory_band_rows(3)
+    C = 1.0
+    streamed = LinearSVC(loss="hinge", C=C, tol=1e-4).fit(*_dask(X, y))
+    history = streamed.history_
+    assert {r["solver"] for r in history} == {"band"} and {r["pass"] for r in history} == {0}
+    assert {r["rows_read"] for r in history} == {X.shape[0]}  # the one read
+    assert history[0]["sample_rows"] == int(warm.MEMORY_SAMPLE_SHARE * X.shape[0])  # in memory's sample
+    assert 1 <= streamed.n_iter_ <= 2 and streamed.duality_gap_ <= 1e-4
+    in_memory = LinearSVC(loss="hinge", C=C, tol=1e-4).fit(X, y)
+    np.testing.assert_array_equal(streamed.coef_, in_memory.coef_)
+    np.testing.assert_array_equal(streamed.intercept_, in_memory.intercept_)
+    sign, cost = y.astype(np.float64), np.full(len(y), C)
+    X64 = X.astype(np.float64)
+    ours = hinge_primal(X64, sign, cost, np.append(streamed.coef_.ravel(), streamed.intercept_))
+    theirs = hinge_primal(X64, sign, cost, liblinear_hinge(X64, y, C))  # at least the optimum
+    assert history[-1]["primal"] == pytest.approx(ours, rel=1e-9)
+    assert history[-1]["dual"] <= theirs * (1 + 1e-12)  # weak duality
+    assert (ours - theirs) / ours <= streamed.duality_gap_
+
+
+def test_out_of_core_the_rows_are_kept_whole_for_the_band_only_where_its_sample_and_band_fit_too():
+    """The first read keeps every row where their bytes as the band holds them (warm.band_held_bytes:
+    the rows, and the larger of the sample's and the band's share) fit ``cache_bytes``; a byte less,
+    and it keeps a sample and the reads stream.  Below warm.band_from_memory's rows it always keeps
+    a sample."""
+    X, y = _memory_band_rows(3)
+    assert X.shape[0] == 80_000  # 4 times the 20,000 rows of the streamed sample (warm.SAMPLE_MIN_ROWS)
+    row_bytes = X.itemsize * X.shape[1] + y.itemsize + 8  # values, label and weight (float64)
+    need = int(np.ceil(X.shape[0] * warm.band_held_bytes(row_bytes)))
+    assert need > X.shape[0] * row_bytes * (1 + BAND_SHARE)  # the band's own bytes count too
+
+    def passes(n_rows, cache_bytes):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            clf = LinearSVC(loss="hinge", C=1.0, tol=1e-3, max_iter=3, cache_bytes=cache_bytes)
+            clf.fit(*_dask(X[:n_rows], y[:n_rows]))
+        return {r["pass"] for r in clf.history_}
+
+    assert passes(X.shape[0], need) == {0}
+    assert passes(X.shape[0], need - 1) != {0}  # a sample, then reads
+    assert passes(X.shape[0] - 1, 10**9) != {0}  # too few rows for the band in memory
+
+
+def test_out_of_core_the_band_on_every_row_gives_way_to_the_streaming_schedule_and_says_so(monkeypatch):
+    """Where the band on the rows the first read kept certifies too little of its first step, the dual
+    schedules train (as after a streamed band's first read), the band's records first, the held rows
+    dropped, and the warning says so."""
+    monkeypatch.setattr(sample_band, "band_reach", lambda *args: 0.0)  # no step certified
+    X, y = _memory_band_rows(3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        clf = LinearSVC(loss="hinge", C=1.0, tol=1e-8, max_iter=3).fit(*_dask(X, y))
+    said = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    gave_way = "the band from a sample gave way to solver='streamsvm' after one read"
+    assert any(gave_way in m for m in said), said
+    solvers = [r.get("solver") for r in clf.history_]
+    assert solvers[:2] == ["band", "band"] and "band" not in solvers[2:] and len(solvers) > 2
+    assert clf.history_[1]["pass"] == 0 and clf.history_[1]["band_reach"] == 0.0
+
+
+def test_out_of_core_the_bands_beside_every_row_held_share_what_cache_bytes_leaves():
+    """Every row held is row memory: the bands of three classes share what ``cache_bytes`` leaves of
+    it, each at most a third (a band row: its values, sign, cost and key), fewer rows than the band's
+    share would take in memory."""
+    rng = np.random.default_rng(7)
+    X, _ = _memory_band_rows(3, seed=7)
+    y = np.argmax(X @ rng.standard_normal((3, 3)) + 0.3 * rng.standard_normal((X.shape[0], 3)), axis=1)
+    held = X.nbytes + y.nbytes + 8 * X.shape[0]  # values, labels and float64 weights
+    cache_bytes = int(np.ceil(X.shape[0] * warm.band_held_bytes(held / X.shape[0])))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = LinearSVC(loss="hinge", solver="band", C=1.0, tol=1e-3, max_iter=2, cache_bytes=cache_bytes)
+        clf.fit(*_dask(X, y))
+    assert {r["pass"] for r in clf.history_} == {0}  # every row kept by the one read
+    band_row = X.itemsize * X.shape[1] + 24
+    most = (cache_bytes - held) // 3 // band_row
+    bands = [r["active"] for r in clf.history_ if "active" in r]
+    assert len(bands) >= 3 and 0 < max(bands) <= most < BAND_SHARE * X.shape[0]

@@ -37,7 +37,7 @@ from .primal.multinomial_reads import AUTO_MIN_CLASSES, auto_softmax, check_mode
 from .primal.multinomial_reads import READS_SCHEDULE as MULTINOMIAL_READS
 from .primal.newton import MAX_WIDTH, check_width
 from .primal.sums import CG_WIDTH, MAX_VALUE, too_large
-from .primal.warm import sample_rows
+from .primal.warm import band_from_memory
 
 # dual="auto" picks the primal Newton solver when the rows outnumber the model's width (features plus
 # bias) this many times: measured in benchmarks/bench_primal.py (docs/benchmarks.md, "primal").
@@ -52,16 +52,6 @@ PRIMAL_RATIO = 100
 # at 3, the dual 1.3-4.7x faster.  Sparse rows keep PRIMAL_RATIO: on 200,000 x 100,000 text rows the
 # dual was 1.5-2.3x faster.
 DENSE_PRIMAL_RATIO = 5
-# In memory, solver="auto" trains a loss without Newton steps by the band from a sample (memory_band)
-# where the rows are at least this many times the sample a streamed fit's first read keeps
-# (primal.warm.sample_rows: 4,000 a column of the model, at least 20,000).  benchmarks/bench_memory_band.py
-# (docs/benchmarks.md, the section it writes), C = 0.01 and 1, tol 1e-3: on 2M x 60 rows (Gaussian and
-# 0..255) 1.5-2.6 s where coordinate descent took 5.1 s or stopped at 100 passes (48-61 s, gap 0.05-1.0);
-# 1M x 20 with heavy label noise 0.4-0.5 s where 1.3 and 11.9 s (stopped); a9a tiled to 2M x 123 5.0
-# and 8.3 s where 5.1 and 55 s (stopped).  Below it the band gave way to coordinate descent or took
-# longer: a9a (32,561 x 123 dense) at C >= 0.1 and 0.16 s where 0.06 s at C = 0.01, the HIGGS subset
-# (7,000 x 28) at every C (2026-12-02, one process, not committed).
-MEMORY_BAND_SAMPLES = 4
 # dual="auto" makes the read that counts the classes the primal solver's first read up to this width.
 FIRST_READ_WIDTH = 256
 # The schedule a streaming fit runs when the plan says "auto".
@@ -324,16 +314,14 @@ def band_applies(plan, n_rows, n_features, complete):
 def memory_band(plan, X):
     """Whether ``solver="auto"`` trains the hinge loss on the in-memory rows ``X`` by the band from a
     sample (:func:`~.primal.sample_band.fit_band_memory`), as it does streamed: on dense rows
-    without a feature map, at least :data:`MEMORY_BAND_SAMPLES` times the sample a streamed fit keeps
-    (:func:`~.primal.warm.sample_rows`), ``dual="auto"`` (``True`` names dual coordinate descent),
-    nothing in ``plan`` blocking it
-    (:func:`band_blocker`) and no value beyond those the smoothed Newton sums (``too_large``)."""
+    without a feature map, enough of them (:func:`~.primal.warm.band_from_memory`), ``dual="auto"``
+    (``True`` names dual coordinate descent), nothing in ``plan`` blocking it (:func:`band_blocker`)
+    and no value beyond those the smoothed Newton sums (``too_large``)."""
     if sp.issparse(X) or plan.solver != "auto" or plan.dual is True:  # dual=True: coordinate descent
         return False
     if band_blocker(plan, X.shape[1]) is not None:
         return False
-    width = model_width(X.shape[1], plan.feature_map)
-    if X.shape[0] < MEMORY_BAND_SAMPLES * sample_rows(width):
+    if not band_from_memory(X.shape[0], model_width(X.shape[1], plan.feature_map)):
         return False
     return plan.scaler is not None or too_large(X, plan.bias, augmented=False) is None
 

@@ -362,7 +362,8 @@ def _count_classes(source, plan, primal_plan, method, hooks, saved):
         return source.label_counts(read_timeout=plan.read_timeout), None
     # The read that counts the classes keeps the sample of the primal solver's warm start.
     announce = plan.dual is False or plan.multinomial  # its first read is the Newton reads' for sure
-    first = count_with_first_read(source, primal_plan, hooks, method.known_rows, announce=announce)
+    band = method.schedule == BAND_SOLVER
+    first = count_with_first_read(source, primal_plan, hooks, method.known_rows, announce=announce, band=band)
     return first.labels, first
 
 

@@ -95,12 +95,13 @@ def fit_primal_memory(X, y_index, weights, plan, width, hooks, clock_start, stal
         )
 
 
-def count_with_first_read(source, plan, hooks, known_rows, *, announce):
+def count_with_first_read(source, plan, hooks, known_rows, *, announce, band=False):
     """The read that counts the classes as the primal solver's first read: a
     :class:`~.reads.FirstRead` holding the labels and the sample of the warm start.  ``plan``: the
     primal solver's plan (no labels yet); ``known_rows``: the rows known before the read;
     ``announce``: the read is the primal solver's for sure (``dual=False``), so the progress bar
-    shows it (with ``"auto"`` it may count for the dual solvers: no bar yet)."""
+    shows it (with ``"auto"`` it may count for the dual solvers: no bar yet); ``band``: the band from a
+    sample trains (:func:`~.warm.whole_sample`)."""
     width = plan.model_width(source.n_features)
     hooks.start(plan, n_partitions=source.n_partitions)
     on_block = None
@@ -108,7 +109,7 @@ def count_with_first_read(source, plan, hooks, known_rows, *, announce):
         on_block = lambda k, block: hooks.on_block(k, block, None, None)  # noqa: E731
     budget = {
         "sample_rows": sample_rows(width), "sample_bytes": plan.cache_bytes, "expected": known_rows,
-        "whole": whole_sample(plan),
+        "whole": whole_sample(plan, known_rows, width, band),
     }  # fmt: skip
     return first_read(source, plan, width, on_block=on_block, **budget)
 

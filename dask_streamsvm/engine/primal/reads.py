@@ -353,13 +353,17 @@ class Sampler:
     ``share`` is set), keep every row, written in place into arrays of that many rows (no pieces
     joined at the end, no keys, so the rows held are the budget's at most): the sample is then the
     data (:attr:`Sample.complete`).  More rows than expected turn the arrays into a piece (its keys
-    drawn as they would have been) and the sample is cut to ``capacity`` as usual.
+    drawn as they would have been) and the sample is cut to ``capacity`` as usual.  ``whole`` may be
+    a function of a row's bytes (values, label and weight), the row memory each row will take in the
+    fit that trains on them (:func:`~.warm.band_held_bytes`): the rows are then kept whole where
+    that fits ``max_bytes``.
     """
 
     def __init__(self, capacity, max_bytes=None, share=None, expected=None, whole=False):
         self.capacity = int(capacity)
         self.max_bytes, self.share = max_bytes, share
         self.whole = bool(whole) and max_bytes is not None and share is None and bool(expected)
+        self._held = whole if callable(whole) else (lambda row_bytes: row_bytes)  # a row's, with ``whole``
         self.rows = None  # with ``whole``: (X, y, w) of the expected rows, filled in order
         self._filled = []  # with ``whole``: (partition, rows) of each block kept, whose keys are drawn again
         self.pieces = []  # (keys, X, y, w)
@@ -426,11 +430,11 @@ class Sampler:
     def _keep_whole(self, partition, X, y, w):
         """Whether the block's rows were written into the arrays of every row (``whole``): made at
         the first block where the expected rows are dense and fit ``max_bytes`` at its bytes a
-        row; else, or once more rows come than expected, ``whole`` ends (the arrays become a piece)
-        and the rows are sampled as usual."""
+        row (as the fit will hold it: ``whole``); else, or once more rows come than expected,
+        ``whole`` ends (the arrays become a piece) and the rows are sampled as usual."""
         n, filled = X.shape[0], self.count
         if self.rows is None:
-            if filled or sp.issparse(X) or self.expected * _row_bytes(X, y, w) > self.max_bytes:
+            if filled or sp.issparse(X) or self.expected * self._held(_row_bytes(X, y, w)) > self.max_bytes:
                 self.whole = False
                 return False
             self.rows = tuple(held_empty((self.expected, *a.shape[1:]), a.dtype) for a in (X, y, w))

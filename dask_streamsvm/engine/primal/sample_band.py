@@ -39,7 +39,7 @@ from .newton import MAX_WIDTH, band_reach, band_share
 from .reads import Sample, Sampler, StreamRead, band_metric
 from .smoothed import Rows, offset_primal, solve_smoothed
 from .sums import Sums, chunk_rows
-from .warm import memory_sample
+from .warm import band_from_memory, memory_sample
 
 # The band's problem is solved to this share of the fit's tolerance, so that what it leaves adds
 # little to the gap the certificate proves.
@@ -106,11 +106,12 @@ class MemoryBandRead:
     ``band_rows`` rows of smallest keys (fewer where ``band_bytes`` holds fewer), in their order, and
     ``outside`` the smallest key of the rest, whatever the rows' order (a read's :class:`Sampler`
     estimates its threshold from the partitions so far).  Beside ``X`` it holds each row's shortfall
-    and key (16 bytes a row) while a problem is read."""
+    and key (16 bytes a row) while a problem is read.  ``reads``: whether a pass counts as a read of
+    the rows (not where they are what a read kept: :func:`fit_band_memory`'s ``counted``)."""
 
-    def __init__(self, X, y_index, weights, plan, band_rows, band_bytes, metric):
+    def __init__(self, X, y_index, weights, plan, band_rows, band_bytes, metric, reads=True):
         self.X, self.y_index, self.weights, self.plan = X, y_index, weights, plan
-        self.band_rows, self.band_bytes = band_rows, band_bytes
+        self.band_rows, self.band_bytes, self.reads = band_rows, band_bytes, reads
         self.metric = tuple(np.asarray(part, dtype=np.float64) for part in metric)
 
     def __call__(self, W, todo):
@@ -137,7 +138,8 @@ class MemoryBandRead:
             band, outside = self._band(keys, shortfall, c)
             out.append(BandSums(float(totals[0]), float(totals[1]), u, band, outside))
         counts = Sums.zeros(0, 0)
-        counts.rows, counts.bytes = n, int(X.nbytes)
+        if self.reads:
+            counts.rows, counts.bytes = n, int(X.nbytes)
         return out, counts
 
     def _band(self, keys, shortfall, c):
@@ -401,6 +403,15 @@ def fit_band_stream(source, plan, hooks, first, clock_start, give_up=False, wide
         "read_retries": int(totals.retries),
     }
     sample = first.sample
+    width = plan.model_width(sample.X.shape[1])
+    if sample.complete and width + 1 <= MAX_WIDTH and band_from_memory(sample.n_rows, width):
+        # every row, kept by the read (warm.whole_sample): the band's passes over them are its reads
+        first.sample = None  # held here until the fit ends
+        y_index = np.searchsorted(plan.classes, sample.y)
+        return fit_band_memory(
+            sample.X, y_index, sample.sample_weight, plan, hooks, clock_start, give_up,
+            counted=counted, held_bytes=sample.nbytes, fields=lambda: {"spill_bytes": source.spill_bytes},
+        )  # fmt: skip
     if sample.complete:  # the sample is every row: its problem is the data's, solved and certified
         starts, records = warm_starts(sample, plan, clock_start, counted, plan.tol, wide)
         hooks.on_pass(records, starts)
@@ -423,25 +434,41 @@ def fit_band_stream(source, plan, hooks, first, clock_start, give_up=False, wide
         )
 
 
-def fit_band_memory(X, y_index, weights, plan, hooks, clock_start, give_up=False):
+def fit_band_memory(
+    X, y_index, weights, plan, hooks, clock_start, give_up=False, counted=None, held_bytes=0, fields=dict
+):  # fmt: skip
     """The hinge band (module docstring) on dense in-memory rows ``X`` (at most
     :data:`~.newton.MAX_WIDTH` wide, enough for a sample: the door's ``memory_band``), the labels'
     indices ``y_index`` in ``plan.classes`` and the rows' ``weights``: a
     :class:`~..plan.result.FitResult`.  The sample is a random share of the rows (as the squared
     hinge's in memory, :func:`~.warm.memory_sample`), each read a pass over ``X``; the band is within
-    ``cache_bytes`` as streamed.  ``give_up``: as :func:`fit_band_stream`'s."""
+    ``cache_bytes`` as streamed.  ``give_up``: as :func:`fit_band_stream`'s.
+
+    ``counted``: the rows, bytes and retries of the read that kept ``X``, where the rows are every
+    row a streamed fit read (:func:`fit_band_stream`): the passes over them then read nothing, and
+    their records count that read's and are numbered 0 as it (a pass in ``n_iter_``); ``X`` is then
+    ``held_bytes`` of ``cache_bytes``, and the bands get what is left.  ``fields()``: more of each
+    record."""
     sample = memory_sample(X, y_index, weights, plan, plan.model_width(X.shape[1]))
     if sample is None:
         raise ValueError(f"{X.shape[0]} rows are too few for the band's sample in memory")
     n = X.shape[0]
-    band_bytes = None if plan.cache_bytes is None else plan.cache_bytes // plan.n_problems
+    band_bytes = None
+    if plan.cache_bytes is not None:
+        band_bytes = max(0, plan.cache_bytes - held_bytes) // plan.n_problems
     read = MemoryBandRead(
-        X, y_index, weights, plan, int(band_share(plan) * n), band_bytes, band_metric(sample)
+        X, y_index, weights, plan, int(band_share(plan) * n), band_bytes, band_metric(sample),
+        reads=counted is None,
     )  # fmt: skip
-    counted = {"rows_read": 0, "bytes_read": 0, "read_retries": 0}
+    more = fields
+    if counted is None:
+        counted = {"rows_read": 0, "bytes_read": 0, "read_retries": 0}
+    else:  # passes over what the read kept: numbered 0 as that read
+        counted = dict(counted)
+        more = lambda: {**fields(), "pass": 0}  # noqa: E731
     starts, history = warm_starts(sample, plan, clock_start, counted, WARM_TOL)
     del sample
-    return band_reads(read, plan, starts, history, hooks.on_pass, clock_start, counted, dict, give_up)
+    return band_reads(read, plan, starts, history, hooks.on_pass, clock_start, counted, more, give_up)
 
 
 def solved_sample(starts, records, plan):

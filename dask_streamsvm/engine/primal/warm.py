@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from ..plan.losses import loss_of
-from .newton import solve_primal
+from .newton import BAND_SHARE, solve_primal
 from .reads import Sample, memory_read
 
 # The warm start (:func:`warm_start`): the first read keeps a uniform sample of this many rows per
@@ -39,21 +39,62 @@ def sample_rows(width):
 # ``cache_bytes`` (dense rows whose count is known before the read: :class:`~.reads.Sampler`'s
 # ``whole``), so that the sample's solve is the fit, after one read: on the 2M x 60 tall sets (480
 # MB, the default 1 GB cache) 2.0-3.7 s where the two reads from a sample took 3.2-5.1 s in the same
-# run, quiet and beside a busy process (docs/benchmarks.md, "Two reads").  The tests that stream
+# run, quiet and beside a busy process (docs/benchmarks.md, "Two reads").  The band from a sample
+# (:mod:`~.sample_band`) keeps them too where they are enough for it in memory
+# (:func:`band_from_memory`) and fit ``cache_bytes`` with its sample and band
+# (:func:`band_held_bytes`): then its passes over the rows held are the reads.  The tests that stream
 # Newton reads on sets that fit the default cache turn it off (tests/conftest.py, ``partial_sample``).
 EVERY_ROW_IN_BUDGET = True
 
 
-def whole_sample(plan):
-    """Whether the first read keeps every row where they all fit ``cache_bytes``
-    (:data:`EVERY_ROW_IN_BUDGET`): for the piecewise-quadratic Newton loss with the L2 penalty, one
-    model per problem.  The others keep their sample, measured on the same rows in fresh processes
-    (2026-12-02, load 0.9): the logistic loss's one read and solve in memory took 3.3-3.4 s, as its
-    two reads from a sample (no gain for 480 MB more held); the softmax model's three classes
-    17.5-18.4 s where its three reads took 7.5-9.8 s; the hinge's band reads cost less than the
-    smoothed Newton's steps on every row."""
+# In memory, solver="auto" trains a loss without Newton steps by the band from a sample (the door's
+# memory_band; out of core, a first read that kept every row: whole_sample) where the rows are at
+# least this many times the sample a streamed fit's first read keeps (sample_rows: 4,000 a column of
+# the model, at least 20,000).  benchmarks/bench_memory_band.py (docs/benchmarks.md, the section it
+# writes), C = 0.01 and 1, tol 1e-3: on 2M x 60 rows (Gaussian and 0..255) 1.5-2.6 s where
+# coordinate descent took 5.1 s or stopped at 100 passes (48-61 s, gap 0.05-1.0); 1M x 20 with heavy
+# label noise 0.4-0.5 s where 1.3 and 11.9 s (stopped); a9a tiled to 2M x 123 5.0 and 8.3 s where 5.1
+# and 55 s (stopped).  Below it the band gave way to coordinate descent or took longer: a9a (32,561 x
+# 123 dense) at C >= 0.1 and 0.16 s where 0.06 s at C = 0.01, the HIGGS subset (7,000 x 28) at every
+# C (2026-12-02, one process, not committed).
+MEMORY_BAND_SAMPLES = 4
+
+
+# What the band holds of a row beside its values, label and weight: its sign, cost, shortfall and
+# key (:class:`~.sample_band.MemoryBandRead`, :class:`~.reads.Sample`).
+BAND_ROW_EXTRA = 32
+
+
+def band_from_memory(n_rows, width):
+    """Whether the band from a sample trains ``n_rows`` rows held in memory, of a model ``width``
+    features wide (plus the bias): at least :data:`MEMORY_BAND_SAMPLES` times :func:`sample_rows`."""
+    return n_rows >= MEMORY_BAND_SAMPLES * sample_rows(width)
+
+
+def band_held_bytes(row_bytes):
+    """The row memory the band from a sample holds for each row it trains on in memory, a row being
+    ``row_bytes`` (values, label and weight): the row, and the larger of its share of the warm
+    start's sample (:data:`MEMORY_SAMPLE_SHARE`, dropped before the passes) and of a binary
+    problem's band (:data:`~.newton.BAND_SHARE`, :data:`BAND_ROW_EXTRA` more a row)."""
+    return row_bytes + max(MEMORY_SAMPLE_SHARE * row_bytes, BAND_SHARE * (row_bytes + BAND_ROW_EXTRA))
+
+
+def whole_sample(plan, expected=None, width=None, band=False):
+    """What the first read keeps of every row where they all fit ``cache_bytes``
+    (:data:`EVERY_ROW_IN_BUDGET`; :class:`~.reads.Sampler`'s ``whole``): True (the rows alone) for
+    the piecewise-quadratic Newton loss with the L2 penalty, one model per problem; where the band
+    from a sample trains (``band``, the door's choice), :func:`band_held_bytes` if the ``expected``
+    rows of a model ``width`` wide are enough for it in memory (:func:`band_from_memory`); else
+    False.  The others keep their sample, measured on the same rows in fresh processes (2026-12-02,
+    load 0.9): the logistic loss's one read and solve in memory took 3.3-3.4 s, as its two reads
+    from a sample (no gain for 480 MB more held); the softmax model's three classes 17.5-18.4 s where
+    its three reads took 7.5-9.8 s."""
     loss = loss_of(plan.loss)
-    return EVERY_ROW_IN_BUDGET and loss.newton and loss.piecewise_quadratic and not plan.sparse_penalty
+    if not EVERY_ROW_IN_BUDGET or plan.sparse_penalty:
+        return False
+    if band:
+        return band_held_bytes if expected and band_from_memory(expected, width) else False
+    return loss.newton and loss.piecewise_quadratic
 
 
 # In memory, the Newton reads start from the solution of a sample (:func:`memory_start`) of
