@@ -19,7 +19,11 @@ records:
   primal Newton solver, no cache) RSS at fit start + the larger of the warm
   start's sample (the first history record's ``sample_bytes``, 0 without one)
   and 1.5 x a read's band (``band_bytes``) + (prefetch + 1) x one partition
-  + 50 MB.  A process's first fit also
+  + 50 MB; for ``loss="hinge"`` (the band from a sample) at the default cache, which holds
+  every row, RSS at fit start + the rows' row memory as the rule that kept them counts it
+  (``warm.band_held_bytes``: the rows, and the larger of the sample and the band) + 32 bytes a
+  row (the vectors of a pass) + (prefetch + 1) x one partition + 50 MB (a band streamed: the
+  Newton fit's formula).  A process's first fit also
   loads the compiled kernels (numba's cache and LLVM) and the modules and
   threads a fit brings: :data:`KERNEL_BYTES` more, measured as the RSS at
   fit start of a warm run less a cold one's.
@@ -30,7 +34,7 @@ the threads exist before the RSS at fit start is taken; the formula of a
 warm run has no kernels' term.
 
 Run ``python -m benchmarks.bench_memory [--path /tmp/tall/dense] [--C 0.01]
-[--solvers streamsvm,sbm,bm,newton] [--modes cold,warm]``; results go to
+[--solvers streamsvm,sbm,bm,newton,hinge] [--modes cold,warm]``; results go to
 ``benchmarks/results/memory.json`` and ``docs/benchmarks.md``.
 """
 
@@ -51,6 +55,7 @@ SOLVERS = {  # name -> LinearSVC parameters
     "sbm": {"solver": "sbm", "cache_bytes": "10%"},
     "bm": {"solver": "bm", "cache_bytes": "10%"},
     "newton": {},  # the default fit: dual="auto" chooses the primal Newton solver on tall data
+    "hinge": {"loss": "hinge"},  # the band from a sample; at the default cache on every row held
 }
 MB = 1e6
 SLACK = 50 * MB  # the formula's allowance for the model, the history and small buffers
@@ -60,6 +65,9 @@ ALPHA_BYTES = 12  # a row's alpha store, two classes: 8 k + 4
 # 70-71 MB in the 2026-11-26 run, which still used 45 MB here).
 KERNEL_BYTES = 70 * MB
 ROW_MEMORY = {"streamsvm": 1, "sbm": 2, "bm": 2}  # the row memory in cache_bytes (block_bytes' defaults)
+# The band on every row held: a row's label index, shortfall, key and argpartition's index while a
+# problem's pass is made and its band chosen (sample_band.MemoryBandRead), 8 bytes each.
+BAND_VECTOR_BYTES = 32
 
 
 # -- the child process ---------------------------------------------------------------------------
@@ -148,7 +156,15 @@ def child(spec):
 
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     history = clf.history_
-    if spec["solver"] == "newton":
+    whole = spec["solver"] == "hinge" and {r.get("pass") for r in history} == {0}
+    if whole:
+        # Every row held by the first read, the sample and the band beside them (warm.band_held_bytes,
+        # the rule that kept them), and the vectors of a pass.
+        from dask_streamsvm.engine.primal.warm import band_held_bytes
+
+        held = int(n_rows * band_held_bytes(n_features * itemsize + label_size + 8))
+        formula = start + held + n_rows * BAND_VECTOR_BYTES + (spec["prefetch"] + 1) * partition + SLACK
+    elif spec["solver"] in ("newton", "hinge"):
         # The warm start's sample is dropped before the Newton reads; a read's band may hold 1.5 times
         # its rows while they are chosen.
         sample = history[0].get("sample_bytes", 0) if history else 0
@@ -253,9 +269,11 @@ def main(argv=None):
         f"{load:.2f} before and {payload['load_1min_after']:.2f} after (1-minute average). Each fit in its "
         f"own interpreter, `LinearSVC(C={args.C}, tol=1e-3, prefetch={args.prefetch})` on `{args.path}`. "
         "Formula (see the memory guide): RSS at fit start + held (the row memory: StreamSVM's cache of "
-        "10%, SBM's cache and block, BM's block; or the Newton warm start's sample) + (prefetch + 1) x one "
-        "partition + 12 bytes a row for the dual trainers + 50 MB, + 70 MB for the kernels of a process's "
-        "first fit (not in a warm run).",
+        "10%, SBM's cache and block, BM's block; the Newton warm start's sample, or every row where the "
+        'first read kept them; for `loss="hinge"` on every row held, the rows, sample and band as '
+        "`warm.band_held_bytes` counts them, and 32 bytes a row) + (prefetch + 1) x one partition + 12 "
+        "bytes a row for the dual trainers + 50 MB, + 70 MB for the kernels of a process's first fit (not "
+        "in a warm run).",
         "",
         *_table(results),
         "",

@@ -420,7 +420,7 @@ def _whole_table(path):
         + ":",
         "",
         *_fit_table(run["rows_out"]),
-        *_partition_summary(run["rows_out"]),
+        *_partition_summary([r for r in run["rows_out"] if r["version"] == "now"]),
     ]
     return lines + _memory_table(
         run,
