@@ -2,6 +2,8 @@
 whose problem solved in memory is where the first full Newton read starts; and the reads overlap
 their sums with the reading of the next partitions."""
 
+import sys
+
 import dask.array as da
 import numpy as np
 import pytest
@@ -306,11 +308,18 @@ def test_the_sample_is_every_row_where_they_fit_its_bytes():
     sparse = _blocks(sp.csr_matrix(X), y, 700)
     assert _sample_of(sparse, 300, max_bytes=10**9, expected=5_000, whole=True).n_rows == 300
     assert _sample_of(blocks, 300, max_bytes=240_000, whole=True).n_rows == 300
-    # labels of any dtype, objects too
+    # labels of any dtype, objects too, whose objects count in the bytes (the larger one's, a row)
     names = np.array(["no", "yes"], dtype=object)[(y > 0).astype(int)]
-    labelled = _sample_of(_blocks(X, names, 700), 300, max_bytes=240_000, expected=5_000, whole=True)
+    objects = 5_000 * sys.getsizeof("yes")
+    labelled = _sample_of(
+        _blocks(X, names, 700), 300, max_bytes=240_000 + objects, expected=5_000, whole=True
+    )
     assert labelled.complete and labelled.y.dtype == object
     np.testing.assert_array_equal(labelled.y, names)
+    short = _sample_of(
+        _blocks(X, names, 700), 300, max_bytes=240_000 + objects - 1, expected=5_000, whole=True
+    )
+    assert not short.complete
 
 
 def _transparent_huge_pages(array, field="THPeligible:"):

@@ -6,6 +6,7 @@ solver's first read; :func:`stream_read` is the ``read`` that
 sums of each block are :func:`~.sums.block_sums`.
 """
 
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -308,7 +309,7 @@ class Sample:
 
     @property
     def nbytes(self):
-        return int(_nbytes(self.X) + self.y.nbytes + self.sample_weight.nbytes)
+        return int(_nbytes(self.X) + self.y.shape[0] * _label_bytes(self.y) + self.sample_weight.nbytes)
 
     def smallest(self, rows, max_bytes=None):
         """This band cut to its ``rows`` rows of smallest keys (fewer where ``max_bytes`` holds fewer,
@@ -499,8 +500,19 @@ class Sampler:
 
 def _row_bytes(X, y, w):
     """The bytes a row of the block ``(X, y, w)`` takes in a sample: its values (and indices), label
-    and weight."""
-    return _nbytes(X) / X.shape[0] + y.itemsize + w.itemsize
+    (:func:`_label_bytes`) and weight."""
+    return _nbytes(X) / X.shape[0] + _label_bytes(y) + w.itemsize
+
+
+LABEL_PROBE = 64  # the labels of object dtype whose Python objects are measured (_label_bytes)
+
+
+def _label_bytes(y):
+    """The bytes a label of ``y`` takes: its item, and for labels of object dtype (strings, read from
+    Parquet one object a row) the largest of the first :data:`LABEL_PROBE` objects' own bytes."""
+    if y.dtype != object or not y.shape[0]:
+        return y.itemsize
+    return y.itemsize + max(sys.getsizeof(label) for label in y[:LABEL_PROBE])
 
 
 def _random_keys(partition, n):

@@ -39,7 +39,7 @@ from .newton import MAX_WIDTH, band_reach, band_share
 from .reads import Sample, Sampler, StreamRead, band_metric
 from .smoothed import Rows, offset_primal, solve_smoothed
 from .sums import Sums, chunk_rows
-from .warm import band_from_memory, memory_sample
+from .warm import BAND_ROW_EXTRA, memory_sample, sample_rows
 
 # The band's problem is solved to this share of the fit's tolerance, so that what it leaves adds
 # little to the gap the certificate proves.
@@ -106,12 +106,14 @@ class MemoryBandRead:
     ``band_rows`` rows of smallest keys (fewer where ``band_bytes`` holds fewer), in their order, and
     ``outside`` the smallest key of the rest, whatever the rows' order (a read's :class:`Sampler`
     estimates its threshold from the partitions so far).  Beside ``X`` it holds each row's shortfall
-    and key (16 bytes a row) while a problem is read.  ``reads``: whether a pass counts as a read of
+    and key (16 bytes a row) while a problem is read; ``held``: the last pass's bands' rows and
+    bytes, over its problems, for the records.  ``reads``: whether a pass counts as a read of
     the rows (not where they are what a read kept: :func:`fit_band_memory`'s ``counted``)."""
 
     def __init__(self, X, y_index, weights, plan, band_rows, band_bytes, metric, reads=True):
         self.X, self.y_index, self.weights, self.plan = X, y_index, weights, plan
         self.band_rows, self.band_bytes, self.reads = band_rows, band_bytes, reads
+        self.held = {"band_rows": 0, "band_bytes": 0}  # the last pass's bands, over its problems
         self.metric = tuple(np.asarray(part, dtype=np.float64) for part in metric)
 
     def __call__(self, W, todo):
@@ -137,6 +139,8 @@ class MemoryBandRead:
                 )  # fmt: skip
             band, outside = self._band(keys, shortfall, c)
             out.append(BandSums(float(totals[0]), float(totals[1]), u, band, outside))
+        kept = [b.band for b in out if b.band is not None]
+        self.held = {"band_rows": sum(b.n_rows for b in kept), "band_bytes": sum(b.nbytes for b in kept)}
         counts = Sums.zeros(0, 0)
         if self.reads:
             counts.rows, counts.bytes = n, int(X.nbytes)
@@ -146,8 +150,8 @@ class MemoryBandRead:
         """Problem ``c``'s band from every row's key and shortfall: ``(Sample or None, outside)``."""
         X, n = self.X, self.X.shape[0]
         rows = self.band_rows
-        if self.band_bytes is not None:  # a row's values, sign, cost and key, as a read's sampler counts
-            rows = min(rows, int(self.band_bytes // (X.itemsize * X.shape[1] + 24)))
+        if self.band_bytes is not None:  # a row's values, and its sign, cost, shortfall and key
+            rows = min(rows, int(self.band_bytes // (X.itemsize * X.shape[1] + BAND_ROW_EXTRA)))
         finite = int(np.count_nonzero(keys < np.inf))
         if rows <= 0 or not finite:
             return None, float(np.min(keys)) if n else np.inf
@@ -404,13 +408,17 @@ def fit_band_stream(source, plan, hooks, first, clock_start, give_up=False, wide
     }
     sample = first.sample
     width = plan.model_width(sample.X.shape[1])
-    if sample.complete and width + 1 <= MAX_WIDTH and band_from_memory(sample.n_rows, width):
-        # every row, kept by the read (warm.whole_sample): the band's passes over them are its reads
+    # A sample of every row taller than the sample the read keeps was kept whole (warm.whole_sample;
+    # the rows read may be fewer than those counted before it, rows skipped as invalid): the band's
+    # passes over them are its reads.
+    if sample.complete and width + 1 <= MAX_WIDTH and sample.n_rows > sample_rows(width):
         first.sample = None  # held here until the fit ends
         y_index = np.searchsorted(plan.classes, sample.y)
+        skipped = int(totals.skipped)
         return fit_band_memory(
             sample.X, y_index, sample.sample_weight, plan, hooks, clock_start, give_up,
-            counted=counted, held_bytes=sample.nbytes, fields=lambda: {"spill_bytes": source.spill_bytes},
+            counted={**counted, "rows_skipped": skipped}, held_bytes=sample.nbytes,
+            fields=lambda: {"spill_bytes": source.spill_bytes, "rows_skipped": skipped},
         )  # fmt: skip
     if sample.complete:  # the sample is every row: its problem is the data's, solved and certified
         starts, records = warm_starts(sample, plan, clock_start, counted, plan.tol, wide)
@@ -446,9 +454,9 @@ def fit_band_memory(
 
     ``counted``: the rows, bytes and retries of the read that kept ``X``, where the rows are every
     row a streamed fit read (:func:`fit_band_stream`): the passes over them then read nothing, and
-    their records count that read's and are numbered 0 as it (a pass in ``n_iter_``); ``X`` is then
+    their records count that read's rows and bytes (numbered as passes, as in memory); ``X`` is then
     ``held_bytes`` of ``cache_bytes``, and the bands get what is left.  ``fields()``: more of each
-    record."""
+    record, beside the bands' rows and bytes."""
     sample = memory_sample(X, y_index, weights, plan, plan.model_width(X.shape[1]))
     if sample is None:
         raise ValueError(f"{X.shape[0]} rows are too few for the band's sample in memory")
@@ -460,14 +468,13 @@ def fit_band_memory(
         X, y_index, weights, plan, int(band_share(plan) * n), band_bytes, band_metric(sample),
         reads=counted is None,
     )  # fmt: skip
-    more = fields
-    if counted is None:
-        counted = {"rows_read": 0, "bytes_read": 0, "read_retries": 0}
-    else:  # passes over what the read kept: numbered 0 as that read
-        counted = dict(counted)
-        more = lambda: {**fields(), "pass": 0}  # noqa: E731
+    counted = {"rows_read": 0, "bytes_read": 0, "read_retries": 0} if counted is None else dict(counted)
     starts, history = warm_starts(sample, plan, clock_start, counted, WARM_TOL)
     del sample
+
+    def more():
+        return {**fields(), **read.held}
+
     return band_reads(read, plan, starts, history, hooks.on_pass, clock_start, counted, more, give_up)
 
 
@@ -528,6 +535,7 @@ def band_reads(
                 problems[c] = problem
         except KeyboardInterrupt:  # the read certified its point; the band's step is lost
             interrupted = True
+        sums = None  # the bands taken: the next read's are made without them
         base.update(fields())  # after the steps: what they moved counts too
         records = []
         for c, problem in enumerate(problems):

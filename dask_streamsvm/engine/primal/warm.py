@@ -75,7 +75,8 @@ def band_held_bytes(row_bytes):
     """The row memory the band from a sample holds for each row it trains on in memory, a row being
     ``row_bytes`` (values, label and weight): the row, and the larger of its share of the warm
     start's sample (:data:`MEMORY_SAMPLE_SHARE`, dropped before the passes) and of a binary
-    problem's band (:data:`~.newton.BAND_SHARE`, :data:`BAND_ROW_EXTRA` more a row)."""
+    problem's band (:data:`~.newton.BAND_SHARE`, :data:`BAND_ROW_EXTRA` more a row: the larger while
+    the band's share is the larger)."""
     return row_bytes + max(MEMORY_SAMPLE_SHARE * row_bytes, BAND_SHARE * (row_bytes + BAND_ROW_EXTRA))
 
 
