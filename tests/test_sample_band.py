@@ -387,8 +387,35 @@ def test_the_sample_and_the_band_are_solved_to_their_tolerances(monkeypatch):
     X, y = noisy_linear_data(40_000, 6, seed=6)
     Xd, yd = _dask(X, y)
     LinearSVC(loss="hinge", C=0.1, tol=1e-3, cache_bytes="10%").fit(Xd, yd)
-    assert asked[0] == (sample_band.WARM_TOL, False) and sample_band.WARM_TOL == 1e-4
-    assert asked[1] == (sample_band.BAND_TOL_SHARE * 1e-3, True) and sample_band.BAND_TOL_SHARE == 0.1
+    warm_solves = [a for a in asked if not a[1]]  # the sample's, and its own samples' before it
+    assert (
+        warm_solves and set(warm_solves) == {(sample_band.WARM_TOL, False)} and sample_band.WARM_TOL == 1e-4
+    )
+    assert asked[len(warm_solves)] == (sample_band.BAND_TOL_SHARE * 1e-3, True)
+    assert sample_band.BAND_TOL_SHARE == 0.1
+
+
+def test_the_samples_problem_starts_from_its_own_samples_solution(monkeypatch):
+    """The warm start's smoothed Newton starts from the solution of a random tenth of the sample
+    (warm.memory_sample, at least 50 rows a column of the model), itself solved so while its own
+    tenth is at most a quarter of it: in memory on 80,000 x 3 rows, the sample of 8,000 from 800's
+    solution, and 800 from 200's (50 x 4), which starts from 0."""
+    solves = []
+    real = sample_band.solve_band_problem
+
+    def spy(rows, loss, tol, offset=None, start=None, wide=None, short=False):
+        out = real(rows, loss, tol, offset, start, wide, short)
+        solves.append((rows.n, offset is not None, None if start is None else np.array(start), out[0]))
+        return out
+
+    monkeypatch.setattr(sample_band, "solve_band_problem", spy)
+    X, y = _memory_band_rows(3)
+    LinearSVC(loss="hinge", C=1.0, tol=1e-4).fit(X, y)
+    warm_solves = [s for s in solves if not s[1]]
+    assert [s[0] for s in warm_solves] == [200, 800, 8_000]
+    assert warm_solves[0][2] is None
+    for before, after in zip(warm_solves, warm_solves[1:], strict=False):
+        np.testing.assert_array_equal(after[2], before[3])  # each starts where the smaller ended
 
 
 def narrow_band_problem():
