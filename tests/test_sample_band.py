@@ -12,6 +12,7 @@ from sklearn.svm import LinearSVC as LiblinearSVC
 
 from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine import choice
+from dask_streamsvm.engine.plan.certificate import Certificate
 from dask_streamsvm.engine.plan.problem import FitPlan
 from dask_streamsvm.engine.primal import sample_band, smoothed, warm
 from dask_streamsvm.engine.primal.newton import BAND_SHARE, BOUND_SLACK, band_holds
@@ -395,11 +396,13 @@ def test_the_sample_and_the_band_are_solved_to_their_tolerances(monkeypatch):
     assert sample_band.BAND_TOL_SHARE == 0.1
 
 
-def test_the_samples_problem_starts_from_its_own_samples_solution(monkeypatch):
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # the middle class's band
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_the_samples_problem_starts_from_its_own_samples_solution(monkeypatch, n_classes):
     """The warm start's smoothed Newton starts from the solution of a random tenth of the sample
-    (warm.memory_sample, at least 50 rows a column of the model), itself solved so while its own
-    tenth is at most a quarter of it: in memory on 80,000 x 3 rows, the sample of 8,000 from 800's
-    solution, and 800 from 200's (50 x 4), which starts from 0."""
+    (warm.memory_sample, at least 50 rows a column of the model, where that is at most a quarter of
+    it), itself solved so: in memory on 80,000 x 3 rows, the sample of 8,000 from 800's solution,
+    and 800 from 200's (50 x 4), which starts from 0; each class from its own problem's solution."""
     solves = []
     real = sample_band.solve_band_problem
 
@@ -410,12 +413,43 @@ def test_the_samples_problem_starts_from_its_own_samples_solution(monkeypatch):
 
     monkeypatch.setattr(sample_band, "solve_band_problem", spy)
     X, y = _memory_band_rows(3)
-    LinearSVC(loss="hinge", C=1.0, tol=1e-4).fit(X, y)
+    if n_classes == 3:
+        y = np.digitize(X[:, 0], [-0.4, 0.4])
+    clf = LinearSVC(loss="hinge", C=1.0, tol=1e-4).fit(X, y)
+    problems = 1 if n_classes == 2 else 3
     warm_solves = [s for s in solves if not s[1]]
-    assert [s[0] for s in warm_solves] == [200, 800, 8_000]
-    assert warm_solves[0][2] is None
-    for before, after in zip(warm_solves, warm_solves[1:], strict=False):
-        np.testing.assert_array_equal(after[2], before[3])  # each starts where the smaller ended
+    assert [s[0] for s in warm_solves] == [200] * problems + [800] * problems + [8_000] * problems
+    levels = [warm_solves[k : k + problems] for k in range(0, len(warm_solves), problems)]
+    assert all(s[2] is None for s in levels[0])
+    for smaller, larger in zip(levels, levels[1:], strict=False):
+        for before, after in zip(smaller, larger, strict=True):  # class by class
+            np.testing.assert_array_equal(after[2], before[3])  # each starts where the smaller ended
+    assert clf.history_[0]["newton_steps"] > 0
+
+
+def test_the_own_samples_are_solved_to_the_warm_tolerance_and_a_failed_start_is_solved_again(monkeypatch):
+    """A sample of every row (its solve the fit, to tol 1e-8): its own sample is solved to WARM_TOL
+    only; and where the solve from that start stops short of tol (on rows of extreme weights the
+    start's Hessian can defeat its factorization), the sample is solved again from 0 and the fit
+    certified within tol."""
+    solves = []
+    real = sample_band.solve_band_problem
+
+    def failing_start(rows, loss, tol, offset=None, start=None, wide=None, short=False):
+        solves.append((rows.n, tol, start is not None))
+        w, certificate, info = real(rows, loss, tol, offset, start, wide, short)
+        if start is not None:  # as a start whose first Newton step could not be taken
+            certificate = Certificate(primal=certificate.primal * 10 + 1.0, dual=-1.0)
+        return w, certificate, info
+
+    monkeypatch.setattr(sample_band, "solve_band_problem", failing_start)
+    X, y = noisy_linear_data(3_000, 4)
+    clf = LinearSVC(loss="hinge", C=1.0, tol=1e-8).fit(*_dask(X, y, 3))
+    assert solves[0] == (300, sample_band.WARM_TOL, False)  # the sample's own tenth
+    assert solves[1] == (3_000, 1e-8, True) and solves[2] == (3_000, 1e-8, False)  # again from 0
+    assert clf.n_iter_ == 0 and clf.duality_gap_ <= 1e-8
+    optimum = hinge_primal(X, np.where(y > 0, 1.0, -1.0), np.ones(len(y)), liblinear_hinge(X, y, 1.0))
+    assert clf.objective_ * (1 - clf.duality_gap_) <= optimum * (1 + 1e-9)
 
 
 def narrow_band_problem():

@@ -571,30 +571,44 @@ def warm_starts(sample, plan, clock_start, counted, tol, wide=None):
     the sample's certificate where the sample is every row, :attr:`~.reads.Sample.complete`);
     ``wide``: as :func:`solve_band_problem`'s, which also solves a sample of every row shorter than
     :data:`SMOOTHED_MIN_RATIO` times its width.  The smoothed Newton starts from the solution of the
-    sample's own sample (:func:`~.warm.memory_sample`: a random tenth, while that is at least 50 rows
-    a column of the model and a quarter of the rows), solved so in turn, to :data:`WARM_TOL`: on a
-    sample of 200,000 rows of the tall sets (C = 0.01 and 1, to 1e-4), 6-7 steps from it where 9-16
-    from ``w = 0``, 0.19-0.27 s in all where 0.29-1.6 s (/tmp/exp/subsample.py, 2026-12-02, load 1.1,
-    not committed)."""
+    sample's own sample (:func:`~.warm.memory_sample`: a random tenth, at least 50 rows a column of
+    the model, where that is at most a quarter of the rows), solved so in turn, to :data:`WARM_TOL`
+    (``tol`` where looser): on a sample of 200,000 rows of the tall sets (C = 0.01 and 1, to 1e-4),
+    6-7 steps from it where 9-16 from ``w = 0``, 0.19-0.27 s in all where 0.29-1.6 s
+    (/tmp/exp/subsample.py, 2026-12-02, load 1.1, not committed).  Where that start stops short of
+    ``tol``, the sample is solved again from 0, and the better primal and dual of both are kept.  A
+    record's ``newton_steps`` counts every solve's steps, its own samples' too."""
     started = time.perf_counter()
     y_index = np.searchsorted(plan.classes, sample.y)
     weights = sample.sample_weight * (sample.rows_seen / sample.n_rows)
     starts, records = [], []
     short = sample.complete and sample.n_rows < SMOOTHED_MIN_RATIO * (sample.X.shape[1] + 1)
     inner = None  # the sample's own sample, whose solution the smoothed Newton starts from
-    if sample.X.shape[1] + 1 <= MAX_WIDTH and not (short and wide is not None):
+    if sample.X.shape[1] + 1 <= MAX_WIDTH:
         inner = memory_sample(sample.X, y_index, weights, plan, plan.model_width(sample.X.shape[1]))
+    inner_steps = [0] * plan.n_problems
     if inner is not None:
-        inner, _ = warm_starts(inner, plan, clock_start, counted, max(tol, WARM_TOL), wide)
+        inner, inner_records = warm_starts(inner, plan, clock_start, counted, max(tol, WARM_TOL), wide)
+        inner_steps = [r["newton_steps"] for r in inner_records]
     for c in range(plan.n_problems):
         rows = Rows(sample.X, plan.signs[c, y_index], plan.costs[c, y_index] * weights, plan.bias)
         start = None if inner is None else inner[c]
         w, certificate, info = solve_band_problem(rows, plan.loss, tol, start=start, wide=wide, short=short)
+        steps = info["newton_steps"] + inner_steps[c]
+        if start is not None and not certificate.relative_gap <= tol:
+            # The start stopped short (a Hessian beyond its factorization at the start's smoothing,
+            # on rows of extreme weights): solved again from 0, the better primal and dual of both kept.
+            w0, cold, info = solve_band_problem(rows, plan.loss, tol, wide=wide, short=short)
+            steps += info["newton_steps"]
+            w = w0 if cold.primal < certificate.primal else w
+            certificate = Certificate(
+                primal=min(certificate.primal, cold.primal), dual=max(certificate.dual, cold.dual)
+            )
         starts.append(w)
         record = {
             "pass": 0, "seconds": time.perf_counter() - clock_start, "solver": BAND_SOLVER,
             "class": plan.labels[c], "sample_rows": int(sample.n_rows), "sample_bytes": sample.nbytes,
-            "warm_start_s": time.perf_counter() - started, "newton_steps": info["newton_steps"],
+            "warm_start_s": time.perf_counter() - started, "newton_steps": steps,
             "dcd_passes": info.get("dcd_passes", 0), **counted,
         }  # fmt: skip
         if sample.complete:
