@@ -347,11 +347,7 @@ def solve_band_problem(rows, loss, tol, offset=None, start=None, wide=None, shor
         # coordinate descent stopped short (dense rows, a tight tol): the smoothed Newton goes on
         # from its point, and the certificate keeps the better primal and the better dual of both
         w2, second, info2 = solve_smoothed(rows, tol=tol, offset=offset, start=w)
-        if second.primal < certificate.primal:
-            w = w2
-        both = Certificate(
-            primal=min(certificate.primal, second.primal), dual=max(certificate.dual, second.dual)
-        )
+        w, both = better_of((w, certificate), (w2, second))
         return w, both, {**info2, "dcd_passes": info["dcd_passes"]}
     if rows.width <= MAX_WIDTH:
         return solve_smoothed(rows, tol=tol, offset=offset, start=start)
@@ -361,6 +357,15 @@ def solve_band_problem(rows, loss, tol, offset=None, start=None, wide=None, shor
             "steps form, and no solver of wider rows was given"
         )
     return _solve_wide(rows, loss, tol, offset, start, wide)
+
+
+def better_of(first, second):
+    """Of two solves ``(w, certificate)`` of one problem: the point of the lower primal, certified by
+    the lower primal and the higher dual of both (each dual a feasible point's, so the pair is a true
+    bound)."""
+    (w1, c1), (w2, c2) = first, second
+    w = w2 if c2.primal < c1.primal else w1
+    return w, Certificate(primal=min(c1.primal, c2.primal), dual=max(c1.dual, c2.dual))
 
 
 def _solve_wide(rows, loss, tol, offset, start, wide):
@@ -600,10 +605,7 @@ def warm_starts(sample, plan, clock_start, counted, tol, wide=None):
             # on rows of extreme weights): solved again from 0, the better primal and dual of both kept.
             w0, cold, info = solve_band_problem(rows, plan.loss, tol, wide=wide, short=short)
             steps += info["newton_steps"]
-            w = w0 if cold.primal < certificate.primal else w
-            certificate = Certificate(
-                primal=min(certificate.primal, cold.primal), dual=max(certificate.dual, cold.dual)
-            )
+            w, certificate = better_of((w, certificate), (w0, cold))
         starts.append(w)
         record = {
             "pass": 0, "seconds": time.perf_counter() - clock_start, "solver": BAND_SOLVER,
