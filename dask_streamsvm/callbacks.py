@@ -17,10 +17,14 @@ import math
 class EarlyStopping:
     """Stop when a monitored value has not improved for ``patience`` passes.
 
+    A pass is a record: a pass over the data, or, where a fit steps on the rows one read kept
+    (the primal solver's first read keeps every row that fits ``cache_bytes``: its records all
+    carry that read's ``pass``), each such step.
+
     Parameters
     ----------
     patience : int, default=5
-        Passes without improvement tolerated before stopping.
+        Passes (records) without improvement tolerated before stopping.
     min_delta : float, default=0.0
         Smallest change that counts as an improvement.
     monitor : str, default="validation_score"
@@ -59,17 +63,32 @@ class EarlyStopping:
             )
         value = record[self.monitor]
         key = record.get("class")
-        best, best_pass, last_pass = self._state.get(key, (None, 0, -1))
-        if record["pass"] <= last_pass:  # a new fit, or the same problem again
-            best, best_pass = None, 0
+        best, best_step, step, last = self._state.get(key, (None, 0, -1, None))
+        if not _follows(record, last):  # a new fit, or the same problem again
+            best, best_step, step = None, 0, -1
+        step += 1
+        here = (record["pass"], record.get("seconds"))
         if value is None or (isinstance(value, float) and math.isnan(value)):
-            self._state[key] = (best, best_pass, record["pass"])
+            self._state[key] = (best, best_step, step, here)
             return False
         sign = 1.0 if self.mode == "max" else -1.0
         if best is None or sign * (value - best) > self.min_delta:
-            best, best_pass = value, record["pass"]
-        self._state[key] = (best, best_pass, record["pass"])
-        return record["pass"] - best_pass >= self.patience
+            best, best_step = value, step
+        self._state[key] = (best, best_step, step, here)
+        return step - best_step >= self.patience
+
+
+def _follows(record, last):
+    """Whether ``record`` is the next of the problem whose last record was ``last`` (its pass and
+    seconds): a later pass, or a further step on the same pass's rows (its seconds later, where
+    both records have them).  Else it starts a new fit, or the same problem again."""
+    if last is None:
+        return False
+    last_pass, last_seconds = last
+    if record["pass"] != last_pass:
+        return record["pass"] > last_pass
+    seconds = record.get("seconds")
+    return seconds is not None and last_seconds is not None and seconds > last_seconds
 
 
 class TimeLimit:

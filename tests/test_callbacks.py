@@ -102,6 +102,25 @@ def test_early_stopping_on_a_validation_plateau():
         LinearSVC(callbacks=[EarlyStopping()]).fit(X, y)
 
 
+def test_early_stopping_counts_the_steps_on_the_rows_the_first_read_kept():
+    """The primal solver's first read keeps every row of a small Dask collection and the fit steps on
+    them in memory: its records all carry that read's pass, 0.  EarlyStopping counts them as passes
+    (it used to see pass 0 again as a new fit, and never stopped), and a second fit starts over."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(20_000, 3))
+    y = (X[:, 0] + 0.3 * rng.normal(size=20_000) > 0).astype(int)
+    Xd, yd = da.from_array(X, chunks=2_500), da.from_array(y, chunks=2_500)
+    full = LinearSVC(tol=1e-12, random_state=0).fit(Xd, yd)
+    assert {r["pass"] for r in full.history_} == {0} and len(full.history_) >= 5
+    stopper = EarlyStopping(patience=2, monitor="gap", mode="min", min_delta=1e9)  # nothing improves
+    for _ in range(2):  # the same stopper in a second fit: it starts over
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # stopped before tol: said, not certified
+            stopped = LinearSVC(tol=1e-12, random_state=0, callbacks=[stopper]).fit(Xd, yd)
+        assert len(stopped.history_) == 3
+        assert [r["gap"] for r in stopped.history_] == [r["gap"] for r in full.history_[:3]]
+
+
 def test_early_stopping_on_the_gap_and_time_limit():
     stop = EarlyStopping(patience=1, monitor="gap", mode="min", min_delta=1.0)
     record = {"class": 1, "pass": 1, "gap": 0.5}
