@@ -439,9 +439,10 @@ class Sampler:
                 self.whole = False
                 return False
             self.rows = tuple(held_empty((self.expected, *a.shape[1:]), a.dtype) for a in (X, y, w))
-        if filled + n > self.expected:  # more rows than counted: sampled from here on
-            keys = np.concatenate([_random_keys(p, k) for p, k in self._filled])
-            self.pieces = [(keys, *(part[:filled] for part in self.rows))]
+        if filled + n > self.expected:  # more rows than counted (virtual examples): sampled from here on
+            if filled:
+                keys = np.concatenate([_random_keys(p, k) for p, k in self._filled])
+                self.pieces = [(keys, *(part[:filled] for part in self.rows))]
             self.rows, self.whole = None, False
             return False
         for target, part in zip(self.rows, (X, y, w), strict=True):
