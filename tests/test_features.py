@@ -603,25 +603,31 @@ def test_virtual_examples_are_examples_of_their_own():
         LinearSVC(feature_map=VirtualExamples(lambda X, v: X[:, :10], 2)).fit(X, y)
 
 
-@pytest.mark.parametrize("chunk", [None, 500], ids=["one-chunk", "chunks"])
-def test_virtual_examples_in_the_primal_solvers_first_read(chunk):
-    """The default fit (the primal solver) on a Dask Array with virtual examples: its first read keeps
-    every row where their count, known from the chunks, fits the budget, but the variants are more
-    rows than that count.  The read then samples them from the block where they outgrow it; from the
-    first block (one chunk), where it used to raise numpy's "need at least one array to
-    concatenate".  Either way the fit is LIBLINEAR's on the variants."""
+@pytest.mark.parametrize("cache", [None, "1MB"], ids=["every-variant-held", "sampled"])
+@pytest.mark.parametrize("chunk", [None, 2_500], ids=["one-chunk", "chunks"])
+def test_virtual_examples_in_the_primal_solvers_first_read(chunk, cache):
+    """The default fit (the primal solver) on a Dask Array with virtual examples: its first read counts
+    the variants it will keep (3 of each of the 10,000 rows the chunks give: more than the 28,000
+    rows of its sample), so that where they fit ``cache_bytes`` it keeps them all and solves them in
+    memory, and where they do not (1 MB holds the rows but not their variants) it keeps a sample.  It
+    used to count the rows alone: it began to keep every row, and at the block where the variants
+    outgrew the count it raised numpy's "need at least one array to concatenate" (one chunk) or went
+    on with a sample.  The fit is LIBLINEAR's on the variants."""
     from dask_streamsvm import VirtualExamples
 
     rng = np.random.default_rng(5)
-    X = rng.normal(size=(3000, 6))
-    y = np.where(X @ rng.normal(size=6) + 0.5 * rng.normal(size=3000) > 0, 1.0, -1.0)
+    X = rng.normal(size=(10_000, 6))
+    y = np.where(X @ rng.normal(size=6) + 0.5 * rng.normal(size=10_000) > 0, 1.0, -1.0)
     ve = VirtualExamples(lambda X, v: X * (1.0 + 0.25 * v), n_variants=3)
     expected = liblinear_primal(ve.variants(X), np.tile(y, 3), 0.5, "squared_hinge")
     chunks = X.shape[0] if chunk is None else chunk
-    clf = LinearSVC(C=0.5, fit_intercept=False, feature_map=ve, tol=1e-9).fit(
+    params = {} if cache is None else {"cache_bytes": cache}
+    clf = LinearSVC(C=0.5, fit_intercept=False, feature_map=ve, tol=1e-9, **params).fit(
         da.from_array(X, chunks=(chunks, 6)), da.from_array(y, chunks=chunks)
     )
-    assert clf.history_[0]["solver"] == "newton"
+    first = clf.history_[0]
+    assert first["solver"] == "newton" and first["rows_read"] == 30_000
+    assert (first["sample_rows"] == 30_000) == (cache is None)
     assert abs(clf.objective_ - expected) / expected < 1e-7
 
 

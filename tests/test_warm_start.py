@@ -51,6 +51,24 @@ def test_the_sample_is_the_rows_of_smallest_keys_whatever_the_order(sparse, expe
         np.testing.assert_array_equal(np.sort(sample.y), np.sort(y[smallest]))
 
 
+@pytest.mark.parametrize("expected", [500, 2_000])
+def test_rows_kept_whole_that_outnumber_the_count_are_sampled_as_usual(expected):
+    """``whole`` keeps every row in arrays of the rows counted before the read; more rows than that
+    (virtual examples, a file grown since its footer was read) end it, at the first block (500: the
+    case that raised numpy's "need at least one array to concatenate") or a later one (2,000), and
+    the sample is then the rows of smallest keys, as without ``whole``."""
+    X, y = noisy_linear_data(5_000, 4)
+    blocks = _blocks(X, y, 700)
+    keys = [np.random.default_rng([SAMPLE_SEED, b.partition]).random(b.n_rows) for b in blocks]
+    smallest = np.sort(np.argsort(np.concatenate(keys))[:300])
+    sampler = Sampler(300, max_bytes=10**9, expected=expected, whole=True)
+    for block in blocks:
+        sampler.add(block)
+    sample = sampler.sample()
+    assert not sampler.whole and sample.n_rows == 300 and sample.rows_seen == 5_000
+    np.testing.assert_array_equal(np.sort(sample.X[:, 0]), np.sort(X[smallest, 0]))
+
+
 def test_the_sample_keeps_within_its_bytes_and_share():
     X, y = noisy_linear_data(5_000, 4)  # float64: 32 bytes of values a row
     sampler = Sampler(10_000, max_bytes=60 * 1_000)  # 32 + 8 + 8 + 8 (key) = 56 bytes a row

@@ -76,6 +76,16 @@ def is_dask_dataframe(obj):
     return is_dask_collection(obj) and hasattr(obj, "columns") and hasattr(obj, "npartitions")
 
 
+def rows_trained(source, rows):
+    """The examples ``rows`` rows of ``source`` train as: ``n_variants`` each where its encoder makes
+    virtual examples as partitions are read (:class:`~dask_streamsvm.features.VirtualExamples`), else
+    ``rows``; None (not known) stays None."""
+    encoder = source.encoder
+    if rows is None or encoder is None or not hasattr(encoder, "expand"):
+        return rows
+    return rows * int(encoder.n_variants)
+
+
 def encoder_set(source):
     """Whether the source's encoder turns partitions into sparse rows (it reads strings)."""
     return source.encoder is not None and bool(getattr(source.encoder, "reads_strings", False))

@@ -8,6 +8,7 @@ import contextlib
 import numpy as np
 import scipy.sparse as sp
 
+from ..data.source import rows_trained
 from ..plan.losses import loss_of
 from ..plan.problem import column_max_abs
 from ..plan.threads import blas_threads, memory_row_threads, primal_memory_threads, row_threads
@@ -107,9 +108,10 @@ def count_with_first_read(source, plan, hooks, known_rows, *, announce, band=Fal
     on_block = None
     if announce:
         on_block = lambda k, block: hooks.on_block(k, block, None, None)  # noqa: E731
+    expected = rows_trained(source, known_rows)  # the rows the read will give: virtual examples too
     budget = {
-        "sample_rows": sample_rows(width), "sample_bytes": plan.cache_bytes, "expected": known_rows,
-        "whole": whole_sample(plan, known_rows, width, band),
+        "sample_rows": sample_rows(width), "sample_bytes": plan.cache_bytes, "expected": expected,
+        "whole": whole_sample(plan, expected, width, band),
     }  # fmt: skip
     return first_read(source, plan, width, on_block=on_block, **budget)
 
