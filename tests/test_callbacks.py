@@ -114,11 +114,10 @@ def test_early_stopping_counts_the_steps_on_the_rows_the_first_read_kept():
     assert {r["pass"] for r in full.history_} == {0} and len(full.history_) >= 5
     stopper = EarlyStopping(patience=2, monitor="gap", mode="min", min_delta=1e9)  # nothing improves
     for _ in range(2):  # the same stopper in a second fit: it starts over
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)  # stopped before tol: said, not certified
-            stopped = LinearSVC(tol=1e-12, random_state=0, callbacks=[stopper]).fit(Xd, yd)
+        stopped = LinearSVC(tol=1e-12, random_state=0, callbacks=[stopper]).fit(Xd, yd)
         assert len(stopped.history_) == 3
         assert [r["gap"] for r in stopped.history_] == [r["gap"] for r in full.history_[:3]]
+        assert stopped.duality_gap_ == pytest.approx(stopped.history_[-1]["gap"])  # the last step's, exact
 
 
 def test_early_stopping_on_the_gap_and_time_limit():
