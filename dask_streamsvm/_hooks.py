@@ -33,6 +33,10 @@ class PassHooks:
 
     def __init__(self, callbacks=None, verbose=0, validation=None, feature_map=None, tasks=None, fitted=None):
         self.callbacks = list(callbacks or [])
+        for callback in self.callbacks:  # one made per fit: a callback that counts passes starts over
+            start = getattr(callback, "_start_fit", None)
+            if callable(start):
+                start()
         self.tasks = tasks
         self.fitted = fitted
         self.crammer_singer = False

@@ -17,9 +17,10 @@ import math
 class EarlyStopping:
     """Stop when a monitored value has not improved for ``patience`` passes.
 
-    A pass is a record: a pass over the data, or, where a fit steps on the rows one read kept
-    (the primal solver's first read keeps every row that fits ``cache_bytes``: its records all
-    carry that read's ``pass``), each such step.
+    A pass is a record: a pass over the data, a cluster's CoCoA+ round, or, where a fit steps on
+    the rows one read kept (the primal solver's first read keeps every row that fits
+    ``cache_bytes``: its records all carry that read's ``pass``), each such step.  Each fit starts
+    over.
 
     Parameters
     ----------
@@ -55,6 +56,10 @@ class EarlyStopping:
         self.mode = mode
         self._state = {}
 
+    def _start_fit(self):
+        """A fit starts (called by the estimator's ``fit``): what the last one saw is forgotten."""
+        self._state = {}
+
     def __call__(self, record):
         if self.monitor not in record:
             raise ValueError(
@@ -64,10 +69,10 @@ class EarlyStopping:
         value = record[self.monitor]
         key = record.get("class")
         best, best_step, step, last = self._state.get(key, (None, 0, -1, None))
-        if not _follows(record, last):  # a new fit, or the same problem again
+        here = (record.get("pass", record.get("round")), record.get("seconds"))  # a round: a cluster's pass
+        if not _follows(here, last):  # a new fit, or the same problem again
             best, best_step, step = None, 0, -1
         step += 1
-        here = (record["pass"], record.get("seconds"))
         if value is None or (isinstance(value, float) and math.isnan(value)):
             self._state[key] = (best, best_step, step, here)
             return False
@@ -78,17 +83,17 @@ class EarlyStopping:
         return step - best_step >= self.patience
 
 
-def _follows(record, last):
-    """Whether ``record`` is the next of the problem whose last record was ``last`` (its pass and
-    seconds): a later pass, or a further step on the same pass's rows (its seconds later, where
-    both records have them).  Else it starts a new fit, or the same problem again."""
+def _follows(here, last):
+    """Whether a record at ``here`` (its pass and seconds) is the next of the problem whose last
+    record was at ``last``: a later pass, or the same pass (a further step on its rows) unless its
+    seconds are earlier, which only a new fit's are (a fit through an estimator also says when it
+    starts, :meth:`EarlyStopping._start_fit`)."""
     if last is None:
         return False
-    last_pass, last_seconds = last
-    if record["pass"] != last_pass:
-        return record["pass"] > last_pass
-    seconds = record.get("seconds")
-    return seconds is not None and last_seconds is not None and seconds > last_seconds
+    (k, seconds), (last_k, last_seconds) = here, last
+    if k is None or last_k is None or k != last_k:
+        return k is None or last_k is None or k > last_k
+    return seconds is None or last_seconds is None or seconds >= last_seconds
 
 
 class TimeLimit:

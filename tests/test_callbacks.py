@@ -118,6 +118,27 @@ def test_early_stopping_counts_the_steps_on_the_rows_the_first_read_kept():
         assert len(stopped.history_) == 3
         assert [r["gap"] for r in stopped.history_] == [r["gap"] for r in full.history_[:3]]
         assert stopped.duality_gap_ == pytest.approx(stopped.history_[-1]["gap"])  # the last step's, exact
+    # 20 times the rows: this fit's first record comes later in its fit than the last fit's last did in
+    # its, so only the fit's start (PassHooks calls the stopper's _start_fit) tells the fits apart.
+    X2 = rng.normal(size=(400_000, 3))
+    y2 = (X2[:, 0] + 0.3 * rng.normal(size=400_000) > 0).astype(int)
+    bigger = LinearSVC(tol=1e-12, random_state=0, callbacks=[stopper])
+    bigger.fit(da.from_array(X2, chunks=50_000), da.from_array(y2, chunks=50_000))
+    assert len(bigger.history_) == 3
+
+
+def test_early_stopping_counts_rounds_and_steps_and_starts_over_with_each_fit():
+    """A cluster's CoCoA+ rounds (records with ``round``, no ``pass``) count as passes; records of one
+    pass count as its steps; ``_start_fit`` (each estimator fit calls it) forgets the last fit, whose
+    seconds may be smaller than the new fit's first (a fit of more rows reads for longer)."""
+    stop = EarlyStopping(patience=2, monitor="gap", mode="min", min_delta=1.0)
+    assert [stop({"round": k, "gap": 0.5, "seconds": float(k)}) for k in (1, 2, 3)] == [False, False, True]
+    steps = [{"class": None, "pass": 0, "gap": 0.5, "seconds": t} for t in (0.1, 0.2, 0.3)]
+    assert [stop(r) for r in steps] == [False, False, True]
+    stop._start_fit()
+    assert stop({**steps[0], "seconds": 0.5}) is False  # the next fit's first step: a new start
+    assert stop({**steps[0], "seconds": 0.6}) is False
+    assert stop({**steps[0], "seconds": 0.05}) is False  # earlier seconds: a new fit, even unannounced
 
 
 def test_early_stopping_on_the_gap_and_time_limit():

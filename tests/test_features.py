@@ -631,6 +631,27 @@ def test_virtual_examples_in_the_primal_solvers_first_read(chunk, cache):
     assert abs(clf.objective_ - expected) / expected < 1e-7
 
 
+def test_virtual_examples_count_for_the_primal_solvers_rule_of_rows():
+    """``dual="auto"`` streams the primal solver where the rows are at least 100 times the model's
+    width (7 here: 700 rows); with 3 variants of each of 300 rows the read gives 900, so the read that
+    counts the classes is the primal solver's first read, which keeps every variant: one read.  The
+    rule used to see the 300 rows alone and counted the labels first."""
+    from dask_streamsvm import VirtualExamples
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 6))
+    y = np.where(X @ rng.normal(size=6) + 0.5 * rng.normal(size=300) > 0, 1.0, -1.0)
+    ve = VirtualExamples(lambda X, v: X * (1.0 + 0.25 * v), n_variants=3)
+    clf = LinearSVC(C=0.5, fit_intercept=False, feature_map=ve, tol=1e-9).fit(
+        da.from_array(X, chunks=(100, 6)), da.from_array(y, chunks=100)
+    )
+    first = clf.history_[0]
+    assert first["solver"] == "newton" and first["sample_rows"] == 900
+    assert clf.history_[-1]["rows_read"] == 900  # the read that counted the classes, and no other
+    expected = liblinear_primal(ve.variants(X), np.tile(y, 3), 0.5, "squared_hinge")
+    assert abs(clf.objective_ - expected) / expected < 1e-7
+
+
 # -- sums of maps over column groups
 
 

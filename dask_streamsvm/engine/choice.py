@@ -26,7 +26,7 @@ import scipy.sparse as sp
 
 from .cluster.runtime import resolve_client
 from .data.parquet import footer_rows
-from .data.source import is_dask_collection
+from .data.source import is_dask_collection, rows_trained
 from .data.spill import check_spill_dir
 from .plan.losses import band_blocker as loss_band_blocker
 from .plan.losses import newton_blocker, sparse_penalty_blocker
@@ -268,7 +268,8 @@ def choose(placement, plan, data):
         cheap = plan.model_width(n_features) + 1 <= FIRST_READ_WIDTH
         if plan.dual is False or (plan.dual == "auto" and could_be_primal and cheap):
             known = footer_rows(data)  # Parquet's footers, a few kB a file, read once
-        first = "primal" if _first_read_trains(plan, n_features, known, checkpointing) else "labels"
+        trained = rows_trained(data, known)  # virtual examples: the rows the read will give
+        first = "primal" if _first_read_trains(plan, n_features, trained, checkpointing) else "labels"
     return Method("stream", primal, schedule=schedule, first_read=first, known_rows=known)
 
 

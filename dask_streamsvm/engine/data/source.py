@@ -80,7 +80,7 @@ def rows_trained(source, rows):
     """The examples ``rows`` rows of ``source`` train as: ``n_variants`` each where its encoder makes
     virtual examples as partitions are read (:class:`~dask_streamsvm.features.VirtualExamples`), else
     ``rows``; None (not known) stays None."""
-    encoder = source.encoder
+    encoder = getattr(source, "encoder", None)
     if rows is None or encoder is None or not hasattr(encoder, "expand"):
         return rows
     return rows * int(encoder.n_variants)

@@ -439,7 +439,7 @@ class Sampler:
                 self.whole = False
                 return False
             self.rows = tuple(held_empty((self.expected, *a.shape[1:]), a.dtype) for a in (X, y, w))
-        if filled + n > self.expected:  # more rows than counted (virtual examples): sampled from here on
+        if filled + n > self.expected:  # more rows than counted (a file grown since its footer): sampled
             if filled:
                 keys = np.concatenate([_random_keys(p, k) for p, k in self._filled])
                 self.pieces = [(keys, *(part[:filled] for part in self.rows))]
