@@ -16,7 +16,7 @@ from sklearn.svm import LinearSVC as SkLinearSVC
 
 from dask_streamsvm import LinearSVC, LogisticRegression, load
 from dask_streamsvm.engine.primal import l1, penalties
-from dask_streamsvm.engine.primal.penalties import Sparse
+from dask_streamsvm.engine.primal.penalties import Sparse, definite
 from dask_streamsvm.kernels import coordinate
 from dask_streamsvm.kernels.losses import LOGISTIC, SQUARED_HINGE
 
@@ -408,6 +408,26 @@ def test_coordinate_descent_goes_on_where_the_newton_steps_stop_above_tol(monkey
     solvers = [r["solver"] for r in model.history_]
     assert solvers[0] == "newton" and solvers[-1] == l1.SOLVER_NAME
     assert model.duality_gap_ <= 1e-12 and model.n_iter_ == len(model.history_) <= 2000
+
+
+def test_the_model_of_a_hessian_that_is_not_positive_definite_is_descended_after_a_shift():
+    """The band's model subtracts the band's Hessian from the read's; a row at the hinge point counted
+    in one and not the other leaves a negative eigenvalue (-2.8 on w8a).  Coordinate descent on such a
+    model ran off to 1e166 and an overflow; the direction now shifts the Hessian until it factors
+    (penalties.definite), and its step descends the model's first-order change (Tseng and Yun's
+    Delta) with every value finite."""
+    rng = np.random.default_rng(0)
+    Q = np.linalg.qr(rng.normal(size=(6, 6)))[0]
+    H = Q @ np.diag([-2.8, 1.0, 2.0, 3.0, 4.0, 50.0]) @ Q.T
+    w, g = np.zeros(6), rng.normal(size=6) * 5.0
+    penalty = Sparse(0.5, 0.0)
+    s = penalty.direction(w, g, H)
+    assert np.all(np.isfinite(s)) and np.abs(s).max() < 1e3
+    assert penalty.decrease(w, g, s) < 0
+    shifted = H.copy()
+    assert definite(shifted, 1e-9) and np.linalg.eigvalsh(shifted)[0] > 0
+    assert np.allclose(shifted - H, np.diag(np.diag(shifted - H)))  # only its diagonal moved
+    assert not definite(np.full((2, 2), np.nan), 1e-9)
 
 
 def test_in_memory_newton_steps_form_the_model_on_the_free_weights():

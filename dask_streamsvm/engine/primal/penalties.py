@@ -81,6 +81,15 @@ MODEL_ROUNDS = 40
 # P (Tseng and Yun's Delta does not ask for the exact Hessian), and the last steps, short, are
 # barely changed (engine/primal/l1.py's support Newton steps take the same).
 MODEL_RIDGE = 1e-9
+# Where the model's Hessian is not positive definite, coordinate descent on it runs off along a
+# direction of negative curvature (to 1e166 and an overflow, which Sparse.direction sees): the
+# band's model (newton.band_step) subtracts the band's Hessian at the read's point from the read's,
+# and a row at the kink of its loss counted active in one sum and not in the other leaves one row's
+# Hessian negative (-2.8 on w8a, pure L1, with BLAS's two threads).  The shift added to its diagonal
+# then grows by MODEL_SHIFT_GROWTH, from the ridge, until it factors (Levenberg and Marquardt's
+# damping), and the model is descended again: the step still descends the exact model, whose line
+# search takes it.  A model that descends pays no factorization.
+MODEL_SHIFT_GROWTH = 10.0
 SUPPORT_HALVINGS = 30  # the support's step, halved until the model decreases (support_step)
 # Rows in memory with more free weights than their block is formed for (Sparse.columns_direction):
 # coordinate descent on the model by the rows' columns, stopped at COLUMNS_TOL of the first
@@ -182,17 +191,28 @@ class Sparse(L2):
         """The minimiser of the read's model ``q`` (module docstring), its coordinates descended and
         its support's Newton steps taken in turn; ``self.sweeps`` counts the sweeps."""
         H = np.array(H, dtype=np.float64, order="C", copy=True)
-        H[np.diag_indices_from(H)] += MODEL_RIDGE * max(1.0, float(np.trace(H)) / H.shape[0])
+        ridge = MODEL_RIDGE * max(1.0, float(np.trace(H)) / H.shape[0])
+        H[np.diag_indices_from(H)] += ridge
+        self.sweeps = 0
+        with np.errstate(over="ignore", invalid="ignore"):  # a model not positive definite runs off
+            s = self._descended(w, g, H)
+            ran_off = not np.isfinite(q := _model_value(H, g, w, self.l1, s)) or q > self.value(w)
+        if ran_off:  # shifted until it factors (definite), and descended again
+            if not definite(H, ridge):
+                return np.zeros_like(w)
+            s = self._descended(w, g, H)
+        return s if np.all(np.isfinite(s)) else np.zeros_like(w)
+
+    def _descended(self, w, g, H):
         s = np.zeros_like(w)
         first = float(np.max(violations(g, w, self.l1), initial=0.0))
-        self.sweeps = 0
         for _ in range(MODEL_ROUNDS):
             sweeps, largest = model_descent(H, g, w, self.l1, MODEL_TOL * first, MODEL_SWEEPS, s)
             self.sweeps += sweeps
             if largest <= MODEL_TOL * first or not np.all(np.isfinite(s)):
                 break
             support_step(H, g, w, self.l1, s)
-        return s if np.all(np.isfinite(s)) else np.zeros_like(w)
+        return s
 
     def decrease(self, w, g, s):
         """Tseng and Yun's ``Delta`` (module docstring): at most 0, and 0 only at a stationary ``w``."""
@@ -251,6 +271,24 @@ class Sparse(L2):
             return np.zeros_like(w), 0
         e, products = solve(r, free)
         return orthant_step(w, e, r, zeta), products
+
+
+def definite(H, ridge):
+    """``H`` made positive definite in place: ``ridge`` added to its diagonal, then (where it does not
+    factor) shifts growing by :data:`MODEL_SHIFT_GROWTH` until it does; False where no shift up to a
+    million times its largest diagonal does (values that are not finite)."""
+    diagonal = np.diag_indices_from(H)
+    shift, top = float(ridge), 1e6 * max(1.0, float(np.max(np.abs(np.diag(H)), initial=0.0)))
+    H[diagonal] += shift
+    while True:
+        try:
+            scipy.linalg.cho_factor(H, check_finite=True)
+            return True
+        except (np.linalg.LinAlgError, ValueError):  # not positive definite, or not finite
+            if shift > top or not np.all(np.isfinite(H)):
+                return False
+        H[diagonal] += (MODEL_SHIFT_GROWTH - 1.0) * shift
+        shift *= MODEL_SHIFT_GROWTH
 
 
 def violations(G, u, l1):
