@@ -1,11 +1,16 @@
-"""The count of a partition's labels (``count_labels_of``): integer labels by a bincount, any others by
-``np.unique``, the same tuple either way."""
+"""The count of a partition's labels (``count_labels_of``) and their index (``label_index_of``):
+integer labels by a bincount, any others by ``np.unique``, the same result either way."""
 
 import numpy as np
 import pytest
 
 from dask_streamsvm.engine.data import labels as label_counts
-from dask_streamsvm.engine.data.labels import COUNT_SPAN_MIN, COUNT_SPAN_PER_ROW, count_labels_of
+from dask_streamsvm.engine.data.labels import (
+    COUNT_SPAN_MIN,
+    COUNT_SPAN_PER_ROW,
+    count_labels_of,
+    label_index_of,
+)
 
 
 def _by_unique(y, w):
@@ -89,3 +94,16 @@ def test_a_missing_or_infinite_label_is_still_an_error_naming_its_row():
         count_labels_of(4, np.array([0.0, 1.0, np.inf]), None)
     with pytest.raises(ValueError, match="partition 4, row 1: the label is missing"):
         count_labels_of(4, np.array([0.0, np.nan]), None)
+
+
+@pytest.mark.parametrize("name", list(LABELS))
+def test_a_label_index_is_np_uniques_for_every_kind_of_label(name):
+    """The first read sorts a partition's labels once: its index (each row's position among the
+    labels) is ``np.unique``'s inverse, by the bincount or by ``np.unique`` itself."""
+    y = LABELS[name]
+    labels, index = label_index_of(0, y)
+    expected_labels, expected_index = np.unique(y, return_inverse=True)
+    assert labels.dtype == expected_labels.dtype and index.dtype == np.int64
+    np.testing.assert_array_equal(labels, expected_labels)
+    np.testing.assert_array_equal(index, expected_index.ravel())
+    np.testing.assert_array_equal(labels[index], y)

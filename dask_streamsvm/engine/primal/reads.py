@@ -585,7 +585,7 @@ def first_read(
     (the dual solvers may train) the sample is dropped, ``clean`` false and ``beyond`` says why:
     the door then trains the dual solvers (:func:`~...choice.after_count`).
     """
-    from ..data.labels import count_labels_of, merge_label_counts
+    from ..data.labels import label_index_of, merge_label_counts, tally_labels
 
     D = width + 1
     counts, ids = [], []
@@ -594,10 +594,11 @@ def first_read(
     clean, moments, beyond = True, {}, None
     columns = np.zeros(D)
     for block in read_once(source, plan, totals):
-        counts.append(count_labels_of(block.partition, block.y, block.sample_weight))
+        classes, index = label_index_of(block.partition, block.y)
+        counts.append(tally_labels(classes, index, block.sample_weight))
         ids.append(block.partition)
         if clean and block.n_rows:
-            if (reason := _add_moments(moments, block, plan, D, columns)) is not None:
+            if (reason := _add_moments(moments, block, plan, D, columns, classes, index)) is not None:
                 if plan.dual is False:
                     reason = without_dual(reason) if plan.sparse_penalty else reason
                     raise ValueError(f"partition {block.partition}: {reason}")
@@ -617,26 +618,29 @@ def first_read(
     )  # fmt: skip
 
 
-def _add_moments(moments, block, plan, D, columns):
+def _add_moments(moments, block, plan, D, columns, classes, index):
     """Each class's weights, rows of weight > 0 and ``sum w x`` (with the bias column, and the
     feature map's features) over the block's rows, added to ``moments``, summed in float64, each
     column's largest ``|x|`` folded into ``columns`` (its first ``D - 1``); and the reason the
-    primal solver cannot train on the block's values (:func:`~.sums.too_large`), or None.  Dense rows
-    without a feature map take one pass of a kernel; others a chunk of rows at a time."""
+    primal solver cannot train on the block's values (:func:`~.sums.too_large`), or None.  The
+    block's labels come indexed (:func:`~..data.labels.label_index_of`: ``classes``, and each row's
+    position among them).  Dense rows without a feature map take one pass of a kernel; others a
+    chunk of rows at a time."""
     from ...kernels.band import class_sums
 
-    labels, inverse = np.unique(np.asarray(block.y).ravel(), return_inverse=True)
     weights = block.sample_weight
-    entries = [moments.setdefault(key, [0.0, 0, np.zeros(D)]) for key in labels.tolist()]
+    k = classes.shape[0]
+    totals = np.bincount(index, weights=weights, minlength=k)
+    positive = np.bincount(index[weights > 0], minlength=k)
+    entries = [moments.setdefault(key, [0.0, 0, np.zeros(D)]) for key in classes.tolist()]
     for j, m in enumerate(entries):
-        w = weights[inverse == j]
-        m[0] += float(w.sum())
-        m[1] += int((w > 0).sum())
-        m[2][-1] += plan.bias * float(w.sum())
+        m[0] += float(totals[j])
+        m[1] += int(positive[j])
+        m[2][-1] += plan.bias * float(totals[j])
     X = block.X
     if plan.feature_map is None and not sp.issparse(X) and X.dtype in (np.float32, np.float64):
         first, top = np.zeros((len(entries), D - 1)), np.zeros(D)
-        class_sums(np.ascontiguousarray(X), inverse.astype(np.int64), weights, first, top[:-1])
+        class_sums(np.ascontiguousarray(X), index, weights, first, top[:-1])
         top[-1] = abs(float(plan.bias))
         for j, m in enumerate(entries):
             m[2][:-1] += first[j]
@@ -649,7 +653,7 @@ def _add_moments(moments, block, plan, D, columns):
         # One product for the whole block: chunks of augmented rows each cost a D-vector of the
         # transpose's product, which on wide text (200k columns) took 5 of a first read's 6 seconds.
         by_class = np.zeros((block.n_rows, len(entries)))
-        by_class[np.arange(block.n_rows), inverse] = weights
+        by_class[np.arange(block.n_rows), index] = weights
         first = np.asarray(sp.csr_matrix(X).T @ by_class)
         for j, m in enumerate(entries):
             m[2][:-1] += first[:, j]
@@ -660,7 +664,7 @@ def _add_moments(moments, block, plan, D, columns):
         Xa = augmented_rows(X, lo, hi, plan.bias, plan.feature_map)
         np.maximum(columns[:-1], column_max_abs(Xa[:, :-1]), out=columns[:-1])
         for j, m in enumerate(entries):
-            m[2][:-1] += np.asarray(Xa[:, :-1].T @ np.where(inverse[lo:hi] == j, weights[lo:hi], 0.0)).ravel()
+            m[2][:-1] += np.asarray(Xa[:, :-1].T @ np.where(index[lo:hi] == j, weights[lo:hi], 0.0)).ravel()
     return None
 
 
