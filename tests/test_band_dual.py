@@ -8,6 +8,7 @@ import scipy.sparse as sp
 
 from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine.choice import band_blocker
+from dask_streamsvm.engine.data.labels import label_index_of
 from dask_streamsvm.engine.dual.memory import BinaryProblem
 from dask_streamsvm.engine.dual.offset import solve_with_offset
 from dask_streamsvm.engine.plan.layout import as_kernel_rows
@@ -165,7 +166,7 @@ def test_sparse_blocks_class_moments_are_the_dense_ones():
     for name, rows in (("sparse", X), ("dense", X.toarray())):
         moments, columns[name] = {}, np.zeros(301)
         block = SimpleNamespace(X=rows, y=y, sample_weight=weights, n_rows=len(y))
-        assert _add_moments(moments, block, plan, 301, columns[name]) is None
+        assert _add_moments(moments, block, plan, 301, columns[name], *label_index_of(0, y)) is None
         out[name] = moments
     np.testing.assert_array_equal(columns["sparse"][:-1], np.abs(X.toarray()).max(axis=0))
     np.testing.assert_array_equal(columns["dense"], columns["sparse"])
@@ -175,6 +176,8 @@ def test_sparse_blocks_class_moments_are_the_dense_ones():
         assert np.allclose(sparse[2], dense[2], rtol=1e-12, atol=1e-12)
         expected = X[y == label].T @ weights[y == label]
         assert np.allclose(sparse[2][:-1], expected, rtol=1e-12, atol=1e-12)
+        mine = weights[y == label]
+        assert dense[0] == pytest.approx(mine.sum(), rel=1e-12) and dense[1] == np.count_nonzero(mine > 0)
 
 
 def test_the_band_solve_stops_at_dcd_max_passes():
