@@ -11,6 +11,7 @@ from dask_streamsvm.engine.plan.problem import FitPlan
 from dask_streamsvm.engine.primal import newton as primal
 from dask_streamsvm.engine.primal import warm
 from dask_streamsvm.engine.primal.reads import Sample, Sampler, band_metric, memory_read
+from dask_streamsvm.engine.primal.sums import block_sums
 from dask_streamsvm.kernels.band import margin_keys
 
 from ._helpers import noisy_linear_data
@@ -67,6 +68,71 @@ def test_the_step_from_a_read_and_its_band_has_the_certificate_a_read_there_woul
     assert certificate.primal == pytest.approx(primal_value, rel=1e-11)
     assert certificate.dual == pytest.approx(dual_value, rel=1e-11)
     assert certificate.relative_gap < 1e-9  # the band's step is the optimum
+
+
+def _at_the_hinge(n=4_000, d=6, seed=3):
+    """Rows whose margins at a read's point ``W + S`` are 1 to within rounding (label +1, cost 1):
+    a read sums ``x . W + x . S``, a sum at the point ``x . (W + S)``, and the two disagree on
+    which of them are active.  ``(X, y, W, S)``."""
+    rng = np.random.default_rng(seed)
+    W, S = rng.standard_normal((1, d + 1)), 0.7 * rng.standard_normal((1, d + 1))
+    P = (W + S)[0]
+    X = rng.standard_normal((n, d))
+    X = X[np.abs(X @ P[:-1]) > 0.3]
+    X *= ((1.0 - P[-1]) / (X @ P[:-1]))[:, None]  # x . P_x + P_b = 1, up to rounding
+    return X, np.ones(X.shape[0]), W, S
+
+
+def test_the_band_is_subtracted_with_the_rows_the_read_counted_active():
+    """The band's model and certificate subtract the band's sums from the read's: at the
+    shortfalls the read took (``Sample.shortfall``), the rows it counted active are the ones taken
+    away, and the rest of the Hessian is the identity and the other rows'.  Summed again at the
+    point, rows at the hinge point count otherwise (the read's margin is ``x . W + x . S``): the
+    difference then held ``-x x^T`` and was not positive semidefinite (-2.8 on w8a)."""
+    X, y, W, S = _at_the_hinge()
+    plan = _plan(np.array([-1, 1]))
+    n, code = X.shape[0], plan.loss_code
+    Y, C = y[None, :], np.ones((1, n))
+    taken, again = np.empty((1, n)), np.empty((1, n))
+    read = block_sums(X, Y, C, W, S, 1.0, code, shortfall=taken)
+    point = block_sums(X, Y, C, W + S, np.zeros_like(S), 1.0, code, shortfall=again)
+    flips = int(np.count_nonzero((taken > 0) != (again > 0)))
+    assert flips > 0  # the case is the one to guard: the two sums disagree on some rows
+    assert point.active[0] != read.active[0] or not np.allclose(point.hessian, read.hessian, atol=1e-6)
+    band = Sample(X, y, C[0], n, shortfall=taken[0])
+    at = primal._band_at_read((W + S)[0], band, plan)
+    assert at.active[0] == read.active[0]
+    np.testing.assert_allclose(
+        at.hessian[0], read.hessian[0], rtol=0, atol=1e-12 * np.abs(read.hessian).max()
+    )
+    assert at.loss[0] == pytest.approx(read.loss[0], rel=1e-12, abs=1e-14)
+    H = np.eye(X.shape[1] + 1) + read.hessian[0]  # every row in the band: the rest is the identity
+    assert np.linalg.eigvalsh(H - at.hessian[0]).min() > 1.0 - 1e-9
+    assert np.linalg.eigvalsh(H - point.hessian[0]).min() < 1.0 - 1e-3  # summed again: not so
+
+
+def test_a_streamed_band_keeps_the_shortfalls_its_read_took(monkeypatch):
+    """The rows a read keeps as its band carry the shortfalls its sums took, row for row
+    (:func:`~dask_streamsvm.engine.primal.newton.band_step` subtracts the band with them)."""
+    monkeypatch.setattr(warm, "EVERY_ROW_IN_BUDGET", False)  # the rows fit the default cache: stream them
+    X, y = noisy_linear_data(40_000, 6)
+    seen, real = [], primal.band_step
+
+    def spy(w, g, H, band, plan, penalty=None):
+        seen.append((w.copy(), band))
+        return real(w, g, H, band, plan, penalty)
+
+    monkeypatch.setattr(primal, "band_step", spy)
+    LinearSVC(dual=False, C=1.0, tol=1e-3).fit(
+        da.from_array(X, chunks=10_000), da.from_array(y, chunks=10_000)
+    )
+    assert seen
+    for w, band in seen:
+        margins = band.y * (band.X @ w[:-1] + w[-1])
+        assert band.shortfall is not None and band.shortfall.shape == (band.n_rows,)
+        np.testing.assert_allclose(
+            band.shortfall, 1.0 - margins, rtol=0, atol=1e-12 * (1 + np.abs(margins).max())
+        )
 
 
 def _crossing_case(direction, factor):
@@ -181,3 +247,9 @@ def test_the_bands_of_two_parts_joined_keep_the_smallest_key_either_left_out():
         (joined,) = _joined_bands([a], [b])
         assert joined.outside == 0.2 and joined.metric is metric and joined.n_rows == 10
         assert joined.rows_seen == 100
+        assert joined.shortfall is None  # neither part's read kept its shortfalls
+    # The shortfalls each part's read took go up with their rows (newton.band_step subtracts them).
+    first.shortfall, second.shortfall = np.arange(4.0), 10.0 + np.arange(6.0)
+    (joined,) = _joined_bands([first], [second])
+    np.testing.assert_array_equal(joined.shortfall, np.r_[np.arange(4.0), 10.0 + np.arange(6.0)])
+    np.testing.assert_array_equal(joined.X, X)

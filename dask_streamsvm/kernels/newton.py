@@ -90,20 +90,25 @@ def sparse_gram(indptr, indices, data, weight, out):
 
 
 @njit(cache=True, nogil=True)
-def dense_newton_sums(X, Y, cost, W, S, bias, code, steps, sums, rows, filled, top):
+def dense_newton_sums(X, Y, cost, W, S, bias, code, steps, sums, scaled, top, shortfalls):
     """Adds the Newton sums of the dense rows ``X`` (m, d) of every problem to ``sums``.
 
     ``Y``, ``cost`` (k, m): each problem's labels and ``C_i``; ``W``, ``S`` (k, d + 1): the points
     ``W + S`` and the trial directions (a zero row of ``S``: no trial losses); ``bias``: the last
     feature's value; ``code``: the loss (:mod:`.losses`); ``steps``: the trial step lengths.
     ``sums`` is ``(loss, alpha, v, active, trial)`` of shapes (k,), (k,), (k, d + 1), (k,) int64
-    and (k, len(steps)), added to (module docstring).  ``rows`` (k, >= m, d + 1), float32 or
-    float64: its first ``filled[c]`` rows of problem ``c`` become ``sqrt(D_ii) [x_i, bias]`` of
-    the active rows, in order.  ``top`` (d,) or empty: each column's largest ``|x_ij|`` is folded
-    into it (the first read's value check).  Returns the number of rows summed.
+    and (k, len(steps)), added to (module docstring).  ``scaled`` is ``(rows, filled)``: ``rows``
+    (k, >= m, d + 1), float32 or float64, whose first ``filled[c]`` rows of problem ``c`` become
+    ``sqrt(D_ii) [x_i, bias]`` of the active rows, in order.  ``top`` (d,) or empty: each
+    column's largest ``|x_ij|`` is folded into it (the first read's value check).  ``shortfalls``
+    (k, m) or (k, 0): each row's ``xi_i`` as these sums took it is written into it (a band's rows
+    keep them: the rows the read counted active, whatever another sum's rounding).  Returns the
+    number of rows summed.
     """
     loss, alpha, v, active, trial = sums
+    rows, filled = scaled
     m, d = X.shape
+    record = shortfalls.shape[1] > 0
     k = W.shape[0]
     n_steps = steps.shape[0]
     check = top.shape[0] > 0
@@ -123,6 +128,8 @@ def dense_newton_sums(X, Y, cost, W, S, bias, code, steps, sums, rows, filled, t
             z0 = row_dot(X, i, W, c) + bias * W[c, d]
             dz = row_dot(X, i, S, c) + bias * S[c, d] if trials[c] else 0.0
             s = 1.0 - y * (z0 + dz)
+            if record:
+                shortfalls[c, i] = s
             terms, factor, weight = newton_terms(code, cost[c, i], s)
             run_loss[c] += cost[c, i] * terms
             run_alpha[c] += newton_dual_term(code, cost[c, i], s, factor)
@@ -160,7 +167,7 @@ def dense_newton_sums(X, Y, cost, W, S, bias, code, steps, sums, rows, filled, t
 
 
 @njit(cache=True, nogil=True)
-def csr_newton_sums(X, Y, cost, W, S, bias, code, steps, sums, hessian):
+def csr_newton_sums(X, Y, cost, W, S, bias, code, steps, sums, hessian, shortfalls):
     """:func:`dense_newton_sums` of CSR rows ``X = (indptr, indices, data)``: adds their Newton sums
     of every problem to ``sums`` (the same five arrays) and, when ``hessian`` is ``(k, (d + 1) (d +
     2) / 2)`` (not empty), each problem's ``sum_i D_ii [x_i, b] [x_i, b]^T`` to its lower triangle,
@@ -180,6 +187,7 @@ def csr_newton_sums(X, Y, cost, W, S, bias, code, steps, sums, hessian):
     d = width - 1
     n_steps = steps.shape[0]
     formed = hessian.shape[0] > 0
+    record = shortfalls.shape[1] > 0
     trials = np.zeros(k, dtype=np.bool_)
     for c in range(k):
         trials[c] = _trial_point(S, c)
@@ -201,6 +209,8 @@ def csr_newton_sums(X, Y, cost, W, S, bias, code, steps, sums, hessian):
                 for p in range(lo, hi):
                     dz += data[p] * s_c[_u(indices[p])]
             s = 1.0 - y * (z0 + dz)
+            if record:
+                shortfalls[c, i] = s
             terms, factor, weight = newton_terms(code, cost[c, i], s)
             run_loss[c] += cost[c, i] * terms
             run_alpha[c] += newton_dual_term(code, cost[c, i], s, factor)

@@ -34,8 +34,13 @@ def _joined_bands(first, second):
             continue
         pieces = [(np.zeros(x.n_rows), x.X, x.y, x.sample_weight) for x in (a, b)]
         _, X, y, w = joined_pieces(pieces)
+        # The shortfalls each part's read took, where both kept them (newton.band_step subtracts
+        # the band at them).
+        taken = a.shortfall is not None and b.shortfall is not None
+        shortfall = np.concatenate([a.shortfall, b.shortfall]) if taken else None
         # The rows either part left out: the smaller of their smallest keys (one metric for all).
-        joined.append(Sample(X, y, w, a.rows_seen + b.rows_seen, min(a.outside, b.outside), a.metric))
+        outside = min(a.outside, b.outside)
+        joined.append(Sample(X, y, w, a.rows_seen + b.rows_seen, outside, a.metric, shortfall=shortfall))
     return joined
 
 

@@ -87,7 +87,7 @@ from ..plan.certificate import Certificate, check_gap
 from ..plan.losses import loss_of, newton_blocker
 from ..plan.result import FitResult
 from .penalties import L2, penalty_of
-from .sums import LONGER, STEPS, ActiveTerms, block_sums
+from .sums import LONGER, STEPS, ActiveTerms, block_sums, shortfall_sums
 
 # The reads (:mod:`.sums`, :mod:`.reads`) are named here too.
 
@@ -742,7 +742,7 @@ def band_step(w, g, H, band, plan, penalty=None):
     def at(d):  # the band's Sums at w + d
         return block_sums(X, Y, cost, (w + d)[None, :], zero, plan.bias, plan.loss_code, plan.feature_map)
 
-    at_start = at_step = at(np.zeros(D))
+    at_start = at_step = _band_at_read(w, band, plan)
     L0, v0, B0 = float(at_start.loss[0]), at_start.v[0], at_start.hessian[0]
     A = H - B0
 
@@ -880,16 +880,27 @@ def _band_terms(w, d, band, bias):
     return length, (D + 4) * np.finfo(np.float64).eps * float(spread)
 
 
+def _band_at_read(w, band, plan):
+    """The band's :class:`~.sums.Sums` (with its Hessian) at the read's point ``w``: at the
+    shortfalls the read took (:func:`~.sums.shortfall_sums`), so that the rows it counted active are
+    the ones subtracted from its sums; summed again where a band keeps none."""
+    if band.shortfall is not None:
+        return shortfall_sums(band.X, band.y, band.sample_weight, band.shortfall, plan.bias, plan.loss_code,
+                              plan.feature_map)  # fmt: skip
+    Y, cost = band.y[None, :], band.sample_weight[None, :]
+    zero = np.zeros((1, w.shape[0]))
+    return block_sums(band.X, Y, cost, w[None, :], zero, plan.bias, plan.loss_code, plan.feature_map)
+
+
 def _band_sums(w, d, band, plan):
     """The band's :class:`~.sums.Sums` at ``w`` (with its Hessian) and at ``w + d``: those
     :func:`band_step` made on its way to ``d``, where it stepped from ``w`` to ``d``, else summed."""
     made = getattr(band, "evaluated", None)
     if made is not None and np.array_equal(made[0], w) and np.array_equal(made[1], d):
         return made[2], made[3]
-    D = w.shape[0]
-    zero = np.zeros((1, D))
+    zero = np.zeros((1, w.shape[0]))
     Y, cost = band.y[None, :], band.sample_weight[None, :]
-    at_w = block_sums(band.X, Y, cost, w[None, :], zero, plan.bias, plan.loss_code, plan.feature_map)
+    at_w = _band_at_read(w, band, plan)
     at_next = block_sums(
         band.X, Y, cost, (w + d)[None, :], zero, plan.bias, plan.loss_code, plan.feature_map, hessian=False
     )

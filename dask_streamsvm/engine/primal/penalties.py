@@ -82,10 +82,12 @@ MODEL_ROUNDS = 40
 # barely changed (engine/primal/l1.py's support Newton steps take the same).
 MODEL_RIDGE = 1e-9
 # Where the model's Hessian is not positive definite, coordinate descent on it runs off along a
-# direction of negative curvature (to 1e166 and an overflow, which Sparse.direction sees): the
-# band's model (newton.band_step) subtracts the band's Hessian at the read's point from the read's,
-# and a row at the kink of its loss counted active in one sum and not in the other leaves one row's
-# Hessian negative (-2.8 on w8a, pure L1, with BLAS's two threads).  The shift added to its diagonal
+# direction of negative curvature (to 1e166 and an overflow, which Sparse.direction sees).  The
+# band's model (newton.band_step) subtracts the band's Hessian at the read's point from the read's:
+# summed again, a row at the kink of its loss counted active in one sum and not in the other left one
+# row's Hessian negative (-2.8 on w8a, pure L1); the band is now subtracted at the read's own
+# shortfalls (sums.shortfall_sums), and what remains is the sums' rounding (float32 rows' Hessian is
+# summed in float32, and pure L1 adds no identity to outweigh it).  The shift added to its diagonal
 # then grows by MODEL_SHIFT_GROWTH, from the ridge, until it factors (Levenberg and Marquardt's
 # damping), and the model is descended again: the step still descends the exact model, whose line
 # search takes it.  A model that descends pays no factorization.

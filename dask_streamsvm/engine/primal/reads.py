@@ -174,12 +174,13 @@ class StreamRead:
                 Y, cost = encode_block(plan, block)
                 where = f"partition {block.partition}: " if where_first else None
                 args = (plan.bias, plan.loss_code, plan.feature_map, where)
-                sums = block_sums(block.X, Y[todo], cost[todo], W, S, *args)
+                taken = None if bands is None else np.empty((len(todo), block.n_rows))
+                sums = block_sums(block.X, Y[todo], cost[todo], W, S, *args, shortfall=taken)
                 if lengths:
                     sums.row_norm = metric_row_norm(block.X, metric)
                 total.add(sums)
                 if bands is not None:
-                    _add_band(bands, block, Y[todo], cost[todo], W + S, plan.bias, metric)
+                    _add_band(bands, block, Y[todo], cost[todo], W + S, plan.bias, metric, taken)
         for name in ("rows", "skipped", "retries", "bytes"):
             setattr(total, name, getattr(counts, name))
         total.band = None if bands is None else [_band_of(band, metric) for band in bands]
@@ -189,11 +190,12 @@ class StreamRead:
         return total
 
 
-def _add_band(bands, block, Y, cost, points, bias, metric):
+def _add_band(bands, block, Y, cost, points, bias, metric, shortfall):
     """Each problem's rows nearest the hinge point at its point (of ``points``), to ``bands``: the
     rows whose loss may change its piece when the point moves (:func:`~.newton.band_step`), by their
     keys, ``|y_i w . x_i - 1| / ||x~_i||`` (:func:`~...kernels.band.margin_keys`; ``metric``: the
-    ``(center, scale)`` of ``x~``, :func:`band_metric`)."""
+    ``(center, scale)`` of ``x~``, :func:`band_metric`), each kept with its ``shortfall`` as the
+    read's sums took it (:func:`~.sums.shortfall_sums`)."""
     from ...kernels.band import margin_keys
 
     X = block.X
@@ -208,7 +210,7 @@ def _add_band(bands, block, Y, cost, points, bias, metric):
         else:
             keys = np.empty(X.shape[0])
             margin_keys(X, Y[j], cost[j], points[j], float(bias), center, inv_scale, keys)
-        band.add_rows(block.partition, X, Y[j], cost[j], keys)
+        band.add_rows(block.partition, X, Y[j], cost[j], keys, extra=shortfall[j])
 
 
 def metric_row_norm(X, metric):
@@ -408,8 +410,8 @@ class Sampler:
             return
         if self.whole and keys is None and self._keep_whole(partition, X, y, w):
             return
-        if self.max_bytes is not None:  # the budget in rows, at this block's bytes a row and key
-            per_row = _row_bytes(X, y, w) + 8
+        if self.max_bytes is not None:  # the budget in rows, at this block's bytes a row, key and extra
+            per_row = _row_bytes(X, y, w) + 8 + (0 if extra is None else extra.itemsize)
             self.capacity = min(self.capacity, int(self.max_bytes // per_row))
             if not self.capacity:
                 return

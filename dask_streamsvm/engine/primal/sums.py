@@ -325,22 +325,24 @@ def trial_losses(loss, s):
     return out
 
 
-def block_sums(X, Y, cost, W, S, bias, loss, feature_map=None, where=None, hessian=True):
+def block_sums(X, Y, cost, W, S, bias, loss, feature_map=None, where=None, hessian=True, shortfall=None):
     """The :class:`Sums` of the rows of ``X`` (labels ``Y`` and costs ``cost``, each (k, n)) at the
     points ``W + S`` (each (k, D)), with the trial losses along ``W + t S`` for ``t`` in :data:`STEPS`,
     for the loss of code ``loss``.  ``feature_map``: a map's spec, whose features of the rows the
     model reads.  ``where`` (the first read's): check each chunk's values (dense rows: in the pass
     that sums them), a ValueError starting with ``where`` (:func:`too_large`); None: no check.
     ``hessian=False``: no Hessian (``Sums.hessian`` None), only the point's certificate and gradient.
+    ``shortfall`` (k, n) float64, or None: each row's shortfall ``1 - y_i m_i`` at ``W + S``, as
+    the sums took it, is written into it (:func:`shortfall_sums`).
 
     Works through the rows a chunk of :data:`CHUNK_BYTES` at a time, every sum accumulating in
     float64; dense rows are read in their own precision (:func:`dense_block_sums`), never copied
     whole, CSR rows and a feature map's features are made float64 a chunk at a time.
     """
     if feature_map is None and not sp.issparse(X):
-        return dense_block_sums(X, Y, cost, W, S, bias, loss, where, hessian)
+        return dense_block_sums(X, Y, cost, W, S, bias, loss, where, hessian, shortfall)
     if feature_map is None:
-        return csr_block_sums(X, Y, cost, W, S, bias, loss, where, hessian)
+        return csr_block_sums(X, Y, cost, W, S, bias, loss, where, hessian, shortfall)
     k, width = W.shape
     sums = Sums.zeros(k, width, hessian)
     sums.rows = X.shape[0]
@@ -357,21 +359,65 @@ def block_sums(X, Y, cost, W, S, bias, loss, feature_map=None, where=None, hessi
         for c in range(k):
             y, C = Y[c, lo:hi], cost[c, lo:hi]
             s = 1.0 - y * Z[:, c]
-            terms, alpha, weight = newton_sums(loss, C, s)
-            active = weight > 0.0
-            sums.loss[c] += float(C @ terms)
-            sums.alpha[c] += float(dual_terms(loss, C, s, alpha).sum())
-            sums.v[c] += np.asarray(Xa.T @ (alpha * y)).ravel()
-            sums.active[c] += int(active.sum())
-            if hessian and active.any():
-                sums.hessian[c] += gram(Xa[active], weight[active])
+            if shortfall is not None:
+                shortfall[c, lo:hi] = s
+            _add_rows_at(sums, c, Xa, y, C, s, loss, hessian)
             if trial_points[c] and steps.shape[0]:
                 m0, dm = y * Z0[:, c], y * (Z[:, c] - Z0[:, c])
                 sums.trial[c] += C @ trial_losses(loss, 1.0 - m0[:, None] - dm[:, None] * steps[None, :])
     return sums
 
 
-def csr_block_sums(X, Y, cost, W, S, bias, loss, where=None, hessian=True):
+def _add_rows_at(sums, c, Xa, y, C, s, loss, hessian, single=False):
+    """Problem ``c``'s sums (and Hessian, with ``hessian``) of the augmented rows ``Xa`` (float64,
+    dense or CSR) at their shortfalls ``s``, added to ``sums``; ``single``: the Hessian's sum of
+    dense rows in float32, as :func:`dense_block_sums` makes it of float32 rows."""
+    terms, alpha, weight = newton_sums(loss, C, s)
+    active = weight > 0.0
+    sums.loss[c] += float(C @ terms)
+    sums.alpha[c] += float(dual_terms(loss, C, s, alpha).sum())
+    sums.v[c] += np.asarray(Xa.T @ (alpha * y)).ravel()
+    sums.active[c] += int(active.sum())
+    if not (hessian and active.any()):
+        return
+    if single and not sp.issparse(Xa):
+        _add_gram((Xa[active] * np.sqrt(weight[active])[:, None]).astype(np.float32), sums.hessian[c])
+        symmetrised(sums.hessian[c])
+    else:
+        sums.hessian[c] += gram(Xa[active], weight[active])
+
+
+def shortfall_sums(X, y, cost, shortfall, bias, loss, feature_map=None):
+    """One problem's :class:`Sums` (with the Hessian) of the rows ``X`` (labels ``y``, costs ``cost``)
+    at the shortfalls a read took for them (:func:`block_sums`'s ``shortfall``): the rows that read
+    counted active, and their terms, whatever the rounding of a margin summed again.
+
+    A band's sums at the read's point are subtracted from the read's (:func:`~.newton.band_step`,
+    :func:`~.newton.band_certificate`); summed again at ``w`` they could count a row at the hinge
+    point differently: the read's margin at ``W + S`` is ``x . W + x . S``, not ``x . (W + S)``,
+    and CSR and dense rows sum theirs in another order.  The difference then held ``-C_i x_i x_i^T``,
+    a Hessian that was not positive semidefinite (-2.8 on w8a with an L1 penalty)."""
+    from ...kernels.features import spec_width
+
+    X = X.tocsr() if sp.issparse(X) else X
+    n = X.shape[0]
+    width = (X.shape[1] if feature_map is None else spec_width(feature_map)) + 1
+    single = (
+        HESSIAN_IN_DATA_PRECISION and feature_map is None and X.dtype == np.float32
+        and loss_by_code(loss).piecewise_quadratic
+    )  # fmt: skip
+    sums = Sums.zeros(1, width)
+    sums.rows = n
+    step = chunk_rows(width)
+    for lo in range(0, n, step):
+        hi = min(lo + step, n)
+        Xa = augmented_rows(X, lo, hi, bias, feature_map)
+        s = np.asarray(shortfall[lo:hi], dtype=np.float64)
+        _add_rows_at(sums, 0, Xa, y[lo:hi], cost[lo:hi], s, loss, True, single)
+    return sums
+
+
+def csr_block_sums(X, Y, cost, W, S, bias, loss, where=None, hessian=True, shortfall=None):
     """:func:`block_sums` of CSR rows (no feature map): a chunk of :data:`CHUNK_BYTES` at a time, in
     place (:func:`~dask_streamsvm.kernels.newton.csr_newton_sums`: the margins, the sums and the
     Hessian's nonzero pairs in one pass), or, for narrow chunks at least :data:`DENSE_FILL` full,
@@ -395,11 +441,19 @@ def csr_block_sums(X, Y, cost, W, S, bias, loss, where=None, hessian=True):
             raise BeyondPrimal(where + reason)
         if narrow and indptr[hi] - indptr[lo] >= DENSE_FILL * (hi - lo) * X.shape[1]:
             dense = augmented_rows(X, lo, hi, bias)[:, :-1]  # the rows dense: BLAS for their Hessian
-            sums.add(dense_block_sums(dense, Y[:, lo:hi], cost[:, lo:hi], W, S, bias, loss, None, hessian))
+            out = None if shortfall is None else shortfall[:, lo:hi]
+            sums.add(
+                dense_block_sums(dense, Y[:, lo:hi], cost[:, lo:hi], W, S, bias, loss, None, hessian, out)
+            )
             sums.rows -= hi - lo  # counted once, above
             continue
         chunk, code = (indptr[lo : hi + 1], indices, data), int(loss)
-        csr_newton_sums(chunk, Y[:, lo:hi], cost[:, lo:hi], W, S, float(bias), code, steps, parts, packed)
+        taken = np.empty((k, hi - lo) if shortfall is not None else (k, 0))
+        csr_newton_sums(
+            chunk, Y[:, lo:hi], cost[:, lo:hi], W, S, float(bias), code, steps, parts, packed, taken
+        )  # fmt: skip
+        if shortfall is not None:
+            shortfall[:, lo:hi] = taken
     lower = np.tril_indices(width)
     for c in range(k if hessian else 0):
         sums.hessian[c][lower] += packed[c]
@@ -407,7 +461,7 @@ def csr_block_sums(X, Y, cost, W, S, bias, loss, where=None, hessian=True):
     return sums
 
 
-def dense_block_sums(X, Y, cost, W, S, bias, loss, where=None, hessian=True):
+def dense_block_sums(X, Y, cost, W, S, bias, loss, where=None, hessian=True, shortfall=None):
     """:func:`block_sums` of dense rows (no feature map): one fused pass per chunk
     (:func:`~dask_streamsvm.kernels.newton.dense_newton_sums`) for every problem, the Hessian's
     sum by BLAS of the chunk's scaled active rows (float32 ones with
@@ -436,10 +490,13 @@ def dense_block_sums(X, Y, cost, W, S, bias, loss, where=None, hessian=True):
     for lo in range(0, n, step):
         part = np.ascontiguousarray(X[lo : lo + step], dtype=dtype)
         top[:] = 0.0
+        taken = np.empty((k, part.shape[0]) if shortfall is not None else (k, 0))
         dense_newton_sums(
             part, Y[:, lo : lo + step], cost[:, lo : lo + step], W, S, float(bias), int(loss), steps, parts,
-            rows, filled, top,
+            (rows, filled), top, taken,
         )  # fmt: skip
+        if shortfall is not None:
+            shortfall[:, lo : lo + part.shape[0]] = taken
         if where is not None and (reason := value_reason(np.append(top, abs(float(bias))), bias, False)):
             raise BeyondPrimal(where + reason)
         for c in range(k):
