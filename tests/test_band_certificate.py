@@ -111,6 +111,29 @@ def test_the_band_is_subtracted_with_the_rows_the_read_counted_active():
     assert np.linalg.eigvalsh(H - point.hessian[0]).min() < 1.0 - 1e-3  # summed again: not so
 
 
+@pytest.mark.parametrize("form", ["dense float64", "dense float32", "csr float32"])
+def test_a_bands_sums_at_the_read_are_the_reads_in_its_precision(form):
+    """The band's sums at the read's shortfalls are the read's of the same rows, in the precision
+    the read summed them: float32 dense rows' Hessian in float32, CSR rows' in float64 (the read
+    makes them dense as float64, or sums them in the CSR kernel), so that nothing but the order of
+    the sums separates them."""
+    import scipy.sparse as sp
+
+    X, y, W, S = _at_the_hinge()
+    X = X.astype(np.float32) if "float32" in form else X
+    X = sp.csr_matrix(X) if form.startswith("csr") else X
+    plan = _plan(np.array([-1, 1]))
+    n = X.shape[0]
+    taken = np.empty((1, n))
+    read = block_sums(X, y[None, :], np.ones((1, n)), W, S, 1.0, plan.loss_code, shortfall=taken)
+    at = primal._band_at_read((W + S)[0], Sample(X, y, np.ones(n), n, shortfall=taken[0]), plan)
+    scale = np.abs(read.hessian[0]).max()
+    tol = 1e-5 if form == "dense float32" else 1e-12  # float32 sums of another order: their rounding
+    np.testing.assert_allclose(at.hessian[0], read.hessian[0], rtol=0, atol=tol * scale)
+    np.testing.assert_allclose(at.v[0], read.v[0], rtol=0, atol=1e-12 * (1 + np.abs(read.v).max()))
+    assert at.active[0] == read.active[0]
+
+
 def test_a_streamed_band_keeps_the_shortfalls_its_read_took(monkeypatch):
     """The rows a read keeps as its band carry the shortfalls its sums took, row for row
     (:func:`~dask_streamsvm.engine.primal.newton.band_step` subtracts the band with them)."""
@@ -253,3 +276,4 @@ def test_the_bands_of_two_parts_joined_keep_the_smallest_key_either_left_out():
     (joined,) = _joined_bands([first], [second])
     np.testing.assert_array_equal(joined.shortfall, np.r_[np.arange(4.0), 10.0 + np.arange(6.0)])
     np.testing.assert_array_equal(joined.X, X)
+    assert joined.nbytes == X.nbytes + y.nbytes + 10 * 8 + joined.shortfall.nbytes  # the shortfalls held too

@@ -169,8 +169,8 @@ def _indexed_integers(y):
         if not np.array_equal(offsets, y):  # a fraction: np.unique's labels
             return None
         offsets -= base
-    elif base == 0:
-        offsets = y
+    elif base == 0:  # unsigned offsets as intp: older NumPy's bincount refuses uint64
+        offsets = y.astype(np.intp, copy=False) if y.dtype.kind == "u" else y
     else:
         offsets = y.astype(np.int64) - base
     present = np.bincount(offsets) > 0

@@ -294,8 +294,8 @@ class Sample:
     metric: tuple = None
     # What :func:`~.newton.band_step` summed of the band: (w, d, Sums at w, Sums at w + d).
     evaluated: tuple = field(default=None, repr=False)
-    # A sample band's (:class:`~.sample_band.BandRead`): each row's shortfall ``1 - m_i`` at the point
-    # read, from the arithmetic that summed the read's totals.
+    # A band's (:class:`~.sample_band.BandRead`, :class:`StreamRead`): each row's shortfall
+    # ``1 - m_i`` at the point read, from the arithmetic that summed the read's totals.
     shortfall: np.ndarray = field(default=None, repr=False)
     # A band's: each row's key (the order the band was chosen in), None for a uniform sample.
     keys: np.ndarray = field(default=None, repr=False)
@@ -311,7 +311,12 @@ class Sample:
 
     @property
     def nbytes(self):
-        return int(_nbytes(self.X) + self.y.shape[0] * _label_bytes(self.y) + self.sample_weight.nbytes)
+        """The bytes of its rows, labels and weights, and of the shortfalls where it keeps them (the
+        keys not: :class:`Sampler` counts 8 bytes a row more for them)."""
+        extra = 0 if self.shortfall is None else self.shortfall.nbytes
+        return int(
+            _nbytes(self.X) + self.y.shape[0] * _label_bytes(self.y) + self.sample_weight.nbytes + extra
+        )
 
     def smallest(self, rows, max_bytes=None):
         """This band cut to its ``rows`` rows of smallest keys (fewer where ``max_bytes`` holds fewer,

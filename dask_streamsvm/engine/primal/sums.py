@@ -403,7 +403,7 @@ def shortfall_sums(X, y, cost, shortfall, bias, loss, feature_map=None):
     n = X.shape[0]
     width = (X.shape[1] if feature_map is None else spec_width(feature_map)) + 1
     single = (
-        HESSIAN_IN_DATA_PRECISION and feature_map is None and X.dtype == np.float32
+        HESSIAN_IN_DATA_PRECISION and feature_map is None and not sp.issparse(X) and X.dtype == np.float32
         and loss_by_code(loss).piecewise_quadratic
     )  # fmt: skip
     sums = Sums.zeros(1, width)
