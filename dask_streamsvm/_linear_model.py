@@ -209,9 +209,10 @@ class LinearModel(LinearModelFile, StreamClassifier):
         ----------
         X : {array-like, sparse matrix, DataFrame, Dask Array, Dask DataFrame}
             In-memory data (NumPy, SciPy sparse, pandas) is solved in memory.
-            Dask collections are streamed through the row cache
-            (``solver="streamsvm"``) unless ``solver="memory"`` asks to
-            compute them into memory.
+            Dask collections and paths are streamed (``solver="auto"``:
+            the primal solver, the band from a sample or SBM's row cache;
+            see ``solver``) unless ``solver="memory"`` asks to compute them
+            into memory.
         y : array-like, Dask Array or Series, or str
             Labels; with a Dask DataFrame ``X``, the name of its label column.
         sample_weight : array-like of shape (n_samples,), default=None

@@ -113,8 +113,10 @@ class LinearSVC(LinearModel):
         rows nearest the margin in memory, the others held as a sum, two or
         three reads in all. ``"auto"`` streams Dask collections and file
         paths (with ``"band"`` for the hinge loss, the primal solver on tall
-        data, else ``"streamsvm"``) and solves in-memory data in memory
-        (with ``"band"`` for the hinge loss on tall dense rows).
+        data, else ``"sbm"``, its cache and blocks sharing ``cache_bytes``
+        half and half where ``block_bytes`` is None) and solves in-memory
+        data in memory (with ``"band"`` for the hinge loss on tall dense
+        rows).
     cache_bytes : int or str, default="1GB"
         Memory budget of the row cache of the streaming solvers: an int, a
         string such as ``"512MB"`` or ``"2GiB"``, or a share of the training
@@ -126,7 +128,9 @@ class LinearSVC(LinearModel):
     block_bytes : int, str or None, default=None
         ``solver="sbm"`` and ``"bm"``: bytes of rows loaded per block (None:
         ``cache_bytes`` for SBM, the paper's SBM-1/2, and ``2 * cache_bytes``
-        for BM, which then uses the same memory as SBM).
+        for BM, which then uses the same memory as SBM; where ``"auto"``
+        chooses SBM, half of ``cache_bytes``, its cache the other half, so
+        that its rows stay within ``cache_bytes`` as StreamSVM's cache does).
     inner_iter : int or None, default=None
         ``solver="sbm"``, ``"bm"``, ``partial_fit``: the most DCD passes per
         block (None: 100; they end once its gap is a tenth of the gap to beat);
@@ -211,7 +215,8 @@ class LinearSVC(LinearModel):
         least this long after the last checkpoint, not at every pass end.
     random_state : int, RandomState or None, default=None
         Seeds the row permutations; the same seed gives the same model
-        (``"streamsvm"``: with ``deterministic=True``).
+        (``"streamsvm"``: with ``deterministic=True``; ``cluster="average"``
+        with ``solver="auto"`` streams StreamSVM on each part).
     verbose : int, default=0
         1: a progress bar per read when streaming (rows read, cache fill,
         gap), a line per pass in memory; 2: a line per pass and class.

@@ -232,9 +232,10 @@ def _feature_maps_streamed(layout):
     from . import LinearSVC, PolynomialMap, Standardize
 
     X, y = _data(layout)
-    LinearSVC(feature_map=PolynomialMap(n_features=64), dual=True, solver="streamsvm", **STREAMED).fit(
-        *_dask(X, y)
-    )
+    for solver in ("streamsvm", "auto"):  # "auto": SBM (engine/choice.py, AUTO_SCHEDULE)
+        LinearSVC(feature_map=PolynomialMap(n_features=64), dual=True, solver=solver, **STREAMED).fit(
+            *_dask(X, y)
+        )
     LinearSVC(feature_map=Standardize(), dual=False).fit(*_dask(X, y))
 
 

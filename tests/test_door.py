@@ -49,7 +49,7 @@ def test_a_dask_fit_whose_plan_decides_chooses_once(asked):
     LinearSVC(dual=True, tol=1e-3).fit(da.from_array(X, chunks=500), da.from_array(y, chunks=500))
     [method] = asked["choose"]
     assert method.where == "stream" and method.primal is False and method.first_read == "labels"
-    assert method.schedule == "streamsvm"
+    assert method.schedule == "sbm"  # choice.AUTO_SCHEDULE
     assert [m.primal for m in asked["after_count"]] == [False]  # asked, and already answered
 
 

@@ -137,7 +137,7 @@ def test_a_forced_dual_fit_numbers_every_pass(stream, monkeypatch, capsys):
     if stream is not None:
         out = stream()
         monkeypatch.setattr(sys, "stderr", out)
-    model = LinearSVC(dual=True, verbose=1, max_iter=4, tol=1e-12, random_state=0)
+    model = LinearSVC(solver="streamsvm", dual=True, verbose=1, max_iter=4, tol=1e-12, random_state=0)
     _fit_quietly(model, da.from_array(X, chunks=500), da.from_array(y, chunks=500))
     text = capsys.readouterr().err if out is None else out.getvalue()
     passes = sorted({r["pass"] for r in model.history_})

@@ -22,7 +22,10 @@ def _a9a_head(n=4000, chunk=500):
 
 
 def _fit(Xd, yd, nbytes, **kw):
-    params = dict(cache_bytes=int(0.1 * nbytes), tol=1e-3, max_iter=100, random_state=0, deterministic=True)
+    params = dict(
+        solver="streamsvm", cache_bytes=int(0.1 * nbytes), tol=1e-3, max_iter=100, random_state=0,
+        deterministic=True,
+    )  # fmt: skip
     return LinearSVC(**{**params, **kw}).fit(Xd, yd)
 
 

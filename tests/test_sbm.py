@@ -6,8 +6,10 @@ import dask.array as da
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
 
 from dask_streamsvm import LinearSVC
+from dask_streamsvm.engine import choice
 from dask_streamsvm.engine.data.source import DaskSource
 from dask_streamsvm.engine.dual import sbm as engine_sbm
 from dask_streamsvm.engine.dual.alpha_store import AlphaStore
@@ -653,3 +655,66 @@ def test_the_default_split_is_the_papers_half_cache_half_block(share):
         assert (plan.block_bytes, plan.cache_bytes) == (block, cache)
     explicit = FitPlan(solver="sbm", cache_bytes=6_000, block_bytes=1_000)  # a user's split is kept
     assert (explicit.block_bytes, explicit.cache_bytes) == (1_000, 6_000)
+
+
+def test_auto_gives_sbm_a_cache_and_blocks_that_share_the_budget():
+    """solver="auto" streams SBM with the SBM paper's split inside cache_bytes: half the cache, half
+    the blocks (AUTO_SBM_CACHE), so that its rows stay within the budget as StreamSVM's cache does;
+    a block_bytes given, or a schedule named, keeps its own split."""
+    auto = FitPlan(solver="auto", cache_bytes=6_001)
+    assert auto.block_bytes is None  # set with the schedule, not before
+    sbm = auto.scheduled("sbm")
+    assert (sbm.solver, sbm.cache_bytes, sbm.block_bytes) == ("sbm", 3_000, 3_001)
+    shared = FitPlan(solver="auto", cache_share=0.1).with_cache_bytes(6_000).scheduled("sbm")
+    assert (shared.cache_bytes, shared.block_bytes) == (3_000, 3_000)
+    given = FitPlan(solver="auto", cache_bytes=6_000, block_bytes=1_000).scheduled("sbm")
+    assert (given.cache_bytes, given.block_bytes) == (6_000, 1_000)
+    named = FitPlan(solver="sbm", cache_bytes=6_000).scheduled("sbm")
+    assert (named.cache_bytes, named.block_bytes) == (6_000, 6_000)
+    paper = auto.scheduled("streamsvm")
+    assert (paper.cache_bytes, paper.block_bytes) == (6_001, 12_002)
+
+
+def _auto_rows(n=3_000, d=40, chunk=100):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, d))
+    y = np.where(X @ rng.standard_normal(d) + 0.5 * rng.standard_normal(n) > 0, 1, -1)
+    return da.from_array(X, chunks=(chunk, d)), da.from_array(y, chunks=chunk)
+
+
+def test_auto_streams_sbm_within_cache_bytes_where_the_band_and_newton_do_not_train():
+    """The dual schedule solver="auto" streams (choice.AUTO_SCHEDULE): SBM, its cache and blocks
+    inside cache_bytes, the model SBM's with that split named, bit for bit; cache_policy="paper"
+    (StreamSVM's own rule) keeps StreamSVM."""
+    X, y = _auto_rows()
+    budget = 100_000  # partitions of 100 rows, about 40 kB: within a block of half of it
+    kw = {"loss": "hinge", "dual": True, "tol": 1e-3, "random_state": 0, "max_iter": 30}
+    auto = LinearSVC(cache_bytes=budget, **kw).fit(X, y)
+    assert {r["solver"] for r in auto.history_} == {"sbm"}
+    assert auto.duality_gap_ <= 1e-3
+    peak = max(r["peak_used_bytes"] for r in auto.history_)
+    assert budget // 2 < peak <= budget  # the block and the cache both used, within the budget
+    assert max(r["cache_bytes"] for r in auto.history_) <= budget // 2
+    half = LinearSVC(solver="sbm", cache_bytes=budget // 2, block_bytes=budget - budget // 2, **kw).fit(X, y)
+    np.testing.assert_array_equal(auto.coef_, half.coef_)
+    whole = LinearSVC(solver="sbm", cache_bytes=budget, **kw).fit(X, y)  # the named split: twice it
+    assert max(r["peak_used_bytes"] for r in whole.history_) > budget
+    with pytest.warns(ConvergenceWarning):  # two reads: enough to name the schedule
+        paper = LinearSVC(cache_bytes=budget, cache_policy="paper", **{**kw, "max_iter": 2}).fit(X, y)
+    assert {r["solver"] for r in paper.history_} == {"streamsvm"}
+
+
+def test_a_checkpoint_is_resumed_by_the_schedule_that_wrote_it(tmp_path, monkeypatch):
+    """The schedule "auto" chose is in the checkpoint's fingerprint: a checkpoint StreamSVM wrote
+    (solver="auto" before it chose SBM) is refused by name, not rebuilt into another trainer."""
+    X, y = _auto_rows(n=1_000)
+    kw = {"loss": "hinge", "dual": True, "random_state": 0, "cache_bytes": 50_000, "checkpoint_dir": tmp_path}
+    monkeypatch.setattr(choice, "AUTO_SCHEDULE", "streamsvm")
+    with pytest.warns(ConvergenceWarning):  # one read, and its checkpoint
+        LinearSVC(max_iter=1, **kw).fit(X, y)
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match=r"schedule: 'streamsvm' then, 'sbm' now"):
+        LinearSVC(max_iter=3, **kw).fit(X, y, resume=True)
+    resumed = LinearSVC(max_iter=3, solver="streamsvm", **kw)
+    with pytest.raises(ValueError, match=r"solver: 'auto' then, 'streamsvm' now"):
+        resumed.fit(X, y, resume=True)

@@ -154,8 +154,8 @@ def test_streaming_errors_name_partition_and_fix(scheduler):
     finite = np.nan_to_num(X, posinf=0.0)  # the infinity above may be named first, by a count that reads X
     with pytest.raises(ValueError, match="only one class"):
         LinearSVC().fit(da.from_array(finite, chunks=10), da.from_array(np.ones(40), chunks=10))
-    with pytest.raises(ValueError, match="cannot hold a single row"):  # the streaming engine's cache
-        LinearSVC(cache_bytes=10, max_iter=3, cluster=None).fit(
+    with pytest.raises(ValueError, match="cannot hold a single row"):  # StreamSVM's cache
+        LinearSVC(solver="streamsvm", cache_bytes=10, max_iter=3, cluster=None).fit(
             da.from_array(X[:30], chunks=10), da.from_array(y[:30], chunks=10)
         )
     with pytest.raises(ValueError, match="pass the label column's name as y"):

@@ -136,7 +136,10 @@ def _a9a_head(n=8000, chunk=1000):
 
 
 def _reads_to_1e3(Xd, yd, nbytes, **kw):
-    params = dict(cache_bytes=int(0.1 * nbytes), tol=1e-3, max_iter=100, random_state=0, deterministic=True)
+    params = dict(
+        solver="streamsvm", cache_bytes=int(0.1 * nbytes), tol=1e-3, max_iter=100, random_state=0,
+        deterministic=True,
+    )  # fmt: skip
     clf = LinearSVC(**{**params, **kw}).fit(Xd, yd)
     assert clf.duality_gap_ <= 1e-3
     return len(clf.history_)
@@ -185,7 +188,10 @@ def test_a_cache_that_holds_every_row_reads_the_data_once(deterministic, sparse)
     meta = sp.csr_matrix((0, 8)) if sparse else np.zeros((0, 8))
     Xd = da.from_array(X, chunks=(100, 8)).map_blocks(counted, meta=meta)
     yd = da.from_array(y, chunks=100)
-    clf = LinearSVC(cache_bytes="10MB", tol=1e-6, max_iter=500, random_state=0, deterministic=deterministic)
+    clf = LinearSVC(
+        solver="streamsvm", cache_bytes="10MB", tol=1e-6, max_iter=500, random_state=0,
+        deterministic=deterministic,
+    )  # fmt: skip
     clf.fit(Xd, yd)
     # One read (and the partitions the reader had fetched ahead when the trainer stopped it: up to
     # twice prefetch (2), the queue's and those being read); the later passes train and certify from
@@ -201,7 +207,8 @@ def test_a_cache_that_holds_every_row_reads_the_data_once(deterministic, sparse)
 
 def test_history_records_the_work_done_while_the_reader_read():
     Xd, yd, nbytes = _a9a_head(4000, 500)
-    clf = LinearSVC(cache_bytes=int(0.1 * nbytes), tol=1e-3, max_iter=100, random_state=0).fit(Xd, yd)
+    clf = LinearSVC(solver="streamsvm", cache_bytes=int(0.1 * nbytes), tol=1e-3, max_iter=100, random_state=0)
+    clf.fit(Xd, yd)
     assert clf.duality_gap_ <= 1e-3
     h = clf.history_
     for r in h:
@@ -220,8 +227,8 @@ def test_the_cache_is_solved_once_per_cache_full_of_new_rows_not_after_every_pie
 
     def fit():
         clf = LinearSVC(
-            cache_bytes=X.nbytes // 2, tol=1e-3, max_iter=20, deterministic=True, fit_intercept=False,
-            random_state=0, dual=True,
+            solver="streamsvm", cache_bytes=X.nbytes // 2, tol=1e-3, max_iter=20, deterministic=True,
+            fit_intercept=False, random_state=0, dual=True,
         ).fit(Xd, yd)  # fmt: skip
         assert clf.duality_gap_ <= 1e-3
         return clf.history_[-1]["row_visits"]
@@ -288,8 +295,8 @@ def _first_read_sweeps(monkeypatch, policy, deterministic=False):
 
     monkeypatch.setattr(streamsvm.StreamSVMTrainer, "_sweep", counted)
     clf = LinearSVC(
-        cache_bytes=X.nbytes // 10, cache_policy=policy, tol=1e-3, max_iter=50, deterministic=deterministic,
-        fit_intercept=False, random_state=0, dual=True,
+        solver="streamsvm", cache_bytes=X.nbytes // 10, cache_policy=policy, tol=1e-3, max_iter=50,
+        deterministic=deterministic, fit_intercept=False, random_state=0, dual=True,
     ).fit(Xd, yd)  # fmt: skip
     assert clf.duality_gap_ <= 1e-3
     return sweeps, clf.history_[0], slots[0], len(clf.history_)

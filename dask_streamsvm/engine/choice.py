@@ -54,8 +54,15 @@ PRIMAL_RATIO = 100
 DENSE_PRIMAL_RATIO = 5
 # dual="auto" makes the read that counts the classes the primal solver's first read up to this width.
 FIRST_READ_WIDTH = 256
-# The schedule a streaming fit runs when the plan says "auto".
-DEFAULT_STREAMING = STREAMING_SOLVERS[0]
+# The dual schedule solver="auto" streams where neither the band from a sample nor the primal solver
+# trains (a model wider than MAX_WIDTH, too few rows a column for the band's sample, a band that gave
+# way, a feature map, a checkpoint, dual=True): SBM, cache and blocks sharing cache_bytes
+# (FitPlan.scheduled), so that its rows stay within the budget as StreamSVM's cache does.  At equal
+# memory SBM reached a 1e-3 gap first (docs/benchmarks.md, "Out of core at a disk's speed": a9a,
+# w8a, ijcnn1 at 10% and 1% of the rows, 0.74-1.00 of StreamSVM's seconds; and on 200,000 x 200,000
+# text at 10%, docs/guide/solvers.md).  cache_policy="paper", StreamSVM's own rule, keeps StreamSVM.
+AUTO_SCHEDULE = STREAMING_SOLVERS[1]
+PAPER_SCHEDULE = STREAMING_SOLVERS[0]
 # Where a fit runs (Method.where), and the methods a cluster fit may run (``history_``'s "method").
 WHERE = ("memory", "stream", "cluster")
 CLUSTER_METHODS = ("newton", "truncated_newton", "band", "cocoa", "average")
@@ -171,7 +178,7 @@ def choose(placement, plan, data):
             # read keeps the sample the softmax model's reads start from, as one-vs-rest's may
             method = method.replace(first_read="primal", known_rows=footer_rows(data))
         return method
-    schedule = plan.solver if plan.solver in STREAMING_SOLVERS else DEFAULT_STREAMING
+    schedule = dual_schedule(plan)
     if placement.where == "memory" and plan.sparse_penalty:
         if plan.feature_map is not None:
             raise ValueError(
@@ -243,7 +250,8 @@ def choose(placement, plan, data):
     if placement.where == "cluster":
         method = cluster_method(plan, n_features)
         primal = method in ("newton", "truncated_newton")
-        return Method("cluster", primal, schedule=None if primal else schedule, cluster=method)
+        named = plan.solver if plan.solver in STREAMING_SOLVERS else PAPER_SCHEDULE  # cluster.fit's
+        return Method("cluster", primal, schedule=None if primal else named, cluster=method)
     checkpointing = placement.checkpointing
     blocker = band_blocker(plan, n_features, checkpointing)
     if plan.solver == BAND_SOLVER and blocker is not None:
@@ -301,6 +309,15 @@ def streams(plan, out_of_core):
     a Dask collection or path: ``out_of_core``) rather than solving them in memory."""
     named = plan.solver in STREAMING_SOLVERS or plan.solver == BAND_SOLVER
     return named or (plan.solver == "auto" and out_of_core)
+
+
+def dual_schedule(plan):
+    """The dual streaming schedule of a fit of ``plan`` on one machine: the one named, else
+    :data:`AUTO_SCHEDULE`, or :data:`PAPER_SCHEDULE` where ``cache_policy="paper"`` (StreamSVM's own
+    rule) asks for StreamSVM."""
+    if plan.solver in STREAMING_SOLVERS:
+        return plan.solver
+    return PAPER_SCHEDULE if plan.cache_policy == "paper" else AUTO_SCHEDULE
 
 
 def band_applies(plan, n_rows, n_features, complete):

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .choice import DEFAULT_STREAMING, Method, after_count, band_applies, choose, settle_multinomial
+from .choice import Method, after_count, band_applies, choose, dual_schedule, settle_multinomial
 from .cluster.fit import fit_on_cluster
 from .cluster.moments import prepared_scaler
 from .data.labels import LabelTally, UnseenClass, count_labels_of
@@ -44,7 +44,7 @@ from .dual.partial import OnePassSBM
 from .dual.schedules import fit_stream, memory_blocks
 from .plan.calibration import N_FOLDS, folds, platt_sigmoids
 from .plan.layout import kernel_rows
-from .plan.problem import BAND_SOLVER, STREAMING_SOLVERS, column_max_abs, cs_model, linear_scores
+from .plan.problem import BAND_SOLVER, column_max_abs, cs_model, linear_scores
 from .plan.sizes import row_bytes, share_bytes
 from .primal.fit import count_with_first_read, fit_primal_memory, fit_primal_stream, stalled_steps
 from .primal.l1 import SOLVER_NAME as L1_SOLVER
@@ -104,7 +104,10 @@ def fit(data, plan, hooks, *, placement, checkpoint=None, resume=False, clock_st
     checkpoints = None
     if checkpoint is not None:
         directory, every, params = checkpoint
-        checkpoints = Checkpoints(directory, every, data_fingerprint(params, data))
+        # The schedule is the checkpoint's too: "auto" chose StreamSVM before SBM (choice.AUTO_SCHEDULE),
+        # and a trainer's state is its own schedule's.
+        fingerprint = {**data_fingerprint(params, data), "schedule": method.schedule}
+        checkpoints = Checkpoints(directory, every, fingerprint)
     run = METHODS[method.where]
     result = run(data, plan, method, hooks, placement=placement, checkpoints=checkpoints, resume=resume,
                  clock_start=clock_start)  # fmt: skip
@@ -245,7 +248,7 @@ def _fit_stream(source, plan, method, hooks, *, checkpoints, resume, clock_start
             rows = (b.X[b.sample_weight > 0] for _, b in blocks)
             scaler = prepared_scaler(plan).learn(rows, source.n_features)
             source.row_transform = scaler.scale_rows
-        primal_plan = plan.replace(solver=DEFAULT_STREAMING, seed=0, calibration_seed=None)
+        primal_plan = plan.replace(solver=dual_schedule(plan), seed=0, calibration_seed=None)
         result, spent = None, []
         if saved is None and method.first_read == "trains":  # text: one read parses, counts and trains
             result = _fit_stream_counting(source, plan, hooks, clock_start)
@@ -272,7 +275,7 @@ def _fit_stream(source, plan, method, hooks, *, checkpoints, resume, clock_start
                 and sampled
                 and not band_applies(plan, n_rows, source.n_features, first.sample.complete)
             ):
-                method = method.replace(schedule=DEFAULT_STREAMING)
+                method = method.replace(schedule=dual_schedule(plan))
             if method.schedule == BAND_SOLVER and sampled:
                 band_plan = primal_plan.replace(solver=BAND_SOLVER).with_labels(*labels)
                 try:
@@ -283,8 +286,8 @@ def _fit_stream(source, plan, method, hooks, *, checkpoints, resume, clock_start
                     plan = band_plan
                 except BandStalled as stalled:  # the dual schedules train instead, and say so
                     method = method.replace(
-                        schedule=DEFAULT_STREAMING,
-                        note=band_note(stalled.reach, f"solver={DEFAULT_STREAMING!r}"),
+                        schedule=dual_schedule(plan),
+                        note=band_note(stalled.reach, f"solver={dual_schedule(plan)!r}"),
                     )
                     spent = stalled.history
             elif method.schedule == MULTINOMIAL_SOLVER:
@@ -371,14 +374,13 @@ def _dual_plan(source, plan, labels, n_rows=None):
     """The plan of a streaming schedule: its solver, seeds and labels, and a share of memory
     resolved, now that the rows are counted (or estimated: ``n_rows``), as bytes of rows as the
     cache stores them."""
-    solver = plan.solver if plan.solver in STREAMING_SOLVERS else DEFAULT_STREAMING
     seed, calibration_seed = _seeds(plan)
-    plan = plan.replace(solver=solver, seed=seed, calibration_seed=calibration_seed).with_labels(*labels)
-    if plan.cache_share is None:
-        return plan
-    per_row = row_bytes(source, plan.n_problems, plan.feature_map)
-    n_rows = int(np.sum(plan.counts)) if n_rows is None else n_rows
-    return plan.with_cache_bytes(share_bytes(plan.cache_share, n_rows, per_row))
+    plan = plan.replace(seed=seed, calibration_seed=calibration_seed).with_labels(*labels)
+    if plan.cache_share is not None:
+        per_row = row_bytes(source, plan.n_problems, plan.feature_map)
+        n_rows = int(np.sum(plan.counts)) if n_rows is None else n_rows
+        plan = plan.with_cache_bytes(share_bytes(plan.cache_share, n_rows, per_row))
+    return plan.scheduled(dual_schedule(plan))
 
 
 def _fit_cluster(source, plan, method, hooks, *, placement, clock_start, **_):

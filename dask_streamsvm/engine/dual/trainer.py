@@ -263,6 +263,7 @@ class PassCertifier:
         base = {
             "pass": self.current,
             "seconds": time.perf_counter() - self.clock_start,
+            "solver": self.plan.solver,  # the schedule, which solver="auto" chose (choice.dual_schedule)
             "rows_read": self.stats["rows"],
             "bytes_read": self.stats["bytes"],
             "spill_bytes": self.source.spill_bytes,

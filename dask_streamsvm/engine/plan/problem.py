@@ -40,6 +40,10 @@ CRAMMER_SINGER_LOSS = losses.CRAMMER_SINGER.name
 # The solver names, declared once: the streaming schedules (:data:`..dual.schedules.TRAINERS`), and
 # what ``solver=`` accepts (``"auto"`` lets :func:`..fit.fit` choose, by :func:`..choice.streams`).
 STREAMING_SOLVERS = ("streamsvm", "sbm", "bm")
+# The share of cache_bytes that SBM's cache takes where solver="auto" chose it (FitPlan.scheduled),
+# its blocks the rest: the SBM paper's SBM-1/2 (Chang & Roth 2011, section 7.1: a cache and blocks of
+# equal size, which reached the gap first of its splits, as in docs/benchmarks.md, "Schedules").
+AUTO_SBM_CACHE = 0.5
 # The band chosen from a sample (:mod:`..primal.sample_band`): streamed, not a schedule.
 BAND_SOLVER = "band"
 # The L1 and elastic-net penalties' solver (engine/primal/l1.py: CDN), as history_ names it.
@@ -183,12 +187,13 @@ class FitPlan:
                 raise ValueError(f"cache_share must be > 0, got cache_share={self.cache_share!r}.")
             return self._check_rest()  # the byte sizes wait for the rows to be counted
         _check_int("cache_bytes", self.cache_bytes, 0)
-        if self.block_bytes is None:  # the papers' split: SBM-1/2, and BM with SBM's memory
+        if self.block_bytes is None and self.solver != "auto":  # "auto": set with the schedule
+            # (scheduled); a solver named: the papers' split, SBM-1/2, and BM with SBM's memory
             block = self.cache_bytes if self.solver == "sbm" else 2 * self.cache_bytes
             object.__setattr__(self, "block_bytes", max(int(block), 1))
         if self.solver == "bm":
             object.__setattr__(self, "cache_bytes", 0)
-        if (
+        if self.block_bytes is not None and (
             isinstance(self.block_bytes, bool)
             or not isinstance(self.block_bytes, int | np.integer)
             or (self.block_bytes <= 0)
@@ -263,6 +268,20 @@ class FitPlan:
     def replace(self, **changes):
         """A copy with ``changes`` (checked again)."""
         return dataclasses.replace(self, **changes)
+
+    def scheduled(self, solver):
+        """The plan of the streaming schedule ``solver`` (``"streamsvm"``, ``"sbm"`` or ``"bm"``).
+
+        Where ``"auto"`` chose SBM and no ``block_bytes`` was given, its cache and its blocks share
+        ``cache_bytes``, :data:`AUTO_SBM_CACHE` of them the cache (the SBM paper's SBM-1/2 at the
+        memory of StreamSVM's cache of ``cache_bytes``): the budget the user set holds its rows, but
+        for a partition larger than a block, held while it trains (:mod:`~..dual.sbm`).  A
+        schedule named keeps the papers' split (``block_bytes`` None: ``cache_bytes`` for SBM).
+        """
+        if self.solver != "auto" or solver != "sbm" or self.block_bytes is not None:
+            return self.replace(solver=solver)
+        cache = int(self.cache_bytes * AUTO_SBM_CACHE)
+        return self.replace(solver=solver, cache_bytes=cache, block_bytes=max(self.cache_bytes - cache, 1))
 
     def with_cache_bytes(self, n_bytes):
         """The plan with its share of memory (``cache_share``) resolved to ``n_bytes``; block bytes
