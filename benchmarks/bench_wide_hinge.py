@@ -126,10 +126,11 @@ def child_stream(spec):
          "solver": r.get("solver")}
         for r in clf.history_
     ]  # fmt: skip
-    held = max(r.get("peak_used_bytes", r.get("cache_bytes")) or 0 for r in clf.history_)
+    held = [r.get("peak_used_bytes", r.get("cache_bytes")) for r in clf.history_]  # None: the band's
+    held = max((h for h in held if h is not None), default=None)
     schedules = sorted({r["solver"] for r in clf.history_ if "solver" in r})
     return {"fit_s": total, "reads": reads, "passes": int(clf.n_iter_), "gap": float(clf.duality_gap_),
-            "accuracy": float(np.mean(clf.predict(Xt) == yt)), "held_bytes": int(held),
+            "accuracy": float(np.mean(clf.predict(Xt) == yt)), "held_bytes": held,
             "schedules": schedules}  # fmt: skip
 
 
@@ -180,7 +181,7 @@ def report(spec, row, command, load, section=SECTION):
         s = row[solver]
         reached, near = _first(s["reads"], accuracy), _first(s["reads"], accuracy - NEAR)
         ran = ", ".join(s.get("schedules") or ["-"])
-        held = _f(s["held_bytes"] / 1e6, 1) if "held_bytes" in s else "-"
+        held = _f(None if s.get("held_bytes") is None else s["held_bytes"] / 1e6, 1)
         cells = [
             solver, ran, held, _f(s["fit_s"]), str(s["passes"]), f"{s['gap']:.1e}", _f(s["accuracy"], 4),
             _f(reached), _f(near), _f(s["fit_s"] / base), _f(None if reached is None else reached / base),
@@ -188,8 +189,8 @@ def report(spec, row, command, load, section=SECTION):
         ]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     if best is not None:
-        lines += ["", _near_optimum(row, best, spec), ""]
-    write_section(section, lines)
+        lines += ["", _near_optimum(row, best, spec)]
+    write_section(section, [*lines, ""])
 
 
 def _near_optimum(row, best, spec):
