@@ -114,7 +114,8 @@ class LinearSVC(LinearModel):
         three reads in all. ``"auto"`` streams Dask collections and file
         paths (with ``"band"`` for the hinge loss, the primal solver on tall
         data, else ``"sbm"``, its cache and blocks sharing ``cache_bytes``
-        half and half where ``block_bytes`` is None) and solves in-memory
+        half and half where ``block_bytes`` is None; ``"streamsvm"`` where
+        the band gives way) and solves in-memory
         data in memory (with ``"band"`` for the hinge loss on tall dense
         rows).
     cache_bytes : int or str, default="1GB"

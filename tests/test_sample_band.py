@@ -353,17 +353,17 @@ def test_the_dual_schedules_stay_named_and_probability_keeps_them():
 def test_auto_gives_the_band_up_where_its_step_is_hardly_certified_and_says_so():
     """a9a in a 10% cache: more rows lie at the margin than the band holds (their binary features tie
     there), the first band's step is certified on less than BAND_MIN_REACH of its length, and
-    ``solver="auto"`` trains SBM instead (choice.AUTO_SCHEDULE), with a warning; ``solver="band"``
-    keeps the band."""
+    ``solver="auto"`` trains StreamSVM instead (choice.GIVE_WAY_SCHEDULE, not SBM, auto's other dual
+    schedule), with a warning; ``solver="band"`` keeps the band."""
     X, y = load_libsvm_dataset("a9a")
     X, y = X[:16_000], y[:16_000]
     Xd, yd = da.from_array(X, chunks=(1_600, 123)), da.from_array(y, chunks=1_600)
     with pytest.warns(
-        ConvergenceWarning, match="the band from a sample gave way to solver='sbm' after one read"
+        ConvergenceWarning, match="the band from a sample gave way to solver='streamsvm' after one read"
     ):
         clf = LinearSVC(loss="hinge", cache_bytes="10%", tol=1e-3, max_iter=30, random_state=0).fit(Xd, yd)
     solvers = [r.get("solver") for r in clf.history_]
-    assert solvers[:2] == ["band", "band"] and set(solvers[2:]) == {"sbm"}
+    assert solvers[:2] == ["band", "band"] and set(solvers[2:]) == {"streamsvm"}
     reach = clf.history_[1]["band_reach"]
     assert reach < sample_band.BAND_MIN_REACH
     assert clf.duality_gap_ <= 1e-3
@@ -816,10 +816,10 @@ def test_out_of_core_the_band_on_every_row_gives_way_to_the_streaming_schedule_a
         warnings.simplefilter("always", ConvergenceWarning)
         clf = LinearSVC(loss="hinge", C=1.0, tol=1e-8, max_iter=3).fit(*_dask(X, y))
     said = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
-    gave_way = "the band from a sample gave way to solver='sbm' after one read"
+    gave_way = "the band from a sample gave way to solver='streamsvm' after one read"
     assert any(gave_way in m for m in said), said
     solvers = [r.get("solver") for r in clf.history_]
-    assert solvers[:2] == ["band", "band"] and set(solvers[2:]) == {"sbm"} and len(solvers) > 2
+    assert solvers[:2] == ["band", "band"] and set(solvers[2:]) == {"streamsvm"} and len(solvers) > 2
     assert clf.history_[1]["rows_read"] == X.shape[0] and clf.history_[1]["band_reach"] == 0.0
 
 

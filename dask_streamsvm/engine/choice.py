@@ -63,6 +63,10 @@ FIRST_READ_WIDTH = 256
 # text at 10%, docs/guide/solvers.md).  cache_policy="paper", StreamSVM's own rule, keeps StreamSVM.
 AUTO_SCHEDULE = STREAMING_SOLVERS[1]
 PAPER_SCHEDULE = STREAMING_SOLVERS[0]
+# Where the band from a sample gives way after its first read (more rows near the margin than the
+# budget holds), StreamSVM trains, its cache the whole budget: there SBM took 1.05-1.08 of its seconds
+# on a9a and 1.41-1.50 on w8a (at 10%, docs/benchmarks.md, "solver='auto''s dual schedule").
+GIVE_WAY_SCHEDULE = STREAMING_SOLVERS[0]
 # Where a fit runs (Method.where), and the methods a cluster fit may run (``history_``'s "method").
 WHERE = ("memory", "stream", "cluster")
 CLUSTER_METHODS = ("newton", "truncated_newton", "band", "cocoa", "average")
@@ -311,13 +315,16 @@ def streams(plan, out_of_core):
     return named or (plan.solver == "auto" and out_of_core)
 
 
-def dual_schedule(plan):
+def dual_schedule(plan, gave_way=False):
     """The dual streaming schedule of a fit of ``plan`` on one machine: the one named, else
-    :data:`AUTO_SCHEDULE`, or :data:`PAPER_SCHEDULE` where ``cache_policy="paper"`` (StreamSVM's own
-    rule) asks for StreamSVM."""
+    :data:`AUTO_SCHEDULE`; :data:`PAPER_SCHEDULE` where ``cache_policy="paper"`` (StreamSVM's own
+    rule) asks for StreamSVM, and :data:`GIVE_WAY_SCHEDULE` where the band from a sample gave way
+    (``gave_way``)."""
     if plan.solver in STREAMING_SOLVERS:
         return plan.solver
-    return PAPER_SCHEDULE if plan.cache_policy == "paper" else AUTO_SCHEDULE
+    if plan.cache_policy == "paper":
+        return PAPER_SCHEDULE
+    return GIVE_WAY_SCHEDULE if gave_way else AUTO_SCHEDULE
 
 
 def band_applies(plan, n_rows, n_features, complete):

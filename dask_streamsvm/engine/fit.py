@@ -44,7 +44,7 @@ from .dual.partial import OnePassSBM
 from .dual.schedules import fit_stream, memory_blocks
 from .plan.calibration import N_FOLDS, folds, platt_sigmoids
 from .plan.layout import kernel_rows
-from .plan.problem import BAND_SOLVER, column_max_abs, cs_model, linear_scores
+from .plan.problem import BAND_SOLVER, STREAMING_SOLVERS, column_max_abs, cs_model, linear_scores
 from .plan.sizes import row_bytes, share_bytes
 from .primal.fit import count_with_first_read, fit_primal_memory, fit_primal_stream, stalled_steps
 from .primal.l1 import SOLVER_NAME as L1_SOLVER
@@ -286,8 +286,8 @@ def _fit_stream(source, plan, method, hooks, *, checkpoints, resume, clock_start
                     plan = band_plan
                 except BandStalled as stalled:  # the dual schedules train instead, and say so
                     method = method.replace(
-                        schedule=dual_schedule(plan),
-                        note=band_note(stalled.reach, f"solver={dual_schedule(plan)!r}"),
+                        schedule=dual_schedule(plan, gave_way=True),
+                        note=band_note(stalled.reach, f"solver={dual_schedule(plan, gave_way=True)!r}"),
                     )
                     spent = stalled.history
             elif method.schedule == MULTINOMIAL_SOLVER:
@@ -304,7 +304,7 @@ def _fit_stream(source, plan, method, hooks, *, checkpoints, resume, clock_start
             if result is None and not method.primal:
                 if first is not None:  # its sample (up to cache_bytes) is not the dual solvers'
                     first.sample = None
-                plan = _dual_plan(source, plan, labels)
+                plan = _dual_plan(source, plan, labels, schedule=method.schedule)
                 hooks.start(plan, n_partitions=source.n_partitions, cache_bytes=plan.cache_bytes or None)
                 result = fit_stream(
                     source, plan, hooks, clock_start=clock_start, checkpoints=checkpoints, resume=saved
@@ -370,17 +370,17 @@ def _count_classes(source, plan, primal_plan, method, hooks, saved):
     return first.labels, first
 
 
-def _dual_plan(source, plan, labels, n_rows=None):
+def _dual_plan(source, plan, labels, n_rows=None, schedule=None):
     """The plan of a streaming schedule: its solver, seeds and labels, and a share of memory
     resolved, now that the rows are counted (or estimated: ``n_rows``), as bytes of rows as the
-    cache stores them."""
+    cache stores them.  ``schedule``: the one chosen (:func:`~.choice.dual_schedule`), or None."""
     seed, calibration_seed = _seeds(plan)
     plan = plan.replace(seed=seed, calibration_seed=calibration_seed).with_labels(*labels)
     if plan.cache_share is not None:
         per_row = row_bytes(source, plan.n_problems, plan.feature_map)
         n_rows = int(np.sum(plan.counts)) if n_rows is None else n_rows
         plan = plan.with_cache_bytes(share_bytes(plan.cache_share, n_rows, per_row))
-    return plan.scheduled(dual_schedule(plan))
+    return plan.scheduled(schedule if schedule in STREAMING_SOLVERS else dual_schedule(plan))
 
 
 def _fit_cluster(source, plan, method, hooks, *, placement, clock_start, **_):
