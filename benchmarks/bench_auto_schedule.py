@@ -38,7 +38,7 @@ from benchmarks._common import (
 )
 
 RESULTS = ROOT / "benchmarks" / "results" / "auto_schedule.json"
-SECTION = "## solver='auto''s dual schedule: SBM within cache_bytes against StreamSVM"
+SECTION = "## solver='auto''s dual schedule: SBM sharing cache_bytes against StreamSVM"
 SETS = ("a9a", "w8a", "ijcnn1")
 LOSSES = ("hinge", "squared_hinge")
 SCHEDULES = ("sbm", "streamsvm")
@@ -95,7 +95,8 @@ def report(payload):
         "| sbm / streamsvm |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    keys = sorted({(r["set"], r["loss"], r["busy"]) for r in rows}, key=lambda k: (k[2], SETS.index(k[0])))
+    keys = {(r["set"], r["loss"], r["busy"]) for r in rows}
+    keys = sorted(keys, key=lambda k: (k[2], SETS.index(k[0]), LOSSES.index(k[1])))
     for key in keys:
         med = {}
         for schedule in SCHEDULES:

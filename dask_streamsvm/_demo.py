@@ -4,9 +4,10 @@ UCI Adult (LIBSVM's ``a9a``, shipped with the package) is trained three
 ways to the same problem (the default loss of both ``LinearSVC``, as
 LIBLINEAR's ``-s 1``; C=1, regularised intercept):
 
-- streamed: a Dask Array of 16 CSR partitions, through a row cache of a
-  tenth of the data's bytes (``solver="streamsvm"``), with the test set as
-  ``validation_data`` so that every pass records its test accuracy;
+- streamed: a Dask Array of 16 CSR partitions, in a row memory of a tenth
+  of the data's bytes (``solver="auto"`` with ``dual=True``: SBM, its cache
+  and blocks sharing it), with the test set as ``validation_data`` so that
+  every pass records its test accuracy;
 - in memory, by our dual coordinate descent (``solver="memory"``);
 - by LIBLINEAR, through ``sklearn.svm.LinearSVC(dual=True)``.
 
@@ -98,8 +99,8 @@ def run_demo(plot=None, cache_fraction=0.1, quick=False, out=None):
         C=1.0, tol=tol, cache_bytes=cache_bytes, dual=True, random_state=0, validation_data=(X_test, y_test)
     )
     say(
-        f"loss={streamed.loss}, C=1, tol={tol:g}. Streamed: {N_PARTITIONS} Dask partitions through a row "
-        f"cache of {cache_bytes / 1e6:.2f} MB ({cache_fraction:.0%} of the data).\n"
+        f"loss={streamed.loss}, C=1, tol={tol:g}. Streamed: {N_PARTITIONS} Dask partitions in a row "
+        f"memory of {cache_bytes / 1e6:.2f} MB ({cache_fraction:.0%} of the data).\n"
     )
     _warm_up(X, y, X_test, y_test)
     results = {}

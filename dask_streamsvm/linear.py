@@ -115,7 +115,7 @@ class LinearSVC(LinearModel):
         paths (with ``"band"`` for the hinge loss, the primal solver on tall
         data, else ``"sbm"``, its cache and blocks sharing ``cache_bytes``
         half and half where ``block_bytes`` is None; ``"streamsvm"`` where
-        the band gives way) and solves in-memory
+        the band gives way and for ``cache_policy="paper"``) and solves in-memory
         data in memory (with ``"band"`` for the hinge loss on tall dense
         rows).
     cache_bytes : int or str, default="1GB"
@@ -130,8 +130,8 @@ class LinearSVC(LinearModel):
         ``solver="sbm"`` and ``"bm"``: bytes of rows loaded per block (None:
         ``cache_bytes`` for SBM, the paper's SBM-1/2, and ``2 * cache_bytes``
         for BM, which then uses the same memory as SBM; where ``"auto"``
-        chooses SBM, half of ``cache_bytes``, its cache the other half, so
-        that its rows stay within ``cache_bytes`` as StreamSVM's cache does).
+        chooses SBM, half of ``cache_bytes``, its cache the other half; a
+        partition larger than a block is held whole while it trains).
     inner_iter : int or None, default=None
         ``solver="sbm"``, ``"bm"``, ``partial_fit``: the most DCD passes per
         block (None: 100; they end once its gap is a tenth of the gap to beat);

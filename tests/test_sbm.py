@@ -1,5 +1,6 @@
 """Selective block minimization (solver="sbm") and block minimization (solver="bm")."""
 
+import warnings
 from types import SimpleNamespace
 
 import dask.array as da
@@ -17,6 +18,7 @@ from dask_streamsvm.engine.dual.cache import RowCache
 from dask_streamsvm.engine.dual.sbm import BlockTrainer
 from dask_streamsvm.engine.dual.schedules import fit_stream
 from dask_streamsvm.engine.plan.problem import FitPlan
+from dask_streamsvm.engine.store.checkpoint import Checkpoints
 from dask_streamsvm.kernels.cache import evict, evict_many
 from dask_streamsvm.kernels.dcd import Shrinking, dcd_passes
 from dask_streamsvm.kernels.losses import HINGE, SQUARED_HINGE, row_gap
@@ -673,6 +675,13 @@ def test_auto_gives_sbm_a_cache_and_blocks_that_share_the_budget():
     assert (named.cache_bytes, named.block_bytes) == (6_000, 6_000)
     paper = auto.scheduled("streamsvm")
     assert (paper.cache_bytes, paper.block_bytes) == (6_001, 12_002)
+    # Which schedule: "auto" SBM; StreamSVM where the band gave way, for cache_policy="paper", and for
+    # solver="band"'s rows beyond the primal sums (its plan's blocks are not split); a named one kept.
+    assert choice.dual_schedule(auto) == "sbm"
+    assert choice.dual_schedule(auto, gave_way=True) == "streamsvm"
+    assert choice.dual_schedule(auto.replace(cache_policy="paper")) == "streamsvm"
+    assert choice.dual_schedule(FitPlan(solver="band", cache_bytes=6_000)) == "streamsvm"
+    assert choice.dual_schedule(FitPlan(solver="bm", cache_bytes=6_000), gave_way=True) == "bm"
 
 
 def _auto_rows(n=3_000, d=40, chunk=100):
@@ -706,15 +715,56 @@ def test_auto_streams_sbm_within_cache_bytes_where_the_band_and_newton_do_not_tr
 
 def test_a_checkpoint_is_resumed_by_the_schedule_that_wrote_it(tmp_path, monkeypatch):
     """The schedule "auto" chose is in the checkpoint's fingerprint: a checkpoint StreamSVM wrote
-    (solver="auto" before it chose SBM) is refused by name, not rebuilt into another trainer."""
+    (solver="auto" before it chose SBM) is refused by "auto" now, by name, not rebuilt into another
+    trainer; naming its schedule resumes it, to the model of a fit never stopped."""
     X, y = _auto_rows(n=1_000)
-    kw = {"loss": "hinge", "dual": True, "random_state": 0, "cache_bytes": 50_000, "checkpoint_dir": tmp_path}
+    kw = {"loss": "hinge", "dual": True, "random_state": 0, "cache_bytes": 50_000, "deterministic": True}
     monkeypatch.setattr(choice, "AUTO_SCHEDULE", "streamsvm")
     with pytest.warns(ConvergenceWarning):  # one read, and its checkpoint
-        LinearSVC(max_iter=1, **kw).fit(X, y)
+        LinearSVC(max_iter=1, checkpoint_dir=tmp_path, **kw).fit(X, y)
     monkeypatch.undo()
-    with pytest.raises(ValueError, match=r"schedule: 'streamsvm' then, 'sbm' now"):
-        LinearSVC(max_iter=3, **kw).fit(X, y, resume=True)
-    resumed = LinearSVC(max_iter=3, solver="streamsvm", **kw)
-    with pytest.raises(ValueError, match=r"solver: 'auto' then, 'streamsvm' now"):
-        resumed.fit(X, y, resume=True)
+    with pytest.raises(
+        ValueError, match=r"schedule: 'streamsvm' then, 'sbm' now\).*solver='streamsvm' names"
+    ):
+        LinearSVC(max_iter=3, checkpoint_dir=tmp_path, **kw).fit(X, y, resume=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        resumed = LinearSVC(max_iter=3, solver="streamsvm", checkpoint_dir=tmp_path, **kw).fit(
+            X, y, resume=True
+        )
+        straight = LinearSVC(max_iter=3, solver="streamsvm", **kw).fit(X, y)
+    np.testing.assert_array_equal(resumed.coef_, straight.coef_)
+
+
+def test_a_checkpoint_written_before_its_fingerprint_held_the_schedule_names_it_by_its_solver(
+    tmp_path, monkeypatch
+):
+    """Files written before the schedule joined the fingerprint hold the solver's name instead: the
+    schedule it then decided ("auto": StreamSVM) is compared (checkpoint.EARLIER_AUTO_SCHEDULE)."""
+    X, y = _auto_rows(n=1_000)
+    kw = {"loss": "hinge", "dual": True, "random_state": 0, "cache_bytes": 50_000, "deterministic": True}
+    written = Checkpoints.__init__
+
+    def as_before(self, directory, every, fingerprint):  # the fingerprint of a file of 2026-12-01
+        written(self, directory, every, {k: v for k, v in fingerprint.items() if k != "schedule"})
+        self.fingerprint["solver"] = self.fingerprint_solver
+
+    for solver, directory in (("auto", tmp_path / "auto"), ("sbm", tmp_path / "sbm")):
+        monkeypatch.setattr(choice, "AUTO_SCHEDULE", "streamsvm")  # what "auto" streamed then
+        monkeypatch.setattr(Checkpoints, "__init__", as_before)
+        monkeypatch.setattr(Checkpoints, "fingerprint_solver", solver, raising=False)
+        with pytest.warns(ConvergenceWarning):
+            LinearSVC(max_iter=1, solver=solver, checkpoint_dir=directory, **kw).fit(X, y)
+        monkeypatch.undo()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for solver, directory in (("streamsvm", tmp_path / "auto"), ("sbm", tmp_path / "sbm")):
+            resumed = LinearSVC(max_iter=3, solver=solver, checkpoint_dir=directory, **kw).fit(
+                X, y, resume=True
+            )
+            straight = LinearSVC(max_iter=3, solver=solver, **kw).fit(X, y)
+            np.testing.assert_array_equal(resumed.coef_, straight.coef_)
+    with pytest.raises(ValueError, match=r"schedule: 'sbm' then, 'streamsvm' now"):
+        LinearSVC(max_iter=3, solver="streamsvm", checkpoint_dir=tmp_path / "sbm", **kw).fit(
+            X, y, resume=True
+        )

@@ -57,7 +57,8 @@ FIRST_READ_WIDTH = 256
 # The dual schedule solver="auto" streams where neither the band from a sample nor the primal solver
 # trains (a model wider than MAX_WIDTH, too few rows a column for the band's sample, a band that gave
 # way, a feature map, a checkpoint, dual=True): SBM, cache and blocks sharing cache_bytes
-# (FitPlan.scheduled), so that its rows stay within the budget as StreamSVM's cache does.  At equal
+# (FitPlan.scheduled): its rows within the budget, as StreamSVM's cache, where a partition is no larger
+# than a block (a larger one is held whole while it trains, dual/sbm.py).  At equal
 # memory SBM reached a 1e-3 gap first (docs/benchmarks.md, "Out of core at a disk's speed": a9a,
 # w8a, ijcnn1 at 10% and 1% of the rows, 0.74-1.00 of StreamSVM's seconds; and on 200,000 x 200,000
 # text at 10%, docs/guide/solvers.md).  cache_policy="paper", StreamSVM's own rule, keeps StreamSVM.
@@ -316,13 +317,13 @@ def streams(plan, out_of_core):
 
 
 def dual_schedule(plan, gave_way=False):
-    """The dual streaming schedule of a fit of ``plan`` on one machine: the one named, else
-    :data:`AUTO_SCHEDULE`; :data:`PAPER_SCHEDULE` where ``cache_policy="paper"`` (StreamSVM's own
-    rule) asks for StreamSVM, and :data:`GIVE_WAY_SCHEDULE` where the band from a sample gave way
-    (``gave_way``)."""
+    """The dual streaming schedule of a fit of ``plan`` on one machine: the one named, else with
+    ``"auto"`` :data:`AUTO_SCHEDULE`, :data:`PAPER_SCHEDULE` where ``cache_policy="paper"`` (StreamSVM's
+    own rule) asks for StreamSVM and :data:`GIVE_WAY_SCHEDULE` where the band from a sample gave way
+    (``gave_way``); ``solver="band"``, whose rows the primal sums cannot take, StreamSVM."""
     if plan.solver in STREAMING_SOLVERS:
         return plan.solver
-    if plan.cache_policy == "paper":
+    if plan.solver != "auto" or plan.cache_policy == "paper":
         return PAPER_SCHEDULE
     return GIVE_WAY_SCHEDULE if gave_way else AUTO_SCHEDULE
 

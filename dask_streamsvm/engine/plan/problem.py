@@ -106,7 +106,8 @@ class FitPlan:
         share of the rows' bytes such as 0.1, waits for the rows to be
         counted: :meth:`FitPlan.with_cache_bytes`), ``block_bytes`` (SBM and
         BM; None: the papers' split, ``cache_bytes`` for SBM and twice it
-        for BM), ``inner_iter``, ``cache_policy``, ``deterministic`` (StreamSVM's
+        for BM; with ``"auto"`` None until :meth:`FitPlan.scheduled`),
+        ``inner_iter``, ``cache_policy``, ``deterministic`` (StreamSVM's
         count-based schedule), ``prefetch``, ``shuffle``,
         ``retries``, ``read_timeout`` (seconds a partition's read may
         take, or None), ``alpha_store``, ``spill`` and ``spill_dir`` (the

@@ -99,23 +99,43 @@ class Checkpoints:
         saved = meta.get("fingerprint")
         if not isinstance(saved, dict) or not isinstance(meta.get("state"), dict):
             raise ValueError(f"{self.path}: the checkpoint lacks its fingerprint or state.")
+        saved = _with_schedule(saved, self.fingerprint)
         differ = sorted(
             k for k in set(saved) | set(self.fingerprint) if saved.get(k) != self.fingerprint.get(k)
         )
         if differ:
             detail = "; ".join(f"{k}: {saved.get(k)!r} then, {self.fingerprint.get(k)!r} now" for k in differ)
+            named = ""
+            if differ == ["schedule"]:  # solver="auto" chose another schedule than the one that wrote it
+                named = f" (solver={saved['schedule']!r} names the schedule that wrote it)"
             raise ValueError(
                 f"the checkpoint in {self.directory} was written by a fit with other data or parameters "
-                f"({cut(detail)}). Fit with the same ones to resume, or with resume=False (or another "
-                "checkpoint_dir) to start over."
+                f"({cut(detail)}). Fit with the same ones to resume{named}, or with resume=False (or "
+                "another checkpoint_dir) to start over."
             )
 
 
-# Parameters a resumed fit may change: they steer how long it runs and what it reports, not its steps.
+# Parameters a resumed fit may change: they steer how long it runs and what it reports, not its steps;
+# and "solver", whose schedule the fingerprint holds ("schedule"): "auto" and the schedule it chose
+# take the same steps (a checkpoint is a streaming schedule's, engine/choice.py: place).
 RESUMABLE_CHANGES = (
     "tol", "max_iter", "callbacks", "verbose", "validation_data", "prefetch", "retries", "checkpoint_dir",
-    "checkpoint_every", "alpha_store", "cluster", "read_timeout", "spill", "spill_dir",
+    "checkpoint_every", "alpha_store", "cluster", "read_timeout", "spill", "spill_dir", "solver",
 )  # fmt: skip
+# The schedules a checkpoint names (``schedule``), and the one "auto" streamed before the fingerprint
+# held it (2026-12-02): a file written then names its schedule by its solver alone.
+SCHEDULES = ("streamsvm", "sbm", "bm")
+EARLIER_AUTO_SCHEDULE = SCHEDULES[0]
+
+
+def _with_schedule(saved, now):
+    """The fingerprint ``saved`` as it is compared with ``now``: its schedule (its own, or the one its
+    solver then decided) where ``now`` names one, and its solver's name only where ``now`` has one."""
+    saved = dict(saved)
+    solver = saved.get("solver") if "solver" in now else saved.pop("solver", None)
+    if "schedule" in now and "schedule" not in saved:
+        saved["schedule"] = solver if solver in SCHEDULES else EARLIER_AUTO_SCHEDULE
+    return saved
 
 
 def data_fingerprint(params, source):
