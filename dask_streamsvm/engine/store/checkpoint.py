@@ -122,8 +122,9 @@ RESUMABLE_CHANGES = (
     "tol", "max_iter", "callbacks", "verbose", "validation_data", "prefetch", "retries", "checkpoint_dir",
     "checkpoint_every", "alpha_store", "cluster", "read_timeout", "spill", "spill_dir", "solver",
 )  # fmt: skip
-# The schedules a checkpoint names (``schedule``), and the one "auto" streamed before the fingerprint
-# held it (2026-12-02): a file written then names its schedule by its solver alone.
+# The schedules a checkpoint names (``schedule``; plan.problem.STREAMING_SOLVERS, which the store's
+# room may not import: tests/test_layers.py), and the one "auto" streamed before the fingerprint held
+# it (2026-12-02): a file written then names its schedule by its solver alone.
 SCHEDULES = ("streamsvm", "sbm", "bm")
 EARLIER_AUTO_SCHEDULE = SCHEDULES[0]
 
