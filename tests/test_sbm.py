@@ -607,6 +607,46 @@ def test_bad_parameters_are_named(kw, match):
         solve(None, **kw)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize(("sparse", "nnz"), [(False, None), (True, 0), (True, 1), (True, 2.5), (True, 7.3)])
+def test_least_bytes_is_the_smallest_cache_that_holds_one_row(dtype, k, sparse, nnz):
+    """The bytes the refusal names hold one row, a byte fewer holds none (the message once left out
+    HEADER: it said 104 bytes where 152 were needed)."""
+    least = RowCache.least_bytes(7, dtype, sparse, k, nnz)
+    assert RowCache(least, 7, dtype, sparse, k, nnz).n_slots == 1
+    with pytest.raises(ValueError, match=f"give at least {least} bytes"):
+        RowCache(least - 1, 7, dtype, sparse, k, nnz)
+
+
+@pytest.mark.parametrize("solver", ["auto", "sbm", "bm", "streamsvm"])
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_every_schedule_refuses_a_budget_below_one_row(scheduler, solver, loss):
+    """cache_bytes=10 (bytes meant as megabytes) once trained SBM and BM on whole partitions far
+    beyond the budget while StreamSVM refused it; every dual schedule refuses it now."""
+    X = np.random.RandomState(0).randn(60, 3)
+    y = np.arange(60) % 2
+    clf = LinearSVC(solver=solver, loss=loss, dual=True, cache_bytes=10, max_iter=3, cluster=None)
+    with pytest.raises(ValueError, match="cannot hold a single row of 3 features"):
+        clf.fit(da.from_array(X, chunks=20), da.from_array(y, chunks=20))
+
+
+def test_a_block_of_one_row_trains_and_a_byte_less_is_refused_naming_the_bytes(scheduler):
+    """The blocks' refusal counts what RowCache.least_bytes counts: BM (no cache) with a block of
+    exactly one row trains (each partition held whole while it trains), one byte fewer names that
+    row's bytes."""
+    X = np.random.RandomState(0).randn(60, 3)
+    y = np.where(X[:, 0] > 0, 1, -1)
+    Xd, yd = da.from_array(X, chunks=20), da.from_array(y, chunks=20)
+    least = RowCache.least_bytes(3, np.float64, False, 1)
+    assert least == RowCache.HEADER + 5 * 8 + 5 * 8 + 3 * 8
+    kw = {"solver": "bm", "loss": "hinge", "cache_bytes": 1, "tol": 1e-2, "max_iter": 50, "random_state": 0}
+    clf = LinearSVC(block_bytes=least, **kw).fit(Xd, yd)
+    assert clf.duality_gap_ <= 1e-2 * abs(clf.objective_)
+    with pytest.raises(ValueError, match=rf"which takes {least} bytes with its bookkeeping.*cache_bytes"):
+        LinearSVC(block_bytes=least - 1, **kw).fit(Xd, yd)
+
+
 def test_bm_takes_a_partition_that_fills_its_block_exactly(scheduler):
     """A partition of exactly block_bytes once divided to 249.999... rows and failed (BM has no
     cached row to evict for room)."""

@@ -90,9 +90,10 @@ class RowCache:
             n_slots = budget // (meta_per_slot + row_bytes)
             n_nnz = 0
         if n_slots < 1:
+            least = self.least_bytes(self.n_features, self.dtype, self.sparse, k, nnz_per_row)
             raise ValueError(
                 f"cache_bytes={self.cache_bytes} cannot hold a single row of {self.n_features} "
-                f"features; give at least {meta_per_slot + max(row_bytes, 1)} bytes."
+                f"features; give at least {least} bytes."
             )
         self.n_slots, self.n_values = int(n_slots), int(n_nnz)
         self._meta_per_slot = meta_per_slot
@@ -100,6 +101,16 @@ class RowCache:
         self.meta[kc.N_FREE] = n_slots
         self._allocate(k, 0, 0)
         assert self.full_nbytes <= self.cache_bytes, (self.full_nbytes, self.cache_bytes)
+
+    @classmethod
+    def least_bytes(cls, n_features, dtype, sparse, n_problems, nnz_per_row=None):
+        """The fewest bytes that hold one row: :attr:`HEADER`, a slot's bookkeeping and the row's
+        values (sparse: ``nnz_per_row`` of them, at least one, as the budget's split counts them)."""
+        if sparse:
+            values = max(float(nnz_per_row or 1.0), 1.0) * value_bytes(dtype, True)
+        else:
+            values = int(n_features) * value_bytes(dtype, False)
+        return cls.HEADER + int(np.ceil(slot_overhead(int(n_problems), bool(sparse)) + values))
 
     def _allocate(self, k, n_slots, n_values):
         """Fresh arrays for ``n_slots`` slots and, sparse, ``n_values`` arena values (none in use)."""

@@ -275,10 +275,10 @@ class BlockTrainer(PassCertifier):
         """Make the row memory ready to take ``n_rows`` new rows (``nnz`` nonzeros) whole."""
         need = self.cache_bytes + max(self.block_bytes, nbytes + RowCache.HEADER)
         if self.memory is None:
-            self.memory = RowCache(
-                need, self.source.n_features, block.X.dtype, sp.issparse(block.X), self.k,
-                nnz / max(n_rows, 1), self.feature_map,
-            )  # fmt: skip
+            dtype, sparse = block.X.dtype, sp.issparse(block.X)
+            shape = (self.source.n_features, dtype, sparse, self.k, nnz / max(n_rows, 1))
+            self._check_budget(RowCache.least_bytes(*shape))
+            self.memory = RowCache(need, *shape, self.feature_map)
             reserve_full(self.memory, fit_rows(self.plan, self.source))
         elif self.memory.cache_bytes < need:
             self._rebuild(need, n_rows, nnz)  # a partition larger than block_bytes
@@ -297,6 +297,22 @@ class BlockTrainer(PassCertifier):
             raise RuntimeError(
                 f"partition {block.partition}: {n_rows} rows with {nnz} nonzeros do not fit "
                 f"the row memory of {self.memory.cache_bytes} bytes."
+            )
+
+    def _check_budget(self, least):
+        """Refuse a budget that cannot hold one row (``least`` bytes), as StreamSVM's cache does.
+
+        A partition larger than a block is held whole while it trains; a budget below a single row
+        is not one a partition can outgrow but a mistake (bytes meant as megabytes), refused before
+        the first partition is held.
+        """
+        budget = self.cache_bytes + self.block_bytes
+        if budget < least:
+            raise ValueError(
+                f"{budget} bytes of row memory (a cache of {self.cache_bytes} and blocks of "
+                f"{self.block_bytes}, from cache_bytes and block_bytes) cannot hold a single row of "
+                f"{self.source.n_features} features, which takes {least} bytes with its bookkeeping; "
+                "give cache_bytes (or block_bytes) more."
             )
 
     def _rebuild(self, capacity, n_rows, nnz):
