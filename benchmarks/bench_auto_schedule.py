@@ -88,7 +88,8 @@ def report(payload):
         "2026-12-02). After this run `'auto'` streams SBM, and StreamSVM where the band gives way (on the"
         " hinge here). *ran*: the methods `history_` names (the hinge's band first, which gives way on "
         "a9a and w8a). *rows held*: the most row memory the dual schedule's rows took (SBM: cache plus "
-        "block, a partition larger than a block held whole; StreamSVM: its cache). Medians of the "
+        "block; each partition, 6% of the rows, is larger than a block of 5% and is trained a block-sized "
+        "piece at a time, since 2026-12-03; held whole before; StreamSVM: its cache). Medians of the "
         "repeats.",
         "",
         "| set | loss | busy beside | load | schedule | ran | reads | gap | s | rows held MB "

@@ -24,11 +24,14 @@ section "The hinge on wide text against LIBLINEAR" of docs/benchmarks.md.
 section of its own; ``--optimum`` adds the rows solved in memory to a certified 1e-9 (dual coordinate
 descent): the test accuracy every exact solver tends to.
 
+``--before DIR`` also runs each solver's streamed fit on the package in ``DIR`` (a ``git worktree``
+of an earlier commit), right after the fit of this one, as ``<solver> (before)``.
+
 ``--beside-busy`` runs every measure beside one busy process (``python -c "while True: pass"``,
 started here and stopped at the end) and writes ``wide_hinge_busy.json`` and a section of its own.
 
 Run: ``python -m benchmarks.bench_wide_hinge [--rows 200000] [--features 200000]
-[--solvers auto sbm streamsvm band] [--tol 1e-3] [--optimum] [--beside-busy]``
+[--solvers auto sbm streamsvm band] [--tol 1e-3] [--optimum] [--before DIR] [--beside-busy]``
 """
 
 import argparse
@@ -108,6 +111,8 @@ def _model(spec, validation=None):
 def child_stream(spec):
     import warnings
 
+    if spec.get("package"):  # an earlier checkout's package, imported in its place
+        sys.path.insert(0, spec["package"])
     from dask_streamsvm import read_libsvm
 
     with warnings.catch_warnings():
@@ -168,8 +173,14 @@ def report(spec, row, command, load, section=SECTION):
         f"LIBLINEAR's test accuracy (within {NEAR}: at least it less {NEAR}).{optimum} *ran*: the schedules "
         "`history_` names; `auto` streams SBM with its cache and blocks sharing `cache_bytes` half and half, "
         "`sbm` named has a cache of `cache_bytes` and blocks as large. *rows held*: the most row memory the "
-        "fit's rows took (SBM: cache plus block at their fullest, a partition larger than a block held "
-        "whole while it trains; StreamSVM: its cache).",
+        "fit's rows took (SBM: cache plus block at their fullest, a partition larger than a block trained "
+        "a block-sized piece at a time, since 2026-12-03; held whole before; StreamSVM: its cache)."
+        + (
+            f" *(before)*: the package in `{row['before']}` (commit {row.get('before_commit')}), each fit "
+            "right after this one's."
+            if row.get("before")
+            else ""
+        ),
         "",
         f"| solver | ran | rows held MB | fit to {tol:g} s | reads | gap | accuracy "
         "| to LIBLINEAR's accuracy s | within 0.001 s | fit / LIBLINEAR load + fit "
@@ -222,6 +233,7 @@ def main(argv=None):
     parser.add_argument("--beside-busy", action="store_true", help="beside one busy process")
     parser.add_argument("--tol", type=float, default=1e-3, help="the streamed fits' tolerance")
     parser.add_argument("--optimum", action="store_true", help="the rows solved in memory to 1e-9 too")
+    parser.add_argument("--before", default=None, help="a checkout of an earlier commit, its fits timed too")
     args = parser.parse_args(argv)
     busy = None
     if args.beside_busy:
@@ -254,8 +266,17 @@ def _run(args, argv, busy):
             row["optimum"] = run_child("bench_wide_hinge", "optimum", spec)
             print(f"optimum: {row['optimum']}", flush=True)
         for solver in args.solvers:
-            row[solver] = run_child("bench_wide_hinge", "stream", {**spec, "solver": solver})
-            print(f"{solver}: {row[solver]['fit_s']:.2f} s, {row[solver]['passes']} reads", flush=True)
+            runs = [(solver, None)] + ([(f"{solver} (before)", args.before)] if args.before else [])
+            for label, package in runs:
+                row[label] = run_child(
+                    "bench_wide_hinge", "stream", {**spec, "solver": solver, "package": package}
+                )
+                print(f"{label}: {row[label]['fit_s']:.2f} s, {row[label]['passes']} reads", flush=True)
+        if args.before:
+            git = ["git", "-C", args.before, "rev-parse", "--short", "HEAD"]
+            sha = subprocess.run(git, capture_output=True, text=True, check=False).stdout.strip()
+            row["before"], row["before_commit"] = args.before, sha or "unknown"
+            row["solvers"] = [label for s in args.solvers for label in (s, f"{s} (before)")]
     payload = {**payload_header("bench_wide_hinge", argv), "machine": machine(), "load_at_start": load,
                "spec": spec, **row}  # fmt: skip
     results, section = (RESULTS, SECTION) if busy is None else (BUSY_RESULTS, BUSY_SECTION)

@@ -131,7 +131,7 @@ class LinearSVC(LinearModel):
         ``cache_bytes`` for SBM, the paper's SBM-1/2, and ``2 * cache_bytes``
         for BM, which then uses the same memory as SBM; where ``"auto"``
         chooses SBM, half of ``cache_bytes``, its cache the other half; a
-        partition larger than a block is held whole while it trains).
+        partition larger than a block trains a block-sized piece at a time).
     inner_iter : int or None, default=None
         ``solver="sbm"``, ``"bm"``, ``partial_fit``: the most DCD passes per
         block (None: 100; they end once its gap is a tenth of the gap to beat);

@@ -57,16 +57,18 @@ FIRST_READ_WIDTH = 256
 # The dual schedule solver="auto" streams where neither the band from a sample nor the primal solver
 # trains (a model wider than MAX_WIDTH, too few rows a column for the band's sample, a band that gave
 # way, a feature map, a checkpoint, dual=True): SBM, cache and blocks sharing cache_bytes
-# (FitPlan.scheduled): its rows within the budget, as StreamSVM's cache, where a partition is no larger
-# than a block (a larger one is held whole while it trains, dual/sbm.py).  At equal
+# (FitPlan.scheduled): its rows within the budget, as StreamSVM's cache (a partition larger than a
+# block trains a block-sized piece at a time, dual/sbm.py).  At equal
 # memory SBM reached a 1e-3 gap first (docs/benchmarks.md, "Out of core at a disk's speed": a9a,
 # w8a, ijcnn1 at 10% and 1% of the rows, 0.74-1.00 of StreamSVM's seconds; and on 200,000 x 200,000
-# text at 10%, docs/guide/solvers.md).  cache_policy="paper", StreamSVM's own rule, keeps StreamSVM.
+# text at 10%, docs/guide/solvers.md; where partitions are larger than a block, trained in pieces,
+# 0.95-1.34 on those sets, docs/benchmarks.md "solver='auto''s dual schedule").  cache_policy="paper",
+# StreamSVM's own rule, keeps StreamSVM.
 AUTO_SCHEDULE = STREAMING_SOLVERS[1]
 PAPER_SCHEDULE = STREAMING_SOLVERS[0]
 # Where the band from a sample gives way after its first read (more rows near the margin than the
-# budget holds), StreamSVM trains, its cache the whole budget: there SBM took 1.05-1.08 of its seconds
-# on a9a and 1.41-1.50 on w8a (at 10%, docs/benchmarks.md, "solver='auto''s dual schedule").
+# budget holds), StreamSVM trains, its cache the whole budget: there SBM took 0.87-0.91 of its seconds
+# on a9a and 1.84-2.10 on w8a (at 10%, docs/benchmarks.md, "solver='auto''s dual schedule").
 GIVE_WAY_SCHEDULE = STREAMING_SOLVERS[0]
 # Where a fit runs (Method.where), and the methods a cluster fit may run (``history_``'s "method").
 WHERE = ("memory", "stream", "cluster")

@@ -15,10 +15,12 @@ no cache (``cache_bytes=0``).
 Blocks.  Partitions arrive in each pass's (shuffled) order and are inserted
 in the row memory as they come; when the next one would take the block past
 ``block_bytes``, the block is trained first.  A partition larger than
-``block_bytes`` is a block of its own, inserted whole: the row memory is then
-that partition plus the cache.  The last block of a pass is trained when the
-pass ends, so every pass trains every row it reads (the condition of the
-paper's Theorem 1).  Bytes are counted as the row cache counts them
+``block_bytes`` is cut into pieces of at most ``block_bytes`` (rows in their
+order), each trained as a block before the next is inserted, as the paper's
+data is cut into blocks of one size: the row memory holds the cache and one
+block (a single row larger than a block is held whole while it trains).  The
+last block of a pass is trained when the pass ends, so every pass trains
+every row it reads (the condition of the paper's Theorem 1).  Bytes are counted as the row cache counts them
 (:class:`~.cache.RowCache`: the row values and the per-row solver state).
 
 Row memory.  ``W`` lives in one :class:`~.cache.RowCache` of ``cache_bytes +
@@ -29,9 +31,9 @@ selected are evicted, which writes their alphas back to the
 memory splits its bytes between row slots and a value arena from a guess of
 the nonzeros per row; a partition that does not fit that split (its rows
 denser or sparser than the guess) has the row memory rebuilt with a split
-that fits, as does a partition larger than ``block_bytes`` (it grows the
-memory, which then keeps its size).  A rebuild releases the old arrays before allocating the new ones,
-so for a moment the rows in memory exist twice, in a compact copy.
+that fits, as does a row larger than ``block_bytes`` (it grows the memory,
+which then keeps its size).  A rebuild releases the old arrays before
+allocating the new ones, so for a moment the rows in memory exist twice, in a compact copy.
 
 Solve.  A block's DCD sweeps (:func:`solve_block`) run every problem in one
 kernel call per sweep, keep LIBLINEAR's shrinking from sweep to sweep and
@@ -50,6 +52,7 @@ Certificate, history and hooks are those of every multi-pass trainer
 """
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -240,10 +243,50 @@ class BlockTrainer(PassCertifier):
 
     def _add_to_block(self, block, y_pm, cost):
         self.store.reserve(int(block.row_ids.max()) + 1)
+        room = self.block_bytes - RowCache.HEADER
         n_rows, nnz, nbytes = self._incoming(block, cost)
-        if self.block_used > 0 and self.block_used + nbytes > self.block_bytes - RowCache.HEADER:
+        if nbytes > room:
+            self._add_in_pieces(block, y_pm, cost, room)
+            return
+        if self.block_used > 0 and self.block_used + nbytes > room:
             self._train_block()  # the block is full: this partition starts the next one
             n_rows, nnz, nbytes = self._incoming(block, cost)  # its cached rows may have left
+        self._insert(block, y_pm, cost, n_rows, nnz, nbytes)
+
+    def _add_in_pieces(self, block, y_pm, cost, room):
+        """A partition larger than a block, in pieces: each fills the block, which is trained before
+        the next piece comes in, so that the row memory holds the cache and one block (SBM's blocks
+        are of one size); the last piece's block stays open for the next partition."""
+        start = 0
+        while start < block.n_rows:
+            end = self._piece_end(block, cost, start, room - self.block_used)
+            if end == start:
+                if self.block_used > 0:
+                    self._train_block()  # not one more row fits: the next piece starts a block
+                    continue
+                end = start + 1  # a row larger than a block is held whole while it trains
+            rows = slice(start, end)
+            piece = replace(
+                block, X=block.X[rows], y=block.y[rows], sample_weight=block.sample_weight[rows],
+                row_ids=block.row_ids[rows], order=None,
+            )  # fmt: skip
+            self._insert(piece, y_pm[:, rows], cost[:, rows], *self._incoming(piece, cost[:, rows]))
+            start = end
+
+    def _piece_end(self, block, cost, start, free):
+        """The end of the rows from ``start`` whose new rows take at most ``free`` bytes."""
+        X = block.X
+        sparse = sp.issparse(X)
+        width = 0 if sparse else X.shape[1]
+        least = stored_bytes(1, width, self.k, X.dtype, sparse)  # no row takes fewer bytes
+        stop = min(block.n_rows, start + max(free, 0) // least + 1)
+        new = (cost[:, start:stop] > 0.0).any(axis=0) & (self.store.slot_of[block.row_ids[start:stop]] < 0)
+        values = np.diff(X.indptr[start : stop + 1]) if sparse else width
+        taken = np.cumsum(stored_bytes(new, new * values, self.k, X.dtype, sparse))
+        return start + int(np.searchsorted(taken, free, side="right"))
+
+    def _insert(self, block, y_pm, cost, n_rows, nnz, nbytes):
+        """Insert ``block``'s rows (``n_rows`` new, ``nnz`` nonzeros, ``nbytes``) into the block."""
         # Rows of this partition that are cached belong to the block now: they
         # are trained with it, so making room must not evict them.
         self.kept = self.kept[~np.isin(self.kept, block.row_ids)]
@@ -281,7 +324,7 @@ class BlockTrainer(PassCertifier):
             self.memory = RowCache(need, *shape, self.feature_map)
             reserve_full(self.memory, fit_rows(self.plan, self.source))
         elif self.memory.cache_bytes < need:
-            self._rebuild(need, n_rows, nnz)  # a partition larger than block_bytes
+            self._rebuild(need, n_rows, nnz)  # a row larger than block_bytes
         self.memory.compact()
         if not self.memory.fits(n_rows, nnz):
             # The bytes fit (cache <= cache_bytes, block <= block_bytes), but a sparse
@@ -302,8 +345,8 @@ class BlockTrainer(PassCertifier):
     def _check_budget(self, least):
         """Refuse a budget that cannot hold one row (``least`` bytes), as StreamSVM's cache does.
 
-        A partition larger than a block is held whole while it trains; a budget below a single row
-        is not one a partition can outgrow but a mistake (bytes meant as megabytes), refused before
+        A partition larger than a block is trained a block-sized piece at a time; a budget below a
+        single row cannot be cut so, and is a mistake (bytes meant as megabytes), refused before
         the first partition is held.
         """
         budget = self.cache_bytes + self.block_bytes
