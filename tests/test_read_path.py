@@ -1439,7 +1439,10 @@ def test_a9a_as_parquet_trains_the_same_model_on_both_paths(tmp_path, monkeypatc
     general = _fit(dd.read_parquet(path), "label", **kw)
     np.testing.assert_array_equal(fast.coef_, general.coef_)
     np.testing.assert_array_equal(fast.intercept_, general.intercept_)
-    assert fast.history_[-1]["gap"] <= 1e-3
+    # The model returned is the best certified one (its primal with the last pass's dual), whose gap
+    # is duality_gap_; the last record's own state may sit above it (1.6e-3 against 1.0e-3 once SBM's
+    # rows kept within the 1 MB budget: partitions of 4.7 MB trained a block-sized piece at a time).
+    assert fast.duality_gap_ <= 1e-3
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
