@@ -12,28 +12,29 @@ SBM's Algorithm 1, on partitions that a reader thread streams in::
 Block minimization (Yu, Hsieh, Chang & Lin, KDD 2010) is the same loop with
 no cache (``cache_bytes=0``).
 
-Blocks.  Partitions arrive in each pass's (shuffled) order and are inserted
-in the row memory as they come; when the next one would take the block past
+Blocks.  Partitions arrive in each pass's (shuffled) order and are inserted in
+the row memory as they come; when the next one would take the block past
 ``block_bytes``, the block is trained first.  A partition larger than
 ``block_bytes`` is cut into pieces of at most ``block_bytes`` (rows in their
 order), each trained as a block before the next is inserted, as the paper's
 data is cut into blocks of one size: the row memory holds the cache and one
 block (a single row larger than a block is held whole while it trains).  The
-last block of a pass is trained when the pass ends, so every pass trains
-every row it reads (the condition of the paper's Theorem 1).  Bytes are counted as the row cache counts them
-(:class:`~.cache.RowCache`: the row values and the per-row solver state).
+last block of a pass is trained when the pass ends, so every pass trains every
+row it reads (the condition of the paper's Theorem 1).  Bytes are counted as
+the row cache counts them (:class:`~.cache.RowCache`: the row values and the
+per-row solver state).
 
 Row memory.  ``W`` lives in one :class:`~.cache.RowCache` of ``cache_bytes +
 block_bytes`` (the DCD kernel reads its slots directly; its arrays grow with
-the rows it holds, up to that budget); after each block the rows not
-selected are evicted, which writes their alphas back to the
-:class:`~.alpha_store.AlphaStore` and keeps the dual's sums exact.  A sparse row
-memory splits its bytes between row slots and a value arena from a guess of
-the nonzeros per row; a partition that does not fit that split (its rows
-denser or sparser than the guess) has the row memory rebuilt with a split
-that fits, as does a row larger than ``block_bytes`` (it grows the memory,
-which then keeps its size).  A rebuild releases the old arrays before
-allocating the new ones, so for a moment the rows in memory exist twice, in a compact copy.
+the rows it holds, up to that budget); after each block the rows not selected
+are evicted, which writes their alphas back to the
+:class:`~.alpha_store.AlphaStore` and keeps the dual's sums exact.  A sparse
+row memory splits its bytes between row slots and a value arena from a guess
+of the nonzeros per row; a partition that does not fit that split (its rows
+denser or sparser than the guess) has the row memory rebuilt with a split that
+fits, as does a row larger than ``block_bytes`` (it grows the memory, which
+then keeps its size).  A rebuild releases the old arrays before allocating the
+new ones, so for a moment the rows in memory exist twice, in a compact copy.
 
 Solve.  A block's DCD sweeps (:func:`solve_block`) run every problem in one
 kernel call per sweep, keep LIBLINEAR's shrinking from sweep to sweep and
