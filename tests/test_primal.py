@@ -234,7 +234,10 @@ def test_auto_in_memory_takes_the_primal_on_dense_rows_at_least_the_width(Estima
     y = np.where(X @ rng.standard_normal(width - 1) + rng.standard_normal(len(X)) > 0, 1, 0)
 
     def primal(X, y, **params):
-        return "solver" in estimator(tol=1e-2, **params).fit(X, y).history_[-1]  # the dual records none
+        # Seeded: unseeded, the dual's passes on the degree-2 map's rows ran past max_iter=1000 for 1
+        # seed in 60 (a ConvergenceWarning, an error here), the same before and after 2026-12-03.
+        fit = estimator(tol=1e-2, random_state=0, **params).fit(X, y)
+        return "solver" in fit.history_[-1]  # the dual records none
 
     dense = DENSE_PRIMAL_RATIO * width
     assert primal(X[:dense], y[:dense]) and not primal(X[: dense - 1], y[: dense - 1])
