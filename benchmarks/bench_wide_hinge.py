@@ -65,18 +65,21 @@ def _test_set(spec):
     return load_test(spec["test"])
 
 
-def child_liblinear(spec):
+def _load_rows(spec):
+    """Every training file read by scikit-learn's ``load_svmlight_file``, joined into one CSR matrix."""
     import scipy.sparse as sp
     from sklearn.datasets import load_svmlight_file
+
+    parts = [load_svmlight_file(f, n_features=spec["n_features"]) for f in sorted(glob.glob(spec["train"]))]
+    return sp.vstack([p[0] for p in parts]).tocsr(), np.concatenate([p[1] for p in parts])
+
+
+def child_liblinear(spec):
     from sklearn.svm import LinearSVC
 
-    files = sorted(glob.glob(spec["train"]))
     t = time.perf_counter()
-    parts = [load_svmlight_file(f, n_features=spec["n_features"]) for f in files]
-    X = sp.vstack([p[0] for p in parts]).tocsr()
-    y = np.concatenate([p[1] for p in parts])
+    X, y = _load_rows(spec)
     load = time.perf_counter() - t
-    del parts
     t = time.perf_counter()
     clf = LinearSVC(loss="hinge", C=spec["C"], fit_intercept=False, random_state=0).fit(X, y)
     fit = time.perf_counter() - t
@@ -90,15 +93,9 @@ def child_memory(spec):
     loads the compiled kernels): the fit's seconds, passes, gap and test accuracy."""
     import warnings
 
-    import scipy.sparse as sp
-    from sklearn.datasets import load_svmlight_file
-
     from dask_streamsvm import LinearSVC
 
-    parts = [load_svmlight_file(f, n_features=spec["n_features"]) for f in sorted(glob.glob(spec["train"]))]
-    X = sp.vstack([p[0] for p in parts]).tocsr()
-    y = np.concatenate([p[1] for p in parts])
-    del parts
+    X, y = _load_rows(spec)
 
     def model():
         return LinearSVC(loss="hinge", C=spec["C"], fit_intercept=False, tol=spec.get("tol", 1e-3),
