@@ -5,27 +5,34 @@ kernels read rows.  Writing column ``j`` into ``out[:, j]`` one column at a
 time strides through the whole output for every column, and costs more
 than decoding the file (0.32 s against 0.12 s for 1M x 50 float32).
 :func:`columns_into_rows` writes a tile of rows at a time instead: a tile
-of 64 rows of the output stays in the first-level cache while every
-column's next 64 values are copied into it.
+of :data:`TILE` rows of the output stays in the processor's cache while
+every column's next values are copied into it.
 """
 
 import math
 
 import numba
 
-TILE = 64  # rows a tile: 64 x 50 float32 features are 12.8 KB
+# Rows a tile: the tile's lines of a Parquet read's group of columns (parquet.GROUP_BYTES) stay in the
+# second-level cache, and each column's next values are looked up once a tile, not once per 64 rows.
+# One partition of 100,000 x 60 float32 in groups of 20 columns: 8.7 ms where 64 rows took 15.0 ms;
+# float64 13.6 against 17.3 ms, 50,000 x 500 (groups of 40) 40 against 56 ms, 1M x 5 3.7 against
+# 6.9 ms (medians of 15 in one process, 2 cores, load 0.8, 2026-12-03).
+TILE = 256
 
 
 @numba.njit(cache=True, nogil=True)
 def columns_into_rows(out, columns, start, first):
     """``out[start + i, first + j] = columns[j][i]`` for all ``i``, ``j`` (a typed list of 1-D arrays)."""
     n = columns[0].shape[0] if len(columns) else 0
+    m = len(columns)
     for i0 in range(0, n, TILE):
         i1 = min(i0 + TILE, n)
-        for j in range(len(columns)):
-            column = columns[j]
-            for i in range(i0, i1):
-                out[start + i, first + j] = column[i]
+        tile = out[start + i0 : start + i1, first : first + m]
+        for j in range(m):
+            column = columns[j][i0:i1]
+            for i in range(i1 - i0):
+                tile[i, j] = column[i]
 
 
 @numba.njit(cache=True, nogil=True)
