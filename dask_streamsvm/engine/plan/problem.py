@@ -275,9 +275,10 @@ class FitPlan:
 
         Where ``"auto"`` chose SBM and no ``block_bytes`` was given, its cache and its blocks share
         ``cache_bytes``, :data:`AUTO_SBM_CACHE` of them the cache (the SBM paper's SBM-1/2 at the
-        memory of StreamSVM's cache of ``cache_bytes``): the budget the user set holds its rows, but
-        for a partition larger than a block, held while it trains (:mod:`~..dual.sbm`).  A
-        schedule named keeps the papers' split (``block_bytes`` None: ``cache_bytes`` for SBM).
+        memory of StreamSVM's cache of ``cache_bytes``): the budget the user set holds its rows (a
+        partition larger than a block is trained a block-sized piece at a time, :mod:`~..dual.sbm`;
+        only a single row larger than a block is held whole).  A schedule named keeps the papers'
+        split (``block_bytes`` None: ``cache_bytes`` for SBM).
         """
         if self.solver != "auto" or solver != "sbm" or self.block_bytes is not None:
             return self.replace(solver=solver)
