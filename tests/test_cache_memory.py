@@ -93,9 +93,10 @@ def test_the_users_own_glibc_settings_are_kept():
 
 
 def test_the_thresholds_are_the_measured_ones():
-    # 1 MiB: decoded columns (400 KB for 100k float32 rows) stay in the heaps, partitions and
-    # Arrow's column groups (GROUP_BYTES) get mappings; the trim threshold is glibc's default.
-    assert _malloc.MMAP_THRESHOLD == 1 << 20 and _malloc.TRIM_THRESHOLD == 128 << 10
+    # 8 MiB: decoded columns (400 KB for 100k float32 rows) and the solvers' vectors (1.6-2.4 MB
+    # for a band of 200,000-300,000 rows) stay in the heaps, partitions of tens of MB get mappings;
+    # the trim threshold is glibc's default.
+    assert _malloc.MMAP_THRESHOLD == 8 << 20 and _malloc.TRIM_THRESHOLD == 128 << 10
 
 
 def _allocations(monkeypatch, cls, method):

@@ -18,8 +18,8 @@ after one read with ``prefetch=2`` and ``malloc_trim(0)``, 16 arenas held
 about 230 MB free, and a StreamSVM fit peaked 215 MB above the memory
 guide's formula.  :func:`bound_retention` fixes the mmap threshold at
 :data:`MMAP_THRESHOLD` (which also stops the adaptation) and the trim
-threshold at glibc's default, so that partitions, decoded columns and
-blocks have mappings of their own and go back to the system when freed.
+threshold at glibc's default, so that partitions and blocks have mappings
+of their own and go back to the system when freed.
 The reader also calls ``malloc_trim(0)`` before computing each partition,
 and the label count after its pass (:func:`release_free_memory`).
 Elsewhere than glibc both do nothing.
@@ -31,7 +31,16 @@ import ctypes.util
 import os
 import sys
 
-MMAP_THRESHOLD = 1 << 20  # from 1 MiB an allocation is a mapping of its own (glibc: 128 KiB, adaptive)
+# From 8 MiB an allocation is a mapping of its own (glibc: 128 KiB, adaptive): partitions of tens of MB
+# go back to the system when freed, and the solvers' vectors below it (a band's 200,000 to 300,000
+# rows' margins and costs, 1.6-2.4 MB, made anew at every Newton step) come from the heaps instead
+# of fresh pages faulted in each time.  The band from a sample (primal/sample_band.py), 2M x 60 float32
+# at cache 10%, took 2.87 s where 3.35 s at 1 MiB, and 3.53 s where 3.89 s in a slower hour (medians
+# of 5 and 4 fresh processes, alternated, 2026-12-03), peaking 20-30 MB higher (of 580); bench_memory's fits
+# peaked within 11 MB of 1 MiB's (partitions of 25 and 5 MB, docs/guide/memory.md).  A 200,000-row
+# smoothed solve alone took 0.24 s where 0.37 s (0.16 s with glibc's adaptive thresholds: the rest is
+# the trim threshold's, which a heap's top above it gives back at every free).
+MMAP_THRESHOLD = 8 << 20
 TRIM_THRESHOLD = 128 << 10  # glibc's default, before the adaptation raises it
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameters (malloc.h)
 # glibc's own settings: a user who sets any of them keeps them.

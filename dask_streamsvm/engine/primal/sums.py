@@ -687,11 +687,12 @@ _scratch = threading.local()  # this thread's scratch arrays by name (scratch)
 def scratch(name, shape):
     """A float64 array of ``shape`` (its values left as they were) from this thread's scratch of that
     ``name``, grown as needed and kept for the thread's next call: a chunk's temporary without a
-    mapping of its own.  Where the reader runs, glibc maps every allocation from 1 MiB on afresh
-    (:data:`~..data.malloc.MMAP_THRESHOLD`) and its first touch faults each page in: the softmax
-    Hessian's scaled rows took 1.48-1.50 s per million rows of 60 features and three classes there,
-    0.68-0.70 s where their memory was reused (one thread).  The caller uses the array before it asks
-    for the same name again."""
+    mapping of its own.  Where the reader runs, glibc maps every allocation from
+    :data:`~..data.malloc.MMAP_THRESHOLD` on afresh (1 MiB until 2026-12-03), and gives a heap's free
+    top back above its trim threshold: a new array's first touch faults its pages in.  At 1 MiB the
+    softmax Hessian's scaled rows took 1.48-1.50 s per million rows of 60 features and three classes
+    there, 0.68-0.70 s where their memory was reused (one thread).  The caller uses the array before it
+    asks for the same name again."""
     size = int(np.prod(shape))
     kept = getattr(_scratch, "arrays", None)
     if kept is None:
