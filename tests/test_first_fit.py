@@ -64,6 +64,7 @@ kernels = {
     "add_weighted_rows": objective.add_weighted_rows,
     "gap_scores": kcache.gap_scores,
     "scan_values": layout.scan_values,
+    "largest_bits": layout.largest_bits,
 }
 print("RESULT " + json.dumps({name: [str(s[0]) for s in k.signatures] for name, k in kernels.items()}))
 """
@@ -94,5 +95,7 @@ def test_one_compiled_variant_per_layout_whatever_the_input_arrays():
         # dense and CSR: one each, read-only with int32 indices, though the fits gave writable
         # int32 and read-only int64 arrays
         assert sorted(seen[name]) == sorted([DENSE, CSR]), (name, seen[name])
-    # the finiteness scan reads the dense values and the CSR data: one read-only float64 variant
-    assert seen["scan_values"] == ["readonly array(float64, 1d, C)"], seen["scan_values"]
+    # the finiteness scan reads the dense values and the CSR data as their bits: one read-only
+    # variant; the scan for the first value that is not finite only runs where there is one
+    assert seen["largest_bits"] == ["readonly array(uint64, 1d, C)"], seen["largest_bits"]
+    assert seen["scan_values"] == [], seen["scan_values"]

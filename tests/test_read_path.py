@@ -1475,6 +1475,41 @@ def test_first_non_finite_finds_the_first_bad_value_and_the_largest_magnitude_be
     assert first_non_finite(np.zeros((0, 3), dtype=dtype)) == (-1, 0.0)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_finiteness_scan_by_bits_agrees_with_the_scan_by_values(dtype):
+    from dask_streamsvm.engine.data.checks import first_non_finite
+    from dask_streamsvm.kernels.layout import scan_values
+
+    info = np.finfo(dtype)
+    special = np.array([0.0, -0.0, info.tiny, -info.tiny / 4, info.max, -info.max, 1.0, -3.5], dtype=dtype)
+    rng = np.random.RandomState(0)
+    for trial in range(40):
+        values = np.concatenate([rng.randn(rng.randint(1, 50)).astype(dtype) * 10.0 ** rng.randint(-30, 30),
+                                 rng.choice(special, rng.randint(0, 4))]).astype(dtype)  # fmt: skip
+        rng.shuffle(values)
+        if trial % 4 == 1:  # a value that is not finite, of either sign, NaN's sign bit set or not
+            values[rng.randint(values.size)] = rng.choice([np.inf, -np.inf, np.nan, -np.nan])
+        expected = scan_values(values)
+        assert first_non_finite(values) == (int(expected[0]), float(expected[1])), values
+    assert first_non_finite(np.array([-0.0, -info.max], dtype=dtype)) == (-1, float(info.max))
+    assert first_non_finite(np.array([-np.nan], dtype=dtype)) == (0, 0.0)
+
+
+def test_finite_values_are_scanned_by_their_bits_alone(monkeypatch):
+    # The scan for the first value that is not finite (and the largest before it) runs only where
+    # the bits' largest magnitude is not finite: finite partitions cost one vectorised pass.
+    from dask_streamsvm.engine.data.checks import first_non_finite
+    from dask_streamsvm.kernels import layout
+
+    calls = []
+    original = layout.scan_values
+    monkeypatch.setattr(layout, "scan_values", lambda v: calls.append(v.size) or original(v))
+    X = np.arange(-30, 30, dtype=np.float32).reshape(6, 10)
+    assert first_non_finite(X) == (-1, 30.0) and calls == []
+    X[2, 3] = np.inf
+    assert first_non_finite(X) == (23, 30.0) and calls == [60]
+
+
 # -- issue 36, round three: the Parquet fast path, parts of other types
 
 

