@@ -110,12 +110,17 @@ def encoded_overflow(encoder, frame, skip):
 _SQRT_MAX = float(np.sqrt(np.finfo(np.float64).max))
 
 
-# Float32 and float64 values as unsigned integers: their bits without the sign, and the bits of
-# infinity, the least that is not finite (:func:`~...kernels.layout.largest_bits`).
-_MAGNITUDE_BITS = {
-    np.dtype(np.float32): (np.uint32, np.uint32(0x7FFF_FFFF), np.uint32(0x7F80_0000)),
-    np.dtype(np.float64): (np.uint64, np.uint64(0x7FFF_FFFF_FFFF_FFFF), np.uint64(0x7FF0_0000_0000_0000)),
-}
+def _magnitude_bits(dtype):
+    """``(unsigned, mask, infinity)`` of an IEEE 754 float ``dtype``: the unsigned integer type of its
+    width, the mask of every bit but the sign's (``~`` the bits of -0.0), and the bits of infinity,
+    the least value that is not finite (:func:`~...kernels.layout.largest_bits`)."""
+    unsigned = np.dtype(f"u{dtype.itemsize}")
+    sign = np.array(-0.0, dtype=dtype).view(unsigned)[()]
+    return unsigned.type, ~sign, np.array(np.inf, dtype=dtype).view(unsigned)[()]
+
+
+# Float32 and float64 values scanned as unsigned integers (one compiled variant of the scan each).
+_MAGNITUDE_BITS = {np.dtype(t): _magnitude_bits(np.dtype(t)) for t in (np.float32, np.float64)}
 
 
 def first_non_finite(values):
