@@ -22,8 +22,9 @@ warm-up fit first (as ``bench_process``), interleaved ``--repeats`` times:
   certified the fit (``band_certified``).
 
 ``--before DIR``: the fits also run on the package in ``DIR`` (a ``git worktree`` of an earlier
-commit), in the same run, interleaved.  Issue 52's goal: 2 reads to a 1e-3 gap, in at most 2.5
-plain reads' time.
+commit), in the same run, interleaved.  ``--prefetch N``: the fits also run with the estimator's
+``prefetch=N`` (partitions read ahead; default 2), interleaved too (version ``prefetch=N``).  Issue
+52's goal: 2 reads to a 1e-3 gap, in at most 2.5 plain reads' time.
 
     python -m benchmarks.bench_two_reads --data-dir /tmp/tall              # <dir>/dense, <dir>/raw
     python -m benchmarks.bench_two_reads --data-dir /tmp/tall --before /tmp/wt_before --busy 0,1
@@ -70,6 +71,8 @@ def child_fit(spec):
     params = {"C": spec["C"], "tol": spec["tol"], **LOSSES[spec.get("loss", "squared_hinge")]}
     if spec.get("cache_bytes"):
         params["cache_bytes"] = spec["cache_bytes"]
+    if spec.get("prefetch"):
+        params["prefetch"] = spec["prefetch"]
     LinearSVC(**params).fit(head[features].to_numpy(), head["label"].to_numpy())
     LinearSVC(**params).fit(frame.partitions[:2][features], frame.partitions[:2]["label"])  # its kernels
     model = LinearSVC(**params)
@@ -175,21 +178,27 @@ def _load():
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def measure(busy, path, name, Cs, tol, n_rows, repeats, before, loss="squared_hinge", cache_bytes=None):
-    """One set in one condition: its plain reads and its fits at each C, interleaved."""
+def measure(
+    busy, path, name, Cs, tol, n_rows, repeats, before, loss="squared_hinge", cache_bytes=None, prefetch=None
+):
+    """One set in one condition: its plain reads and its fits at each C, interleaved; ``prefetch``:
+    also this package's fits with ``prefetch`` partitions read ahead (version ``prefetch=N``)."""
     procs = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(busy)]
     try:
         time.sleep(1.0 if procs else 0.0)
         load_start = _load()
-        versions = {"now": None, **({"before": before} if before else {})}
+        versions = {"now": (None, None), **({"before": (before, None)} if before else {})}
+        if prefetch:
+            versions[f"prefetch={prefetch}"] = (None, prefetch)
         reads, fits = [], {(v, C): [] for v in versions for C in Cs}
         for _ in range(repeats):
             reads.append(run_child("read", {"path": str(path)}))
             reads[-1].update(run_child("partition_read", {"path": str(path)}))
             for C in Cs:
-                for version, package in versions.items():
+                for version, (package, ahead) in versions.items():
                     spec = {"path": str(path), "C": C, "tol": tol, "n_rows": n_rows, "loss": loss}
-                    fits[version, C].append(run_child("fit", {**spec, "cache_bytes": cache_bytes}, package))
+                    spec.update(cache_bytes=cache_bytes, prefetch=ahead)
+                    fits[version, C].append(run_child("fit", spec, package))
         load_end = _load()
     finally:
         for proc in procs:
@@ -283,6 +292,10 @@ def main(argv=None):
         "--cache-bytes", default=None, help="the fits' cache_bytes (default: the loss's, above)"
     )
     parser.add_argument(
+        "--prefetch", type=int, default=None,
+        help="also the fits with this many partitions read ahead (the estimator's prefetch; default 2)",
+    )  # fmt: skip
+    parser.add_argument(
         "--memory", action="store_true", help="ours in memory on the same rows, quiet and beside --busy"
     )
     parser.add_argument(
@@ -317,8 +330,10 @@ def main(argv=None):
             del X, y
         n_rows = sum(pq.ParquetFile(f).metadata.num_rows for f in sorted(path.glob("*.parquet")))
         for busy in (int(b) for b in args.busy.split(",")):
-            payload["rows_out"] += measure(busy, path, SETS[kind], args.Cs, args.tol, n_rows, args.repeats,
-                                           args.before, args.loss, args.cache_bytes)  # fmt: skip
+            payload["rows_out"] += measure(
+                busy, path, SETS[kind], args.Cs, args.tol, n_rows, args.repeats, args.before, args.loss,
+                args.cache_bytes, args.prefetch,
+            )  # fmt: skip
     if args.memory:
         payload["memory"] = memory_rows(args)
         payload["memory_command"] = "python -m benchmarks.bench_two_reads " + shlex.join(
