@@ -492,6 +492,58 @@ def test_reads_run_ahead_up_to_prefetch_at_once_and_blocks_keep_their_order(smal
     assert max(held) <= prefetch  # queued blocks and reads in flight: the trainer's block makes prefetch + 1
 
 
+class _GatedSource:
+    """A source whose read of partition ``p`` sets ``started[p]``, waits for ``gates[p]`` (at most
+    twice :data:`GATE_S`), then sets ``finished[p]``."""
+
+    def __init__(self, source):
+        self._source = source
+        self.n_partitions = source.n_partitions
+        self.started, self.gates, self.finished = (
+            [threading.Event() for _ in range(self.n_partitions)] for _ in range(3)
+        )
+
+    def partition_id(self, p):
+        return p
+
+    def load(self, p):
+        self.started[p].set()
+        self.gates[p].wait(2 * GATE_S)
+        self.finished[p].set()
+        return self._source.load(p)
+
+
+# A liveness bound, not a timing: a thread started on a loaded machine runs within it.
+GATE_S = 30.0
+
+
+def test_a_block_taken_while_the_reader_waits_starts_the_next_read_at_once(small):
+    X, y = small
+    src = _GatedSource(DaskSource(da.from_array(X, chunks=(5, 3)), da.from_array(y, chunks=5)))
+    src.gates[0].set()
+    with Reader(src, prefetch=2, max_passes=1, shuffle=False, seed=0) as reader:
+        # Read 0 ends at once and its block waits in the queue; read 1, started ahead, waits at its
+        # gate; with block 0 queued and read 1 in flight the reader holds prefetch partitions.
+        assert src.started[1].wait(GATE_S)
+        deadline = time.monotonic() + GATE_S
+        while reader._queue.qsize() < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not src.started[2].is_set()
+        item = reader.get(timeout=GATE_S)  # the trainer takes block 0: room for one more read
+        assert item[0] == "block" and item[2].partition == 0
+        # Read 2 starts while the reader still waits for read 1, not once read 1 is done.
+        assert src.started[2].wait(GATE_S)
+        assert not src.finished[1].is_set()
+        assert reader._queue.qsize() + len(reader._ahead) + 1 <= 2  # read 1 in flight, read 2 ahead
+        for gate in src.gates:
+            gate.set()
+        blocks = [item[2].partition]
+        while (item := reader.get(timeout=GATE_S))[0] != "done":
+            if item[0] == "block":
+                blocks.append(item[2].partition)
+    assert blocks == list(range(src.n_partitions))
+
+
 @pytest.mark.parametrize("prefetch", [1, 3])
 def test_a_disk_speed_holds_every_read_to_its_bytes_over_that_speed(small, monkeypatch, prefetch):
     import dask_streamsvm.engine.data.reader as reader_module

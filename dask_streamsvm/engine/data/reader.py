@@ -26,7 +26,11 @@ computed at once (by Dask's scheduler: threads, or a distributed client's
 workers) and a machine with more cores reads faster.  Blocks still come in
 the pass's order.  A read starts only when the blocks queued and the reads
 in flight are fewer than ``prefetch``: with the trainer's block, at most
-``prefetch`` + 1 partitions are alive.
+``prefetch`` + 1 partitions are alive.  It starts as soon as there is that
+room: when the trainer takes a block while the reader waits for a read, not
+once that read ends (on the 2M x 60 Parquet set, 2 cores, ``prefetch=2``:
+the tall fits took 0.85-1.08 of their seconds, the hinge's band from a
+sample 0.90-0.99; docs/benchmarks.md, "Read-ahead as soon as there is room").
 
 Every block read is fingerprinted (:mod:`.fingerprint`): a partition that
 gives other rows than on its first read (or than the checkpoint a fit
@@ -121,6 +125,9 @@ class Reader:
         self._ahead = {}  # (pass, partition) -> OnThread: reads started before their turn
         self._queue = queue.Queue(maxsize=prefetch)
         self._stop = threading.Event()
+        # Notified when a read ends or the trainer takes a block: the reader, waiting for a read, then
+        # starts the next reads that have room (:meth:`_compute`).
+        self._wake = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="dask-streamsvm-reader", daemon=True)
         # Statistics, written by the reader thread only.
         self.wait_for_room = 0.0
@@ -143,6 +150,7 @@ class Reader:
     def close(self, timeout=5.0):
         """Stop the thread and wait for it: about :data:`POLL` seconds, as it does not wait for a read."""
         self._stop.set()
+        self._notify()
         while self._thread.is_alive():
             try:
                 while True:
@@ -173,6 +181,7 @@ class Reader:
                 item = self._queue.get(block=block, timeout=timeout)
         except queue.Empty:
             return None
+        self._notify()  # room for another read
         if item[0] == "error":
             raise item[1]
         return item
@@ -187,6 +196,10 @@ class Reader:
         if not self.shuffle:
             return np.arange(n)
         return np.random.default_rng([self._seed, pass_index]).permutation(n)
+
+    def _notify(self):
+        with self._wake:
+            self._wake.notify_all()
 
     # -- reader thread --------------------------------------------------------
 
@@ -221,7 +234,7 @@ class Reader:
             if room <= 0:
                 break
             if key not in self._ahead:
-                self._ahead[key] = OnThread(lambda p=key[1]: self.source.load(p))
+                self._ahead[key] = OnThread(lambda p=key[1]: self.source.load(p), self._notify)
                 room -= 1
 
     def _upcoming(self, k, i):
@@ -233,15 +246,16 @@ class Reader:
         order = self.partition_order(k)
         return [(k, int(p)) for p in order[i + 1 : i + self.prefetch]]
 
-    def _load(self, p, started=None):
+    def _load(self, p, started=None, upcoming=()):
         """``source.load(p)``, repeated after a transient I/O error (see the module docstring).
 
-        ``started``: its read, if it was started ahead (:meth:`_read_ahead`).
+        ``started``: its read, if it was started ahead (:meth:`_read_ahead`); ``upcoming``: the
+        partitions to read ahead while waiting for it (:meth:`_upcoming`).
         """
         failed = 0
         while True:
             try:
-                block = self._compute(p, started if not failed else None)
+                block = self._compute(p, started if not failed else None, upcoming)
                 block.retries = failed
                 return block
             except (ReadTimeout, Stopped):
@@ -255,18 +269,26 @@ class Reader:
                     raise
                 failed += 1
 
-    def _compute(self, p, read=None):
+    def _compute(self, p, read=None, upcoming=()):
         """``source.load(p)`` on a thread of its own, waited for while watching ``close`` and the timeout.
 
         Dask cannot stop a task half-way, so the reader does not wait for a
         read that is no longer wanted: ``close`` returns at once, and the
         thread computing the partition ends when its task does.  ``read``:
-        the partition's read if already started.
+        the partition's read if already started.  While it waits, each time
+        the trainer takes a block (or a read ends) the reads of ``upcoming``
+        that now have room start (:meth:`_read_ahead`), not only those that
+        had room when this read began.
         """
         if read is None:
-            read = OnThread(lambda: self.source.load(p))
+            read = OnThread(lambda: self.source.load(p), self._notify)
         deadline = None if self.read_timeout is None else time.monotonic() + self.read_timeout
-        while not read.done.wait(POLL):
+        while True:
+            with self._wake:
+                if read.done.is_set():
+                    break
+                self._read_ahead(upcoming)
+                self._wake.wait(POLL)
             if self._stop.is_set():
                 raise Stopped
             if deadline is not None and time.monotonic() >= deadline:
@@ -308,10 +330,10 @@ class Reader:
                     started = self._ahead.pop((k, int(p)), None)
                     if started is None:
                         self._wait_for_room()
-                    if self.prefetch > 1:
-                        self._read_ahead(self._upcoming(k, i))
+                    upcoming = self._upcoming(k, i) if self.prefetch > 1 else ()
+                    self._read_ahead(upcoming)
                     read_start = time.perf_counter()
-                    block = self._load(int(p), started)
+                    block = self._load(int(p), started, upcoming)
                     if self._bytes_per_s is not None:
                         self._hold_to_disk_speed(read_start, block.nbytes)
                     block.row_ids = self.row_ids.ids(block.partition, block.n_rows)

@@ -30,9 +30,10 @@ class ReadTimeout(TimeoutError):
 
 
 class OnThread:
-    """``fn()`` started on a daemon thread of its own; ``done`` is set when it returns or raises."""
+    """``fn()`` started on a daemon thread of its own; ``done`` is set when it returns or raises, and
+    then ``on_done()`` called (if given) on that thread."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, on_done=None):
         self.done, self._out = threading.Event(), {}
 
         def run():
@@ -42,6 +43,8 @@ class OnThread:
                 self._out["error"] = exc
             finally:
                 self.done.set()
+                if on_done is not None:
+                    on_done()
 
         threading.Thread(target=run, name="dask-streamsvm-read", daemon=True).start()
 
