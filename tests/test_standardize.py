@@ -56,7 +56,12 @@ def test_standardize_solves_the_scaled_problem_and_predicts_on_raw_features(raw,
     # (no more: 300 streamed passes of them took a minute).
     with pytest.warns(ConvergenceWarning, match=r"not scaled \(column \d+ reaches \|x\| = 255"):
         unscaled = LinearSVC(**{**params, "max_iter": max(clf.n_iter_, 1)}).fit(*data)
-    assert unscaled.duality_gap_ > 100 * clf.duality_gap_
+    # Every pass's certified state is far from the optimum.  StreamSVM's trainer is asynchronous: on a
+    # loaded machine it may sweep less between reads, and where no pass certified a model better than
+    # w = 0, the fit returns the trained weights uncertified (duality_gap_ NaN; on a quiet machine at
+    # max_iter=3 here): that too is a fit far from its optimum.
+    assert min(record["gap"] for record in unscaled.history_) > 100 * clf.duality_gap_
+    assert np.isnan(unscaled.duality_gap_) or unscaled.duality_gap_ > 100 * clf.duality_gap_
     assert (clf.predict(X) == y).mean() > (unscaled.predict(X) == y).mean()
 
 
