@@ -18,11 +18,14 @@ warm-up fit first (as ``bench_process``), interleaved ``--repeats`` times:
 - two partition reads in another fresh process, each making each partition's float32 array and
   dropping it, as a fit holds a partition at a time: the first and the best of the two
   (``bench_process.child_partition_read``);
-- the default fit: its seconds, CPU-seconds, reads, gap, and whether the last read's band
-  certified the fit (``band_certified``).
+- the default fit: its seconds, CPU-seconds, reads, gap, whether the last read's band certified
+  the fit (``band_certified``), and the seconds of the solve in memory after the first read
+  (``solve_s``: the first record's ``warm_start_s``, the sample's solve, or every row's where the
+  first read kept them).
 
 ``--before DIR``: the fits also run on the package in ``DIR`` (a ``git worktree`` of an earlier
-commit), in the same run, interleaved.  ``--prefetch N``: the fits also run with the estimator's
+commit), in the same run, interleaved (with ``--memory``, its in-memory fits too, ``--repeats``
+each).  ``--prefetch N``: the fits also run with the estimator's
 ``prefetch=N`` (partitions read ahead; default 2), interleaved too (version ``prefetch=N``).  Issue
 52's goal: 2 reads to a 1e-3 gap, in at most 2.5 plain reads' time.
 
@@ -48,13 +51,14 @@ MARKER = "## Two reads"
 GOALS = {"reads": 2, "fit_over_read": 2.5}
 BUSY = "while True: pass"
 SETS = {"dense": "dense", "raw": "raw 0..255"}
-RUN_KEYS = ("fit_s", "reads", "gap", "record_s", "band_bytes", "package")  # kept of each fit
+RUN_KEYS = ("fit_s", "reads", "gap", "record_s", "solve_s", "band_bytes", "package")  # kept of each fit
 READ_KEYS = ("read_s", "best_read_s", "partition_read_s", "best_partition_read_s")  # kept of each read
 # The estimator's parameters by ``--loss``: the default fit, and the hinge with a 10% cache (issue 52:
 # solver="auto" trains it from a sample, the band within the cache).
 LOSSES = {"squared_hinge": {}, "hinge": {"loss": "hinge", "cache_bytes": "10%"}}
 HINGE_MARKER = "## The hinge from a sample"
 HINGE_GOALS = {"reads": 3, "fit_over_read": 3.5}
+MEMORY_KEYS = ("memory_s", "memory_cpu_s", "memory_gap")  # of each in-memory fit (medians of the repeats)
 MEMORY_HINGE_PASSES = 100  # the in-memory hinge's passes at most: it stalls near a gap of 1 on raw 0..255
 
 
@@ -84,6 +88,7 @@ def child_fit(spec):
         "band_certified": bool(last.get("band_certified", False)),
         "band_bytes": int(max(r.get("band_bytes") or 0 for r in clf.history_)),
         "record_s": [round(float(r["seconds"]), 3) for r in clf.history_],
+        "solve_s": clf.history_[0].get("warm_start_s"),
     }  # fmt: skip
 
 
@@ -215,6 +220,7 @@ def measure(
             "data": name, "C": C, "version": version, "busy": busy, "load_start": load_start,
             "load_end": load_end, "read_s": read_s, "best_read_s": best_s, "fit_s": fit_s,
             "fit_cpu_s": statistics.median(r["fit_cpu_s"] for r in runs),
+            "solve_s": _median_of(r.get("solve_s") for r in runs),
             "reads": max(r["reads"] for r in runs), "gap": max(r["gap"] for r in runs),
             "band_certified": all(r["band_certified"] for r in runs),
             "fit_over_read": fit_s / read_s, "fit_over_best_read": fit_s / best_s,
@@ -227,10 +233,18 @@ def measure(
     return rows
 
 
+def _median_of(values):
+    """The median of the values that are not None (None if none is)."""
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
 def memory_rows(args):
     """Ours in memory (``dual=False``) on each set's rows at each C, in each condition: the fit's
-    in-memory counterpart."""
+    in-memory counterpart; with ``--before``, the earlier package's too, interleaved, ``--repeats``
+    fits each (medians)."""
     rows = []
+    versions = {"now": None, **({"before": args.before} if args.before else {})}
     for busy in (int(b) for b in args.busy.split(",")):
         procs = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(busy)]
         try:
@@ -244,9 +258,15 @@ def memory_rows(args):
                         "tol": args.tol,
                         "loss": args.loss,
                     }
-                    out = run_child("memory", spec)
-                    rows.append({"data": SETS[kind], "C": C, "busy": busy, "load_start": load, **out})
-                    print(rows[-1], flush=True)
+                    runs = {version: [] for version in versions}
+                    for _ in range(args.repeats):
+                        for version, package in versions.items():
+                            runs[version].append(run_child("memory", spec, package))
+                    for version, outs in runs.items():
+                        out = {key: statistics.median(o[key] for o in outs) for key in MEMORY_KEYS}
+                        row = {"data": SETS[kind], "C": C, "busy": busy, "load_start": load, **out}
+                        rows.append(row | {"version": version, "package": outs[0]["package"]})
+                        print(rows[-1], flush=True)
         finally:
             for proc in procs:
                 proc.kill()
@@ -391,25 +411,26 @@ def _memory_table(payload, what, gap=False):
         return []
     lines = [
         "",
-        f"`{payload['memory_command']}`: ours in memory ({what}), and the out-of-core fit above (package "
-        "now) over it:",
+        f"`{payload['memory_command']}`: ours in memory ({what}), and the out-of-core fit above of the "
+        "same package over it:",
         "",
-        "| data | C | busy beside | load | in memory s | in memory CPU-s | "
+        "| data | C | busy beside | load | package | in memory s | in memory CPU-s | "
         + ("its gap | " if gap else "")
         + "out of core / in memory |",
-        "|---|---|---|---|---|---|" + ("---|" if gap else "") + "---|",
+        "|---|---|---|---|---|---|---|" + ("---|" if gap else "") + "---|",
     ]
     for m in payload["memory"]:
+        version = m.get("version", "now")
         fit = next(
             (r for r in payload["rows_out"]
-             if (r["data"], r["C"], r["busy"], r["version"]) == (m["data"], m["C"], m["busy"], "now")),
+             if (r["data"], r["C"], r["busy"], r["version"]) == (m["data"], m["C"], m["busy"], version)),
             None,
         )  # fmt: skip
         ratio = f"{fit['fit_s'] / m['memory_s']:.2f}" if fit else "-"
         reached = f"{m.get('memory_gap', float('nan')):.1e} | " if gap else ""
         lines.append(
-            f"| {m['data']} | {m['C']:g} | {m['busy']} | {m['load_start'][0]} | {m['memory_s']:.2f} | "
-            f"{m['memory_cpu_s']:.1f} | {reached}{ratio} |"
+            f"| {m['data']} | {m['C']:g} | {m['busy']} | {m['load_start'][0]} | {version} | "
+            f"{m['memory_s']:.2f} | {m['memory_cpu_s']:.1f} | {reached}{ratio} |"
         )
     return lines
 

@@ -334,10 +334,12 @@ def test_the_row_threads_pool_is_made_again_in_a_forked_child_or_for_more_thread
 def test_an_in_memory_primal_fit_splits_its_dense_rows_between_the_row_threads(blas_default_two, monkeypatch):
     """The in-memory primal solver's reads of dense rows narrower than WIDE_GRAM (BLAS on one
     thread) run on a row thread a core, each summing its runs of chunks, and find the model of one
-    thread; at WIDE_GRAM and beyond BLAS takes the cores and the rows stay in the fit's thread."""
+    thread; at WIDE_GRAM and beyond BLAS takes the cores and the rows stay in the fit's thread.  The
+    squared hinge's reads carry their Hessian (``engine/primal/carried.py``), whose sums are recorded
+    too."""
     import threading
 
-    from dask_streamsvm.engine.primal import sums
+    from dask_streamsvm.engine.primal import carried, sums
 
     threads = blas_default_two
     monkeypatch.setattr(sums, "CHUNK_BYTES", 1)  # chunks of 256 rows (chunk_rows' least): 16 here
@@ -349,6 +351,7 @@ def test_an_in_memory_primal_fit_splits_its_dense_rows_between_the_row_threads(b
         return block_sums(*args, **kwargs)
 
     monkeypatch.setattr(sums, "block_sums", recorded)
+    monkeypatch.setattr(carried, "block_sums", recorded)
 
     def fit(cores, **params):
         monkeypatch.setattr(threads, "fit_cores", lambda: cores)

@@ -115,6 +115,11 @@ def test_dense_sums_match_the_reference(small_chunks, monkeypatch, dtype, k, tri
     assert 0 < got.active.min() < 1000 or code == kl.HINGE
     assert (trial and code != kl.LOGISTIC) == bool(got.trial.any())  # no trial lengths: a smooth loss
     assert_sums(got, ref, scale, hessian_rel=1e-5 if single and dtype == np.float32 else 1e-12)
+    # Without the Hessian the kernel scales no rows (a buffer of none), and every other sum is the same.
+    without = block_sums(X, Y, cost, W, S, bias, code, hessian=False)
+    assert without.hessian is None and np.array_equal(without.active, got.active)
+    for name in ("loss", "alpha", "v", "trial"):
+        assert np.array_equal(getattr(without, name), getattr(got, name)), name
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

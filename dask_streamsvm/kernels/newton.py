@@ -99,7 +99,8 @@ def dense_newton_sums(X, Y, cost, W, S, bias, code, steps, sums, scaled, top, sh
     ``sums`` is ``(loss, alpha, v, active, trial)`` of shapes (k,), (k,), (k, d + 1), (k,) int64
     and (k, len(steps)), added to (module docstring).  ``scaled`` is ``(rows, filled)``: ``rows``
     (k, >= m, d + 1), float32 or float64, whose first ``filled[c]`` rows of problem ``c`` become
-    ``sqrt(D_ii) [x_i, bias]`` of the active rows, in order.  ``top`` (d,) or empty: each
+    ``sqrt(D_ii) [x_i, bias]`` of the active rows, in order (``rows`` of shape (k, 0, d + 1): none
+    is written, and ``filled`` still counts them).  ``top`` (d,) or empty: each
     column's largest ``|x_ij|`` is folded into it (the first read's value check).  ``shortfalls``
     (k, m) or (k, 0): each row's ``xi_i`` as these sums took it is written into it (a band's rows
     keep them: the rows the read counted active, whatever another sum's rounding).  Returns the
@@ -108,6 +109,7 @@ def dense_newton_sums(X, Y, cost, W, S, bias, code, steps, sums, scaled, top, sh
     loss, alpha, v, active, trial = sums
     rows, filled = scaled
     m, d = X.shape
+    scale_rows = rows.shape[1] > 0
     record = shortfalls.shape[1] > 0
     k = W.shape[0]
     n_steps = steps.shape[0]
@@ -139,11 +141,12 @@ def dense_newton_sums(X, Y, cost, W, S, bias, code, steps, sums, scaled, top, sh
                     run_v[c, j] += a * X[i, j]
                 run_v[c, d] += a * bias
             if weight > 0.0:
-                root = np.sqrt(weight)
                 n = filled[c]
-                for j in range(d):
-                    rows[c, n, j] = root * X[i, j]
-                rows[c, n, d] = root * bias
+                if scale_rows:
+                    root = np.sqrt(weight)
+                    for j in range(d):
+                        rows[c, n, j] = root * X[i, j]
+                    rows[c, n, d] = root * bias
                 filled[c] = n + 1
             if trials[c]:
                 m0, dm = y * z0, y * dz

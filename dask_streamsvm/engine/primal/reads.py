@@ -18,6 +18,7 @@ from ...kernels.losses import newton_dual_term, newton_terms
 from ..data.malloc import held_empty
 from ..plan.losses import loss_of
 from ..plan.problem import column_max_abs, encode_block
+from .carried import CarriedHessian
 from .penalties import penalty_of
 from .sums import (
     CG_WIDTH,
@@ -693,7 +694,8 @@ def memory_read(X, y_index, weights, plan, products=None, row_norm=None):
     ``products``: whether the Newton directions come from Hessian products (conjugate gradient,
     :class:`ProductRead`) instead of the ``D x D`` Hessian; None picks by :func:`prefers_products`.
     ``row_norm``: the rows' largest length in a metric (:func:`metric_row_norm`), the same at every
-    read, given to each read's sums.
+    read, given to each read's sums.  Dense rows of a piecewise-quadratic loss carry their Hessian
+    from read to read (:class:`~.carried.CarriedHessian`).
     """
     Y, cost = plan.signs[:, y_index], plan.costs[:, y_index] * weights
     X = memory_layout(X)
@@ -702,12 +704,18 @@ def memory_read(X, y_index, weights, plan, products=None, row_norm=None):
     if products:  # the Hessian's identity term is the penalty's l2 part (1 for the L2 penalty)
         return ProductRead(X, Y, cost, plan.bias, plan.loss_code, identity=penalty_of(plan).l2)
     reads = [0]
+    carried = None
+    if not sp.issparse(X) and plan.feature_map is None and loss_of(plan.loss).piecewise_quadratic:
+        carried = CarriedHessian(X, cost, plan.bias)
 
     def read(W, S, todo):
         where = "" if reads[0] == 0 else None  # the first read checks the values (:func:`too_large`)
         reads[0] += 1
-        args = (plan.bias, plan.loss_code, plan.feature_map, where)
-        sums = memory_block_sums(X, Y[todo], cost[todo], W, S, *args)
+        if carried is not None:
+            sums = carried.read(Y[todo], cost[todo], W, S, todo, plan.loss_code, where)
+        else:
+            args = (plan.bias, plan.loss_code, plan.feature_map, where)
+            sums = memory_block_sums(X, Y[todo], cost[todo], W, S, *args)
         sums.row_norm = row_norm
         return sums
 

@@ -291,7 +291,7 @@ def gram(rows, weights):
     scale = np.sqrt(weights)
     rows = np.ascontiguousarray(rows * scale[:, None], dtype=np.float64)
     out = np.zeros((rows.shape[1], rows.shape[1]))
-    _add_gram(rows, out)
+    add_gram(rows, out)
     return symmetrised(out)
 
 
@@ -381,7 +381,7 @@ def _add_rows_at(sums, c, Xa, y, C, s, loss, hessian, single=False):
     if not (hessian and active.any()):
         return
     if single and not sp.issparse(Xa):
-        _add_gram((Xa[active] * np.sqrt(weight[active])[:, None]).astype(np.float32), sums.hessian[c])
+        add_gram((Xa[active] * np.sqrt(weight[active])[:, None]).astype(np.float32), sums.hessian[c])
         symmetrised(sums.hessian[c])
     else:
         sums.hessian[c] += gram(Xa[active], weight[active])
@@ -483,7 +483,8 @@ def dense_block_sums(X, Y, cost, W, S, bias, loss, where=None, hessian=True, sho
     # its sum stays float64, as every sum a certificate takes.
     single = HESSIAN_IN_DATA_PRECISION and dtype == np.float32 and loss_by_code(loss).piecewise_quadratic
     steps = trial_steps(loss)
-    rows = np.empty((k, step, width), dtype=np.float32 if single else np.float64)
+    # the scaled active rows of a chunk, for the Hessian's product (none without the Hessian)
+    rows = np.empty((k, step if hessian else 0, width), dtype=np.float32 if single else np.float64)
     filled = np.zeros(k, dtype=np.int64)
     top = np.zeros(width - 1 if where is not None else 0)
     parts = (sums.loss, sums.alpha, sums.v, sums.active, sums.trial)
@@ -501,13 +502,13 @@ def dense_block_sums(X, Y, cost, W, S, bias, loss, where=None, hessian=True, sho
             raise BeyondPrimal(where + reason)
         for c in range(k):
             if hessian and filled[c]:
-                _add_gram(rows[c, : filled[c]], sums.hessian[c])
+                add_gram(rows[c, : filled[c]], sums.hessian[c])
     for c in range(k if hessian else 0):
         symmetrised(sums.hessian[c])
     return sums
 
 
-def _add_gram(rows, hessian):
+def add_gram(rows, hessian):
     """``hessian``'s lower triangle ``+= rows^T rows`` (the whole square: the caller symmetrises from
     the lower); float32 rows' Gram matrix is made in float32.  By GEMM, not SYRK: OpenBLAS's GEMM of
     a chunk's few dozen columns is faster, though it makes both triangles (one thread, 34,000 x
@@ -826,7 +827,7 @@ class ProductRead:
             rows = np.take(X, features, axis=1)
             rows *= root[:, None]
             block = np.zeros((m, m))
-            _add_gram(rows, block)
+            add_gram(rows, block)
             H[:m, :m] = symmetrised(block)
             with_bias = rows.T @ root  # X_F^T d
         if m < columns.size:  # the bias's coordinate, last
