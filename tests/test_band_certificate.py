@@ -277,3 +277,42 @@ def test_the_bands_of_two_parts_joined_keep_the_smallest_key_either_left_out():
     np.testing.assert_array_equal(joined.shortfall, np.r_[np.arange(4.0), 10.0 + np.arange(6.0)])
     np.testing.assert_array_equal(joined.X, X)
     assert joined.nbytes == X.nbytes + y.nbytes + 10 * 8 + joined.shortfall.nbytes  # the shortfalls held too
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_band_kernels_margins_are_within_the_rounding_the_bound_counts(dtype):
+    """The band's row kernels sum a margin in any order (``kernels/newton.py: DOT_FLAGS``: its
+    additions reassociated, so that a row's sum does not wait on its last addition): each margin, the
+    keys' and the shortfalls' (``margin_keys``, ``piece_rows``, ``row_margins``), is within the
+    ``(D + 4)`` epsilons of ``sum_j |x_j w_j|`` that ``newton._band_terms`` counts for it, of the
+    exactly rounded sum, on rows of unit and 0..255 scale and a margin near the hinge point."""
+    import math
+
+    from dask_streamsvm.kernels import band
+    from dask_streamsvm.kernels.band import piece_rows, row_margins
+    from dask_streamsvm.kernels.newton import DOT_FLAGS
+
+    assert DOT_FLAGS == {"reassoc", "contract"}  # no NaN or infinity flag: a NaN row stays NaN
+    for kernel in (band.margin_keys, band.piece_rows, band.row_margins, band.metric_norm):
+        assert kernel.targetoptions["fastmath"] == DOT_FLAGS, kernel
+    rng = np.random.default_rng(8)
+    n, d, bias = 400, 61, 1.0
+    X = np.vstack([rng.standard_normal((n // 2, d)), rng.integers(0, 256, (n // 2, d))]).astype(dtype)
+    w = rng.standard_normal(d + 1) * np.r_[np.full(d, 0.01), 1.0]
+    y, cost = np.where(rng.random(n) < 0.5, 1.0, -1.0), np.ones(n)
+    center, inv_scale = np.zeros(d), np.ones(d)
+    terms = [[float(x) * float(v) for x, v in zip(row, w[:-1], strict=True)] + [bias * w[-1]] for row in X]
+    exact = np.array([math.fsum(t) for t in terms])
+    bound = (d + 1 + 4) * np.finfo(np.float64).eps * np.array([math.fsum(map(abs, t)) for t in terms])
+    z = np.empty(n)
+    row_margins(np.ascontiguousarray(X), w, bias, z)
+    keys, shortfall = np.empty(n), np.empty(n)
+    margin_keys(np.ascontiguousarray(X), y, cost, w, bias, center, inv_scale, keys)
+    piece_rows(X, y, cost, w, bias, center, inv_scale, shortfall, np.empty(n), np.zeros(d + 1), np.zeros(2))
+    lengths = np.sqrt(1.0 + (X.astype(np.float64) ** 2).sum(axis=1))
+    assert np.all(np.abs(z - exact) <= bound)
+    # the shortfall 1 - y z rounds once more, and taking z back from it once more again
+    twice = 4 * np.finfo(float).eps * (1.0 + np.abs(exact))
+    assert np.all(np.abs(y * (1.0 - shortfall) - exact) <= bound + twice)
+    key_exact = np.abs(y * exact - 1.0) / lengths
+    assert np.all(np.abs(keys - key_exact) <= (bound + 1e-15) / lengths + 1e-12 * key_exact)

@@ -4,8 +4,10 @@ length in the band's metric; and the first read's class sums."""
 import numba
 import numpy as np
 
+from .newton import DOT_FLAGS
 
-@numba.njit(cache=True, nogil=True)
+
+@numba.njit(cache=True, nogil=True, fastmath=DOT_FLAGS)
 def margin_keys(X, y, cost, w, bias, center, inv_scale, out):
     """``out[i] = |y_i (x_i . w[:-1] + bias w[-1]) - 1| / ||x~_i||`` for the dense rows of ``X``
     (float32 or float64, summed in float64), ``inf`` where ``cost[i] <= 0`` (a row that adds
@@ -22,7 +24,7 @@ def margin_keys(X, y, cost, w, bias, center, inv_scale, out):
         out[i] = abs(y[i] * z - 1.0) / np.sqrt(q)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True, inline="always", fastmath=DOT_FLAGS)
 def _margin_and_length(X, i, w, bias, center, inv_scale):
     """``(x_i . w[:-1] + bias w[-1], ||x~_i||^2)`` of row ``i``, with
     ``x~_i = ((x_i - center) * inv_scale, 1)``."""
@@ -37,7 +39,7 @@ def _margin_and_length(X, i, w, bias, center, inv_scale):
     return z, q
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, fastmath=DOT_FLAGS)
 def metric_norm(X, center, inv_scale):
     """The largest ``||(x_i - center) * inv_scale||^2`` over the dense rows of ``X`` (float32 or
     float64, summed in float64): how far a step of a given length in that metric can move a margin
@@ -85,7 +87,7 @@ def class_sums(X, classes, weights, first, top):
             first[c, j] += w * x
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, fastmath=DOT_FLAGS)
 def piece_rows(X, y, cost, w, bias, center, inv_scale, shortfall, keys, u, totals):
     """One pass over the dense rows of ``X`` (float32 or float64, summed in float64) at the point
     ``w`` (bias last) for the band from a sample (the engine's ``sample_band``): each row's shortfall
@@ -112,7 +114,7 @@ def piece_rows(X, y, cost, w, bias, center, inv_scale, shortfall, keys, u, total
             totals[1] += c
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, fastmath=DOT_FLAGS)
 def row_margins(X, w, bias, out):
     """``out[i] = x_i . w[:-1] + bias w[-1]`` for the dense rows of ``X`` (float32 or float64,
     summed in float64): the smoothed solver's products, without a float64 copy of the rows."""
