@@ -40,7 +40,7 @@ def test_a_carried_hessian_is_the_hessian_of_the_rows_the_read_counts_active(dty
     rng = np.random.default_rng(5)
     X, Y, cost = rows_and_problems(rng, dtype=dtype)
     D = X.shape[1] + 1
-    carried = CarriedHessian(X, cost, BIAS)
+    carried = CarriedHessian(X, BIAS)
     W = rng.standard_normal((3, D)) * 0.3
     rel = 1e-12 if dtype == np.float64 else 2e-6  # float32 rows' Gram matrices are made in float32
     moved = []
@@ -83,9 +83,9 @@ def test_a_hessian_is_carried_up_to_half_the_active_rows_changed_and_formed_beyo
     grams = []
     original = CarriedHessian._gram
 
-    def counted(self, rows, weight):
+    def counted(self, rows, cost):
         grams.append(rows.size)
-        return original(self, rows, weight)
+        return original(self, rows, cost)
 
     monkeypatch.setattr(CarriedHessian, "_gram", counted)
 
@@ -96,7 +96,7 @@ def test_a_hessian_is_carried_up_to_half_the_active_rows_changed_and_formed_beyo
         return int(np.count_nonzero(x * w_x < 1.0))
 
     for changed_share, carried_path in ((0.49, True), (0.51, False)):
-        carried = CarriedHessian(X, cost, 0.0)
+        carried = CarriedHessian(X, 0.0)
         read_at(carried, 1.0)  # active: x < 1, half the rows
         first = active_at(1.0)
         # a point at which the active rows number a, of which first - a left: (first - a) / a = share

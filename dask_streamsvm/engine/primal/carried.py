@@ -33,11 +33,10 @@ CHANGED_SHARE = 0.5
 class CarriedHessian:
     """The Hessians of the last in-memory read of rows ``X`` (dense, C-ordered or not), per problem,
     and which of the rows each counted active: :meth:`read` makes the next read's :class:`Sums`,
-    their Hessian carried (:mod:`this module <.carried>`).  ``cost`` (k, n): every problem's
-    ``C_i`` of the rows, for the rows counted active."""
+    their Hessian carried (:mod:`this module <.carried>`)."""
 
-    def __init__(self, X, cost, bias):
-        self.X, self.cost, self.bias = X, cost, float(bias)
+    def __init__(self, X, bias):
+        self.X, self.bias = X, float(bias)
         self.hessians = {}  # problem -> its loss's Hessian (D x D) at the last read's point
         self.active = {}  # problem -> bool (n,): the rows that read counted active
         self.carried = self.formed = 0  # reads whose Hessians were carried, or formed from the rows
@@ -90,22 +89,22 @@ class CarriedHessian:
         rows where more than :data:`CHANGED_SHARE` of them changed piece."""
         changed = np.flatnonzero(active != self.active[c])
         if changed.size > CHANGED_SHARE * np.count_nonzero(active):
-            hessian = self._gram(np.flatnonzero(active), 2.0 * cost)
+            hessian = self._gram(np.flatnonzero(active), cost)
             self.hessians[c] = hessian
             return hessian.copy()
         entered = changed[active[changed]]
         left = changed[~active[changed]]
         hessian = self.hessians[c]
         if entered.size:
-            hessian += self._gram(entered, 2.0 * cost)
+            hessian += self._gram(entered, cost)
         if left.size:
-            hessian -= self._gram(left, 2.0 * cost)
+            hessian -= self._gram(left, cost)
         return hessian.copy()
 
-    def _gram(self, rows, weight):
-        """``sum_i weight_i x~_i x~_i^T`` over the row indices ``rows``, a chunk of them at a time on
-        the row threads, in the rows' own precision where they are float32 (as a read's Hessian is
-        summed: :func:`~.sums.add_gram`)."""
+    def _gram(self, rows, cost):
+        """``sum_i 2 C_i x~_i x~_i^T`` (``D_ii = 2 C_i``, ``cost`` every row's ``C_i``) over the row
+        indices ``rows``, a chunk of them at a time on the row threads, in the rows' own precision
+        where they are float32 (as a read's Hessian is summed: :func:`~.sums.add_gram`)."""
         X, bias = self.X, self.bias
         D = X.shape[1] + 1
         dtype = np.float32 if X.dtype == np.float32 else np.float64
@@ -115,7 +114,7 @@ class CarriedHessian:
             scaled = np.empty((index.size, D), dtype=dtype)
             scaled[:, :-1] = X[index]
             scaled[:, -1] = bias
-            scaled *= np.sqrt(weight[index]).astype(dtype)[:, None]
+            scaled *= np.sqrt(2.0 * cost[index]).astype(dtype)[:, None]
             out = np.zeros((D, D))
             add_gram(scaled, out)
             return (out,)

@@ -706,7 +706,7 @@ def memory_read(X, y_index, weights, plan, products=None, row_norm=None):
     reads = [0]
     carried = None
     if not sp.issparse(X) and plan.feature_map is None and loss_of(plan.loss).piecewise_quadratic:
-        carried = CarriedHessian(X, cost, plan.bias)
+        carried = CarriedHessian(X, plan.bias)
 
     def read(W, S, todo):
         where = "" if reads[0] == 0 else None  # the first read checks the values (:func:`too_large`)
