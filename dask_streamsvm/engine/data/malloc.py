@@ -1,4 +1,4 @@
-"""Handing freed memory back to the operating system between partitions.
+"""Handing freed memory back to the operating system between partitions, and keeping what a read reuses.
 
 glibc's allocator keeps the memory of freed arrays below its (adaptive)
 mmap threshold in its heaps, and with several threads allocating, in
@@ -18,10 +18,13 @@ after one read with ``prefetch=2`` and ``malloc_trim(0)``, 16 arenas held
 about 230 MB free, and a StreamSVM fit peaked 215 MB above the memory
 guide's formula.  :func:`bound_retention` fixes the mmap threshold at
 :data:`MMAP_THRESHOLD` (which also stops the adaptation) and the trim
-threshold at glibc's default, so that partitions and blocks have mappings
-of their own and go back to the system when freed.
-The reader also calls ``malloc_trim(0)`` before computing each partition,
-and the label count after its pass (:func:`release_free_memory`).
+threshold at :data:`TRIM_THRESHOLD`, so that partitions and blocks have
+mappings of their own and go back to the system when freed, while the
+decoded columns a read makes and frees for every group of columns
+(``parquet.GROUP_BYTES``) stay in the heap of the thread that reads, for
+the next group and the next partition.  The reader calls ``malloc_trim(0)``
+at the end of each pass, and the label count after its pass
+(:func:`release_free_memory`): what the heaps kept during a pass leaves then.
 Elsewhere than glibc both do nothing.
 """
 
@@ -41,7 +44,17 @@ import sys
 # smoothed solve alone took 0.24 s where 0.37 s (0.16 s with glibc's adaptive thresholds: the rest is
 # the trim threshold's, which a heap's top above it gives back at every free).
 MMAP_THRESHOLD = 8 << 20
-TRIM_THRESHOLD = 128 << 10  # glibc's default, before the adaptation raises it
+# A heap's free top up to 16 MiB stays in it (glibc's default is 128 KiB): twice the decoded columns of a
+# Parquet read's group (parquet.GROUP_BYTES, 8 MiB, 400 KB a column of 100,000 float32 rows), which a
+# read frees and makes again for every group of every partition.  With 128 KiB each group's columns
+# were pages faulted in afresh (about 117,000 faults a read of the 2M x 60 raw set, 480 MB) and the
+# reader's malloc_trim before each partition gave back the rest: a read of it through the Reader took
+# 0.51-0.64 s and 0.82-1.01 CPU-s, with 16 MiB and the trim at the pass's end 0.41-0.47 s and
+# 0.64-0.72 CPU-s (8,000-15,000 faults), peaking 30 MB higher (reads alone, the 2nd to 6th of each
+# fresh process, 5 processes alternated, 2026-12-04 05:51 UTC, load 0.9).  12 MiB kept fewer of them
+# (up to 24,000 faults a read).  The fits: docs/benchmarks.md, "Reads that keep their decoded columns'
+# pages".
+TRIM_THRESHOLD = 16 << 20
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameters (malloc.h)
 # glibc's own settings: a user who sets any of them keeps them.
 _USER_SETTINGS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES")

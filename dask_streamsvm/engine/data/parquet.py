@@ -201,8 +201,10 @@ def _reader(source):
 
     Arrow's default allocator keeps the memory of freed tables for reuse
     (about 150 MB after a few 50 MB partitions, measured), which no budget
-    accounts for; memory from the system allocator goes back with the
-    reader's ``malloc_trim`` before each partition.
+    accounts for; memory from the system allocator stays in the reading
+    thread's heap for the next group of columns (up to the trim threshold,
+    :data:`~.malloc.TRIM_THRESHOLD`) and goes back with the reader's
+    ``malloc_trim`` at the end of each pass.
     """
     import pyarrow as pa
     from pyarrow._parquet import ParquetReader

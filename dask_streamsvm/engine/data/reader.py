@@ -321,12 +321,13 @@ class Reader:
 
     def _run(self):
         self._started = time.perf_counter()
+        released = True  # whether the heaps gave back what they kept since the last pass ended
         try:
             for k in range(self.start_pass, self.max_passes):
+                released = False
                 for i, p in enumerate(self.partition_order(k)):
                     if self._stop.is_set():
                         return
-                    release_free_memory()  # what the blocks the trainer has finished held
                     started = self._ahead.pop((k, int(p)), None)
                     if started is None:
                         self._wait_for_room()
@@ -348,6 +349,10 @@ class Reader:
                     self.rows_read += block.n_rows
                     self.bytes_read += block.nbytes
                     self._put(("block", k, block))
+                # What the heaps kept during the pass (the decoded columns each read reuses,
+                # malloc.TRIM_THRESHOLD; the blocks the trainer has finished) leaves the process.
+                release_free_memory()
+                released = True
                 self._put(("end", k))
             self._put(("done", None))
         except Stopped:
@@ -355,6 +360,8 @@ class Reader:
         except BaseException as exc:  # noqa: BLE001 - handed to the trainer, which re-raises it
             self._put(("error", exc))
         finally:
+            if not released:  # stopped or failed during a pass
+                release_free_memory()
             self._finished = time.perf_counter()
 
 

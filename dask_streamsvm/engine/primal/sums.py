@@ -690,7 +690,8 @@ def scratch(name, shape):
     ``name``, grown as needed and kept for the thread's next call: a chunk's temporary without a
     mapping of its own.  Where the reader runs, glibc maps every allocation from
     :data:`~..data.malloc.MMAP_THRESHOLD` on afresh (1 MiB until 2026-12-03), and gives a heap's free
-    top back above its trim threshold: a new array's first touch faults its pages in.  At 1 MiB the
+    top back above its trim threshold (128 KiB until 2026-12-04): a new array's first touch faults its
+    pages in.  At 1 MiB the
     softmax Hessian's scaled rows took 1.48-1.50 s per million rows of 60 features and three classes
     there, 0.68-0.70 s where their memory was reused (one thread).  The caller uses the array before it
     asks for the same name again."""
