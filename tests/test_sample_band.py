@@ -102,6 +102,52 @@ def test_the_certificate_is_the_hinges_not_the_smoothed_losses():
     assert certificate.relative_gap > 1e-6  # one stage of smoothing leaves a gap: the test sees it
 
 
+def test_the_smoothed_steps_kernels_are_the_numpy_formulas():
+    """kernels/band.py's clipped_terms and clipped_slope against the formulas in NumPy, with rows on
+    every piece and on its ends (a shortfall of exactly 0 and of exactly mu) and rows of cost 0."""
+    from dask_streamsvm.kernels.band import clipped_slope, clipped_terms
+
+    rng = np.random.default_rng(3)
+    mu = 0.25
+    m = np.concatenate([rng.uniform(-1.0, 2.5, 4_000), [1.0, 1.0 - mu, 0.9, 1.1]])
+    cost = np.concatenate([rng.uniform(0.0, 3.0, 4_000), [1.0, 2.0, 0.0, 0.0]])
+    cost[::7] = 0.0
+    s = 1.0 - m
+    alpha, weights = np.full(m.size, np.nan), np.full(m.size, np.nan)
+    loss, alpha_sum, quadratic = clipped_terms(m, cost, mu, alpha, weights)
+    zone = (s > 0.0) & (s < mu) & (cost > 0.0)
+    np.testing.assert_array_equal(alpha, cost * np.clip(s / mu, 0.0, 1.0))
+    np.testing.assert_array_equal(weights, np.where(zone, cost / mu, 0.0))
+    assert loss == pytest.approx(float(cost @ np.maximum(s, 0.0)), rel=1e-13)
+    assert alpha_sum == pytest.approx(float(alpha.sum()), rel=1e-13)
+    assert quadratic == pytest.approx(float(cost[zone].sum()), rel=1e-13)
+    dm = rng.normal(0.0, 1.0, m.size)
+    for t in (0.0, 0.3, 1.0, 4.0):
+        r = 1.0 - m - t * dm
+        value, curvature = clipped_slope(m, dm, cost, t, mu)
+        assert value == pytest.approx(float((cost * dm) @ np.clip(r / mu, 0.0, 1.0)), rel=1e-12, abs=1e-12)
+        inside = (r > 0.0) & (r < mu)
+        assert curvature == pytest.approx(float((cost * dm * dm)[inside].sum()), rel=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_band_metric_is_each_columns_mean_and_deviation(dtype):
+    """reads.columns_metric (kernels/band.py: column_moments) against NumPy in float64, a constant
+    column's scale 1 (a column of none), on C- and Fortran-ordered rows."""
+    from dask_streamsvm.engine.primal.reads import columns_metric
+
+    rng = np.random.default_rng(5)
+    X = (rng.uniform(0.0, 255.0, (3_000, 6)) + np.arange(6) * 1000.0).astype(dtype)
+    X[:, 2] = 7.0
+    exact = X.astype(np.float64)
+    deviation = exact.std(axis=0)
+    deviation[2] = 1.0
+    for rows in (X, np.asfortranarray(X)):
+        center, scale = columns_metric(rows)
+        np.testing.assert_allclose(center, exact.mean(axis=0), rtol=1e-13)
+        np.testing.assert_allclose(scale, deviation, rtol=1e-10)
+
+
 def _smoothings_seen(monkeypatch):
     """The list each line search of :func:`smoothed.solve_smoothed` appends its stage's ``mu`` to."""
     seen = []

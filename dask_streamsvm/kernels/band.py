@@ -139,3 +139,70 @@ def weighted_rows(X, r, bias, out):
         for j in range(d):
             out[j] += f * X[i, j]
         out[d] += f * bias
+
+
+@numba.njit(cache=True, nogil=True)
+def clipped_terms(m, cost, mu, alpha, weights):
+    """One pass over the margins ``m`` with costs ``cost`` for the smoothed solver's step: with
+    ``s_i = 1 - m_i``, ``alpha[i] = cost_i clip(s_i / mu, 0, 1)`` and ``weights[i] = cost_i / mu``
+    where ``0 < s_i < mu`` and ``cost_i > 0`` (0 elsewhere: the rows of the quadratic piece, whose
+    weights make the Hessian); returns ``(sum_i cost_i max(s_i, 0), sum_i alpha_i, sum_i cost_i)``,
+    the last over the rows of the quadratic piece, each summed in order in float64."""
+    linear = total = quadratic = 0.0
+    for i in range(m.shape[0]):
+        s = 1.0 - m[i]
+        c = cost[i]
+        weights[i] = 0.0
+        if s >= mu:
+            a = c
+        elif s > 0.0:
+            a = c * (s / mu)
+            if c > 0.0:
+                weights[i] = c / mu
+                quadratic += c
+        else:
+            a = 0.0
+        alpha[i] = a
+        total += a
+        if s > 0.0:
+            linear += c * s
+    return linear, total, quadratic
+
+
+@numba.njit(cache=True, nogil=True, fastmath=DOT_FLAGS)
+def clipped_slope(m, dm, cost, t, mu):
+    """The smoothed solver's line search at ``t`` along a direction that changes the margins ``m`` by
+    ``dm``, in one pass: with ``r_i = 1 - m_i - t dm_i`` and ``f_i = cost_i dm_i``, returns
+    ``(sum_i f_i clip(r_i / mu, 0, 1), sum_i f_i dm_i)``, the second over the rows of ``0 < r_i <
+    mu``, summed in float64 in any order (no branch: the compiler vectorises the pass; the line
+    search only places the step, whose point the next certificate evaluates afresh)."""
+    value = curvature = 0.0
+    inv = 1.0 / mu
+    for i in range(m.shape[0]):
+        r = 1.0 - m[i] - t * dm[i]
+        f = cost[i] * dm[i]
+        q = min(max(r * inv, 0.0), 1.0)
+        value += f * q
+        curvature += f * dm[i] if (r > 0.0) & (r < mu) else 0.0
+    return value, curvature
+
+
+@numba.njit(cache=True, nogil=True)
+def column_moments(X, center, scale):
+    """Each column's mean ``center[j]`` and standard deviation ``scale[j]`` over the dense rows of
+    ``X`` (float32 or float64, summed in float64, two passes: the squares about the mean), without a
+    float64 copy of the rows: the band's metric."""
+    n, d = X.shape
+    center[:] = 0.0
+    scale[:] = 0.0
+    for i in range(n):
+        for j in range(d):
+            center[j] += X[i, j]
+    for j in range(d):
+        center[j] /= max(n, 1)
+    for i in range(n):
+        for j in range(d):
+            t = X[i, j] - center[j]
+            scale[j] += t * t
+    for j in range(d):
+        scale[j] = np.sqrt(scale[j] / max(n, 1))

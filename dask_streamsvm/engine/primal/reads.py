@@ -255,15 +255,14 @@ def columns_metric(X):
         X = sp.csr_matrix(X, dtype=np.float64)
         center = np.zeros(X.shape[1])
         scale = np.sqrt(np.asarray(X.multiply(X).mean(axis=0)).ravel())
-    else:  # in float64 a chunk at a time: the sample is never copied whole
+    else:  # two compiled passes in float64: the sample is never copied
+        from ...kernels.band import column_moments
+
         X = np.asarray(X)
-        n = max(X.shape[0], 1)
-        center = X.sum(axis=0, dtype=np.float64) / n
-        squares = np.zeros(X.shape[1])
-        step = chunk_rows(X.shape[1])
-        for lo in range(0, X.shape[0], step):
-            squares += ((X[lo : lo + step] - center) ** 2).sum(axis=0)
-        scale = np.sqrt(squares / n)
+        if X.dtype not in (np.float32, np.float64):
+            X = X.astype(np.float64)
+        center, scale = np.zeros(X.shape[1]), np.zeros(X.shape[1])
+        column_moments(X, center, scale)
     scale[~(scale > 0)] = 1.0
     return center, scale
 

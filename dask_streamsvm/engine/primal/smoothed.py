@@ -36,9 +36,9 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from ...kernels.band import row_margins, weighted_rows
+from ...kernels.band import clipped_slope, clipped_terms, row_margins, weighted_rows
 from ..plan.certificate import Certificate
-from .sums import augmented_rows, chunk_rows, gram
+from .sums import augmented_rows, chunk_rows, gram, run_sums
 
 MU_START = 1.0  # the first stage's smoothing: the loss's quadratic piece one margin unit wide
 # ... and from a start near the solution (a sample's, a read's point): measured on 200k rows of the
@@ -77,8 +77,14 @@ class Rows:
     def margins(self, w):
         """``m_i = y_i w . x~_i`` of every row."""
         z = np.empty(self.n)
-        if self._dense:  # in one compiled pass, in float64
-            row_margins(np.ascontiguousarray(self.X), np.ascontiguousarray(w, dtype=np.float64), self.bias, z)
+        if self._dense:  # a compiled pass over each run of rows, in float64, on the fit's row threads
+            X, w = np.ascontiguousarray(self.X), np.ascontiguousarray(w, dtype=np.float64)
+
+            def run(bounds):
+                lo, hi = bounds
+                row_margins(X[lo:hi], w, self.bias, z[lo:hi])
+
+            run_sums(self.n, self.step, run, _nothing)
         else:
             for lo, hi, Xa in self.chunks():
                 z[lo:hi] = np.asarray(Xa @ w).ravel()
@@ -86,10 +92,17 @@ class Rows:
 
     def weighted_sum(self, r):
         """``sum_i r_i y_i x~_i``."""
+        if self._dense:  # a compiled pass over each run of rows, on the fit's row threads, added in order
+            X, f = np.ascontiguousarray(self.X), np.ascontiguousarray(r * self.y)
+
+            def run(bounds):
+                lo, hi = bounds
+                part = np.zeros(self.width)
+                weighted_rows(X[lo:hi], f[lo:hi], self.bias, part)
+                return part
+
+            return run_sums(self.n, self.step, run, np.add)
         out = np.zeros(self.width)
-        if self._dense:
-            weighted_rows(np.ascontiguousarray(self.X), np.ascontiguousarray(r * self.y), self.bias, out)
-            return out
         for lo, hi, Xa in self.chunks():
             out += np.asarray(Xa.T @ (r[lo:hi] * self.y[lo:hi])).ravel()
         return out
@@ -114,18 +127,15 @@ class Rows:
         return out
 
 
+def _nothing(total, part):
+    """The margins' runs write their rows in place: nothing to add."""
+
+
 def offset_primal(rows, w, offset):
     """The unsmoothed problem's primal at ``w`` with ``offset = (u, S)`` (module docstring)."""
     u, S = offset
     s = 1.0 - rows.margins(w)
     return 0.5 * float(w @ w) - float(u @ w) + S + float(rows.cost @ np.maximum(s, 0.0))
-
-
-def _smoothed(cost, m, mu):
-    """``sum_i C_i h_mu(m_i)``."""
-    s = 1.0 - m
-    inner = np.where(s >= mu, s - 0.5 * mu, np.where(s > 0.0, s * s / (2.0 * mu), 0.0))
-    return float(cost @ inner)
 
 
 def line_minimum(g0, d, cost, m, dm, mu):
@@ -138,17 +148,13 @@ def line_minimum(g0, d, cost, m, dm, mu):
     (bisection where a step leaves it): exact once a step stays on one piece, as the first does
     near the minimum (the Newton direction's own step, ``t = 1``, is tried first)."""
     a, b = float(g0 @ d), float(d @ d)
-    weight = cost * dm
 
-    def slope(t):
-        s = 1.0 - m - t * dm
-        zone = (s > 0.0) & (s < mu)
-        return a + t * b - float(weight @ np.clip(s / mu, 0.0, 1.0)), b + float(
-            (weight * dm)[zone].sum()
-        ) / mu
+    def slope(t):  # one compiled pass over the rows (kernels/band.py: clipped_slope)
+        value, curvature = clipped_slope(m, dm, cost, t, mu)
+        return a + t * b - value, b + curvature / mu
 
     lo, hi, t = 0.0, np.inf, 1.0
-    limit = LINE_TOL * abs(a - float(weight @ np.clip((1.0 - m) / mu, 0.0, 1.0)))  # of the slope at 0
+    limit = LINE_TOL * abs(slope(0.0)[0])  # of the slope at 0
     for _ in range(LINE_STEPS):
         value, curvature = slope(t)
         if abs(value) <= limit:
@@ -185,23 +191,24 @@ def solve_smoothed(rows, *, tol, offset=None, start=None, max_stages=None):
     m = rows.margins(w)
     cost = rows.cost
     S = offset[1]
+    alpha, weights = np.empty(rows.n), np.empty(rows.n)
     while True:
-        s = 1.0 - m
-        alpha = cost * np.clip(s / mu, 0.0, 1.0)
+        # In one compiled pass (kernels/band.py: clipped_terms): the dual point alpha, the Hessian's
+        # weights cost_i / mu on the quadratic piece, the loss at w and the piece's costs.
+        loss, alpha_sum, quadratic = clipped_terms(m, cost, mu, alpha, weights)
         v = u + rows.weighted_sum(alpha)
         # The certificate of the unsmoothed problem at w (module docstring), with the dual point alpha.
-        primal = 0.5 * float(w @ w) - float(u @ w) + S + float(cost @ np.maximum(s, 0.0))
-        dual = S + float(alpha.sum()) - 0.5 * float(v @ v)
+        primal = 0.5 * float(w @ w) - float(u @ w) + S + loss
+        dual = S + alpha_sum - 0.5 * float(v @ v)
         best_dual = max(best_dual, dual)
         if primal < best_primal:
             best_primal, best_w = primal, w.copy()
         gap = Certificate(primal=best_primal, dual=best_dual)
         if gap.relative_gap <= tol:
             break
-        zone = (s > 0.0) & (s < mu) & (cost > 0.0)
         # The stage is done where the gap is no more than twice what smoothing by mu leaves at the
         # stage's minimum (mu / 4 of the costs in the quadratic piece), or after STAGE_STEPS.
-        smoothing = 0.25 * mu * float(cost[zone].sum())
+        smoothing = 0.25 * mu * quadratic
         done = primal - dual <= STAGE_SLACK * smoothing + 1e-15 * abs(primal)
         if done or stage_steps >= STAGE_STEPS:
             if mu <= MU_FLOOR or stages >= max_stages:
@@ -214,7 +221,7 @@ def solve_smoothed(rows, *, tol, offset=None, start=None, max_stages=None):
             stage_steps, stages = 0, stages + 1
             continue
         g = w - v
-        H = rows.gram(np.where(zone, cost / mu, 0.0))
+        H = rows.gram(weights)
         H[np.diag_indices(D)] += 1.0
         try:
             d = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, check_finite=False), -g, check_finite=False)
