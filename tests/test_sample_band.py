@@ -121,6 +121,10 @@ def test_the_smoothed_steps_kernels_are_the_numpy_formulas():
     assert loss == pytest.approx(float(cost @ np.maximum(s, 0.0)), rel=1e-13)
     assert alpha_sum == pytest.approx(float(alpha.sum()), rel=1e-13)
     assert quadratic == pytest.approx(float(cost[zone].sum()), rel=1e-13)
+    m[5] = np.nan  # a margin that is not a number leaves no certificate: the sums are NaN
+    loss, alpha_sum, _ = clipped_terms(m, cost, mu, alpha, weights)
+    assert np.isnan(loss) and np.isnan(alpha_sum) and np.isnan(alpha[5]) and weights[5] == 0.0
+    m[5] = 0.5
     dm = rng.normal(0.0, 1.0, m.size)
     for t in (0.0, 0.3, 1.0, 4.0):
         r = 1.0 - m - t * dm

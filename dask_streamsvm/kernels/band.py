@@ -147,12 +147,18 @@ def clipped_terms(m, cost, mu, alpha, weights):
     ``s_i = 1 - m_i``, ``alpha[i] = cost_i clip(s_i / mu, 0, 1)`` and ``weights[i] = cost_i / mu``
     where ``0 < s_i < mu`` and ``cost_i > 0`` (0 elsewhere: the rows of the quadratic piece, whose
     weights make the Hessian); returns ``(sum_i cost_i max(s_i, 0), sum_i alpha_i, sum_i cost_i)``,
-    the last over the rows of the quadratic piece, each summed in order in float64."""
+    the last over the rows of the quadratic piece, each summed in order in float64.  A margin that is
+    not a number makes the first two sums NaN (no certificate follows from them), as NumPy's would."""
     linear = total = quadratic = 0.0
     for i in range(m.shape[0]):
         s = 1.0 - m[i]
         c = cost[i]
         weights[i] = 0.0
+        if s != s:
+            alpha[i] = s
+            linear += s
+            total += s
+            continue
         if s >= mu:
             a = c
         elif s > 0.0:
