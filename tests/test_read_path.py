@@ -374,7 +374,7 @@ def test_empty_and_comment_only_libsvm_files_give_no_rows(tmp_path):
         LinearSVC(solver="sbm").fit(*read_libsvm(str(empty)))
 
 
-def test_reader_returns_freed_memory_at_the_end_of_each_pass(small, monkeypatch):
+def test_reader_returns_freed_memory_once_a_pass(small, monkeypatch):
     import sys
 
     import dask_streamsvm.engine.data.reader as reader_module
@@ -390,10 +390,12 @@ def test_reader_returns_freed_memory_at_the_end_of_each_pass(small, monkeypatch)
     with Reader(src, prefetch=2, max_passes=2, shuffle=False, seed=0) as reader:
         while (item := reader.get(timeout=10))[0] != "done":
             seen.append((item[0], len(calls)))
-    # Once a pass (4 partitions, 2 passes), before its end is announced: not before each partition,
-    # which gave back the decoded columns every read reuses (malloc.TRIM_THRESHOLD).
+    # Once a pass (4 partitions, 2 passes): before the second pass's first read and as the thread
+    # ends, not before each partition, which gave back the decoded columns every read reuses
+    # (malloc.TRIM_THRESHOLD).
     assert len(calls) == 2
-    assert [n for kind, n in seen if kind == "end"] == [1, 2]
+    assert seen[0] == ("block", 0)  # no trim before the first pass's reads
+    assert [n for kind, n in seen if kind == "block"][-1] == 1  # the second pass's blocks, after its trim
 
 
 def test_a_reader_stopped_during_a_pass_returns_freed_memory(small, monkeypatch):
@@ -405,7 +407,7 @@ def test_a_reader_stopped_during_a_pass_returns_freed_memory(small, monkeypatch)
     src = DaskSource(da.from_array(X, chunks=(10, 3)), da.from_array(y, chunks=10))
     with Reader(src, prefetch=1, max_passes=2, shuffle=False, seed=0) as reader:
         assert reader.get(timeout=10)[0] == "block"
-    assert calls == [1]  # the pass did not end: the reader thread gave it back as it stopped
+    assert calls == [1]  # the pass did not end: the reader thread gave it back as it ended
 
 
 def test_reader_reads_every_partition_each_pass_in_seeded_order(small):

@@ -23,8 +23,9 @@ mappings of their own and go back to the system when freed, while the
 decoded columns a read makes and frees for every group of columns
 (``parquet.GROUP_BYTES``) stay in the heap of the thread that reads, for
 the next group and the next partition.  The reader calls ``malloc_trim(0)``
-at the end of each pass, and the label count after its pass
-(:func:`release_free_memory`): what the heaps kept during a pass leaves then.
+once a pass (before the next pass's first read, and as its thread ends), and
+the label count after its pass (:func:`release_free_memory`): what the heaps
+kept during a pass leaves then.
 Elsewhere than glibc both do nothing.
 """
 
@@ -49,7 +50,7 @@ MMAP_THRESHOLD = 8 << 20
 # read frees and makes again for every group of every partition.  With 128 KiB each group's columns
 # were pages faulted in afresh (about 117,000 faults a read of the 2M x 60 raw set, 480 MB) and the
 # reader's malloc_trim before each partition gave back the rest: a read of it through the Reader took
-# 0.51-0.64 s and 0.82-1.01 CPU-s, with 16 MiB and the trim at the pass's end 0.41-0.47 s and
+# 0.51-0.64 s and 0.82-1.01 CPU-s, with 16 MiB and the trim once a pass 0.41-0.47 s and
 # 0.64-0.72 CPU-s (8,000-15,000 faults), peaking 30 MB higher (reads alone, the 2nd to 6th of each
 # fresh process, 5 processes alternated, 2026-12-04 05:51 UTC, load 0.9).  12 MiB kept fewer of them
 # (up to 24,000 faults a read).  The fits: docs/benchmarks.md, "Reads that keep their decoded columns'

@@ -204,7 +204,7 @@ def _reader(source):
     accounts for; memory from the system allocator stays in the reading
     thread's heap for the next group of columns (up to the trim threshold,
     :data:`~.malloc.TRIM_THRESHOLD`) and goes back with the reader's
-    ``malloc_trim`` at the end of each pass.
+    ``malloc_trim`` once a pass.
     """
     import pyarrow as pa
     from pyarrow._parquet import ParquetReader

@@ -321,10 +321,16 @@ class Reader:
 
     def _run(self):
         self._started = time.perf_counter()
-        released = True  # whether the heaps gave back what they kept since the last pass ended
+        kept = False  # whether a pass ran since the heaps last gave back what they kept
         try:
             for k in range(self.start_pass, self.max_passes):
-                released = False
+                if kept:
+                    # What the heaps kept during the last pass (the decoded columns each read reuses,
+                    # malloc.TRIM_THRESHOLD; the blocks the trainer has finished) leaves the process,
+                    # before this pass's first read: the trainer, told the last pass ended, may stop
+                    # meanwhile, and then no read of this pass starts.
+                    release_free_memory()
+                kept = True
                 for i, p in enumerate(self.partition_order(k)):
                     if self._stop.is_set():
                         return
@@ -349,10 +355,6 @@ class Reader:
                     self.rows_read += block.n_rows
                     self.bytes_read += block.nbytes
                     self._put(("block", k, block))
-                # What the heaps kept during the pass (the decoded columns each read reuses,
-                # malloc.TRIM_THRESHOLD; the blocks the trainer has finished) leaves the process.
-                release_free_memory()
-                released = True
                 self._put(("end", k))
             self._put(("done", None))
         except Stopped:
@@ -360,7 +362,7 @@ class Reader:
         except BaseException as exc:  # noqa: BLE001 - handed to the trainer, which re-raises it
             self._put(("error", exc))
         finally:
-            if not released:  # stopped or failed during a pass
+            if kept:  # the last pass's, as the thread ends (a pass done, stopped or failed)
                 release_free_memory()
             self._finished = time.perf_counter()
 
