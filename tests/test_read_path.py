@@ -40,7 +40,7 @@ from dask_streamsvm.engine.data import parquet
 from dask_streamsvm.engine.data.reader import Reader, read_blocks, source_prints
 from dask_streamsvm.engine.data.row_ids import RowIds
 from dask_streamsvm.engine.data.source import DaskSource
-from dask_streamsvm.engine.plan.problem import MIN_C, FitPlan
+from dask_streamsvm.engine.plan.problem import MIN_C, FitPlan, class_index
 from dask_streamsvm.engine.primal.sums import MAX_VALUE
 from dask_streamsvm.features import HashingMap, PolynomialMap, Standardize
 from dask_streamsvm.io import read_libsvm
@@ -54,6 +54,36 @@ def small():
     X = rng.randn(40, 3)
     y = np.where(rng.rand(40) > 0.5, 1, 0)
     return X, y
+
+
+@pytest.mark.parametrize(
+    "classes, y",
+    [
+        (np.array([-1, 1], dtype=np.int8), np.array([1, -1, -1, 1], dtype=np.int8)),
+        (np.array([-1.0, 1.0]), np.array([1, -1, 1], dtype=np.int64)),  # integer labels, float classes
+        (np.array([0, 1]), np.array([0.0, 1.0, 0.5])),  # a fraction: not a class
+        (np.array([0.0, 1.0]), np.array([1.0, np.nan, 0.0])),  # NaN: not a class
+        (np.array([False, True]), np.array([True, False, True])),
+        (np.array([0, 2**63], dtype=np.uint64), np.array([2**63, 0, 2**63 - 1], dtype=np.uint64)),
+        (np.array([-1, 1]), np.array([3, 1, -5])),  # outside, both sides
+        (np.array(["a", "b"]), np.array(["b", "a", "c"])),  # strings: the search
+        (np.array([0, 1, 2]), np.array([2, 0, 1, 7])),  # three classes: the search
+    ],
+)
+def test_class_index_is_each_labels_position_among_the_classes(classes, y):
+    """class_index (two classes of numbers by two comparisons, others by a search) gives each label's
+    position among the sorted classes as int64, and names the first label outside them as a search
+    of NumPy's own finds it."""
+    position = np.minimum(np.searchsorted(classes, y), classes.shape[0] - 1)
+    outside = np.flatnonzero(classes[position] != y)
+    if outside.size:
+        with pytest.raises(ValueError, match="^label " + re.escape(repr(y[outside[0]].item())) + "$"):
+            class_index(classes, y, lambda label: f"label {label!r}")
+        return
+    index = class_index(classes, y, lambda label: f"label {label!r}")
+    assert index.dtype == np.int64 and index.shape == y.shape
+    np.testing.assert_array_equal(index, position)
+    np.testing.assert_array_equal(classes[index], y)
 
 
 def test_dense_array_source_yields_checked_blocks(small):
