@@ -180,6 +180,49 @@ def test_sparse_blocks_class_moments_are_the_dense_ones():
         assert dense[0] == pytest.approx(mine.sum(), rel=1e-12) and dense[1] == np.count_nonzero(mine > 0)
 
 
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+@pytest.mark.parametrize("large", [False, True], ids=["values-in-range", "a-value-too-large"])
+def test_a_first_read_without_newton_steps_checks_the_values_and_sums_no_moments(monkeypatch, large, sparse):
+    """The first read of a loss without Newton steps (the hinge's band) sums no class moments (only a
+    Newton solver certifies w = 0 from them): its columns' largest values and its value check are the
+    squared hinge's, in one pass of the columns' maxima over dense rows (sparse rows: without the
+    moments' product), and the kernel summing the moments is never called."""
+    import dask.array as da
+
+    from dask_streamsvm.engine.data.source import DaskSource
+    from dask_streamsvm.engine.primal import reads
+    from dask_streamsvm.engine.primal.sums import MAX_VALUE
+    from dask_streamsvm.kernels import band
+
+    X, y = noisy_linear_data(3_000, 4, seed=6)
+    if large:
+        X[1_234, 2] = 2 * MAX_VALUE
+    rows = sp.csr_matrix(X) if sparse else X
+    source = DaskSource(da.from_array(rows, chunks=(1_000, 4)), da.from_array(y, chunks=1_000))
+    plan = FitPlan(loss="squared_hinge", dual="auto")
+    newton = reads.first_read(source, plan, 4, sample_rows=500, sample_bytes=10**8)
+    summed = band.class_sums
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a loss without Newton steps summed the class moments")
+
+    monkeypatch.setattr(band, "class_sums", refused)
+    hinge = reads.first_read(source, plan.replace(loss="hinge"), 4, sample_rows=500, sample_bytes=10**8)
+    assert hinge.moments is None and hinge.sums(plan) is None
+    assert hinge.clean == newton.clean == (not large) and hinge.beyond == newton.beyond
+    assert hinge.labels[1].tolist() == newton.labels[1].tolist()
+    assert (hinge.sample is None) == (newton.sample is None)
+    if large:
+        assert "partition 1" in hinge.beyond and "column 2 reaches" in hinge.beyond
+        assert hinge.column_max is None and hinge.sample is None
+        return
+    assert isinstance(newton.moments, dict) and summed is not refused
+    np.testing.assert_array_equal(hinge.column_max, newton.column_max)
+    np.testing.assert_array_equal(hinge.column_max[:-1], np.abs(X).max(axis=0))
+    same = (lambda a, b: (a != b).nnz == 0) if sparse else np.array_equal
+    assert same(hinge.sample.X, newton.sample.X)
+
+
 def test_the_band_solve_stops_at_dcd_max_passes():
     """Coordinate descent on the band ends after DCD_MAX_PASSES (1000) passes where the tolerance asked
     is out of its reach (from 0 these rows stall near a gap of 3e-6), with its best certified point."""

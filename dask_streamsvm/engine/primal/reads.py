@@ -547,7 +547,9 @@ class FirstRead:
     totals: Sums = None  # the read's rows, skipped rows, retries and bytes
     clean: bool = True  # every value is one the primal solver trains on (:func:`too_large`)
     beyond: str = None  # else why not: the first block's reason, naming its partition
-    moments: dict = None  # label -> [sum of weights, rows of weight > 0, sum w x (with the bias)]
+    # label -> [sum of weights, rows of weight > 0, sum w x (with the bias)]; None for a loss without
+    # Newton steps (nothing certifies w = 0 from them) or values the primal solver cannot train on.
+    moments: dict = None
     # Each column's largest |value| over the rows read (the bias column's: |bias|), or None: what
     # bounds a step's change of any row's margin (newton._Problem.step_dual).
     column_max: np.ndarray = None
@@ -598,7 +600,7 @@ def first_read(
     counts, ids = [], []
     sampler = Sampler(sample_rows, sample_bytes, plan.cache_share, expected, whole) if sample_rows else None
     totals = Sums.zeros(0, D)
-    clean, moments, beyond = True, {}, None
+    clean, moments, beyond = True, ({} if loss_of(plan.loss).newton else None), None
     columns = np.zeros(D)
     for block in read_once(source, plan, totals):
         classes, index = label_index_of(block.partition, block.y)
@@ -632,9 +634,24 @@ def _add_moments(moments, block, plan, D, columns, classes, index):
     primal solver cannot train on the block's values (:func:`~.sums.too_large`), or None.  The
     block's labels come indexed (:func:`~..data.labels.label_index_of`: ``classes``, and each row's
     position among them).  Dense rows without a feature map take one pass of a kernel; others a
-    chunk of rows at a time."""
-    from ...kernels.band import class_sums
+    chunk of rows at a time.  ``moments`` None (a loss without Newton steps, :func:`first_read`):
+    the value check and ``columns`` alone (one pass of a kernel over dense rows; sparse rows without
+    the product of the moments)."""
+    from ...kernels.band import class_sums, column_tops
 
+    X = block.X
+    dense = plan.feature_map is None and not sp.issparse(X) and X.dtype in (np.float32, np.float64)
+    if moments is None and plan.feature_map is None:
+        top = np.zeros(D)
+        if dense:
+            column_tops(np.ascontiguousarray(X), top[:-1])
+        else:
+            top[:-1] = column_max_abs(X)
+        top[-1] = abs(float(plan.bias))
+        np.maximum(columns[:-1], top[:-1], out=columns[:-1])
+        return value_reason(top, plan.bias, False)
+    if moments is None:  # a feature map's features: the moments' path, its moments dropped
+        moments = {}
     weights = block.sample_weight
     k = classes.shape[0]
     totals = np.bincount(index, weights=weights, minlength=k)
@@ -644,8 +661,7 @@ def _add_moments(moments, block, plan, D, columns, classes, index):
         m[0] += float(totals[j])
         m[1] += int(positive[j])
         m[2][-1] += plan.bias * float(totals[j])
-    X = block.X
-    if plan.feature_map is None and not sp.issparse(X) and X.dtype in (np.float32, np.float64):
+    if dense:
         first, top = np.zeros((len(entries), D - 1)), np.zeros(D)
         class_sums(np.ascontiguousarray(X), index, weights, first, top[:-1])
         top[-1] = abs(float(plan.bias))
