@@ -234,3 +234,21 @@ def counted_reads(X, y, rows):
 
     Xd = da.from_array(X, chunks=(rows, X.shape[1])).map_blocks(part, dtype=X.dtype, meta=np.empty((0, 0)))
     return Xd, da.from_array(y, chunks=rows), reads
+
+
+def reads_ended():
+    """Wait until no read the library began on a thread of its own is running (the reader's reads,
+    ``engine/data/waiting.py: OnThread``, threads named ``dask-streamsvm-read``).
+
+    A dual trainer's reader begins the next pass's first reads at a pass's end, and the fit that then
+    stops returns without them (Dask cannot stop a task half-way): they end moments later.  A test
+    counting the blocks parsed waits for them before it counts, so that it counts each fit's own
+    and never a read of the fit before.  60 s: a liveness guard, not a timing."""
+    import threading
+    import time
+
+    for _ in range(6_000):
+        if not any(t.name == "dask-streamsvm-read" and t.is_alive() for t in threading.enumerate()):
+            return
+        time.sleep(0.01)
+    raise AssertionError("a read was still running after 60 s")

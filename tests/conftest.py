@@ -56,9 +56,13 @@ def partial_sample(monkeypatch):
 
 @pytest.fixture
 def parses(monkeypatch):
-    """Counts the LIBSVM blocks parsed (read_libsvm must be called after this fixture)."""
+    """Counts the LIBSVM blocks parsed (read_libsvm must be called after this fixture); a test counts
+    them after :func:`~._helpers.reads_ended`."""
     from dask_streamsvm import io
 
+    from ._helpers import reads_ended
+
+    reads_ended()  # no read of an earlier test's fit is counted
     calls = []
     parse = io._parse_block
 

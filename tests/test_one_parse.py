@@ -12,7 +12,7 @@ from dask_streamsvm.engine.data.source import DaskSource
 from dask_streamsvm.engine.plan.sizes import stored_bytes
 from dask_streamsvm.io import read_libsvm
 
-from ._helpers import load_libsvm_dataset
+from ._helpers import load_libsvm_dataset, reads_ended
 
 
 @pytest.fixture
@@ -53,6 +53,7 @@ def test_the_first_read_of_text_trains_while_it_counts_and_parses_each_block_onc
     X, y = load_libsvm_dataset("a9a")
     path, blocksize = _text(tmp_path, X[:6000], y[:6000])
     one = _model(solver=solver).fit(*read_libsvm(path, n_features=123, blocksize=blocksize))
+    reads_ended()
     n_partitions = len(parses)
     assert n_partitions >= 5 and counts == []  # no read counted the classes alone
     assert one.history_[0]["rows_read"] == 6000  # the first record is the first read's, trained on
@@ -60,6 +61,7 @@ def test_the_first_read_of_text_trains_while_it_counts_and_parses_each_block_onc
     _counted_first(monkeypatch)
     del parses[:]
     two = _model(solver=solver).fit(*read_libsvm(path, n_features=123, blocksize=blocksize))
+    reads_ended()
     assert len(parses) == n_partitions and counts == [1]  # the count read parsed, training read the spill
     np.testing.assert_array_equal(one.coef_, two.coef_)  # the same fit, bit for bit
     np.testing.assert_array_equal(one.intercept_, two.intercept_)
@@ -80,12 +82,14 @@ def test_a_class_first_seen_after_the_first_partition_counts_again_from_the_spil
     path, blocksize = _text(tmp_path, X[order], y[order])
     kw = {"multi_class": multi_class, "cache_bytes": "50KB"}
     one = _model(**kw).fit(*read_libsvm(path, n_features=6, blocksize=blocksize))
+    reads_ended()
     parsed = len(parses)
     assert counts == [1]
     np.testing.assert_array_equal(one.classes_, [0, 1, 2])
     _counted_first(monkeypatch)
     del parses[:]
     two = _model(**kw).fit(*read_libsvm(path, n_features=6, blocksize=blocksize))
+    reads_ended()
     n_partitions = len(parses)  # parsed by the count read, trained from the spill
     assert n_partitions >= 5
     # Once: the partitions the first read spilled are counted from the spill; those the reader was

@@ -499,6 +499,87 @@ def test_reader_stops_promptly_when_closed_with_a_full_queue(small):
     assert not reader._thread.is_alive()
 
 
+class _UntimedCondition(threading.Condition):
+    """A condition whose waits ignore their timeout: a wait no notify reaches never ends."""
+
+    def wait(self, timeout=None):
+        return super().wait(None)
+
+
+class _CountingSource:
+    """A source that counts its loads."""
+
+    def __init__(self, source):
+        self._source, self.loads = source, []
+        self.n_partitions = source.n_partitions
+
+    def partition_id(self, p):
+        return p
+
+    def load(self, p):
+        self.loads.append(p)
+        return self._source.load(p)
+
+
+def _until(condition):
+    """Wait until ``condition()`` holds; a liveness guard of 60 s (a machine however loaded gets
+    there in well under that), not a timing."""
+    for _ in range(60_000):
+        if condition():
+            return
+        time.sleep(0.001)
+    raise AssertionError("never happened")
+
+
+@pytest.mark.parametrize("prefetch", [1, 2])
+def test_a_holding_reader_reads_the_next_pass_only_once_the_trainer_asks(small, prefetch):
+    """With ``hold`` (the Newton and band reads) the reader, after a pass's end, starts no read of the
+    next pass until the trainer asks for a block of it; a close while it holds ends it (its wait checks
+    the stop under the lock close notifies with: with waits that ignore their timeout it still ends),
+    and no read of the next pass was ever made.  Without ``hold`` (the dual trainers) the next
+    pass's reads start at once."""
+    X, y = small
+    counted = _CountingSource(DaskSource(da.from_array(X, chunks=(10, 3)), da.from_array(y, chunks=10)))
+    n = counted.n_partitions
+    reader = Reader(counted, prefetch=prefetch, max_passes=3, shuffle=False, seed=0, hold=True)
+    reader._wake = _UntimedCondition()
+    with reader:
+        items = [reader.get() for _ in range(n + 1)]
+        assert [i[0] for i in items] == ["block"] * n + ["end"]
+        _until(lambda: reader._wake._waiters)  # the reader waits for the trainer to ask
+        assert len(counted.loads) == n  # no read of pass 1 began
+        second = reader.get()  # asked: pass 1's reads start
+        assert second[:2] == ("block", 1) and second[2].partition == 0
+        assert [reader.get()[0] for _ in range(n)] == ["block"] * (n - 1) + ["end"]
+        _until(lambda: reader._wake._waiters)
+        assert len(counted.loads) == 2 * n
+    assert not reader._thread.is_alive() and len(counted.loads) == 2 * n  # closed while held
+
+    counted.loads.clear()
+    with Reader(counted, prefetch=prefetch, max_passes=3, shuffle=False, seed=0) as reader:
+        assert [reader.get()[0] for _ in range(n + 1)] == ["block"] * n + ["end"]
+        _until(lambda: len(counted.loads) > n)  # pass 1's first read, unasked
+
+
+def test_a_read_whose_thread_runs_after_the_close_reads_nothing(small):
+    """A read's thread that runs only once its reader is closed (a read started just before the close,
+    scheduled late) loads nothing: the fit has returned, and a text source's spill is closed, so
+    the partition would be parsed again for nothing.  Its result is the reader's stop."""
+    from dask_streamsvm.engine.data.reader import Stopped
+    from dask_streamsvm.engine.data.waiting import OnThread
+
+    X, y = small
+    counted = _CountingSource(DaskSource(da.from_array(X, chunks=(10, 3)), da.from_array(y, chunks=10)))
+    reader = Reader(counted, prefetch=2, max_passes=1, shuffle=False, seed=0)
+    assert reader._read(1).partition == 1 and counted.loads == [1]
+    reader.close()
+    late = OnThread(lambda: reader._read(0))
+    assert late.done.wait(60)  # liveness guard
+    with pytest.raises(Stopped):
+        late.result()
+    assert counted.loads == [1]
+
+
 class _SlowSource:
     """A source whose reads take ``seconds`` each and record how many run at once."""
 

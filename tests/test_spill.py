@@ -29,7 +29,7 @@ from dask_streamsvm.engine.data.spill import STEM, Spill
 from dask_streamsvm.engine.store import archive
 from dask_streamsvm.io import read_libsvm
 
-from ._helpers import load_libsvm_dataset, noisy_linear_data, stream_model
+from ._helpers import load_libsvm_dataset, noisy_linear_data, reads_ended, stream_model
 
 
 @pytest.fixture
@@ -54,12 +54,14 @@ def test_libsvm_is_parsed_once_and_trains_the_same_model_bit_for_bit(a9a_text, p
     where = tmp_path / "spills"
     where.mkdir()
     spilled = _model(where).fit(*read_libsvm(path, n_features=123, blocksize=blocksize))
+    reads_ended()
     n_partitions = len(parses)  # the first read, which counts the classes, parsed every block once
     assert n_partitions >= 5
     passes = len(spilled.history_)
     assert passes >= 3 and all(r["spill_bytes"] > 0 for r in spilled.history_)
     del parses[:]
     plain = _model(where, spill=False).fit(*read_libsvm(path, n_features=123, blocksize=blocksize))
+    reads_ended()
     assert len(parses) >= n_partitions * len(plain.history_)  # every read parses again
     assert all(r["spill_bytes"] == 0 for r in plain.history_)
     np.testing.assert_array_equal(spilled.coef_, plain.coef_)

@@ -106,11 +106,20 @@ class Reader:
     whatever happened inside.  ``prints``: the fingerprints its blocks must
     match (a resumed fit's, from its checkpoint); by default the source's
     (:func:`source_prints`), shared with every other reader of it.
+    ``hold``: after a pass's end, start the next pass's reads only once the
+    trainer asks for its first block (:meth:`get` after the end), where the
+    trainer decides between passes whether it reads again: the Newton and band
+    reads (:class:`~..primal.reads.StreamRead`), whose fit, certified by its
+    last read, reads nothing more.  Without it the reader begins the next
+    pass at once, and a fit that ends there left those reads to take the cores
+    from its last solve and to be waited for (the hinge's band fits:
+    docs/benchmarks.md, "A reader that waits for the next read to be asked").
+    The dual trainers keep reading on: they train their cache meanwhile.
     """
 
     def __init__(
         self, source, *, prefetch, max_passes, shuffle, seed, start_pass=0, retries=0, row_ids=None,
-        prints=None, read_timeout=None,
+        prints=None, read_timeout=None, hold=False,
     ):  # fmt: skip
         self.source = source
         self.max_passes = max_passes
@@ -122,6 +131,10 @@ class Reader:
         self.prints = source_prints(source) if prints is None else prints
         self._seed = seed
         self.prefetch = prefetch
+        self.hold = hold
+        # The pass the trainer last asked a block of (``hold``): ``start_pass``, then a pass more for
+        # each end it has taken.
+        self._asked = self._ends = start_pass
         self._ahead = {}  # (pass, partition) -> OnThread: reads started before their turn
         self._queue = queue.Queue(maxsize=prefetch)
         self._stop = threading.Event()
@@ -169,6 +182,9 @@ class Reader:
         process's SIGINT to any of its threads, and a main thread blocked on the queue for good
         would then never run the handler, so Ctrl-C would not stop a fit waiting on a hung read.
         """
+        if self.hold and self._asked < self._ends:
+            self._asked = self._ends  # a block of the next pass asked for: its reads may start
+            self._notify()
         try:
             if block and timeout is None:
                 while True:
@@ -184,6 +200,8 @@ class Reader:
         self._notify()  # room for another read
         if item[0] == "error":
             raise item[1]
+        if item[0] == "end":
+            self._ends += 1
         return item
 
     def ready(self):
@@ -234,7 +252,7 @@ class Reader:
             if room <= 0:
                 break
             if key not in self._ahead:
-                self._ahead[key] = OnThread(lambda p=key[1]: self.source.load(p), self._notify)
+                self._ahead[key] = OnThread(lambda p=key[1]: self._read(p), self._notify)
                 room -= 1
 
     def _upcoming(self, k, i):
@@ -269,6 +287,17 @@ class Reader:
                     raise
                 failed += 1
 
+    def _read(self, p):
+        """``source.load(p)`` on a read's thread, unless the reader was closed before that thread ran.
+
+        A read started just before a close (the next pass's first, while a dual trainer decides
+        that it needs no more) may run only once the fit has returned and closed its text source's
+        spill: it would parse the partition again for nothing (``tests/test_one_parse.py`` counted
+        such a parse now and then)."""
+        if self._stop.is_set():
+            raise Stopped
+        return self.source.load(p)
+
     def _compute(self, p, read=None, upcoming=()):
         """``source.load(p)`` on a thread of its own, waited for while watching ``close`` and the timeout.
 
@@ -281,7 +310,7 @@ class Reader:
         had room when this read began.
         """
         if read is None:
-            read = OnThread(lambda: self.source.load(p), self._notify)
+            read = OnThread(lambda: self._read(p), self._notify)
         deadline = None if self.read_timeout is None else time.monotonic() + self.read_timeout
         while True:
             with self._wake:
@@ -319,6 +348,13 @@ class Reader:
         end = self._finished if self._finished is not None else time.perf_counter()
         return end - self._started - self.wait_for_room
 
+    def _held(self, k):
+        """Wait until the trainer asks for a block of pass ``k`` (``hold``) or the reader is closed (the
+        stop checked under the lock that :meth:`close` notifies with: no close is missed)."""
+        with self._wake:
+            while self._asked < k and not self._stop.is_set():
+                self._wake.wait(POLL)
+
     def _run(self):
         self._started = time.perf_counter()
         kept = False  # whether a pass ran since the heaps last gave back what they kept
@@ -330,6 +366,11 @@ class Reader:
                     # before this pass's first read: the trainer, told the last pass ended, may stop
                     # meanwhile, and then no read of this pass starts.
                     release_free_memory()
+                    kept = False
+                if self.hold and k > self.start_pass:
+                    self._held(k)  # the trim above ran while the trainer decides
+                    if self._stop.is_set():
+                        return
                 kept = True
                 for i, p in enumerate(self.partition_order(k)):
                     if self._stop.is_set():

@@ -63,8 +63,9 @@ class StreamRead:
 
     One :class:`~..data.reader.Reader` serves every read of the fit: while the sums of a block are
     computed, the reader thread reads and decodes the next partitions (up to ``plan.prefetch``
-    ahead), across the end of a read too, since the rows do not depend on the point the next read
-    evaluates (``reads``: the most reads it serves, ``plan.max_iter + 1`` by default).
+    ahead); at a read's end it waits until the next read is asked for (the reader's ``hold``: a fit
+    that its last read certified reads nothing more) (``reads``: the most reads it serves,
+    ``plan.max_iter + 1`` by default).
     ``on_block(k, block)`` is called for every block of read ``k`` (from ``start``).
     Read 0 (``start=0``: no :func:`first_read` before) checks the values (:func:`too_large`), naming
     the partition.  ``band_rows``: each read also keeps, per problem, this many rows of margin
@@ -98,7 +99,7 @@ class StreamRead:
         self.source, self.plan, self.on_block, self.k = source, plan, on_block, start
         self._reader = Reader(
             source, prefetch=plan.prefetch, max_passes=start + reads, shuffle=False, seed=0,
-            start_pass=start, retries=plan.retries, read_timeout=plan.read_timeout,
+            start_pass=start, retries=plan.retries, read_timeout=plan.read_timeout, hold=True,
         )  # fmt: skip
         self._busy = self._waited = 0.0
         self._entered = 0  # nested entries: the fit's (reading during the warm start) and the solve's
