@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from ...kernels import cache as kc
 from ...kernels.crammer_singer import cs_train_on_cache
 from ...kernels.dcd import ProblemArrays, row_sqnorms
-from ..plan.layout import kernel_rows
+from ..plan.layout import as_csr, kernel_rows
 from ..plan.sizes import (
     slot_overhead,
     value_bytes,
@@ -318,7 +318,7 @@ class RowCache:
         """
         store.reserve(int(row_ids.max()) + 1 if row_ids.size else 0)
         if self.sparse:
-            X = sp.csr_matrix(X)
+            X = as_csr(X)
             if self.feature_map is not None and not X.has_canonical_format:
                 X = X.copy()
                 X.sum_duplicates()  # the map reads each row's nonzeros once, in column order

@@ -61,6 +61,7 @@ import scipy.sparse as sp
 from ...kernels.crammer_singer import cs_select_informative, cs_sweep
 from ...kernels.dcd import Shrinking, dcd_passes
 from ...kernels.sbm import block_sweep, gradients, gradients_and_gap, select_informative, select_random
+from ..plan.layout import row_range
 from ..plan.sizes import stored_bytes
 from .cache import RowCache
 from .trainer import PassCertifier, fit_rows, reserve_full
@@ -268,8 +269,8 @@ class BlockTrainer(PassCertifier):
                 end = start + 1  # a row larger than a block is held whole while it trains
             rows = slice(start, end)
             piece = replace(
-                block, X=block.X[rows], y=block.y[rows], sample_weight=block.sample_weight[rows],
-                row_ids=block.row_ids[rows], order=None,
+                block, X=row_range(block.X, start, end), y=block.y[rows],
+                sample_weight=block.sample_weight[rows], row_ids=block.row_ids[rows], order=None,
             )  # fmt: skip
             self._insert(piece, y_pm[:, rows], cost[:, rows], *self._incoming(piece, cost[:, rows]))
             start = end

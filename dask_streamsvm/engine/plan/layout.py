@@ -18,7 +18,7 @@ def kernel_rows(X, feature_map=None):
     """
     if feature_map is None:
         return as_kernel_rows(X)
-    X = sp.csr_matrix(X)
+    X = as_csr(X)
     if not X.has_canonical_format:
         X = X.copy()
         X.sum_duplicates()
@@ -38,7 +38,7 @@ def as_kernel_rows(X):
     norms are right.
     """
     if sp.issparse(X):
-        X = sp.csr_matrix(X)
+        X = as_csr(X)
         if not X.has_canonical_format:
             X = X.copy()
             X.sum_duplicates()
@@ -46,6 +46,35 @@ def as_kernel_rows(X):
         indices = X.indices.astype(np.int64 if wide else np.int32, copy=False)
         return (read_only(X.indptr.astype(np.int64, copy=False)), read_only(indices), read_only(X.data))
     return read_only(np.ascontiguousarray(X))
+
+
+def as_csr(X):
+    """The SciPy matrix ``X`` as a ``csr_matrix``: ``X`` itself where it is one, since a new one made
+    of it forgets what ``X`` knows of its format (and finds out again in a pass over its indices)."""
+    return X if isinstance(X, sp.csr_matrix) else sp.csr_matrix(X)
+
+
+def row_range(X, start, stop):
+    """Rows ``start:stop`` of ``X``: a NumPy view of dense rows; of CSR rows a ``csr_matrix`` whose
+    values and column indices are views of ``X``'s (its row pointers shifted, a copy of
+    ``stop - start + 1`` numbers), canonical where ``X`` is.
+
+    SciPy's own slice copies every value and checks each column index (2.7 ms a 9,000-row piece of
+    50 nonzeros a row), and its result's format is checked again, one pass over its indices, where
+    the kernels read it (:func:`as_kernel_rows`).
+    """
+    if not sp.issparse(X):
+        return X[start:stop]
+    if X.format != "csr":
+        return sp.csr_matrix(X[start:stop])
+    lo, hi = X.indptr[start], X.indptr[stop]
+    part = sp.csr_matrix((stop - start, X.shape[1]), dtype=X.dtype)
+    # Set, not given to the constructor: it would copy views of a larger array ("pruning" them).
+    part.indptr = X.indptr[start : stop + 1] - lo
+    part.indices, part.data = X.indices[lo:hi], X.data[lo:hi]
+    if X.has_canonical_format:  # found out once a matrix (SciPy keeps it), not once a piece
+        part.has_canonical_format = True  # rows of canonical rows are canonical
+    return part
 
 
 def read_only(a):
