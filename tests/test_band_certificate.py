@@ -316,3 +316,154 @@ def test_the_band_kernels_margins_are_within_the_rounding_the_bound_counts(dtype
     assert np.all(np.abs(y * (1.0 - shortfall) - exact) <= bound + twice)
     key_exact = np.abs(y * exact - 1.0) / lengths
     assert np.all(np.abs(keys - key_exact) <= (bound + 1e-15) / lengths + 1e-12 * key_exact)
+
+
+def _corner_case(shortfall_share, features=15, n=2_000):
+    """Rows in [-1, 1] of ``features`` columns and one row at the corner ``x = sign(d_x)``, whose
+    margin the step ``d`` (every coordinate ``+-delta``, the bias's ``+delta``; bias 1) raises by
+    the most a step moves any margin, ``sum_j |d_j| max_i |x~_ij| = delta D``: active at ``w`` with
+    a shortfall of ``shortfall_share`` times that rise, so that the step carries it across the
+    hinge point where the share is below 1.  ``(X, y, plan, w, d, held, totals, H, column_max)`` of
+    a read of every row at ``w`` in memory."""
+    rng = np.random.default_rng(11)
+    D = features + 1
+    X = rng.uniform(-1.0, 1.0, size=(n, features))
+    y = (X @ rng.standard_normal(features) > 0).astype(int)
+    delta = 1e-3
+    signs = np.where(rng.random(D) < 0.5, -1.0, 1.0)
+    signs[-1] = 1.0
+    d = delta * signs
+    corner = signs[:-1].copy()  # x~ . d = delta D: the column reach, reached
+    rise = delta * D
+    w = np.append(rng.standard_normal(features), 0.0)  # margins spread: few rows near the hinge
+    w[-1] = (1.0 - shortfall_share * rise) - corner @ w[:-1]  # its margin (label 1): 1 - share x rise
+    X, y = np.vstack([X, corner]), np.append(y, 1)
+    plan = _plan(y)
+    read = memory_read(X, np.searchsorted(plan.classes, y), np.ones(len(y)), plan, products=False)
+    sums = read(w[None, :], np.zeros_like(w)[None, :], [0])
+    totals = (float(sums.loss[0]), float(sums.alpha[0]), sums.v[0])
+    H = np.eye(D) + sums.hessian[0]
+    column_max = np.append(np.abs(X).max(axis=0), 1.0)
+    assert np.all(column_max == 1.0) and primal.column_reach(d, column_max) == pytest.approx(rise)
+    return X, y, plan, w, d, sums.held, totals, H, column_max
+
+
+def _holds_row(band, row):
+    return bool(np.any(np.all(band.X == row, axis=1)))
+
+
+@pytest.mark.parametrize("share", [0.999, 1.001])
+def test_in_memory_a_steps_band_holds_every_row_it_could_carry_across(share, monkeypatch):
+    """``step_band``: the rows of an in-memory read a step could carry across the hinge point, cut
+    once the step is known.  The corner row, moved by the most a step moves a margin straight at
+    the hinge point, is in the band with a shortfall 0.1% below that (it crosses) and out 0.1% above
+    it (it does not), and either way the step's certificate is the one a read at its point makes.
+    With the step's reach halved (the bound loosened) the crossing row is left out and the
+    certificate is wrong, which is what this test exists to catch."""
+    X, y, plan, w, d, held, totals, H, column_max = _corner_case(share)
+    band = primal.step_band(w, d, held, 0, column_max, plan)
+    assert band is not None and band.n_rows < 0.1 * len(y)
+    assert _holds_row(band, X[-1]) is (share < 1.0)
+    certificate = primal.band_certificate(w, d, totals, H, band, plan)
+    assert certificate is not None
+    assert (certificate.primal, certificate.dual) == pytest.approx(_exact(X, y, plan, w + d), rel=1e-12)
+    if share > 1.0:
+        return
+    real = primal.column_reach
+    monkeypatch.setattr(primal, "column_reach", lambda d, column_max: 0.5 * real(d, column_max))
+    band = primal.step_band(w, d, held, 0, column_max, plan)
+    assert not _holds_row(band, X[-1])
+    wrong = primal.band_certificate(w, d, totals, H, band, plan)
+    exact_primal, exact_dual = _exact(X, y, plan, w + d)
+    assert wrong is not None
+    assert abs(wrong.primal - exact_primal) + abs(wrong.dual - exact_dual) > 1e-9 * abs(exact_primal)
+
+
+def test_in_memory_a_steps_band_certifies_only_its_own_step():
+    """A band cut for a step ``d`` certifies no longer step: the corner row would cross it."""
+    X, y, plan, w, d, held, totals, H, column_max = _corner_case(1.001)
+    band = primal.step_band(w, d, held, 0, column_max, plan)
+    assert primal.band_certificate(w, 1.01 * d, totals, H, band, plan) is None
+
+
+@pytest.mark.parametrize("share, cut", [(0.09, True), (0.11, False)])
+def test_in_memory_a_band_of_more_than_a_tenth_of_the_rows_is_not_cut(share, cut):
+    """:data:`~.newton.STEP_BAND_SHARE`: a step whose band would hold more than 10% of the rows
+    leaves its certificate to the next read (its band's copy and sums would cost about as much)."""
+    n, D = 10_000, 4
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-1.0, 1.0, size=(n, D - 1))
+    shortfall = np.full(n, 5.0)
+    shortfall[: int(share * n)] = 1e-6  # rows at the hinge point: in the band
+    plan = _plan(np.array([0, 1]))
+    held = [(X, np.ones(n), np.ones(n), shortfall, np.zeros(D))]
+    band = primal.step_band(np.zeros(D), np.full(D, 1e-4), held, 0, np.ones(D), plan)
+    assert (band is not None) is cut
+    if cut:
+        assert band.n_rows == int(share * n)
+        np.testing.assert_array_equal(band.shortfall, shortfall[: int(share * n)])
+
+
+@pytest.mark.parametrize(
+    "raw, C", [(False, 1.0), (True, 0.01), (True, 1.0)]
+)  # (False, 0.01): read 2 certifies itself
+def test_in_memory_the_last_step_is_certified_from_its_band_one_read_sooner(raw, C, monkeypatch):
+    """Rows in memory (a NumPy array, or every row the first read kept): the read whose step reaches
+    the optimum certifies that step from its band, and the read that would only confirm it is not
+    made; the certificate is a true bound on the distance from LIBLINEAR's optimum.  Without the
+    band (STEP_BAND_SHARE 0) the same fit reads once more."""
+    X, y = _tall(raw)
+    X = X.astype(np.float32)
+    clf = LinearSVC(dual=False, C=C, tol=1e-3).fit(X, y)
+    assert clf.history_[-1]["band_certified"]
+    reference = liblinear(X, y, C=C)
+    check_optimum(clf, X, y, C * np.ones(len(y)), reference)
+    streamed = LinearSVC(dual=False, C=C, tol=1e-3).fit(
+        da.from_array(X, chunks=50_000), da.from_array(y, chunks=50_000)
+    )
+    assert streamed.history_[0]["sample_rows"] == len(y)  # every row the first read kept, solved in memory
+    assert streamed.history_[-1]["band_certified"]
+    check_optimum(streamed, X, y, C * np.ones(len(y)), reference)
+    monkeypatch.setattr(primal, "STEP_BAND_SHARE", 0.0)
+    again = LinearSVC(dual=False, C=C, tol=1e-3).fit(X, y)
+    assert not any(record["band_certified"] for record in again.history_)
+    assert len(again.history_) == len(clf.history_) + 1
+
+
+def _band_certified_step(X, y, C, monkeypatch):
+    """The last in-memory band certificate of a fit of ``X``: ``(certificate, w + d)``."""
+    seen, real = [], primal.band_certificate
+
+    def spy(w, d, totals, H, band, plan, penalty=None):
+        certificate = real(w, d, totals, H, band, plan, penalty)
+        if certificate is not None and band.shortfall_out is not None:
+            seen.append((certificate, w + d))
+        return certificate
+
+    monkeypatch.setattr(primal, "band_certificate", spy)
+    LinearSVC(dual=False, C=C, tol=1e-3).fit(X, y)
+    monkeypatch.setattr(primal, "band_certificate", real)
+    assert seen
+    return seen[-1]
+
+
+def test_a_bands_certificate_on_float32_rows_is_a_float64_reads(monkeypatch):
+    """The band's certificate takes the step's point's loss and dual point from the read's Hessian
+    (``v - H d``, ``w . H d``), so the Hessian of float32 rows is summed in float64
+    (``HESSIAN_IN_DATA_PRECISION`` False): the certificate is the one a float64 read at the step's
+    point makes, to 1e-11.  Summed in float32 its dual value on these 0..255 rows was 7e-8 of the
+    primal above that read's, a certificate of more than it proved, which this test catches."""
+    from dask_streamsvm.engine.primal import carried, sums
+
+    X, y = _tall(True)
+    X = X.astype(np.float32)
+    for C in (0.01, 1.0):
+        certificate, point = _band_certified_step(X, y, C, monkeypatch)
+        exact = _exact(X.astype(np.float64), y, _plan(y, C), point)
+        assert abs(certificate.primal - exact[0]) <= 1e-11 * exact[0]
+        assert abs(certificate.dual - exact[1]) <= 1e-11 * exact[0]
+    for module in (sums, carried):
+        monkeypatch.setattr(module, "HESSIAN_IN_DATA_PRECISION", True)
+    certificate, point = _band_certified_step(X, y, 1.0, monkeypatch)
+    exact = _exact(X.astype(np.float64), y, _plan(y, 1.0), point)
+    assert certificate.dual - exact[1] > 1e-9 * exact[0]  # above the read's: more than it proved

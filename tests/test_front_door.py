@@ -162,12 +162,15 @@ def test_a_logistic_dual_fit_on_libsvm_text_numbers_every_pass(tmp_path, capsys)
 
 def test_the_primal_solvers_first_read_and_its_steps_in_memory_are_numbered(capsys):
     """dual="auto" on tall data: the primal solver, whose first read (which counts the classes, before
-    the bar starts) keeps every row of this small set, then steps in memory without another read."""
+    the bar starts) keeps every row of this small set, then steps in memory without another read
+    (tol 1e-8: two steps after the first read's; at the default the second step's band certifies it)."""
     rng = np.random.default_rng(2)
     X = rng.normal(size=(20_000, 3))
     y = (X[:, 0] > 0).astype(int)
     model = _fit_quietly(
-        LinearSVC(verbose=1, random_state=0), da.from_array(X, chunks=2_500), da.from_array(y, chunks=2_500)
+        LinearSVC(verbose=1, random_state=0, tol=1e-8),
+        da.from_array(X, chunks=2_500),
+        da.from_array(y, chunks=2_500),
     )
     assert model.history_[0]["solver"] == "newton"
     lines = capsys.readouterr().err.strip().splitlines()

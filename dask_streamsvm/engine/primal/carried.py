@@ -22,7 +22,16 @@ Gram matrix costs what their change would).
 
 import numpy as np
 
-from .sums import Sums, add_gram, block_sums, chunk_rows, chunk_sums, run_sums, symmetrised
+from .sums import (
+    HESSIAN_IN_DATA_PRECISION,
+    Sums,
+    add_gram,
+    block_sums,
+    chunk_rows,
+    chunk_sums,
+    run_sums,
+    symmetrised,
+)
 
 # The Hessian of a read is formed again from its active rows, not carried, where the rows that
 # changed piece since the last read number more than this share of them (the change would cost
@@ -39,6 +48,9 @@ class CarriedHessian:
         self.X, self.bias = X, float(bias)
         self.hessians = {}  # problem -> its loss's Hessian (D x D) at the last read's point
         self.active = {}  # problem -> bool (n,): the rows that read counted active
+        # (k, n) float64: each row's shortfall 1 - m_i at the last read's point, of the problems it
+        # read, as its sums took it (Sums.held: the band of its step, newton.step_band)
+        self.shortfall = None
         self.carried = self.formed = 0  # reads whose Hessians were carried, or formed from the rows
 
     def read(self, Y, cost, W, S, todo, loss, where=None):
@@ -47,13 +59,15 @@ class CarriedHessian:
         first read of a problem (and with ``where``, the first read's value check), else carried."""
         X = self.X
         n, k = X.shape[0], len(todo)
+        if self.shortfall is None or self.shortfall.shape != (k, n):
+            self.shortfall = np.empty((k, n))
         if where is not None or any(c not in self.hessians for c in todo):
             active = np.empty((k, n), dtype=bool)
             sums = self._sums(Y, cost, W, S, loss, where, active, hessian=True)
             for j, c in enumerate(todo):
                 self.hessians[c], self.active[c] = sums.hessian[j].copy(), active[j]
             self.formed += 1
-            return sums
+            return self._held(sums, Y, cost, W, S)
         active = np.empty((k, n), dtype=bool)
         sums = self._sums(Y, cost, W, S, loss, None, active, hessian=False)
         hessians = np.empty((k, W.shape[1], W.shape[1]))
@@ -62,19 +76,28 @@ class CarriedHessian:
             self.active[c] = active[j]
         sums.hessian = hessians
         self.carried += 1
+        return self._held(sums, Y, cost, W, S)
+
+    def _held(self, sums, Y, cost, W, S):
+        """``sums`` with every row's labels, costs and shortfall at the read's point ``W + S``, and
+        ``|W| + |S|``, which bounds the shortfalls' rounding (``Sums.held``)."""
+        spread = np.abs(W) + np.abs(S)
+        sums.held = [(self.X, Y[j], cost[j], self.shortfall[j], spread[j]) for j in range(Y.shape[0])]
         return sums
 
     def _sums(self, Y, cost, W, S, loss, where, active, hessian):
         """:func:`~.sums.block_sums` of every row on the row threads, ``active`` (k, n) set to the
-        rows whose ``D_ii`` the sums counted (shortfall above 0, cost above 0)."""
+        rows whose ``D_ii`` the sums counted (shortfall above 0, cost above 0), and the rows'
+        shortfalls kept (``self.shortfall``)."""
         X, bias = self.X, self.bias
         step = chunk_rows(W.shape[1] * W.shape[0])
+        shortfall = self.shortfall
 
-        def run_sum(bounds):  # a chunk at a time: its rows' shortfalls are held for it only
+        def run_sum(bounds):
             total = None
             for lo in range(bounds[0], bounds[1], step):
                 hi = min(lo + step, bounds[1])
-                taken = np.empty((len(W), hi - lo))
+                taken = shortfall[:, lo:hi]
                 args = (bias, loss, None, where, hessian, taken)
                 sums = block_sums(X[lo:hi], Y[:, lo:hi], cost[:, lo:hi], W, S, *args)
                 np.logical_and(taken > 0.0, cost[:, lo:hi] > 0.0, out=active[:, lo:hi])
@@ -103,11 +126,12 @@ class CarriedHessian:
 
     def _gram(self, rows, cost):
         """``sum_i 2 C_i x~_i x~_i^T`` (``D_ii = 2 C_i``, ``cost`` every row's ``C_i``) over the row
-        indices ``rows``, a chunk of them at a time on the row threads, in the rows' own precision
-        where they are float32 (as a read's Hessian is summed: :func:`~.sums.add_gram`)."""
+        indices ``rows``, a chunk of them at a time on the row threads, in the precision a read's
+        Hessian is summed in (:data:`~.sums.HESSIAN_IN_DATA_PRECISION`, :func:`~.sums.add_gram`)."""
         X, bias = self.X, self.bias
         D = X.shape[1] + 1
-        dtype = np.float32 if X.dtype == np.float32 else np.float64
+        single = HESSIAN_IN_DATA_PRECISION and X.dtype == np.float32
+        dtype = np.float32 if single else np.float64
 
         def chunk_sum(part):
             index = rows[part]

@@ -160,7 +160,8 @@ def fit_primal_stream(source, plan, hooks, first, clock_start):
             # as in memory (else the first Newton read's reader shares them)
             blas, rows = memory_threads(first.sample.X, plan, width) if not early else (1, 1)
             with blas_threads(blas), row_threads(rows):
-                start, notes, result = warm_start(first.sample, plan, width, clock_start, on_pass)
+                columns = first.column_max if known else None
+                start, notes, result = warm_start(first.sample, plan, width, clock_start, on_pass, columns)
             if result is None:  # the columns' center and scale, for the band's keys
                 read.band_metric = band_metric(first.sample)
             first.sample = None  # the reads that follow keep their band instead

@@ -300,6 +300,12 @@ class Sample:
     shortfall: np.ndarray = field(default=None, repr=False)
     # A band's: each row's key (the order the band was chosen in), None for a uniform sample.
     keys: np.ndarray = field(default=None, repr=False)
+    # A step's band cut from every row's shortfall in memory (:func:`~.newton.step_band`): each row
+    # left out has ``|1 - m_i|`` above ``shortfall_out``; ``column_max`` bounds how far a step moves
+    # a margin, ``rounding`` the margins' rounding at the read (None: a band chosen by its keys).
+    shortfall_out: float = None
+    column_max: np.ndarray = field(default=None, repr=False)
+    rounding: float = 0.0
 
     @property
     def n_rows(self):

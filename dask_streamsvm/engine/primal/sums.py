@@ -17,8 +17,8 @@ sums of the data.  :func:`block_sums` makes them from rows in memory or a
 block, :func:`memory_read` is the ``read`` that :func:`~.newton.solve_primal`
 calls in memory (:func:`~.reads.stream_read` streams), and :class:`ProductRead` keeps, instead
 of the Hessian, its products on the active rows (truncated Newton on wide
-data).  Every sum accumulates in float64, a chunk of rows at a time (the Hessian's sum over a
-chunk of float32 rows: in float32, :data:`HESSIAN_IN_DATA_PRECISION`).
+data).  Every sum accumulates in float64, a chunk of rows at a time (the Hessian too: it
+certifies a band's step, :data:`HESSIAN_IN_DATA_PRECISION`).
 
 Dense rows take one fused pass per chunk (:func:`~dask_streamsvm.kernels.newton.dense_newton_sums`:
 the margins, the loss's terms, the certificate's sums, the trial losses, and the scaled active
@@ -97,16 +97,18 @@ SPARSE_HESSIAN_PAIRS = 16
 MAX_VALUE = 1e12
 # Whether the Hessian's sum over float32 rows of a piecewise-quadratic loss is made in float32 (a BLAS
 # product of float32 scaled rows, each chunk's Gram matrix then added in float64; a chunk whose Gram
-# matrix passes float32's range is made again in float64) rather than in float64 (measured with SYRK,
-# before GEMM replaced it).  The certificate (loss, alpha, v, trial) is float64 either way; that
-# Hessian only sets the Newton direction.  A smooth loss's reads also certify their step's dual point
-# from the Hessian's product (newton._Problem.step_dual): its Hessian is summed in float64.  Measured
-# out of core (dual=False, tol 1e-6, 2M x 60 float32 rows in 20 Parquet files): the reads to a 1e-3
-# and a 1e-6 gap are the same in float32 as in float64 on features of unit scale and on raw 0..255
-# ones, at C = 0.01 and C = 1 (2 and 3, 3 and 3; 3 and 3, 3 and 4 reads), the final gaps within a
-# factor 2, and the sums of a read 15-18% faster (0.37 against 0.44 s on those 2M rows, all active;
-# the SYRK 1.5-2x faster).
-HESSIAN_IN_DATA_PRECISION = True
+# matrix passes float32's range is made again in float64) rather than in float64.  False since
+# 2026-12-04: a band's certificate (newton.band_certificate) takes its step's point's loss and dual
+# point from the read's Hessian (v - H d, w . H d), so that Hessian certifies, and a certificate's
+# sums are float64.  In float32 the certificates of a band's step on float32 rows 0..255 (200,000 x
+# 10, C = 1) put the dual value 7.4e-8 of the primal above a float64 read's at that point (the
+# certified gap 1.25e-5; at C = 0.01 2.0e-8 of 9.0e-7), more than they proved: the true gradient
+# after a Newton step is the Hessian's rounding times the step.  In float64 within 1e-12.  Float32
+# sums were 15-18% faster (0.37 against 0.44 s a read of 2M x 60 rows, all active, out of core,
+# measured with SYRK before GEMM replaced it), with the same reads to 1e-3 and 1e-6 on those rows.
+# A smooth loss's reads also certify their step's dual point from the Hessian's product
+# (newton._Problem.step_dual) and sum it in float64 either way.
+HESSIAN_IN_DATA_PRECISION = False
 
 
 @dataclass
@@ -145,6 +147,10 @@ class Sums:
     # A part's sums on a cluster (:mod:`~..cluster.products`): per problem, the diagonal of its rows'
     # Hessian term ``sum_i D_ii x_i^2`` (k, D), added up the tree with the rest; ``hessian`` is None.
     diagonal: np.ndarray = None
+    # In memory, a piecewise-quadratic loss's dense rows (:class:`~.carried.CarriedHessian`): per
+    # problem, ``(X, signs, costs, shortfalls, |W| + |S|)``, every row's at the evaluated point
+    # ``W + S``, from which a step's band is cut once its direction is known (newton.step_band).
+    held: list = None
 
     @classmethod
     def zeros(cls, k, width, hessian=True):

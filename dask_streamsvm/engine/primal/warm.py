@@ -141,7 +141,7 @@ def memory_sample(X, y_index, weights, plan, width):
     return Sample(X[rows], plan.classes[y_index[rows]], weights[rows], rows_seen=n)
 
 
-def warm_start(sample, plan, width, clock_start=None, on_pass=None):
+def warm_start(sample, plan, width, clock_start=None, on_pass=None, column_max=None):
     """The start of the Newton reads from the first read's :class:`~.newton.primal_reads.Sample`:
     ``(W0, notes, result)``.
 
@@ -152,7 +152,9 @@ def warm_start(sample, plan, width, clock_start=None, on_pass=None):
     full reads do the last Newton steps and the certificate.  If the sample holds every row, its
     problem is the data's: it is solved to ``plan.tol`` and ``result`` is the fit (its certificate
     the data's, ``on_pass`` seeing its records), else None.  ``notes``: the sample's rows and bytes
-    and the seconds the solve took, for the history.
+    and the seconds the solve took, for the history.  ``column_max``: the read's columns' largest
+    ``|value|`` (:attr:`~.reads.FirstRead.column_max`), or None: where the sample is every row, with
+    it the squared hinge's reads certify their step's point from its band (:func:`~.newton.step_band`).
     """
     from ..plan.problem import class_index
 
@@ -167,8 +169,9 @@ def warm_start(sample, plan, width, clock_start=None, on_pass=None):
     read = memory_read(sample.X, y_index, weights, plan, products=False)
     start, _ = memory_start(sample.X, y_index, weights, plan, width)  # a smooth loss: a sample's sample
     result = solve_primal(
-        read, plan, width, clock_start=clock_start, on_pass=on_pass, start=start, start_read=False
-    )
+        read, plan, width, clock_start=clock_start, on_pass=on_pass, start=start, start_read=False,
+        column_max=column_max if complete else None,
+    )  # fmt: skip
     notes = {
         "sample_rows": int(sample.n_rows),
         "sample_bytes": sample.nbytes,
