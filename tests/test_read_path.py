@@ -1676,6 +1676,41 @@ def test_the_finiteness_scan_by_bits_agrees_with_the_scan_by_values(dtype):
     assert first_non_finite(np.array([-np.nan], dtype=dtype)) == (0, 0.0)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_each_columns_largest_magnitude_by_its_bits_is_numpys(dtype, monkeypatch):
+    """``column_max_abs`` of dense C-ordered float rows reads their bits in one compiled pass
+    (``kernels/layout.py: column_largest_bits``): each column's largest ``|x|`` exactly as NumPy's
+    ``abs`` and ``max`` give it, signed zeros, subnormals, the extremes, infinity and NaN (NaN where
+    a column holds one, of either sign bit) included; other layouts take NumPy's slices."""
+    from dask_streamsvm.engine.data import checks
+    from dask_streamsvm.engine.plan import problem
+    from dask_streamsvm.kernels import layout
+
+    info = np.finfo(dtype)
+    special = np.array([0.0, -0.0, info.tiny, -info.tiny / 4, info.max, -info.max, 1.0, -3.5], dtype=dtype)
+    rng = np.random.RandomState(1)
+    calls = []
+    kernel = layout.column_largest_bits
+    monkeypatch.setattr(problem, "column_largest_bits", lambda *a: (calls.append(1), kernel(*a)))
+    for trial in range(30):
+        n, d = rng.randint(1, 40), rng.randint(1, 9)
+        X = (rng.randn(n, d) * 10.0 ** rng.randint(-30, 30, size=d)).astype(dtype)
+        at = rng.randint(X.size, size=rng.randint(0, 4))
+        X.flat[at] = rng.choice(special, at.size)
+        if trial % 3 == 1:
+            X.flat[rng.randint(X.size)] = rng.choice([np.inf, -np.inf, np.nan, -np.nan])
+        expected = np.abs(X).max(axis=0).astype(np.float64)
+        before, F = len(calls), np.asfortranarray(X)
+        np.testing.assert_array_equal(problem.column_max_abs(X), expected)
+        np.testing.assert_array_equal(problem.column_max_abs(F), expected)
+        assert len(calls) == before + X.flags.c_contiguous + F.flags.c_contiguous  # F-ordered: NumPy's
+        # the overflow check's largest magnitude (by the bits where every value is finite), as NumPy's
+        # fmax and fmin give it (NaN skipped)
+        values = X.ravel()
+        top = max(abs(float(np.fmax.reduce(values))), abs(float(np.fmin.reduce(values))))
+        assert checks._largest_magnitude(values) == top
+
+
 def test_finite_values_are_scanned_by_their_bits_alone(monkeypatch):
     # The scan for the first value that is not finite (and the largest before it) runs only where
     # the bits' largest magnitude is not finite: finite partitions cost one vectorised pass.

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ..plan.layout import read_only
+from ..plan.layout import MAGNITUDE_BITS, read_only
 
 # -- labels ------------------------------------------------------------------------------------
 
@@ -110,19 +110,6 @@ def encoded_overflow(encoder, frame, skip):
 _SQRT_MAX = float(np.sqrt(np.finfo(np.float64).max))
 
 
-def _magnitude_bits(dtype):
-    """``(unsigned, mask, infinity)`` of an IEEE 754 float ``dtype``: the unsigned integer type of its
-    width, the mask of every bit but the sign's (``~`` the bits of -0.0), and the bits of infinity,
-    the least value that is not finite (:func:`~...kernels.layout.largest_bits`)."""
-    unsigned = np.dtype(f"u{dtype.itemsize}")
-    sign = np.array(-0.0, dtype=dtype).view(unsigned)[()]
-    return unsigned.type, ~sign, np.array(np.inf, dtype=dtype).view(unsigned)[()]
-
-
-# Float32 and float64 values scanned as unsigned integers (one compiled variant of the scan each).
-_MAGNITUDE_BITS = {np.dtype(t): _magnitude_bits(np.dtype(t)) for t in (np.float32, np.float64)}
-
-
 def first_non_finite(values):
     """``(k, top)`` for an array's values in C order: the index of the first NaN or infinite one
     (-1 if none) and the largest magnitude before it, without allocating.  Float32 and float64
@@ -133,8 +120,8 @@ def first_non_finite(values):
     if values.size == 0 or values.dtype.kind != "f":
         return -1, 0.0
     flat = values.reshape(-1) if values.flags.c_contiguous else np.ravel(values)
-    if flat.dtype in _MAGNITUDE_BITS:
-        unsigned, mask, infinity = _MAGNITUDE_BITS[flat.dtype]
+    if flat.dtype in MAGNITUDE_BITS:
+        unsigned, mask, infinity = MAGNITUDE_BITS[flat.dtype]
         top = largest_bits(read_only(flat.view(unsigned)), mask)  # one compiled variant a width
         if top < infinity:
             return -1, float(np.array(top, dtype=unsigned).view(flat.dtype))
@@ -155,7 +142,7 @@ def overflowing_rows(X, top=None):
     if values.size == 0 or values.dtype.kind != "f":
         return rows
     if top is None:
-        top = max(abs(float(np.fmax.reduce(values))), abs(float(np.fmin.reduce(values))))
+        top = _largest_magnitude(values)
     if not top > _SQRT_MAX / math.sqrt(max(X.shape[1], 1)):  # also False for NaN: nothing to check
         return rows
     finite = np.where(np.isfinite(values), values, 0.0).astype(np.float64)
@@ -167,6 +154,20 @@ def overflowing_rows(X, top=None):
         else:
             sq = squares.reshape(X.shape).sum(axis=1)
     return ~np.isfinite(sq)
+
+
+def _largest_magnitude(values):
+    """The largest magnitude among the finite ``values`` (1-D): one vectorised pass over float32 or
+    float64 values (:func:`~...kernels.layout.largest_bits`) where every one is finite, else two
+    reductions that skip NaN (NumPy's ``fmax`` and ``fmin``)."""
+    from ...kernels.layout import largest_bits
+
+    if values.dtype in MAGNITUDE_BITS and values.flags.c_contiguous:
+        unsigned, mask, infinity = MAGNITUDE_BITS[values.dtype]
+        top = largest_bits(read_only(values.view(unsigned)), mask)
+        if top < infinity:
+            return float(np.array(top, dtype=unsigned).view(values.dtype))
+    return max(abs(float(np.fmax.reduce(values))), abs(float(np.fmin.reduce(values))))
 
 
 def overflow_message(where, X, r, *, skip=True):

@@ -84,3 +84,16 @@ def read_only(a):
         a = a.view()
         a.flags.writeable = False
     return a
+
+
+def magnitude_bits(dtype):
+    """``(unsigned, mask, infinity)`` of an IEEE 754 float ``dtype``: the unsigned integer type of its
+    width, the mask of every bit but the sign's (``~`` the bits of -0.0), and the bits of infinity,
+    the least value that is not finite (:func:`~...kernels.layout.largest_bits`)."""
+    unsigned = np.dtype(f"u{dtype.itemsize}")
+    sign = np.array(-0.0, dtype=dtype).view(unsigned)[()]
+    return unsigned.type, ~sign, np.array(np.inf, dtype=dtype).view(unsigned)[()]
+
+
+# Float32 and float64 values scanned as unsigned integers (one compiled variant of a scan each).
+MAGNITUDE_BITS = {np.dtype(t): magnitude_bits(np.dtype(t)) for t in (np.float32, np.float64)}

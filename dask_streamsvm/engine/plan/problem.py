@@ -24,10 +24,11 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.extmath import safe_sparse_dot
 
 from ...kernels.features import spec_width
+from ...kernels.layout import column_largest_bits
 from ...kernels.objective import decision_values
 from . import losses
 from .calibration import held_out
-from .layout import kernel_rows
+from .layout import MAGNITUDE_BITS, kernel_rows, read_only
 
 # The losses a plan accepts, by name: :data:`.losses.LOSSES`, where each loss's pieces are; those of
 # the SVM (``LinearSVC(loss=...)``), and the one of logistic regression.
@@ -484,7 +485,10 @@ _MAX_ABS_SLICE = 1 << 18
 def column_max_abs(X):
     """Each column's largest absolute value (0 for an empty one): what :func:`scale_advice` reads.
 
-    A slice of at most ``_MAX_ABS_SLICE`` values at a time, so that a partition is never copied whole.
+    Dense C-ordered float32 and float64 rows in one compiled pass over their bits
+    (:func:`~...kernels.layout.column_largest_bits`: NaN where a column holds one, as NumPy's
+    ``max``); others a slice of at most ``_MAX_ABS_SLICE`` values at a time, so that a partition is
+    never copied whole.
     """
     out = np.zeros(X.shape[1])
     if X.shape[0] == 0:
@@ -496,6 +500,11 @@ def column_max_abs(X):
             np.maximum.at(out, X.indices[start:stop], np.abs(X.data[start:stop]))
         return out
     X = np.asarray(X)
+    if X.ndim == 2 and X.flags.c_contiguous and X.dtype in MAGNITUDE_BITS:  # one compiled pass
+        unsigned, mask, _ = MAGNITUDE_BITS[X.dtype]
+        top = np.zeros(X.shape[1], dtype=unsigned)
+        column_largest_bits(read_only(X.view(unsigned)), mask, top)
+        return top.view(X.dtype).astype(np.float64)
     step = max(1, _MAX_ABS_SLICE // max(X.shape[1], 1))
     for start in range(0, X.shape[0], step):
         np.maximum(out, np.abs(X[start : start + step]).max(axis=0), out=out)
