@@ -167,6 +167,24 @@ def test_kernels_do_not_write_to_read_only_input():
         assert np.isfinite(w).all()
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_take_rows_is_fancy_indexing_into_a_new_array(dtype):
+    """``take_rows`` (the in-memory warm start's sample, a step's band): the rows at the positions
+    given, repeated and out of order too, of dense rows in either order and of CSR rows, copied."""
+    from dask_streamsvm.engine.plan.layout import take_rows
+
+    X = random_problem(3)[0].astype(dtype)
+    rows = np.array([5, 0, 59, 5, 17])
+    for A in (X, np.asfortranarray(X), X[:, ::2]):
+        taken = take_rows(A, rows)
+        assert taken.dtype == dtype and not np.shares_memory(taken, A)
+        np.testing.assert_array_equal(taken, A[rows])
+    taken = take_rows(sp.csr_matrix(X), rows)
+    assert sp.issparse(taken)
+    np.testing.assert_array_equal(taken.toarray(), X[rows])
+    assert take_rows(X, np.array([], dtype=np.int64)).shape == (0, X.shape[1])
+
+
 @pytest.mark.parametrize("start, stop", [(0, 60), (10, 25), (59, 60), (30, 30), (60, 60)])
 def test_row_range_is_the_rows_sharing_their_values_and_what_is_known_of_their_format(start, stop):
     """``row_range``: SBM's pieces of a partition larger than its block.  Sparse rows come back as

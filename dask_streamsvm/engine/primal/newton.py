@@ -84,6 +84,7 @@ import numpy as np
 import scipy.linalg
 
 from ..plan.certificate import Certificate, check_gap
+from ..plan.layout import take_rows
 from ..plan.losses import loss_of, newton_blocker
 from ..plan.result import FitResult
 from .penalties import L2, penalty_of
@@ -828,7 +829,7 @@ def step_band(w, d, held, c, column_max, plan):
         return None
     rows = np.flatnonzero(~out)
     return Sample(
-        X[rows], signs[rows], costs[rows], shortfall.shape[0], shortfall=shortfall[rows],
+        take_rows(X, rows), signs[rows], costs[rows], shortfall.shape[0], shortfall=shortfall[rows],
         shortfall_out=limit, column_max=column_max, rounding=rounding,
     )  # fmt: skip
 

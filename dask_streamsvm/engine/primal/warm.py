@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 
+from ..plan.layout import take_rows
 from ..plan.losses import loss_of
 from .newton import BAND_SHARE, solve_primal
 from .reads import Sample, memory_read
@@ -138,7 +139,7 @@ def memory_sample(X, y_index, weights, plan, width):
     if 4 * m > n:
         return None
     rows = np.sort(np.random.default_rng(MEMORY_SAMPLE_SEED).choice(n, m, replace=False))
-    return Sample(X[rows], plan.classes[y_index[rows]], weights[rows], rows_seen=n)
+    return Sample(take_rows(X, rows), plan.classes[y_index[rows]], weights[rows], rows_seen=n)
 
 
 def warm_start(sample, plan, width, clock_start=None, on_pass=None, column_max=None):
