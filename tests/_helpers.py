@@ -240,10 +240,11 @@ def reads_ended():
     """Wait until no read the library began on a thread of its own is running (the reader's reads,
     ``engine/data/waiting.py: OnThread``, threads named ``dask-streamsvm-read``).
 
-    A dual trainer's reader begins the next pass's first reads at a pass's end, and the fit that then
-    stops returns without them (Dask cannot stop a task half-way): they end moments later.  A test
-    counting the blocks parsed waits for them before it counts, so that it counts each fit's own
-    and never a read of the fit before.  60 s: a liveness guard, not a timing."""
+    A dual trainer's reader begins the next pass's first reads at a pass's end; a fit that then
+    stops waits for them as it leaves its reader (``Reader.wait_reads``), but one that raised or was
+    interrupted returns without them (Dask cannot stop a task half-way): they end moments later.
+    A test counting the blocks parsed waits for them before it counts, so that it counts each fit's
+    own and never a read of the fit before.  60 s: a liveness guard, not a timing."""
     import threading
     import time
 

@@ -17,6 +17,7 @@ malformed CSR matrix crashed the process before these checks, so its tests run i
 The Parquet fast path (pyarrow straight to arrays) and X and y taken from one frame.
 """
 
+import contextlib
 import json
 import re
 import subprocess
@@ -578,6 +579,57 @@ def test_a_read_whose_thread_runs_after_the_close_reads_nothing(small):
     with pytest.raises(Stopped):
         late.result()
     assert counted.loads == [1]
+
+
+class _HeldSource:
+    """A source whose reads after the first ``n`` wait for ``gate``, recording when they end."""
+
+    def __init__(self, source, n, events):
+        self._source, self.n, self.events = source, n, events
+        self.n_partitions = source.n_partitions
+        self.loads, self.began, self.gate = 0, threading.Event(), threading.Event()
+
+    def partition_id(self, p):
+        return p
+
+    def load(self, p):
+        self.loads += 1
+        if self.loads > self.n:
+            self.began.set()
+            assert self.gate.wait(60)  # liveness guard: the test opens it
+            self.events.append("read ended")
+        return self._source.load(p)
+
+
+@pytest.mark.parametrize("how", ["normally", "error", "left"])
+def test_a_reader_left_normally_waits_for_the_reads_it_began(small, how):
+    """A dual trainer's reader begins the next pass's first read at a pass's end (no ``hold``).  A
+    fit that then stops leaves the reader's block normally: the block's end waits for that read, so
+    the fit returns with none of its reads running (one began at a fit's end used to end after it,
+    and tests that counted reads saw it as the next fit's).  After an error, or where the trainer
+    left the reads (``leave_reads``: Ctrl-C, whose certified model comes back at once), it does not
+    wait.  The gate opens on a timer: whatever the machine's load, the order is the same."""
+    X, y = small
+    events = []
+    source = DaskSource(da.from_array(X, chunks=(10, 3)), da.from_array(y, chunks=10))
+    gated = _HeldSource(source, source.n_partitions, events)
+    n = gated.n_partitions
+    with pytest.raises(RuntimeError) if how == "error" else contextlib.nullcontext():
+        with Reader(gated, prefetch=2, max_passes=3, shuffle=False, seed=0) as reader:
+            assert [reader.get()[0] for _ in range(n + 1)] == ["block"] * n + ["end"]
+            assert gated.began.wait(60)  # the next pass's first read runs (liveness guard)
+            threading.Timer(0.2, lambda: (events.append("gate"), gated.gate.set())).start()
+            if how == "left":
+                reader.leave_reads()
+            if how == "error":
+                raise RuntimeError("the trainer failed")
+    events.append("left")
+    began = gated.loads - n  # the next pass's first read and, with prefetch 2, the one after it
+    if how == "normally":
+        assert events == ["gate"] + ["read ended"] * began + ["left"]
+    else:
+        assert events[0] == "left"
+        _until(lambda: events.count("read ended") == began)  # they end on their own threads
 
 
 class _SlowSource:

@@ -58,6 +58,12 @@ from .malloc import release_free_memory
 from .row_ids import RowIds
 from .waiting import POLL, OnThread, ReadTimeout
 
+# A reader left at a fit's normal end waits for the reads it began that are still running (the next
+# pass's first, begun as a dual trainer decided to stop; Reader.wait_reads), at most this many
+# seconds (or ``read_timeout``, where set) for each: the fit then returns with no read of its own
+# still taking a core, and a read that hangs longer is left to end on its thread (Dask cannot stop a
+# task).
+CLOSE_WAIT = 60.0
 RETRY_DELAY = 0.1  # seconds before the first repeated read; doubled for each next one, at most 5 s
 # I/O errors that repeating the read cannot mend.
 PERMANENT = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
@@ -103,7 +109,8 @@ class Reader:
     """Background thread reading ``source`` pass after pass.
 
     Use as a context manager: leaving the block stops and joins the thread,
-    whatever happened inside.  ``prints``: the fingerprints its blocks must
+    whatever happened inside, and, where it is left normally, waits for the
+    reads the thread began that still run (:meth:`wait_reads`).  ``prints``: the fingerprints its blocks must
     match (a resumed fit's, from its checkpoint); by default the source's
     (:func:`source_prints`), shared with every other reader of it.
     ``hold``: after a pass's end, start the next pass's reads only once the
@@ -114,7 +121,8 @@ class Reader:
     pass at once, and a fit that ends there left those reads to take the cores
     from its last solve and to be waited for (the hinge's band fits:
     docs/benchmarks.md, "A reader that waits for the next read to be asked").
-    The dual trainers keep reading on: they train their cache meanwhile.
+    The dual trainers keep reading on: they train their cache meanwhile, and a
+    fit that stops there waits for the reads begun as it leaves the block.
     """
 
     def __init__(
@@ -136,6 +144,8 @@ class Reader:
         # each end it has taken.
         self._asked = self._ends = start_pass
         self._ahead = {}  # (pass, partition) -> OnThread: reads started before their turn
+        self._reads = []  # every read's OnThread, until :meth:`close` finds it done
+        self._left = False  # whether the running reads are left to end on their own (leave_reads)
         self._queue = queue.Queue(maxsize=prefetch)
         self._stop = threading.Event()
         # Notified when a read ends or the trainer takes a block: the reader, waiting for a read, then
@@ -156,12 +166,15 @@ class Reader:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, kind, *exc):
         self.close()
+        if kind is None or kind is GeneratorExit:  # a fit's normal end, or a generator closed
+            self.wait_reads()
         return False
 
     def close(self, timeout=5.0):
-        """Stop the thread and wait for it: about :data:`POLL` seconds, as it does not wait for a read."""
+        """Stop the thread and wait for it: about :data:`POLL` seconds, as it does not wait for a read
+        (the reads it began that still run end on their threads: :meth:`wait_reads`)."""
         self._stop.set()
         self._notify()
         while self._thread.is_alive():
@@ -174,6 +187,31 @@ class Reader:
             timeout -= 0.05
             if timeout <= 0:
                 break
+
+    def wait_reads(self):
+        """Wait for the reads the thread began that still run, at most :data:`CLOSE_WAIT` seconds
+        each (``read_timeout`` where set), unless :meth:`leave_reads` was called: leaving the block
+        normally does, so that a fit returns with none of its reads still running."""
+        if self._left:
+            return
+        limit = CLOSE_WAIT if self.read_timeout is None else self.read_timeout
+        for read in list(self._reads):
+            deadline = time.monotonic() + limit
+            while not read.done.wait(POLL) and time.monotonic() < deadline:
+                pass
+        self._reads = [read for read in self._reads if not read.done.is_set()]
+
+    def leave_reads(self):
+        """The reads still running are left to end on their threads, not waited for (Ctrl-C: the fit
+        returns what it certified at once)."""
+        self._left = True
+
+    def _began(self, fn):
+        """``fn()`` begun on a read's thread of its own (:class:`~.waiting.OnThread`), kept until done."""
+        self._reads = [read for read in self._reads if not read.done.is_set()]
+        read = OnThread(fn, self._notify)
+        self._reads.append(read)
+        return read
 
     def get(self, block=True, timeout=None):
         """Next item, or None when ``block`` is false and nothing is ready.
@@ -252,7 +290,7 @@ class Reader:
             if room <= 0:
                 break
             if key not in self._ahead:
-                self._ahead[key] = OnThread(lambda p=key[1]: self._read(p), self._notify)
+                self._ahead[key] = self._began(lambda p=key[1]: self._read(p))
                 room -= 1
 
     def _upcoming(self, k, i):
@@ -302,15 +340,16 @@ class Reader:
         """``source.load(p)`` on a thread of its own, waited for while watching ``close`` and the timeout.
 
         Dask cannot stop a task half-way, so the reader does not wait for a
-        read that is no longer wanted: ``close`` returns at once, and the
-        thread computing the partition ends when its task does.  ``read``:
+        read that is no longer wanted: its thread ends at once, and the
+        thread computing the partition when its task does (:meth:`wait_reads`
+        at a fit's normal end).  ``read``:
         the partition's read if already started.  While it waits, each time
         the trainer takes a block (or a read ends) the reads of ``upcoming``
         that now have room start (:meth:`_read_ahead`), not only those that
         had room when this read began.
         """
         if read is None:
-            read = OnThread(lambda: self._read(p), self._notify)
+            read = self._began(lambda: self._read(p))
         deadline = None if self.read_timeout is None else time.monotonic() + self.read_timeout
         while True:
             with self._wake:

@@ -121,6 +121,7 @@ def run_trainer(source, plan, trainer, *, checkpoints=None, resume=None):
             if trainer.certified is None:
                 raise
             interrupted = True
+            reader.leave_reads()  # the certified model comes back at once
     W, certificates, passes = trainer.certified
     held = trainer.held
     return FitResult(
