@@ -601,16 +601,21 @@ class _HeldSource:
         return self._source.load(p)
 
 
-@pytest.mark.parametrize("how", ["normally", "error", "left"])
-def test_a_reader_left_normally_waits_for_the_reads_it_began(small, how):
+@pytest.mark.parametrize("how", ["normally", "error", "left", "hung"])
+def test_a_reader_left_normally_waits_for_the_reads_it_began(small, how, monkeypatch):
     """A dual trainer's reader begins the next pass's first read at a pass's end (no ``hold``).  A
     fit that then stops leaves the reader's block normally: the block's end waits for that read, so
     the fit returns with none of its reads running (one began at a fit's end used to end after it,
     and tests that counted reads saw it as the next fit's).  After an error, or where the trainer
     left the reads (``leave_reads``: Ctrl-C, whose certified model comes back at once), it does not
-    wait.  The gate opens on a timer: whatever the machine's load, the order is the same."""
+    wait; nor longer than ``CLOSE_WAIT`` for a read that hangs.  The gate opens on a timer: whatever
+    the machine's load, the order is the same."""
+    from dask_streamsvm.engine.data import reader as reader_module
+
     X, y = small
     events = []
+    if how == "hung":  # the wait's bound, here 0.2 s, against a read that would end only after 30 s
+        monkeypatch.setattr(reader_module, "CLOSE_WAIT", 0.2)
     source = DaskSource(da.from_array(X, chunks=(10, 3)), da.from_array(y, chunks=10))
     gated = _HeldSource(source, source.n_partitions, events)
     n = gated.n_partitions
@@ -618,7 +623,10 @@ def test_a_reader_left_normally_waits_for_the_reads_it_began(small, how):
         with Reader(gated, prefetch=2, max_passes=3, shuffle=False, seed=0) as reader:
             assert [reader.get()[0] for _ in range(n + 1)] == ["block"] * n + ["end"]
             assert gated.began.wait(60)  # the next pass's first read runs (liveness guard)
-            threading.Timer(0.2, lambda: (events.append("gate"), gated.gate.set())).start()
+            timer = threading.Timer(
+                30 if how == "hung" else 0.2, lambda: (events.append("gate"), gated.gate.set())
+            )
+            timer.start()
             if how == "left":
                 reader.leave_reads()
             if how == "error":
@@ -629,6 +637,9 @@ def test_a_reader_left_normally_waits_for_the_reads_it_began(small, how):
         assert events == ["gate"] + ["read ended"] * began + ["left"]
     else:
         assert events[0] == "left"
+        if how == "hung":  # not waited for past the bound: the gate opens now, not after 30 s
+            timer.cancel()
+            gated.gate.set()
         _until(lambda: events.count("read ended") == began)  # they end on their own threads
 
 
