@@ -110,9 +110,10 @@ class Reader:
 
     Use as a context manager: leaving the block stops and joins the thread,
     whatever happened inside, and, where it is left normally, waits for the
-    reads the thread began that still run (:meth:`wait_reads`).  ``prints``: the fingerprints its blocks must
-    match (a resumed fit's, from its checkpoint); by default the source's
-    (:func:`source_prints`), shared with every other reader of it.
+    reads the thread began that still run (:meth:`wait_reads`).  ``prints``:
+    the fingerprints its blocks must match (a resumed fit's, from its
+    checkpoint); by default the source's (:func:`source_prints`), shared with
+    every other reader of it.
     ``hold``: after a pass's end, start the next pass's reads only once the
     trainer asks for its first block (:meth:`get` after the end), where the
     trainer decides between passes whether it reads again: the Newton and band
@@ -144,7 +145,7 @@ class Reader:
         # each end it has taken.
         self._asked = self._ends = start_pass
         self._ahead = {}  # (pass, partition) -> OnThread: reads started before their turn
-        self._reads = []  # every read's OnThread, until :meth:`close` finds it done
+        self._reads = []  # the reads' OnThreads, each until found done (_began, wait_reads)
         self._left = False  # whether the running reads are left to end on their own (leave_reads)
         self._queue = queue.Queue(maxsize=prefetch)
         self._stop = threading.Event()
