@@ -157,16 +157,13 @@ def overflowing_rows(X, top=None):
 
 
 def _largest_magnitude(values):
-    """The largest magnitude among the finite ``values`` (1-D): one vectorised pass over float32 or
-    float64 values (:func:`~...kernels.layout.largest_bits`) where every one is finite, else two
-    reductions that skip NaN (NumPy's ``fmax`` and ``fmin``)."""
-    from ...kernels.layout import largest_bits
-
-    if values.dtype in MAGNITUDE_BITS and values.flags.c_contiguous:
-        unsigned, mask, infinity = MAGNITUDE_BITS[values.dtype]
-        top = largest_bits(read_only(values.view(unsigned)), mask)
-        if top < infinity:
-            return float(np.array(top, dtype=unsigned).view(values.dtype))
+    """The largest magnitude among the finite ``values`` (1-D): :func:`first_non_finite`'s where every
+    float32 or float64 one is finite (one vectorised pass over their bits), else NumPy's ``fmax``
+    and ``fmin``, which skip NaN."""
+    if values.dtype in MAGNITUDE_BITS:
+        k, top = first_non_finite(values)
+        if k < 0:
+            return top
     return max(abs(float(np.fmax.reduce(values))), abs(float(np.fmin.reduce(values))))
 
 
