@@ -494,3 +494,35 @@ def test_a_threads_scratch_is_reused_by_name_and_grown_never_shared_between_thre
     worker.start()
     worker.join()
     assert not np.shares_memory(seen[0], grown)
+
+
+def test_the_hessians_scaled_rows_reuse_the_threads_scratch_and_leave_nothing_behind(monkeypatch):
+    """:func:`~dask_streamsvm.engine.primal.sums.hessian_rows`: each block's (and each carried
+    change's) scaled active rows are written into the thread's scratch, not a new array a chunk (16
+    MiB of fresh pages each), and a block summed after a larger one (its rows left in the scratch)
+    gets the Hessian of its own active rows only."""
+    from dask_streamsvm.engine.primal.carried import CarriedHessian
+
+    taken, scratch = [], primal_sums.scratch
+
+    def recorded(name, shape):
+        taken.append(scratch(name, shape))
+        return taken[-1]
+
+    monkeypatch.setattr(primal_sums, "scratch", recorded)
+    rng = np.random.default_rng(7)
+    D = 9
+    W, S = 0.3 * rng.standard_normal((1, D)), np.zeros((1, D))
+    for n in (5000, 700):  # the second's rows land where the first's still are
+        X = rng.standard_normal((n, D - 1)).astype(np.float32)
+        Y, cost = np.sign(rng.standard_normal((1, n))), rng.uniform(0.5, 2.0, (1, n))
+        sums = block_sums(X, Y, cost, W, S, 1.0, kl.SQUARED_HINGE)
+        Xa = np.hstack([X.astype(np.float64), np.ones((n, 1))])
+        active = 1.0 - Y[0] * (Xa @ W[0]) > 0.0
+        expected = gram(Xa[active], 2.0 * cost[0, active])
+        np.testing.assert_allclose(sums.hessian[0], expected, rtol=1e-12, atol=1e-9)
+    assert len(taken) == 2 and np.shares_memory(taken[0], taken[1])
+    carried = CarriedHessian(X, 1.0)
+    rows = np.flatnonzero(active)
+    np.testing.assert_allclose(carried._gram(rows, cost[0]), expected, rtol=1e-12, atol=1e-9)
+    assert len(taken) == 3 and np.shares_memory(taken[0], taken[2])

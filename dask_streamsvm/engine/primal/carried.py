@@ -29,6 +29,7 @@ from .sums import (
     block_sums,
     chunk_rows,
     chunk_sums,
+    hessian_rows,
     run_sums,
     symmetrised,
 )
@@ -135,7 +136,7 @@ class CarriedHessian:
 
         def chunk_sum(part):
             index = rows[part]
-            scaled = np.empty((index.size, D), dtype=dtype)
+            scaled = np.empty((index.size, D), dtype=dtype) if single else hessian_rows((index.size, D))
             scaled[:, :-1] = X[index]
             scaled[:, -1] = bias
             scaled *= np.sqrt(2.0 * cost[index]).astype(dtype)[:, None]
