@@ -718,8 +718,8 @@ def hessian_rows(shape):
     Hessian's sum (:func:`dense_block_sums`, :class:`~.carried.CarriedHessian`): the thread's
     :func:`scratch`.  As new arrays, 16 MiB of them each chunk (each partition on a streamed read)
     were pages faulted in afresh: the in-memory squared hinge's read that forms the Hessian of the
-    2M x 60 raw set took 0.48 s where 0.56-0.69 s, its page faults about 500 where 31,000 (2 cores,
-    2026-12-04, load 0.4-1)."""
+    2M x 60 raw set took 0.46-0.49 s where 0.53-0.69 s, with 150-850 page faults where about 31,000
+    (2 cores, 2026-12-04, load 0.4-1; docs/benchmarks.md)."""
     return scratch("hessian rows", shape)
 
 
