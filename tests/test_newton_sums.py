@@ -526,3 +526,17 @@ def test_the_hessians_scaled_rows_reuse_the_threads_scratch_and_leave_nothing_be
     rows = np.flatnonzero(active)
     np.testing.assert_allclose(carried._gram(rows, cost[0]), expected, rtol=1e-12, atol=1e-9)
     assert len(taken) == 3 and np.shares_memory(taken[0], taken[2])
+
+
+def test_the_hessians_scaled_rows_beyond_a_chunks_bytes_are_not_kept():
+    """Many problems of wide rows make a chunk's scaled rows larger than ``CHUNK_BYTES`` (a chunk is at
+    least 256 rows of each problem): those are new arrays, so that no thread keeps more than
+    ``CHUNK_BYTES`` of them after a fit."""
+    from dask_streamsvm.engine.primal.sums import CHUNK_BYTES, hessian_rows, scratch
+
+    rows = CHUNK_BYTES // (8 * 1001)  # float64 rows 1,001 wide in CHUNK_BYTES
+    kept = hessian_rows((1, rows, 1001))
+    assert np.shares_memory(kept, hessian_rows((1, rows, 1001)))
+    larger = hessian_rows((1, rows + 1, 1001))
+    assert larger.shape == (1, rows + 1, 1001) and not np.shares_memory(larger, kept)
+    assert scratch("hessian rows", (1,)).base.size <= CHUNK_BYTES // 8  # the thread's array did not grow

@@ -719,7 +719,11 @@ def hessian_rows(shape):
     :func:`scratch`.  As new arrays, 16 MiB of them each chunk (each partition on a streamed read)
     were pages faulted in afresh: the in-memory squared hinge's read that forms the Hessian of the
     2M x 60 raw set took 0.46-0.49 s where 0.53-0.69 s, with 150-850 page faults where about 31,000
-    (2 cores, 2026-12-04, load 0.4-1; docs/benchmarks.md)."""
+    (2 cores, 2026-12-04, load 0.4-1; docs/benchmarks.md).  Beyond :data:`CHUNK_BYTES` (many
+    problems of wide rows: a chunk is at least 256 rows of each) the array is a new one, so that a
+    thread never keeps more than that."""
+    if 8 * int(np.prod(shape)) > CHUNK_BYTES:
+        return np.empty(shape)
     return scratch("hessian rows", shape)
 
 
