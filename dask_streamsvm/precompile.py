@@ -117,11 +117,15 @@ def _linear_memory(layout):
 
 @_fit("LinearSVC in memory (primal Newton)", seconds=15)
 def _linear_primal(layout):
+    import numpy as np
+
     from . import LinearSVC
 
     LinearSVC(dual=False).fit(*_data(layout))
     if layout == "dense":  # a fit whose last step its band certifies (newton.step_band): its sums
         LinearSVC(dual=False, tol=1e-6).fit(*_data(layout))
+        X, y = _data(layout, dtype="float32")  # integer values: their Hessian exact (sums.ExactGram)
+        LinearSVC(dual=False).fit(np.round(X * 40 + 128), y)
 
 
 @_fit("LinearSVC streamed (primal Newton)", seconds=3)

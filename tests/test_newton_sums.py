@@ -505,8 +505,8 @@ def test_the_hessians_scaled_rows_reuse_the_threads_scratch_and_leave_nothing_be
 
     taken, scratch = [], primal_sums.scratch
 
-    def recorded(name, shape):
-        taken.append(scratch(name, shape))
+    def recorded(name, shape, dtype=np.float64):
+        taken.append(scratch(name, shape, dtype))
         return taken[-1]
 
     monkeypatch.setattr(primal_sums, "scratch", recorded)

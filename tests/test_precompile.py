@@ -52,6 +52,9 @@ y3 = np.argmax(dense[:, :3], axis=1)
 STREAMED = dict(cache_bytes="25%", max_iter=4, random_state=1)
 FITS = {
     "primal dense": lambda: ds.LinearSVC(dual=False).fit(dense, y),
+    "primal dense integers": lambda: ds.LinearSVC(dual=False).fit(
+        np.round(dense * 40 + 128).astype(np.float32), y
+    ),
     "streamsvm csr": lambda: ds.LinearSVC(solver="streamsvm", **STREAMED).fit(*precompile._dask(csr, y)),
     "sbm dense frame": lambda: ds.LinearSVC(solver="sbm", **STREAMED).fit(*precompile._streamed("dense")),
     "memory csr": lambda: ds.LinearSVC(solver="memory", dual=True, random_state=1).fit(csr, y),
@@ -188,7 +191,8 @@ def test_after_the_command_every_estimator_and_path_loads_its_kernels(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout)
     assert report["errors"] == [] and len(report["compiled"]) > 50
-    names = ["primal dense", "streamsvm csr", "sbm dense frame", "memory csr", "logistic dense"]
+    names = ["primal dense", "primal dense integers", "streamsvm csr", "sbm dense frame", "memory csr"]
+    names += ["logistic dense"]
     names += ["crammer_singer dense", "onepass csr", "budgeted dense", "l1 dense", "l1 streamed csr"]
     names += ["multinomial streamed csr"]
     fresh = _fresh_fits(names, tmp_path)

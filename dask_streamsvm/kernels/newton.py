@@ -15,15 +15,16 @@ the rows adds, per problem::
 
 and writes ``sqrt(D_ii) [x_i, b]`` of the active rows into a buffer, whose
 Gram matrix (``sum_i D_ii x_i x_i^T``, the generalised Hessian's sum) the
-engine makes by BLAS; CSR rows (:func:`csr_newton_sums`) add their
-Gram matrix's nonzero pairs themselves.  The rows are read in their own precision,
-float32 or float64: every product and sum is float64, and the certificate's
-sums (``loss``, ``alpha``, ``v``, ``trial``) add runs of :data:`RUN` rows
-apart before adding the runs.  Measured against exactly rounded sums on
-100k float32 rows (unit and 0..255 scale): ``v`` and ``trial`` within
-4e-16 and 8e-16 of their terms' absolute sum (NumPy and BLAS over 16 MB
-chunks: 2e-15 to 6e-15), ``loss`` and ``alpha`` within 4e-16 (NumPy's
-pairwise sums: 2e-16).
+engine makes by BLAS (or ``[x_i, b]`` and ``D_ii`` apart, for float32 rows of
+integers, whose Gram matrix is then exact: :func:`integer_gauge`); CSR rows
+(:func:`csr_newton_sums`) add their Gram matrix's nonzero pairs themselves.
+The rows are read in their own precision, float32 or float64: every product
+and sum is float64, and the certificate's sums (``loss``, ``alpha``, ``v``,
+``trial``) add runs of :data:`RUN` rows apart before adding the runs.  Measured
+against exactly rounded sums on 100k float32 rows (unit and 0..255 scale):
+``v`` and ``trial`` within 4e-16 and 8e-16 of their terms' absolute sum (NumPy
+and BLAS over 16 MB chunks: 2e-15 to 6e-15), ``loss`` and ``alpha`` within
+4e-16 (NumPy's pairwise sums: 2e-16).
 """
 
 import numpy as np
@@ -101,17 +102,20 @@ def dense_newton_sums(X, Y, cost, W, S, bias, code, steps, sums, scaled, top, sh
     ``W + S`` and the trial directions (a zero row of ``S``: no trial losses); ``bias``: the last
     feature's value; ``code``: the loss (:mod:`.losses`); ``steps``: the trial step lengths.
     ``sums`` is ``(loss, alpha, v, active, trial)`` of shapes (k,), (k,), (k, d + 1), (k,) int64
-    and (k, len(steps)), added to (module docstring).  ``scaled`` is ``(rows, filled)``: ``rows``
-    (k, >= m, d + 1), float32 or float64, whose first ``filled[c]`` rows of problem ``c`` become
-    ``sqrt(D_ii) [x_i, bias]`` of the active rows, in order (``rows`` of shape (k, 0, d + 1): none
-    is written, and ``filled`` still counts them).  ``top`` (d,) or empty: each
-    column's largest ``|x_ij|`` is folded into it (the first read's value check).  ``shortfalls``
-    (k, m) or (k, 0): each row's ``xi_i`` as these sums took it is written into it (a band's rows
-    keep them: the rows the read counted active, whatever another sum's rounding).  Returns the
-    number of rows summed.
+    and (k, len(steps)), added to (module docstring).  ``scaled`` is ``(rows, filled, weights)``:
+    ``rows`` (k, >= m, d + 1), float32 or float64, whose first ``filled[c]`` rows of problem ``c``
+    become ``sqrt(D_ii) [x_i, bias]`` of the active rows, in order (``rows`` of shape (k, 0, d + 1):
+    none is written, and ``filled`` still counts them); with ``weights`` (k, >= m) float64, not
+    (k, 0), they become ``[x_i, bias]`` unscaled and each one's ``D_ii`` goes into ``weights[c]``
+    (float32 ``rows`` of integers: the engine makes their Gram matrix exactly, :func:`integer_gauge`).
+    ``top`` (d,) or empty: each column's largest ``|x_ij|`` is folded into it (the first read's
+    value check).  ``shortfalls`` (k, m) or (k, 0): each row's ``xi_i`` as these sums took it is
+    written into it (a band's rows keep them: the rows the read counted active, whatever another
+    sum's rounding).  Returns the number of rows summed.
     """
     loss, alpha, v, active, trial = sums
-    rows, filled = scaled
+    rows, filled, weights = scaled
+    unscaled = weights.shape[1] > 0
     m, d = X.shape
     scale_rows = rows.shape[1] > 0
     record = shortfalls.shape[1] > 0
@@ -146,7 +150,12 @@ def dense_newton_sums(X, Y, cost, W, S, bias, code, steps, sums, scaled, top, sh
                 run_v[c, d] += a * bias
             if weight > 0.0:
                 n = filled[c]
-                if scale_rows:
+                if unscaled:
+                    weights[c, n] = weight
+                    for j in range(d):
+                        rows[c, n, j] = X[i, j]
+                    rows[c, n, d] = bias
+                elif scale_rows:
                     root = np.sqrt(weight)
                     for j in range(d):
                         rows[c, n, j] = root * X[i, j]
@@ -171,6 +180,27 @@ def dense_newton_sums(X, Y, cost, W, S, bias, code, steps, sums, scaled, top, sh
     for c in range(k):
         active[c] += filled[c]
     return m
+
+
+# Added to and taken from a float32 value, rounds it to an integer where its magnitude is below 2^22
+# (:func:`integer_gauge`).
+_ROUNDING = np.float32(1.5 * 2**23)
+
+
+@njit(cache=True, nogil=True)
+def integer_gauge(values, bits):
+    """``(largest, odd)`` of float32 ``values`` (1-D, ``bits`` the same memory as int32): the bits of
+    the largest ``|value|`` (as int32; view them as float32) and the count of values that are not
+    integers, where every value is below 2^22 in magnitude (beyond it the count is meaningless, and
+    the largest tells so).  One vectorised pass: integer comparisons and the rounding of adding and
+    taking ``1.5 * 2^23``, exact in float32 (3.4 MB of values in 1.1 ms)."""
+    largest = np.int32(0)
+    odd = np.int32(0)
+    for i in range(values.shape[0]):
+        x = values[i]
+        odd += np.int32(((x + _ROUNDING) - _ROUNDING) != x)
+        largest = max(largest, bits[i] & np.int32(0x7FFFFFFF))
+    return largest, odd
 
 
 @njit(cache=True, nogil=True)

@@ -24,6 +24,7 @@ import numpy as np
 
 from .sums import (
     HESSIAN_IN_DATA_PRECISION,
+    ExactGram,
     Sums,
     add_gram,
     block_sums,
@@ -53,6 +54,8 @@ class CarriedHessian:
         # read, as its sums took it (Sums.held: the band of its step, newton.step_band)
         self.shortfall = None
         self.carried = self.formed = 0  # reads whose Hessians were carried, or formed from the rows
+        # float32 rows: their Hessian formed exactly in float32 where they are integers (ExactGram)
+        self.exact = None if HESSIAN_IN_DATA_PRECISION else ExactGram.of(X)
 
     def read(self, Y, cost, W, S, todo, loss, where=None):
         """The :class:`Sums` of the rows at ``W + S`` of the problems ``todo`` (labels ``Y`` and
@@ -99,7 +102,7 @@ class CarriedHessian:
             for lo in range(bounds[0], bounds[1], step):
                 hi = min(lo + step, bounds[1])
                 taken = shortfall[:, lo:hi]
-                args = (bias, loss, None, where, hessian, taken)
+                args = (bias, loss, None, where, hessian, taken, self.exact)
                 sums = block_sums(X[lo:hi], Y[:, lo:hi], cost[:, lo:hi], W, S, *args)
                 np.logical_and(taken > 0.0, cost[:, lo:hi] > 0.0, out=active[:, lo:hi])
                 total = sums if total is None else total.add(sums)
