@@ -568,19 +568,13 @@ class ExactGram:
         rows have a value that is not an integer or is beyond the bound (float rows pay nothing)."""
         if X.dtype != np.float32 or X.ndim != 2:
             return None
-        probe = np.ascontiguousarray(X[:EXACT_PROBE]).reshape(-1)
-        largest, odd = integer_gauge(probe, probe.view(np.int32))
-        top = float(np.int32(largest).view(np.float32))
-        return cls() if odd == 0 and top * top * EXACT_MIN_ROWS <= EXACT_SUM else None
+        return cls() if _exact_top(np.ascontiguousarray(X[:EXACT_PROBE])) is not None else None
 
     def add(self, rows, weights, bias, hessian):
         """``hessian += sum_i weights_i rows_i rows_i^T`` of a chunk's unscaled active ``rows``
         (float32, C-ordered, the bias in their last column, :func:`~...kernels.newton.dense_newton_sums`)."""
-        values = rows.reshape(-1)
-        largest, odd = integer_gauge(values, values.view(np.int32))
-        top = float(np.int32(largest).view(np.float32))
-        fits = top * top * EXACT_MIN_ROWS <= EXACT_SUM
-        if odd == 0 and float(bias).is_integer() and fits and weights.min() == weights.max():
+        top = _exact_top(rows)
+        if top is not None and float(bias).is_integer() and weights.min() == weights.max():
             hessian += float(weights[0]) * exact_gram(rows, top)
             self.exact += 1
             return
@@ -591,6 +585,15 @@ class ExactGram:
         np.multiply(rows[:, :-1], roots[:, None], out=scaled[:, :-1])
         np.multiply(roots, float(bias), out=scaled[:, -1])  # the bias as given, not its float32
         add_gram(scaled, hessian)
+
+
+def _exact_top(rows):
+    """The largest ``|value|`` of C-ordered float32 ``rows`` where every value is an integer and
+    :data:`EXACT_MIN_ROWS` rows of that magnitude have products within :data:`EXACT_SUM`; else None."""
+    values = rows.reshape(-1)
+    largest, odd = integer_gauge(values, values.view(np.int32))
+    top = float(np.int32(largest).view(np.float32))
+    return top if odd == 0 and top * top * EXACT_MIN_ROWS <= EXACT_SUM else None
 
 
 def exact_gram(rows, top):
