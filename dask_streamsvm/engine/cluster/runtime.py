@@ -45,6 +45,11 @@ from ..data.waiting import ReadTimeout, compute_on_clusters_with, stalled_reads
 POLL_SECONDS = 2.0
 # Answers of the scheduler in a row that must lack a worker before it counts as gone.
 CONFIRM_POLLS = 2
+# While it waits for a task, :func:`wait` looks at the futures after FIRST_LOOK seconds, then at
+# twice the pause each time, at most LOOK_SECONDS apart (:func:`_first_done`): a task is seen done
+# within 2 ms of its end (or as soon, for one shorter than that).
+FIRST_LOOK = 0.0005
+LOOK_SECONDS = 0.002
 # Seconds to hand an array to a worker before its loss is assumed.
 _SCATTER_SECONDS = 60
 # Seconds one request for the scheduler's workers may take before it counts as unanswered.
@@ -455,16 +460,12 @@ def wait(client, futures, placed=(), reads=None, stalled=None, on_done=None):
 
     Between waits of :data:`POLL_SECONDS` the :class:`WorkerWatch` asks the scheduler for its
     workers: a slow or busy cluster only waits longer."""
-    from distributed import wait as wait_futures
-
     start = finished = time.monotonic()
     watch = WorkerWatch(client, placed)
     pending = list(futures)
     step = min([POLL_SECONDS] + [limit[0] for limit in (reads, stalled) if limit is not None])
     while pending:
-        try:
-            wait_futures(pending, timeout=step, return_when="FIRST_COMPLETED")
-        except TimeoutError:
+        if not _first_done(pending, step):
             now = time.monotonic()
             if reads is not None and now - start >= reads[0]:
                 late = [ids for f, ids in zip(futures, reads[1], strict=True) if not f.done()]
@@ -481,6 +482,8 @@ def wait(client, futures, placed=(), reads=None, stalled=None, on_done=None):
         for future in pending:  # the first task that failed ends the wait at once, with its error
             if future.status == "error":
                 _raise_task_error(client, future, watch)
+            if future.status == "cancelled":  # distributed's CancelledError, naming the reason
+                future.result()
         left = [future for future in pending if not future.done()]
         if len(left) < len(pending):
             finished = time.monotonic()
@@ -489,6 +492,27 @@ def wait(client, futures, placed=(), reads=None, stalled=None, on_done=None):
                     if future.done():
                         on_done(futures.index(future))
         pending = left
+
+
+def _first_done(futures, seconds):
+    """Whether one of ``futures`` is done within ``seconds``: their states looked at in pauses
+    from :data:`FIRST_LOOK` to :data:`LOOK_SECONDS` seconds.
+
+    Not ``distributed.wait(futures, timeout)``: its ``TimeoutError`` leaves the futures in a
+    reference cycle (``distributed.utils.sync`` keeps the error in a closure's cell, and the
+    error's traceback the frames that hold the futures), which only Python's full collection of
+    cycles frees.  Until then the client holds the futures, so the scheduler keeps their tasks and
+    the workers their results (data the graph holds, computed on the workers for the fit): after a
+    fit whose tasks outlasted a wait's step, in a process where that collection seldom runs."""
+    end = time.monotonic() + seconds
+    pause = FIRST_LOOK
+    while not any(future.done() for future in futures):
+        left = end - time.monotonic()
+        if left <= 0.0:
+            return False
+        time.sleep(min(pause, left))
+        pause = min(2.0 * pause, LOOK_SECONDS)
+    return True
 
 
 def _raise_task_error(client, future, watch):
