@@ -262,6 +262,49 @@ def test_a_fit_leaves_no_task_behind_without_a_collection_of_cycles(client, monk
         gc.enable()
 
 
+def test_a_wait_looks_at_its_futures_in_pauses_from_half_a_millisecond_to_two(monkeypatch):
+    """:func:`runtime._first_done`'s pauses: 0.5 ms, then twice the last, at most 2 ms (the
+    constants FIRST_LOOK and LOOK_SECONDS), until a future is done; none past the step's end."""
+    pauses, clock = [], [0.0]
+
+    class Future:
+        def __init__(self, looks):
+            self.looks = looks
+
+        def done(self):
+            self.looks -= 1
+            return self.looks < 0
+
+    def sleep(seconds):
+        pauses.append(seconds)
+        clock[0] += seconds
+
+    monkeypatch.setattr(runtime.time, "sleep", sleep)
+    monkeypatch.setattr(runtime.time, "monotonic", lambda: clock[0])
+    assert runtime._first_done([Future(6), Future(9)], 1.0)
+    assert pauses == pytest.approx([0.0005, 0.001, 0.002, 0.002, 0.002, 0.002])
+    pauses.clear()
+    assert not runtime._first_done([Future(10**6)], 0.004)  # the step ends first: False
+    pauses = [p for p in pauses if p > 1e-12]  # (a last pause of the clock's rounding)
+    assert pauses == pytest.approx([0.0005, 0.001, 0.002, 0.0005])  # the last pause to the end
+
+
+def test_a_cancelled_future_ends_the_wait_at_once(client):
+    """A future cancelled while another waits in Dask's "no-worker" state (here: bound to a
+    worker that is not there) ends :func:`runtime.wait` with distributed's CancelledError, as
+    ``distributed.wait`` raised it, instead of waiting for the other."""
+    import concurrent.futures
+
+    nowhere = {"workers": ["tcp://127.0.0.1:1"], "allow_other_workers": False, "pure": False}
+    stuck, gone = client.submit(time.sleep, 1.0, **nowhere), client.submit(time.sleep, 2.0, **nowhere)
+    client.cancel([gone])
+    try:
+        with pytest.raises(concurrent.futures.CancelledError):
+            within(NO_WORKER, lambda: runtime.wait(client, [gone, stuck]))
+    finally:
+        client.cancel([stuck])
+
+
 def test_the_workers_are_the_scheduler_answer_not_the_client_cache(client, monkeypatch):
     """The cause of "every Dask worker is gone" with both workers busy: ``Client.scheduler_info()``
     returns the client's cached identity, which its periodic update refreshes with no workers
