@@ -129,6 +129,25 @@ def piece_rows(X, y, cost, w, bias, center, inv_scale, shortfall, keys, u, total
 
 
 @numba.njit(cache=True, nogil=True, fastmath=DOT_FLAGS)
+def kept_margins(X, y, w, reference, bias, center, inv_scale, shortfall, at_reference, lengths):
+    """One pass over the dense rows of ``X`` (float32 or float64, summed in float64) for a read of
+    the band whose rows keep their dual values (the engine's ``sample_band.KeptAlphas``): each row's shortfall
+    ``1 - y_i (x_i . w[:-1] + bias w[-1])`` at the point read, its shortfall at ``reference`` (whose
+    piece holds a row no band solve listed), and its length ``||x~_i||`` in the band's metric, as
+    :func:`margin_keys`'s."""
+    n, d = X.shape
+    tail = bias * reference[d]
+    for i in range(n):
+        z, q = _margin_and_length(X, i, w, bias, center, inv_scale)
+        z0 = tail
+        for j in range(d):
+            z0 += X[i, j] * reference[j]
+        shortfall[i] = 1.0 - y[i] * z
+        at_reference[i] = 1.0 - y[i] * z0
+        lengths[i] = np.sqrt(q)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=DOT_FLAGS)
 def row_margins(X, w, bias, out):
     """``out[i] = x_i . w[:-1] + bias w[-1]`` for the dense rows of ``X`` (float32 or float64,
     summed in float64): the smoothed solver's products, without a float64 copy of the rows."""

@@ -50,8 +50,7 @@ def fit_on_cluster(client, source, plan, method, hooks, clock_start):
             if method == "band":  # each read one read of every part, CoCoA+ where the band gives up
                 try:
                     result = fit_band_cluster(
-                        client, source, plan, clock_start=clock_start, placement=placement, give_up=True,
-                        on_pass=on_pass,
+                        client, source, plan, clock_start=clock_start, placement=placement, on_pass=on_pass,
                     )  # fmt: skip
                 except BandStalled as stalled:  # its reads' records keep its name
                     spent, method, why = named(stalled.history), "cocoa", stalled.why

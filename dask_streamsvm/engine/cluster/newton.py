@@ -13,6 +13,9 @@ tree, the parts' bands joined (each part keeps the rows of smallest keys of its 
 part kept has a key at least the smallest any part left out, so the bound holds for the join as for
 one machine), and the band's problem is solved on the worker that holds the join, the tree's root
 (:func:`_take_band_steps_on_worker`), as one machine solves it: the band never moves to the client.
+After the first read every row keeps its dual value (:class:`~..primal.sample_band.KeptAlphas`): the values a
+band solve gave are listed by the rows' ids (a row's id names its part) with the problem, which the
+client holds between reads, and each part's read gets its own rows' (16 bytes a row a band held).
 The reads of either do not grow with the workers: the sums are the data's.
 
 The multinomial model (:func:`fit_softmax_cluster`): the same first read and samples, joined and
@@ -250,15 +253,17 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
 # -- the band from a sample (:mod:`~..primal.sample_band`) on a cluster ----------------------------
 
 
-def part_band_sums(packed, plan, W, todo, band_rows, band_bytes, metric, prints):
-    """One part's read at the points ``W`` of the problems ``todo``: its
-    :class:`~..primal.sample_band.BandSums` per problem and its counts."""
+def part_band_sums(packed, plan, W, todo, band_rows, band_bytes, metric, prints, kept=None, part=0):
+    """Part ``part``'s read at the points ``W`` of the problems ``todo``: its
+    :class:`~..primal.sample_band.BandSums` per problem and its counts; ``kept``: per problem, its
+    rows' dual values on this part (:class:`~..primal.sample_band.KeptAlphas`) or None."""
     from ..primal.sample_band import BandRead
 
     source = part_source(packed, prints)
     read = BandRead(source, plan, reads=1, band_rows=band_rows, band_bytes=band_bytes, band_metric=metric)
+    read.part = part
     with synchronous(), read:
-        return read(W, todo)
+        return read(W, todo, kept)
 
 
 def add_band_sums(first, second, band_rows=None, band_bytes=None):
@@ -344,12 +349,16 @@ def _take_band_steps_on_worker(problems, root, plan):
     return take_band_steps(problems, root[0], plan)
 
 
-def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placement=None, give_up=False):
+def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placement=None):
     """The band from a sample over ``client``'s workers: a :class:`~..plan.result.FitResult` with its
-    ``plan`` (labels counted on the workers) and ``parts``; ``give_up`` as one machine's
-    (:class:`~..primal.sample_band.BandStalled`).  What moves per read: ``W`` out to each part, the
-    parts' sums and bands up the tree to the first worker, which solves the band's problems; each
-    problem's points (a few vectors) to it and back."""
+    ``plan`` (labels counted on the workers) and ``parts``.  It raises
+    :class:`~..primal.sample_band.BandStalled` where it cannot read on (a value beyond the sums'
+    range; rows too wide for its reads); unlike one machine's, never by the first step's reach: its
+    reads keep every row's dual value and do not grow with the parts, where CoCoA+'s rounds do
+    (docs/benchmarks.md, "The hinge on a cluster of K parts").  What moves per read: ``W`` out to
+    each part with its rows' kept values, the parts' sums and bands up the tree to the first worker,
+    which solves the band's problems; each problem's points (a few vectors) and kept values to it
+    and back."""
     from ..primal.sample_band import BandStalled, band_reads, solved_sample
     from ..primal.sums import CG_WIDTH
 
@@ -385,11 +394,14 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
     band = (*band, metric)
     add = partial(add_band_sums, band_rows=whole[0], band_bytes=whole[1])
 
-    def read(W, todo):
+    def read(W, todo, kept=None):
+        # Each part gets its own rows' kept dual values only (sample_band.block_base: an id names its part).
+        mine = [None if kept is None else [k if k is None else k.of_part(j) for k in kept] for j in range(K)]
         parts_read = [
-            submit(client, part_band_sums, packed, plan, W, todo, *band, table, worker=w)
-            for (w, packed), table in zip(parts, prints, strict=True)
+            submit(client, part_band_sums, packed, plan, W, todo, *band, table, mine[j], j, worker=w)
+            for j, ((w, packed), table) in enumerate(zip(parts, prints, strict=True))
         ]
+        moved["bytes_sent"] += sum(k.nbytes for m in mine if m is not None for k in m if k is not None)
         wait(client, parts_read, workers, placement.reads)
         root = tree_sum(client, parts_read, workers, add=add)  # on workers[0]
         counts = gather(client, [submit(client, _band_counts, root, worker=workers[0])], workers)[0]
@@ -409,7 +421,7 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
         return on_pass is not None and on_pass(records, W)
 
     result = band_reads(
-        read, plan, starts, history, on_read, clock_start, counted, lambda: dict(moved), give_up, take=take
+        read, plan, starts, history, on_read, clock_start, counted, lambda: dict(moved), False, take=take
     )  # fmt: skip
     return replace(result, plan=plan, parts=placement.record(), scaler=scaler)
 

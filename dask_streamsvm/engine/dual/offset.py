@@ -22,15 +22,18 @@ from .memory import BinaryProblem, solve_in_memory
 DCD_MAX_PASSES = 1000
 
 
-def solve_with_offset(X, y, cost, bias, *, loss, tol, offset=None, margins=None, seed=0):
+def solve_with_offset(X, y, cost, bias, *, loss, tol, offset=None, margins=None, seed=0, alpha=None):
     """The problem of the rows ``X`` (labels ``y`` of +1/-1, costs ``cost``, the ``bias`` column)
     with ``offset = (u, S)`` (None: none) to a relative gap of ``tol``: ``(w, certificate, info)``,
-    ``w`` with the bias last, ``info`` the passes made.  ``margins``: the rows' margins at a point
-    near the solution, whose rows of positive shortfall start at their bound (None: every
-    ``alpha_i = 0``); ``seed``: the order of the coordinates."""
+    ``w`` with the bias last, ``info`` the passes made and the last ``alpha``.  ``margins``: the
+    rows' margins at a point near the solution, whose rows of positive shortfall start at their
+    bound (None: every ``alpha_i = 0``); ``alpha``: the rows' start instead (a feasible point, the
+    band's kept values: :class:`~..primal.sample_band.KeptAlphas`); ``seed``: the order of the coordinates."""
     if offset is not None:
         offset = (np.asarray(offset[0], dtype=np.float64), float(offset[1]))
     problem = BinaryProblem(as_kernel_rows(X), y, cost, loss, bias, X.shape[1], offset)
-    alpha = None if margins is None else np.where(np.asarray(margins) < 1.0, problem.upper, 0.0)
+    if alpha is None and margins is not None:
+        alpha = np.where(np.asarray(margins) < 1.0, problem.upper, 0.0)
     result = solve_in_memory(problem, tol=tol, max_iter=DCD_MAX_PASSES, seed=seed, alpha=alpha)
-    return result.w, result.certificate, {"newton_steps": 0, "stages": 0, "dcd_passes": result.passes}
+    info = {"newton_steps": 0, "stages": 0, "dcd_passes": result.passes, "alpha": result.alpha}
+    return result.w, result.certificate, info

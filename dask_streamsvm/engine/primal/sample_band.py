@@ -24,6 +24,20 @@ times a read.  Here a read finds them at once, from a point close to the optimum
    left out).  Then the gap is exact and the fit ends after two reads; else the next read is made
    at ``w1``, certifies it, and its band takes in the rows that changed piece.
 
+4. where that step does not converge, every row keeps its dual value from then on (streamed and on a
+   cluster; :class:`KeptAlphas`): its piece at the first point read, unless a band solve gave it
+   another, listed by the row's id (8 bytes of id and 8 of value a row a band ever held, with the
+   problem).  Holding the rows outside each band on their piece anew at every read, as step 2
+   does, loses the values the solves gave the rows that leave the band, and the dual stalls (a9a
+   and w8a in a 10% cache, C = 1: a relative gap of 3.6 and 1.7 after any number of reads in a
+   prototype, docs/benchmarks.md, "The hinge at a 10% cache: every row's alpha kept").  Each later
+   read at ``w`` sums every row's loss at ``w`` (the primal there, exact), its ``alpha_i`` and
+   ``alpha_i y_i x~_i`` (the offset, exact for any feasible point), and keeps in the band the rows
+   that most violate the dual's optimality at ``w`` (:func:`band_keys`); the band is solved from
+   its kept values with every other row as the offset, its new values kept (those of the solve's
+   dual value), and the next read is made at its solution.  The dual rises at every read; the
+   reads do not grow with a cluster's parts, the band being solved on one worker.
+
 The certificate never claims more than it proved: the dual value is always a feasible point's, and
 the primal value either a read's or the bound's.
 """
@@ -75,15 +89,171 @@ WARM_TOL = 1e-4
 SMOOTHED_MIN_RATIO = 100
 
 
+# -- every row's dual value, kept from read to read (the module docstring's step 4) --------------
+
+# A row's id: its part (a cluster's; 0 on one machine), its partition in the part, and its place in
+# the partition, in the bits below each.
+PART_SHIFT = 48
+PARTITION_SHIFT = 32
+
+# A band row's values kept beside it (:class:`~.reads.Sampler`'s ``extra``): its shortfall at the
+# point read, its kept ``alpha_i`` and its id.
+BAND_ROW = np.dtype([("shortfall", np.float64), ("alpha", np.float64), ("id", np.int64)])
+
+
+def block_base(part, partition):
+    """The id of the first row of ``partition`` of ``part``."""
+    return (int(part) << PART_SHIFT) | (int(partition) << PARTITION_SHIFT)
+
+
+class KeptAlphas:
+    """One problem's dual point: every row at its piece at ``reference`` (the model's point, the
+    bias last) unless ``ids`` (sorted) lists it with its value in ``alpha``."""
+
+    def __init__(self, reference, ids=None, alpha=None):
+        self.reference = np.array(reference, dtype=np.float64)
+        self.ids = np.zeros(0, dtype=np.int64) if ids is None else np.asarray(ids, dtype=np.int64)
+        self.alpha = np.zeros(0) if alpha is None else np.asarray(alpha, dtype=np.float64)
+
+    def fresh_at(self, w):
+        """Whether a read at ``w`` finds every row at its piece there: no row listed, and ``w`` the
+        reference (the first band's read, whose keys and bound are the held band's)."""
+        return not self.ids.size and np.array_equal(self.reference, w)
+
+    @property
+    def nbytes(self):
+        return self.reference.nbytes + self.ids.nbytes + self.alpha.nbytes
+
+    def merged(self, ids, alpha):
+        """A copy with the rows ``ids`` at ``alpha`` (a row listed before takes the new value)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        order = np.argsort(ids, kind="stable")
+        ids, alpha = ids[order], np.asarray(alpha, dtype=np.float64)[order]
+        if ids.size and np.any(ids[1:] == ids[:-1]):
+            raise ValueError("a band holds a row twice")
+        keep = ~np.isin(self.ids, ids, assume_unique=True)
+        all_ids = np.concatenate([self.ids[keep], ids])
+        values = np.concatenate([self.alpha[keep], alpha])
+        order = np.argsort(all_ids, kind="stable")
+        return KeptAlphas(self.reference, all_ids[order], values[order])
+
+    def of_part(self, part):
+        """The rows of ``part`` only: what that part's read needs."""
+        lo, hi = np.searchsorted(self.ids, [block_base(part, 0), block_base(part + 1, 0)])
+        return KeptAlphas(self.reference, self.ids[lo:hi], self.alpha[lo:hi])
+
+    def of_block(self, base, n):
+        """``(places, values)`` of the listed rows among the ``n`` rows from the id ``base``."""
+        lo, hi = np.searchsorted(self.ids, [base, base + n])
+        return self.ids[lo:hi] - base, self.alpha[lo:hi]
+
+
+def _margins(X, w, bias):
+    return np.asarray(X @ w[:-1]).ravel() + float(bias) * float(w[-1])
+
+
+def block_alphas(at_reference, cost, kept, base):
+    """The kept ``alpha_i`` of a block's rows whose shortfalls at ``kept.reference`` are
+    ``at_reference`` (costs ``cost``, the first id ``base``): ``C_i`` where that shortfall is
+    positive, 0 elsewhere, or the row's listed value."""
+    alpha = np.where((cost > 0.0) & (at_reference > 0.0), cost, 0.0)
+    places, values = kept.of_block(base, at_reference.shape[0])
+    alpha[places] = values
+    return alpha
+
+
+def band_keys(shortfall, alpha, cost, lengths):
+    """Each row's key for the band (smallest first): the free rows (``0 < alpha_i < C_i``) at
+    ``-inf``; a row whose ``alpha_i`` violates optimality at the point read (at 0 with a positive
+    shortfall, at ``C_i`` with a negative one) at minus its violation over its length; every other
+    row at its distance from the margin over its length; a row of no cost never (inf)."""
+    at_zero, at_top = alpha <= 0.0, alpha >= cost
+    violation = np.where(
+        at_zero, np.maximum(shortfall, 0.0), np.where(at_top, np.maximum(-shortfall, 0.0), np.abs(shortfall))
+    )
+    keys = np.where(violation > 0.0, -violation / lengths, np.abs(shortfall) / lengths)
+    keys = np.where(at_zero | at_top, keys, -np.inf)
+    return np.where(cost > 0.0, keys, np.inf)
+
+
+def band_rows(shortfall, cost, base):
+    """The :data:`BAND_ROW` of rows whose shortfalls ``shortfall`` (and costs ``cost``) a read at
+    their reference point took: each at its piece there, its id from ``base``."""
+    extra = np.empty(shortfall.shape[0], dtype=BAND_ROW)
+    extra["shortfall"] = shortfall
+    extra["alpha"] = np.where((cost > 0.0) & (shortfall > 0.0), cost, 0.0)
+    extra["id"] = base + np.arange(shortfall.shape[0], dtype=np.int64)
+    return extra
+
+
+def metric_lengths(X, metric):
+    """Each row's ``||x~_i||`` in the band's ``metric`` ``(center, scale)``: ``((x_i - center) /
+    scale, 1)``, sparse rows without the center (:func:`~.reads.band_metric` gives them none)."""
+    center, scale = metric
+    inv = 1.0 / scale
+    if sp.issparse(X):
+        return np.sqrt(1.0 + np.asarray(X.multiply(X) @ (inv * inv)).ravel())
+    out = np.empty(X.shape[0])
+    step = max(1, (1 << 22) // max(1, X.shape[1]))  # a temporary of 32 MiB at most
+    for lo in range(0, X.shape[0], step):
+        t = (X[lo : lo + step] - center) * inv
+        out[lo : lo + step] = np.sqrt(1.0 + np.einsum("ij,ij->i", t, t))
+    return out
+
+
+def add_kept_rows(sampler, X, partition, base, y, cost, w, bias, kept, metric, u, totals):
+    """Rows ``X`` of ``partition`` (their first id ``base``) at ``w`` for one problem whose dual
+    point is ``kept``: the loss at ``w`` (``totals[0]``), ``sum alpha_i`` (``totals[1]``) and ``sum
+    alpha_i y_i x~_i`` (``u``) of every row, and the rows to ``sampler`` by :func:`band_keys`
+    (lengths in the band's ``metric``), each with its :data:`BAND_ROW`.  Dense rows in two compiled
+    passes (:func:`~...kernels.band.kept_margins`, :func:`~...kernels.band.weighted_rows`), float32
+    ones without a float64 copy."""
+    from ...kernels.band import kept_margins, weighted_rows
+
+    rows, n = X, X.shape[0]
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        shortfall = 1.0 - y * _margins(X, w, bias)
+        at_reference = 1.0 - y * _margins(X, kept.reference, bias)
+        lengths = metric_lengths(X, metric)
+    else:
+        X = X if X.dtype in (np.float32, np.float64) else np.asarray(X, dtype=np.float64)
+        X = np.ascontiguousarray(X)
+        center, scale = metric
+        shortfall, at_reference, lengths = np.empty(n), np.empty(n), np.empty(n)
+        kept_margins(
+            X, y, w, kept.reference, float(bias), center, 1.0 / scale, shortfall, at_reference, lengths
+        )  # fmt: skip
+    alpha = block_alphas(at_reference, cost, kept, base)
+    totals[0] += float(np.sum(np.where(cost > 0.0, cost * np.maximum(shortfall, 0.0), 0.0)))
+    totals[1] += float(alpha.sum())
+    ay = alpha * y
+    if sp.issparse(X):
+        u[:-1] += np.asarray(X.T @ ay).ravel()
+        u[-1] += float(bias) * float(ay.sum())
+    else:
+        weighted_rows(X, ay, float(bias), u)
+    keys = band_keys(shortfall, alpha, cost, lengths)
+    extra = np.empty(n, dtype=BAND_ROW)
+    extra["shortfall"], extra["alpha"] = shortfall, alpha
+    extra["id"] = base + np.arange(n, dtype=np.int64)
+    sampler.add_rows(partition, rows, y, cost, keys, extra=extra)
+
+
 class BandRead(StreamRead):
     """``read(W, todo)`` for the hinge band: one read of every partition at the points ``W`` of the
     problems ``todo``, per problem a :class:`BandSums` (the read's hinge loss, the sums of the rows
     on the linear piece and the band, with its rows' shortfalls).  The reader, its overlap and its
     context are :class:`~.reads.StreamRead`'s."""
 
-    def __call__(self, W, todo):
+    part = 0  # the part of a cluster this read is (its rows' ids: block_base)
+
+    def __call__(self, W, todo, kept=None):
+        """``kept``: per problem of ``todo``, its :class:`~.KeptAlphas` (None: its rows
+        held on their piece at its point, the first band's read)."""
         plan = self.plan
         k, D = len(todo), W.shape[1]
+        kept = [None] * k if kept is None else kept
         totals = np.zeros((k, 2))
         u = np.zeros((k, D))
         counts = Sums.zeros(0, 0)
@@ -92,10 +262,19 @@ class BandRead(StreamRead):
         for block in self.blocks(counts):
             if block.n_rows:
                 Y, cost = encode_block(plan, block)
+                base = block_base(self.part, block.partition)
                 for j, c in enumerate(todo):
-                    _add_rows(bands[j], block, Y[c], cost[c], W[j], plan.bias, metric, u[j], totals[j])
+                    if kept[j] is None or kept[j].fresh_at(W[j]):  # every row at its piece at W[j]
+                        ids = None if kept[j] is None else base
+                        args = (plan.bias, metric, u[j], totals[j], ids)
+                        _add_rows(bands[j], block, Y[c], cost[c], W[j], *args)
+                    else:
+                        add_kept_rows(
+                            bands[j], block.X, block.partition, base, Y[c], cost[c], W[j], plan.bias,
+                            kept[j], metric, u[j], totals[j],
+                        )  # fmt: skip
         self.rows = counts.rows
-        out = _read_band_sums(bands, totals, u, metric)
+        out = _read_band_sums(bands, totals, u, metric, [k is not None for k in kept])
         kept = [b.band for b in out if b.band is not None]
         self._band = (sum(b.n_rows for b in kept), sum(b.nbytes for b in kept))
         return out, counts
@@ -170,15 +349,17 @@ class MemoryBandRead:
         return band, outside
 
 
-def _read_band_sums(bands, totals, u, metric):
+def _read_band_sums(bands, totals, u, metric, kept):
     """Each problem's :class:`BandSums` from its read's band (a :class:`~.reads.Sampler`),
-    ``totals`` (its loss and held cost) and ``u``; the band's keys measured in ``metric``."""
+    ``totals`` (its loss and held cost) and ``u``; the band's keys measured in ``metric``;
+    ``kept``: per problem, whether its rows' dual point was kept (:class:`KeptAlphas`)."""
     out = []
     for j, sampler in enumerate(bands):
         band = sampler.sample()
         if band is not None:
             band.outside, band.metric = sampler.outside, metric
-        out.append(BandSums(float(totals[j, 0]), float(totals[j, 1]), u[j], band, sampler.outside))
+        sums = BandSums(float(totals[j, 0]), float(totals[j, 1]), u[j], band, sampler.outside, kept[j])
+        out.append(sums)
     return out
 
 
@@ -186,10 +367,14 @@ class BandSums:
     """One problem's read at ``w``: ``loss``, the hinge loss ``sum C_i max(0, s_i)``; ``held``, the
     sum of ``C_i``, and ``u``, of ``C_i y_i x~_i``, over the rows of ``s_i > 0``; ``band``, the rows
     nearest the hinge point (a :class:`~.reads.Sample` with their ``shortfall``, or None), and
-    ``outside``, the smallest key of a row it left out."""
+    ``outside``, the smallest key of a row it left out.
 
-    def __init__(self, loss, held, u, band, outside=np.inf):
-        self.loss, self.held, self.u, self.band = loss, held, u, band
+    ``kept``: the read of a problem whose rows keep their dual values (:class:`KeptAlphas`): then
+    ``held`` and ``u`` are the sums of ``alpha_i`` and ``alpha_i y_i x~_i`` over every row, and each
+    band row's ``shortfall`` is a :data:`BAND_ROW` (its shortfall, alpha and id)."""
+
+    def __init__(self, loss, held, u, band, outside=np.inf, kept=False):
+        self.loss, self.held, self.u, self.band, self.kept = loss, held, u, band, kept
         self.outside = outside if band is None else band.outside  # the smallest key left out
 
     def add(self, other, band_rows=None, band_bytes=None):
@@ -215,22 +400,29 @@ class BandSums:
             outside = band.outside
             if not band.n_rows:
                 band = None
-        return BandSums(self.loss + other.loss, self.held + other.held, self.u + other.u, band, outside)
+        loss, held, u = self.loss + other.loss, self.held + other.held, self.u + other.u
+        return BandSums(loss, held, u, band, outside, self.kept)
 
     def offset(self, bias):
         """``(u, S)`` of the rows held at ``alpha_i = C_i``: the read's less the band's own rows of
-        ``s_i > 0`` (by the shortfalls the read computed: the same rows, whatever the rounding)."""
+        ``s_i > 0`` (by the shortfalls the read computed: the same rows, whatever the rounding); of
+        a ``kept`` read, the sums of every row's kept ``alpha_i`` less the band's own."""
         if self.band is None:
             return self.u.copy(), self.held
         band = self.band
-        on = np.where(band.shortfall > 0.0, band.sample_weight, 0.0)
+        if self.kept:  # the band's own kept values taken out of the sums of every row
+            on = band.shortfall["alpha"]
+        else:
+            on = np.where(band.shortfall > 0.0, band.sample_weight, 0.0)
         rows = Rows(band.X, band.y, band.sample_weight, bias)
         return self.u - rows.weighted_sum(on), self.held - float(on.sum())
 
 
-def _add_rows(sampler, block, y, cost, w, bias, metric, u, totals):
+def _add_rows(sampler, block, y, cost, w, bias, metric, u, totals, ids=None):
     """A block's rows at ``w`` for one problem: their shortfalls, keys and sums
-    (:func:`~...kernels.band.piece_rows`) into ``u`` and ``totals``, the rows to ``sampler``."""
+    (:func:`~...kernels.band.piece_rows`) into ``u`` and ``totals``, the rows to ``sampler``; with
+    ``ids`` (the block's first row's id), each row with its :data:`BAND_ROW` (its
+    shortfall, its piece and its id), for a problem that keeps its rows' dual values."""
     X = block.X
     center, scale = metric
     n = X.shape[0]
@@ -251,7 +443,8 @@ def _add_rows(sampler, block, y, cost, w, bias, metric, u, totals):
 
         X = np.ascontiguousarray(X) if X.dtype in (np.float32, np.float64) else np.asarray(X, np.float64)
         piece_rows(X, y, cost, w, float(bias), center, 1.0 / scale, shortfall, keys, u, totals)
-    sampler.add_rows(block.partition, block.X, y, cost, keys, extra=shortfall)
+    extra = shortfall if ids is None else band_rows(shortfall, cost, ids)
+    sampler.add_rows(block.partition, block.X, y, cost, keys, extra=extra)
 
 
 class _Problem:
@@ -267,6 +460,7 @@ class _Problem:
         self.step = None  # the last band's step: (its start, the band's solution, its reach)
         self.fraction = 1.0  # how far along a step its uncertified part is read (_next_point)
         self.trial = False  # whether self.w is such a point, its primal not known before its read
+        self.kept = None  # its rows' dual point after the first band's read (KeptAlphas)
 
     @property
     def certificate(self):
@@ -276,7 +470,12 @@ class _Problem:
     def nbytes(self):
         """The bytes of its points: what moves with it between machines."""
         points = [self.w, self.best_w, *([] if self.step is None else self.step[:2])]
-        return sum(point.nbytes for point in points)
+        return sum(point.nbytes for point in points) + (0 if self.kept is None else self.kept.nbytes)
+
+    def keep_alphas(self):
+        """Its rows keep their dual values from its next read on (:class:`KeptAlphas`): each row at
+        its piece at that read's point until a band solve gives it another."""
+        self.kept = KeptAlphas(self.w)
 
     def take(self, sums, plan, tol):
         """The read's sums at ``self.w``: certify it, solve the band's problem, certify its solution
@@ -284,6 +483,8 @@ class _Problem:
         w = self.w
         primal = 0.5 * float(w @ w) + sums.loss
         self.certified_step = False
+        if self.kept is not None and not self.kept.fresh_at(w):
+            return self._take_kept(sums, plan, tol, primal)
         if self.trial and primal >= self.best_primal:
             # The step's uncertified point, read, is no better than the best certified one: rows held
             # at the step's start crossed before it.  The next read is nearer along the same step.
@@ -300,7 +501,7 @@ class _Problem:
         rows = Rows(band.X, band.y, band.sample_weight, plan.bias)
         self.band_rows = band.n_rows
         target = BAND_TOL_SHARE * tol
-        w1, restricted, _ = solve_band_problem(rows, plan.loss, target, (u, S), w, self.wide)
+        w1, restricted, info = solve_band_problem(rows, plan.loss, target, (u, S), w, self.wide)
         self.best_dual = max(self.best_dual, restricted.dual)
         # On the part of the step no held row can change its piece on, the band's problem is the
         # data's: its primal there is exact, and no more than the chord's from w's to w1's.
@@ -315,6 +516,46 @@ class _Problem:
             self.best_primal, self.best_w = value, point.copy()
         self.step = (w, w1, float(t))
         self.w, self.trial = self._next_point()
+        if self.kept is not None and not self.certificate.relative_gap <= tol:
+            # Not converged: the band's dual values (those of its solve's dual value) are kept with
+            # the rows' ids, and the next read is made at the band's solution (:class:`KeptAlphas`).
+            self.kept = self.kept.merged(band.shortfall["id"], info["alpha"])
+            self.w, self.trial, self.step = w1, False, None
+
+    def _dual_scale(self, total, w):
+        """The share of a band solve's own tolerance that leaves a gap within the same share of the
+        data's primal: its gap is relative to its own values, whose scale is the dual's at its start
+        (``total``, the sum of every ``alpha_i``, and ``w``, theirs), far below the data's optimum
+        early on."""
+        start = abs(total - 0.5 * float(w @ w))
+        return abs(self.best_primal) / max(start, abs(self.best_primal))
+
+    def _take_kept(self, sums, plan, tol, primal):
+        """:meth:`take` of a read whose rows kept their dual values: the read's primal at ``self.w``
+        certified; the band's rows solved from their kept values with every other row's as the
+        offset, by dual coordinate descent (:class:`KeptAlphas`); their new values kept, and the
+        next read made at the solve's ``w``, its dual value a feasible point's."""
+        self.reach, self.band_rows = 0.0, 0
+        if primal < self.best_primal:
+            self.best_primal, self.best_w = primal, self.w.copy()
+        band = sums.band
+        if band is None:  # no row of a cost: nothing to solve
+            return
+        self.band_rows = band.n_rows
+        offset = sums.offset(plan.bias)
+        target = BAND_TOL_SHARE * tol * self._dual_scale(sums.held, sums.u)
+        rows = Rows(band.X, band.y, band.sample_weight, plan.bias)
+        # The smoothed Newton, which does not care how the columns are scaled; rows too wide for its
+        # Hessian by dual coordinate descent from the band's kept values.
+        start = band.shortfall["alpha"]
+        w1, restricted, info = solve_band_problem(
+            rows, plan.loss, target, offset, self.w, self.wide, alpha=start
+        )
+        self.best_dual = max(self.best_dual, restricted.dual)
+        if self.certificate.relative_gap <= tol:  # converged: no read follows, nothing to keep
+            return
+        self.kept = self.kept.merged(band.shortfall["id"], info["alpha"])
+        self.w = w1
 
     def _next_point(self):
         """``(point, whether its primal is unknown until read)``: along the last band's step, where
@@ -332,7 +573,7 @@ class _Problem:
         return start + share * (w1 - start), share > t
 
 
-def solve_band_problem(rows, loss, tol, offset=None, start=None, wide=None, short=False):
+def solve_band_problem(rows, loss, tol, offset=None, start=None, wide=None, short=False, alpha=None):
     """The problem of ``rows`` (a :class:`~.smoothed.Rows`) with ``offset = (u, S)`` to a relative gap of
     ``tol``, from ``start``: ``(w, certificate, info)``.  By the smoothed Newton
     (:func:`~.smoothed.solve_smoothed`) where the model is at most :data:`~.newton.MAX_WIDTH` wide
@@ -340,7 +581,9 @@ def solve_band_problem(rows, loss, tol, offset=None, start=None, wide=None, shor
     offset (:func:`~..dual.offset.solve_with_offset`, of ``loss``), its rows of positive shortfall at
     ``start`` starting at their bound.  ``short`` rows (:data:`SMOOTHED_MIN_RATIO`) at most
     :data:`~.newton.MAX_WIDTH` wide go on by the smoothed Newton from the descent's point where it
-    stops short of ``tol`` (dense rows at a tight ``tol``: 9e-6 on 499 x 4 Gaussian rows at 1e-8)."""
+    stops short of ``tol`` (dense rows at a tight ``tol``: 9e-6 on 499 x 4 Gaussian rows at 1e-8).
+    ``alpha``: the rows' dual values ``wide`` starts from instead (the band's kept values).
+    ``info["alpha"]``: the rows' dual point whose value is the certificate's dual."""
     if short and wide is not None:
         w, certificate, info = _solve_wide(rows, loss, tol, offset, start, wide)
         if certificate.relative_gap <= tol or rows.width > MAX_WIDTH:
@@ -348,8 +591,9 @@ def solve_band_problem(rows, loss, tol, offset=None, start=None, wide=None, shor
         # coordinate descent stopped short (dense rows, a tight tol): the smoothed Newton goes on
         # from its point, and the certificate keeps the better primal and the better dual of both
         w2, second, info2 = solve_smoothed(rows, tol=tol, offset=offset, start=w)
+        alpha = info["alpha"] if certificate.dual >= second.dual else info2["alpha"]  # the dual kept's
         w, both = better_of((w, certificate), (w2, second))
-        return w, both, {**info2, "dcd_passes": info["dcd_passes"]}
+        return w, both, {**info2, "dcd_passes": info["dcd_passes"], "alpha": alpha}
     if rows.width <= MAX_WIDTH:
         # The rows' margins and sums split between the cores (row threads: kernels/band.py's
         # row_margins and weighted_rows on 200,000 x 60 float32 rows 1.0-1.2 ms where 1.7-1.9 ms);
@@ -361,7 +605,7 @@ def solve_band_problem(rows, loss, tol, offset=None, start=None, wide=None, shor
             f"the band's model is {rows.width} wide, beyond the {MAX_WIDTH} whose Hessian its Newton "
             "steps form, and no solver of wider rows was given"
         )
-    return _solve_wide(rows, loss, tol, offset, start, wide)
+    return _solve_wide(rows, loss, tol, offset, start, wide, alpha)
 
 
 def better_of(first, second):
@@ -373,9 +617,11 @@ def better_of(first, second):
     return w, Certificate(primal=min(c1.primal, c2.primal), dual=max(c1.dual, c2.dual))
 
 
-def _solve_wide(rows, loss, tol, offset, start, wide):
-    """:func:`solve_band_problem` by ``wide``, its rows of positive shortfall at ``start`` at their
-    bound."""
+def _solve_wide(rows, loss, tol, offset, start, wide, alpha=None):
+    """:func:`solve_band_problem` by ``wide``, from ``alpha`` or, without, its rows of positive
+    shortfall at ``start`` at their bound."""
+    if alpha is not None:
+        return wide(rows.X, rows.y, rows.cost, rows.bias, loss=loss, tol=tol, offset=offset, alpha=alpha)
     margins = None if start is None else rows.margins(np.asarray(start, dtype=np.float64))
     return wide(rows.X, rows.y, rows.cost, rows.bias, loss=loss, tol=tol, offset=offset, margins=margins)
 
@@ -486,7 +732,9 @@ def fit_band_memory(
     def more():
         return {**fields(), **read.held}
 
-    return band_reads(read, plan, starts, history, hooks.on_pass, clock_start, counted, more, give_up)
+    return band_reads(
+        read, plan, starts, history, hooks.on_pass, clock_start, counted, more, give_up, keep_alphas=False
+    )
 
 
 def solved_sample(starts, records, plan):
@@ -506,7 +754,7 @@ def take_band_steps(problems, sums, plan):
 
 def band_reads(
     read, plan, starts, history, on_pass, clock_start, counted, fields, give_up, wide=None,
-    take=take_band_steps,
+    take=take_band_steps, keep_alphas=True,
 ):  # fmt: skip
     """The reads of the band from the points ``starts`` until every problem's gap is within
     ``plan.tol`` or ``plan.max_iter`` reads: a :class:`~..plan.result.FitResult` whose ``history``
@@ -517,14 +765,19 @@ def band_reads(
     where the sums are); ``counted``: the rows, bytes and retries read so far, which the records
     count on; ``fields()``: more of each record; ``on_pass(records, W)`` stops the reads with a true
     value; ``give_up``: :class:`BandStalled` as :func:`fit_band_stream`; ``wide``: as
-    :func:`solve_band_problem`'s."""
+    :func:`solve_band_problem`'s; ``keep_alphas``: the problems keep their rows' dual values
+    (:class:`KeptAlphas`), and ``read`` takes them (``read(W, todo, kept)``)."""
     k = plan.n_problems
     problems = [_Problem(w, wide) for w in starts]
+    if keep_alphas:
+        for problem in problems:
+            problem.keep_alphas()
     converged, interrupted, reads = [False] * k, False, 0
     while reads < plan.max_iter and not all(converged):
         todo = [c for c in range(k) if not converged[c]]
         try:
-            sums, counts = read(np.array([problems[c].w for c in todo]), todo)
+            W = np.array([problems[c].w for c in todo])
+            sums, counts = read(W, todo, [problems[c].kept for c in todo]) if keep_alphas else read(W, todo)
         except KeyboardInterrupt:
             interrupted = True
             break
@@ -563,6 +816,7 @@ def band_reads(
             reach = min(problems[c].reach for c in range(k) if not converged[c])
             if reach < BAND_MIN_REACH:
                 raise BandStalled(history, reach)
+
         if interrupted or on_pass(records, np.array([p.best_w for p in problems])):
             break
     return FitResult(

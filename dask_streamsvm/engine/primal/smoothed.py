@@ -176,15 +176,16 @@ def solve_smoothed(rows, *, tol, offset=None, start=None, max_stages=None):
     """Minimise the hinge problem of ``rows`` (a :class:`Rows`) to a relative duality gap of ``tol``:
     ``(w, certificate, info)``, ``w`` with the bias last, the :class:`Certificate` of the hinge
     problem (``offset = (u, S)``, module docstring; None: none), ``info`` the Newton steps and
-    stages taken.  ``start``: where the first stage starts (None: 0).  The certificate returned is
-    the best primal and the best dual seen (weak duality holds for any pair)."""
+    stages taken and ``alpha``, the rows' dual point whose value the certificate's dual is.
+    ``start``: where the first stage starts (None: 0).  The certificate returned is the best primal
+    and the best dual seen (weak duality holds for any pair)."""
     D = rows.width
     offset = (
         (np.zeros(D), 0.0) if offset is None else (np.asarray(offset[0], dtype=np.float64), float(offset[1]))
     )
     u = offset[0]
     w = np.zeros(D) if start is None else np.array(start, dtype=np.float64)
-    best_w, best_primal, best_dual = w.copy(), np.inf, -np.inf
+    best_w, best_primal, best_dual, best_alpha = w.copy(), np.inf, -np.inf, None
     mu, steps, stages, stage_steps = (MU_START if start is None else MU_WARM), 0, 1, 0
     settled = start is None  # whether a stage has ended on its gap (a cold start never backs off)
     max_stages = max_stages if max_stages is not None else int(np.ceil(np.log10(MU_START / MU_FLOOR))) + 1
@@ -200,7 +201,8 @@ def solve_smoothed(rows, *, tol, offset=None, start=None, max_stages=None):
         # The certificate of the unsmoothed problem at w (module docstring), with the dual point alpha.
         primal = 0.5 * float(w @ w) - float(u @ w) + S + loss
         dual = S + alpha_sum - 0.5 * float(v @ v)
-        best_dual = max(best_dual, dual)
+        if dual > best_dual or best_alpha is None:
+            best_dual, best_alpha = dual, alpha.copy()
         if primal < best_primal:
             best_primal, best_w = primal, w.copy()
         gap = Certificate(primal=best_primal, dual=best_dual)
@@ -237,4 +239,5 @@ def solve_smoothed(rows, *, tol, offset=None, start=None, max_stages=None):
         m = rows.margins(w)  # afresh, not m + t dm: no drift of rounding from step to step
         steps += 1
         stage_steps += 1
-    return best_w, Certificate(primal=best_primal, dual=best_dual), {"newton_steps": steps, "stages": stages}
+    info = {"newton_steps": steps, "stages": stages, "alpha": best_alpha}
+    return best_w, Certificate(primal=best_primal, dual=best_dual), info
