@@ -129,12 +129,14 @@ def piece_rows(X, y, cost, w, bias, center, inv_scale, shortfall, keys, u, total
 
 
 @numba.njit(cache=True, nogil=True, fastmath=DOT_FLAGS)
-def kept_margins(X, y, w, reference, bias, center, inv_scale, shortfall, at_reference, lengths):
+def kept_rows(X, y, cost, w, reference, bias, center, inv_scale, shortfall, at_reference, lengths, u, totals):
     """One pass over the dense rows of ``X`` (float32 or float64, summed in float64) for a read of
-    the band whose rows keep their dual values (the engine's ``sample_band.KeptAlphas``): each row's shortfall
-    ``1 - y_i (x_i . w[:-1] + bias w[-1])`` at the point read, its shortfall at ``reference`` (whose
-    piece holds a row no band solve listed), and its length ``||x~_i||`` in the band's metric, as
-    :func:`margin_keys`'s."""
+    the band whose rows keep their dual values (the engine's ``sample_band.KeptAlphas``): each row's
+    shortfall ``1 - y_i (x_i . w[:-1] + bias w[-1])`` at the point read, its shortfall at
+    ``reference`` and its length ``||x~_i||`` in the band's metric (as :func:`margin_keys`'s); over
+    the rows of ``cost[i] > 0``, the hinge loss at ``w`` into ``totals[0]`` and, each row at its piece
+    at ``reference`` (``C_i`` where that shortfall is positive), ``sum alpha_i`` into ``totals[1]``
+    and ``sum alpha_i y_i (x_i, bias)`` into ``u`` (the caller corrects the rows a solve listed)."""
     n, d = X.shape
     tail = bias * reference[d]
     for i in range(n):
@@ -142,9 +144,22 @@ def kept_margins(X, y, w, reference, bias, center, inv_scale, shortfall, at_refe
         z0 = tail
         for j in range(d):
             z0 += X[i, j] * reference[j]
-        shortfall[i] = 1.0 - y[i] * z
-        at_reference[i] = 1.0 - y[i] * z0
+        s = 1.0 - y[i] * z
+        s0 = 1.0 - y[i] * z0
+        shortfall[i] = s
+        at_reference[i] = s0
         lengths[i] = np.sqrt(q)
+        c = cost[i]
+        if not c > 0.0:
+            continue
+        if s > 0.0:
+            totals[0] += c * s
+        if s0 > 0.0:
+            totals[1] += c
+            f = c * y[i]
+            for j in range(d):
+                u[j] += f * X[i, j]
+            u[d] += f * bias
 
 
 @numba.njit(cache=True, nogil=True, fastmath=DOT_FLAGS)

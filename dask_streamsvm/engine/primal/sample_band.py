@@ -205,34 +205,39 @@ def add_kept_rows(sampler, X, partition, base, y, cost, w, bias, kept, metric, u
     """Rows ``X`` of ``partition`` (their first id ``base``) at ``w`` for one problem whose dual
     point is ``kept``: the loss at ``w`` (``totals[0]``), ``sum alpha_i`` (``totals[1]``) and ``sum
     alpha_i y_i x~_i`` (``u``) of every row, and the rows to ``sampler`` by :func:`band_keys`
-    (lengths in the band's ``metric``), each with its :data:`BAND_ROW`.  Dense rows in two compiled
-    passes (:func:`~...kernels.band.kept_margins`, :func:`~...kernels.band.weighted_rows`), float32
-    ones without a float64 copy."""
-    from ...kernels.band import kept_margins, weighted_rows
+    (lengths in the band's ``metric``), each with its :data:`BAND_ROW`.  Dense rows in one compiled
+    pass (:func:`~...kernels.band.kept_rows`, each row at its piece at the reference, float32 rows
+    without a float64 copy), the listed rows' own values then put in their pieces' place."""
+    from ...kernels.band import kept_rows
 
     rows, n = X, X.shape[0]
+    places, values = kept.of_block(base, n)
     if sp.issparse(X):
         X = sp.csr_matrix(X)
         shortfall = 1.0 - y * _margins(X, w, bias)
         at_reference = 1.0 - y * _margins(X, kept.reference, bias)
         lengths = metric_lengths(X, metric)
+        alpha = block_alphas(at_reference, cost, kept, base)
+        totals[0] += float(np.sum(np.where(cost > 0.0, cost * np.maximum(shortfall, 0.0), 0.0)))
+        totals[1] += float(alpha.sum())
+        ay = alpha * y
+        u[:-1] += np.asarray(X.T @ ay).ravel()
+        u[-1] += float(bias) * float(ay.sum())
     else:
         X = X if X.dtype in (np.float32, np.float64) else np.asarray(X, dtype=np.float64)
         X = np.ascontiguousarray(X)
         center, scale = metric
         shortfall, at_reference, lengths = np.empty(n), np.empty(n), np.empty(n)
-        kept_margins(
-            X, y, w, kept.reference, float(bias), center, 1.0 / scale, shortfall, at_reference, lengths
-        )  # fmt: skip
-    alpha = block_alphas(at_reference, cost, kept, base)
-    totals[0] += float(np.sum(np.where(cost > 0.0, cost * np.maximum(shortfall, 0.0), 0.0)))
-    totals[1] += float(alpha.sum())
-    ay = alpha * y
-    if sp.issparse(X):
-        u[:-1] += np.asarray(X.T @ ay).ravel()
-        u[-1] += float(bias) * float(ay.sum())
-    else:
-        weighted_rows(X, ay, float(bias), u)
+        args = (float(bias), center, 1.0 / scale, shortfall, at_reference, lengths, u, totals)
+        kept_rows(X, y, cost, w, kept.reference, *args)
+        alpha = np.where((cost > 0.0) & (at_reference > 0.0), cost, 0.0)
+        if places.size:  # the listed rows: their values where the pass summed their pieces'
+            change = values - alpha[places]
+            alpha[places] = values
+            f = change * y[places]
+            u[:-1] += np.asarray(X[places].T @ f, dtype=np.float64).ravel()
+            u[-1] += float(bias) * float(f.sum())
+            totals[1] += float(change.sum())
     keys = band_keys(shortfall, alpha, cost, lengths)
     extra = np.empty(n, dtype=BAND_ROW)
     extra["shortfall"], extra["alpha"] = shortfall, alpha
