@@ -129,11 +129,12 @@ def piece_rows(X, y, cost, w, bias, center, inv_scale, shortfall, keys, u, total
 
 
 @numba.njit(cache=True, nogil=True, fastmath=DOT_FLAGS)
-def kept_rows(X, y, cost, w, reference, bias, center, inv_scale, shortfall, at_reference, lengths, u, totals):
+def kept_rows(X, y, cost, w, reference, bias, center, inv_scale, out, u, totals):
     """One pass over the dense rows of ``X`` (float32 or float64, summed in float64) for a read of
     the band whose rows keep their dual values (the engine's ``sample_band.KeptAlphas``): each row's
-    shortfall ``1 - y_i (x_i . w[:-1] + bias w[-1])`` at the point read, its shortfall at
-    ``reference`` and its length ``||x~_i||`` in the band's metric (as :func:`margin_keys`'s); over
+    shortfall ``1 - y_i (x_i . w[:-1] + bias w[-1])`` at the point read (``out[0]``), its shortfall
+    at ``reference`` (``out[1]``) and its length ``||x~_i||`` in the band's metric (``out[2]``, as
+    :func:`margin_keys`'s); over
     the rows of ``cost[i] > 0``, the hinge loss at ``w`` into ``totals[0]`` and, each row at its piece
     at ``reference`` (``C_i`` where that shortfall is positive), ``sum alpha_i`` into ``totals[1]``
     and ``sum alpha_i y_i (x_i, bias)`` into ``u`` (the caller corrects the rows a solve listed)."""
@@ -146,9 +147,9 @@ def kept_rows(X, y, cost, w, reference, bias, center, inv_scale, shortfall, at_r
             z0 += X[i, j] * reference[j]
         s = 1.0 - y[i] * z
         s0 = 1.0 - y[i] * z0
-        shortfall[i] = s
-        at_reference[i] = s0
-        lengths[i] = np.sqrt(q)
+        out[0, i] = s
+        out[1, i] = s0
+        out[2, i] = np.sqrt(q)
         c = cost[i]
         if not c > 0.0:
             continue

@@ -227,9 +227,8 @@ def add_kept_rows(sampler, X, partition, base, y, cost, w, bias, kept, metric, u
         X = X if X.dtype in (np.float32, np.float64) else np.asarray(X, dtype=np.float64)
         X = np.ascontiguousarray(X)
         center, scale = metric
-        shortfall, at_reference, lengths = np.empty(n), np.empty(n), np.empty(n)
-        args = (float(bias), center, 1.0 / scale, shortfall, at_reference, lengths, u, totals)
-        kept_rows(X, y, cost, w, kept.reference, *args)
+        shortfall, at_reference, lengths = terms = np.empty((3, n))
+        kept_rows(X, y, cost, w, kept.reference, float(bias), center, 1.0 / scale, terms, u, totals)
         alpha = np.where((cost > 0.0) & (at_reference > 0.0), cost, 0.0)
         if places.size:  # the listed rows: their values where the pass summed their pieces'
             change = values - alpha[places]
@@ -254,8 +253,8 @@ class BandRead(StreamRead):
     part = 0  # the part of a cluster this read is (its rows' ids: block_base)
 
     def __call__(self, W, todo, kept=None):
-        """``kept``: per problem of ``todo``, its :class:`~.KeptAlphas` (None: its rows
-        held on their piece at its point, the first band's read)."""
+        """``kept``: per problem of ``todo``, its :class:`KeptAlphas` (None: its rows held on
+        their piece at its point, the held band's read)."""
         plan = self.plan
         k, D = len(todo), W.shape[1]
         kept = [None] * k if kept is None else kept
@@ -537,9 +536,10 @@ class _Problem:
 
     def _take_kept(self, sums, plan, tol, primal):
         """:meth:`take` of a read whose rows kept their dual values: the read's primal at ``self.w``
-        certified; the band's rows solved from their kept values with every other row's as the
-        offset, by dual coordinate descent (:class:`KeptAlphas`); their new values kept, and the
-        next read made at the solve's ``w``, its dual value a feasible point's."""
+        certified; the band's rows solved with every other row's kept value in the offset (by the
+        smoothed Newton from ``self.w``, rows too wide for its Hessian by ``wide`` from their kept
+        values: :func:`solve_band_problem`); the dual point of the solve's dual value kept
+        (:class:`KeptAlphas`), a feasible point's, and the next read made at the solve's ``w``."""
         self.reach, self.band_rows = 0.0, 0
         if primal < self.best_primal:
             self.best_primal, self.best_w = primal, self.w.copy()
