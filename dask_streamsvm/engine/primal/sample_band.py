@@ -34,9 +34,10 @@ times a read.  Here a read finds them at once, from a point close to the optimum
    read at ``w`` sums every row's loss at ``w`` (the primal there, exact), its ``alpha_i`` and
    ``alpha_i y_i x~_i`` (the offset, exact for any feasible point), and keeps in the band the rows
    that most violate the dual's optimality at ``w`` (:func:`band_keys`); the band is solved from
-   its kept values with every other row as the offset, its new values kept (those of the solve's
-   dual value), and the next read is made at its solution.  The dual rises at every read; the
-   reads do not grow with a cluster's parts, the band being solved on one worker.
+   its kept values with every other row as the offset, the best dual point between its kept
+   values and the solve's kept (:func:`dual_on_segment`: the kept point's dual never falls), and
+   the next read is made at the solve's solution.  The reads do not grow with a cluster's parts,
+   the band being solved on one worker.
 
 The certificate never claims more than it proved: the dual value is always a feasible point's, and
 the primal value either a read's or the bound's.
@@ -556,10 +557,14 @@ class _Problem:
         w1, restricted, info = solve_band_problem(
             rows, plan.loss, target, offset, self.w, self.wide, alpha=start
         )
-        self.best_dual = max(self.best_dual, restricted.dual)
+        # The values kept: the best dual point between the kept values and the solve's, so that the
+        # kept point's dual never falls from read to read (the smoothed Newton does not start from
+        # the kept values, and stops within its tolerance of the band's optimum, not above them).
+        alpha, dual = dual_on_segment(rows, offset, start, info["alpha"])
+        self.best_dual = max(self.best_dual, restricted.dual, dual)
         if self.certificate.relative_gap <= tol:  # converged: no read follows, nothing to keep
             return
-        self.kept = self.kept.merged(band.shortfall["id"], info["alpha"])
+        self.kept = self.kept.merged(band.shortfall["id"], alpha)
         self.w = w1
 
     def _next_point(self):
@@ -576,6 +581,36 @@ class _Problem:
             return w1, False
         share = max(t, self.fraction)
         return start + share * (w1 - start), share > t
+
+
+def dual_on_segment(rows, offset, start, end):
+    """``(alpha, dual)``: of the dual points ``start + theta (end - start)``, ``0 <= theta <= 1``, of
+    ``rows`` (a :class:`~.smoothed.Rows`) with every other row's values as ``offset = (u, S)``, the
+    best one's values and its dual value ``S + sum alpha_i - 1/2 ||u + sum alpha_i y_i x~_i||^2``.
+    Every such point is feasible (both ends are in the box); the dual is a concave quadratic in
+    ``theta``, whose maximiser is closed form.  Of the ends and that maximiser, the one of the
+    highest value computed wins, ``end`` on a tie: so the dual at the values kept is at least
+    ``start``'s (the kept point's) and ``end``'s (the solve's)."""
+    u, S = offset
+    delta = np.asarray(end, dtype=np.float64) - start
+    v = u + rows.weighted_sum(start)
+    dv = rows.weighted_sum(delta)
+    slope, curvature = float(delta.sum()) - float(v @ dv), float(dv @ dv)
+    if curvature > 0.0:
+        peak = min(max(slope / curvature, 0.0), 1.0)
+    else:  # the dual is linear along the segment: its better end
+        peak = 1.0 if slope >= 0.0 else 0.0
+    best = None
+    for theta in dict.fromkeys((1.0, peak, 0.0)):  # the solve's end first: it wins a tie
+        if theta in (0.0, 1.0):
+            alpha = end if theta else start
+        else:  # within the box but for rounding
+            alpha = np.clip(start + theta * delta, 0.0, rows.cost)
+        w = u + rows.weighted_sum(alpha)
+        value = S + float(np.sum(alpha)) - 0.5 * float(w @ w)
+        if best is None or value > best[1]:
+            best = (np.array(alpha, dtype=np.float64), value)
+    return best
 
 
 def solve_band_problem(rows, loss, tol, offset=None, start=None, wide=None, short=False, alpha=None):
