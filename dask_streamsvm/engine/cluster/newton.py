@@ -341,12 +341,37 @@ def _band_counts(root):
     return root[1]
 
 
-def _take_band_steps_on_worker(problems, root, plan):
-    """The band's step of each of ``problems`` from the read's joined sums, on the worker that holds
-    them (:func:`~..primal.sample_band.take_band_steps`): the joined band never moves to the client."""
+def _take_band_steps_on_worker(problems, root, plan, held=None, todo=()):
+    """The band's step of each of ``problems`` (those of ``todo``) from the read's joined sums, on the
+    worker that holds them (:func:`~..primal.sample_band.take_band_steps`): the joined band never
+    moves to the client.  ``held``: the problems' kept dual values (:func:`_kept_held`), which stay
+    on this worker from read to read, given back to ``problems`` (the client's copies carry none)."""
     from ..primal.sample_band import take_band_steps
 
+    if held is not None:
+        for c, problem in zip(todo, problems, strict=True):
+            problem.kept = held[c]
     return take_band_steps(problems, root[0], plan)
+
+
+def _kept_held(stepped, todo, held):
+    """``held`` (a dict of each problem's :class:`~..primal.sample_band.KeptAlphas` by its index, or
+    None) with those of ``stepped``, the problems of ``todo``: what the root worker keeps."""
+    return {**(held or {}), **{c: problem.kept for c, problem in zip(todo, stepped, strict=True)}}
+
+
+def _without_kept(stepped):
+    """Copies of ``stepped`` without their kept dual values: what the client receives."""
+    light = [copy.copy(problem) for problem in stepped]
+    for problem in light:
+        problem.kept = None
+    return light
+
+
+def _kept_of_part(held, todo, part):
+    """Of ``held`` (:func:`_kept_held`), the kept values of part ``part``'s rows for each problem of
+    ``todo``: what its read gets, from the root worker."""
+    return [held[c].of_part(part) for c in todo]
 
 
 def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placement=None):
@@ -357,8 +382,8 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
     reads keep every row's dual value and do not grow with the parts, where CoCoA+'s rounds do
     (docs/benchmarks.md, "The hinge on a cluster of K parts").  What moves per read: ``W`` out to
     each part with its rows' kept values, the parts' sums and bands up the tree to the first worker,
-    which solves the band's problems; each problem's points (a few vectors) and kept values to it
-    and back."""
+    which solves the band's problems and keeps every row's dual value from read to read (each part's
+    read gets its own rows' from it); each problem's points (a few vectors) to it and back."""
     from ..primal.sample_band import BandStalled, band_reads, solved_sample
     from ..primal.sums import CG_WIDTH
 
@@ -394,14 +419,22 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
     band = (*band, metric)
     add = partial(add_band_sums, band_rows=whole[0], band_bytes=whole[1])
 
+    # The problems' kept dual values after their first step: a future on the root worker, where the
+    # steps are taken; each read's part gets its own rows' from there, never through the client.
+    state = {"held": None, "todo": None}
+
     def read(W, todo, kept=None):
         # Each part gets its own rows' kept dual values only (sample_band.block_base: an id names its part).
-        mine = [None if kept is None else [k if k is None else k.of_part(j) for k in kept] for j in range(K)]
+        state["todo"], held = todo, state["held"]
+        if held is None:  # the first read: each row at its piece at its point (no listed row)
+            mine = [None if kept is None else [k and k.of_part(j) for k in kept] for j in range(K)]
+            moved["bytes_sent"] += sum(k.nbytes for m in mine if m for k in m if k is not None)
+        else:
+            mine = [submit(client, _kept_of_part, held, todo, j, worker=workers[0]) for j in range(K)]
         parts_read = [
             submit(client, part_band_sums, packed, plan, W, todo, *band, table, mine[j], j, worker=w)
             for j, ((w, packed), table) in enumerate(zip(parts, prints, strict=True))
         ]
-        moved["bytes_sent"] += sum(k.nbytes for m in mine if m is not None for k in m if k is not None)
         wait(client, parts_read, workers, placement.reads)
         root = tree_sum(client, parts_read, workers, add=add)  # on workers[0]
         counts = gather(client, [submit(client, _band_counts, root, worker=workers[0])], workers)[0]
@@ -409,9 +442,11 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
         return root, counts
 
     def take(problems, root, plan):  # the band's problems solved where the tree joined the bands
-        stepped = submit(client, _take_band_steps_on_worker, problems, root, plan, worker=workers[0])
-        problems = gather(client, [stepped], workers)[0]
+        held, todo, first = state["held"], state["todo"], workers[0]
+        stepped = submit(client, _take_band_steps_on_worker, problems, root, plan, held, todo, worker=first)
+        state["held"] = submit(client, _kept_held, stepped, todo, held, worker=first)
         moved["bytes_sent"] += sum(p.nbytes for p in problems)
+        problems = gather(client, [submit(client, _without_kept, stepped, worker=first)], workers)[0]
         moved["bytes_received"] += sum(p.nbytes for p in problems)
         return problems
 
@@ -420,9 +455,12 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
     def on_read(records, W):
         return on_pass is not None and on_pass(records, W)
 
-    result = band_reads(
-        read, plan, starts, history, on_read, clock_start, counted, lambda: dict(moved), False, take=take
-    )  # fmt: skip
+    try:
+        result = band_reads(
+            read, plan, starts, history, on_read, clock_start, counted, lambda: dict(moved), False, take=take
+        )  # fmt: skip
+    finally:
+        state.clear()  # the kept values leave the root worker with the fit
     return replace(result, plan=plan, parts=placement.record(), scaler=scaler)
 
 
