@@ -255,3 +255,63 @@ def test_the_kept_points_dual_never_falls_where_a_band_solve_ends_below_it(monke
     monkeypatch.setattr(sample_band, "dual_on_segment", lambda rows, offset, start, end: (end, -np.inf))
     falling = kept_duals()
     assert any(b < a for a, b in zip(falling, falling[1:], strict=False)), falling
+
+
+def test_a_read_gains_where_its_point_moves_or_a_best_value_improves_by_any_amount():
+    gained = sample_band.gained
+    w = np.array([1.0, 2.0])
+    assert not gained((w, 100.0, 50.0), (w.copy(), 100.0, 50.0))
+    assert gained((w, 100.0, 50.0), (w.copy(), 100.0, np.nextafter(50.0, 51.0)))
+    assert gained((w, 100.0, 50.0), (w.copy(), np.nextafter(100.0, 99.0), 50.0))
+    assert gained((w, 100.0, 50.0), (w + [0.0, 1e-15], 100.0, 50.0))
+
+
+def _narrow_band_rows(n=1000, d=200, seed=0):
+    """Sparse rows whose 10% band (100 rows) is narrower than the model (201): the band fills with
+    its free rows and its reads reach a fixed point above tol (STALL_GAIN's measurement)."""
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=0.03, random_state=seed, format="csr") * 3.0
+    y = np.where(X @ rng.standard_normal(d) + 0.5 * rng.standard_normal(n) > 0, 1, -1)
+    return X, y
+
+
+def _narrow_band_fit(monkeypatch, stall_reads):
+    """The named band on :func:`_narrow_band_rows` with ``STALL_READS`` set: the estimator, its
+    ConvergenceWarnings' texts and the band's records (those before it gave way)."""
+    monkeypatch.setattr(sample_band, "STALL_READS", stall_reads)
+    X, y = _narrow_band_rows()
+    Xd, yd = da.from_array(X, chunks=(250, X.shape[1])), da.from_array(y, chunks=250)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf = LinearSVC(loss="hinge", C=0.5, cache_bytes="10%", tol=1e-3, max_iter=40, solver="band")
+        clf.fit(Xd, yd)
+    band = [r for r in clf.history_ if r.get("solver") == "band" and r["pass"] >= 1]
+    return clf, [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)], band
+
+
+def test_the_band_gives_way_where_its_reads_gain_nothing_and_says_why(monkeypatch):
+    """Where two reads in a row after the first gain nothing (their points do not move, their values
+    do not improve), the next would solve the same band again: the band gives way (to StreamSVM,
+    where named), the user told why, and the fit trains on to a true certificate.  Without the
+    rule the band's reads go on to max_iter at the gap where it stopped; with one such read, it
+    stops one read sooner."""
+    assert sample_band.STALL_READS == 2
+    clf, messages, band = _narrow_band_fit(monkeypatch, 2)
+    last = band[-1]["pass"]
+    assert last < 40 and band[-1]["gap"] > 1e-3
+    assert any(
+        f"gave way to solver='streamsvm' after {last} reads: its reads {last - 1} to {last} gained nothing"
+        in m and "A larger cache_bytes" in m for m in messages
+    )  # fmt: skip
+    assert clf.history_[-1]["solver"] == "streamsvm"
+    X, y = _narrow_band_rows()
+    sign = np.where(y > 0, 1.0, -1.0)
+    sk = LiblinearSVC(loss="hinge", C=0.5, tol=1e-10, max_iter=200_000).fit(X, y)
+    w = np.append(sk.coef_.ravel(), sk.intercept_)
+    reference = 0.5 * float(w @ w) + 0.5 * float(np.maximum(0.0, 1.0 - sign * (X @ w[:-1] + w[-1])).sum())
+    assert (clf.objective_ - reference) / clf.objective_ <= clf.duality_gap_
+    _, later, endless = _narrow_band_fit(monkeypatch, 10**9)  # the rule never stops the band
+    assert endless[-1]["pass"] == 40 and any("within max_iter=40" in m for m in later)
+    assert endless[-1]["gap"] == band[-1]["gap"]  # the reads after the stop gained nothing
+    _, _, sooner = _narrow_band_fit(monkeypatch, 1)
+    assert sooner[-1]["pass"] == last - 1 and sooner[-1]["gap"] == band[-1]["gap"]

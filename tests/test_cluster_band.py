@@ -185,3 +185,32 @@ def test_a_part_keeps_band_oversample_times_its_share_within_the_whole_band():
     assert part[0] == 4 * -(-whole[0] // 100) and part[1] == 4 * whole[1] // 100
     whole, part = part_band_budget(plan, 100_000, 2)  # four halves: at most the whole band
     assert part == whole
+
+
+def test_a_band_whose_read_gains_nothing_gives_way_to_cocoa_and_says_why(client):
+    """On a cluster the band's reads that reach a fixed point above tol (reads that gain nothing:
+    sample_band.STALL_READS) give way to CoCoA+, which trains on, the user told after which read;
+    as one machine's (test_band_kept_alphas)."""
+    rng = np.random.default_rng(0)
+    X = sp.random(1000, 200, density=0.03, random_state=0, format="csr") * 3.0
+    y = np.where(X @ rng.standard_normal(200) + 0.5 * rng.standard_normal(1000) > 0, 1, -1)
+    Xd, yd = da.from_array(X, chunks=(500, 200)), da.from_array(y, chunks=500)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf = LinearSVC(loss="hinge", C=0.5, cache_bytes="10%", tol=1e-3, max_iter=300).fit(
+            Xd, yd, client=client
+        )
+    methods = [r["method"] for r in clf.history_]
+    band_reads = [r["pass"] for r in clf.history_ if r["method"] == "band"]
+    assert methods[0] == "band" and "cocoa" in methods and max(band_reads) < 300
+    notes = [str(w.message) for w in caught if "gave way to CoCoA+" in str(w.message)]
+    last = max(band_reads)
+    assert (
+        len(notes) == 1 and f"after {last} reads: its reads {last - 1} to {last} gained nothing" in notes[0]
+    )
+    sign = np.where(y > 0, 1.0, -1.0)
+    w = np.append(clf.coef_.ravel(), clf.intercept_)
+    assert clf.objective_ == pytest.approx(_primal(X, sign, 0.5, w), rel=1e-10)
+    sk = SkLinearSVC(loss="hinge", C=0.5, tol=1e-10, max_iter=200_000).fit(X, y)
+    reference = _primal(X, sign, 0.5, np.append(sk.coef_.ravel(), sk.intercept_))
+    assert (clf.objective_ - reference) / clf.objective_ <= clf.duality_gap_ + 1e-12

@@ -287,7 +287,12 @@ def _fit_stream(source, plan, method, hooks, *, checkpoints, resume, clock_start
                 except BandStalled as stalled:  # the dual schedules train instead, and say so
                     method = method.replace(
                         schedule=dual_schedule(plan, gave_way=True),
-                        note=band_note(stalled.reach, f"solver={dual_schedule(plan, gave_way=True)!r}"),
+                        note=band_note(
+                            stalled.reach,
+                            f"solver={dual_schedule(plan, gave_way=True)!r}",
+                            stalled.why,
+                            stalled.after,
+                        ),
                     )
                     spent = stalled.history
             elif method.schedule == MULTINOMIAL_SOLVER:

@@ -33,7 +33,7 @@ def fit_on_cluster(client, source, plan, method, hooks, clock_start):
     seed = int(check_random_state(plan.random_state).randint(np.iinfo(np.int32).max))
     plan = plan.replace(solver=solver, seed=seed)
 
-    spent, why = [], None  # the band's reads where it gave up, and why where not by its reach
+    spent, why, after = [], None, "one read"  # the band's reads where it gave up, why (not its reach), when
 
     def named(records):
         for record in records:
@@ -53,7 +53,7 @@ def fit_on_cluster(client, source, plan, method, hooks, clock_start):
                         client, source, plan, clock_start=clock_start, placement=placement, on_pass=on_pass,
                     )  # fmt: skip
                 except BandStalled as stalled:  # its reads' records keep its name
-                    spent, method, why = named(stalled.history), "cocoa", stalled.why
+                    spent, method, why, after = named(stalled.history), "cocoa", stalled.why, stalled.after
             if method in ("newton", "truncated_newton"):  # each step one read (or evaluation) of every part
                 newton = fit_primal_cluster if method == "newton" else fit_products_cluster
                 if method == "newton" and plan.multinomial:
@@ -85,7 +85,7 @@ def fit_on_cluster(client, source, plan, method, hooks, clock_start):
                 if spent:
                     result.history[:0] = spent
                     result.messages.append(
-                        band_note(spent[-1].get("band_reach", 0.0), "CoCoA+ (cluster='cocoa')", why)
+                        band_note(spent[-1].get("band_reach", 0.0), "CoCoA+ (cluster='cocoa')", why, after)
                     )
         except Exception as exc:
             lost = scheduler_lost(client, exc)

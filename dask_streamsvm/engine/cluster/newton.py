@@ -14,8 +14,8 @@ part kept has a key at least the smallest any part left out, so the bound holds 
 one machine), and the band's problem is solved on the worker that holds the join, the tree's root
 (:func:`_take_band_steps_on_worker`), as one machine solves it: the band never moves to the client.
 After the first read every row keeps its dual value (:class:`~..primal.sample_band.KeptAlphas`): the values a
-band solve gave are listed by the rows' ids (a row's id names its part) with the problem, which the
-client holds between reads, and each part's read gets its own rows' (16 bytes a row a band held).
+band solve gave are listed by the rows' ids (a row's id names its part) on that worker, from read to
+read, and each part's read gets its own rows' (16 bytes a row a band held).
 The reads of either do not grow with the workers: the sums are the data's.
 
 The multinomial model (:func:`fit_softmax_cluster`): the same first read and samples, joined and
@@ -378,7 +378,8 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
     """The band from a sample over ``client``'s workers: a :class:`~..plan.result.FitResult` with its
     ``plan`` (labels counted on the workers) and ``parts``.  It raises
     :class:`~..primal.sample_band.BandStalled` where it cannot read on (a value beyond the sums'
-    range; rows too wide for its reads); unlike one machine's, never by the first step's reach: its
+    range; rows too wide for its reads; a read that gains nothing, :func:`~..primal.sample_band.gained`:
+    CoCoA+ trains on); unlike one machine's, never by the first step's reach: its
     reads keep every row's dual value and do not grow with the parts, where CoCoA+'s rounds do
     (docs/benchmarks.md, "The hinge on a cluster of K parts").  What moves per read: ``W`` out to
     each part with its rows' kept values, the parts' sums and bands up the tree to the first worker,
