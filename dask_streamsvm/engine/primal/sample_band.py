@@ -676,9 +676,10 @@ def _solve_wide(rows, loss, tol, offset, start, wide, alpha=None):
 
 
 class BandStalled(Exception):
-    """The first band's step was certified on less than :data:`BAND_MIN_REACH` of its length: the
-    rows near the hinge point outnumber the band the budget holds, and the reads would make little
-    progress each.  ``history``: the records of the reads made; ``reach``: the share certified;
+    """The band gives way: the first band's step was certified on less than :data:`BAND_MIN_REACH`
+    of its length (the rows near the hinge point outnumber the band the budget holds, and the reads
+    would make little progress each), its reads reached a fixed point (:data:`STALL_READS`), or it
+    cannot read on (``why``).  ``history``: the records of the reads made; ``reach``: the share certified;
     ``why``: the user's sentence where the band gave way for another reason (None: the reach);
     ``after``: when, in words (:func:`band_note`'s)."""
 
