@@ -7,6 +7,14 @@ import signal
 import dask
 import pytest
 
+# The workers of the tests' in-process clusters do not sample their threads' stacks: on Python 3.11
+# a worker's profiler (sys._current_frames, every 10 ms) can run Python code (a weakref callback of
+# the garbage collector) while it holds the interpreter's lock of thread states, and a thread that
+# starts then (the reader's) waits for that lock holding the GIL: the process deadlocks
+# (python/cpython#106883).  A CI run on 2026-12-05 hung so in tests/test_streamsvm.py, the reader
+# thread in Thread.start and the worker's IO loop in a weakref callback under trigger_profile.
+dask.config.set({"distributed.worker.profile.enabled": False})
+
 
 @pytest.fixture(scope="session")
 def local_cluster():
