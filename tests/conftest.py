@@ -12,7 +12,9 @@ import pytest
 # the garbage collector) while it holds the interpreter's lock of thread states, and a thread that
 # starts then (the reader's) waits for that lock holding the GIL: the process deadlocks
 # (python/cpython#106883).  A CI run on 2026-12-05 hung so in tests/test_streamsvm.py, the reader
-# thread in Thread.start and the worker's IO loop in a weakref callback under trigger_profile.
+# thread in Thread.start and the worker's IO loop in a weakref callback under trigger_profile.  The
+# library now starts no thread per read (engine/data/waiting.py: on_spare_thread; tested in
+# test_spare_threads.py), but Dask's workers and clients still start threads of their own.
 dask.config.set({"distributed.worker.profile.enabled": False})
 
 

@@ -152,7 +152,7 @@ class Reader:
         # Notified when a read ends or the trainer takes a block: the reader, waiting for a read, then
         # starts the next reads that have room (:meth:`_compute`).
         self._wake = threading.Condition()
-        self._thread = threading.Thread(target=self._run, name="dask-streamsvm-reader", daemon=True)
+        self._thread = None  # :meth:`_run` on a thread of its own (an OnThread), from __enter__
         # Statistics, written by the reader thread only.
         self.wait_for_room = 0.0
         self._started = self._finished = None
@@ -164,7 +164,9 @@ class Reader:
     # -- trainer side ---------------------------------------------------------
 
     def __enter__(self):
-        self._thread.start()
+        if self._thread is not None:
+            raise RuntimeError("a Reader reads once: make a new one to read again")
+        self._thread = OnThread(self._run, name="dask-streamsvm-reader")
         return self
 
     def __exit__(self, kind, *exc):
@@ -178,13 +180,13 @@ class Reader:
         (the reads it began that still run end on their threads: :meth:`wait_reads`)."""
         self._stop.set()
         self._notify()
-        while self._thread.is_alive():
+        while self._thread is not None and self._thread.is_alive():
             try:
                 while True:
                     self._queue.get_nowait()
             except queue.Empty:
                 pass
-            self._thread.join(0.05)
+            self._thread.done.wait(0.05)
             timeout -= 0.05
             if timeout <= 0:
                 break

@@ -4,14 +4,34 @@ Dask cannot stop a task half-way.  So a read the fit may have to give up
 (a hung task, Ctrl-C) runs on a thread of its own while the caller waits in
 short steps of :data:`POLL` seconds, watching its stop flag and the clock;
 a read given up on is left to end on that thread when its task does.
+
+The threads are kept between reads, idle (:data:`SPARE_THREADS` at most),
+and a read takes an idle one before it starts another: a streamed fit reads
+each partition on a thread, and starting a thread per read is what CPython
+3.11 cannot always do beside ``sys._current_frames`` (a Dask worker's
+profiler calls it every few milliseconds): python/cpython#106883, a
+deadlock between the GIL and the interpreter's thread-state lock, seen here
+in a fit on an in-process ``LocalCluster``.  With the threads kept, a process
+starts its read threads in its first fit, not at every read.  A read given up
+on keeps its thread until its task ends; the next read takes another.
 """
 
 import contextlib
+import contextvars
+import os
+import queue
 import sys
 import threading
 import time
 
 POLL = 0.05  # seconds between looks at the stop flag and the clock while waiting
+# Idle threads kept for the next reads (:class:`OnThread`): a fit reads at most ``prefetch``
+# partitions at once beside its reader thread, and two fits of a process (the dual trainer's
+# reader and a warm start's) run at once; a thread beyond them ends when its read does.
+SPARE_THREADS = 8
+IDLE_NAME = "dask-streamsvm-idle"  # a kept thread's name while it waits for a read
+_spare = {"pid": None, "idle": []}  # the idle threads' inboxes, of the process that kept them
+_spare_lock = threading.Lock()
 # How tasks are computed on a ``dask.distributed`` client: ``compute(client, tasks, stalled)``,
 # installed by the cluster's runtime (:func:`~..cluster.runtime.compute`, which names a cluster with
 # no worker left where Dask would wait for one forever) when it is imported, as every fit and
@@ -29,24 +49,57 @@ class ReadTimeout(TimeoutError):
     """A partition's read took longer than ``read_timeout``; never retried."""
 
 
-class OnThread:
-    """``fn()`` started on a daemon thread of its own; ``done`` is set when it returns or raises, and
-    then ``on_done()`` called (if given) on that thread."""
+def on_spare_thread(fn):
+    """``fn()`` run on an idle daemon thread kept by an earlier call, or on a new one where none is
+    idle; the thread is kept again when ``fn`` returns, unless :data:`SPARE_THREADS` already are.
+    ``fn`` must not raise (:class:`OnThread` catches what its function raises)."""
+    with _spare_lock:
+        if _spare["pid"] != os.getpid():  # a forked child: its parent's threads are not in it
+            _spare.update(pid=os.getpid(), idle=[])
+        inbox = _spare["idle"].pop() if _spare["idle"] else None
+    if inbox is None:
+        inbox = queue.SimpleQueue()
+        threading.Thread(target=_serve, args=(inbox,), name=IDLE_NAME, daemon=True).start()
+    inbox.put(fn)
 
-    def __init__(self, fn, on_done=None):
+
+def _serve(inbox):
+    """A kept thread: run what arrives in ``inbox``, each in a context of its own (as on a new
+    thread), then wait idle for the next, or end where :data:`SPARE_THREADS` wait already."""
+    while True:
+        contextvars.Context().run(inbox.get())
+        with _spare_lock:
+            if _spare["pid"] != os.getpid() or len(_spare["idle"]) >= SPARE_THREADS:
+                return
+            _spare["idle"].append(inbox)
+
+
+class OnThread:
+    """``fn()`` started on a daemon thread (:func:`on_spare_thread`) named ``name`` while it runs;
+    ``done`` is set when it returns or raises, and then ``on_done()`` called (if given) on that
+    thread."""
+
+    def __init__(self, fn, on_done=None, name="dask-streamsvm-read"):
         self.done, self._out = threading.Event(), {}
 
         def run():
+            thread = threading.current_thread()
+            thread.name = name
             try:
                 self._out["value"] = fn()
             except BaseException as exc:  # noqa: BLE001 - re-raised by result()
                 self._out["error"] = exc
             finally:
+                thread.name = IDLE_NAME  # before done: a thread by this name has ended its work
                 self.done.set()
                 if on_done is not None:
                     on_done()
 
-        threading.Thread(target=run, name="dask-streamsvm-read", daemon=True).start()
+        on_spare_thread(run)
+
+    def is_alive(self):
+        """Whether ``fn`` still runs (as :meth:`threading.Thread.is_alive`)."""
+        return not self.done.is_set()
 
     def result(self):
         """What ``fn`` returned, or its exception raised again (once ``done`` is set)."""
