@@ -113,6 +113,14 @@ def test_each_work_runs_in_a_context_of_its_own_as_on_a_new_thread(fresh_spares)
 
 
 def test_a_threads_name_is_its_works_while_it_runs_and_idle_after(fresh_spares):
+    for _ in range(3):  # a new thread, then kept ones: named as the work from the hand-over on
+        release = threading.Event()
+        read = OnThread(lambda release=release: release.wait(GUARD), name="dask-streamsvm-reader")
+        assert [t for t in threading.enumerate() if t.name == "dask-streamsvm-reader"]  # before it runs
+        release.set()
+        assert read.done.wait(GUARD)
+        while not fresh_spares["idle"]:
+            threading.Event().wait(0.001)
     inside = []
     read = OnThread(lambda: inside.append(threading.current_thread().name) or 7, name="dask-streamsvm-read")
     assert read.done.wait(GUARD) and read.result() == 7 and not read.is_alive()

@@ -30,7 +30,7 @@ POLL = 0.05  # seconds between looks at the stop flag and the clock while waitin
 # reader and a warm start's) run at once; a thread beyond them ends when its read does.
 SPARE_THREADS = 8
 IDLE_NAME = "dask-streamsvm-idle"  # a kept thread's name while it waits for a read
-_spare = {"pid": None, "idle": []}  # the idle threads' inboxes, of the process that kept them
+_spare = {"pid": None, "idle": []}  # the idle threads (inbox, thread), of the process that kept them
 _spare_lock = threading.Lock()
 # How tasks are computed on a ``dask.distributed`` client: ``compute(client, tasks, stalled)``,
 # installed by the cluster's runtime (:func:`~..cluster.runtime.compute`, which names a cluster with
@@ -49,17 +49,22 @@ class ReadTimeout(TimeoutError):
     """A partition's read took longer than ``read_timeout``; never retried."""
 
 
-def on_spare_thread(fn):
+def on_spare_thread(fn, name=IDLE_NAME):
     """``fn()`` run on an idle daemon thread kept by an earlier call, or on a new one where none is
-    idle; the thread is kept again when ``fn`` returns, unless :data:`SPARE_THREADS` already are.
-    ``fn`` must not raise (:class:`OnThread` catches what its function raises)."""
+    idle; the thread is named ``name`` from now on (so that it is known by it before ``fn`` starts)
+    and kept again when ``fn`` returns, unless :data:`SPARE_THREADS` already are.  ``fn`` must not
+    raise (:class:`OnThread` catches what its function raises, and names the thread idle again)."""
     with _spare_lock:
         if _spare["pid"] != os.getpid():  # a forked child: its parent's threads are not in it
             _spare.update(pid=os.getpid(), idle=[])
-        inbox = _spare["idle"].pop() if _spare["idle"] else None
-    if inbox is None:
+        kept = _spare["idle"].pop() if _spare["idle"] else None
+    if kept is None:
         inbox = queue.SimpleQueue()
-        threading.Thread(target=_serve, args=(inbox,), name=IDLE_NAME, daemon=True).start()
+        thread = threading.Thread(target=_serve, args=(inbox,), name=name, daemon=True)
+        thread.start()
+    else:
+        inbox, thread = kept
+        thread.name = name
     inbox.put(fn)
 
 
@@ -71,7 +76,7 @@ def _serve(inbox):
         with _spare_lock:
             if _spare["pid"] != os.getpid() or len(_spare["idle"]) >= SPARE_THREADS:
                 return
-            _spare["idle"].append(inbox)
+            _spare["idle"].append((inbox, threading.current_thread()))
 
 
 class OnThread:
@@ -83,19 +88,17 @@ class OnThread:
         self.done, self._out = threading.Event(), {}
 
         def run():
-            thread = threading.current_thread()
-            thread.name = name
             try:
                 self._out["value"] = fn()
             except BaseException as exc:  # noqa: BLE001 - re-raised by result()
                 self._out["error"] = exc
             finally:
-                thread.name = IDLE_NAME  # before done: a thread by this name has ended its work
+                threading.current_thread().name = IDLE_NAME  # before done: a thread by the name still works
                 self.done.set()
                 if on_done is not None:
                     on_done()
 
-        on_spare_thread(run)
+        on_spare_thread(run, name)
 
     def is_alive(self):
         """Whether ``fn`` still runs (as :meth:`threading.Thread.is_alive`)."""
