@@ -26,8 +26,9 @@ import time
 
 POLL = 0.05  # seconds between looks at the stop flag and the clock while waiting
 # Idle threads kept for the next reads (:class:`OnThread`): a fit reads at most ``prefetch``
-# partitions at once beside its reader thread, and two fits of a process (the dual trainer's
-# reader and a warm start's) run at once; a thread beyond them ends when its read does.
+# partitions at once beside its reader thread (a fit of the default prefetch started 5 to 9,
+# docs/guide/threads.md); 8 leave room for a larger prefetch or fits in several threads at once.  A
+# thread beyond them ends when its read does.
 SPARE_THREADS = 8
 IDLE_NAME = "dask-streamsvm-idle"  # a kept thread's name while it waits for a read
 _spare = {"pid": None, "idle": []}  # the idle threads (inbox, thread), of the process that kept them
