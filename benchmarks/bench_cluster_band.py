@@ -19,16 +19,22 @@ max_iter=20, random_state=0)``; the optimum is the in-memory hinge solved to a c
     python -m benchmarks.bench_cluster_band --sets ijcnn1 --parts 2 8
 
     python -m benchmarks.bench_cluster_band --cache 60% 1GB    # the sample's share of the rows
+    python -m benchmarks.bench_cluster_band --sample-seeds 5   # the sample's draw: 5 seeds a fit
 
 The band starts from the solution of the first read's sample, and the sample is held within
 ``cache_bytes``: at 10% it holds 26 rows a weight of a9a's model and 17 of w8a's, far from the
 4,000 the primal solver's rule asks (``engine/primal/warm.py``).  ``--cache`` runs the same fits at
 other budgets (the default ``"1GB"`` holds these sets whole).
 
+``--sample-seeds N`` runs each fit with N draws of the sample (``engine/primal/reads.py:
+SAMPLE_SEED``, the library's own and N - 1 after it; the workers are threads of this process, so
+they draw with the seed set here): the reads depend on the sample's solution, the band's first point.
+
 Results: ``benchmarks/results/cluster_band.json`` and the section "The hinge on a cluster of K
 parts" of ``docs/benchmarks.md``; with ``--cache`` other than 10%,
 ``benchmarks/results/cluster_band_caches.json`` and the section "The hinge on a cluster: the
-sample's share of the rows".
+sample's share of the rows"; with ``--sample-seeds``, ``benchmarks/results/cluster_band_seeds.json``
+and the section "The hinge on a cluster: the sample's draw".
 """
 
 import argparse
@@ -38,12 +44,15 @@ import warnings
 import numpy as np
 
 from benchmarks._common import ROOT, run_header, save_json, write_section
+from dask_streamsvm.engine.primal.reads import SAMPLE_SEED as LIBRARY_SAMPLE_SEED
 from dask_streamsvm.engine.primal.sample_band import BAND_MIN_REACH
 
 MARKER = "## The hinge on a cluster of K parts"
 RESULTS = ROOT / "benchmarks" / "results" / "cluster_band.json"
 CACHES_MARKER = "## The hinge on a cluster: the sample's share of the rows"
 CACHES_RESULTS = ROOT / "benchmarks" / "results" / "cluster_band_caches.json"
+SEEDS_MARKER = "## The hinge on a cluster: the sample's draw"
+SEEDS_RESULTS = ROOT / "benchmarks" / "results" / "cluster_band_seeds.json"
 DEFAULT_CACHE = "10%"
 MAX_ITER = 20  # reads after the first, at most
 PARAMS = dict(
@@ -75,16 +84,18 @@ def optimum(X, y):
     return certificate.primal
 
 
-def fit(X, y, K, cache=DEFAULT_CACHE):
+def fit(X, y, K, cache=DEFAULT_CACHE, seed=None):
     """One fit on K parts (K = 1: one machine, no client) with ``cache_bytes=cache``: its reads,
-    gap, methods, the sample's rows and the band's first reach."""
+    gap, methods, the sample's rows and the band's first reach; ``seed``: the sample's
+    (``reads.SAMPLE_SEED``, None: the library's)."""
     import dask.array as da
     from dask.distributed import Client, LocalCluster
 
     from dask_streamsvm import LinearSVC
-    from dask_streamsvm.engine.primal import sample_band
+    from dask_streamsvm.engine.primal import reads, sample_band
 
     sample_band.BAND_MIN_REACH = 0.0  # the band never gives way here: its own reads are measured
+    reads.SAMPLE_SEED = LIBRARY_SAMPLE_SEED if seed is None else seed
 
     params = {**PARAMS, "cache_bytes": cache}
     rows = -(-len(y) // K)
@@ -105,7 +116,7 @@ def fit(X, y, K, cache=DEFAULT_CACHE):
     reach = [round(float(r["band_reach"]), 4) for r in clf.history_ if "band_reach" in r]
     sample_rows = next((int(r["sample_rows"]) for r in clf.history_ if "sample_rows" in r), None)
     return {
-        "cache": cache, "sample_rows": sample_rows,
+        "cache": cache, "sample_rows": sample_rows, "sample_seed": reads.SAMPLE_SEED,
         "K": K, "reads": int(clf.n_iter_), "gap": float(clf.duality_gap_), "objective": float(clf.objective_),
         "methods": methods, "seconds": seconds, "reach": reach,
         "auto_gives_way": bool(
@@ -121,25 +132,67 @@ def measure(args):
         X, y = load(name)
         best = optimum(X, y)
         print(f"{name}: {X.shape[0]:,} x {X.shape[1]}, optimum {best:.10g}", flush=True)
-        for K, cache in [(K, cache) for cache in args.cache for K in args.parts]:
-            r = fit(X, y, K, cache)
+        seeds = [LIBRARY_SAMPLE_SEED + i for i in range(args.sample_seeds)]
+        for K, cache, seed in [(K, c, seed) for c in args.cache for K in args.parts for seed in seeds]:
+            r = fit(X, y, K, cache, seed)
             r.update(data=name, n_rows=int(X.shape[0]), n_features=int(X.shape[1]), optimum=best)
             r["suboptimality"] = (r["objective"] - best) / r["objective"]
             r["true_bound"] = bool(r["suboptimality"] <= r["gap"] + 1e-9)
             records.append(r)
             gap, seconds = r["gap"], r["seconds"]
-            print(f"  K={K}, {cache}: {r['reads']} reads, gap {gap:.2e}, {seconds:.1f} s", flush=True)
+            print(
+                f"  K={K}, {cache}, seed {seed}: {r['reads']} reads, gap {gap:.2e}, {seconds:.1f} s",
+                flush=True,
+            )
     return records
 
 
-def report(payload):
-    caches = payload.get("caches", [DEFAULT_CACHE])
-    lines = [
+def _run_lines(payload):
+    """The command, date, load and commit of a run, as a section's first lines."""
+    return [
         "",
         f"Command: `{payload['command']}`  ",
         f"Date: {payload['date']}; load before the run {payload['load']}; "
         f"commit {payload.get('commit', '?')}.",
         "",
+    ]
+
+
+def seeds_report(payload):
+    """Per set and K: the reads of each draw of the sample, the library's first."""
+    lines = [
+        *_run_lines(payload),
+        f"The fits of the section \"The hinge on a cluster of K parts\" (`LinearSVC(loss='hinge', C=1, "
+        f"fit_intercept=False, cache_bytes='10%', tol=1e-3, max_iter={MAX_ITER})`, K single-thread workers "
+        "of an "
+        "in-process `LocalCluster`, K = 1 one machine streaming), each with the sample drawn from "
+        "`SAMPLE_SEED` + i (`engine/primal/reads.py`; i = 0 is the library's draw). *reads*: after the read "
+        "that keeps the sample, one a draw, in the order of the seeds; counts, not times. *gap after the "
+        "first band read*: the first band step's certified gap, one a draw (the band's first point is the "
+        f"sample's solution). Goal: at most {GOAL_READS} to 1e-3.",
+        "",
+        "| data | K | reads, a draw each | gap after the first band read | within the goal "
+        "| every bound true |",
+        "|---|---|---|---|---|---|",
+    ]
+    groups = {}
+    for r in payload["records"]:
+        groups.setdefault((r["data"], r["K"]), []).append(r)
+    for (data, K), fits in groups.items():
+        met = sum(r["gap"] <= 1e-3 and r["reads"] <= GOAL_READS for r in fits)
+        firsts = ", ".join(f"{r['gaps'][0]:.2g}" if r["gaps"] else "-" for r in fits)
+        lines.append(
+            f"| {data} | {K} | {', '.join(str(r['reads']) for r in fits)} | {firsts} "
+            f"| {met} of {len(fits)} | "
+            f"{'yes' if all(r['true_bound'] for r in fits) else 'NO'} |"
+        )
+    return lines
+
+
+def report(payload):
+    caches = payload.get("caches", [DEFAULT_CACHE])
+    lines = [
+        *_run_lines(payload),
         f"`LinearSVC(loss='hinge', C=1, fit_intercept=False, cache_bytes={' or '.join(caches)}, tol=1e-3, "
         f"max_iter={MAX_ITER}, random_state=0)` "
         "on K parts: K single-thread workers of an in-process `LocalCluster` (a "
@@ -186,11 +239,21 @@ def main(argv=None):
     parser.add_argument("--sets", nargs="+", default=["ijcnn1", "a9a", "w8a", "tall200k"])
     parser.add_argument("--parts", type=int, nargs="+", default=[1, 2, 8, 32, 100])
     parser.add_argument("--cache", nargs="+", default=[DEFAULT_CACHE], help="cache_bytes of the fits")
+    parser.add_argument(
+        "--sample-seeds",
+        type=int,
+        default=1,
+        help="draws of the sample a fit (the library's and those after it)",
+    )
     args = parser.parse_args(argv)
-    default = args.cache == [DEFAULT_CACHE]
     payload = run_header("bench_cluster_band", argv)
     payload["caches"] = args.cache
     payload["records"] = measure(args)
+    if args.sample_seeds > 1:
+        save_json(SEEDS_RESULTS, payload)
+        write_section(SEEDS_MARKER, seeds_report(payload))
+        return
+    default = args.cache == [DEFAULT_CACHE]
     save_json(RESULTS if default else CACHES_RESULTS, payload)
     write_section(MARKER if default else CACHES_MARKER, report(payload))
 
