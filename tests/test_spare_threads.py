@@ -171,3 +171,18 @@ def test_a_second_streamed_fit_in_a_process_starts_no_thread(monkeypatch):
     assert first.n_iter_ == second.n_iter_ == 3  # 24 partition reads in each
     np.testing.assert_array_equal(first.coef_, second.coef_)
     assert started == []
+
+
+def test_a_reader_is_entered_once():
+    """As a thread is started once: a Reader read to its end is not entered again (a new one reads)."""
+    from dask_streamsvm.engine.data.reader import Reader
+    from dask_streamsvm.engine.data.source import DaskSource
+
+    X, y = noisy_linear_data(40, 3)
+    reader = Reader(DaskSource(da.from_array(X, chunks=20), da.from_array(y, chunks=20)), prefetch=1,
+                    max_passes=1, shuffle=False, seed=0)  # fmt: skip
+    with reader:
+        while reader.get(timeout=GUARD)[0] != "done":
+            pass
+    with pytest.raises(RuntimeError, match="reads once"):
+        reader.__enter__()
