@@ -9,6 +9,7 @@ up on keeps its own, and that a forked child starts its own.
 import contextvars
 import os
 import threading
+import time
 
 import dask.array as da
 import numpy as np
@@ -27,6 +28,14 @@ def fresh_spares(monkeypatch):
     """A pool of its own for the test (none idle), so that other tests' kept threads do not count."""
     monkeypatch.setattr(waiting, "_spare", {"pid": os.getpid(), "idle": []})
     return waiting._spare
+
+
+def _until(condition):
+    """Wait until ``condition()`` holds, at most :data:`GUARD` seconds (a liveness guard)."""
+    deadline = time.monotonic() + GUARD
+    while not condition():
+        assert time.monotonic() < deadline, "the pool did not get there within the guard"
+        threading.Event().wait(0.001)
 
 
 def _starts(monkeypatch):
@@ -49,8 +58,7 @@ def test_a_thread_is_kept_after_its_work_and_taken_again(fresh_spares, monkeypat
     assert done.wait(GUARD)
     for _ in range(5):
         done.clear()
-        while not fresh_spares["idle"]:  # the thread is kept once its work has returned
-            threading.Event().wait(0.001)
+        _until(lambda: fresh_spares["idle"])  # the thread is kept once its work has returned
         on_spare_thread(lambda: (seen.append(threading.current_thread()), done.set()))
         assert done.wait(GUARD)
     assert len(started) == 1 and all(thread is seen[0] for thread in seen)
@@ -65,11 +73,7 @@ def test_a_read_that_hangs_keeps_its_thread_and_the_next_read_takes_another(fres
     assert later.wait(GUARD)  # ran while the first still waits
     assert threads[0] is not threads[1]
     release.set()
-    for _ in range(GUARD * 1000):  # both kept once the hung read ends
-        if len(fresh_spares["idle"]) == 2:
-            break
-        threading.Event().wait(0.001)
-    assert len(fresh_spares["idle"]) == 2
+    _until(lambda: len(fresh_spares["idle"]) == 2)  # both kept once the hung read ends
 
 
 def test_at_most_spare_threads_are_kept_and_the_rest_end(fresh_spares):
@@ -90,12 +94,8 @@ def test_at_most_spare_threads_are_kept_and_the_rest_end(fresh_spares):
     release.set()
     for thread in threads:
         thread.join(0.01)
-    for _ in range(GUARD * 1000):
-        if len(fresh_spares["idle"]) == SPARE_THREADS and sum(t.is_alive() for t in threads) == SPARE_THREADS:
-            break
-        threading.Event().wait(0.001)
-    assert len(fresh_spares["idle"]) == SPARE_THREADS
-    assert sum(t.is_alive() for t in threads) == SPARE_THREADS  # the other 3 ended
+    _until(lambda: len(fresh_spares["idle"]) == SPARE_THREADS)
+    _until(lambda: sum(t.is_alive() for t in threads) == SPARE_THREADS)  # the other 3 ended
 
 
 def test_each_work_runs_in_a_context_of_its_own_as_on_a_new_thread(fresh_spares):
@@ -104,8 +104,7 @@ def test_each_work_runs_in_a_context_of_its_own_as_on_a_new_thread(fresh_spares)
     seen, done = [], threading.Event()
     on_spare_thread(lambda: (seen.append(var.get()), var.set("first work's"), done.set()))
     assert done.wait(GUARD)
-    while not fresh_spares["idle"]:
-        threading.Event().wait(0.001)
+    _until(lambda: fresh_spares["idle"])
     done.clear()
     on_spare_thread(lambda: (seen.append(var.get()), done.set()))
     assert done.wait(GUARD)
@@ -119,8 +118,7 @@ def test_a_threads_name_is_its_works_while_it_runs_and_idle_after(fresh_spares):
         assert [t for t in threading.enumerate() if t.name == "dask-streamsvm-reader"]  # before it runs
         release.set()
         assert read.done.wait(GUARD)
-        while not fresh_spares["idle"]:
-            threading.Event().wait(0.001)
+        _until(lambda: fresh_spares["idle"])
     inside = []
     read = OnThread(lambda: inside.append(threading.current_thread().name) or 7, name="dask-streamsvm-read")
     assert read.done.wait(GUARD) and read.result() == 7 and not read.is_alive()
@@ -137,8 +135,7 @@ def test_a_forked_child_starts_its_own_threads_not_its_parents(fresh_spares):
     done = threading.Event()
     on_spare_thread(done.set)
     assert done.wait(GUARD)
-    while not fresh_spares["idle"]:
-        threading.Event().wait(0.001)
+    _until(lambda: fresh_spares["idle"])
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: the parent's idle thread is not here; a read must still run
