@@ -3,6 +3,8 @@ whose problem solved in memory is where the first full Newton read starts; and t
 their sums with the reading of the next partitions."""
 
 import sys
+import threading
+import time
 
 import dask.array as da
 import numpy as np
@@ -380,6 +382,62 @@ def test_held_rows_are_backed_by_small_pages():
     assert "nh" in flags and "sh" not in flags  # advised no huge pages whatever THP's mode; private
     small = malloc.held_empty((10, 4), np.float32)  # below HELD_SMALL_PAGES: NumPy's own
     assert small.base is None and small.dtype == np.float32
+
+
+def _freeing_thread(array, names):
+    """``array``, whose freeing appends the name of the thread that frees it to ``names``."""
+    import weakref
+
+    weakref.finalize(array, lambda: names.append(threading.current_thread().name))
+    return array
+
+
+def _until(condition, guard=60):
+    """Wait until ``condition()`` holds, at most ``guard`` seconds (a liveness guard: a kept thread
+    frees the arrays at once, not a timing)."""
+    deadline = time.monotonic() + guard
+    while not condition():
+        assert time.monotonic() < deadline, "not freed within the guard"
+        threading.Event().wait(0.001)
+
+
+def test_let_go_frees_what_it_is_handed_on_a_kept_thread():
+    """malloc.let_go: the rows are unmapped on a kept thread named FREEING_NAME, not the caller's
+    (480 MB of small pages take 27-28 ms to unmap, where the caller of a fit waits)."""
+    from dask_streamsvm.engine.data import malloc
+
+    names = []
+    rows = _freeing_thread(malloc.held_empty((malloc.HELD_SMALL_PAGES // 4, 1), np.float32), names)
+    rows[:] = 1.0
+    held = [rows, _freeing_thread(np.ones(10), names)]
+    del rows
+    malloc.let_go(held)
+    _until(lambda: len(names) == 2)
+    assert names == [malloc.FREEING_NAME] * 2 and held == []
+
+
+@pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
+def test_the_rows_a_streamed_fit_kept_whole_are_freed_off_the_callers_thread(monkeypatch, loss):
+    """The rows a streamed fit's first read kept whole (the default fit's every row; the hinge band's
+    rows in memory) are freed by malloc.let_go once the fit is done with them, not on the thread that
+    called fit."""
+    from dask_streamsvm.engine.data import malloc
+    from dask_streamsvm.engine.primal import reads
+
+    names, made = [], []
+
+    def held_empty(shape, dtype):
+        made.append(shape)
+        return _freeing_thread(malloc.held_empty(shape, dtype), names)
+
+    monkeypatch.setattr(reads, "held_empty", held_empty)
+    X, y = noisy_linear_data(100_000, 5, seed=4)
+    Xd, yd = da.from_array(X, chunks=25_000), da.from_array(y, chunks=25_000)
+    params = {"dual": False} if loss == "squared_hinge" else {"loss": "hinge"}
+    LinearSVC(C=0.1, tol=1e-4, **params).fit(Xd, yd)
+    assert made == [(100_000, 5), (100_000,), (100_000,)]  # every row kept whole by the first read
+    _until(lambda: len(names) == 3)
+    assert names == [malloc.FREEING_NAME] * 3
 
 
 def test_a_newton_fit_of_rows_within_cache_bytes_is_one_read():

@@ -8,6 +8,7 @@ import contextlib
 import numpy as np
 import scipy.sparse as sp
 
+from ..data.malloc import let_go
 from ..data.source import rows_trained
 from ..plan.losses import loss_of
 from ..plan.problem import column_max_abs
@@ -164,7 +165,10 @@ def fit_primal_stream(source, plan, hooks, first, clock_start):
                 start, notes, result = warm_start(first.sample, plan, width, clock_start, on_pass, columns)
             if result is None:  # the columns' center and scale, for the band's keys
                 read.band_metric = band_metric(first.sample)
-            first.sample = None  # the reads that follow keep their band instead
+            # the reads that follow keep their band instead; a sample of every row (480 MB of small
+            # pages on the tall sets) is unmapped on another thread, beside the rest of the fit
+            held, first.sample = [first.sample], None
+            let_go(held)
             if result is not None:  # the sample is every row: its problem is the data's, solved
                 # n_iter_: the Newton steps on the rows the read kept (the records after the first),
                 # as in memory (issue 50: it said 0 after 1,001 records).

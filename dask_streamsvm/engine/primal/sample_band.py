@@ -49,6 +49,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from ..data.malloc import let_go
 from ..plan.certificate import Certificate, check_gap
 from ..plan.problem import BAND_SOLVER, encode_block
 from ..plan.result import FitResult
@@ -720,14 +721,17 @@ def fit_band_stream(source, plan, hooks, first, clock_start, give_up=False, wide
     # the rows read may be fewer than those counted before it, rows skipped as invalid): the band's
     # passes over them are its reads.
     if sample.complete and width + 1 <= MAX_WIDTH and sample.n_rows > sample_rows(width):
-        first.sample = None  # held here until the fit ends
-        y_index = np.searchsorted(plan.classes, sample.y)
+        held, first.sample, sample = [sample], None, None  # held here until the fit ends
+        y_index = np.searchsorted(plan.classes, held[0].y)
         skipped = int(totals.skipped)
-        return fit_band_memory(
-            sample.X, y_index, sample.sample_weight, plan, hooks, clock_start, give_up,
-            counted={**counted, "rows_skipped": skipped}, held_bytes=sample.nbytes,
-            fields=lambda: {"spill_bytes": source.spill_bytes, "rows_skipped": skipped},
-        )  # fmt: skip
+        try:
+            return fit_band_memory(
+                held[0].X, y_index, held[0].sample_weight, plan, hooks, clock_start, give_up,
+                counted={**counted, "rows_skipped": skipped}, held_bytes=held[0].nbytes,
+                fields=lambda: {"spill_bytes": source.spill_bytes, "rows_skipped": skipped},
+            )  # fmt: skip
+        finally:  # the rows unmapped on another thread (:func:`~..data.malloc.let_go`)
+            let_go(held)
     if sample.complete:  # the sample is every row: its problem is the data's, solved and certified
         starts, records = warm_starts(sample, plan, clock_start, counted, plan.tol, wide)
         hooks.on_pass(records, starts)
