@@ -540,3 +540,49 @@ def test_the_hessians_scaled_rows_beyond_a_chunks_bytes_are_not_kept():
     larger = hessian_rows((1, rows + 1, 1001))
     assert larger.shape == (1, rows + 1, 1001) and not np.shares_memory(larger, kept)
     assert scratch("hessian rows", (1,)).base.size <= CHUNK_BYTES // 8  # the thread's array did not grow
+
+
+def test_the_squared_hinges_trial_losses_are_the_general_terms_to_the_bit():
+    """kernels/losses.add_trial_losses: the squared hinge's loop of its own gives each step's loss as
+    newton_terms does, to the last bit, a NaN margin kept as NaN; the logistic loss takes the terms."""
+    rng = np.random.default_rng(3)
+    for code in (kl.SQUARED_HINGE, kl.LOGISTIC):
+        for m0, dm in [
+            (0.3, 2.0),
+            (1.7, -0.9),
+            (-4.0, 0.01),
+            (1.0, 0.0),
+            (0.5, 1e-300),
+            *rng.normal(size=(20, 2)),
+        ]:
+            cost = float(rng.uniform(0.1, 3.0))
+            fast, general = np.full(STEPS.shape[0], 0.25), np.full(STEPS.shape[0], 0.25)
+            kl.add_trial_losses(fast, cost, m0, dm, STEPS, code)
+            for t, step in enumerate(STEPS):
+                general[t] += cost * kl.newton_terms(code, 1.0, 1.0 - m0 - dm * step)[0]
+            np.testing.assert_array_equal(fast, general)
+    nan = np.zeros(STEPS.shape[0])
+    kl.add_trial_losses(nan, 1.0, float("nan"), 1.0, STEPS, kl.SQUARED_HINGE)
+    assert np.isnan(nan).all()
+
+
+def test_a_rows_two_margins_in_one_pass_are_each_one_pass_within_rounding():
+    """kernels/newton.row_dots: the margin at the point and along the direction in one pass over the
+    row, each within the rounding the band's bound counts ((D + 4) epsilons of sum |x_j w_j|) of
+    row_dot's own."""
+    from dask_streamsvm.kernels.newton import row_dot, row_dots
+
+    rng = np.random.default_rng(5)
+    for dtype in (np.float32, np.float64):
+        X = rng.integers(0, 256, size=(50, 61)).astype(dtype)
+        W, S = rng.normal(size=(2, 62)), rng.normal(size=(2, 62)) * 1e-3
+        for i in range(X.shape[0]):
+            for c in range(2):
+                at, along = row_dots(X, i, W, S, c)
+                for got, point in ((at, W), (along, S)):
+                    bound = (
+                        (X.shape[1] + 4)
+                        * np.finfo(np.float64).eps
+                        * float(np.abs(X[i] * point[c, :-1]).sum())
+                    )
+                    assert abs(got - row_dot(X, i, point, c)) <= bound

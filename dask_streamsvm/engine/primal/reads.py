@@ -17,7 +17,7 @@ from ...kernels.layout import dense_nonzeros, dense_to_csr
 from ...kernels.losses import newton_dual_term, newton_terms
 from ..data.malloc import held_empty
 from ..plan.losses import loss_of
-from ..plan.problem import column_max_abs, encode_block
+from ..plan.problem import column_max_abs, encode_block, signs_and_costs
 from .carried import CarriedHessian
 from .penalties import penalty_of
 from .sums import (
@@ -719,7 +719,7 @@ def memory_read(X, y_index, weights, plan, products=None, row_norm=None):
     read, given to each read's sums.  Dense rows of a piecewise-quadratic loss carry their Hessian
     from read to read (:class:`~.carried.CarriedHessian`).
     """
-    Y, cost = plan.signs[:, y_index], plan.costs[:, y_index] * weights
+    Y, cost = signs_and_costs(plan, y_index, weights)
     X = memory_layout(X)
     if products is None:
         products = prefers_products(X, plan)

