@@ -273,22 +273,25 @@ def _changing_collection(counts, from_read, n_features=5, sparse=False):
 
 
 @pytest.mark.parametrize(
-    "model, from_read",
+    "model, from_read, cache_bytes",
     [
-        ("LinearSVC", 2),  # read 1 counts the labels: every later read must give its rows
-        ("LogisticRegression", 2),
-        ("LinearSVC", 3),  # read 2 is the warm start's: the Newton steps' reads changed
+        # read 1 counts the labels and keeps the warm start's sample: every later read must give its rows
+        ("LinearSVC", 2, 100_000),
+        ("LogisticRegression", 2, 100_000),
+        ("LinearSVC", 3, 20_000),  # a smaller sample, a Newton step more: the second step's read changed
     ],
 )
 def test_a_partition_that_changes_between_newton_reads_stops_the_fit_naming_it(
-    client, tmp_path, model, from_read
+    client, tmp_path, model, from_read, cache_bytes
 ):
     """As on one machine: the first read's fingerprints of every part go with its later reads,
     whichever task (a new source every time) or worker makes them."""
     import dask_streamsvm
 
     Xd, yd = _changing_collection(tmp_path, from_read)
-    clf = getattr(dask_streamsvm, model)(dual=False, tol=1e-9, cache_bytes=100_000)  # a sample of the rows
+    clf = getattr(dask_streamsvm, model)(
+        dual=False, tol=1e-9, cache_bytes=cache_bytes
+    )  # a sample of the rows
     with pytest.raises(ValueError, match="partition 3 gave other rows on this read than on its first"):
         clf.fit(Xd, yd)
     assert (tmp_path / "3").stat().st_size == from_read  # stopped at the first read that changed
@@ -454,3 +457,18 @@ def test_the_warm_start_is_solved_on_a_worker_and_no_sample_reaches_the_client(c
     assert clf.history_[0]["sample_rows"] > 0 and clf.duality_gap_ <= 1e-6
     firsts = [item for item in gathered if isinstance(item, FirstRead)]
     assert len(firsts) == 2 and all(first.sample is None for first in firsts)
+
+
+@pytest.mark.parametrize(
+    "params", [{"dual": False, "cache_bytes": 100_000}, {"loss": "hinge", "cache_bytes": "10%"}]
+)
+def test_the_parts_first_read_counts_the_labels_and_keeps_the_sample(client, tmp_path, params):
+    """One read of every part counts the classes, checks the values and keeps the warm start's
+    sample, as on one machine; each later read is a Newton step's or a band's (until 2026-12-05 a
+    read of its own counted the labels first: a read more of every partition)."""
+    Xd, yd = _changing_collection(tmp_path, from_read=10**6)  # never changes: counts its reads
+    clf = LinearSVC(tol=1e-6, **params).fit(Xd, yd)
+    assert {r["method"] for r in clf.history_} == {"newton" if "dual" in params else "band"}
+    reads = [(tmp_path / str(i)).stat().st_size for i in range(CHANGED_PARTS)]
+    assert reads == [clf.n_iter_ + 1] * CHANGED_PARTS
+    assert clf.classes_.tolist() == [-1, 1] and [p["rows"] for p in clf.cluster_parts_] == [1_500, 1_500]

@@ -560,6 +560,10 @@ class FirstRead:
     # Each column's largest |value| over the rows read (the bias column's: |bias|), or None: what
     # bounds a step's change of any row's margin (newton._Problem.step_dual).
     column_max: np.ndarray = None
+    # Each partition's label counts (count_labels_of's) and its number, in the order read: a
+    # cluster's parts merge them into the data's (cluster/newton.py: sampled_parts).
+    partition_counts: list = None
+    partition_ids: list = None
 
     def sums(self, plan):
         """Every problem's sums at ``w = 0`` (no Hessian), from the classes' moments: at ``w = 0``
@@ -584,8 +588,9 @@ class FirstRead:
 
 
 def first_read(
-    source, plan, width, on_block=None, sample_rows=0, sample_bytes=None, expected=None, whole=False
-):
+    source, plan, width, on_block=None, sample_rows=0, sample_bytes=None, expected=None, whole=False,
+    allow_empty=False,
+):  # fmt: skip
     """The read that finds the classes, made the primal solver's first read: a :class:`FirstRead`.
 
     Counts the labels of every partition as :meth:`~..data.source.DaskSource.label_counts` does, and
@@ -594,7 +599,8 @@ def first_read(
     if known before the read; ``whole``: every row where they all fit ``sample_bytes``,
     :class:`Sampler`), for the warm start of
     :func:`~.warm.warm_start`.  ``plan`` needs no labels; ``width`` is the model's width without
-    the bias.
+    the bias.  ``allow_empty``: a source of no rows is read (a cluster's part whose partitions are
+    all empty: the parts' counts together are the data's), where it is otherwise an error.
 
     The read checks the values (:func:`~.sums.too_large`): with ``dual=False`` a value the
     primal solver cannot train on is a ValueError naming its partition and column; with ``"auto"``
@@ -624,13 +630,13 @@ def first_read(
                 sampler.add(block)
         if on_block is not None:
             on_block(0, block)
-    labels = merge_label_counts(counts, partitions=ids)
+    labels = merge_label_counts(counts, allow_empty=allow_empty, partitions=ids)
     sample = None if sampler is None else sampler.sample()
     if clean:
         columns[-1] = abs(float(plan.bias))
     return FirstRead(
         labels, sample=sample, totals=totals, clean=clean, beyond=beyond, moments=moments,
-        column_max=columns if clean else None,
+        column_max=columns if clean else None, partition_counts=counts, partition_ids=ids,
     )  # fmt: skip
 
 
