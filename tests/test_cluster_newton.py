@@ -460,15 +460,22 @@ def test_the_warm_start_is_solved_on_a_worker_and_no_sample_reaches_the_client(c
 
 
 @pytest.mark.parametrize(
-    "params", [{"dual": False, "cache_bytes": 100_000}, {"loss": "hinge", "cache_bytes": "10%"}]
+    "params, scaled",
+    [
+        ({"dual": False, "cache_bytes": 100_000}, False),
+        ({"loss": "hinge", "cache_bytes": "10%"}, False),
+        ({"dual": False, "cache_bytes": 100_000}, True),  # the scales' read, then the first of scaled rows
+    ],
 )
-def test_the_parts_first_read_counts_the_labels_and_keeps_the_sample(client, tmp_path, params):
+def test_the_parts_first_read_counts_the_labels_and_keeps_the_sample(client, tmp_path, params, scaled):
     """One read of every part counts the classes, checks the values and keeps the warm start's
     sample, as on one machine; each later read is a Newton step's or a band's (until 2026-12-05 a
     read of its own counted the labels first: a read more of every partition)."""
+    from dask_streamsvm.features import Standardize
+
     Xd, yd = _changing_collection(tmp_path, from_read=10**6)  # never changes: counts its reads
-    clf = LinearSVC(tol=1e-6, **params).fit(Xd, yd)
+    clf = LinearSVC(tol=1e-6, feature_map=Standardize() if scaled else None, **params).fit(Xd, yd)
     assert {r["method"] for r in clf.history_} == {"newton" if "dual" in params else "band"}
     reads = [(tmp_path / str(i)).stat().st_size for i in range(CHANGED_PARTS)]
-    assert reads == [clf.n_iter_ + 1] * CHANGED_PARTS
+    assert reads == [clf.n_iter_ + 1 + scaled] * CHANGED_PARTS
     assert clf.classes_.tolist() == [-1, 1] and [p["rows"] for p in clf.cluster_parts_] == [1_500, 1_500]

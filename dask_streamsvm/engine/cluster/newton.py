@@ -40,7 +40,7 @@ import numpy as np
 
 from ..data.labels import merge_label_counts
 from .moments import scaled_parts
-from .parts import part_source, parts_of, place, read_prints
+from .parts import part_source, parts_of, read_prints
 from .runtime import gather, submit, synchronous, wait
 from .tree import add_softmax_sums, tree_sum
 
@@ -62,14 +62,13 @@ def part_sums(packed, plan, W, S, todo, band_rows=0, band_bytes=None, band_metri
         return read(W, S, todo)
 
 
-def part_first_read(packed, plan, width, sample_rows, sample_bytes, prints=None):
+def part_first_read(packed, plan, width, sample_rows, sample_bytes):
     """One part's :class:`~..primal.reads.FirstRead`: its labels counted (a part of no rows counts
     none), its rows checked, a uniform sample of them, and its blocks' fingerprints (``prints``,
-    :func:`~.parts.read_prints`) for the later reads; ``prints``: those of a read before (the scales'
-    count), which it must match, or None."""
+    :func:`~.parts.read_prints`), which every later read of the part must match."""
     from ..primal.reads import first_read
 
-    source = part_source(packed, prints)
+    source = part_source(packed)
     with synchronous():
         first = first_read(
             source, plan, width, sample_rows=sample_rows, sample_bytes=sample_bytes, allow_empty=True
@@ -150,38 +149,30 @@ def sampled_parts(client, source, plan, placement):
     ``firsts`` on the client (without).
 
     The read counts the labels, checks the values, keeps the samples and fingerprints the rows, one
-    read of every part; with ``plan.scaler`` the labels are counted first, in the read of whole rows
-    that the scales' read must match (:func:`~.parts.place`), and the first read of scaled rows is
-    the next one.  Until 2026-12-05 every fit counted them in a read of its own before: on a 2-worker
-    ``LocalCluster`` the tall hinge (2M x 60 Parquet rows) took 4.2-4.5 s, three reads."""
+    read of every part (with ``plan.scaler``, of the rows scaled: the scales' read comes first).
+    Until 2026-12-05 a read of its own counted the labels before it: on a 2-worker ``LocalCluster``
+    the tall hinge (2M x 60 Parquet rows) read every partition three times, where twice now."""
     from ..primal.warm import sample_rows
 
     placement = parts_of(client, source, plan) if placement is None else placement
-    if plan.scaler is not None:
-        plan, placement = place(client, source, plan, placement=placement, checked=True)
     scaler, placement = scaled_parts(client, source, plan, placement)
     parts, workers = placement.parts, placement.workers
     width = plan.model_width(source.n_features)
     K = len(parts)
-    # Scaled rows are other rows than the count's: their first read is the next one.
-    prints = placement.prints if scaler is None and placement.prints else [None] * K
     # A read of every part that counts its labels, checks its values and keeps a sample of its rows.
     budget = (-(-sample_rows(width) // K), None if plan.cache_bytes is None else plan.cache_bytes // K)
-    futures = [
-        submit(client, part_first_read, packed, plan, width, *budget, table, worker=w)
-        for (w, packed), table in zip(parts, prints, strict=True)
-    ]
+    futures = [submit(client, part_first_read, packed, plan, width, *budget, worker=w) for w, packed in parts]
     wait(client, futures, workers, placement.reads)
     # The client gets each part's counts and fingerprints; the samples go to the first worker, which
     # joins and solves them (a 61 MB sample of 2M x 60 rows took half the fit on the client).
     stripped = [submit(client, _without_sample, f, worker=w) for f, w in zip(futures, workers, strict=True)]
     firsts = gather(client, stripped, workers)
-    if not placement.counts:  # the labels counted by this read: the plan's, and each part's
-        counts = [c for first in firsts for c in first.partition_counts]
-        ids = [i for first in firsts for i in first.partition_ids]
-        plan = plan.with_labels(*merge_label_counts(counts, partitions=ids))
-        part_counts = [merge_label_counts(f.partition_counts, allow_empty=True) for f in firsts]
-        placement = replace(placement, counts=part_counts, prints=[f.prints for f in firsts])
+    # the labels this read counted: the plan's, and each part's
+    counts = [c for first in firsts for c in first.partition_counts]
+    ids = [i for first in firsts for i in first.partition_ids]
+    plan = plan.with_labels(*merge_label_counts(counts, partitions=ids))
+    part_counts = [merge_label_counts(f.partition_counts, allow_empty=True) for f in firsts]
+    placement = replace(placement, counts=part_counts, prints=[f.prints for f in firsts])
     return plan, placement, scaler, futures, firsts
 
 
