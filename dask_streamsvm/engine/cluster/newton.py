@@ -172,7 +172,7 @@ def sampled_parts(client, source, plan, placement):
     ids = [i for first in firsts for i in first.partition_ids]
     plan = plan.with_labels(*merge_label_counts(counts, partitions=ids))
     part_counts = [merge_label_counts(f.partition_counts, allow_empty=True) for f in firsts]
-    placement = replace(placement, counts=part_counts, prints=[f.prints for f in firsts])
+    placement = replace(placement, counts=part_counts)
     return plan, placement, scaler, futures, firsts
 
 

@@ -86,10 +86,9 @@ class Placement:
     the collection (``partitions``) and its merged label counts (``counts``), the read limits of a
     task that reads a part (``reads``, :func:`read_limits`), the warning of parts whose label
     mixes differ (``skew``, or None), and per part its partitions' positions in ``source``
-    (``ids``), and per part the fingerprints of the read that counted its labels where it read
-    whole rows (``prints``, :func:`place` with ``checked``; of the rows as read, before a scaler's
-    scaling).  Built once a fit (:func:`parts_of`) and handed to the method as a value; the
-    labels counted (:func:`place`) give a new one."""
+    (``ids``).  Built once a fit (:func:`parts_of`) and handed to the method as a value; the
+    labels counted (:func:`place`, or the parts' first read, :func:`~.newton.sampled_parts`) give a
+    new one."""
 
     parts: list
     partitions: list
@@ -97,7 +96,6 @@ class Placement:
     reads: tuple = None
     skew: str = None
     ids: list = None
-    prints: list = None
 
     @property
     def workers(self):
@@ -125,14 +123,10 @@ def parts_of(client, source, plan):
     return Placement(parts, partitions, [], reads, ids=part_ids)
 
 
-def place(client, source, plan, mode=None, placement=None, checked=False):
+def place(client, source, plan, mode=None, placement=None):
     """The parts of ``placement`` (:func:`parts_of`'s; None: made here) with their labels counted on
-    their workers: ``(plan with its labels, Placement)``.
-
-    ``checked``: the count reads whole rows and fingerprints them (the Placement's ``prints``), so
-    that it is the parts' first read, which every later read must match, as the read that counts
-    the classes is on one machine (the primal Newton solver's, :mod:`.newton`); else it reads the
-    labels only.
+    their workers, the labels alone read: ``(plan with its labels, Placement)``.  (The Newton steps
+    and the band count them in the parts' first read, :func:`~.newton.sampled_parts`.)
 
     With ``mode`` (``"average"`` or ``"cocoa"``) the parts' label mixes are compared
     (:func:`skewed_parts`), and partitions read from files on every read, where a partition's
@@ -140,12 +134,7 @@ def place(client, source, plan, mode=None, placement=None, checked=False):
     """
     placement = parts_of(client, source, plan) if placement is None else placement
     parts, part_ids, reads = placement.parts, placement.ids, placement.reads
-    counts = gather(
-        client, [submit(client, count_labels, s, plan, checked, worker=w) for w, s in parts], reads=reads
-    )
-    prints = None
-    if checked:
-        counts, prints = [c for c, _ in counts], [p for _, p in counts]
+    counts = gather(client, [submit(client, count_labels, s, worker=w) for w, s in parts], reads=reads)
     plan = plan.with_labels(*merge_label_counts([c for part in counts for c in part]))
     part_counts = [merge_label_counts(part, allow_empty=True) for part in counts]
     skew = None
@@ -156,7 +145,7 @@ def place(client, source, plan, mode=None, placement=None, checked=False):
             skew = skewed_parts(part_counts, plan.classes, [w for w, _ in parts], mode)
             reads = read_limits(plan, source, part_ids)
     partitions = [[source.partition_id(i) for i in ids] for ids in part_ids]
-    return plan, Placement(parts, partitions, part_counts, reads, skew, ids=part_ids, prints=prints)
+    return plan, Placement(parts, partitions, part_counts, reads, skew, ids=part_ids)
 
 
 def assign_parts(n_partitions, workers):
@@ -241,22 +230,11 @@ def read_limits(plan, source, part_ids):
     return seconds, [[source.partition_id(i) for i in ids] for ids in part_ids]
 
 
-def count_labels(packed, plan, checked=False):
-    """Per partition of a part, ``(classes, counts, weighted classes, totals)`` (empty arrays for none); with
-    ``checked``, ``(those, the fingerprints of the part's rows)``: a read of whole rows, checked as
-    every read of the fit (:func:`read_prints`)."""
-    from ..data.labels import count_labels_of
-    from ..data.reader import read_blocks
-
+def count_labels(packed):
+    """Per partition of a part, ``(classes, counts, weighted classes, totals)`` (empty arrays for
+    none), the labels alone read."""
     with synchronous():
-        source = packed.source()
-        if not checked:
-            return source.label_counts(allow_empty=True, merged=False)
-        blocks = read_blocks(
-            source, prefetch=plan.prefetch, retries=plan.retries, read_timeout=plan.read_timeout
-        )
-        counts = [count_labels_of(b.partition, b.y, b.sample_weight) for _, b in blocks]
-    return counts, read_prints(source)
+        return packed.source().label_counts(allow_empty=True, merged=False)
 
 
 def part_row_bytes(packed, plan):
