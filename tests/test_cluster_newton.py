@@ -17,7 +17,7 @@ from dask_streamsvm.engine import choice
 from dask_streamsvm.engine.plan.problem import FitPlan
 from dask_streamsvm.features import Standardize
 
-from ._helpers import two_worker_client
+from ._helpers import noisy_linear_data, two_worker_client
 
 distributed = pytest.importorskip("distributed")
 
@@ -418,8 +418,6 @@ def test_a_partition_that_changes_before_the_certifying_read_is_named(client, tm
 def test_a_tall_fit_on_a_cluster_is_certified_after_two_reads(client):
     """The parts' bands joined up the tree keep the smallest key any part left out, so the step from
     the warm start is certified from the second read, as on one machine (issue 52)."""
-    from ._helpers import noisy_linear_data
-
     X, y = noisy_linear_data(200_000, 10)
     clf = LinearSVC(dual=False, tol=1e-3).fit(*_dask(X, y, chunk=25_000), client=client)
     assert {r["method"] for r in clf.history_} == {"newton"}
@@ -479,3 +477,15 @@ def test_the_parts_first_read_counts_the_labels_and_keeps_the_sample(client, tmp
     reads = [(tmp_path / str(i)).stat().st_size for i in range(CHANGED_PARTS)]
     assert reads == [clf.n_iter_ + 1 + scaled] * CHANGED_PARTS
     assert clf.classes_.tolist() == [-1, 1] and [p["rows"] for p in clf.cluster_parts_] == [1_500, 1_500]
+
+
+@pytest.mark.parametrize("params", [{"dual": False}, {"loss": "hinge", "cache_bytes": "10%"}])
+def test_a_part_of_no_rows_counts_none_in_the_first_read(client, params):
+    """A worker whose partitions are all empty: its part's first read counts no labels
+    (first_read's allow_empty) and the fit trains on the other part's rows."""
+    X, y = noisy_linear_data(4_000, 5)
+    chunks = (2_000, 0, 2_000, 0)  # partitions 1 and 3, the second part's, are empty
+    Xd, yd = da.from_array(X, chunks=(chunks, (5,))), da.from_array(y, chunks=(chunks,))
+    clf = LinearSVC(tol=1e-4, **params).fit(Xd, yd, client=client)
+    assert [p["rows"] for p in clf.cluster_parts_] == [4_000, 0]
+    assert clf.classes_.tolist() == [0, 1] and clf.duality_gap_ <= 1e-4
