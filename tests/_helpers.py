@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import dask.array as da
@@ -253,3 +255,16 @@ def reads_ended():
             return
         time.sleep(0.01)
     raise AssertionError("a read was still running after 60 s")
+
+
+# seconds: a liveness guard for what a working thread does at once (a kept thread taking its work, or
+# freeing what it was handed), not a timing: only a thread that never gets there reaches it
+LIVENESS_GUARD = 60
+
+
+def wait_until(condition, what="the condition"):
+    """Wait until ``condition()`` holds, at most :data:`LIVENESS_GUARD` seconds (a liveness guard)."""
+    deadline = time.monotonic() + LIVENESS_GUARD
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not hold within the liveness guard"
+        threading.Event().wait(0.001)

@@ -9,7 +9,6 @@ up on keeps its own, and that a forked child starts its own.
 import contextvars
 import os
 import threading
-import time
 
 import dask.array as da
 import numpy as np
@@ -18,9 +17,9 @@ import pytest
 from dask_streamsvm import LinearSVC
 from dask_streamsvm.engine.data import waiting
 from dask_streamsvm.engine.data.waiting import IDLE_NAME, SPARE_THREADS, OnThread, on_spare_thread
-from tests._helpers import noisy_linear_data
+from tests._helpers import LIVENESS_GUARD, noisy_linear_data, wait_until
 
-GUARD = 60  # seconds: a liveness guard for an event a working pool sets at once, not a timing
+GUARD = LIVENESS_GUARD  # an event a working pool sets at once: a liveness guard, not a timing
 
 
 @pytest.fixture
@@ -28,14 +27,6 @@ def fresh_spares(monkeypatch):
     """A pool of its own for the test (none idle), so that other tests' kept threads do not count."""
     monkeypatch.setattr(waiting, "_spare", {"pid": os.getpid(), "idle": []})
     return waiting._spare
-
-
-def _until(condition):
-    """Wait until ``condition()`` holds, at most :data:`GUARD` seconds (a liveness guard)."""
-    deadline = time.monotonic() + GUARD
-    while not condition():
-        assert time.monotonic() < deadline, "the pool did not get there within the guard"
-        threading.Event().wait(0.001)
 
 
 def _starts(monkeypatch):
@@ -58,7 +49,7 @@ def test_a_thread_is_kept_after_its_work_and_taken_again(fresh_spares, monkeypat
     assert done.wait(GUARD)
     for _ in range(5):
         done.clear()
-        _until(lambda: fresh_spares["idle"])  # the thread is kept once its work has returned
+        wait_until(lambda: fresh_spares["idle"])  # the thread is kept once its work has returned
         on_spare_thread(lambda: (seen.append(threading.current_thread()), done.set()))
         assert done.wait(GUARD)
     assert len(started) == 1 and all(thread is seen[0] for thread in seen)
@@ -73,7 +64,7 @@ def test_a_read_that_hangs_keeps_its_thread_and_the_next_read_takes_another(fres
     assert later.wait(GUARD)  # ran while the first still waits
     assert threads[0] is not threads[1]
     release.set()
-    _until(lambda: len(fresh_spares["idle"]) == 2)  # both kept once the hung read ends
+    wait_until(lambda: len(fresh_spares["idle"]) == 2)  # both kept once the hung read ends
 
 
 def test_at_most_spare_threads_are_kept_and_the_rest_end(fresh_spares):
@@ -94,8 +85,8 @@ def test_at_most_spare_threads_are_kept_and_the_rest_end(fresh_spares):
     release.set()
     for thread in threads:
         thread.join(0.01)
-    _until(lambda: len(fresh_spares["idle"]) == SPARE_THREADS)
-    _until(lambda: sum(t.is_alive() for t in threads) == SPARE_THREADS)  # the other 3 ended
+    wait_until(lambda: len(fresh_spares["idle"]) == SPARE_THREADS)
+    wait_until(lambda: sum(t.is_alive() for t in threads) == SPARE_THREADS)  # the other 3 ended
 
 
 def test_each_work_runs_in_a_context_of_its_own_as_on_a_new_thread(fresh_spares):
@@ -104,7 +95,7 @@ def test_each_work_runs_in_a_context_of_its_own_as_on_a_new_thread(fresh_spares)
     seen, done = [], threading.Event()
     on_spare_thread(lambda: (seen.append(var.get()), var.set("first work's"), done.set()))
     assert done.wait(GUARD)
-    _until(lambda: fresh_spares["idle"])
+    wait_until(lambda: fresh_spares["idle"])
     done.clear()
     on_spare_thread(lambda: (seen.append(var.get()), done.set()))
     assert done.wait(GUARD)
@@ -118,7 +109,7 @@ def test_a_threads_name_is_its_works_while_it_runs_and_idle_after(fresh_spares):
         assert [t for t in threading.enumerate() if t.name == "dask-streamsvm-reader"]  # before it runs
         release.set()
         assert read.done.wait(GUARD)
-        _until(lambda: fresh_spares["idle"])
+        wait_until(lambda: fresh_spares["idle"])
     inside = []
     read = OnThread(lambda: inside.append(threading.current_thread().name) or 7, name="dask-streamsvm-read")
     assert read.done.wait(GUARD) and read.result() == 7 and not read.is_alive()
@@ -135,7 +126,7 @@ def test_a_forked_child_starts_its_own_threads_not_its_parents(fresh_spares):
     done = threading.Event()
     on_spare_thread(done.set)
     assert done.wait(GUARD)
-    _until(lambda: fresh_spares["idle"])
+    wait_until(lambda: fresh_spares["idle"])
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: the parent's idle thread is not here; a read must still run

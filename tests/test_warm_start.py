@@ -4,7 +4,6 @@ their sums with the reading of the next partitions."""
 
 import sys
 import threading
-import time
 
 import dask.array as da
 import numpy as np
@@ -17,7 +16,7 @@ from dask_streamsvm.engine.primal import newton as primal
 from dask_streamsvm.engine.primal import warm as warm_starts
 from dask_streamsvm.engine.primal.reads import SAMPLE_SEED, Sampler
 
-from ._helpers import noisy_linear_data
+from ._helpers import noisy_linear_data, wait_until
 from .test_primal import check_optimum, liblinear, raw_scale_tall
 
 OVERLAP = ("reader_busy_s", "reader_wait_s", "trainer_busy_s", "trainer_wait_s")
@@ -252,8 +251,6 @@ def test_the_first_reads_class_sums_are_numpys():
 def test_the_reader_reads_the_next_partitions_while_the_sample_is_solved(monkeypatch):
     """The first Newton read's reader starts before the warm start's solve, so that the solve and
     the reading of the next partitions overlap; a sample of every row (the fit itself) starts none."""
-    import threading
-
     from dask_streamsvm.engine.primal import fit as primal_fit
 
     solve = primal_fit.warm_start
@@ -392,15 +389,6 @@ def _freeing_thread(array, names):
     return array
 
 
-def _until(condition, guard=60):
-    """Wait until ``condition()`` holds, at most ``guard`` seconds (a liveness guard: a kept thread
-    frees the arrays at once, not a timing)."""
-    deadline = time.monotonic() + guard
-    while not condition():
-        assert time.monotonic() < deadline, "not freed within the guard"
-        threading.Event().wait(0.001)
-
-
 def test_let_go_frees_what_it_is_handed_on_a_kept_thread():
     """malloc.let_go: the rows are unmapped on a kept thread named FREEING_NAME, not the caller's
     (480 MB of small pages take 27-28 ms to unmap, where the caller of a fit waits)."""
@@ -412,7 +400,7 @@ def test_let_go_frees_what_it_is_handed_on_a_kept_thread():
     held = [rows, _freeing_thread(np.ones(10), names)]
     del rows
     malloc.let_go(held)
-    _until(lambda: len(names) == 2)
+    wait_until(lambda: len(names) == 2)
     assert names == [malloc.FREEING_NAME] * 2 and held == []
 
 
@@ -436,7 +424,7 @@ def test_the_rows_a_streamed_fit_kept_whole_are_freed_off_the_callers_thread(mon
     params = {"dual": False} if loss == "squared_hinge" else {"loss": "hinge"}
     LinearSVC(C=0.1, tol=1e-4, **params).fit(Xd, yd)
     assert made == [(100_000, 5), (100_000,), (100_000,)]  # every row kept whole by the first read
-    _until(lambda: len(names) == 3)
+    wait_until(lambda: len(names) == 3)
     assert names == [malloc.FREEING_NAME] * 3
 
 
