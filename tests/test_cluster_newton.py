@@ -276,8 +276,9 @@ def _changing_collection(counts, from_read, n_features=5, sparse=False):
     "model, from_read, cache_bytes",
     [
         # read 1 counts the labels and keeps the warm start's sample: every later read must give its rows
-        ("LinearSVC", 2, 100_000),
-        ("LogisticRegression", 2, 100_000),
+        # (cache_bytes below a part's 84,000 bytes of rows: the parts are read again, not held)
+        ("LinearSVC", 2, 60_000),
+        ("LogisticRegression", 2, 60_000),
         ("LinearSVC", 3, 20_000),  # a smaller sample, a Newton step more: the second step's read changed
     ],
 )
@@ -417,9 +418,13 @@ def test_a_partition_that_changes_before_the_certifying_read_is_named(client, tm
 
 def test_a_tall_fit_on_a_cluster_is_certified_after_two_reads(client):
     """The parts' bands joined up the tree keep the smallest key any part left out, so the step from
-    the warm start is certified from the second read, as on one machine (issue 52)."""
+    the warm start is certified from the second read, as on one machine (issue 52).  ``cache_bytes``
+    below a part's 9.6 MB of rows, above its share of the default sample (24,000 rows, 2.5 MB): the
+    parts are read again, not held."""
     X, y = noisy_linear_data(200_000, 10)
-    clf = LinearSVC(dual=False, tol=1e-3).fit(*_dask(X, y, chunk=25_000), client=client)
+    clf = LinearSVC(dual=False, tol=1e-3, cache_bytes=8_000_000).fit(
+        *_dask(X, y, chunk=25_000), client=client
+    )
     assert {r["method"] for r in clf.history_} == {"newton"}
     assert [r["pass"] for r in clf.history_] == [0, 1] and clf.history_[-1]["band_certified"]
     reference = LinearSVC(dual=False, tol=1e-10, cluster=None).fit(X, y)
@@ -460,9 +465,10 @@ def test_the_warm_start_is_solved_on_a_worker_and_no_sample_reaches_the_client(c
 @pytest.mark.parametrize(
     "params, scaled",
     [
-        ({"dual": False, "cache_bytes": 100_000}, False),
+        # cache_bytes below a part's 84,000 bytes of rows: each Newton step reads the parts again
+        ({"dual": False, "cache_bytes": 60_000}, False),
         ({"loss": "hinge", "cache_bytes": "10%"}, False),
-        ({"dual": False, "cache_bytes": 100_000}, True),  # the scales' read, then the first of scaled rows
+        ({"dual": False, "cache_bytes": 60_000}, True),  # the scales' read, then the first of scaled rows
     ],
 )
 def test_the_parts_first_read_counts_the_labels_and_keeps_the_sample(client, tmp_path, params, scaled):
@@ -477,6 +483,45 @@ def test_the_parts_first_read_counts_the_labels_and_keeps_the_sample(client, tmp
     reads = [(tmp_path / str(i)).stat().st_size for i in range(CHANGED_PARTS)]
     assert reads == [clf.n_iter_ + 1 + scaled] * CHANGED_PARTS
     assert clf.classes_.tolist() == [-1, 1] and [p["rows"] for p in clf.cluster_parts_] == [1_500, 1_500]
+
+
+@pytest.mark.parametrize(
+    "model, scaled", [("LinearSVC", False), ("LogisticRegression", False), ("LinearSVC", True)]
+)
+def test_parts_within_their_budget_are_read_once_and_the_newton_steps_pass_over_their_rows(
+    client, tmp_path, model, scaled
+):
+    """Where each part's rows fit ``cache_bytes`` (84,000 bytes a part here) its first read keeps them
+    on its worker, and every Newton step is a pass over them: each partition read once (with
+    ``Standardize``, once more for the scales), where a read a step streamed; the fit certified at the
+    data's optimum (the in-memory fit's) and its history counting the one read."""
+    import dask_streamsvm
+    from dask_streamsvm.features import Standardize
+
+    Xd, yd = _changing_collection(tmp_path, from_read=10**6)  # never changes: counts its reads
+    params = {"dual": False, "tol": 1e-8, "feature_map": Standardize() if scaled else None}
+    estimator = getattr(dask_streamsvm, model)
+    clf = estimator(cache_bytes=100_000, **params).fit(Xd, yd)  # a sample of 781 rows a part, then the steps
+    assert {r["method"] for r in clf.history_} == {"newton"} and clf.n_iter_ >= 1
+    reads = [(tmp_path / str(i)).stat().st_size for i in range(CHANGED_PARTS)]
+    assert reads == [1 + scaled] * CHANGED_PARTS
+    assert clf.history_[-1]["rows_read"] == CHANGED_PARTS * CHANGED_ROWS  # the one read of the rows
+    X, y = dask.compute(Xd, yd, scheduler="sync")
+    memory = estimator(**params).fit(X, y)
+    assert clf.duality_gap_ <= 1e-8 and memory.duality_gap_ <= 1e-8
+    primal, optimum = clf.history_[-1]["primal"], memory.history_[-1]["primal"]
+    assert abs(primal - optimum) <= 2e-8 * optimum  # both within 1e-8 of the same optimum
+    np.testing.assert_allclose(clf.coef_, memory.coef_, rtol=1e-3)
+
+
+def test_a_share_of_the_rows_as_cache_bytes_keeps_no_part_whole(client, tmp_path):
+    """``cache_bytes="50%"`` is half the rows: the parts' first read keeps a sample, not every row
+    (though half of a part's 84,000 bytes fits any worker), and each Newton step reads the parts."""
+    Xd, yd = _changing_collection(tmp_path, from_read=10**6)
+    clf = LinearSVC(dual=False, tol=1e-6, cache_bytes="50%").fit(Xd, yd)
+    assert {r["method"] for r in clf.history_} == {"newton"} and clf.n_iter_ >= 1
+    reads = [(tmp_path / str(i)).stat().st_size for i in range(CHANGED_PARTS)]
+    assert reads == [clf.n_iter_ + 1] * CHANGED_PARTS
 
 
 @pytest.mark.parametrize("params", [{"dual": False}, {"loss": "hinge", "cache_bytes": "10%"}])

@@ -62,19 +62,49 @@ def part_sums(packed, plan, W, S, todo, band_rows=0, band_bytes=None, band_metri
         return read(W, S, todo)
 
 
-def part_first_read(packed, plan, width, sample_rows, sample_bytes):
+def part_first_read(packed, plan, width, sample_rows, sample_bytes, keep=False):
     """One part's :class:`~..primal.reads.FirstRead`: its labels counted (a part of no rows counts
     none), its rows checked, a uniform sample of them, and its blocks' fingerprints (``prints``,
-    :func:`~.parts.read_prints`), which every later read of the part must match."""
+    :func:`~.parts.read_prints`), which every later read of the part must match.  ``keep``: its
+    rows also kept as read where they fit the part's budget (:func:`~.products.part_budget`:
+    ``cache_bytes``, else a share of the worker's memory), so that the Newton steps pass over them
+    (:func:`part_held_sums`) instead of reading the part again; never where ``cache_bytes`` is a
+    share of the rows below all of them (``"10%"``)."""
     from ..primal.reads import first_read
+    from .products import part_budget
 
     source = part_source(packed)
+    keep_bytes = None
+    if keep and (plan.cache_share is None or plan.cache_share >= 1):
+        budget = part_budget(plan)
+        keep_bytes = float("inf") if budget is None else budget
     with synchronous():
         first = first_read(
-            source, plan, width, sample_rows=sample_rows, sample_bytes=sample_bytes, allow_empty=True
-        )
+            source, plan, width, sample_rows=sample_rows, sample_bytes=sample_bytes, allow_empty=True,
+            keep_bytes=keep_bytes,
+        )  # fmt: skip
     first.prints = read_prints(source)
     return first
+
+
+def part_held(first):
+    """The rows a part's first read kept (:class:`~..primal.reads.HeldRows`), on its worker: they
+    stay there once the read's sample is dropped."""
+    return first.held
+
+
+def part_held_sums(held, plan, W, S, todo, metric=None):
+    """:func:`part_sums` of the rows a part holds (:func:`part_held`): a pass over them, no read, and
+    no band (``metric``: the rows' lengths are measured in it, for a smooth loss's step dual).
+
+    Each pass is cheap where a read was not, and a band is rows moved: the band's step certified
+    the tall fit one pass earlier but its rows (10% of them, 54 MB on the 2M x 60 tall set) went
+    through the tree to the client, which cost more than the two passes it spared: on 2 worker
+    processes the fit took 2.5-2.8 s with the passes alone where 3.1-3.4 s with the band
+    (docs/benchmarks.md, "The parts' rows held on their workers")."""
+    from ..primal.reads import HeldRead
+
+    return HeldRead(held, plan, metric)(W, S, todo)
 
 
 def _initial_sums(firsts, plan):
@@ -95,9 +125,26 @@ def _initial_sums(firsts, plan):
 
 def _without_sample(first):
     """A part's :class:`~..primal.reads.FirstRead` for the client: all of it but the sample's rows
-    (its labels, totals, moments and fingerprints), run on the part's worker."""
+    and the rows it kept (its labels, totals, moments and fingerprints, and whether it kept its
+    rows), run on the part's worker."""
     stripped = copy.copy(first)
-    stripped.sample = None
+    stripped.sample = stripped.held = None
+    stripped.holds_rows = first.held is not None
+    return stripped
+
+
+def _keeps_rows():
+    """Whether the Newton steps' parts keep their rows where they fit their budget: as one machine's
+    first read keeps every row (:data:`~..primal.warm.EVERY_ROW_IN_BUDGET`, which turns both off)."""
+    from ..primal import warm
+
+    return warm.EVERY_ROW_IN_BUDGET
+
+
+def _without_rows(first):
+    """A part's :class:`~..primal.reads.FirstRead` without the rows it kept, on its worker."""
+    stripped = copy.copy(first)
+    stripped.held, stripped.holds_rows = None, False
     return stripped
 
 
@@ -142,7 +189,7 @@ def cluster_sample(firsts):
     return Sample(X, y, w, rows)
 
 
-def sampled_parts(client, source, plan, placement):
+def sampled_parts(client, source, plan, placement, keep=False):
     """The parts' first read: ``(plan, placement, scaler, futures, firsts)``, the labels counted by it
     (as on one machine), the parts scaled where the plan says, and each part's
     :class:`~..primal.reads.FirstRead`: ``futures`` of them on their workers (with the samples),
@@ -151,7 +198,8 @@ def sampled_parts(client, source, plan, placement):
     The read counts the labels, checks the values, keeps the samples and fingerprints the rows, one
     read of every part (with ``plan.scaler``, of the rows scaled: the scales' read comes first).
     Until 2026-12-05 a read of its own counted the labels before it: on a 2-worker ``LocalCluster``
-    the tall hinge (2M x 60 Parquet rows) read every partition three times, where twice now."""
+    the tall hinge (2M x 60 Parquet rows) read every partition three times, where twice now.
+    ``keep``: each part also keeps its rows where they fit its budget (:func:`part_first_read`)."""
     from ..primal.warm import sample_rows
 
     placement = parts_of(client, source, plan) if placement is None else placement
@@ -161,7 +209,9 @@ def sampled_parts(client, source, plan, placement):
     K = len(parts)
     # A read of every part that counts its labels, checks its values and keeps a sample of its rows.
     budget = (-(-sample_rows(width) // K), None if plan.cache_bytes is None else plan.cache_bytes // K)
-    futures = [submit(client, part_first_read, packed, plan, width, *budget, worker=w) for w, packed in parts]
+    futures = [
+        submit(client, part_first_read, packed, plan, width, *budget, keep, worker=w) for w, packed in parts
+    ]
     wait(client, futures, workers, placement.reads)
     # The client gets each part's counts and fingerprints; the samples go to the first worker, which
     # joins and solves them (a 61 MB sample of 2M x 60 rows took half the fit on the client).
@@ -180,12 +230,20 @@ def settled_parts(client, source, plan, placement):
     """:func:`sampled_parts` for ``multi_class="auto"``: its plan decided by the classes the parts'
     first read counted (:func:`~..primal.multinomial_reads.auto_softmax`; one-vs-rest where a part
     found values too large for the softmax model's reads), the softmax model's or the one-vs-rest
-    problems' Newton reads going on from that read."""
+    problems' Newton reads going on from that read (which keeps the parts' rows for them where they
+    fit, :func:`fit_primal_cluster`; the softmax model's reads drop them)."""
     from ..primal.multinomial_reads import auto_softmax
 
-    counted, placement, scaler, futures, firsts = sampled_parts(client, source, plan, placement)
+    counted, placement, scaler, futures, firsts = sampled_parts(
+        client, source, plan, placement, keep=_keeps_rows()
+    )
     clean = all(first.beyond is None for first in firsts)
     softmax = clean and auto_softmax(counted.classes.shape[0])  # any width: Newton-CG beyond the reads'
+    if softmax:
+        futures = [
+            submit(client, _without_rows, f, worker=w)
+            for f, w in zip(futures, placement.workers, strict=True)
+        ]
 
     return counted.settled(softmax), placement, scaler, futures, firsts
 
@@ -193,7 +251,11 @@ def settled_parts(client, source, plan, placement):
 def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, placement=None, sampled=None):
     """``dual=False`` on a cluster: every Newton step is one read of every part on its worker,
     the parts' sums reduced on the workers; a :class:`~..plan.result.FitResult` with its ``plan``
-    (labels counted on the workers) and ``parts``.
+    (labels counted on the workers) and ``parts``.  Where every part's rows fit its budget
+    (:func:`part_first_read`'s ``keep``), its first read keeps them on its worker and each step is a
+    pass over them instead (:func:`part_held_sums`): the same sums and steps, no band (the next pass
+    certifies), and the parts read once (on the 2M x 60 tall set on 2 worker processes,
+    docs/benchmarks.md, "The parts' rows held on their workers").
 
     Exact as on one machine (the sums are the data's sums), and what moves per step is ``W`` and
     ``S`` out to each part and one :class:`~..primal.sums.Sums` (``O(k D^2)`` floats) per tree edge.
@@ -201,15 +263,24 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
     """
     from ..primal.newton import band_share, solve_primal
 
-    plan, placement, scaler, futures, firsts = sampled or sampled_parts(client, source, plan, placement)
+    plan, placement, scaler, futures, firsts = sampled or sampled_parts(
+        client, source, plan, placement, keep=_keeps_rows()
+    )
     parts, workers = placement.parts, placement.workers
     moved = {"bytes_sent": 0, "bytes_received": 0}
     width = plan.model_width(source.n_features)
     K = len(parts)
     elapsed = time.perf_counter() - clock_start
-    warm = submit(client, _warm_start_on_worker, plan, width, elapsed, *futures, worker=workers[0])
+    holds = all(first.holds_rows for first in firsts)
+    samples = futures
+    if holds:  # the samples alone go to the first worker, not the rows the parts hold
+        samples = [submit(client, _without_rows, f, worker=w) for f, w in zip(futures, workers, strict=True)]
+    warm = submit(client, _warm_start_on_worker, plan, width, elapsed, *samples, worker=workers[0])
     start, notes, result, metric, rows_seen = gather(client, [warm], workers)[0]
-    del futures, warm  # the parts' samples are not needed any more
+    held = None  # where every part holds its rows: the Newton steps pass over them, no read
+    if result is None and holds:
+        held = [submit(client, part_held, f, worker=w) for f, w in zip(futures, workers, strict=True)]
+    del futures, samples, warm  # the parts' samples are not needed any more (their rows, where held, are)
     if result is not None:  # every row came in the samples: their problem is the data's, solved
         # n_iter_: its Newton steps on the rows held after the one read (the records after the
         # first), each record numbered 0 as that read, as fit_primal_stream does.
@@ -229,17 +300,25 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
     )
 
     def read(W, S, todo):
-        futures = [
-            submit(client, part_sums, packed, plan, W, S, todo, *band, table, worker=w)
-            for (w, packed), table in zip(parts, prints, strict=True)
-        ]
-        wait(client, futures, workers, placement.reads)
+        if held is not None:  # a pass over the rows each part holds
+            futures = [
+                submit(client, part_held_sums, part, plan, W, S, todo, metric, worker=w)
+                for part, w in zip(held, workers, strict=True)
+            ]
+            wait(client, futures, workers)
+            moved["bytes_sent"] += K * (W.nbytes + S.nbytes)
+        else:  # a read of every part
+            futures = [
+                submit(client, part_sums, packed, plan, W, S, todo, *band, table, worker=w)
+                for (w, packed), table in zip(parts, prints, strict=True)
+            ]
+            wait(client, futures, workers, placement.reads)
+            moved["bytes_sent"] += sum(
+                packed.nbytes + W.nbytes + S.nbytes + table.nbytes
+                for (_, packed), table in zip(parts, prints, strict=True)
+            )
         root = tree_sum(client, futures, workers)
         total = gather(client, [root], workers)[0]
-        moved["bytes_sent"] += sum(
-            packed.nbytes + W.nbytes + S.nbytes + table.nbytes
-            for (_, packed), table in zip(parts, prints, strict=True)
-        )
         moved["bytes_received"] += total.v.nbytes + total.hessian.nbytes + total.trial.nbytes
         moved["bytes_received"] += sum(b.nbytes for b in total.band or [] if b is not None)
         return total
@@ -572,3 +651,15 @@ def fit_softmax_cluster(client, source, plan, *, clock_start, on_pass=None, plac
         evaluate, problem, W, {**counted, "notes": notes}, on_pass or (lambda records, W: False), clock_start
     )
     return replace(result, plan=plan, parts=placement.record(), scaler=scaler)
+
+
+def _register_sizes():
+    """Dask's memory accounting of a worker counts the rows a part holds by their bytes."""
+    from dask.sizeof import sizeof
+
+    from ..primal.reads import HeldRows
+
+    sizeof.register(HeldRows)(lambda held: held.nbytes)
+
+
+_register_sizes()

@@ -16,6 +16,7 @@ import scipy.sparse as sp
 from ...kernels.layout import dense_nonzeros, dense_to_csr
 from ...kernels.losses import newton_dual_term, newton_terms
 from ..data.malloc import held_empty
+from ..data.source import Block
 from ..plan.losses import loss_of
 from ..plan.problem import column_max_abs, encode_block, signs_and_costs
 from .carried import CarriedHessian
@@ -57,7 +58,62 @@ def count_block(counts, block):
     counts.bytes += block.nbytes if block.n_rows else 0
 
 
-class StreamRead:
+class BlocksRead:
+    """What a Newton read makes of its blocks, wherever they come from (:meth:`blocks`): every
+    problem's :class:`Sums` at ``W + S`` and, with ``band_rows``, each problem's band
+    (:class:`StreamRead` reads a source; :class:`HeldRead` passes over rows a first read kept)."""
+
+    band_rows, band_bytes, band_metric, rows, k = 0, None, None, 0, 1
+
+    def _metric(self, width):
+        """The band's ``(center, scale)`` of ``width`` columns, float64 (None: 0 and 1)."""
+        if self.band_metric is None:
+            return np.zeros(width), np.ones(width)
+        return tuple(np.asarray(part, dtype=np.float64) for part in self.band_metric)
+
+    def blocks(self, counts):  # pragma: no cover - each read has its own
+        raise NotImplementedError
+
+    def __call__(self, W, S, todo):
+        plan = self.plan
+        total = Sums.zeros(len(todo), W.shape[1])
+        counts = Sums.zeros(0, 0)
+        where_first = self.k == 0
+        expected = self.rows or None  # the rows of the read before
+        bands = (
+            [Sampler(self.band_rows, self.band_bytes, expected=expected) for _ in todo]
+            if self.band_rows
+            else None
+        )
+        # A smooth loss's step dual bounds every margin's move by the rows' length in the sample's metric.
+        lengths = (
+            self.band_metric is not None
+            and plan.feature_map is None
+            and not loss_of(plan.loss).piecewise_quadratic
+        )
+        metric = self._metric(W.shape[1] - 1) if bands is not None or lengths else None
+        for block in self.blocks(counts):
+            if block.n_rows:
+                Y, cost = encode_block(plan, block)
+                where = f"partition {block.partition}: " if where_first else None
+                args = (plan.bias, plan.loss_code, plan.feature_map, where)
+                taken = None if bands is None else np.empty((len(todo), block.n_rows))
+                sums = block_sums(block.X, Y[todo], cost[todo], W, S, *args, shortfall=taken)
+                if lengths:
+                    sums.row_norm = metric_row_norm(block.X, metric)
+                total.add(sums)
+                if bands is not None:
+                    _add_band(bands, block, Y[todo], cost[todo], W + S, plan.bias, metric, taken)
+        for name in ("rows", "skipped", "retries", "bytes"):
+            setattr(total, name, getattr(counts, name))
+        total.band = None if bands is None else [_band_of(band, metric) for band in bands]
+        kept = [b for b in total.band or [] if b is not None]
+        self._band = (sum(b.n_rows for b in kept), sum(b.nbytes for b in kept))
+        self.rows = counts.rows
+        return total
+
+
+class StreamRead(BlocksRead):
     """``read`` for :func:`~.newton.solve_primal` on a :class:`~..data.source.DaskSource`: one read of
     every partition per call, the sums of each block added as it arrives.
 
@@ -131,12 +187,6 @@ class StreamRead:
         self._waited += time.perf_counter() - start
         return item
 
-    def _metric(self, width):
-        """The band's ``(center, scale)`` of ``width`` columns, float64 (None: 0 and 1)."""
-        if self.band_metric is None:
-            return np.zeros(width), np.ones(width)
-        return tuple(np.asarray(part, dtype=np.float64) for part in self.band_metric)
-
     def blocks(self, counts):
         """The blocks of the next read, each counted into ``counts`` (a :class:`Sums`) as it comes:
         the time the caller takes over one is the arithmetic's busy time, and ``on_block`` sees it
@@ -153,42 +203,43 @@ class StreamRead:
             raise RuntimeError(f"the reader ended before read {self.k}")
         self.k += 1
 
+
+class HeldRows:
+    """The blocks a first read kept whole (:func:`first_read`'s ``keep_bytes``: a cluster's part, on
+    its worker), each as its reader gave it: no copy of the rows."""
+
+    def __init__(self, blocks):
+        self.blocks = blocks
+
+    @property
+    def n_rows(self):
+        return sum(block.n_rows for block in self.blocks)
+
+    @property
+    def nbytes(self):
+        return sum(block.nbytes for block in self.blocks if block.n_rows)
+
+
+class HeldRead(BlocksRead):
+    """``read`` for :func:`~.newton.solve_primal` over :class:`HeldRows`: each call a pass over the
+    rows held, which makes the sums a :class:`StreamRead` of them makes (no band: the next pass
+    certifies), and reads nothing (its :class:`Sums` count no rows, bytes or retries read; the rows
+    the first read skipped, as every read of them would).  ``band_metric``: the metric a smooth
+    loss's rows' lengths are measured in (:func:`band_metric`)."""
+
+    def __init__(self, held, plan, band_metric=None):
+        self.held, self.plan, self.band_metric = held, plan, band_metric
+        self.rows = held.n_rows
+        self._band = (0, 0)
+
+    def blocks(self, counts):
+        for block in self.held.blocks:
+            count_block(counts, block)
+            yield block
+
     def __call__(self, W, S, todo):
-        plan = self.plan
-        total = Sums.zeros(len(todo), W.shape[1])
-        counts = Sums.zeros(0, 0)
-        where_first = self.k == 0
-        expected = self.rows or None  # the rows of the read before
-        bands = (
-            [Sampler(self.band_rows, self.band_bytes, expected=expected) for _ in todo]
-            if self.band_rows
-            else None
-        )
-        # A smooth loss's step dual bounds every margin's move by the rows' length in the sample's metric.
-        lengths = (
-            self.band_metric is not None
-            and plan.feature_map is None
-            and not loss_of(plan.loss).piecewise_quadratic
-        )
-        metric = self._metric(W.shape[1] - 1) if bands is not None or lengths else None
-        for block in self.blocks(counts):
-            if block.n_rows:
-                Y, cost = encode_block(plan, block)
-                where = f"partition {block.partition}: " if where_first else None
-                args = (plan.bias, plan.loss_code, plan.feature_map, where)
-                taken = None if bands is None else np.empty((len(todo), block.n_rows))
-                sums = block_sums(block.X, Y[todo], cost[todo], W, S, *args, shortfall=taken)
-                if lengths:
-                    sums.row_norm = metric_row_norm(block.X, metric)
-                total.add(sums)
-                if bands is not None:
-                    _add_band(bands, block, Y[todo], cost[todo], W + S, plan.bias, metric, taken)
-        for name in ("rows", "skipped", "retries", "bytes"):
-            setattr(total, name, getattr(counts, name))
-        total.band = None if bands is None else [_band_of(band, metric) for band in bands]
-        kept = [b for b in total.band or [] if b is not None]
-        self._band = (sum(b.n_rows for b in kept), sum(b.nbytes for b in kept))
-        self.rows = counts.rows
+        total = super().__call__(W, S, todo)
+        total.rows = total.bytes = total.retries = 0
         return total
 
 
@@ -564,6 +615,10 @@ class FirstRead:
     # cluster's parts merge them into the data's (cluster/newton.py: sampled_parts).
     partition_counts: list = None
     partition_ids: list = None
+    # Every block as read, where ``keep_bytes`` held them all (:class:`HeldRows`), else None; on the
+    # client (a cluster's part stripped of its rows) ``holds_rows`` says whether its worker holds them.
+    held: HeldRows = None
+    holds_rows: bool = False
 
     def sums(self, plan):
         """Every problem's sums at ``w = 0`` (no Hessian), from the classes' moments: at ``w = 0``
@@ -589,7 +644,7 @@ class FirstRead:
 
 def first_read(
     source, plan, width, on_block=None, sample_rows=0, sample_bytes=None, expected=None, whole=False,
-    allow_empty=False,
+    allow_empty=False, keep_bytes=None,
 ):  # fmt: skip
     """The read that finds the classes, made the primal solver's first read: a :class:`FirstRead`.
 
@@ -601,6 +656,9 @@ def first_read(
     :func:`~.warm.warm_start`.  ``plan`` needs no labels; ``width`` is the model's width without
     the bias.  ``allow_empty``: a source of no rows is read (a cluster's part whose partitions are
     all empty: the parts' counts together are the data's), where it is otherwise an error.
+    ``keep_bytes``: every block is also kept as read (:attr:`FirstRead.held`, no copy) where their
+    rows, labels and weights come to at most that many bytes (a cluster's part: its later Newton
+    reads are passes over them, :class:`HeldRead`).
 
     The read checks the values (:func:`~.sums.too_large`): with ``dual=False`` a value the
     primal solver cannot train on is a ValueError naming its partition and column; with ``"auto"``
@@ -615,6 +673,7 @@ def first_read(
     totals = Sums.zeros(0, D)
     clean, moments, beyond = True, ({} if loss_of(plan.loss).newton else None), None
     columns = np.zeros(D)
+    held, held_bytes = ([] if keep_bytes is not None else None), 0
     for block in read_once(source, plan, totals):
         classes, index = label_index_of(block.partition, block.y)
         counts.append(tally_labels(classes, index, block.sample_weight))
@@ -628,6 +687,14 @@ def first_read(
                 beyond = f"partition {block.partition}: {reason}"
             elif sampler is not None:
                 sampler.add(block)
+        if held is not None:  # the rows as read, until they pass keep_bytes (the row ids not kept)
+            held_bytes += block.nbytes if block.n_rows else 0
+            if held_bytes > keep_bytes:
+                held = None
+            else:
+                held.append(
+                    Block(block.partition, block.X, block.y, block.sample_weight, n_skipped=block.n_skipped)
+                )
         if on_block is not None:
             on_block(0, block)
     labels = merge_label_counts(counts, allow_empty=allow_empty, partitions=ids)
@@ -637,6 +704,7 @@ def first_read(
     return FirstRead(
         labels, sample=sample, totals=totals, clean=clean, beyond=beyond, moments=moments,
         column_max=columns if clean else None, partition_counts=counts, partition_ids=ids,
+        held=HeldRows(held) if clean and held is not None else None,
     )  # fmt: skip
 
 

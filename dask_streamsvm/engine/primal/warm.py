@@ -43,8 +43,10 @@ def sample_rows(width):
 # run, quiet and beside a busy process (docs/benchmarks.md, "Two reads").  The band from a sample
 # (:mod:`~.sample_band`) keeps them too where they are enough for it in memory
 # (:func:`band_from_memory`) and fit ``cache_bytes`` with its sample and band
-# (:func:`band_held_bytes`): then its passes over the rows held are the reads.  The tests that stream
-# Newton reads on sets that fit the default cache turn it off (tests/conftest.py, ``partial_sample``).
+# (:func:`band_held_bytes`): then its passes over the rows held are the reads.  On a cluster the
+# Newton steps' parts keep their rows where they fit their budget (cluster/newton.py, part_first_read),
+# each step a pass over them.  The tests that stream Newton reads on sets that fit the default cache
+# turn both off (tests/conftest.py, ``partial_sample``).
 EVERY_ROW_IN_BUDGET = True
 
 
