@@ -105,6 +105,8 @@ def child_cluster(spec):
     frame, features = _open(spec["path"])
     loss = spec.get("loss", "squared_hinge")
     params = {"C": spec["C"], "tol": spec["tol"], **LOSSES[loss]}
+    if spec.get("cache_bytes"):
+        params["cache_bytes"] = spec["cache_bytes"]
     if loss == "squared_hinge":  # the Newton steps on the workers
         params["dual"] = False
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
@@ -276,15 +278,23 @@ def memory_rows(args):
     return rows
 
 
-def cluster_rows(path, C, tol, before, loss="squared_hinge"):
-    """The dense set's fit on a 2-worker LocalCluster, now and (``before``) on the earlier package."""
+def cluster_rows(path, C, tol, before, loss="squared_hinge", cache_bytes=None):
+    """The dense set's fit on a 2-worker LocalCluster, now and (``before``) on the earlier package
+    (``cache_bytes``: the fits', else the loss's)."""
     import pyarrow.parquet as pq
 
     n_rows = sum(pq.ParquetFile(f).metadata.num_rows for f in sorted(path.glob("*.parquet")))
     rows = []
     for version, package in {"now": None, **({"before": before} if before else {})}.items():
         load = _load()
-        spec = {"path": str(path), "C": C, "tol": tol, "n_rows": n_rows, "loss": loss}
+        spec = {
+            "path": str(path),
+            "C": C,
+            "tol": tol,
+            "n_rows": n_rows,
+            "loss": loss,
+            "cache_bytes": cache_bytes,
+        }
         out = run_child("cluster", spec, package)
         rows.append({"version": version, "C": C, "load_start": load, "load_end": _load(), **out})
         print(rows[-1], flush=True)
@@ -369,7 +379,9 @@ def main(argv=None):
             dict(row, repeat=repeat)
             for repeat in range(args.repeats)
             for C in args.Cs
-            for row in cluster_rows(Path(args.data_dir) / "dense", C, args.tol, args.before, args.loss)
+            for row in cluster_rows(
+                Path(args.data_dir) / "dense", C, args.tol, args.before, args.loss, args.cache_bytes
+            )
         ]
     save_json(results, payload)
     if args.out is None:

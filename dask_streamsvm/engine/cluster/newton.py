@@ -355,6 +355,15 @@ def part_band_sums(packed, plan, W, todo, band_rows, band_bytes, metric, prints,
         return read(W, todo, kept)
 
 
+def part_held_band_sums(held, plan, W, todo, band_rows, band_bytes, metric, kept=None, part=0):
+    """:func:`part_band_sums` of the rows a part holds (:func:`part_held`): a pass over them, no read."""
+    from ..primal.sample_band import HeldBandRead
+
+    read = HeldBandRead(held, plan, band_rows=band_rows, band_bytes=band_bytes, band_metric=metric)
+    read.part = part
+    return read(W, todo, kept)
+
+
 def add_band_sums(first, second, band_rows=None, band_bytes=None):
     """Two parts' reads added (a node of the tree, on a worker): each problem's sums and bands, the
     joined band cut to its ``band_rows`` rows (``band_bytes``) of smallest keys."""
@@ -473,11 +482,15 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
     (docs/benchmarks.md, "The hinge on a cluster of K parts").  What moves per read: ``W`` out to
     each part with its rows' kept values, the parts' sums and bands up the tree to the first worker,
     which solves the band's problems and keeps every row's dual value from read to read (each part's
-    read gets its own rows' from it); each problem's points (a few vectors) to it and back."""
+    read gets its own rows' from it); each problem's points (a few vectors) to it and back.  Where
+    every part's rows fit its budget, each read is a pass over the rows its first read kept
+    (:func:`part_held_band_sums`), as :func:`fit_primal_cluster`'s steps."""
     from ..primal.sample_band import BandStalled, band_reads, solved_sample
     from ..primal.sums import CG_WIDTH
 
-    plan, placement, scaler, futures, firsts = sampled_parts(client, source, plan, placement)
+    plan, placement, scaler, futures, firsts = sampled_parts(
+        client, source, plan, placement, keep=_keeps_rows()
+    )
     parts, workers = placement.parts, placement.workers
     K = len(parts)
     if not all(f.clean for f in firsts):  # a value beyond the sums' range: the dual methods train
@@ -485,9 +498,16 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
     elapsed = time.perf_counter() - clock_start
     width = plan.model_width(source.n_features) + 1
     wide = width > CG_WIDTH
-    warm = submit(client, _band_warm_start_on_worker, plan, elapsed, wide, *futures, worker=workers[0])
+    holds = all(first.holds_rows for first in firsts)
+    samples = futures
+    if holds:  # the samples alone go to the first worker, not the rows the parts hold
+        samples = [submit(client, _without_rows, f, worker=w) for f, w in zip(futures, workers, strict=True)]
+    warm = submit(client, _band_warm_start_on_worker, plan, elapsed, wide, *samples, worker=workers[0])
     starts, history, metric, complete = gather(client, [warm], workers)[0]
-    del futures, warm  # the parts' samples are not needed any more
+    held_rows = None  # where every part holds its rows: each read is a pass over them
+    if holds and starts is not None and not complete:
+        held_rows = [submit(client, part_held, f, worker=w) for f, w in zip(futures, workers, strict=True)]
+    del futures, samples, warm  # the parts' samples are not needed any more (their rows, where held, are)
     moved = {"bytes_sent": 0, "bytes_received": 0, "parts": K}
     for record in history:
         record.update(moved)
@@ -521,14 +541,22 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
             moved["bytes_sent"] += sum(k.nbytes for m in mine if m for k in m if k is not None)
         else:
             mine = [submit(client, _kept_of_part, held, todo, j, worker=workers[0]) for j in range(K)]
-        parts_read = [
-            submit(client, part_band_sums, packed, plan, W, todo, *band, table, mine[j], j, worker=w)
-            for j, ((w, packed), table) in enumerate(zip(parts, prints, strict=True))
-        ]
-        wait(client, parts_read, workers, placement.reads)
+        if held_rows is not None:  # a pass over the rows each part holds
+            parts_read = [
+                submit(client, part_held_band_sums, rows_j, plan, W, todo, *band, mine[j], j, worker=w)
+                for j, (rows_j, w) in enumerate(zip(held_rows, workers, strict=True))
+            ]
+            wait(client, parts_read, workers)
+            moved["bytes_sent"] += K * W.nbytes
+        else:
+            parts_read = [
+                submit(client, part_band_sums, packed, plan, W, todo, *band, table, mine[j], j, worker=w)
+                for j, ((w, packed), table) in enumerate(zip(parts, prints, strict=True))
+            ]
+            wait(client, parts_read, workers, placement.reads)
+            moved["bytes_sent"] += sum(packed.nbytes + W.nbytes for _, packed in parts)
         root = tree_sum(client, parts_read, workers, add=add)  # on workers[0]
         counts = gather(client, [submit(client, _band_counts, root, worker=workers[0])], workers)[0]
-        moved["bytes_sent"] += sum(packed.nbytes + W.nbytes for _, packed in parts)
         return root, counts
 
     def take(problems, root, plan):  # the band's problems solved where the tree joined the bands
