@@ -128,6 +128,37 @@ def child_cluster(spec):
     }  # fmt: skip
 
 
+def child_softmax_cluster(spec):
+    """``LogisticRegression`` (the softmax model, three classes) on a LocalCluster
+    of 2 single-thread worker processes reading the files, after a warm-up fit on two partitions;
+    then the same fit again on the same cluster."""
+    import numpy as np
+    from dask.distributed import Client, LocalCluster
+
+    from benchmarks.bench_process import _open, _timed
+    from dask_streamsvm import LogisticRegression
+
+    frame, features = _open(spec["path"])
+    # three classes: 0, 1 or 2 by f0 + f1 - f2 below -0.5, within, above 0.5 (Dask's own expressions,
+    # which the workers of an earlier checkout unpickle too)
+    score = frame["f0"] + frame["f1"] - frame["f2"]
+    frame = frame.assign(label3=(score > -0.5).astype("int64") + (score > 0.5).astype("int64"))
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:  # fmt: skip
+        head = frame.partitions[:2]
+        LogisticRegression(tol=spec["tol"]).fit(head[features], head["label3"], client=client)
+        model = LogisticRegression(tol=spec["tol"])
+        clf, wall, cpu = _timed(lambda: model.fit(frame[features], frame["label3"], client=client))
+        _, again, _ = _timed(
+            lambda: LogisticRegression(tol=spec["tol"]).fit(frame[features], frame["label3"], client=client)
+        )
+    return {
+        "fit_s": wall, "fit_cpu_s": cpu, "again_s": again, "gap": float(np.max(clf.duality_gap_)),
+        "reads": int(np.ceil(clf.history_[-1]["rows_read"] / spec["n_rows"] - 1e-9)),
+        "n_iter": int(clf.n_iter_), "record_s": [round(float(r["seconds"]), 3) for r in clf.history_],
+    }  # fmt: skip
+
+
 def child_memory(spec):
     """Ours in memory on the files' rows (read into RAM first, not timed), after a warm-up fit on a few
     of them: ``dual=False`` for the squared hinge; for the hinge the in-memory dual solver
@@ -331,6 +362,11 @@ def main(argv=None):
         "--memory", action="store_true", help="ours in memory on the same rows, quiet and beside --busy"
     )
     parser.add_argument(
+        "--softmax-cluster", action="store_true",
+        help="also LogisticRegression's softmax model (three classes) on the dense set on a 2-worker "
+        "LocalCluster, quiet, --repeats times (with --sets '' alone)",
+    )  # fmt: skip
+    parser.add_argument(
         "--cluster",
         action="store_true",
         help="also the dense set on a 2-worker LocalCluster, quiet, each C --repeats times (with --sets '' "
@@ -383,6 +419,19 @@ def main(argv=None):
                 Path(args.data_dir) / "dense", C, args.tol, args.before, args.loss, args.cache_bytes
             )
         ]
+    if args.softmax_cluster:
+        path = Path(args.data_dir) / "dense"
+        n_rows = sum(pq.ParquetFile(f).metadata.num_rows for f in sorted(path.glob("*.parquet")))
+        payload["softmax_cluster"] = []
+        for repeat in range(args.repeats):
+            for version, package in {"now": None, **({"before": args.before} if args.before else {})}.items():
+                load = _load()
+                out = run_child(
+                    "softmax_cluster", {"path": str(path), "tol": args.tol, "n_rows": n_rows}, package
+                )
+                row = {"version": version, "repeat": repeat, "load_start": load, "load_end": _load(), **out}
+                payload["softmax_cluster"].append(row)
+                print(row, flush=True)
     save_json(results, payload)
     if args.out is None:
         (write_hinge_report if args.loss == "hinge" else write_report)(payload)

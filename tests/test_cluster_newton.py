@@ -241,11 +241,12 @@ def test_verbose_prints_a_line_per_step_or_round_on_a_cluster(client, capsys):
 CHANGED_PARTS, CHANGED_ROWS = 6, 500
 
 
-def _changing_collection(counts, from_read, n_features=5, sparse=False):
+def _changing_collection(counts, from_read, n_features=5, sparse=False, classes=2):
     """``(X, y)`` as Dask Arrays of :data:`CHANGED_PARTS` partitions made by tasks (no rows in the
     graph: every read computes them again, on a worker), whose partition 3 has its odd rows scaled
     5x (labels unchanged) from its ``from_read``-th read on.  The workers are processes: each read
-    of partition ``i`` adds a byte to the file ``counts / str(i)``."""
+    of partition ``i`` adds a byte to the file ``counts / str(i)``.  ``classes=3``: labels 0, 1, 2
+    by the scores' thirds."""
 
     def part(i):
         with open(counts / str(i), "ab") as f:
@@ -258,7 +259,8 @@ def _changing_collection(counts, from_read, n_features=5, sparse=False):
         else:
             X = rng.standard_normal((CHANGED_ROWS, n_features))
             scores = X @ np.arange(1.0, n_features + 1)
-        y = np.where(scores + 0.3 * rng.standard_normal(CHANGED_ROWS) > 0, 1, -1)
+        noisy = scores + 0.3 * rng.standard_normal(CHANGED_ROWS)
+        y = np.where(noisy > 0, 1, -1) if classes == 2 else np.digitize(noisy, [-3.0, 3.0])  # 0, 1, 2
         if i == 3 and read >= from_read:
             X = sp.csr_matrix(X) if sparse else X.copy()
             X[1::2] *= 5.0
@@ -525,6 +527,24 @@ def test_parts_within_their_budget_are_read_once_and_the_steps_pass_over_their_r
     primal, optimum = clf.history_[-1]["primal"], memory.history_[-1]["primal"]
     assert abs(primal - optimum) <= 2 * tol * optimum  # both within tol of the same optimum
     np.testing.assert_allclose(clf.coef_, memory.coef_, rtol=1e-2 if loss == "hinge" else 1e-3)
+
+
+def test_the_softmax_models_parts_within_their_budget_are_read_once(client, tmp_path):
+    """The multinomial model on three classes (``multi_class="auto"``): its parts' first read keeps
+    their rows where they fit ``cache_bytes`` and every Newton read after it is a pass over them, each
+    partition read once; certified at the in-memory fit's optimum."""
+    from dask_streamsvm import LogisticRegression
+
+    Xd, yd = _changing_collection(tmp_path, from_read=10**6, classes=3)
+    clf = LogisticRegression(tol=1e-8, cache_bytes=100_000).fit(Xd, yd)
+    assert clf.classes_.tolist() == [0, 1, 2] and {r["method"] for r in clf.history_} == {"newton"}
+    assert clf.n_iter_ >= 1 and clf.history_[-1]["rows_read"] == CHANGED_PARTS * CHANGED_ROWS
+    assert [(tmp_path / str(i)).stat().st_size for i in range(CHANGED_PARTS)] == [1] * CHANGED_PARTS
+    X, y = dask.compute(Xd, yd, scheduler="sync")
+    memory = LogisticRegression(tol=1e-8).fit(X, y)
+    assert clf.duality_gap_ <= 1e-8 and memory.duality_gap_ <= 1e-8
+    primal, optimum = clf.history_[-1]["primal"], memory.history_[-1]["primal"]
+    assert abs(primal - optimum) <= 2e-8 * optimum
 
 
 def test_a_share_of_the_rows_as_cache_bytes_keeps_no_part_whole(client, tmp_path):

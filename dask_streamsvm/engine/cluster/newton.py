@@ -231,7 +231,7 @@ def settled_parts(client, source, plan, placement):
     first read counted (:func:`~..primal.multinomial_reads.auto_softmax`; one-vs-rest where a part
     found values too large for the softmax model's reads), the softmax model's or the one-vs-rest
     problems' Newton reads going on from that read (which keeps the parts' rows for them where they
-    fit, :func:`fit_primal_cluster`; the softmax model's reads drop them)."""
+    fit: :func:`fit_primal_cluster`, :func:`fit_softmax_cluster`)."""
     from ..primal.multinomial_reads import auto_softmax
 
     counted, placement, scaler, futures, firsts = sampled_parts(
@@ -239,11 +239,6 @@ def settled_parts(client, source, plan, placement):
     )
     clean = all(first.beyond is None for first in firsts)
     softmax = clean and auto_softmax(counted.classes.shape[0])  # any width: Newton-CG beyond the reads'
-    if softmax:
-        futures = [
-            submit(client, _without_rows, f, worker=w)
-            for f, w in zip(futures, placement.workers, strict=True)
-        ]
 
     return counted.settled(softmax), placement, scaler, futures, firsts
 
@@ -600,6 +595,17 @@ def part_softmax_sums(packed, problem, W, prints=None):
     return sums, counts
 
 
+def part_held_softmax_sums(held, problem, W):
+    """:func:`part_softmax_sums` of the rows a part holds (:func:`part_held`): a pass over them, no
+    read (its counts: no rows, bytes or retries read; the rows the first read skipped)."""
+    from ..primal.multinomial_reads import sum_blocks
+    from ..primal.sums import Sums
+
+    counts = Sums.zeros(0, 0)
+    counts.skipped = sum(block.n_skipped for block in held.blocks)
+    return sum_blocks(held.blocks, problem, W), counts
+
+
 def _softmax_warm_start_on_worker(problem, elapsed, *firsts):
     """The parts' samples joined on this worker and solved (:func:`~..primal.multinomial_reads.warm_start`):
     ``(W0, notes, result, rows_seen, metric)``, ``metric`` the sample's
@@ -617,11 +623,15 @@ def _softmax_warm_start_on_worker(problem, elapsed, *firsts):
 def fit_softmax_cluster(client, source, plan, *, clock_start, on_pass=None, placement=None, sampled=None):
     """``multi_class="multinomial"`` on a cluster: a :class:`~..plan.result.FitResult` with its
     ``plan`` (labels counted on the workers) and ``parts`` (module docstring).  ``sampled``:
-    :func:`sampled_parts`' read where it was made before (None: made here)."""
+    :func:`sampled_parts`' read where it was made before (None: made here).  Where every part's
+    rows fit its budget and the reads form the Hessian, each read after the first is a pass over the
+    rows the parts' first read kept (:func:`part_held_softmax_sums`), as :func:`fit_primal_cluster`'s."""
     from ..primal.multinomial_reads import first_totals, newton_reads, softmax_columns, softmax_model
     from ..primal.newton import MAX_WIDTH
 
-    plan, placement, scaler, futures, firsts = sampled or sampled_parts(client, source, plan, placement)
+    plan, placement, scaler, futures, firsts = sampled or sampled_parts(
+        client, source, plan, placement, keep=_keeps_rows()
+    )
     parts, workers = placement.parts, placement.workers
     # The classes' weights of every part, for the model's costs (class_weight="balanced").
     weights = dict.fromkeys(plan.classes.tolist(), 0.0)
@@ -637,9 +647,15 @@ def fit_softmax_cluster(client, source, plan, *, clock_start, on_pass=None, plac
     problem = softmax_model(plan, source.n_features, list(weights.values()), beyond, products=products)
     moved = {"bytes_sent": 0, "bytes_received": 0}
     elapsed = time.perf_counter() - clock_start
-    warm = submit(client, _softmax_warm_start_on_worker, problem, elapsed, *futures, worker=workers[0])
+    samples = futures
+    if any(first.holds_rows for first in firsts):  # the samples alone go to the first worker
+        samples = [submit(client, _without_rows, f, worker=w) for f, w in zip(futures, workers, strict=True)]
+    warm = submit(client, _softmax_warm_start_on_worker, problem, elapsed, *samples, worker=workers[0])
     W, notes, result, rows_seen, problem.metric = gather(client, [warm], workers)[0]
-    del futures, warm  # the parts' samples are not needed any more
+    held = None  # where every part holds its rows (and the reads form the Hessian): passes over them
+    if result is None and not products and all(first.holds_rows for first in firsts):
+        held = [submit(client, part_held, f, worker=w) for f, w in zip(futures, workers, strict=True)]
+    del futures, samples, warm  # the parts' samples are not needed any more (their rows, where held, are)
     if W is None:
         W = np.zeros((plan.classes.shape[0], problem.penalised.shape[0]))
     counted = first_totals(totals)
@@ -661,17 +677,25 @@ def fit_softmax_cluster(client, source, plan, *, clock_start, on_pass=None, plac
     prints = [first.prints for first in firsts]  # every later read of a part must match its first
 
     def evaluate(point):
-        futures = [
-            submit(client, part_softmax_sums, packed, problem, point, table, worker=w)
-            for (w, packed), table in zip(parts, prints, strict=True)
-        ]
-        wait(client, futures, workers, placement.reads)
+        if held is not None:  # a pass over the rows each part holds
+            futures = [
+                submit(client, part_held_softmax_sums, rows, problem, point, worker=w)
+                for rows, w in zip(held, workers, strict=True)
+            ]
+            wait(client, futures, workers)
+            moved["bytes_sent"] += len(parts) * point.nbytes
+        else:
+            futures = [
+                submit(client, part_softmax_sums, packed, problem, point, table, worker=w)
+                for (w, packed), table in zip(parts, prints, strict=True)
+            ]
+            wait(client, futures, workers, placement.reads)
+            moved["bytes_sent"] += sum(
+                packed.nbytes + point.nbytes + table.nbytes
+                for (_, packed), table in zip(parts, prints, strict=True)
+            )
         root = tree_sum(client, futures, workers, add=add_softmax_sums)
         sums, counts = gather(client, [root], workers)[0]
-        moved["bytes_sent"] += sum(
-            packed.nbytes + point.nbytes + table.nbytes
-            for (_, packed), table in zip(parts, prints, strict=True)
-        )
         moved["bytes_received"] += sums.hessian.nbytes + sums.gradient.nbytes
         return sums, counts, {**moved, "parts": len(parts)}
 
