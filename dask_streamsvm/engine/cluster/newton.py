@@ -148,6 +148,19 @@ def _without_rows(first):
     return stripped
 
 
+def _samples_of(client, futures, workers, firsts):
+    """The parts' first reads as a warm start takes them: without the rows they kept where any did
+    (only the samples move to the first worker)."""
+    if not any(first.holds_rows for first in firsts):
+        return futures
+    return [submit(client, _without_rows, f, worker=w) for f, w in zip(futures, workers, strict=True)]
+
+
+def _held_parts(client, futures, workers):
+    """The rows each part's first read kept (:func:`part_held`), futures on their workers."""
+    return [submit(client, part_held, f, worker=w) for f, w in zip(futures, workers, strict=True)]
+
+
 def _warm_start_on_worker(plan, width, elapsed, *firsts):
     """The warm start of :func:`fit_primal_cluster` on a worker: the parts' samples joined there
     (:func:`cluster_sample`: they move between workers, never to the client) and solved;
@@ -266,15 +279,12 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
     width = plan.model_width(source.n_features)
     K = len(parts)
     elapsed = time.perf_counter() - clock_start
-    holds = all(first.holds_rows for first in firsts)
-    samples = futures
-    if holds:  # the samples alone go to the first worker, not the rows the parts hold
-        samples = [submit(client, _without_rows, f, worker=w) for f, w in zip(futures, workers, strict=True)]
+    samples = _samples_of(client, futures, workers, firsts)
     warm = submit(client, _warm_start_on_worker, plan, width, elapsed, *samples, worker=workers[0])
     start, notes, result, metric, rows_seen = gather(client, [warm], workers)[0]
     held = None  # where every part holds its rows: the Newton steps pass over them, no read
-    if result is None and holds:
-        held = [submit(client, part_held, f, worker=w) for f, w in zip(futures, workers, strict=True)]
+    if result is None and all(first.holds_rows for first in firsts):
+        held = _held_parts(client, futures, workers)
     del futures, samples, warm  # the parts' samples are not needed any more (their rows, where held, are)
     if result is not None:  # every row came in the samples: their problem is the data's, solved
         # n_iter_: its Newton steps on the rows held after the one read (the records after the
@@ -493,15 +503,12 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
     elapsed = time.perf_counter() - clock_start
     width = plan.model_width(source.n_features) + 1
     wide = width > CG_WIDTH
-    holds = all(first.holds_rows for first in firsts)
-    samples = futures
-    if holds:  # the samples alone go to the first worker, not the rows the parts hold
-        samples = [submit(client, _without_rows, f, worker=w) for f, w in zip(futures, workers, strict=True)]
+    samples = _samples_of(client, futures, workers, firsts)
     warm = submit(client, _band_warm_start_on_worker, plan, elapsed, wide, *samples, worker=workers[0])
     starts, history, metric, complete = gather(client, [warm], workers)[0]
     held_rows = None  # where every part holds its rows: each read is a pass over them
-    if holds and starts is not None and not complete:
-        held_rows = [submit(client, part_held, f, worker=w) for f, w in zip(futures, workers, strict=True)]
+    if starts is not None and not complete and all(first.holds_rows for first in firsts):
+        held_rows = _held_parts(client, futures, workers)
     del futures, samples, warm  # the parts' samples are not needed any more (their rows, where held, are)
     moved = {"bytes_sent": 0, "bytes_received": 0, "parts": K}
     for record in history:
@@ -647,14 +654,12 @@ def fit_softmax_cluster(client, source, plan, *, clock_start, on_pass=None, plac
     problem = softmax_model(plan, source.n_features, list(weights.values()), beyond, products=products)
     moved = {"bytes_sent": 0, "bytes_received": 0}
     elapsed = time.perf_counter() - clock_start
-    samples = futures
-    if any(first.holds_rows for first in firsts):  # the samples alone go to the first worker
-        samples = [submit(client, _without_rows, f, worker=w) for f, w in zip(futures, workers, strict=True)]
+    samples = _samples_of(client, futures, workers, firsts)
     warm = submit(client, _softmax_warm_start_on_worker, problem, elapsed, *samples, worker=workers[0])
     W, notes, result, rows_seen, problem.metric = gather(client, [warm], workers)[0]
     held = None  # where every part holds its rows (and the reads form the Hessian): passes over them
     if result is None and not products and all(first.holds_rows for first in firsts):
-        held = [submit(client, part_held, f, worker=w) for f, w in zip(futures, workers, strict=True)]
+        held = _held_parts(client, futures, workers)
     del futures, samples, warm  # the parts' samples are not needed any more (their rows, where held, are)
     if W is None:
         W = np.zeros((plan.classes.shape[0], problem.penalised.shape[0]))
