@@ -606,11 +606,12 @@ def part_held_softmax_sums(held, problem, W):
     """:func:`part_softmax_sums` of the rows a part holds (:func:`part_held`): a pass over them, no
     read (its counts: no rows, bytes or retries read; the rows the first read skipped)."""
     from ..primal.multinomial_reads import sum_blocks
+    from ..primal.reads import pass_over, read_nothing
     from ..primal.sums import Sums
 
     counts = Sums.zeros(0, 0)
-    counts.skipped = sum(block.n_skipped for block in held.blocks)
-    return sum_blocks(held.blocks, problem, W), counts
+    sums = sum_blocks(pass_over(held, counts), problem, W)
+    return sums, read_nothing(counts)
 
 
 def _softmax_warm_start_on_worker(problem, elapsed, *firsts):

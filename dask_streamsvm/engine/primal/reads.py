@@ -233,14 +233,25 @@ class HeldRead(BlocksRead):
         self._band = (0, 0)
 
     def blocks(self, counts):
-        for block in self.held.blocks:
-            count_block(counts, block)
-            yield block
+        return pass_over(self.held, counts)
 
     def __call__(self, W, S, todo):
-        total = super().__call__(W, S, todo)
-        total.rows = total.bytes = total.retries = 0
-        return total
+        return read_nothing(super().__call__(W, S, todo))
+
+
+def pass_over(held, counts):
+    """The blocks of :class:`HeldRows` ``held``, each counted into ``counts`` (a :class:`Sums`) as a
+    read counts it; :func:`read_nothing` then says that no row was read."""
+    for block in held.blocks:
+        count_block(counts, block)
+        yield block
+
+
+def read_nothing(counts):
+    """``counts`` (a :class:`Sums`) of a pass over held rows: no rows, bytes or retries read, the
+    rows the first read skipped kept (every read of them skips them)."""
+    counts.rows = counts.bytes = counts.retries = 0
+    return counts
 
 
 def _add_band(bands, block, Y, cost, points, bias, metric, shortfall):

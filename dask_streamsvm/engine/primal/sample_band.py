@@ -55,7 +55,7 @@ from ..plan.problem import BAND_SOLVER, encode_block
 from ..plan.result import FitResult
 from ..plan.threads import memory_row_threads, row_threads
 from .newton import MAX_WIDTH, band_reach, band_share
-from .reads import HeldRead, Sample, Sampler, StreamRead, band_metric
+from .reads import Sample, Sampler, StreamRead, band_metric, pass_over, read_nothing
 from .smoothed import Rows, offset_primal, solve_smoothed
 from .sums import Sums, chunk_rows
 from .warm import BAND_ROW_EXTRA, memory_sample, sample_rows
@@ -300,18 +300,18 @@ class HeldBandRead(BandRead):
     its worker): each call a pass over them, the same :class:`BandSums`, and counts of no rows,
     bytes or retries read (the rows the first read skipped, as every read of them would)."""
 
-    blocks = HeldRead.blocks
-
     def __init__(self, held, plan, band_rows=0, band_bytes=None, band_metric=None):
         self.held, self.plan, self.band_metric = held, plan, band_metric
         self.band_rows = band_rows if plan.feature_map is None else 0
         self.band_bytes = band_bytes
         self.rows, self._band = held.n_rows, (0, 0)
 
+    def blocks(self, counts):
+        return pass_over(self.held, counts)
+
     def __call__(self, W, todo, kept=None):
         out, counts = super().__call__(W, todo, kept)
-        counts.rows = counts.bytes = counts.retries = 0
-        return out, counts
+        return out, read_nothing(counts)
 
 
 class MemoryBandRead:
