@@ -27,7 +27,7 @@ from dask_streamsvm import LinearSVC, LogisticRegression, read_libsvm
 from dask_streamsvm.engine.cluster import runtime
 from dask_streamsvm.io import csr_to_dask
 
-from ._helpers import load_libsvm_dataset
+from ._helpers import load_libsvm_dataset, wait_until
 
 distributed = pytest.importorskip("distributed")
 
@@ -362,6 +362,39 @@ def test_a_cancelled_task_frees_its_worker(client, tmp_path):
         raise ZeroDivisionError  # the fit fails while its task runs
     assert futures[0].cancelled()
     # Both workers are free for the next tasks: the spinning task stopped at its next check.
+    assert within(HANG, lambda: client.gather(client.map(abs, [-1, -2], pure=False))) == [1, 2]
+
+
+def _nobody_wants(key):
+    """On the scheduler: whether ``key``'s task is there and no client wants it."""
+
+    def look(dask_scheduler):
+        task = dask_scheduler.tasks.get(key)
+        return task is not None and not task.who_wants
+
+    return look
+
+
+def test_a_failed_fit_leaves_the_clients_other_futures_and_its_connection(client, tmp_path):
+    """A failed fit's cancel of a task whose dependent no client wants (a level of tree_sum, its
+    future dropped while the root it feeds is held) failed the scheduler's ``assert ts.who_wants``:
+    the scheduler dropped the client's connection, every future of the client was cancelled, the
+    user's own with them, and the next fit raised SchedulerLost.  Cancelled the newest first, the
+    dependent goes with the root before its dependency is cancelled."""
+    users = client.submit(abs, -42, pure=False)
+    assert users.result() == 42
+    started = tmp_path / "started"
+    worker = runtime.live_workers(client)[0]
+    with pytest.raises(ZeroDivisionError), runtime.cancelled_on_error(client):
+        spinning = runtime.submit(client, _spin, str(started), worker=worker)
+        level = runtime.submit(client, abs, spinning, worker=worker)
+        root = runtime.submit(client, abs, level, worker=worker)
+        key = level.key
+        del level  # the client releases it; the scheduler keeps it, the root needs it
+        wait_until(lambda: client.run_on_scheduler(_nobody_wants(key)), "the level's release")
+        raise ZeroDivisionError  # the fit fails while its first task runs
+    assert spinning.cancelled() and root.cancelled()
+    assert users.status == "finished" and users.result() == 42
     assert within(HANG, lambda: client.gather(client.map(abs, [-1, -2], pure=False))) == [1, 2]
 
 

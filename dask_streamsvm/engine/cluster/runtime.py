@@ -35,6 +35,7 @@ partition or block (:func:`cancel_check`), so that the next fit's tasks do not q
 
 import contextlib
 import contextvars
+import itertools
 import threading
 import time
 import weakref
@@ -284,9 +285,11 @@ class TaskInput:
         return {**self.__dict__, "held": None, "given": None}
 
 
-# The futures of the fit running in this context (:func:`cancelled_on_error`), weakly: a future
-# the fit dropped is released by Dask already, and one it holds is cancelled if the fit fails.
+# The futures of the fit running in this context (:func:`cancelled_on_error`), weakly, by the order
+# they were made in: a future the fit dropped is released by Dask already, and one it holds is
+# cancelled if the fit fails, the newest first (:func:`cancel`).
 _FIT_FUTURES = contextvars.ContextVar("dask_streamsvm_fit_futures", default=None)
+_MADE = itertools.count()
 # When the fit running in this context started (``time.time()``), for the memory hint.
 _FIT_STARTED = contextvars.ContextVar("dask_streamsvm_fit_started", default=None)
 # The worker each task was placed on (:func:`submit`, :func:`compute_on`), by its future, weakly:
@@ -303,7 +306,7 @@ def _started():
 def _made(future):
     futures = _FIT_FUTURES.get()
     if futures is not None:
-        futures.add(future)
+        futures[next(_MADE)] = future
     return future
 
 
@@ -315,12 +318,12 @@ def cancelled_on_error(client):
     if _FIT_FUTURES.get() is not None:
         yield
         return
-    futures = weakref.WeakSet()
+    futures = weakref.WeakValueDictionary()
     token, started = _FIT_FUTURES.set(futures), _FIT_STARTED.set(time.time())
     try:
         yield
     except BaseException:
-        cancel(client, list(futures))
+        cancel(client, list(futures.values()))
         raise
     finally:
         _FIT_FUTURES.reset(token)
@@ -328,13 +331,27 @@ def cancelled_on_error(client):
 
 
 def cancel(client, futures):
-    """``client.cancel(futures)``, quietly: nothing to do without a scheduler, and a failed cancel
-    must not hide the error that called it."""
+    """``client.cancel`` of ``futures`` (in the order they were made), quietly: nothing to do
+    without a scheduler, and a failed cancel must not hide the error that called it.
+
+    One future at a time, the newest first.  The scheduler cancels a key's dependents with it, and
+    a dependent no client wants (a task whose future the fit dropped, kept because a task it still
+    holds needs it: a level of :func:`~.tree.tree_sum`) fails its ``assert ts.who_wants``
+    (distributed 2026.8): the scheduler then drops the client's connection, and every future
+    of that client, the user's own included, is cancelled ("scheduler-connection-lost").  Each
+    such task was made before the task that needs it and after the tasks it needs, so that
+    cancelling the newest first releases it, with the last task that needs it, before the cancel
+    of any task it depends on reaches the scheduler (messages it handles in their order).
+    """
     futures = [f for f in futures if f is not None]
     if not futures or getattr(client, "status", "running") != "running":
         return
+    cancelled = set()
     with contextlib.suppress(Exception):
-        client.cancel(futures, reason="a dask-streamsvm fit failed", msg="its fit failed")
+        for future in reversed(futures):
+            if future.key not in cancelled:
+                cancelled.add(future.key)
+                client.cancel([future], reason="a dask-streamsvm fit failed", msg="its fit failed")
 
 
 def cancel_check():
