@@ -418,17 +418,36 @@ def test_a_partition_that_changes_before_the_certifying_read_is_named(client, tm
     assert (tmp_path / "changed" / "3").stat().st_size == last
 
 
-def test_a_tall_fit_on_a_cluster_is_certified_after_two_reads(client):
+def test_a_tall_fit_on_a_cluster_is_certified_after_two_reads(client, monkeypatch):
     """The parts' bands joined up the tree keep the smallest key any part left out, so the step from
     the warm start is certified from the second read, as on one machine (issue 52).  ``cache_bytes``
     below a part's 9.6 MB of rows, above its share of the default sample (24,000 rows, 2.5 MB): the
-    parts are read again, not held."""
+    parts are read again, not held.  The band's step and its certificate are made on the worker
+    that joined the band (RootBand): nothing the client gathers holds the band's rows."""
+    from dask_streamsvm.engine.cluster import newton as cluster_newton
+    from dask_streamsvm.engine.primal.reads import Sample
+    from dask_streamsvm.engine.primal.sums import Sums
+
+    gathered, gather = [], cluster_newton.gather
+
+    def recording(*args, **kwargs):
+        out = gather(*args, **kwargs)
+        gathered.extend(out)
+        return out
+
+    monkeypatch.setattr(cluster_newton, "gather", recording)
     X, y = noisy_linear_data(200_000, 10)
     clf = LinearSVC(dual=False, tol=1e-3, cache_bytes=8_000_000).fit(
         *_dask(X, y, chunk=25_000), client=client
     )
     assert {r["method"] for r in clf.history_} == {"newton"}
     assert [r["pass"] for r in clf.history_] == [0, 1] and clf.history_[-1]["band_certified"]
+    items = [part for item in gathered for part in (item if isinstance(item, tuple) else (item,))]
+    bands = [band for item in items if isinstance(item, Sums) for band in item.band or []]
+    assert bands and not any(isinstance(item, Sample) for item in items + bands)
+    # The sums (an 11 x 11 Hessian a read), the step's point, gradient and Hessian out and its step
+    # back: kilobytes, where the band is 20,000 rows (1.6 MB).
+    assert clf.history_[-1]["bytes_received"] <= 20_000
     reference = LinearSVC(dual=False, tol=1e-10, cluster=None).fit(X, y)
     assert (clf.objective_ - reference.objective_) / clf.objective_ <= clf.duality_gap_ + 1e-12
     assert clf.duality_gap_ <= clf.tol

@@ -323,9 +323,17 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
                 for (_, packed), table in zip(parts, prints, strict=True)
             )
         root = tree_sum(client, futures, workers)
-        total = gather(client, [root], workers)[0]
+        if held is not None:  # no band: the sums come to the client as they are
+            total = gather(client, [root], workers)[0]
+        else:  # the band stays on the root's worker, its steps taken there (RootBand)
+            total, banded = gather(client, [submit(client, _without_band, root, worker=workers[0])], workers)[
+                0
+            ]
+            if any(banded):
+                total.band = [
+                    RootBand(client, root, c, workers, moved) if b else None for c, b in enumerate(banded)
+                ]
         moved["bytes_received"] += total.v.nbytes + total.hessian.nbytes + total.trial.nbytes
-        moved["bytes_received"] += sum(b.nbytes for b in total.band or [] if b is not None)
         return total
 
     def on_read(records, W):
@@ -342,6 +350,43 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
         start=start, notes=notes, column_max=columns, metric=metric,
     )  # fmt: skip
     return replace(result, plan=plan, parts=placement.record(), scaler=scaler)
+
+
+def _without_band(total):
+    """The root's :class:`~..primal.sums.Sums` for the client: all but the band's rows, and whether
+    each problem has a band, on the root's worker."""
+    bands = total.band or []
+    stripped = copy.copy(total)
+    stripped.band = None
+    return stripped, [band is not None for band in bands]
+
+
+class RootBand:
+    """A Newton read's band of problem ``index`` where the tree joined it, on the root's worker
+    (``workers[0]``): :func:`~..primal.newton.band_step` and :func:`~..primal.newton.band_certificate`
+    run there (:meth:`call`), so that the band (a share of the rows: 79 MB of the 2M x 60 tall set at
+    a 10% cache) never moves to the client; what moves is the point, the gradient and the Hessian
+    out, the step or the certificate back (``moved`` counts them)."""
+
+    def __init__(self, client, root, index, workers, moved):
+        self.client, self.root, self.index, self.workers, self.moved = client, root, index, workers, moved
+
+    def call(self, function, *args):
+        """``function(*args)`` with this band in its place among ``args``, on the root's worker."""
+        at = next(i for i, arg in enumerate(args) if arg is self)
+        args = args[:at] + (None,) + args[at + 1 :]
+        self.moved["bytes_sent"] += sum(arg.nbytes for arg in args if isinstance(arg, np.ndarray))
+        future = submit(
+            self.client, _on_root_band, function, self.root, self.index, at, args, worker=self.workers[0]
+        )
+        result = gather(self.client, [future], self.workers)[0]
+        self.moved["bytes_received"] += getattr(result, "nbytes", 0)
+        return result
+
+
+def _on_root_band(function, total, index, at, args):
+    """``function(*args)`` with problem ``index``'s band of the root's ``total`` at ``args[at]``."""
+    return function(*args[:at], total.band[index], *args[at + 1 :])
 
 
 # -- the band from a sample (:mod:`~..primal.sample_band`) on a cluster ----------------------------

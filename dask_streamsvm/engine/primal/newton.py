@@ -512,15 +512,26 @@ def solve_primal(
         problem.column_max = None if column_max is None else np.asarray(column_max, dtype=np.float64)
         if metric is not None:
             problem.metric = tuple(np.asarray(part, dtype=np.float64) for part in metric)
-        problem.band_step = lambda w, g, H, band, p=problem.penalty: band_step(w, g, H, band, plan, p)
-        problem.band_certify = lambda w, d, totals, H, band, p=problem.penalty: band_certificate(
-            w, d, totals, H, band, plan, p
+        problem.band_step = lambda w, g, H, band, p=problem.penalty: _on_band(band_step, band)(
+            w, g, H, band, plan, p
         )
+        problem.band_certify = lambda w, d, totals, H, band, p=problem.penalty: _on_band(
+            band_certificate, band
+        )(w, d, totals, H, band, plan, p)
         problem.step_band = lambda w, d, held, c, p=problem: step_band(w, d, held, c, p.column_max, plan)
     with read if hasattr(read, "__enter__") else contextlib.nullcontext():
         return _newton_reads(
             read, plan, problems, clock_start, on_pass, source, (initial, start, start_read), notes, before
         )
+
+
+def _on_band(function, band):
+    """``function`` (:func:`band_step` or :func:`band_certificate`), or where ``band`` is held
+    elsewhere (a cluster's band on the worker that joined it, with a ``call(function, *args)`` that
+    runs it there, :class:`~..cluster.newton.RootBand`) the same function run where the band is."""
+    if hasattr(band, "call"):
+        return lambda *args: band.call(function, *args)
+    return function
 
 
 def check_width(plan, D, products=False):
