@@ -326,9 +326,8 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
         if held is not None:  # no band: the sums come to the client as they are
             total = gather(client, [root], workers)[0]
         else:  # the band stays on the root's worker, its steps taken there (RootBand)
-            total, banded = gather(client, [submit(client, _without_band, root, worker=workers[0])], workers)[
-                0
-            ]
+            stripped = submit(client, _without_band, root, worker=workers[0])
+            total, banded = gather(client, [stripped], workers)[0]
             if any(banded):
                 total.band = [
                     RootBand(client, root, c, workers, moved) if b else None for c, b in enumerate(banded)
