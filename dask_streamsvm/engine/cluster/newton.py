@@ -97,11 +97,11 @@ def part_held_sums(held, plan, W, S, todo, metric=None):
     """:func:`part_sums` of the rows a part holds (:func:`part_held`): a pass over them, no read, and
     no band (``metric``: the rows' lengths are measured in it, for a smooth loss's step dual).
 
-    Each pass is cheap where a read was not, and a band is rows moved: the band's step certified
-    the tall fit one pass earlier but its rows (10% of them, 54 MB on the 2M x 60 tall set) went
-    through the tree to the client, which cost more than the two passes it spared: on 2 worker
-    processes the fit took 2.5-2.8 s with the passes alone where 3.1-3.4 s with the band
-    (docs/benchmarks.md, "The parts' rows held on their workers")."""
+    Each pass is cheap where a read was not, and a band costs more than the passes it spares: its
+    step certified the tall fit one pass earlier, but a pass that keeps and joins it took 0.51-0.57 s
+    where a pass 0.24-0.27 s, even with its step taken on the first worker (:class:`RootBand`), and
+    the fits were no faster (docs/benchmarks.md, "The Newton steps' band kept on the first worker";
+    before, its rows also went to the client: "The parts' rows held on their workers")."""
     from ..primal.reads import HeldRead
 
     return HeldRead(held, plan, metric)(W, S, todo)
