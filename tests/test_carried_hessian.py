@@ -138,3 +138,60 @@ def test_an_in_memory_fit_carries_its_hessian_after_the_first_read_to_the_same_c
     assert carrying.n_iter_ == forming.n_iter_
     assert carrying.duality_gap_ <= 1e-6 and forming.duality_gap_ <= 1e-6
     np.testing.assert_allclose(carrying.coef_, forming.coef_, rtol=1e-5, atol=1e-8)
+
+
+def test_the_passes_over_a_cluster_parts_held_rows_carry_each_blocks_hessian():
+    """A cluster's part passes over the rows its first read kept (``HeldRead`` over ``HeldRows``):
+    each dense block carries its Hessian from pass to pass as rows in memory do, formed at the first
+    pass only; each pass's sums are those of a pass that forms every Hessian (its Hessian up to
+    rounding), a sparse block's summed as a read's; a copy of the rows (a transfer between workers)
+    carries no Hessian, so its next pass forms them again; and a block whose Hessian and pieces would
+    take the rows held past the part's budget forms its Hessian at every pass."""
+    import pickle
+
+    import scipy.sparse as sp
+
+    from dask_streamsvm.engine.data.source import Block
+    from dask_streamsvm.engine.plan.problem import FitPlan
+    from dask_streamsvm.engine.primal.reads import HeldRead, HeldRows, carried_bytes
+
+    rng = np.random.default_rng(11)
+    n, d = 2_000, 6
+    blocks = []
+    for part in range(3):
+        X = rng.standard_normal((n, d)) * rng.uniform(0.5, 3.0, d)
+        blocks.append(Block(part, X, np.where(rng.random(n) < 0.4, 1, -1), rng.uniform(0.5, 2.0, n)))
+    sparse = sp.random(n, d, density=0.3, random_state=1, format="csr") * 2.0
+    blocks.append(Block(3, sparse, np.where(rng.random(n) < 0.5, 1, -1), np.ones(n)))
+    held = HeldRows(blocks)
+    labels = np.concatenate([b.y for b in blocks])
+    classes = np.array([-1, 1])
+    plan = FitPlan(C=1.0, dual=False).with_labels(classes, np.bincount(labels > 0), classes)
+    carrying, forming = HeldRead(held, plan), HeldRead(held, plan)
+    assert carrying.carries
+    forming.carries = False
+    W = rng.standard_normal((1, d + 1)) * 0.3
+    hessians = []
+    steps = [np.zeros((1, d + 1))] + [rng.standard_normal((1, d + 1)) * 0.05 for _ in range(2)]
+    for S in steps:
+        sums, full = carrying(W, S, [0]), forming(W, S, [0])
+        for name in ("loss", "alpha", "v", "trial", "active"):
+            np.testing.assert_allclose(getattr(sums, name), getattr(full, name), rtol=1e-12, atol=1e-12)
+        scale = np.abs(full.hessian).max()
+        np.testing.assert_allclose(sums.hessian, full.hessian, rtol=0, atol=1e-12 * scale)
+        assert sums.rows == full.rows == 0 and sums.held is None  # a pass reads nothing, keeps no band
+        hessians.append(full.hessian)
+        W = W + S
+    assert not np.allclose(hessians[1], hessians[2])  # the steps moved rows across the hinge point
+    assert sorted(held._carried) == [0, 1, 2]  # the sparse block is summed as a read sums it
+    assert all((c.formed, c.carried) == (1, 2) for c in held._carried.values())
+    copy = pickle.loads(pickle.dumps(held))
+    assert copy._carried == {} and len(copy.blocks) == 4
+    # a budget that holds the rows and one block's Hessian and pieces: the others form theirs
+    one = carried_bytes(n, 1, d + 1)
+    assert one == 9 * n + 8 * (d + 1) ** 2
+    tight = HeldRows(blocks, budget=held.nbytes + one)
+    sums = HeldRead(tight, plan)(W, np.zeros((1, d + 1)), [0])
+    full = forming(W, np.zeros((1, d + 1)), [0])
+    np.testing.assert_allclose(sums.hessian, full.hessian, rtol=0, atol=1e-12 * np.abs(full.hessian).max())
+    assert sorted(tight._carried) == [0]

@@ -548,6 +548,51 @@ def test_parts_within_their_budget_are_read_once_and_the_steps_pass_over_their_r
     np.testing.assert_allclose(clf.coef_, memory.coef_, rtol=1e-2 if loss == "hinge" else 1e-3)
 
 
+def _count_carried_hessians():
+    """On a worker: keep each block's Hessian that its held rows carry (``HeldRows.carried``), in a
+    module attribute; :func:`_uncount_carried_hessians` puts the method back and gives each one's
+    ``(formed, carried)`` counts."""
+    from dask_streamsvm.engine.primal import reads
+
+    original = reads.HeldRows.carried
+    reads.counted_hessians = {}
+
+    def counted(self, index, bias):
+        hessian = original(self, index, bias)
+        reads.counted_hessians[id(hessian)] = hessian
+        return hessian
+
+    counted.original = original
+    reads.HeldRows.carried = counted
+
+
+def _uncount_carried_hessians():
+    from dask_streamsvm.engine.primal import reads
+
+    reads.HeldRows.carried = reads.HeldRows.carried.original
+    return [(h.formed, h.carried) for h in reads.__dict__.pop("counted_hessians").values()]
+
+
+def test_the_steps_passes_over_held_rows_carry_their_hessian_on_the_workers(client, tmp_path):
+    """The Newton steps' passes over the rows each part holds form each block's Hessian at their
+    first pass and carry it after, on the part's worker (:meth:`~.reads.HeldRows.carried`); the fit
+    is certified at the in-memory fit's optimum."""
+    Xd, yd = _changing_collection(tmp_path, from_read=10**6)
+    client.run(_count_carried_hessians)
+    try:
+        clf = LinearSVC(dual=False, tol=1e-8, cache_bytes=100_000).fit(Xd, yd)
+    finally:
+        counts = client.run(_uncount_carried_hessians)
+    passes = len(clf.history_) - 1  # the first record is the parts' first read's, each other a pass's
+    assert clf.history_[-1]["rows_read"] == CHANGED_PARTS * CHANGED_ROWS and passes >= 2
+    # each partition a block held on its part's worker: formed at the first pass, carried after
+    assert sorted(c for hessians in counts.values() for c in hessians) == [(1, passes - 1)] * CHANGED_PARTS
+    X, y = dask.compute(Xd, yd, scheduler="sync")
+    memory = LinearSVC(dual=False, tol=1e-8).fit(X, y)
+    optimum = memory.history_[-1]["primal"]
+    assert clf.duality_gap_ <= 1e-8 and abs(clf.history_[-1]["primal"] - optimum) <= 2e-8 * optimum
+
+
 def test_the_softmax_models_parts_within_their_budget_are_read_once(client, tmp_path):
     """The multinomial model on three classes (``multi_class="auto"``): its parts' first read keeps
     their rows where they fit ``cache_bytes`` and every Newton read after it is a pass over them, each

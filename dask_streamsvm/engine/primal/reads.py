@@ -92,13 +92,13 @@ class BlocksRead:
             and not loss_of(plan.loss).piecewise_quadratic
         )
         metric = self._metric(W.shape[1] - 1) if bands is not None or lengths else None
-        for block in self.blocks(counts):
+        for index, block in enumerate(self.blocks(counts)):
             if block.n_rows:
                 Y, cost = encode_block(plan, block)
                 where = f"partition {block.partition}: " if where_first else None
                 args = (plan.bias, plan.loss_code, plan.feature_map, where)
                 taken = None if bands is None else np.empty((len(todo), block.n_rows))
-                sums = block_sums(block.X, Y[todo], cost[todo], W, S, *args, shortfall=taken)
+                sums = self.block_sums(index, block, Y[todo], cost[todo], W, S, todo, args, taken)
                 if lengths:
                     sums.row_norm = metric_row_norm(block.X, metric)
                 total.add(sums)
@@ -111,6 +111,11 @@ class BlocksRead:
         self._band = (sum(b.n_rows for b in kept), sum(b.nbytes for b in kept))
         self.rows = counts.rows
         return total
+
+    def block_sums(self, index, block, Y, cost, W, S, todo, args, taken):
+        """The :class:`Sums` of the ``index``-th block of the read (:func:`~.sums.block_sums`, ``args``
+        its ``bias, loss, feature_map, where``; ``taken``: its rows' shortfalls, or None)."""
+        return block_sums(block.X, Y, cost, W, S, *args, shortfall=taken)
 
 
 class StreamRead(BlocksRead):
@@ -206,10 +211,30 @@ class StreamRead(BlocksRead):
 
 class HeldRows:
     """The blocks a first read kept whole (:func:`first_read`'s ``keep_bytes``: a cluster's part, on
-    its worker), each as its reader gave it: no copy of the rows."""
+    its worker), each as its reader gave it: no copy of the rows; and, of each dense block of a
+    piecewise-quadratic loss, the Hessian its last pass made (:meth:`carried`), where it fits
+    ``budget`` beside the rows.  The Hessians stay on the worker (a copy of the rows carries none:
+    its next pass forms them again)."""
 
-    def __init__(self, blocks):
-        self.blocks = blocks
+    def __init__(self, blocks, budget=float("inf")):
+        self.blocks, self.budget = blocks, budget
+        self._carried, self._carried_bytes = {}, 0
+
+    def carried(self, index, bias, k):
+        """The :class:`~.carried.CarriedHessian` of block ``index`` (bias ``bias``, ``k`` problems),
+        made at its first pass; None where it would take the rows held and the blocks' Hessians so
+        far past ``budget`` (:func:`carried_bytes`): that block's passes form its Hessian."""
+        if index not in self._carried:
+            block = self.blocks[index]
+            need = carried_bytes(block.n_rows, k, block.X.shape[1] + 1)
+            if self.nbytes + self._carried_bytes + need > self.budget:
+                return None
+            self._carried[index] = CarriedHessian(block.X, bias)
+            self._carried_bytes += need
+        return self._carried[index]
+
+    def __getstate__(self):
+        return {**self.__dict__, "_carried": {}, "_carried_bytes": 0}
 
     @property
     def n_rows(self):
@@ -218,6 +243,12 @@ class HeldRows:
     @property
     def nbytes(self):
         return sum(block.nbytes for block in self.blocks if block.n_rows)
+
+
+def carried_bytes(n_rows, k, D):
+    """What a :class:`~.carried.CarriedHessian` of ``n_rows`` rows holds for ``k`` problems of ``D``
+    weights: each row's shortfall (float64) and piece (bool) per problem, and each problem's Hessian."""
+    return 9 * k * n_rows + 8 * k * D * D
 
 
 class HeldRead(BlocksRead):
@@ -231,9 +262,25 @@ class HeldRead(BlocksRead):
         self.held, self.plan, self.band_metric = held, plan, band_metric
         self.rows = held.n_rows
         self._band = (0, 0)
+        # Dense rows of a piecewise-quadratic loss carry their Hessian from pass to pass, as one
+        # machine's rows in memory do (memory_read)
+        self.carries = plan.feature_map is None and loss_of(plan.loss).piecewise_quadratic
 
     def blocks(self, counts):
         return pass_over(self.held, counts)
+
+    def block_sums(self, index, block, Y, cost, W, S, todo, args, taken):
+        """A dense block's sums with the Hessian carried from its last pass where that fits the
+        part's budget (:meth:`HeldRows.carried`; its rows' shortfalls not passed on: no band is cut
+        from them); the others' as a read's."""
+        carried = None
+        if self.carries and taken is None and not sp.issparse(block.X):
+            carried = self.held.carried(index, args[0], len(todo))
+        if carried is None:
+            return super().block_sums(index, block, Y, cost, W, S, todo, args, taken)
+        sums = carried.read(Y, cost, W, S, todo, args[1], args[3])
+        sums.held = None
+        return sums
 
     def __call__(self, W, S, todo):
         return read_nothing(super().__call__(W, S, todo))
@@ -715,7 +762,7 @@ def first_read(
     return FirstRead(
         labels, sample=sample, totals=totals, clean=clean, beyond=beyond, moments=moments,
         column_max=columns if clean else None, partition_counts=counts, partition_ids=ids,
-        held=HeldRows(held) if clean and held is not None else None,
+        held=HeldRows(held, keep_bytes) if clean and held is not None else None,
     )  # fmt: skip
 
 
