@@ -557,9 +557,10 @@ def _count_carried_hessians():
     original = reads.HeldRows.carried
     reads.counted_hessians = {}
 
-    def counted(self, index, bias):
-        hessian = original(self, index, bias)
-        reads.counted_hessians[id(hessian)] = hessian
+    def counted(self, *args):
+        hessian = original(self, *args)
+        if hessian is not None:
+            reads.counted_hessians[id(hessian)] = hessian
         return hessian
 
     counted.original = original
