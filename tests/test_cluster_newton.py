@@ -580,7 +580,7 @@ def test_the_steps_passes_over_held_rows_carry_their_hessian_on_the_workers(clie
     is certified at the in-memory fit's optimum."""
     Xd, yd = _changing_collection(tmp_path, from_read=10**6)
     client.run(_count_carried_hessians)
-    try:
+    try:  # each part's 84,000 bytes of rows and its blocks' pieces and Hessians (14,400 bytes) fit
         clf = LinearSVC(dual=False, tol=1e-8, cache_bytes=100_000).fit(Xd, yd)
     finally:
         counts = client.run(_uncount_carried_hessians)

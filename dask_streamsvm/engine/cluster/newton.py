@@ -263,7 +263,8 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
     (:func:`part_first_read`'s ``keep``), its first read keeps them on its worker and each step is a
     pass over them instead (:func:`part_held_sums`): the same sums and steps, no band (the next pass
     certifies), and the parts read once (on the 2M x 60 tall set on 2 worker processes,
-    docs/benchmarks.md, "The parts' rows held on their workers").
+    docs/benchmarks.md, "The parts' rows held on their workers"); a dense partition's Hessian is
+    carried from pass to pass where it fits the budget (:meth:`~..primal.reads.HeldRows.carried`).
 
     Exact as on one machine (the sums are the data's sums), and what moves per step is ``W`` and
     ``S`` out to each part and one :class:`~..primal.sums.Sums` (``O(k D^2)`` floats) per tree edge.
