@@ -632,3 +632,53 @@ def test_a_part_of_no_rows_counts_none_in_the_first_read(client, params):
     clf = LinearSVC(tol=1e-4, **params).fit(Xd, yd, client=client)
     assert [p["rows"] for p in clf.cluster_parts_] == [4_000, 0]
     assert clf.classes_.tolist() == [0, 1] and clf.duality_gap_ <= 1e-4
+
+
+@pytest.mark.parametrize("kind", ["array", "parquet"])
+def test_a_parts_first_read_samples_knowing_its_own_rows(tmp_path, monkeypatch, kind):
+    """A cluster's part knows its rows before it reads them (a Dask Array's chunks, or its own Parquet
+    files' footers: ``footer_rows`` of a subset counts its partitions only), and its first read's
+    uniform sample is given them: it then copies about the rows it keeps and cuts them once, at the
+    end, where without them it copied every row until its first cuts (``Sampler._bound``)."""
+    import dask.dataframe as dd
+
+    from dask_streamsvm.engine.cluster.newton import part_first_read
+    from dask_streamsvm.engine.cluster.parts import Packed
+    from dask_streamsvm.engine.data.parquet import footer_rows
+    from dask_streamsvm.engine.data.source import DaskSource
+    from dask_streamsvm.engine.primal import reads
+
+    lengths = [7_000, 9_000, 8_000, 10_000, 6_000, 12_000]
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((sum(lengths), 4))
+    y = np.where(X[:, 0] + 0.5 * rng.standard_normal(X.shape[0]) > 0, 1, -1)
+    if kind == "parquet":
+        at = np.cumsum([0, *lengths])
+        for i in range(len(lengths)):
+            frame = pd.DataFrame(X[at[i] : at[i + 1]], columns=[f"f{j}" for j in range(4)])
+            frame.assign(label=y[at[i] : at[i + 1]]).to_parquet(tmp_path / f"part-{i}.parquet")
+        frame = dd.read_parquet(sorted(str(p) for p in tmp_path.glob("*.parquet")))
+        source = DaskSource(frame.drop(columns="label"), frame["label"])
+        assert source.parquet_plan is not None  # the fast path, whose footers count the rows
+    else:
+        chunks = tuple(lengths)
+        source = DaskSource(da.from_array(X, chunks=(chunks, 4)), da.from_array(y, chunks=(chunks,)))
+    part = source.subset([1, 3, 5])
+    assert footer_rows(source) == sum(lengths) and footer_rows(part) == 9_000 + 10_000 + 12_000
+    given, cuts = [], []
+    init, cut = reads.Sampler.__init__, reads.Sampler._cut
+
+    def recorded(self, capacity, max_bytes=None, share=None, expected=None, whole=False):
+        given.append(expected)
+        init(self, capacity, max_bytes, share, expected, whole)
+
+    def counted(self):
+        cuts.append(self.count)
+        cut(self)
+
+    monkeypatch.setattr(reads.Sampler, "__init__", recorded)
+    monkeypatch.setattr(reads.Sampler, "_cut", counted)
+    first = part_first_read(Packed(part), FitPlan(dual=False), 4, 5_000, None)
+    assert first.totals.rows == 31_000 and first.sample.X.shape[0] == 5_000
+    assert given == [31_000]
+    assert len(cuts) == 1 and cuts[0] < 6_000  # once, at the end, of about the rows it keeps

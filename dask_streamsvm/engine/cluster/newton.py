@@ -69,7 +69,11 @@ def part_first_read(packed, plan, width, sample_rows, sample_bytes, keep=False):
     rows also kept as read where they fit the part's budget (:func:`~.products.part_budget`:
     ``cache_bytes``, else a share of the worker's memory), so that the Newton steps pass over them
     (:func:`part_held_sums`) instead of reading the part again; never where ``cache_bytes`` is a
-    share of the rows below all of them (``"10%"``)."""
+    share of the rows below all of them (``"10%"``).  The sample is told the part's rows where they
+    are known before the read (:func:`~..data.parquet.footer_rows`: its chunks, or its own files'
+    footers), so that it copies about the rows it keeps, as one machine's first read does, where it
+    copied every row until its first cuts (docs/benchmarks.md, "The parts' samples told their rows")."""
+    from ..data.parquet import footer_rows
     from ..primal.reads import first_read
     from .products import part_budget
 
@@ -81,7 +85,7 @@ def part_first_read(packed, plan, width, sample_rows, sample_bytes, keep=False):
     with synchronous():
         first = first_read(
             source, plan, width, sample_rows=sample_rows, sample_bytes=sample_bytes, allow_empty=True,
-            keep_bytes=keep_bytes,
+            keep_bytes=keep_bytes, expected=footer_rows(source),
         )  # fmt: skip
     first.prints = read_prints(source)
     return first

@@ -347,14 +347,20 @@ def read_part(fs, pieces, columns, label, weight, dtype):
 def footer_rows(source):
     """The rows of ``source`` before any read: a Dask Array's chunks, or, for Parquet files read by
     the fast path, the row counts their footers give (None if unknown: with ``on_invalid="skip"``
-    rows may be dropped, which only a read finds).  Footers are a few kB a file, read once."""
-    if source.known_rows is not None or source.parquet_plan is None or source.on_invalid != "raise":
-        return source.known_rows
+    rows may be dropped, which only a read finds).  Footers are a few kB a file, read once.  A
+    cluster's part (:meth:`~.source.DaskSource.subset`): its own partitions' rows, its own files'
+    footers."""
+    known = source.partition_rows
+    if known is not None:
+        return int(known.sum())
+    if source.parquet_plan is None or source.on_invalid != "raise":
+        return None
     import pyarrow.parquet as pq
 
     plan, rows = source.parquet_plan, 0
+    own = [source.partition_id(p) for p in range(source.n_partitions)]
     try:
-        for pieces in plan.parts:
+        for pieces in (plan.parts[i] for i in own):
             for path, groups in pieces:
                 with plan.fs.open(path, "rb") as f:
                     meta = pq.ParquetFile(f).metadata

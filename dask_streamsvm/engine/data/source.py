@@ -544,6 +544,17 @@ class DaskSource:
             return None
         return int(chunks.sum())
 
+    @property
+    def partition_rows(self):
+        """Each of this source's partitions' rows (int64) where all are known without a read (a Dask
+        Array with known chunks; a cluster's part, :meth:`subset`, its own), else None."""
+        chunks = getattr(self, "_row_chunks", None)
+        if chunks is None:
+            return None
+        ids = getattr(self, "_ids", None)
+        chunks = chunks if ids is None else chunks[np.asarray(ids, dtype=np.int64)]
+        return None if np.isnan(chunks).any() else chunks.astype(np.int64)
+
     def _row_offset(self, p):
         chunks = getattr(self, "_row_chunks", None)
         if chunks is None or any(np.isnan(chunks[:p])):
