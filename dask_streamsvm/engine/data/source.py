@@ -538,11 +538,9 @@ class DaskSource:
     @property
     def known_rows(self):
         """Rows of the collection if its partitions' lengths are known without a read (a Dask
-        Array with known chunks), else None."""
-        chunks = getattr(self, "_row_chunks", None)
-        if chunks is None or getattr(self, "_ids", None) is not None or np.isnan(chunks).any():
-            return None
-        return int(chunks.sum())
+        Array with known chunks), else None (and None for a cluster's part)."""
+        rows = None if self.is_part else self.partition_rows
+        return None if rows is None else int(rows.sum())
 
     @property
     def partition_rows(self):
