@@ -2,6 +2,7 @@
 loss, truncated Newton (Hessian products summed in a tree) to the in-memory optimum, the bytes it
 moves per product, and the raw-scale case that CoCoA+ and averaging could not train."""
 
+import os
 import warnings
 
 import dask
@@ -682,3 +683,64 @@ def test_a_parts_first_read_samples_knowing_its_own_rows(tmp_path, monkeypatch, 
     assert first.totals.rows == 31_000 and first.sample.X.shape[0] == 5_000
     assert given == [31_000]
     assert len(cuts) == 1 and cuts[0] < 6_000  # once, at the end, of about the rows it keeps
+
+
+def _mapping_flags(array):
+    """The ``VmFlags`` of the mapping that holds ``array``'s first byte (``/proc/self/smaps``)."""
+    address, inside = array.__array_interface__["data"][0], False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            head = line.split()[0]
+            if "-" in head and not head.endswith(":"):
+                start, end = (int(v, 16) for v in head.split("-"))
+                inside = start <= address < end
+            elif inside and line.startswith("VmFlags:"):
+                return set(line.split()[1:])
+    raise AssertionError("no mapping holds the array")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="reads the mappings' flags from /proc")
+@pytest.mark.parametrize("budget", [None, 10_000_000])
+def test_a_part_that_holds_its_rows_reads_them_into_small_pages(tmp_path, budget):
+    """A part whose rows fit its budget (the footers' rows at their dtype's bytes) keeps them as read
+    to the fit's end: its first read makes each block of at least ``HELD_BLOCK_PAGES`` on pages of the
+    usual size (a mapping advised ``MADV_NOHUGEPAGE``: ``nh``), where NumPy asks for huge pages, which
+    a fresh worker paid for more than the read (docs/benchmarks.md, "The parts' held rows on small
+    pages"); the same rows.  A part over its budget streams, its blocks NumPy's."""
+    import mmap
+
+    import dask.dataframe as dd
+
+    from dask_streamsvm.engine.cluster.newton import part_first_read
+    from dask_streamsvm.engine.cluster.parts import Packed
+    from dask_streamsvm.engine.data.malloc import HELD_BLOCK_PAGES
+    from dask_streamsvm.engine.data.source import DaskSource
+
+    if not hasattr(mmap, "MADV_NOHUGEPAGE"):
+        pytest.skip("no transparent huge pages to advise against")
+    rows, width = 40_000, 16  # 5.1 MB a partition of float64: above HELD_BLOCK_PAGES
+    assert rows * width * 8 > HELD_BLOCK_PAGES
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((4 * rows, width))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    for i in range(4):
+        frame = pd.DataFrame(X[i * rows : (i + 1) * rows], columns=[f"f{j}" for j in range(width)])
+        frame.assign(label=y[i * rows : (i + 1) * rows]).to_parquet(tmp_path / f"part-{i}.parquet")
+    frame = dd.read_parquet(sorted(str(p) for p in tmp_path.glob("*.parquet")))
+    source = DaskSource(frame.drop(columns="label"), frame["label"])
+    assert source.parquet_plan is not None
+    part = source.subset([1, 3])
+    plan = FitPlan(dual=False, **({} if budget is None else {"cache_bytes": budget}))  # none outside a worker
+    first = part_first_read(Packed(part), plan, width, 1_000, None, keep=True)
+    if budget is not None:  # 2 x 40,000 rows of 16 float64: 5.1 MB each, 10.2 MB over 10 MB
+        assert first.held is None
+        assert "nh" not in _mapping_flags(part.load(0).X)
+        return
+    blocks = first.held.blocks
+    assert [b.partition for b in blocks] == [1, 3]
+    for block in blocks:
+        assert "nh" in _mapping_flags(block.X)  # small pages
+        np.testing.assert_array_equal(block.X, X[block.partition * rows : (block.partition + 1) * rows])
+    loaded = part.load(0)  # outside the first read: NumPy's memory, as a streaming read's
+    assert "nh" not in _mapping_flags(loaded.X)
+    np.testing.assert_array_equal(loaded.X, blocks[0].X)

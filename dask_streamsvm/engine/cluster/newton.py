@@ -31,6 +31,7 @@ Every read is a task with a source of its own: the first read's fingerprints of 
 to the client and go out with every later read of it (:func:`~.parts.part_source`), so a partition
 that gives other rows on a later read stops the fit with the error of one machine."""
 
+import contextlib
 import copy
 import time
 from dataclasses import replace
@@ -72,7 +73,11 @@ def part_first_read(packed, plan, width, sample_rows, sample_bytes, keep=False):
     share of the rows below all of them (``"10%"``).  The sample is told the part's rows where they
     are known before the read (:func:`~..data.parquet.footer_rows`: its chunks, or its own files'
     footers), so that it copies about the rows it keeps, as one machine's first read does, where it
-    copied every row until its first cuts (docs/benchmarks.md, "The parts' samples told their rows")."""
+    copied every row until its first cuts (docs/benchmarks.md, "The parts' samples told their rows").
+    Where those rows, at their dtype's bytes a value and 16 bytes for a label and a weight, fit the
+    budget, the read makes its blocks on small pages (:meth:`~..data.source.DaskSource.holding`): kept
+    to the fit's end, on NumPy's huge pages they cost a fresh worker more than the read
+    (docs/benchmarks.md, "The parts' held rows on small pages")."""
     from ..data.parquet import footer_rows
     from ..primal.reads import first_read
     from .products import part_budget
@@ -82,10 +87,16 @@ def part_first_read(packed, plan, width, sample_rows, sample_bytes, keep=False):
     if keep and (plan.cache_share is None or plan.cache_share >= 1):
         budget = part_budget(plan)
         keep_bytes = float("inf") if budget is None else budget
-    with synchronous():
+    expected = footer_rows(source)
+    held = (
+        keep_bytes is not None
+        and expected is not None
+        and expected * (source.dtype.itemsize * source.n_features + 16) <= keep_bytes
+    )
+    with synchronous(), source.holding() if held else contextlib.nullcontext():
         first = first_read(
             source, plan, width, sample_rows=sample_rows, sample_bytes=sample_bytes, allow_empty=True,
-            keep_bytes=keep_bytes, expected=footer_rows(source),
+            keep_bytes=keep_bytes, expected=expected,
         )  # fmt: skip
     first.prints = read_prints(source)
     return first

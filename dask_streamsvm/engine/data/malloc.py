@@ -106,11 +106,20 @@ def bound_retention():
 # Arrays of at least this many bytes that a fit fills once and holds (:func:`held_empty`) are backed by
 # small pages.
 HELD_SMALL_PAGES = 64 << 20
+# Each block of at least this many bytes that a read makes to be held as read (a cluster's part keeping
+# its rows, :meth:`~.source.DaskSource.holding`) is backed by small pages: NumPy's own threshold for
+# asking for huge pages.  A fresh process that kept the 2M x 60 float32 set's 20 partitions of 24 MB
+# as read took 2.08-2.60 s to read them on huge pages, 1.44-1.56 s on small ones, and 1.23-1.37 s to
+# read them without keeping them (2026-12-06, two fresh processes each; docs/benchmarks.md, "The
+# parts' held rows on small pages").
+HELD_BLOCK_PAGES = 4 << 20
 
 
-def held_empty(shape, dtype):
+def held_empty(shape, dtype, small_from=HELD_SMALL_PAGES):
     """``np.empty(shape, dtype)`` for rows a fit fills once and then holds (a sample of every row), backed
-    by pages of the usual size where it is :data:`HELD_SMALL_PAGES` or larger (Linux).
+    by pages of the usual size where it is ``small_from`` bytes or larger (Linux; by default
+    :data:`HELD_SMALL_PAGES`: one array of them all; 0 for each of many that together are,
+    :data:`HELD_BLOCK_PAGES`).
 
     NumPy asks for transparent huge pages on every array of 4 MB or more (``madvise``); where the
     kernel's ``defrag`` setting is ``madvise`` (Ubuntu's default), each 2 MB page faulted in may wait
@@ -128,7 +137,7 @@ def held_empty(shape, dtype):
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     advise = getattr(mmap, "MADV_NOHUGEPAGE", None)
-    if nbytes < HELD_SMALL_PAGES or advise is None or dtype.hasobject:  # objects: NumPy's memory only
+    if nbytes < max(small_from, 1) or advise is None or dtype.hasobject:  # objects: NumPy's memory only
         return np.empty(shape, dtype)
     pages = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     with contextlib.suppress(OSError):  # a kernel without transparent huge pages refuses the advice

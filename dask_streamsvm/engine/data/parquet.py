@@ -302,12 +302,13 @@ def _rows_of(reader, groups):
     return meta.num_rows if groups is None else sum(meta.row_group(g).num_rows for g in groups)
 
 
-def read_part(fs, pieces, columns, label, weight, dtype):
+def read_part(fs, pieces, columns, label, weight, dtype, empty=np.empty):
     """One partition's rows: ``(X, y, w)`` with X C-ordered of ``dtype``, y the labels, w the weights or None.
 
     ``pieces`` lists ``(path, row groups or None)``; ``columns`` are the
     feature columns (empty to read the labels alone).  Each piece is decoded
-    and written into X before the next is read.
+    and written into X before the next is read.  ``empty(shape, dtype)`` makes X
+    (:func:`~.malloc.held_empty` for rows that will be held).
     """
     wanted = list(columns) + [label] + ([weight] if weight is not None else [])
     # A local file is opened by Arrow itself: through fsspec's file object, decoding takes 1.8x as long.
@@ -318,7 +319,7 @@ def read_part(fs, pieces, columns, label, weight, dtype):
             reader = _opened(path, path if local else files.enter_context(fs.open(path, "rb")))
             _check_schema(path, reader.schema_arrow, columns, label, weight)
             readers.append((reader, groups))
-        X = np.empty((sum(_rows_of(r, g) for r, g in readers), len(columns)), dtype=dtype)
+        X = empty((sum(_rows_of(r, g) for r, g in readers), len(columns)), dtype)
         y, w = [], []
         start = 0
         for reader, groups in readers:

@@ -412,21 +412,53 @@ class DaskSource:
             block.X = self.row_transform(block.X)
         return block
 
+    _held_pages = False  # within :meth:`holding`
+
+    @contextlib.contextmanager
+    def holding(self):
+        """Within the ``with`` block, the partitions the Parquet fast path reads are made on small
+        pages (:func:`~.malloc.held_empty`, from :data:`~.malloc.HELD_BLOCK_PAGES`): for a read whose
+        blocks are held as read to the fit's end (a cluster's part keeping its rows), where NumPy's
+        huge pages, faulted in afresh for every block kept, cost more than the read.  Other sources'
+        partitions are made as their graphs make them."""
+        self._held_pages = True
+        try:
+            yield self
+        finally:
+            self._held_pages = False
+
     def _load(self, p):
         parts, p = self._parts[p], self.partition_id(p)
         if self.spill is not None and (spilled := self.spill.get(p)) is not None:
             X, y, w, skipped = spilled
             return Block(partition=p, X=X, y=y, sample_weight=w, n_skipped=skipped)
         try:
-            # pandas' advice that a frame is fragmented (the join of X and y of one frame, made
-            # here, inserts columns) is nothing the user can act on: it is not shown.
-            with pd.option_context("mode.performance_warnings", False):
-                x, y, w = computed(parts)
+            if self._held_pages and self.parquet_plan is not None:
+                x, y, w = self._read_held(p)
+            else:
+                # pandas' advice that a frame is fragmented (the join of X and y of one frame, made
+                # here, inserts columns) is nothing the user can act on: it is not shown.
+                with pd.option_context("mode.performance_warnings", False):
+                    x, y, w = computed(parts)
         except Exception as exc:
             self._name_damaged_file(exc, f"partition {p}: ")
             exc.add_note(f"(raised while computing partition {p} of the training data)")
             raise
         return self._block(p, x, y, w)
+
+    def _read_held(self, p):
+        """Partition ``p``'s (a global number) ``(x, y, w)`` read by the Parquet fast path, as its task
+        reads it, into small pages (:meth:`holding`)."""
+        from functools import partial
+
+        from . import parquet
+        from .malloc import HELD_BLOCK_PAGES, held_empty
+
+        plan = self.parquet_plan
+        return parquet.read_part(
+            plan.fs, plan.parts[p], plan.columns, plan.label, plan.weight, self.dtype,
+            empty=partial(held_empty, small_from=HELD_BLOCK_PAGES),
+        )  # fmt: skip
 
     def _name_damaged_file(self, exc, where=""):
         """Raise pyarrow's error on a Parquet file it cannot read (``exc``) as a ValueError naming
