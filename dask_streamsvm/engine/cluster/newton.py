@@ -125,12 +125,13 @@ def part_held_sums(held, plan, W, S, todo, metric=None):
 
 
 def _initial_sums(firsts, plan):
-    """The sums at ``w = 0`` of the parts' first reads together (None if a part has no moments)."""
+    """The sums at ``w = 0`` of the parts' first reads together (None if a part has no moments);
+    the reads are left as they are."""
     from ..primal.reads import FirstRead
 
     if any(f.moments is None for f in firsts):
         return None
-    totals, moments = firsts[0].totals, {}
+    totals, moments = copy.deepcopy(firsts[0].totals), {}
     for first in firsts[1:]:
         totals.add(first.totals)
     for first in firsts:
@@ -181,19 +182,23 @@ def _held_parts(client, futures, workers):
 def _warm_start_on_worker(plan, width, elapsed, *firsts):
     """The warm start of :func:`fit_primal_cluster` on a worker: the parts' samples joined there
     (:func:`cluster_sample`: they move between workers, never to the client) and solved;
-    ``(start, notes, result, metric, rows_seen)`` as :func:`~..primal.warm.warm_start` gives them,
-    the band's metric (:func:`~..primal.reads.band_metric`) and the rows the samples were drawn
-    from; all None (and 0 rows) where a part kept no sample.  ``elapsed``: the fit's seconds so far
-    on the client, from which the records' seconds count on."""
+    ``(start, notes, result, metric, rows_seen, initial)`` as :func:`~..primal.warm.warm_start`
+    gives them, the band's metric (:func:`~..primal.reads.band_metric`), the rows the samples were
+    drawn from and the sums at ``w = 0`` (:func:`_initial_sums`); the first five None (and 0 rows)
+    where a part kept no sample.  ``elapsed``: the fit's seconds so far on the client, from which the
+    records' seconds count on.  The sums at ``w = 0`` are made here, where the workers' kernels are
+    loaded: on the client they were its only compiled calls, and their first in a process loaded
+    Numba's typing for 0.23-0.33 s (docs/benchmarks.md, "The sums at w = 0 on the first worker")."""
     from ..primal.reads import band_metric
     from ..primal.warm import warm_start
 
+    initial = _initial_sums(firsts, plan)
     sample = cluster_sample(firsts)
     if sample is None:
-        return None, None, None, None, 0
+        return None, None, None, None, 0, initial
     start, notes, result = warm_start(sample, plan, width, time.perf_counter() - elapsed)
     metric = None if result is not None else band_metric(sample)
-    return start, notes, result, metric, sample.rows_seen
+    return start, notes, result, metric, sample.rows_seen, initial
 
 
 def cluster_sample(firsts):
@@ -299,7 +304,7 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
     elapsed = time.perf_counter() - clock_start
     samples = _samples_of(client, futures, workers, firsts)
     warm = submit(client, _warm_start_on_worker, plan, width, elapsed, *samples, worker=workers[0])
-    start, notes, result, metric, rows_seen = gather(client, [warm], workers)[0]
+    start, notes, result, metric, rows_seen, initial = gather(client, [warm], workers)[0]
     held = None  # where every part holds its rows: the Newton steps pass over them, no read
     if result is None and all(first.holds_rows for first in firsts):
         held = _held_parts(client, futures, workers)
@@ -358,7 +363,6 @@ def fit_primal_cluster(client, source, plan, *, clock_start, on_pass=None, place
             record.update(moved, parts=len(parts))
         return on_pass is not None and on_pass(records, W)
 
-    initial = _initial_sums(firsts, plan)  # the first read certifies w = 0
     columns = None  # every part's largest values: a step's change of any margin (step_dual)
     if all(f.column_max is not None for f in firsts):
         columns = np.max([f.column_max for f in firsts], axis=0)
