@@ -117,9 +117,9 @@ HELD_BLOCK_PAGES = 4 << 20
 
 def held_empty(shape, dtype, small_from=HELD_SMALL_PAGES):
     """``np.empty(shape, dtype)`` for rows a fit fills once and then holds (a sample of every row), backed
-    by pages of the usual size where it is ``small_from`` bytes or larger (Linux; by default
-    :data:`HELD_SMALL_PAGES`: one array of them all; 0 for each of many that together are,
-    :data:`HELD_BLOCK_PAGES`).
+    by pages of the usual size where it is ``small_from`` bytes or larger (Linux): by default
+    :data:`HELD_SMALL_PAGES`, for one array of all the rows held; :data:`HELD_BLOCK_PAGES` for each
+    of the many blocks a read holds as it made them.
 
     NumPy asks for transparent huge pages on every array of 4 MB or more (``madvise``); where the
     kernel's ``defrag`` setting is ``madvise`` (Ubuntu's default), each 2 MB page faulted in may wait
