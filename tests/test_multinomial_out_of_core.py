@@ -637,3 +637,38 @@ def test_the_sample_is_solved_to_its_own_tolerance_whatever_the_fits(monkeypatch
         assert asked == [multinomial_reads.SAMPLE_TOL]
         assert 0 < ours.history_[0]["sample_gap"] <= multinomial_reads.SAMPLE_TOL
         assert ours.duality_gap_ <= tol
+
+
+@pytest.mark.parametrize("sample", [12_000, 4_000])
+def test_the_samples_solve_starts_from_a_sample_of_its_rows(monkeypatch, sample):
+    """The warm start's sample (not every row) is solved from the solution of a sample of its rows
+    (``sample_start``: ``MEMORY_SAMPLE_SHARE`` of them, at least ``MEMORY_SAMPLE_PER_WIDTH`` a weight,
+    their costs scaled by the rows over them, solved to ``SAMPLE_TOL`` from ``W = 0``), where that is at
+    most a quarter of the sample (about 9,600 rows: 1,950, 50 for each of the model's 3 x 13 weights); a
+    sample of about 3,200 starts from ``W = 0``.  The fit is certified at scikit-learn's optimum either
+    way."""
+    from dask_streamsvm.engine.primal.warm import MEMORY_SAMPLE_PER_WIDTH, MEMORY_SAMPLE_SHARE
+
+    X, y = _generated(3, n=36_000, seed=2)
+    solves, real = [], multinomial_reads.solve_softmax
+
+    def recorded(problem, **params):
+        solves.append((problem.X.shape[0], params.get("start") is None, params["tol"], problem.cost.sum()))
+        return real(problem, **params)
+
+    monkeypatch.setattr(multinomial_reads, "solve_softmax", recorded)
+    ours = _streamed(X, y, rows=2_000, sample=sample)
+    n = ours.history_[0]["sample_rows"]
+    assert 0.7 * sample <= n < X.shape[0]  # the sample's rows within cache_bytes
+    m = max(int(MEMORY_SAMPLE_SHARE * n), MEMORY_SAMPLE_PER_WIDTH * 3 * (X.shape[1] + 1))
+    if 4 * m <= n:
+        assert sample == 12_000 and [s[:3] for s in solves] == [
+            (m, True, multinomial_reads.SAMPLE_TOL),
+            (n, False, multinomial_reads.SAMPLE_TOL),
+        ]
+        assert solves[0][3] == pytest.approx(solves[1][3], rel=1e-12)  # the sample's costs, scaled
+    else:
+        assert sample == 4_000 and [s[:3] for s in solves] == [(n, True, multinomial_reads.SAMPLE_TOL)]
+    assert ours.duality_gap_ <= OUR_TOL
+    sk = reference(X, y, 1.0)
+    assert (ours.objective_ - objective(X, y, sk.coef_, sk.intercept_, 1.0)) / ours.objective_ <= OUR_TOL

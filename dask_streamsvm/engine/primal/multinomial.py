@@ -424,10 +424,12 @@ def newton_direction(problem, W, P, G):
     )
 
 
-def solve_softmax(problem, *, tol, max_iter, clock_start=None, on_pass=None, scale=1.0, model=None):
+def solve_softmax(
+    problem, *, tol, max_iter, clock_start=None, on_pass=None, scale=1.0, model=None, start=None
+):
     """Minimise ``P`` (module docstring) of ``problem`` (a :class:`SoftmaxProblem`) until its relative
     gap is at most ``tol``: ``(W, certificate, steps, converged, history, interrupted,
-    stalled)``.
+    stalled)``.  ``start``: the ``K x D`` point the steps start from (None: ``W = 0``).
 
     A record per Newton step in ``history`` (its ``primal``, ``dual``, ``gap``, ``step`` length and
     ``hessian_products``), ``scale`` times the values of ``P`` (two classes: 2, module docstring).
@@ -439,8 +441,8 @@ def solve_softmax(problem, *, tol, max_iter, clock_start=None, on_pass=None, sca
     clock_start = clock() if clock_start is None else clock_start
     model = (lambda W: W) if model is None else model
     K, D = problem.K, problem.D
-    W = np.zeros((K, D))
-    Z = np.zeros((problem.X.shape[0], K))
+    W = np.zeros((K, D)) if start is None else np.array(start, dtype=np.float64)
+    Z = np.zeros((problem.X.shape[0], K)) if start is None else problem.scores(W)
     P, loss = problem.loss(Z)
     value = problem.penalty(W) + loss
     history, steps = [], 0
