@@ -120,7 +120,7 @@ from .multinomial import (
 from .newton import MAX_WIDTH, STEP_SHARES, shortened
 from .reads import Sample, StreamRead, band_metric
 from .sums import Sums, chunk_sums, product_rows, run_sums, scratch
-from .warm import MEMORY_SAMPLE_PER_WIDTH, MEMORY_SAMPLE_SEED, MEMORY_SAMPLE_SHARE
+from .warm import MEMORY_SAMPLE_SEED, memory_sample_rows
 
 # The sample's solve (the warm start) takes at most this many Newton steps ...
 WARM_MAX_STEPS = 100
@@ -496,7 +496,7 @@ def sample_start(rows):
     sample, 1.01 s, where 13 on the sample from ``W = 0`` took 3.14 s (docs/benchmarks.md, "The
     softmax model's sample solved from a sample of it")."""
     n, K, D = rows.X.shape[0], rows.K, rows.D
-    m = max(int(MEMORY_SAMPLE_SHARE * n), MEMORY_SAMPLE_PER_WIDTH * K * D)
+    m = memory_sample_rows(n, K * D)
     if 4 * m > n:
         return None
     drawn = np.sort(np.random.default_rng(MEMORY_SAMPLE_SEED).choice(n, m, replace=False))
@@ -577,7 +577,7 @@ def _solve_softmax_reads(X, y_index, weights, plan, clock_start, hooks):
     K = plan.classes.shape[0]
     problem = softmax_model(plan, X.shape[1], np.bincount(y_index, weights=weights, minlength=K))
     n = X.shape[0]
-    m = min(n, max(int(MEMORY_SAMPLE_SHARE * n), MEMORY_SAMPLE_PER_WIDTH * K * problem.penalised.shape[0]))
+    m = min(n, memory_sample_rows(n, K * problem.penalised.shape[0]))
     rows = np.sort(np.random.default_rng(MEMORY_SAMPLE_SEED).choice(n, m, replace=False))
     sample = Sample(X[rows], plan.classes[y_index[rows]], weights[rows], rows_seen=n)
     W, notes, result = warm_start(sample, problem, clock_start)

@@ -131,13 +131,19 @@ def memory_start(X, y_index, weights, plan, width, clock_start=None):
     return W0, notes
 
 
+def memory_sample_rows(n, weights):
+    """The rows of the sample that ``n`` rows in memory start from: :data:`MEMORY_SAMPLE_SHARE` of
+    them, at least :data:`MEMORY_SAMPLE_PER_WIDTH` for each of the model's ``weights``."""
+    return max(int(MEMORY_SAMPLE_SHARE * n), MEMORY_SAMPLE_PER_WIDTH * weights)
+
+
 def memory_sample(X, y_index, weights, plan, width):
     """The :class:`~.reads.Sample` in-memory rows start from (:func:`memory_start`, and the hinge's
     band, :func:`~.sample_band.fit_band_memory`): :data:`MEMORY_SAMPLE_SHARE` of the rows, at least
     :data:`MEMORY_SAMPLE_PER_WIDTH` per column of the model ``width`` wide, drawn without replacement
     from :data:`MEMORY_SAMPLE_SEED`; None where that is more than a quarter of them."""
     n = X.shape[0]
-    m = max(int(MEMORY_SAMPLE_SHARE * n), MEMORY_SAMPLE_PER_WIDTH * (width + 1))
+    m = memory_sample_rows(n, width + 1)
     if 4 * m > n:
         return None
     drawn = np.zeros(n, dtype=bool)  # the drawn rows in order: 3 ms on 2M rows where np.sort took 8 ms
