@@ -20,6 +20,16 @@ max_iter=20, random_state=0)``; the optimum is the in-memory hinge solved to a c
 
     python -m benchmarks.bench_cluster_band --cache 60% 1GB    # the sample's share of the rows
     python -m benchmarks.bench_cluster_band --sample-seeds 5   # the sample's draw: 5 seeds a fit
+    python -m benchmarks.bench_cluster_band --method sbm       # cluster="sbm" at K = 1 2 8 32 100
+    python -m benchmarks.bench_cluster_band --method auto      # cluster="auto" with its own rules
+
+``--method sbm`` fits ``cluster="sbm"`` (``engine/cluster/root_sbm.py``: one machine's SBM trainer
+on the first worker, each partition read on its part's worker) on K workers, K = 1 included; its
+*reads* are its passes, the first from ``alpha = 0`` and the last the one that certifies, after a
+read of the labels alone.  ``--method auto`` fits ``cluster="auto"`` (K = 1: one machine's
+``solver="auto"``) with ``BAND_MIN_REACH`` as the library has it: the band, and where its first
+step is certified on less than that share, SBM on one worker (one machine: StreamSVM); its *reads*
+are every read of the rows after the first, the band's and the method's it gave way to.
 
 The band starts from the solution of the first read's sample, and the sample is held within
 ``cache_bytes``: at 10% it holds 26 rows a weight of a9a's model and 17 of w8a's, far from the
@@ -34,7 +44,9 @@ Results: ``benchmarks/results/cluster_band.json`` and the section "The hinge on 
 parts" of ``docs/benchmarks.md``; with ``--cache`` other than 10%,
 ``benchmarks/results/cluster_band_caches.json`` and the section "The hinge on a cluster: the
 sample's share of the rows"; with ``--sample-seeds``, ``benchmarks/results/cluster_band_seeds.json``
-and the section "The hinge on a cluster: the sample's draw".
+and the section "The hinge on a cluster: the sample's draw"; with ``--method sbm`` or ``auto``,
+``benchmarks/results/cluster_sbm.json`` or ``cluster_auto.json`` and the sections "SBM on one
+worker: the hinge on a cluster of K parts" and "The hinge on a cluster of K parts: cluster='auto'".
 """
 
 import argparse
@@ -53,6 +65,11 @@ CACHES_MARKER = "## The hinge on a cluster: the sample's share of the rows"
 CACHES_RESULTS = ROOT / "benchmarks" / "results" / "cluster_band_caches.json"
 SEEDS_MARKER = "## The hinge on a cluster: the sample's draw"
 SEEDS_RESULTS = ROOT / "benchmarks" / "results" / "cluster_band_seeds.json"
+METHOD_MARKERS = {
+    "sbm": "## SBM on one worker: the hinge on a cluster of K parts",
+    "auto": "## The hinge on a cluster of K parts: cluster='auto'",
+}
+METHOD_RESULTS = {m: ROOT / "benchmarks" / "results" / f"cluster_{m}.json" for m in METHOD_MARKERS}
 DEFAULT_CACHE = "10%"
 MAX_ITER = 20  # reads after the first, at most
 PARAMS = dict(
@@ -84,17 +101,29 @@ def optimum(X, y):
     return certificate.primal
 
 
-def fit(X, y, K, cache=DEFAULT_CACHE, seed=None):
-    """One fit on K parts (K = 1: one machine, no client) with ``cache_bytes=cache``: its reads,
-    gap, methods, the sample's rows and the band's first reach; ``seed``: the sample's
-    (``reads.SAMPLE_SEED``, None: the library's)."""
+def reads_after_first(history):
+    """The reads of the rows a fit made after its first: one a pass (CoCoA+: a round) of each method
+    it ran (or one machine's solver), the band's first read (its pass 0, which kept the sample) left
+    out."""
+    passes = {
+        (r.get("method") or r.get("solver"), r.get("pass", r.get("round"))) for r in history if "gap" in r
+    }
+    return len([(m, p) for m, p in passes if not (m == "band" and p == 0)])
+
+
+def fit(X, y, K, cache=DEFAULT_CACHE, seed=None, method="band"):
+    """One fit on K parts (K = 1: one machine, no client, but for ``method="sbm"``) with
+    ``cache_bytes=cache``: its reads, gap, methods, the sample's rows and the band's first reach;
+    ``seed``: the sample's (``reads.SAMPLE_SEED``, None: the library's); ``method``: ``"band"`` (the
+    band read on where it would give way), ``"sbm"`` or ``"auto"`` (module docstring)."""
     import dask.array as da
     from dask.distributed import Client, LocalCluster
 
     from dask_streamsvm import LinearSVC
     from dask_streamsvm.engine.primal import reads, sample_band
 
-    sample_band.BAND_MIN_REACH = 0.0  # the band never gives way here: its own reads are measured
+    # "band": the band never gives way here, its own reads are measured
+    sample_band.BAND_MIN_REACH = 0.0 if method == "band" else BAND_MIN_REACH
     reads.SAMPLE_SEED = LIBRARY_SAMPLE_SEED if seed is None else seed
 
     params = {**PARAMS, "cache_bytes": cache}
@@ -103,13 +132,14 @@ def fit(X, y, K, cache=DEFAULT_CACHE, seed=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a fit that ends at max_iter: its gap is what is recorded
         start = time.perf_counter()
-        if K == 1:
-            clf = LinearSVC(solver="band", **params).fit(Xd, yd)
+        if K == 1 and method != "sbm":
+            clf = LinearSVC(solver="band" if method == "band" else "auto", **params).fit(Xd, yd)
         else:
             with LocalCluster(
                 processes=False, n_workers=K, threads_per_worker=1, dashboard_address=":0", memory_limit=0
             ) as cluster, Client(cluster) as client:  # fmt: skip
-                clf = LinearSVC(**params).fit(Xd, yd, client=client)
+                cluster_mode = "sbm" if method == "sbm" else "auto"
+                clf = LinearSVC(cluster=cluster_mode, **params).fit(Xd, yd, client=client)
         seconds = time.perf_counter() - start
     tol = PARAMS["tol"]
     methods = [m for m in dict.fromkeys(r.get("method") or r.get("solver") for r in clf.history_) if m]
@@ -117,7 +147,8 @@ def fit(X, y, K, cache=DEFAULT_CACHE, seed=None):
     sample_rows = next((int(r["sample_rows"]) for r in clf.history_ if "sample_rows" in r), None)
     return {
         "cache": cache, "sample_rows": sample_rows, "sample_seed": reads.SAMPLE_SEED,
-        "K": K, "reads": int(clf.n_iter_), "gap": float(clf.duality_gap_), "objective": float(clf.objective_),
+        "K": K, "reads": int(clf.n_iter_) if method == "band" else reads_after_first(clf.history_),
+        "gap": float(clf.duality_gap_), "objective": float(clf.objective_),
         "methods": methods, "seconds": seconds, "reach": reach,
         "auto_gives_way": bool(
             K == 1 and reach and reach[0] < BAND_MIN_REACH and clf.history_[1]["gap"] > tol
@@ -134,7 +165,7 @@ def measure(args):
         print(f"{name}: {X.shape[0]:,} x {X.shape[1]}, optimum {best:.10g}", flush=True)
         seeds = [LIBRARY_SAMPLE_SEED + i for i in range(args.sample_seeds)]
         for K, cache, seed in [(K, c, seed) for c in args.cache for K in args.parts for seed in seeds]:
-            r = fit(X, y, K, cache, seed)
+            r = fit(X, y, K, cache, seed, args.method)
             r.update(data=name, n_rows=int(X.shape[0]), n_features=int(X.shape[1]), optimum=best)
             r["suboptimality"] = (r["objective"] - best) / r["objective"]
             r["true_bound"] = bool(r["suboptimality"] <= r["gap"] + 1e-9)
@@ -198,14 +229,15 @@ def report(payload):
         "on K parts: K single-thread workers of an in-process `LocalCluster` (a "
         "cluster fit makes one part per worker), the rows a Dask array of K partitions "
         "(`cluster='auto'`: `engine/cluster/newton.py: fit_band_cluster`, with `BAND_MIN_REACH` set to 0 "
-        "in the benchmark's process, so that one machine's band runs on where it would give way; a "
-        "cluster's never gives way by its reach since its rows keep their dual values, "
-        "`engine/primal/sample_band.py: KeptAlphas`); K = 1 is one machine streaming the same array "
+        "in the benchmark's process, so that the band runs on where it would give way); K = 1 is one "
+        "machine streaming the same array "
         "(`solver='band'`). *reads*: reads after the one that counts the classes and keeps the sample; "
         "counts, not times. *first step certified*: `band_reach` of the first band's step; where it is "
         "below 5% and one read does not converge, one machine's `solver='auto'` gives way to "
-        "StreamSVM after that read (*auto gives way*, K = 1 only; until 2026-12-05 a cluster's gave "
-        "way to CoCoA+ too, whose rounds at K = 8..100 are in the section on the cluster). "
+        "StreamSVM after that read (*auto gives way*, K = 1 only; a cluster's gives way to SBM on one "
+        "worker since 2026-12-06, to CoCoA+ until 2026-12-05, whose rounds at K = 8..100 are in the "
+        "section on the cluster; with the library's rules: the section \"The hinge on a cluster of K "
+        "parts: cluster='auto'\"). "
         "*true bound*: the objective's distance from the in-memory optimum "
         f"(certified to 1e-9) is within the gap. *sample rows a weight*: the rows of the first read's "
         "sample (the band's first point is its solution) over the model's width; 0 reads: the sample "
@@ -233,6 +265,44 @@ def report(payload):
     return lines
 
 
+def method_report(payload):
+    """``--method sbm`` or ``auto``: per set and K, the methods run, the reads and the gap."""
+    method = payload["method"]
+    what = (
+        "`cluster='sbm'` (`engine/cluster/root_sbm.py`: one machine's SBM trainer on the first "
+        "worker, each partition read on its part's worker and brought to it; `cache_bytes='10%'` of "
+        "all the rows, three quarters the cache and a quarter the blocks, `ROOT_CACHE`), K = 1 a "
+        "cluster of one worker. *reads*: SBM's passes after the read of the labels alone, the first "
+        "from alpha = 0, the last the one that certifies"
+        if method == "sbm"
+        else "`cluster='auto'` with the library's own rules (K = 1: one machine's `solver='auto'`): "
+        "the band from a sample, which gives way after its first read where that read certifies less "
+        "than `BAND_MIN_REACH` of its step, to SBM on one worker (one machine: StreamSVM). *reads*: "
+        "every read of the rows after the first (which counts the classes and keeps the sample), the "
+        "band's and its successor's (SBM's read of the labels alone not counted)"
+    )
+    lines = [
+        *_run_lines(payload),
+        f"`LinearSVC(loss='hinge', C=1, fit_intercept=False, cache_bytes='10%', tol=1e-3, "
+        f"max_iter={MAX_ITER}, random_state=0)` on K single-thread workers of an in-process "
+        f"`LocalCluster`, the rows a Dask array of K partitions: {what}; counts, not times (the "
+        "workers share this machine's cores: the seconds are recorded, not compared). *true bound*: "
+        "the objective's distance from the in-memory optimum (certified to 1e-9) is within the gap. "
+        f"Goal: at most {GOAL_READS} to 1e-3.",
+        "",
+        "| data | rows x columns | K | methods | reads | gap | true bound | seconds |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in payload["records"]:
+        lines.append(
+            f"| {r['data']} | {r['n_rows']:,} x {r['n_features']} | {r['K']} | {', '.join(r['methods'])} "
+            f"| {r['reads']} | {r['gap']:.1e} | {'yes' if r['true_bound'] else 'NO'} | {r['seconds']:.1f} |"
+        )
+    met = [r for r in payload["records"] if r["gap"] <= 1e-3 and r["reads"] <= GOAL_READS]
+    lines += ["", f"Within the goal: {len(met)} of {len(payload['records'])} fits.  "]
+    return lines
+
+
 def main(argv=None):
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -245,10 +315,18 @@ def main(argv=None):
         default=1,
         help="draws of the sample a fit (the library's and those after it)",
     )
+    parser.add_argument(
+        "--method", choices=["band", "sbm", "auto"], default="band", help="what the fits run (the docstring)"
+    )
     args = parser.parse_args(argv)
     payload = run_header("bench_cluster_band", argv)
     payload["caches"] = args.cache
+    payload["method"] = args.method
     payload["records"] = measure(args)
+    if args.method != "band":
+        save_json(METHOD_RESULTS[args.method], payload)
+        write_section(METHOD_MARKERS[args.method], method_report(payload))
+        return
     if args.sample_seeds > 1:
         save_json(SEEDS_RESULTS, payload)
         write_section(SEEDS_MARKER, seeds_report(payload))

@@ -168,7 +168,7 @@ class LinearSVC(LinearModel):
         scored after every pass; the accuracy goes into the history record
         as ``validation_score``, for callbacks such as
         :class:`~dask_streamsvm.callbacks.EarlyStopping`.
-    cluster : {"auto", "average", "cocoa", None}, default="auto"
+    cluster : {"auto", "average", "cocoa", "sbm", None}, default="auto"
         ``"auto"``: a Dask collection or path trains on the cluster of the
         active ``dask.distributed`` client (or ``fit(..., client=...)``) with
         ``solver="auto"``; anything else in this process. On a cluster each
@@ -176,12 +176,18 @@ class LinearSVC(LinearModel):
         method whose steps do not grow with the workers: with the squared
         hinge, Newton steps summed in a tree on the workers (``"newton"``,
         or Hessian products beyond 1,023 features: ``"truncated_newton"``),
-        as exact as on one machine; where only the dual applies (hinge,
-        ``dual=True``), CoCoA+. ``history_`` names it (``"method"``).
+        as exact as on one machine; with the hinge, the band from a sample
+        (``"band"``), SBM on one worker (``"sbm"``) where it gives up; with ``dual=True`` and the
+        squared hinge, CoCoA+. ``history_`` names it (``"method"``).
         ``"cocoa"``: CoCoA+ rounds to the exact gap ``tol`` (``max_iter``
-        counts rounds). ``"average"``: each worker trains on its part and
-        the models are averaged by rows (one shot; ``duality_gap_`` bounds
-        it). ``dual=False`` runs Newton whatever the value. None: in this
+        counts rounds). ``"sbm"``: one machine's SBM (``solver="sbm"``) on
+        the first part's worker, each partition read on its part's worker
+        and brought to it: the passes of one machine, whatever the workers,
+        at the cost of carrying the rows to one worker every pass
+        (``cache_bytes="10%"`` is a share of all the rows).
+        ``"average"``: each worker trains on its part and the models are
+        averaged by rows (one shot; ``duality_gap_`` bounds it).
+        ``dual=False`` runs Newton whatever the value. None: in this
         process.
     on_invalid : {"raise", "skip"}, default="raise"
         What a row with a NaN or infinite feature, a missing label, or a

@@ -158,7 +158,7 @@ class LogisticRegression(LinearModel):
         rows (COFFIN), or scale the features with
         :class:`~dask_streamsvm.features.Standardize`, as for
         :class:`~dask_streamsvm.LinearSVC`.
-    cluster : {"auto", "average", "cocoa", None}, default="auto"
+    cluster : {"auto", "average", "cocoa", "sbm", None}, default="auto"
         ``"auto"``: a Dask collection or path trains on the cluster of the
         active ``dask.distributed`` client (or ``fit(..., client=...)``) with
         ``solver="auto"``; anything else in this process.  On a cluster each
@@ -166,7 +166,10 @@ class LogisticRegression(LinearModel):
         steps whose sums are added in a tree on the workers (``"newton"``,
         or Hessian products beyond 1,023 features: ``"truncated_newton"``),
         as exact as on one machine; with ``dual=True``, CoCoA+
-        (``"cocoa"``).  ``"average"``: each worker trains on its part and the
+        (``"cocoa"``).  ``"sbm"``: one machine's SBM on the first part's
+        worker, the partitions read on their parts' workers and brought to
+        it, as :class:`~dask_streamsvm.LinearSVC` has it.  ``"average"``:
+        each worker trains on its part and the
         models are averaged by rows, certified by the dual point the average
         itself gives.  None: in this process.
 

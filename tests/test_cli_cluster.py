@@ -51,14 +51,14 @@ def test_dual_and_cluster_become_linearsvc_parameters():
     scheduler = ("--scheduler", "tcp://host:8786")
     assert _where(_args(*scheduler)) == {"dual": "auto", "cluster": "auto"}  # the default on a cluster
     assert _where(_args(*scheduler, "--dual", "false")) == {"dual": False, "cluster": "auto"}
-    for mode in ("auto", "average", "cocoa"):
+    for mode in ("auto", "average", "cocoa", "sbm"):
         assert _where(_args(*scheduler, "--cluster", mode))["cluster"] == mode
     # In memory, and checkpointed streaming, train in this process; the scheduler reads the rows.
     assert _where(_args(*scheduler, "--solver", "memory"))["cluster"] is None
     assert _where(_args(*scheduler, "--checkpoint-dir", "ck"))["cluster"] is None
 
 
-@pytest.mark.parametrize("mode", ["auto", "average", "cocoa"])
+@pytest.mark.parametrize("mode", ["auto", "average", "cocoa", "sbm"])
 def test_cluster_without_scheduler_is_an_error_that_names_it(tmp_path, mode):
     (tmp_path / "x.parquet").write_bytes(b"")  # never opened: the options are refused first
     argv = [
@@ -91,7 +91,7 @@ def test_dual_takes_auto_true_or_false(tmp_path):
     argv = ["train", tmp_path / "x.parquet", "--label", "y", "--model", tmp_path / "m.model"]
     assert_one_line_error(*run([*argv, "--dual", "false", "--loss", "hinge"]), "--dual false", "--loss hinge")
     help_text = run(["train", "--help"])[1]
-    assert "--dual {auto,true,false}" in help_text and "--cluster {auto,average,cocoa}" in help_text
+    assert "--dual {auto,true,false}" in help_text and "--cluster {auto,average,cocoa,sbm}" in help_text
 
 
 def test_dual_false_trains_the_primal_newton_solver_in_this_process(tmp_path):

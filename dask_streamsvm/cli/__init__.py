@@ -312,12 +312,12 @@ def build_parser():
     )
     train.add_argument(
         "--cluster",
-        choices=("auto", "average", "cocoa"),
+        choices=("auto", "average", "cocoa", "sbm"),
         default=None,
         help="how --scheduler's workers train: auto (the default) picks the method that reaches --tol "
         "for the data's width and loss (Newton, truncated Newton or CoCoA+); average: a model per "
-        "worker, averaged (one shot); cocoa: CoCoA+ rounds (--solver memory and --checkpoint-dir "
-        "train in this process)",
+        "worker, averaged (one shot); cocoa: CoCoA+ rounds; sbm: SBM's passes on one worker, the "
+        "partitions read on theirs (--solver memory and --checkpoint-dir train in this process)",
     )
     train.add_argument(
         "--probability",

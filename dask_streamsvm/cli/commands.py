@@ -511,15 +511,16 @@ def _advice(model, args, cluster):
     without ``--scale``, standardizing, for raw-scale features (pixel values, counts), on which
     every method needs more steps."""
     from ..engine.plan import losses
+    from ..engine.plan.problem import DUAL_CLUSTER_MODES
 
     tips = ["raise --passes or loosen --tol"]
     method = None if cluster is None else cluster["method"]
-    if method in ("average", "cocoa"):
+    if method in DUAL_CLUSTER_MODES:
         loss = losses.LOGISTIC.name if args.model_type == "logistic" else model.loss
         if not losses.loss_of(loss).newton:  # a loss without Newton steps: the SVM's other one has them
             newton = next(name for name in losses.SVM_LOSSES if losses.loss_of(name).newton)
             options = f"--loss {newton} --dual false trains"
-        elif args.cluster in ("average", "cocoa") and args.dual != "true":
+        elif args.cluster in DUAL_CLUSTER_MODES and args.dual != "true":
             options = "--dual false or --cluster auto trains"
         else:
             options = "--dual false trains"

@@ -30,7 +30,7 @@ from .data.source import is_dask_collection, rows_trained
 from .data.spill import check_spill_dir
 from .plan.losses import band_blocker as loss_band_blocker
 from .plan.losses import newton_blocker, sparse_penalty_blocker
-from .plan.problem import BAND_SOLVER, STREAMING_SOLVERS, model_width
+from .plan.problem import BAND_SOLVER, DUAL_CLUSTER_MODES, STREAMING_SOLVERS, model_width
 from .primal.l1 import SOLVER_NAME as L1_SOLVER
 from .primal.multinomial import SOLVER_NAME as MULTINOMIAL_SOLVER
 from .primal.multinomial_reads import AUTO_MIN_CLASSES, auto_softmax, check_model_width, softmax_columns
@@ -72,7 +72,7 @@ PAPER_SCHEDULE = STREAMING_SOLVERS[0]
 GIVE_WAY_SCHEDULE = STREAMING_SOLVERS[0]
 # Where a fit runs (Method.where), and the methods a cluster fit may run (``history_``'s "method").
 WHERE = ("memory", "stream", "cluster")
-CLUSTER_METHODS = ("newton", "truncated_newton", "band", "cocoa", "average")
+CLUSTER_METHODS = ("newton", "truncated_newton", "band", "cocoa", "average", "sbm")
 # What a streamed fit's first read does (Method.first_read), unless a checkpoint holds the counts:
 # train the dual solvers while it counts (text), keep the primal solver's sample and moments while it
 # counts, or count the labels alone.
@@ -158,6 +158,11 @@ def place(plan, X, client=None, *, checkpointing=False, resuming=False, validati
         for what, used in unsupported.items():
             if used:
                 raise ValueError(f"cluster={plan.cluster!r} does not support {what} yet; use cluster=None.")
+        if plan.cluster == "sbm" and plan.solver == PAPER_SCHEDULE:
+            raise ValueError(
+                f"cluster='sbm' trains SBM's blocks and cache on one worker, and solver={plan.solver!r} "
+                "names StreamSVM's schedule; pass solver='auto' (or 'sbm', or 'bm')."
+            )
         where, client = "cluster", resolve_client(client)
     else:
         where, client = ("stream" if streaming else "memory"), None
@@ -442,7 +447,7 @@ def primal_blocker(plan, streaming=True, checkpointing=False):
         f"solver={plan.solver!r}, a dual solver": plan.solver not in ("auto", "memory"),
         "checkpoint_dir": checkpointing,
         # dual=False trains on a cluster too; "auto" keeps cluster= meaning its dual method
-        f"cluster={plan.cluster!r}": plan.cluster in ("average", "cocoa") and plan.dual == "auto",
+        f"cluster={plan.cluster!r}": plan.cluster in DUAL_CLUSTER_MODES and plan.dual == "auto",
     }
     return next((what for what, blocks in blockers.items() if blocks), None)
 
@@ -468,14 +473,15 @@ def _check_sparse_penalty(plan, streaming, input_name, checkpointing=False):
         )
     if not streaming and plan.cluster is None:
         return plan
-    if plan.solver != "auto" or plan.cluster in ("average", "cocoa"):
+    if plan.solver != "auto" or plan.cluster in DUAL_CLUSTER_MODES:
         named = plan.solver not in ("auto", "memory")
         instead = ["solver='auto' (or 'memory' to train in memory)"] if named else []
-        instead += ["cluster='auto' (or None)"] if plan.cluster in ("average", "cocoa") else []
+        instead += ["cluster='auto' (or None)"] if plan.cluster in DUAL_CLUSTER_MODES else []
         raise ValueError(
             f"{plan.penalty} trains streamed and on a cluster by Newton reads only, and this fit names "
             f"solver={plan.solver!r}, cluster={plan.cluster!r} on {input_name} (the dual solvers, the "
-            f"band, averaging and CoCoA+ solve the L2-penalised problem only). Pass {' and '.join(instead)}."
+            f"band, averaging, CoCoA+ and SBM solve the L2-penalised problem only). "
+            f"Pass {' and '.join(instead)}."
         )
     blocker = primal_blocker(plan.replace(dual=False), streaming, checkpointing)
     if blocker is not None:
@@ -494,10 +500,10 @@ def multinomial_blocker(plan, streaming, input_name, checkpointing=False):
             "multi_class='multinomial' with dual=True is not supported (the dual solvers solve the "
             "one-vs-rest problems); use dual='auto' or dual=False, or multi_class='ovr'."
         )
-    if plan.cluster in ("average", "cocoa"):
+    if plan.cluster in DUAL_CLUSTER_MODES:
         return (
             f"multi_class='multinomial' trains on a cluster by Newton reads only, and cluster="
-            f"{plan.cluster!r} on {input_name} names a dual method (averaging and CoCoA+ solve the "
+            f"{plan.cluster!r} on {input_name} names a dual method (averaging, CoCoA+ and SBM solve the "
             "one-vs-rest problems). Pass cluster='auto', or multi_class='ovr'."
         )
     if not streaming:
@@ -610,16 +616,17 @@ def cluster_method(plan, n_features):
     (plus the bias) is at most :data:`~.primal.sums.CG_WIDTH` wide (``"newton"``), its products
     otherwise (``"truncated_newton"``): both converge in a number of reads that does not grow with
     the workers.  Where only the dual applies, ``"auto"`` runs the band from a sample (``"band"``,
-    :func:`band_blocker`: the hinge loss, the reads not growing with the workers either, CoCoA+ where
-    it gives up), else CoCoA+ (``"cocoa"``: Crammer-Singer, a feature map, ``dual=True`` with the
-    squared hinge).  ``"average"`` and ``"cocoa"`` with ``dual="auto"`` run what they name.
+    :func:`band_blocker`: the hinge loss, the reads not growing with the workers either, SBM's trainer
+    on one worker where it gives up: :mod:`.cluster.root_sbm`), else CoCoA+ (``"cocoa"``:
+    Crammer-Singer, a feature map, ``dual=True`` with the squared hinge).  ``"average"``, ``"cocoa"``
+    and ``"sbm"`` with ``dual="auto"`` run what they name.
     """
     newton = plan.dual is False or (
         plan.cluster == "auto" and plan.dual == "auto" and primal_blocker(plan, streaming=True) is None
     )
     if not newton:
         # The band at any width: rows wider than CG_WIDTH only where the parts' samples hold every row
-        # (their problem solved on one worker; cluster.newton.fit_band_cluster), CoCoA+ otherwise.
+        # (their problem solved on one worker; cluster.newton.fit_band_cluster), SBM otherwise.
         if plan.cluster == "auto" and band_blocker(plan.replace(solver=BAND_SOLVER), n_features) is None:
             return BAND_SOLVER
         return "cocoa" if plan.cluster == "auto" else plan.cluster

@@ -46,11 +46,12 @@ The rooms, each owning one job:
 ``moments``
     ``feature_map=Standardize()`` on a cluster: the columns' moments added up the tree, and
     parts that scale their rows (:func:`~.moments.learn_scaler`).
-``certify``
-    The certificate of the model a method returns, from its summed primal and dual values.
+``root_sbm``
+    ``cluster="sbm"``: one machine's SBM trainer on the first part's worker, fed each partition
+    read on its part's worker (:func:`~.root_sbm.fit_sbm_root`): one machine's passes at any ``K``.
 ``fit``
-    :func:`fit_cluster`: the parts placed, the labels counted, the dispatch between averaging
-    and CoCoA+.
+    :func:`fit_cluster`: the parts placed, the labels counted, the dispatch between averaging,
+    CoCoA+ and SBM.
 """
 
 from .average import PartFit, combined_dual, train_part

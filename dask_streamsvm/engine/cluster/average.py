@@ -19,12 +19,12 @@ import numpy as np
 
 from ...kernels.objective import weighted_loss_sum
 from ..dual.schedules import fit_stream
+from ..plan.certificate import certificates, relative_gap
 from ..plan.layout import kernel_rows
 from ..plan.losses import LOSSES, loss_of
 from ..plan.problem import encode_block, joined_column_max, scale_advice, unconverged_message
 from ..plan.result import FitResult
 from ..primal.sums import Sums, block_sums
-from .certify import certificates, relative_gap
 from .parts import part_source, read_prints
 from .runtime import cancel_check, cancelled_on_error, gather, submit, synchronous
 

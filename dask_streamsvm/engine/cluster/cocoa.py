@@ -24,10 +24,10 @@ import time
 
 import numpy as np
 
+from ..plan.certificate import certificates, relative_gap
 from ..plan.losses import loss_of
 from ..plan.problem import joined_column_max
 from ..plan.result import FitResult
-from .certify import certificates, relative_gap
 from .changes import add_changes, narrow, widened
 from .cocoa_local import (
     load_part,

@@ -45,6 +45,10 @@ from .parts import part_source, parts_of, read_prints
 from .runtime import gather, submit, synchronous, wait
 from .tree import add_softmax_sums, tree_sum
 
+# Whether the band's first step certified on less than BAND_MIN_REACH of its length gives the band up
+# (BandStalled), as one machine's solver="auto" does: SBM on one worker trains then (cluster.fit).
+GIVE_UP = True
+
 
 def part_sums(packed, plan, W, S, todo, band_rows=0, band_bytes=None, band_metric=None, prints=None):
     """The :class:`~..primal.sums.Sums` of one part's rows at ``W + S`` (one read of its partitions),
@@ -547,10 +551,13 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
     """The band from a sample over ``client``'s workers: a :class:`~..plan.result.FitResult` with its
     ``plan`` (labels counted on the workers) and ``parts``.  It raises
     :class:`~..primal.sample_band.BandStalled` where it cannot read on (a value beyond the sums'
-    range; rows too wide for its reads; a read that gains nothing, :func:`~..primal.sample_band.gained`:
-    CoCoA+ trains on); unlike one machine's, never by the first step's reach: its
-    reads keep every row's dual value and do not grow with the parts, where CoCoA+'s rounds do
-    (docs/benchmarks.md, "The hinge on a cluster of K parts").  What moves per read: ``W`` out to
+    range; rows too wide for its reads; a read that gains nothing, :func:`~..primal.sample_band.gained`),
+    and, as one machine's ``solver="auto"``, where its first step is certified on less than
+    :data:`~..primal.sample_band.BAND_MIN_REACH` of its length: SBM's trainer on one worker trains on
+    (:mod:`.root_sbm`), whose passes do not grow with the parts either and take a9a and w8a at a 10%
+    cache to 1e-3 in 3 and 5 where the band's reads took 13-20 and 6 (docs/benchmarks.md, "SBM on
+    one worker").  (Until CoCoA+ was replaced there, whose rounds grow with the parts, the band never
+    gave up by its reach on a cluster.)  What moves per read: ``W`` out to
     each part with its rows' kept values, the parts' sums and bands up the tree to the first worker,
     which solves the band's problems and keeps every row's dual value from read to read (each part's
     read gets its own rows' from it); each problem's points (a few vectors) to it and back.  Where
@@ -643,7 +650,8 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
 
     try:
         result = band_reads(
-            read, plan, starts, history, on_read, clock_start, counted, lambda: dict(moved), False, take=take
+            read, plan, starts, history, on_read, clock_start, counted, lambda: dict(moved), GIVE_UP,
+            take=take,
         )  # fmt: skip
     finally:
         state.clear()  # the kept values leave the root worker with the fit

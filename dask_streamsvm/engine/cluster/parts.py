@@ -243,15 +243,17 @@ def part_row_bytes(packed, plan):
         return row_bytes(packed.source(), plan.n_problems, plan.feature_map)
 
 
-def with_part_cache(client, plan, placement):
+def with_part_cache(client, plan, placement, rows=None):
     """``plan`` with its share of memory (``plan.cache_share``, from ``cache_bytes="10%"``) in
-    bytes: the share of the largest part's rows, in bytes per row measured on the first part's
-    worker (one more read of its first partition with rows); ``plan`` itself without a share."""
+    bytes: the share of ``rows`` (None: the largest part's), in bytes per row measured on the first
+    part's worker (one more read of its first partition with rows); ``plan`` itself without a
+    share."""
     if plan.cache_share is None:
         return plan
     worker, packed = placement.parts[0]
     per_row = gather(client, [submit(client, part_row_bytes, packed, plan, worker=worker)], [worker])[0]
-    return plan.with_cache_bytes(share_bytes(plan.cache_share, max(placement.rows), per_row))
+    rows = max(placement.rows) if rows is None else rows
+    return plan.with_cache_bytes(share_bytes(plan.cache_share, rows, per_row))
 
 
 def class_shares(counts, classes):

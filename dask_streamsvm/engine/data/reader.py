@@ -251,10 +251,7 @@ class Reader:
 
     def partition_order(self, pass_index):
         """Partitions in the order of pass ``pass_index`` (reproducible from the seed)."""
-        n = self.source.n_partitions
-        if not self.shuffle:
-            return np.arange(n)
-        return np.random.default_rng([self._seed, pass_index]).permutation(n)
+        return pass_order(self.source.n_partitions, pass_index, self.shuffle, self._seed)
 
     def _notify(self):
         with self._wake:
@@ -426,15 +423,7 @@ class Reader:
                     block = self._load(int(p), started, upcoming)
                     if self._bytes_per_s is not None:
                         self._hold_to_disk_speed(read_start, block.nbytes)
-                    block.row_ids = self.row_ids.ids(block.partition, block.n_rows)
-                    self.prints.check(block)
-                    if self.shuffle:
-                        # The order to visit rows in; moving the rows would copy the block.
-                        block.order = np.random.default_rng([self._seed, k, int(p), 1]).permutation(
-                            block.n_rows
-                        )
-                    else:
-                        block.order = np.arange(block.n_rows)
+                    stamp(block, k, int(p), self.row_ids, self.prints, self.shuffle, self._seed)
                     self.rows_read += block.n_rows
                     self.bytes_read += block.nbytes
                     self._put(("block", k, block))
@@ -448,6 +437,29 @@ class Reader:
             if kept:  # the last pass's, as the thread ends (a pass done, stopped or failed)
                 release_free_memory()
             self._finished = time.perf_counter()
+
+
+def pass_order(n_partitions, pass_index, shuffle, seed):
+    """The ``n_partitions`` partitions' numbers in the order of pass ``pass_index``: as they are
+    without ``shuffle``, else a permutation drawn from ``seed`` and the pass (one seed, one order)."""
+    if not shuffle:
+        return np.arange(n_partitions)
+    return np.random.default_rng([seed, pass_index]).permutation(n_partitions)
+
+
+def stamp(block, pass_index, p, row_ids, prints, shuffle, seed):
+    """What a read gives ``block``, the ``p``-th partition of the source (its order's number) read
+    in pass ``pass_index``, before a trainer takes it: its rows' global ids from ``row_ids`` (a
+    :class:`~.row_ids.RowIds`), its fingerprint checked against ``prints`` (a
+    :class:`~.fingerprint.PartitionPrints`), and the order to visit its rows in (a permutation
+    drawn from ``seed``, the pass and ``p`` with ``shuffle``; moving the rows would copy them)."""
+    block.row_ids = row_ids.ids(block.partition, block.n_rows)
+    prints.check(block)
+    if shuffle:
+        block.order = np.random.default_rng([seed, pass_index, p, 1]).permutation(block.n_rows)
+    else:
+        block.order = np.arange(block.n_rows)
+    return block
 
 
 def read_blocks(source, *, passes=1, prefetch=2, shuffle=False, seed=0, retries=0, read_timeout=None):

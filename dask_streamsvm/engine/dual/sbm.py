@@ -210,15 +210,22 @@ class BlockTrainer(PassCertifier):
             start = time.perf_counter()
             item = reader.get()
             self.stats["wait_data"] += time.perf_counter() - start
-            kind = item[0]
-            if kind == "block":
-                self._take_block(item[1], item[2])
-            elif kind == "end":
-                if self.block_rows > 0:
-                    self._train_block()
-                self._certify()
-            else:  # "done"
-                self.done = True
+            self.feed(item)
+
+    def feed(self, item):
+        """One of the reader's items: ``("block", pass, block)`` taken into the row memory (trained
+        once a block is full), ``("end", pass)`` the pass's last block trained and the pass
+        certified, ``("done", None)`` the fit's end.  A cluster's SBM feeds its trainer so
+        (:mod:`~..cluster.root_sbm`), the parts' blocks brought to its worker."""
+        kind = item[0]
+        if kind == "block":
+            self._take_block(item[1], item[2])
+        elif kind == "end":
+            if self.block_rows > 0:
+                self._train_block()
+            self._certify()
+        else:  # "done"
+            self.done = True
 
     # -- a partition arrives -------------------------------------------------------
 

@@ -122,6 +122,12 @@ def run_trainer(source, plan, trainer, *, checkpoints=None, resume=None):
                 raise
             interrupted = True
             reader.leave_reads()  # the certified model comes back at once
+    return trainer_result(trainer, interrupted)
+
+
+def trainer_result(trainer, interrupted=False):
+    """The :class:`~..plan.result.FitResult` of ``trainer`` (a :class:`PassCertifier` that has
+    certified a pass), as :func:`run_trainer` describes it."""
     W, certificates, passes = trainer.certified
     held = trainer.held
     return FitResult(

@@ -60,6 +60,22 @@ def check_gap(certificate, where):
     return certificate
 
 
+def relative_gap(primal, dual):
+    """Per problem, ``(primal - dual) / |primal|`` (0 where the primal is 0): of the primal and dual
+    values a cluster's method summed (averaging's combined dual, CoCoA+'s sums at the broadcast
+    ``w``), what ``tol`` is compared to."""
+    return np.where(primal != 0.0, (primal - dual) / np.abs(np.where(primal != 0.0, primal, 1.0)), 0.0)
+
+
+def certificates(primal, dual, labels):
+    """A :class:`Certificate` per problem of the summed ``primal`` and ``dual`` values, each checked
+    (:func:`check_gap`)."""
+    return [
+        check_gap(Certificate(primal=float(p), dual=float(d)), f"class {label!r}")
+        for p, d, label in zip(primal, dual, labels, strict=True)
+    ]
+
+
 def dual_value(alpha, upper, diag, w, loss=None):
     """``D(alpha)`` of the loss whose kernels' code is ``loss`` (the default's if None), from the
     sums of ``alpha`` (box ``upper``, diagonal ``diag``) and ``w``: ``sum alpha_i - 1/2 ||w||^2 -

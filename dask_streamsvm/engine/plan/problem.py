@@ -60,7 +60,9 @@ PLAN_SOLVERS = (*SOLVERS, "partial")
 # rule), for comparison; SBM, BM and partial_fit have no eps rule to keep, and refuse it.
 CACHE_POLICIES = ("informative", "random", "paper")
 # What ``cluster=`` may say (None: this process): the method chosen for the data, or the one named.
-CLUSTER_MODES = ("auto", "average", "cocoa")
+# The dual methods named: averaging, CoCoA+, and SBM's trainer on one worker (cluster.root_sbm).
+DUAL_CLUSTER_MODES = ("average", "cocoa", "sbm")
+CLUSTER_MODES = ("auto", *DUAL_CLUSTER_MODES)
 ALPHA_STORES = ("memory", "disk")
 # The smallest C a plan takes.  The dual variables are about C in size and the default loss's dual
 # sums their squares (``D_ii alpha_i^2``), which fall below float64's smallest normal number
