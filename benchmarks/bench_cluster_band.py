@@ -22,6 +22,7 @@ max_iter=20, random_state=0)``; the optimum is the in-memory hinge solved to a c
     python -m benchmarks.bench_cluster_band --sample-seeds 5   # the sample's draw: 5 seeds a fit
     python -m benchmarks.bench_cluster_band --method sbm       # cluster="sbm" at K = 1 2 8 32 100
     python -m benchmarks.bench_cluster_band --method auto      # cluster="auto" with its own rules
+    python -m benchmarks.bench_cluster_band --method sbm --root-cache 0.5 0.75   # SBM's cache share
 
 ``--method sbm`` fits ``cluster="sbm"`` (``engine/cluster/root_sbm.py``: one machine's SBM trainer
 on the first worker, each partition read on its part's worker) on K workers, K = 1 included; its
@@ -46,7 +47,9 @@ parts" of ``docs/benchmarks.md``; with ``--cache`` other than 10%,
 sample's share of the rows"; with ``--sample-seeds``, ``benchmarks/results/cluster_band_seeds.json``
 and the section "The hinge on a cluster: the sample's draw"; with ``--method sbm`` or ``auto``,
 ``benchmarks/results/cluster_sbm.json`` or ``cluster_auto.json`` and the sections "SBM on one
-worker: the hinge on a cluster of K parts" and "The hinge on a cluster of K parts: cluster='auto'".
+worker: the hinge on a cluster of K parts" and "The hinge on a cluster of K parts: cluster='auto'";
+with ``--root-cache``, ``cluster_sbm_shares.json`` and "SBM on one worker: its cache's share of the
+budget".
 """
 
 import argparse
@@ -56,6 +59,7 @@ import warnings
 import numpy as np
 
 from benchmarks._common import ROOT, run_header, save_json, write_section
+from dask_streamsvm.engine.cluster.root_sbm import ROOT_CACHE as LIBRARY_ROOT_CACHE
 from dask_streamsvm.engine.primal.reads import SAMPLE_SEED as LIBRARY_SAMPLE_SEED
 from dask_streamsvm.engine.primal.sample_band import BAND_MIN_REACH
 
@@ -70,6 +74,8 @@ METHOD_MARKERS = {
     "auto": "## The hinge on a cluster of K parts: cluster='auto'",
 }
 METHOD_RESULTS = {m: ROOT / "benchmarks" / "results" / f"cluster_{m}.json" for m in METHOD_MARKERS}
+SHARES_MARKER = "## SBM on one worker: its cache's share of the budget"
+SHARES_RESULTS = ROOT / "benchmarks" / "results" / "cluster_sbm_shares.json"
 DEFAULT_CACHE = "10%"
 MAX_ITER = 20  # reads after the first, at most
 PARAMS = dict(
@@ -111,16 +117,20 @@ def reads_after_first(history):
     return len([(m, p) for m, p in passes if not (m == "band" and p == 0)])
 
 
-def fit(X, y, K, cache=DEFAULT_CACHE, seed=None, method="band"):
+def fit(X, y, K, cache=DEFAULT_CACHE, seed=None, method="band", root_cache=None):
     """One fit on K parts (K = 1: one machine, no client, but for ``method="sbm"``) with
     ``cache_bytes=cache``: its reads, gap, methods, the sample's rows and the band's first reach;
     ``seed``: the sample's (``reads.SAMPLE_SEED``, None: the library's); ``method``: ``"band"`` (the
-    band read on where it would give way), ``"sbm"`` or ``"auto"`` (module docstring)."""
+    band read on where it would give way), ``"sbm"`` or ``"auto"`` (module docstring); ``root_cache``:
+    SBM's share of the budget for its cache (``root_sbm.ROOT_CACHE``, None: the library's)."""
     import dask.array as da
     from dask.distributed import Client, LocalCluster
 
     from dask_streamsvm import LinearSVC
+    from dask_streamsvm.engine.cluster import root_sbm
     from dask_streamsvm.engine.primal import reads, sample_band
+
+    root_sbm.ROOT_CACHE = LIBRARY_ROOT_CACHE if root_cache is None else root_cache  # read by the client
 
     # "band": the band never gives way here, its own reads are measured
     sample_band.BAND_MIN_REACH = 0.0 if method == "band" else BAND_MIN_REACH
@@ -164,8 +174,11 @@ def measure(args):
         best = optimum(X, y)
         print(f"{name}: {X.shape[0]:,} x {X.shape[1]}, optimum {best:.10g}", flush=True)
         seeds = [LIBRARY_SAMPLE_SEED + i for i in range(args.sample_seeds)]
-        for K, cache, seed in [(K, c, seed) for c in args.cache for K in args.parts for seed in seeds]:
-            r = fit(X, y, K, cache, seed, args.method)
+        shares = args.root_cache or [None]
+        runs = [(K, c, seed, s) for c in args.cache for K in args.parts for seed in seeds for s in shares]
+        for K, cache, seed, share in runs:
+            r = fit(X, y, K, cache, seed, args.method, share)
+            r["root_cache"] = LIBRARY_ROOT_CACHE if share is None else share
             r.update(data=name, n_rows=int(X.shape[0]), n_features=int(X.shape[1]), optimum=best)
             r["suboptimality"] = (r["objective"] - best) / r["objective"]
             r["true_bound"] = bool(r["suboptimality"] <= r["gap"] + 1e-9)
@@ -271,7 +284,7 @@ def method_report(payload):
     what = (
         "`cluster='sbm'` (`engine/cluster/root_sbm.py`: one machine's SBM trainer on the first "
         "worker, each partition read on its part's worker and brought to it; `cache_bytes='10%'` of "
-        "all the rows, three quarters the cache and a quarter the blocks, `ROOT_CACHE`), K = 1 a "
+        "all the rows, the cache its share in the table, `ROOT_CACHE`, and the blocks the rest), K = 1 a "
         "cluster of one worker. *reads*: SBM's passes after the read of the labels alone, the first "
         "from alpha = 0, the last the one that certifies"
         if method == "sbm"
@@ -290,13 +303,15 @@ def method_report(payload):
         "the objective's distance from the in-memory optimum (certified to 1e-9) is within the gap. "
         f"Goal: at most {GOAL_READS} to 1e-3.",
         "",
-        "| data | rows x columns | K | methods | reads | gap | true bound | seconds |",
-        "|---|---|---|---|---|---|---|---|",
+        "| data | rows x columns | K | methods | SBM's cache share | reads | gap | true bound | seconds |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in payload["records"]:
+        share = r.get("root_cache") if "sbm" in r["methods"] else None
         lines.append(
             f"| {r['data']} | {r['n_rows']:,} x {r['n_features']} | {r['K']} | {', '.join(r['methods'])} "
-            f"| {r['reads']} | {r['gap']:.1e} | {'yes' if r['true_bound'] else 'NO'} | {r['seconds']:.1f} |"
+            f"| {'-' if share is None else share} | {r['reads']} | {r['gap']:.1e} | "
+            f"{'yes' if r['true_bound'] else 'NO'} | {r['seconds']:.1f} |"
         )
     met = [r for r in payload["records"] if r["gap"] <= 1e-3 and r["reads"] <= GOAL_READS]
     lines += ["", f"Within the goal: {len(met)} of {len(payload['records'])} fits.  "]
@@ -318,14 +333,18 @@ def main(argv=None):
     parser.add_argument(
         "--method", choices=["band", "sbm", "auto"], default="band", help="what the fits run (the docstring)"
     )
+    parser.add_argument(
+        "--root-cache", type=float, nargs="+", default=None, help="--method sbm: SBM's cache shares to try"
+    )
     args = parser.parse_args(argv)
     payload = run_header("bench_cluster_band", argv)
     payload["caches"] = args.cache
     payload["method"] = args.method
     payload["records"] = measure(args)
     if args.method != "band":
-        save_json(METHOD_RESULTS[args.method], payload)
-        write_section(METHOD_MARKERS[args.method], method_report(payload))
+        shares = args.root_cache is not None
+        save_json(SHARES_RESULTS if shares else METHOD_RESULTS[args.method], payload)
+        write_section(SHARES_MARKER if shares else METHOD_MARKERS[args.method], method_report(payload))
         return
     if args.sample_seeds > 1:
         save_json(SEEDS_RESULTS, payload)

@@ -554,10 +554,11 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
     range; rows too wide for its reads; a read that gains nothing, :func:`~..primal.sample_band.gained`),
     and, as one machine's ``solver="auto"``, where its first step is certified on less than
     :data:`~..primal.sample_band.BAND_MIN_REACH` of its length: SBM's trainer on one worker trains on
-    (:mod:`.root_sbm`), whose passes do not grow with the parts either and take a9a and w8a at a 10%
-    cache to 1e-3 in 3 and 5 where the band's reads took 13-20 and 6 (docs/benchmarks.md, "SBM on
-    one worker").  (Until CoCoA+ was replaced there, whose rounds grow with the parts, the band never
-    gave up by its reach on a cluster.)  What moves per read: ``W`` out to
+    (:mod:`.root_sbm`), whose passes do not grow with the parts either: at a 10% cache on K = 2..100
+    workers a9a then took 4 reads after the first where the band read on for 13-20, ijcnn1 2-4, w8a
+    6-8 where 6 (docs/benchmarks.md, "The hinge on a cluster of K parts: cluster='auto'").  (Until
+    CoCoA+ was replaced there, whose rounds grow with the parts, the band never gave up by its reach
+    on a cluster.)  What moves per read: ``W`` out to
     each part with its rows' kept values, the parts' sums and bands up the tree to the first worker,
     which solves the band's problems and keeps every row's dual value from read to read (each part's
     read gets its own rows' from it); each problem's points (a few vectors) to it and back.  Where

@@ -37,9 +37,10 @@ from .runtime import gather, submit, synchronous, wait
 
 # The share of ``cache_bytes`` SBM's cache takes where the solver is "auto" and no block_bytes is
 # given, its blocks the rest (one machine's "auto" takes half, AUTO_SBM_CACHE, chosen for seconds at a
-# disk's speed).  Here every pass carries the rows to one worker, and passes count: one machine's SBM
-# at a 10% budget (a9a, w8a, ijcnn1, the L1 loss, C = 1, 8 partitions; docs/benchmarks.md, "SBM on
-# one worker") took 3, 6 and 4 passes to 1e-3 at half, 2, 4 and 3 at three quarters (and at 0.85).
+# disk's speed).  Here every pass carries the rows to one worker, and passes count: at a 10% budget
+# on 2 and 8 workers (a9a, w8a, ijcnn1, the L1 loss, C = 1; docs/benchmarks.md, "SBM on one worker:
+# its cache's share of the budget") the six fits took 32 passes to 1e-3 at half, 25 at three
+# quarters (a9a 3, w8a 5 and 7, ijcnn1 3-4) and 25 at 0.85.
 ROOT_CACHE = 0.75
 
 
