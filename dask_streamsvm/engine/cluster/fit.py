@@ -24,8 +24,8 @@ from .runtime import cancelled_on_error, scheduler_lost
 # Where the band from a sample gives way on a cluster (BandStalled), SBM's trainer on the first worker
 # trains (cluster.root_sbm), with the passes of one machine whatever the workers: at a 10% cache on
 # K = 2..100 workers it took a9a, w8a and ijcnn1 to 1e-3 in 3, 5-7 and 3-4 passes, where CoCoA+'s
-# rounds grow with the workers (more than 500 at K = 8..100; docs/benchmarks.md, "SBM on one worker:
-# the hinge on a cluster of K parts").
+# rounds grow with the workers (more than 500 at K = 8..100; docs/benchmarks.md, the section "SBM on
+# one worker" on K parts).
 GIVE_WAY_METHOD = "sbm"
 GIVE_WAY_NAME = "SBM on one worker (cluster='sbm')"
 
