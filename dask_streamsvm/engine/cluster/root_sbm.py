@@ -77,7 +77,8 @@ class RootSBM:
     """SBM's trainer on the root worker, fed the parts' blocks (see the module docstring).
 
     Each :meth:`take` and :meth:`end` names the step it is: the ``version``-th of the fit, so that a
-    repeated or stray task leaves the trainer as it was (:class:`~.cocoa_local.StaleRound`).
+    repeated or stray task leaves the trainer as it was (:class:`~.cocoa_local.StaleRound`).  It
+    pickles without its lock: a worker short of memory may spill it to disk between two steps.
     """
 
     def __init__(self, plan, n_features):
@@ -90,6 +91,13 @@ class RootSBM:
         self.trainer.reader = _Feeds()
         self.row_ids, self.prints = RowIds(), PartitionPrints()
         self.version = 0
+        self._lock = threading.Lock()
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
         self._lock = threading.Lock()
 
     def take(self, block, pass_k, p, version):
