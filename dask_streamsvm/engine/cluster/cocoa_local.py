@@ -26,7 +26,6 @@ fails instead of changing it twice.
 """
 
 import sys
-import threading
 
 import numpy as np
 import scipy.sparse as sp
@@ -44,7 +43,7 @@ from ..plan.losses import loss_by_code
 from ..plan.problem import class_index, column_max_abs, encode_block, signs_and_costs
 from ..plan.sizes import stored_bytes
 from .changes import Change, touched_columns, widened
-from .runtime import cancel_check, synchronous
+from .runtime import HeldState, cancel_check, synchronous
 
 
 class Part:
@@ -262,7 +261,7 @@ class LocalBlockTrainer(BlockTrainer):
         self.sums_snap = None
 
 
-class StreamingPart:
+class StreamingPart(HeldState):
     """A CoCoA+ part read from its source every round (see the module docstring).
 
     ``update`` after a round is ``(dW, sums)`` as :func:`cocoa_round` gives it; ``stats`` holds
@@ -282,14 +281,7 @@ class StreamingPart:
         self.row_ids = self.prints = None
         self.version = 0
         self.update = None
-        self._lock = threading.Lock()
-
-    def __getstate__(self):
-        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
+        super().__init__()
 
     @property
     def stats(self):

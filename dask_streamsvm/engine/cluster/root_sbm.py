@@ -20,7 +20,6 @@ A lost worker stops the fit with :class:`~.runtime.WorkerLost` (the trainer's du
 on the root), as the Newton steps' and the band's fits do.
 """
 
-import threading
 from collections import deque
 
 import numpy as np
@@ -33,7 +32,7 @@ from ..dual.sbm import BlockTrainer
 from ..dual.trainer import fit_rows, trainer_result
 from .cocoa_local import StaleRound
 from .parts import part_source
-from .runtime import gather, submit, synchronous, wait
+from .runtime import HeldState, gather, submit, synchronous, wait
 
 # The share of ``cache_bytes`` SBM's cache takes where the solver is "auto" and no block_bytes is
 # given, its blocks the rest (one machine's "auto" takes half, AUTO_SBM_CACHE, chosen for seconds at a
@@ -73,12 +72,12 @@ class _Feeds:
     busy_seconds = 0.0
 
 
-class RootSBM:
+class RootSBM(HeldState):
     """SBM's trainer on the root worker, fed the parts' blocks (see the module docstring).
 
     Each :meth:`take` and :meth:`end` names the step it is: the ``version``-th of the fit, so that a
     repeated or stray task leaves the trainer as it was (:class:`~.cocoa_local.StaleRound`).  It
-    pickles without its lock: a worker short of memory may spill it to disk between two steps.
+    pickles without its lock (:class:`~.runtime.HeldState`).
     """
 
     def __init__(self, plan, n_features):
@@ -91,14 +90,7 @@ class RootSBM:
         self.trainer.reader = _Feeds()
         self.row_ids, self.prints = RowIds(), PartitionPrints()
         self.version = 0
-        self._lock = threading.Lock()
-
-    def __getstate__(self):
-        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
+        super().__init__()
 
     def take(self, block, pass_k, p, version):
         """The ``p``-th partition (the collection's order) of pass ``pass_k``, read on its part's

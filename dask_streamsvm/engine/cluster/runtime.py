@@ -270,6 +270,22 @@ def task_states(client, keys):
         return None
 
 
+class HeldState:
+    """A state a fit keeps on one worker from task to task (a future's result that each task
+    changes in place, under ``_lock``).  It pickles without its lock: a worker short of memory may
+    spill it to disk between two tasks, and the copy read back goes on as the state would have."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+
 class TaskInput:
     """A task argument whose data the cluster may hold.
 
