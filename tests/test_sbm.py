@@ -19,6 +19,7 @@ from dask_streamsvm.engine.dual.sbm import BlockTrainer
 from dask_streamsvm.engine.dual.schedules import fit_stream
 from dask_streamsvm.engine.plan.problem import FitPlan
 from dask_streamsvm.engine.store.checkpoint import Checkpoints
+from dask_streamsvm.features import PolynomialMap
 from dask_streamsvm.kernels.cache import evict, evict_many
 from dask_streamsvm.kernels.dcd import Shrinking, dcd_passes
 from dask_streamsvm.kernels.losses import HINGE, SQUARED_HINGE, row_gap
@@ -31,7 +32,7 @@ from dask_streamsvm.kernels.sbm import (
     select_random,
 )
 
-from ._helpers import LIBLINEAR_OPTIMA, a9a_dask, load_libsvm_dataset
+from ._helpers import LIBLINEAR_OPTIMA, a9a_dask, load_libsvm_dataset, noisy_linear_data
 
 # -- the selection kernel against a NumPy reference ------------------------------------
 
@@ -645,6 +646,102 @@ def test_a_block_of_one_row_trains_and_a_byte_less_is_refused_naming_the_bytes(s
     assert clf.duality_gap_ <= 1e-2 * abs(clf.objective_)
     with pytest.raises(ValueError, match=rf"which takes {least} bytes with its bookkeeping.*cache_bytes"):
         LinearSVC(block_bytes=least - 1, **kw).fit(Xd, yd)
+
+
+@pytest.mark.parametrize(
+    "form", ["dense", "csr", "csr, mapped", "csr unsorted, mapped", "csr float32", "csr int64 indptr"]
+)
+def test_rows_inserted_where_they_lie_are_the_rows_copied_out(form):
+    """``RowCache.insert(..., rows=)`` (SBM's pieces of a partition in the pass's order) leaves the
+    cache and the store as inserting the same rows copied out does, bit for bit; where the rows
+    must be converted first (a feature map's unsorted rows, another dtype) it copies the rows alone."""
+    rng = np.random.RandomState(7)
+    data = rng.randn(60, 9) * (rng.rand(60, 9) < 0.4)
+    X = data if form == "dense" else sp.csr_matrix(data)
+    if "float32" in form:
+        X = X.astype(np.float32)
+    if "int64" in form:
+        X.indptr = X.indptr.astype(np.int64)
+    if "unsorted" in form:
+        X = sp.csr_matrix((X.data[::-1].copy(), X.indices[::-1].copy(), X.indptr.copy()), shape=X.shape)
+        X = sp.csr_matrix(X[::-1])
+        X.has_sorted_indices = False
+    spec = PolynomialMap(n_features=30).spec(9) if "mapped" in form else None
+    rows = rng.permutation(60)[:35]
+    y = np.where(rng.rand(2, 60) < 0.5, 1.0, -1.0)
+    cost = rng.uniform(0.5, 2.0, size=(2, 60))
+    cost[:, rows[:3]] = 0.0  # weightless rows are skipped either way
+    width = 30 if spec is not None else 9
+    states = []
+    for where in ("copied", "in place"):
+        store = AlphaStore(2)
+        cache = RowCache(60_000, width, np.float64, form != "dense", 2, nnz_per_row=4, feature_map=spec)
+        ids = 1000 + np.arange(60)
+        args = (ids[rows], y[:, rows], cost[:, rows], SQUARED_HINGE, 0.5, store, make_state(0))
+        if where == "copied":
+            taken = X[rows]
+            inserted = cache.insert(taken, *args)
+        else:
+            inserted = cache.insert(X, *args, rows=rows)
+        assert inserted == 32
+        states.append([*cache.arrays[:11], cache.arrays.starts, cache.arrays.ends, *store.arrays[:3]])
+        if form != "dense":
+            n = int(cache.meta[2])
+            states[-1] += [cache.indices[:n], cache.data[:n]]
+        else:
+            states[-1].append(cache.rows)
+    for a, b in zip(*states, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_pieces_of_a_partition_are_drawn_from_the_passs_order(monkeypatch, scheduler):
+    """A partition larger than a block is cut into pieces of the pass's row order, not of its
+    stored order: rows stored by label make blocks of both labels (stored order made every block
+    of one class: w8a's blocks at K = 1 and 2, 5 passes to 1e-3 on a cluster where 3-4 now)."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(600, 5)
+    y = np.where(X @ rng.randn(5) + 0.3 * rng.randn(600) > 0, 1, -1)
+    X, y = X[np.argsort(y, kind="stable")], np.sort(y)  # one partition, sorted by label
+    blocks, current = [], []
+    insert, train = BlockTrainer._insert, BlockTrainer._train_block
+
+    def recording_insert(self, block, y_pm, cost, n_rows, nnz, nbytes, rows=None):
+        current.extend(block.row_ids if rows is None else block.row_ids[rows])
+        return insert(self, block, y_pm, cost, n_rows, nnz, nbytes, rows=rows)
+
+    def recording_train(self):
+        blocks.append(np.array(current))
+        current.clear()
+        return train(self)
+
+    monkeypatch.setattr(BlockTrainer, "_insert", recording_insert)
+    monkeypatch.setattr(BlockTrainer, "_train_block", recording_train)
+    kw = {"solver": "sbm", "loss": "hinge", "cache_bytes": 4_000, "block_bytes": 8_000, "max_iter": 2}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        LinearSVC(random_state=0, **kw).fit(da.from_array(X, chunks=600), da.from_array(y, chunks=600))
+    assert len(blocks) >= 3 * 5  # every pass cuts the partition into at least five pieces
+    positives = np.mean(y > 0)
+    for ids in blocks:
+        share = np.mean(y[ids] > 0)
+        assert abs(share - positives) < 0.25, (share, positives)
+
+
+def test_a_partition_whose_cached_rows_leave_with_the_block_before_it_is_cut_into_pieces(scheduler):
+    """A partition that fits the room only because some of its rows are cached starts a new block
+    when the current one is full; training that block may evict those rows, and the partition
+    then no longer fits a block: it is cut into pieces.  It was inserted whole, and the row memory
+    grew past cache plus block (400 rows in partitions of 40, every seed below: one rebuild)."""
+    X, y = noisy_linear_data(400, 5, 0)
+    Xd, yd = da.from_array(X, chunks=40), da.from_array(y, chunks=40)
+    for seed in range(4):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            clf = LinearSVC(solver="sbm", cache_bytes="10%", max_iter=4, tol=1e-4, random_state=seed)
+            clf.fit(Xd, yd)
+        # the row memory made for cache plus block at the first partition is never made larger
+        assert [r["rebuilds"] for r in clf.history_] == [0] * len(clf.history_)
+        assert len({r["memory_bytes"] for r in clf.history_[1:]}) == 1
 
 
 def test_a_row_larger_than_the_block_is_held_whole_while_it_trains(scheduler):

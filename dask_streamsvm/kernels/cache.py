@@ -216,14 +216,28 @@ def _weightless(block_cost, r):
     return True
 
 
+# insert_sparse announces the row this many steps ahead of the one it copies (row_prefetch).
+INSERT_AHEAD = 4
+
+
 @njit(cache=True, nogil=True, inline="always")
-def _allocated_for(cache, dual, row_ids, block_cost, indptr):
+def _announce_row(lo, hi, indices, data):
+    """Announce every cache line of a row's values and column indices (:func:`~.rows.prefetch`)."""
+    hi = min(hi, data.shape[0])
+    for k in range(lo, hi, 8):
+        prefetch(data, k)
+    for k in range(lo, hi, 16):
+        prefetch(indices, k)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _allocated_for(cache, dual, row_ids, block_cost, lengths):
     """Whether the arrays hold all that inserting the block's rows can reach (module docstring).
 
-    The rows inserted are those not cached and of positive cost (``indptr``
-    gives their values when sparse).  A cached row that an insertion
-    evicts may come back, but then it left first: the live rows never
-    outnumber those live now plus these, nor do their values, and the
+    The rows inserted are those not cached and of positive cost (``lengths``
+    gives their values when sparse; empty when dense).  A cached row that an
+    insertion evicts may come back, but then it left first: the live rows
+    never outnumber those live now plus these, nor do their values, and the
     budget's sizes bound both.
     """
     rows = 0
@@ -231,8 +245,8 @@ def _allocated_for(cache, dual, row_ids, block_cost, indptr):
     for r in range(row_ids.shape[0]):
         if dual.slot_of[row_ids[r]] < 0 and not _weightless(block_cost, r):
             rows += 1
-            if indptr.shape[0] > 0:
-                values += indptr[r + 1] - indptr[r]
+            if lengths.shape[0] > 0:
+                values += lengths[r]
     meta = cache.meta
     if min(cache.n_slots, meta[N_LIVE] + rows) > cache.gid.shape[0]:
         return False
@@ -241,14 +255,17 @@ def _allocated_for(cache, dual, row_ids, block_cost, indptr):
 
 @njit(cache=True, nogil=True)
 def insert_sparse(block, block_sq, row_ids, block_y, block_cost, loss, bias, cache, dual, rng_state, top):
-    """Insert the rows of a CSR block; rows already cached or of zero cost are skipped.
+    """Insert the rows of a sparse block; rows already cached or of zero cost are skipped.
 
-    ``block`` is ``(indptr, indices, data)``; block row ``r`` is global row
-    ``row_ids[r]`` with labels ``block_y[:, r]`` and costs ``block_cost[:, r]``
-    (one per problem), and ``block_sq[r]`` is ``||phi(x_r)||^2`` without the
-    bias (``x_r . x_r`` unless a feature map applies).  ``U``, ``D`` and
-    ``Qbar`` follow from the costs and the loss of code ``loss``
-    (:func:`~.losses.upper_and_diag`).
+    ``block`` is ``(starts, ends, indices, data)``: block row ``r`` is
+    ``indices/data[starts[r]:ends[r]]`` (the slotted layout of
+    :mod:`.rows`: a CSR matrix's ``indptr[:-1]`` and ``indptr[1:]``, or its
+    rows at some positions, in any order, without copying their values);
+    it is global row ``row_ids[r]`` with labels ``block_y[:, r]`` and costs
+    ``block_cost[:, r]`` (one per problem), and ``block_sq[r]`` is
+    ``||phi(x_r)||^2`` without the bias (``x_r . x_r`` unless a feature map
+    applies).  ``U``, ``D`` and ``Qbar`` follow from the costs and the loss
+    of code ``loss`` (:func:`~.losses.upper_and_diag`).
 
     ``top`` is where the next row is stored in ``data`` (module docstring:
     at most the arena top in ``meta``).  Returns ``(inserted, top)``: the
@@ -257,19 +274,22 @@ def insert_sparse(block, block_sq, row_ids, block_y, block_cost, loss, bias, cac
     reach (the caller grows them first).  A row larger than the whole
     arena cannot be cached: the caller checks that beforehand.
     """
-    indptr, b_indices, b_data = block
-    if not _allocated_for(cache, dual, row_ids, block_cost, indptr):
+    b_starts, b_ends, b_indices, b_data = block
+    if not _allocated_for(cache, dual, row_ids, block_cost, b_ends - b_starts):
         return -1, top
     meta, indices, data = cache.meta, cache.indices, cache.data
     inserted = 0
     cap_nnz = cache.n_values
     victim = np.empty(1, dtype=np.int64)
-    for r in range(row_ids.shape[0]):
+    n = row_ids.shape[0]
+    for r in range(n):
+        if r + INSERT_AHEAD < n:  # rows taken in any order: announce the row INSERT_AHEAD steps on
+            _announce_row(b_starts[r + INSERT_AHEAD], b_ends[r + INSERT_AHEAD], b_indices, b_data)
         g = row_ids[r]
         if dual.slot_of[g] >= 0 or _weightless(block_cost, r):
             continue
-        lo = indptr[r]
-        m = indptr[r + 1] - lo
+        lo = b_starts[r]
+        m = b_ends[r] - lo
         while meta[N_FREE] == 0 or meta[TOP] + m > cap_nnz:
             # Compact only when it frees at least an eighth of the arena, so
             # its O(cache) cost is paid once per many insertions; otherwise

@@ -78,9 +78,9 @@ def row_sqnorm(X, i, bias):
 
 
 def n_rows(X):
-    """Number of rows of either layout."""
+    """Number of rows of any layout (a slotted layout's: its slots, ``len(starts)``)."""
     if isinstance(X, tuple):
-        return X[0].shape[0] - 1
+        return X[0].shape[0] - (len(X) == 3)
     return X.shape[0]
 
 
@@ -236,6 +236,8 @@ def _n_rows(X):
         return lambda X: X.shape[0]
     if _is_csr(X):
         return lambda X: X[0].shape[0] - 1
+    if _is_slotted(X):
+        return lambda X: X[0].shape[0]
     if _is_mapped(X):
         return lambda X: n_rows(X[0])
     return None

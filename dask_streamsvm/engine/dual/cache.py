@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from ...kernels import cache as kc
 from ...kernels.crammer_singer import cs_train_on_cache
 from ...kernels.dcd import ProblemArrays, row_sqnorms
-from ..plan.layout import as_csr, kernel_rows
+from ..plan.layout import as_csr, kernel_rows, read_only, take_rows
 from ..plan.sizes import (
     slot_overhead,
     value_bytes,
@@ -311,35 +311,48 @@ class RowCache:
 
     # -- changes ----------------------------------------------------------------
 
-    def insert(self, X, row_ids, block_y, block_cost, loss, bias, store, rng_state):
+    def insert(self, X, row_ids, block_y, block_cost, loss, bias, store, rng_state, rows=None):
         """Insert a block's rows (random eviction when full); returns rows inserted.
 
         ``loss`` is the kernels' code of the loss, whose ``U`` and ``D`` the rows take.
+        ``rows``: the positions in ``X`` of the rows to insert, in that order (None: every row);
+        ``row_ids``, ``block_y`` and ``block_cost`` are then those rows' own.  Sparse rows are
+        read where they lie (their spans, :func:`~...kernels.cache.insert_sparse`): a piece of a
+        partition in any order costs no copy of its values.
         """
         store.reserve(int(row_ids.max()) + 1 if row_ids.size else 0)
         if self.sparse:
             X = as_csr(X)
+            if rows is not None and (X.dtype != self.dtype or not self._canonical_enough(X)):
+                X, rows = take_rows(X, rows), None  # what follows would convert all of X: the rows alone
             if self.feature_map is not None and not X.has_canonical_format:
                 X = X.copy()
                 X.sum_duplicates()  # the map reads each row's nonzeros once, in column order
-            lengths = np.diff(X.indptr)
-            widest = int(lengths.max()) if X.shape[0] else 0
+            X = X.astype(self.dtype, copy=False)
+            indptr = X.indptr.astype(np.int64, copy=False)
+            if rows is None:
+                starts, ends = indptr[:-1], indptr[1:]
+            else:
+                starts, ends = indptr[rows], indptr[rows + 1]
+            lengths = ends - starts
+            widest = int(lengths.max()) if lengths.size else 0
             if widest > self.n_values:
                 raise ValueError(
                     f"a row has {widest} nonzeros but the cache arena holds {self.n_values}; "
                     "raise cache_bytes."
                 )
-            X = X.astype(self.dtype, copy=False)
             self._reserve_for(row_ids, block_cost, store, lengths)
-            block = (X.indptr.astype(np.int64), X.indices, X.data)
-            sq = self._sqnorms(X)
+            block = (starts, ends, X.indices, X.data)
+            sq = self._sqnorms(X, rows)
             cache, dual = self.arrays, store.arrays  # after the reserves, which reallocate
             inserted, self._top = kc.insert_sparse(
                 block, sq, row_ids, block_y, block_cost, loss, bias, cache, dual, rng_state, self._top
             )
         else:
             if sp.issparse(X):
-                X = X.toarray()
+                X = X.toarray() if rows is None else take_rows(X, rows).toarray()
+            elif rows is not None:
+                X = take_rows(X, rows)  # dense rows are copied whole: as cheap as the insertion's own copy
             X = np.ascontiguousarray(X, dtype=self.dtype)
             self._reserve_for(row_ids, block_cost, store, None)
             sq = self._sqnorms(X)
@@ -368,10 +381,21 @@ class RowCache:
         new_values = 0 if lengths is None else int(lengths[new].sum())
         self.reserve(self.n_live + int(new.sum()), live_values + new_values)
 
-    def _sqnorms(self, X):
-        """``||phi(x)||^2`` of every row of ``X`` (in the cache's dtype), without the bias."""
-        sq = np.empty(X.shape[0])
-        row_sqnorms(kernel_rows(X, self.feature_map), 0.0, sq)
+    def _canonical_enough(self, X):
+        """Whether ``X``'s rows can be read in place: a feature map reads canonical rows only."""
+        return self.feature_map is None or X.has_canonical_format
+
+    def _sqnorms(self, X, rows=None):
+        """``||phi(x)||^2`` of every row of ``X`` (of its rows at ``rows``: CSR), in the cache's
+        dtype, without the bias."""
+        if rows is None:
+            sq = np.empty(X.shape[0])
+            row_sqnorms(kernel_rows(X, self.feature_map), 0.0, sq)
+            return sq
+        sq = np.empty(rows.shape[0])
+        span = (X.indptr[rows].astype(np.int64), X.indptr[rows + 1].astype(np.int64))
+        layout = (*span, read_only(X.indices), read_only(X.data))
+        row_sqnorms(layout if self.feature_map is None else (layout, self.feature_map), 0.0, sq)
         return sq
 
     def evict(self, slots, store):

@@ -53,7 +53,6 @@ Certificate, history and hooks are those of every multi-pass trainer
 """
 
 import time
-from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -61,7 +60,6 @@ import scipy.sparse as sp
 from ...kernels.crammer_singer import cs_select_informative, cs_sweep
 from ...kernels.dcd import Shrinking, dcd_passes
 from ...kernels.sbm import block_sweep, gradients, gradients_and_gap, select_informative, select_random
-from ..plan.layout import row_range
 from ..plan.sizes import stored_bytes
 from .cache import RowCache
 from .trainer import PassCertifier, fit_rows, reserve_full
@@ -240,13 +238,16 @@ class BlockTrainer(PassCertifier):
         if self.current < self.max_iter and block.n_rows > 0:
             self._add_to_block(block, y_pm, cost)
 
-    def _incoming(self, block, cost):
-        """Rows, nonzeros and bytes that inserting ``block`` adds (weightless and cached rows skip)."""
-        new = (cost > 0.0).any(axis=0) & (self.store.slot_of[block.row_ids] < 0)
+    def _incoming(self, block, cost, rows=None):
+        """Rows, nonzeros and bytes that inserting ``block``'s rows (those at ``rows``, whose costs
+        ``cost`` are; None: all) adds (weightless and cached rows skip)."""
+        ids = block.row_ids if rows is None else block.row_ids[rows]
+        new = (cost > 0.0).any(axis=0) & (self.store.slot_of[ids] < 0)
         n_rows = int(new.sum())
         X = block.X
         if sp.issparse(X):
-            nnz = int(np.diff(X.indptr)[new].sum())
+            at = np.arange(block.n_rows) if rows is None else rows
+            nnz = int((X.indptr[at + 1] - X.indptr[at])[new].sum())
             return n_rows, nnz, stored_bytes(n_rows, nnz, self.k, X.dtype, True)
         return n_rows, 0, stored_bytes(n_rows, n_rows * X.shape[1], self.k, X.dtype, False)
 
@@ -254,57 +255,67 @@ class BlockTrainer(PassCertifier):
         self.store.reserve(int(block.row_ids.max()) + 1)
         room = self.block_bytes - RowCache.HEADER
         n_rows, nnz, nbytes = self._incoming(block, cost)
-        if nbytes > room:
-            self._add_in_pieces(block, y_pm, cost, room)
-            return
-        if self.block_used > 0 and self.block_used + nbytes > room:
+        if nbytes <= room and self.block_used > 0 and self.block_used + nbytes > room:
             self._train_block()  # the block is full: this partition starts the next one
             n_rows, nnz, nbytes = self._incoming(block, cost)  # its cached rows may have left
+        if nbytes > room:  # (also where they left: they come back as new rows, in pieces)
+            self._add_in_pieces(block, y_pm, cost, room)
+            return
         self._insert(block, y_pm, cost, n_rows, nnz, nbytes)
 
     def _add_in_pieces(self, block, y_pm, cost, room):
         """A partition larger than a block, in pieces: each fills the block, which is trained before
         the next piece comes in, so that the row memory holds the cache and one block (SBM's blocks
-        are of one size); the last piece's block stays open for the next partition."""
+        are of one size); the last piece's block stays open for the next partition.  A piece is the
+        next rows of the pass's order (``block.order``), inserted from where they lie: rows stored
+        by a key (by label: every piece of one class) make pieces of a random draw of the
+        partition, as the paper's random blocks are."""
+        order = block.order if block.order is not None else np.arange(block.n_rows)
+        X = block.X
+        # The rows in the pass's order: their ids, whether they weigh, their stored values.
+        ids, weighs = block.row_ids[order], (cost > 0.0).any(axis=0)[order]
+        values = np.diff(X.indptr)[order] if sp.issparse(X) else np.full(order.size, X.shape[1])
+        mean = stored_bytes(1, float(values.mean()), self.k, X.dtype, sp.issparse(X))  # a row's bytes
         start = 0
         while start < block.n_rows:
-            end = self._piece_end(block, cost, start, room - self.block_used)
+            end = self._piece_end(X, ids, weighs, values, mean, start, room - self.block_used)
             if end == start:
                 if self.block_used > 0:
                     self._train_block()  # not one more row fits: the next piece starts a block
                     continue
                 end = start + 1  # a row larger than a block is held whole while it trains
-            rows = slice(start, end)
-            piece = replace(
-                block, X=row_range(block.X, start, end), y=block.y[rows],
-                sample_weight=block.sample_weight[rows], row_ids=block.row_ids[rows], order=None,
-            )  # fmt: skip
-            self._insert(piece, y_pm[:, rows], cost[:, rows], *self._incoming(piece, cost[:, rows]))
+            rows = order[start:end]
+            taken = (y_pm[:, rows], cost[:, rows])
+            self._insert(block, *taken, *self._incoming(block, taken[1], rows), rows=rows)
             start = end
 
-    def _piece_end(self, block, cost, start, free):
-        """The end of the rows from ``start`` whose new rows take at most ``free`` bytes."""
-        X = block.X
-        sparse = sp.issparse(X)
-        width = 0 if sparse else X.shape[1]
-        least = stored_bytes(1, width, self.k, X.dtype, sparse)  # no row takes fewer bytes
-        stop = min(block.n_rows, start + max(free, 0) // least + 1)
-        new = (cost[:, start:stop] > 0.0).any(axis=0) & (self.store.slot_of[block.row_ids[start:stop]] < 0)
-        values = np.diff(X.indptr[start : stop + 1]) if sparse else width
-        taken = np.cumsum(stored_bytes(new, new * values, self.k, X.dtype, sparse))
+    def _piece_end(self, X, ids, weighs, values, mean, start, free):
+        """The end of the rows from ``start`` (of ids ``ids``, weighing where ``weighs``, of
+        ``values`` stored values) whose new rows take at most ``free`` bytes.  Rows are looked at
+        in windows of twice the rows ``free`` holds at ``mean`` bytes a row, so that a piece costs
+        its rows, not the partition's."""
+        sparse, n = sp.issparse(X), ids.shape[0]
+        stop, seen, taken = start, 0, np.zeros(0)
+        while stop < n and seen <= free:
+            lo, stop = stop, min(n, stop + 2 * int(max(free, 0) // mean) + 64)
+            new = weighs[lo:stop] & (self.store.slot_of[ids[lo:stop]] < 0)
+            more = np.cumsum(stored_bytes(new, new * values[lo:stop], self.k, X.dtype, sparse)) + seen
+            taken, seen = np.concatenate([taken, more]), (more[-1] if more.size else seen)
         return start + int(np.searchsorted(taken, free, side="right"))
 
-    def _insert(self, block, y_pm, cost, n_rows, nnz, nbytes):
-        """Insert ``block``'s rows (``n_rows`` new, ``nnz`` nonzeros, ``nbytes``) into the block."""
+    def _insert(self, block, y_pm, cost, n_rows, nnz, nbytes, rows=None):
+        """Insert ``block``'s rows (those at ``rows``, whose ``y_pm`` and ``cost`` are; None: all),
+        ``n_rows`` new, ``nnz`` nonzeros, ``nbytes``, into the block."""
+        ids = block.row_ids if rows is None else block.row_ids[rows]
         # Rows of this partition that are cached belong to the block now: they
         # are trained with it, so making room must not evict them.
-        self.kept = self.kept[~np.isin(self.kept, block.row_ids)]
+        self.kept = self.kept[~np.isin(self.kept, ids)]
         if n_rows > 0:
             self._make_room(block, n_rows, nnz, nbytes)
             memory = self.memory
             before = memory.evictions
             inserted = memory.insert(
-                block.X, block.row_ids, y_pm, cost, self.loss.code, self.bias, self.store, self.rng_state
+                block.X, ids, y_pm, cost, self.loss.code, self.bias, self.store, self.rng_state, rows=rows
             )
             if inserted != n_rows or memory.evictions != before:
                 raise RuntimeError(
@@ -314,7 +325,7 @@ class BlockTrainer(PassCertifier):
             self.stats["insertions"] += inserted
             self.block_used += nbytes
             self._note_memory()
-        self.block_rows += int((self.store.slot_of[block.row_ids] >= 0).sum())
+        self.block_rows += int((self.store.slot_of[ids] >= 0).sum())
 
     def _note_memory(self):
         memory = self.memory
