@@ -695,12 +695,13 @@ def test_rows_inserted_where_they_lie_are_the_rows_copied_out(form):
 
 
 def test_pieces_of_a_partition_are_drawn_from_the_passs_order(monkeypatch, scheduler):
-    """A partition larger than a block is cut into pieces of the pass's row order, not of its
-    stored order: rows stored by label make blocks of both labels (stored order made every block
-    of one class: w8a's blocks at K = 1 and 2, 5 passes to 1e-3 on a cluster where 3-4 now)."""
+    """A partition larger than a block is cut into pieces of a random order of its rows (runs of
+    RUN_BYTES in the pass's order), not of its stored order: rows stored by label make blocks of
+    both labels (stored order made every block of one class: w8a's blocks at K = 1 and 2, 5 passes
+    to 1e-3 on a cluster where 3 now)."""
     rng = np.random.RandomState(0)
-    X = rng.randn(600, 5)
-    y = np.where(X @ rng.randn(5) + 0.3 * rng.randn(600) > 0, 1, -1)
+    X = rng.randn(2000, 64)  # rows of 512 bytes: runs of 8 rows (RUN_BYTES)
+    y = np.where(X @ rng.randn(64) + 0.3 * rng.randn(2000) > 0, 1, -1)
     X, y = X[np.argsort(y, kind="stable")], np.sort(y)  # one partition, sorted by label
     blocks, current = [], []
     insert, train = BlockTrainer._insert, BlockTrainer._train_block
@@ -716,15 +717,46 @@ def test_pieces_of_a_partition_are_drawn_from_the_passs_order(monkeypatch, sched
 
     monkeypatch.setattr(BlockTrainer, "_insert", recording_insert)
     monkeypatch.setattr(BlockTrainer, "_train_block", recording_train)
-    kw = {"solver": "sbm", "loss": "hinge", "cache_bytes": 4_000, "block_bytes": 8_000, "max_iter": 2}
+    kw = {"solver": "sbm", "loss": "hinge", "cache_bytes": 80_000, "block_bytes": 160_000, "max_iter": 2}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        LinearSVC(random_state=0, **kw).fit(da.from_array(X, chunks=600), da.from_array(y, chunks=600))
-    assert len(blocks) >= 3 * 5  # every pass cuts the partition into at least five pieces
+        LinearSVC(random_state=0, **kw).fit(da.from_array(X, chunks=2000), da.from_array(y, chunks=2000))
+    big = [ids for ids in blocks if len(ids) >= 100]  # a pass's last block may hold a few rows
+    assert len(big) >= 2 * 6  # every pass cuts the partition into at least six pieces
     positives = np.mean(y > 0)
-    for ids in blocks:
-        share = np.mean(y[ids] > 0)
-        assert abs(share - positives) < 0.25, (share, positives)
+    for ids in big:  # 270-300 rows, 34-37 runs of 8: both labels, near the partition's share
+        assert abs(np.mean(y[ids] > 0) - positives) < 0.25
+
+
+@pytest.mark.parametrize(
+    ("width", "sparse", "run"), [(8, False, 64), (64, False, 8), (600, False, 1), (40, True, 34)]
+)
+def test_pieces_take_runs_of_run_bytes_in_the_passs_order(width, sparse, run):
+    """RUN_BYTES: SBM's pieces take a partition's rows in runs of consecutive rows of about 4 KiB of
+    values (dense float64 rows of 8, 64 and 600 values: 64, 8 and 1 rows; CSR rows of 10 nonzeros,
+    120 bytes: 34), the runs in an order drawn from the pass's; stored order where the reader
+    drew none."""
+    n = 1000
+    X = np.zeros((n, width))
+    if sparse:
+        X[:, :10] = 1.0
+        X = sp.csr_matrix(X)
+    order = np.random.default_rng(0).permutation(n)
+    block = SimpleNamespace(n_rows=n, X=X, order=order)
+    rows = engine_sbm.piece_order(block)
+    np.testing.assert_array_equal(np.sort(rows), np.arange(n))
+    starts, at = [], 0
+    while at < n:  # each run its consecutive rows, from a multiple of the run
+        start = int(rows[at])
+        length = min(run, n - start)
+        assert start % run == 0
+        np.testing.assert_array_equal(rows[at : at + length], np.arange(start, start + length))
+        starts.append(start)
+        at += length
+    assert len(starts) == -(-n // run)
+    assert not (np.diff(starts) > 0).all()  # not the stored order
+    block.order = None
+    np.testing.assert_array_equal(engine_sbm.piece_order(block), np.arange(n))
 
 
 def test_a_partition_whose_cached_rows_leave_with_the_block_before_it_is_cut_into_pieces(scheduler):
