@@ -343,7 +343,7 @@ class RowCache:
                 )
             self._reserve_for(row_ids, block_cost, store, lengths)
             block = (starts, ends, X.indices, X.data)
-            sq = self._sqnorms(X, rows)
+            sq = self._sqnorms(X) if rows is None else self._span_sqnorms(X, starts, ends)
             cache, dual = self.arrays, store.arrays  # after the reserves, which reallocate
             inserted, self._top = kc.insert_sparse(
                 block, sq, row_ids, block_y, block_cost, loss, bias, cache, dual, rng_state, self._top
@@ -385,16 +385,16 @@ class RowCache:
         """Whether ``X``'s rows can be read in place: a feature map reads canonical rows only."""
         return self.feature_map is None or X.has_canonical_format
 
-    def _sqnorms(self, X, rows=None):
-        """``||phi(x)||^2`` of every row of ``X`` (of its rows at ``rows``: CSR), in the cache's
-        dtype, without the bias."""
-        if rows is None:
-            sq = np.empty(X.shape[0])
-            row_sqnorms(kernel_rows(X, self.feature_map), 0.0, sq)
-            return sq
-        sq = np.empty(rows.shape[0])
-        span = (X.indptr[rows].astype(np.int64), X.indptr[rows + 1].astype(np.int64))
-        layout = (*span, read_only(X.indices), read_only(X.data))
+    def _sqnorms(self, X):
+        """``||phi(x)||^2`` of every row of ``X`` (in the cache's dtype), without the bias."""
+        sq = np.empty(X.shape[0])
+        row_sqnorms(kernel_rows(X, self.feature_map), 0.0, sq)
+        return sq
+
+    def _span_sqnorms(self, X, starts, ends):
+        """:meth:`_sqnorms` of the CSR rows of ``X`` at ``indices/data[starts[r]:ends[r]]``."""
+        sq = np.empty(starts.shape[0])
+        layout = (read_only(starts), read_only(ends), read_only(X.indices), read_only(X.data))
         row_sqnorms(layout if self.feature_map is None else (layout, self.feature_map), 0.0, sq)
         return sq
 

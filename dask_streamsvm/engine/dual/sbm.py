@@ -15,9 +15,10 @@ no cache (``cache_bytes=0``).
 Blocks.  Partitions arrive in each pass's (shuffled) order and are inserted in
 the row memory as they come; when the next one would take the block past
 ``block_bytes``, the block is trained first.  A partition larger than
-``block_bytes`` is cut into pieces of at most ``block_bytes`` (rows in their
-order), each trained as a block before the next is inserted, as the paper's
-data is cut into blocks of one size: the row memory holds the cache and one
+``block_bytes`` is cut into pieces of at most ``block_bytes`` (its rows in
+runs of :data:`RUN_BYTES`, the runs in random order: :func:`piece_order`),
+each trained as a block before the next is inserted, as the paper's data is
+cut into random blocks of one size: the row memory holds the cache and one
 block (a single row larger than a block is held whole while it trains).  The
 last block of a pass is trained when the pass ends, so every pass trains every
 row it reads (the condition of the paper's Theorem 1).  Bytes are counted as
@@ -271,8 +272,8 @@ class BlockTrainer(PassCertifier):
         n_rows = int(new.sum())
         X = block.X
         if sp.issparse(X):
-            at = np.arange(block.n_rows) if rows is None else rows
-            nnz = int((X.indptr[at + 1] - X.indptr[at])[new].sum())
+            values = np.diff(X.indptr) if rows is None else X.indptr[rows + 1] - X.indptr[rows]
+            nnz = int(values[new].sum())
             return n_rows, nnz, stored_bytes(n_rows, nnz, self.k, X.dtype, True)
         return n_rows, 0, stored_bytes(n_rows, n_rows * X.shape[1], self.k, X.dtype, False)
 
@@ -292,9 +293,9 @@ class BlockTrainer(PassCertifier):
         """A partition larger than a block, in pieces: each fills the block, which is trained before
         the next piece comes in, so that the row memory holds the cache and one block (SBM's blocks
         are of one size); the last piece's block stays open for the next partition.  A piece is the
-        next rows of the pass's order (``block.order``), inserted from where they lie: rows stored
-        by a key (by label: every piece of one class) make pieces of a random draw of the
-        partition, as the paper's random blocks are."""
+        next rows of :func:`piece_order` (runs of rows in random order), inserted from where they
+        lie: rows stored by a key (by label: every piece of one class) make pieces of a random draw
+        of the partition, as the paper's random blocks are."""
         order = piece_order(block)
         X = block.X
         # The rows in the pass's order: their ids, whether they weigh, their stored values.
