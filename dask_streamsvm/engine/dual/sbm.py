@@ -76,7 +76,7 @@ STALLED = 0.5
 # values, the runs in random order (piece_order): random draws of the partition wherever its rows are
 # stored by a key, in runs long enough for the memory's prefetch.  Measured (2026-12-06, one profile
 # each): on 200,000 x 200,000 text at a 10% cache (600-byte rows: runs of 6) the insertion, eviction
-# and norm kernels took 0.67 s of SBM's fit where 0.57 s in stored order, and 0.84-1.13 s one row a
+# and norm kernels took 0.67 s of SBM's fit where 0.57 s in stored order, and 0.93-1.13 s one row a
 # run; w8a (2,400-byte rows: one row a run) 3 passes at K = 1 and 2 on a cluster where 5 in stored
 # order and 5 in runs of 64 rows, ijcnn1 2 and 5 (runs of 23) where 4 and 4.
 RUN_BYTES = 4096
