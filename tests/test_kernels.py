@@ -196,40 +196,6 @@ def test_take_rows_is_fancy_indexing_into_a_new_array(dtype):
     assert take_rows(X, np.array([], dtype=np.int64)).shape == (0, X.shape[1])
 
 
-@pytest.mark.parametrize("start, stop", [(0, 60), (10, 25), (59, 60), (30, 30), (60, 60)])
-def test_row_range_is_the_rows_sharing_their_values_and_what_is_known_of_their_format(start, stop):
-    """``row_range``: SBM's pieces of a partition larger than its block.  Sparse rows come back as
-    a ``csr_matrix`` whose values and column indices are views of the partition's (SciPy's slice
-    copied them), canonical where the partition is, and checked by SciPy where it is not."""
-    from dask_streamsvm.engine.plan.layout import row_range
-
-    X, _, _ = random_problem(7)
-    dense = row_range(X, start, stop)
-    assert np.shares_memory(dense, X) or dense.size == 0
-    np.testing.assert_array_equal(dense, X[start:stop])
-    Xs = sp.csr_matrix(X)
-    assert Xs.has_canonical_format
-    piece = row_range(Xs, start, stop)
-    assert isinstance(piece, sp.csr_matrix) and piece.shape == (stop - start, X.shape[1])
-    np.testing.assert_array_equal(piece.toarray(), X[start:stop])
-    assert piece.has_canonical_format
-    if piece.nnz:
-        assert np.shares_memory(piece.data, Xs.data) and np.shares_memory(piece.indices, Xs.indices)
-    rows = as_kernel_rows(piece)  # the kernels' layout of it: the same rows
-    np.testing.assert_array_equal(np.diff(rows[0]), np.diff(Xs.indptr)[start:stop])
-    # A partition with a row out of column order: the pieces holding it are not canonical, and the
-    # kernels' layout of them sums nothing away; the others are.
-    unsorted = Xs.copy()
-    a, b = unsorted.indptr[12], unsorted.indptr[13]
-    assert b - a >= 2
-    unsorted.indices[a:b] = unsorted.indices[a:b][::-1].copy()
-    unsorted.data[a:b] = unsorted.data[a:b][::-1].copy()
-    assert not unsorted.has_canonical_format
-    piece = row_range(unsorted, start, stop)
-    assert piece.has_canonical_format == (not start <= 12 < stop)
-    np.testing.assert_array_equal(piece.toarray(), X[start:stop])
-
-
 def test_as_csr_keeps_a_csr_matrix_and_what_it_knows_and_converts_the_others():
     from dask_streamsvm.engine.plan.layout import as_csr
 

@@ -54,35 +54,12 @@ def as_csr(X):
     return X if isinstance(X, sp.csr_matrix) else sp.csr_matrix(X)
 
 
-def row_range(X, start, stop):
-    """Rows ``start:stop`` of ``X``: a NumPy view of dense rows; of CSR rows a ``csr_matrix`` whose
-    values and column indices are views of ``X``'s (its row pointers shifted, a copy of
-    ``stop - start + 1`` numbers), canonical where ``X`` is.
-
-    SciPy's own slice copies every value and checks each column index (2.7 ms a 9,000-row piece of
-    50 nonzeros a row), and its result's format is checked again, one pass over its indices, where
-    the kernels read it (:func:`as_kernel_rows`).
-    """
-    if not sp.issparse(X):
-        return X[start:stop]
-    if X.format != "csr":
-        return sp.csr_matrix(X[start:stop])
-    lo, hi = X.indptr[start], X.indptr[stop]
-    part = sp.csr_matrix((stop - start, X.shape[1]), dtype=X.dtype)
-    # Set, not given to the constructor: it would copy views of a larger array ("pruning" them).
-    part.indptr = X.indptr[start : stop + 1] - lo
-    part.indices, part.data = X.indices[lo:hi], X.data[lo:hi]
-    if X.has_canonical_format:  # found out once a matrix (SciPy keeps it), not once a piece
-        part.has_canonical_format = True  # rows of canonical rows are canonical
-    return part
-
-
 def take_rows(X, rows):
     """The rows ``rows`` (integer positions) of ``X``, dense or sparse, as a new array or matrix.
     Dense rows by ``np.take``, which copies each row whole where NumPy's fancy indexing goes value by
     value: 200,000 of 2M x 60 float32 rows in 27 ms where ``X[rows]`` took 48 ms (2026-12-04).  CSR
-    rows keep ``X``'s canonical format, known, as :func:`row_range`'s do (the kernels would find it
-    out again, a pass over the indices, :func:`as_kernel_rows`)."""
+    rows keep ``X``'s canonical format, known (rows of canonical rows are canonical; the kernels would
+    find it out again, a pass over the indices, :func:`as_kernel_rows`)."""
     if sp.issparse(X):
         taken = X[rows]
         if X.format == "csr" and taken.format == "csr" and X.has_canonical_format:
