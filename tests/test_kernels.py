@@ -206,3 +206,67 @@ def test_as_csr_keeps_a_csr_matrix_and_what_it_knows_and_converts_the_others():
         made = as_csr(other)
         assert isinstance(made, sp.csr_matrix)
         np.testing.assert_array_equal(made.toarray(), X)
+
+
+# -- the cache's stable orders (kernels/cache.py: stable_order, descending_order) ----------------
+
+
+@pytest.mark.parametrize("largest", [1, 3, 2**11, 2**11 + 1, 2**22, 2**40, 2**63 - 1])
+@pytest.mark.parametrize("n", [0, 1, 2, 37, 5000])
+def test_stable_order_is_numpys_stable_argsort(largest, n):
+    """One digit, digits to the last bit, keys of one value, ties everywhere: NumPy's stable order."""
+    from dask_streamsvm.kernels.cache import stable_order
+
+    rng = np.random.default_rng(n + largest % 1000)
+    for keys in (rng.integers(0, largest, n, endpoint=True), rng.integers(0, 4, n) * (largest // 4)):
+        np.testing.assert_array_equal(stable_order(keys.astype(np.int64)), np.argsort(keys, kind="stable"))
+
+
+def test_stable_order_refuses_a_negative_key():
+    from dask_streamsvm.kernels.cache import stable_order
+
+    with pytest.raises(ValueError, match="non-negative"):
+        stable_order(np.array([3, -1, 2], dtype=np.int64))
+
+
+@pytest.mark.parametrize("n", [0, 1, 9, 4000])
+def test_descending_order_is_numpys_stable_descending_argsort(n):
+    """Gap shares (zeros, signed zeros, denormals, infinities, ties) highest first, ties in input
+    order; NaN or negative scores take NumPy's own sort, as the selection did before."""
+    from dask_streamsvm.kernels.cache import descending_order
+
+    rng = np.random.default_rng(n)
+    values = np.array([0.0, -0.0, 5e-324, 1e-300, 0.5, 1.5, 2.0, 1e300, np.inf])
+    for scores in (
+        rng.choice(values, n),
+        rng.random(n),
+        np.where(rng.random(n) < 0.5, rng.random(n), -rng.random(n)),
+        np.where(rng.random(n) < 0.1, np.nan, rng.random(n)),
+    ):
+        np.testing.assert_array_equal(descending_order(scores), np.argsort(-scores, kind="stable"))
+
+
+def test_compaction_keeps_the_rows_in_the_order_they_were_stored():
+    """pack moves the live rows down in the order of their starts (stable_order), whatever the
+    order of ``live``: the arena's order, and every row's values, survive evictions and compaction."""
+    from dask_streamsvm.engine.dual.alpha_store import AlphaStore
+    from dask_streamsvm.engine.dual.cache import RowCache
+    from dask_streamsvm.kernels.cache import TOP
+
+    rng = np.random.RandomState(3)
+    dense = rng.randn(300, 30) * (rng.rand(300, 30) < 0.3)
+    dense[7] = 0.0  # an empty row: its start ties with its neighbour's
+    X = sp.csr_matrix(dense)
+    store = AlphaStore(1)
+    cache = RowCache(200_000, X.shape[1], np.float64, True, 1)
+    state = make_state(0)
+    ids = rng.permutation(300)
+    cache.insert(X[ids], ids, np.ones((1, 300)), np.ones((1, 300)), True, 1.0, store, state)
+    cache.evict(cache.live[: cache.n_live : 4].copy(), store)
+    live = cache.live[: cache.n_live].copy()
+    before_rows = cache.rows_of(live).toarray()
+    by_start = live[np.argsort(cache.starts[live], kind="stable")]
+    cache.compact()
+    np.testing.assert_array_equal(cache.rows_of(live).toarray(), before_rows)
+    np.testing.assert_array_equal(np.sort(cache.starts[by_start]), cache.starts[by_start])
+    assert cache.meta[TOP] == int((cache.ends[live] - cache.starts[live]).sum())  # the top: the live values

@@ -129,6 +129,56 @@ def evict(s, cache, dual):
     meta[EVICTED] += 1
 
 
+# stable_order sorts by digits of this many bits (2**RADIX_BITS counters, one pass a digit).  Measured
+# (2026-12-06) on the 17,600 row starts of a 200,000 x 200,000 text fit's cache: 0.12 ms where numba's
+# stable mergesort took 1.6 ms; pack sorts them at every compaction (316 in a StreamSVM fit of that
+# set, 0.84 s of its 5.7 s in the kernel), admit's selection its rows' gap shares.
+RADIX_BITS = 11
+
+
+@njit(cache=True, nogil=True)
+def stable_order(keys):
+    """``np.argsort(keys, kind="stable")`` of non-negative int64 ``keys``, in O(n) a digit: a least
+    significant digit radix sort, :data:`RADIX_BITS` bits a digit, as many digits as the largest
+    key has (one for all-zero keys)."""
+    n = keys.shape[0]
+    order = np.arange(n)
+    spare = np.empty(n, dtype=np.int64)
+    largest = 0
+    for t in range(n):
+        if keys[t] < 0:
+            raise ValueError("stable_order takes non-negative keys")
+        largest = max(largest, keys[t])
+    mask = (1 << RADIX_BITS) - 1
+    counts = np.empty(mask + 2, dtype=np.int64)
+    shift = 0
+    while True:
+        counts[:] = 0
+        for t in range(n):
+            counts[((keys[order[t]] >> shift) & mask) + 1] += 1
+        for b in range(mask + 1):
+            counts[b + 1] += counts[b]
+        for t in range(n):
+            i = order[t]
+            digit = (keys[i] >> shift) & mask
+            spare[counts[digit]] = i
+            counts[digit] += 1
+        order, spare = spare, order
+        shift += RADIX_BITS
+        if shift >= 63 or (largest >> shift) == 0:
+            return order
+
+
+def descending_order(scores):
+    """``np.argsort(-scores, kind="stable")`` (highest first, ties in input order) by
+    :func:`stable_order`: non-negative finite float64s order as their bit patterns do (``-0.0``
+    counts as ``0.0``, as the comparison has it); other scores take NumPy's sort."""
+    scores = np.ascontiguousarray(scores, dtype=np.float64) + 0.0  # -0.0 + 0.0 is 0.0
+    if scores.size == 0 or not (np.isfinite(scores).all() and scores.min() >= 0.0):
+        return np.argsort(-scores, kind="stable")
+    return stable_order(np.iinfo(np.int64).max - scores.view(np.int64))
+
+
 @njit(cache=True, nogil=True)
 def compact(cache):
     """Squeeze the garbage out of a sparse cache's arena (:func:`pack`); its top is then the live values."""
@@ -148,12 +198,11 @@ def pack(cache):
     live, starts, ends = cache.live, cache.starts, cache.ends
     indices, data = cache.indices, cache.data
     n = cache.meta[N_LIVE]
-    # By start, with the one sort the kernels compile (a stable mergesort of float64 keys, as in
-    # .sbm; starts are exact as floats): the live rows' starts are distinct, bar empty rows.
-    keys = np.empty(n)
+    # By start (stable: the live rows' starts are distinct, bar empty rows, which keep live's order).
+    keys = np.empty(n, dtype=np.int64)
     for t in range(n):
         keys[t] = starts[live[t]]
-    by_start = np.argsort(keys, kind="mergesort")
+    by_start = stable_order(keys)
     order = np.empty(n, dtype=np.int64)
     for t in range(n):
         order[t] = live[by_start[t]]

@@ -483,7 +483,7 @@ class RowCache:
         positive = offered_scores > 0.0
         pool = np.concatenate([self.GAP[live], offered_scores[positive]])
         pool_len = np.concatenate([cached_len, lengths[positive]])
-        order = np.argsort(-pool, kind="stable")  # ties: cached rows first
+        order = kc.descending_order(pool)  # ties: cached rows first
         keep = np.empty(order.size, dtype=np.bool_)
         kc.select_by_gap(pool[order], pool_len[order], self.n_slots, self.n_values, keep)
         kept = np.empty(order.size, dtype=np.bool_)
