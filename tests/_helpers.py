@@ -126,6 +126,30 @@ def noisy_linear_data(n, d, seed=0):
 
 
 # The small streaming fit of the reliability tests: SBM with a cache of a few rows.
+# The forms of a partition's rows that the cache reads where they lie, or copies first (a feature
+# map's unsorted rows, another dtype): rows_in_form.
+ROW_FORMS = ["dense", "csr", "csr, mapped", "csr unsorted, mapped", "csr float32", "csr int64 indptr"]
+
+
+def rows_in_form(data, form):
+    """``(X, spec, width)``: the dense ``data`` in the form ``form`` of :data:`ROW_FORMS`, the
+    feature map's spec the form names (None) and the width the cache holds."""
+    from dask_streamsvm.features import PolynomialMap
+
+    X = data if form == "dense" else sp.csr_matrix(data)
+    if "float32" in form:
+        X = X.astype(np.float32)
+    if "int64" in form:
+        X.indptr = X.indptr.astype(np.int64)
+    if "unsorted" in form:
+        X = sp.csr_matrix((X.data[::-1].copy(), X.indices[::-1].copy(), X.indptr.copy()), shape=X.shape)
+        X = sp.csr_matrix(X[::-1])
+        X.has_sorted_indices = False
+    n_features = data.shape[1]
+    spec = PolynomialMap(n_features=30).spec(n_features) if "mapped" in form else None
+    return X, spec, (30 if spec is not None else n_features)
+
+
 STREAM_PARAMS = dict(solver="sbm", cache_bytes=4_000, tol=1e-4, max_iter=30, random_state=0, inner_iter=3)
 
 

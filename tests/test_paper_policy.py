@@ -29,8 +29,8 @@ def _fit(Xd, yd, nbytes, **kw):
     return LinearSVC(**{**params, **kw}).fit(Xd, yd)
 
 
-def _random_insert(self, X, ids, y, cost, scores, *args):
-    self.insert(X, ids, y, cost, *args)
+def _random_insert(self, X, ids, y, cost, scores, *args, rows=None):
+    self.insert(X, ids, y, cost, *args, rows=rows)
     return np.zeros(0, np.int64)
 
 

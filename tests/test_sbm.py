@@ -19,7 +19,6 @@ from dask_streamsvm.engine.dual.sbm import BlockTrainer
 from dask_streamsvm.engine.dual.schedules import fit_stream
 from dask_streamsvm.engine.plan.problem import FitPlan
 from dask_streamsvm.engine.store.checkpoint import Checkpoints
-from dask_streamsvm.features import PolynomialMap
 from dask_streamsvm.kernels.cache import evict, evict_many
 from dask_streamsvm.kernels.dcd import Shrinking, dcd_passes
 from dask_streamsvm.kernels.losses import HINGE, SQUARED_HINGE, row_gap
@@ -32,7 +31,14 @@ from dask_streamsvm.kernels.sbm import (
     select_random,
 )
 
-from ._helpers import LIBLINEAR_OPTIMA, a9a_dask, load_libsvm_dataset, noisy_linear_data
+from ._helpers import (
+    LIBLINEAR_OPTIMA,
+    ROW_FORMS,
+    a9a_dask,
+    load_libsvm_dataset,
+    noisy_linear_data,
+    rows_in_form,
+)
 
 # -- the selection kernel against a NumPy reference ------------------------------------
 
@@ -648,30 +654,17 @@ def test_a_block_of_one_row_trains_and_a_byte_less_is_refused_naming_the_bytes(s
         LinearSVC(block_bytes=least - 1, **kw).fit(Xd, yd)
 
 
-@pytest.mark.parametrize(
-    "form", ["dense", "csr", "csr, mapped", "csr unsorted, mapped", "csr float32", "csr int64 indptr"]
-)
+@pytest.mark.parametrize("form", ROW_FORMS)
 def test_rows_inserted_where_they_lie_are_the_rows_copied_out(form):
     """``RowCache.insert(..., rows=)`` (SBM's pieces of a partition in the pass's order) leaves the
     cache and the store as inserting the same rows copied out does, bit for bit; where the rows
     must be converted first (a feature map's unsorted rows, another dtype) it copies the rows alone."""
     rng = np.random.RandomState(7)
-    data = rng.randn(60, 9) * (rng.rand(60, 9) < 0.4)
-    X = data if form == "dense" else sp.csr_matrix(data)
-    if "float32" in form:
-        X = X.astype(np.float32)
-    if "int64" in form:
-        X.indptr = X.indptr.astype(np.int64)
-    if "unsorted" in form:
-        X = sp.csr_matrix((X.data[::-1].copy(), X.indices[::-1].copy(), X.indptr.copy()), shape=X.shape)
-        X = sp.csr_matrix(X[::-1])
-        X.has_sorted_indices = False
-    spec = PolynomialMap(n_features=30).spec(9) if "mapped" in form else None
+    X, spec, width = rows_in_form(rng.randn(60, 9) * (rng.rand(60, 9) < 0.4), form)
     rows = rng.permutation(60)[:35]
     y = np.where(rng.rand(2, 60) < 0.5, 1.0, -1.0)
     cost = rng.uniform(0.5, 2.0, size=(2, 60))
     cost[:, rows[:3]] = 0.0  # weightless rows are skipped either way
-    width = 30 if spec is not None else 9
     states = []
     for where in ("copied", "in place"):
         store = AlphaStore(2)

@@ -15,7 +15,7 @@ from dask_streamsvm.engine.plan.sizes import slot_overhead
 from dask_streamsvm.kernels import cache as kc
 from dask_streamsvm.kernels.rng import make_state
 
-from ._helpers import load_libsvm_dataset
+from ._helpers import ROW_FORMS, load_libsvm_dataset, rows_in_form
 
 
 @pytest.mark.parametrize("squared", [True, False])
@@ -128,6 +128,54 @@ def test_a_full_cache_admits_rows_by_their_share_of_the_gap():
     assert roomy.n_live == 20 and roomy.evictions == 0
 
 
+@pytest.mark.parametrize("form", ROW_FORMS)
+def test_pieces_admitted_where_they_lie_are_the_pieces_copied_out(form):
+    """StreamSVM's pieces of a partition (``block.order``'s next rows) scored and admitted from
+    where they lie (``RowCache.readable``, ``piece_layout``, ``admit(rows=)``) leave the scores, the
+    rows left out, the cache and the store as the same rows copied out do, bit for bit, through
+    pieces that fill the cache, then compete for it (evictions by share), with weightless rows."""
+    from dask_streamsvm.kernels.losses import SQUARED_HINGE
+
+    rng = np.random.RandomState(11)
+    X, spec, width = rows_in_form(rng.randn(120, 9) * (rng.rand(120, 9) < 0.4), form)
+    order = rng.permutation(120)
+    y = np.where(rng.rand(2, 120) < 0.5, 1.0, -1.0)
+    cost = rng.uniform(0.5, 2.0, size=(2, 120))
+    cost[:, order[::17]] = 0.0
+    W = rng.randn(2, width + 1) * 0.3
+    ids = 1000 + np.arange(120)
+    states = []
+    for where in ("copied", "in place"):
+        store = AlphaStore(2, loss=SQUARED_HINGE)
+        cache = RowCache(6_000, width, np.float64, form != "dense", 2, nnz_per_row=4, feature_map=spec)
+        trace = []
+        for start in range(0, 120, 30):
+            rows = order[start : start + 30]
+            if where == "copied":
+                piece, at = X[rows], None
+                layout = cache.piece_layout(*cache.readable(piece, None))
+            else:
+                piece, at = cache.readable(X, rows)
+                layout = cache.piece_layout(piece, at)
+            store.reserve(int(ids[rows].max()) + 1)
+            scores = np.empty(30)
+            kc.gap_scores(layout, y[:, rows], cost[:, rows], store.alpha[:, ids[rows]], W, 0.5,
+                          SQUARED_HINGE, scores)  # fmt: skip
+            left = cache.admit(piece, ids[rows], y[:, rows], cost[:, rows], scores, SQUARED_HINGE, 0.5,
+                               store, make_state(0), rows=at)  # fmt: skip
+            trace += [scores, left, cache.gid[cache.live[: cache.n_live]].copy()]
+        assert cache.evictions > 0 and cache.n_live > 0
+        trace += [*cache.arrays[:11], cache.arrays.starts, cache.arrays.ends, *store.arrays[:3]]
+        if form != "dense":
+            n = int(cache.meta[kc.TOP])
+            trace += [cache.indices[:n], cache.data[:n]]
+        else:
+            trace.append(cache.rows)
+        states.append(trace)
+    for a, b in zip(*states, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 def _a9a_head(n=8000, chunk=1000):
     X, y = load_libsvm_dataset("a9a")
     X, y = X[:n], y[:n]
@@ -156,8 +204,8 @@ def test_the_gap_chosen_cache_needs_far_fewer_reads_than_random_eviction():
 def test_the_eps_rule_saves_reads_over_random_eviction_alone(monkeypatch):
     Xd, yd, nbytes = _a9a_head()
 
-    def random_insert(self, X, ids, y, cost, scores, *args):
-        self.insert(X, ids, y, cost, *args)
+    def random_insert(self, X, ids, y, cost, scores, *args, rows=None):
+        self.insert(X, ids, y, cost, *args, rows=rows)
         return np.zeros(0, np.int64)
 
     monkeypatch.setattr(RowCache, "admit", random_insert)  # the gap rule out: only eps evicts

@@ -322,9 +322,7 @@ class RowCache:
         """
         store.reserve(int(row_ids.max()) + 1 if row_ids.size else 0)
         if self.sparse:
-            X = as_csr(X)
-            if rows is not None and (X.dtype != self.dtype or not self._canonical_enough(X)):
-                X, rows = take_rows(X, rows), None  # what follows would convert all of X: the rows alone
+            X, rows = self.readable(X, rows)
             if self.feature_map is not None and not X.has_canonical_format:
                 X = X.copy()
                 X.sum_duplicates()  # the map reads each row's nonzeros once, in column order
@@ -363,6 +361,28 @@ class RowCache:
         if inserted < 0:
             raise RuntimeError("the row cache's arrays were not grown for the rows inserted.")
         return inserted
+
+    def readable(self, X, rows):
+        """``(X, rows)`` as :meth:`insert` and :meth:`piece_layout` read ``X``'s rows at ``rows``
+        (None: every row): sparse rows where they lie, or the rows alone copied (``rows`` None)
+        where their dtype is not the cache's or a feature map needs canonical rows ``X`` lacks;
+        dense rows copied (each row is one contiguous read either way)."""
+        if not self.sparse:
+            X = X if rows is None else take_rows(X, rows)
+            return (X.toarray() if sp.issparse(X) else X), None
+        X = as_csr(X)
+        if rows is not None and (X.dtype != self.dtype or not self._canonical_enough(X)):
+            return take_rows(X, rows), None  # what follows would convert all of X: the rows alone
+        return X, rows
+
+    def piece_layout(self, X, rows):
+        """The kernels' layout of the rows of :meth:`readable`'s ``(X, rows)``: the slotted layout
+        of their spans (:mod:`~...kernels.rows`) where ``rows`` is given."""
+        if rows is None:
+            return kernel_rows(X, self.feature_map)
+        indptr = X.indptr.astype(np.int64, copy=False)
+        layout = tuple(read_only(a) for a in (indptr[rows], indptr[rows + 1], X.indices, X.data))
+        return layout if self.feature_map is None else (layout, self.feature_map)
 
     def _reserve_for(self, row_ids, block_cost, store, lengths):
         """Grow the arrays for inserting a block's rows (``lengths``: their values when sparse).
@@ -449,7 +469,7 @@ class RowCache:
         gap = kc.cache_objective(self.layout, self.arrays, W, bias, loss, sums)
         return sums, gap
 
-    def admit(self, X, row_ids, block_y, block_cost, scores, loss, bias, store, rng_state):
+    def admit(self, X, row_ids, block_y, block_cost, scores, loss, bias, store, rng_state, rows=None):
         """Insert the rows that carry the most duality gap (Dünner et al. 2017); rows left out.
 
         ``scores`` are the rows' shares of the gap (:func:`~...kernels.cache.gap_scores`).
@@ -458,8 +478,10 @@ class RowCache:
         rows with the smallest shares are evicted for offered rows with
         larger ones, and a row of share 0 (``alpha = 0``, margin >= 1: no
         training would move it) is inserted only into room left free.  No
-        row is evicted at random.  Returns the positions in ``X`` of the
-        offered rows of positive weight, not cached, that were left out.
+        row is evicted at random.  ``rows``: the positions in ``X`` of the rows
+        offered (:meth:`readable`; None: every row), read where they lie.
+        Returns the positions among the rows offered of those of positive
+        weight, not cached, that were left out.
         """
         none = np.zeros(0, np.int64)
         if row_ids.size == 0:
@@ -467,13 +489,15 @@ class RowCache:
         store.reserve(int(row_ids.max()) + 1)
         new = (store.slot_of[row_ids] < 0) & (block_cost > 0.0).any(axis=0)
         offered = np.flatnonzero(new)
+        at = offered if rows is None else rows[offered]  # their positions in X
         lengths = np.zeros(offered.size, np.int64)
         if self.sparse:
-            lengths = np.diff(sp.csr_matrix(X).indptr)[offered]
+            indptr = sp.csr_matrix(X).indptr
+            lengths = (indptr[at + 1] - indptr[at]).astype(np.int64, copy=False)
         if offered.size == 0 or self.fits(offered.size, int(lengths.sum())):
             self.make_room(int(lengths.sum()))  # fits() counts the garbage as free: no row is evicted
-            self.insert(X[offered], row_ids[offered], block_y[:, offered], block_cost[:, offered],
-                        loss, bias, store, rng_state)  # fmt: skip
+            self.insert(X, row_ids[offered], block_y[:, offered], block_cost[:, offered],
+                        loss, bias, store, rng_state, rows=at)  # fmt: skip
             self.GAP[store.slot_of[row_ids[offered]]] = scores[offered]
             return none
         n = self.n_live
@@ -500,8 +524,8 @@ class RowCache:
         picked = np.sort(np.concatenate([chosen, zero]))
         take = offered[picked]
         self.make_room(int(lengths[picked].sum()))
-        self.insert(X[take], row_ids[take], block_y[:, take], block_cost[:, take],
-                    loss, bias, store, rng_state)  # fmt: skip
+        self.insert(X, row_ids[take], block_y[:, take], block_cost[:, take],
+                    loss, bias, store, rng_state, rows=at[picked])  # fmt: skip
         self.GAP[store.slot_of[row_ids[take]]] = scores[take]
         return np.setdiff1d(offered, take, assume_unique=True)
 

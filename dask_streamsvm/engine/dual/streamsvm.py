@@ -94,7 +94,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...kernels.cache import gap_scores
-from ..plan.layout import kernel_rows
 from .cache import RowCache
 from .trainer import KAPPA, PassCertifier, fit_rows, reserve_full
 
@@ -256,19 +255,20 @@ class StreamSVMTrainer(PassCertifier):
         stop = min(start + self._piece(), block.n_rows)
         before = self.cache.insertions
         rows = block.order[start:stop]  # this pass's row order
-        X, ids, y, c = block.X[rows], block.row_ids[rows], y_pm[:, rows], cost[:, rows]
+        ids, y, c = block.row_ids[rows], y_pm[:, rows], cost[:, rows]
+        X, at = self.cache.readable(block.X, rows)  # sparse rows where they lie
         args = (self.loss.code, self.bias, self.store, self.rng_state)
         if self.informative and not self.crammer_singer:
             self.store.reserve(int(ids.max()) + 1)
             scores = np.empty(ids.shape[0])
             gap_scores(
-                kernel_rows(X, self.feature_map), y, c, self.store.alpha[:, ids], self.W, self.bias,
+                self.cache.piece_layout(X, at), y, c, self.store.alpha[:, ids], self.W, self.bias,
                 self.loss.code, scores,
             )  # fmt: skip
-            left = self.cache.admit(X, ids, y, c, scores, *args)
+            left = self.cache.admit(X, ids, y, c, scores, *args, rows=at)
             self.stats["left_out"] += left.size
         else:
-            self.cache.insert(X, ids, y, c, *args)
+            self.cache.insert(X, ids, y, c, *args, rows=at)
         inserted = self.cache.insertions - before  # rows left out, or already cached, change nothing
         self.changed_rows += inserted
         self.unsolved_rows += stop - start if self.deterministic else inserted
