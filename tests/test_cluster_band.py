@@ -2,6 +2,7 @@
 whatever the workers, the band solved from the parts' joined bands; SBM on one worker where it gives up."""
 
 import warnings
+from pathlib import Path
 
 import dask.array as da
 import numpy as np
@@ -82,6 +83,62 @@ def test_on_a_cluster_the_band_gives_way_to_sbm_where_one_machine_gives_it_up(cl
     reference = LinearSVC(loss="hinge", tol=1e-6, max_iter=100_000, cluster=None).fit(X, y)
     assert reference.duality_gap_ <= 1e-6
     assert (clf.objective_ - reference.objective_) / clf.objective_ <= clf.duality_gap_ + 1e-6
+
+
+def _load_counted(path, log):
+    """``np.load(path)``, the read logged as a line of the file ``log`` (the workers are processes of
+    their own; each line is one append)."""
+    with open(log, "a") as out:
+        out.write(f"{Path(path).name}\n")
+    return np.load(path)
+
+
+def _counted_files(tmp_path, array, name, rows):
+    """``array`` saved in files of ``rows`` rows, as a Dask array whose partitions are read from
+    them (tasks: a cluster fit reads them on every read), each read logged in ``tmp_path / "reads"``."""
+    from dask import delayed
+
+    log, blocks = str(tmp_path / "reads"), []
+    for p, start in enumerate(range(0, len(array), rows)):
+        np.save(tmp_path / f"{name}{p}.npy", array[start : start + rows])
+        part = delayed(_load_counted)(str(tmp_path / f"{name}{p}.npy"), log)
+        shape = (min(rows, len(array) - start), *array.shape[1:])
+        blocks.append(da.from_delayed(part, shape=shape, dtype=array.dtype))
+    return da.concatenate(blocks)
+
+
+@pytest.mark.parametrize("scaled", [False, True])
+def test_sbm_after_the_band_reads_neither_the_labels_nor_the_scales_again(client, scaled, tmp_path):
+    """Where the band gives way on a cluster, SBM trains on the labels, label counts and scaled parts
+    the band's first read learned (BandStalled.counted): every read of the labels is a read of the
+    rows too (before, SBM read the labels alone once more, and learned the scales again with
+    Standardize: one read of the rows), and the standardized problem is the one solved in memory."""
+    from dask_streamsvm.features import Standardize
+
+    X, y = load_libsvm_dataset("a9a")
+    X, y = X[:16_000].toarray(), y[:16_000]
+    Xd, yd = _counted_files(tmp_path, X, "X", 1_600), _counted_files(tmp_path, y, "y", 1_600)
+    params = {"loss": "hinge", "tol": 1e-3, "random_state": 0}
+    params["feature_map"] = Standardize() if scaled else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = LinearSVC(cache_bytes="10%", max_iter=10, **params).fit(Xd, yd, client=client)
+    methods = [r["method"] for r in clf.history_]
+    assert methods[:2] == ["band", "band"] and set(methods[2:]) == {"sbm"}  # it gave way after a read
+    read = (tmp_path / "reads").read_text().split()
+    rows, labels = ([read.count(f"{name}{p}.npy") for p in range(10)] for name in "Xy")
+    # the band's two reads, SBM's passes (its first from alpha = 0, its last the one that certifies),
+    # and with Standardize the scales' read before them: each partition as often, the labels with it
+    # (partition 0 once more, the client's look at the collection's first partition; measured before
+    # the change: 6 and 7 reads of the rows and the labels, 8 and 9 with Standardize, now 6 and 7)
+    passes = len({r["pass"] for r in clf.history_ if r["method"] == "sbm"})
+    assert labels == rows and rows[1:] == [2 + passes + scaled] * 9 and rows[0] == rows[1] + 1
+    assert clf.duality_gap_ <= 1e-3
+    reference = LinearSVC(**{**params, "tol": 1e-6}, max_iter=100_000, cluster=None).fit(X, y)
+    assert reference.duality_gap_ <= 1e-6
+    assert (clf.objective_ - reference.objective_) / clf.objective_ <= clf.duality_gap_ + 1e-6
+    if scaled:
+        np.testing.assert_allclose(clf.standardize_.scale_, reference.standardize_.scale_, rtol=1e-12)
 
 
 def _wide_hinge(n=3000, d=1500, seed=0):

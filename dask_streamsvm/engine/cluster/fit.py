@@ -46,6 +46,7 @@ def fit_on_cluster(client, source, plan, method, hooks, clock_start):
     plan = plan.replace(solver=solver, seed=seed)
 
     spent, why, after = [], None, "one read"  # the band's reads where it gave up, why (not its reach), when
+    learned = {}  # where the band gave way: the labels and scales its first read learned (fit_cluster)
 
     def named(records):
         for record in records:
@@ -67,6 +68,9 @@ def fit_on_cluster(client, source, plan, method, hooks, clock_start):
                 except BandStalled as stalled:  # its reads' records keep its name
                     spent, why, after = named(stalled.history), stalled.why, stalled.after
                     method = GIVE_WAY_METHOD
+                    if stalled.counted is not None:  # the labels and scales the band's first read learned
+                        plan, placement, learned["scaler"] = stalled.counted
+                        learned["counted"] = True
                     plan = plan.replace(solver="auto")  # SBM's cache and blocks share the budget
             if method in ("newton", "truncated_newton"):  # each step one read (or evaluation) of every part
                 newton = fit_primal_cluster if method == "newton" else fit_products_cluster
@@ -94,7 +98,7 @@ def fit_on_cluster(client, source, plan, method, hooks, clock_start):
                 plan = plan.replace(cluster=method)
                 result = fit_cluster(
                     client, source, plan, clock_start=clock_start, on_round=on_round, placement=placement,
-                    on_part=on_part, on_pass=on_pass,
+                    on_part=on_part, on_pass=on_pass, **learned,
                 )  # fmt: skip
                 if spent:
                     result.history[:0] = spent
@@ -111,8 +115,9 @@ def fit_on_cluster(client, source, plan, method, hooks, clock_start):
 
 
 def fit_cluster(
-    client, source, plan, *, clock_start, on_round=None, placement=None, on_part=None, on_pass=None
-):
+    client, source, plan, *, clock_start, on_round=None, placement=None, on_part=None, on_pass=None,
+    counted=False, scaler=None,
+):  # fmt: skip
     """The dual methods: ``plan.cluster`` (``"average"``, :mod:`.average`, ``"cocoa"``,
     :mod:`.cocoa`, or ``"sbm"``, :mod:`.root_sbm`) on ``source`` over ``client``'s workers.
 
@@ -122,7 +127,10 @@ def fit_cluster(
     (``cache_bytes="10%"``) is that share of the largest part's bytes, for every worker's cache
     (:func:`~.parts.with_part_cache`), and for SBM, whose one trainer sees every row, that share of
     all the rows' bytes, which its cache and blocks share (:func:`~.root_sbm.root_plan`).
-    ``placement``: the parts (:func:`~.parts.parts_of`; None: made here).
+    ``placement``: the parts (:func:`~.parts.parts_of`; None: made here).  ``counted``: SBM after
+    the band gave way, ``plan`` holds the labels and ``placement`` the parts' label counts and
+    scaled parts that the band's first read learned, ``scaler`` its scaler: neither the labels nor
+    the scales are read again (before 2026-12-06 the labels were, and the scales where standardized).
     """
     if plan.cluster not in DUAL_CLUSTER_MODES:
         raise ValueError(
@@ -130,8 +138,9 @@ def fit_cluster(
             f"cluster={plan.cluster!r}; use cluster=None to train in this process."
         )
     sbm = plan.cluster == "sbm"  # one trainer: the parts' label mixes do not matter
-    plan, placement = place(client, source, plan, mode=None if sbm else plan.cluster, placement=placement)
-    scaler, placement = scaled_parts(client, source, plan, placement)
+    if not (counted and sbm):
+        plan, placement = place(client, source, plan, mode=None if sbm else plan.cluster, placement=placement)
+        scaler, placement = scaled_parts(client, source, plan, placement)
     plan = with_part_cache(client, plan, placement, rows=sum(placement.rows) if sbm else None)
     if sbm:
         width = plan.model_width(source.n_features)

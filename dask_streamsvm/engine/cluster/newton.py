@@ -572,8 +572,9 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
     )
     parts, workers = placement.parts, placement.workers
     K = len(parts)
+    learned = (plan, placement, scaler)  # what the method the band gives way to needs not read again
     if not all(f.clean for f in firsts):  # a value beyond the sums' range: the dual methods train
-        raise BandStalled([], 0.0)
+        raise BandStalled([], 0.0, counted=learned)
     elapsed = time.perf_counter() - clock_start
     width = plan.model_width(source.n_features) + 1
     wide = width > CG_WIDTH
@@ -592,7 +593,7 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
             f"the model is {width} wide (the features and the intercept), beyond the {CG_WIDTH} the band "
             "reads on a cluster, and cache_bytes did not hold every row, whose problem one worker then "
             "solves. A cache_bytes of the rows' size lets it."
-        ))  # fmt: skip
+        ), counted=learned)  # fmt: skip
     if complete:  # every row came in the samples: their problem is the data's, solved
         if on_pass is not None:
             on_pass(history, starts)
@@ -654,6 +655,9 @@ def fit_band_cluster(client, source, plan, *, clock_start, on_pass=None, placeme
             read, plan, starts, history, on_read, clock_start, counted, lambda: dict(moved), GIVE_UP,
             take=take,
         )  # fmt: skip
+    except BandStalled as stalled:
+        stalled.counted = learned
+        raise
     finally:
         state.clear()  # the kept values leave the root worker with the fit
     return replace(result, plan=plan, parts=placement.record(), scaler=scaler)

@@ -701,11 +701,14 @@ class BandStalled(Exception):
     would make little progress each), its reads reached a fixed point (:data:`STALL_READS`), or it
     cannot read on (``why``).  ``history``: the records of the reads made; ``reach``: the share certified;
     ``why``: the user's sentence where the band gave way for another reason (None: the reach);
-    ``after``: when, in words (:func:`band_note`'s)."""
+    ``after``: when, in words (:func:`band_note`'s); ``counted``: on a cluster, what the parts' first
+    read learned, ``(plan with its labels, placement with its label counts and scaled parts, scaler)``,
+    so that the method it gives way to reads neither the labels nor the scales again (None: nothing)."""
 
-    def __init__(self, history, reach, why=None, after="one read"):
+    def __init__(self, history, reach, why=None, after="one read", counted=None):
         super().__init__(why or f"the band certified {reach:.3g} of its step")
         self.history, self.reach, self.why, self.after = history, reach, why, after
+        self.counted = counted
 
 
 def band_note(reach, instead, why=None, after="one read"):
