@@ -30,11 +30,17 @@ warm-up fit), and says each streamed fit's time over it.
 ``--before DIR`` also runs each solver's streamed fit on the package in ``DIR`` (a ``git worktree``
 of an earlier commit), right after the fit of this one, as ``<solver> (before)``.
 
+``--repeats N`` fits each streamed solver N times (and with ``--before`` its earlier package,
+interleaved: now, before, now, ...): the table gives each one's run of median seconds (of an odd N),
+and a sentence the seconds of every fit and the medians' ratios.  One fit's seconds vary by 15-30%
+on this machine from minute to minute (2026-12-06); medians of interleaved fits compare two packages.
+
 ``--beside-busy`` runs every measure beside one busy process (``python -c "while True: pass"``,
 started here and stopped at the end) and writes ``wide_hinge_busy.json`` and a section of its own.
 
 Run: ``python -m benchmarks.bench_wide_hinge [--rows 200000] [--features 200000]
-[--solvers auto sbm streamsvm band] [--tol 1e-3] [--optimum] [--memory] [--before DIR] [--beside-busy]``
+[--solvers auto sbm streamsvm band] [--tol 1e-3] [--optimum] [--memory] [--before DIR] [--repeats N]
+[--beside-busy]``
 """
 
 import argparse
@@ -230,11 +236,32 @@ def report(spec, row, command, load, section=SECTION):
             _f(None if near is None else near / base),
         ]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
+    if len(row[row["solvers"][0]].get("fits_s", [])) > 1:
+        lines += ["", _repeats(row)]
     if row.get("memory") is not None:
         lines += ["", _in_memory(row)]
     if best is not None:
         lines += ["", _near_optimum(row, best, spec)]
     write_section(section, [*lines, ""])
+
+
+def _repeats(row):
+    """A sentence: every fit's seconds (``--repeats``, in the order they ran) and, with ``--before``,
+    each solver's median over its earlier package's."""
+    each = "; ".join(
+        f"{solver} {', '.join(f'{t:.2f}' for t in row[solver]['fits_s'])}" for solver in row["solvers"]
+    )
+    ratios = [
+        f"{solver} {np.median(row[solver]['fits_s']) / np.median(row[f'{solver} (before)']['fits_s']):.2f}"
+        for solver in row["solvers"]
+        if f"{solver} (before)" in row
+    ]
+    return (
+        f"Each streamed fit ran {len(row[row['solvers'][0]]['fits_s'])} times (`--repeats`), interleaved "
+        "with its earlier package's where one is given; the table gives the run of median seconds. "
+        f"Seconds of every fit, in the order they ran: {each}."
+        + (f" Medians now over before: {', '.join(ratios)}." if ratios else "")
+    )
 
 
 def _in_memory(row):
@@ -280,6 +307,7 @@ def main(argv=None):
     parser.add_argument("--optimum", action="store_true", help="the rows solved in memory to 1e-9 too")
     parser.add_argument("--memory", action="store_true", help="ours in memory on the same rows too")
     parser.add_argument("--before", default=None, help="a checkout of an earlier commit, its fits timed too")
+    parser.add_argument("--repeats", type=int, default=1, help="each streamed fit N times, interleaved")
     args = parser.parse_args(argv)
     busy = None
     if args.beside_busy:
@@ -316,11 +344,17 @@ def _run(args, argv, busy):
             print(f"optimum: {row['optimum']}", flush=True)
         for solver in args.solvers:
             runs = [(solver, None)] + ([(f"{solver} (before)", args.before)] if args.before else [])
-            for label, package in runs:
-                row[label] = run_child(
-                    "bench_wide_hinge", "stream", {**spec, "solver": solver, "package": package}
-                )
-                print(f"{label}: {row[label]['fit_s']:.2f} s, {row[label]['passes']} reads", flush=True)
+            fits = {label: [] for label, _ in runs}
+            for _ in range(args.repeats):  # interleaved: the machine's drift falls on both alike
+                for label, package in runs:
+                    done = run_child(
+                        "bench_wide_hinge", "stream", {**spec, "solver": solver, "package": package}
+                    )
+                    fits[label].append(done)
+                    print(f"{label}: {done['fit_s']:.2f} s, {done['passes']} reads", flush=True)
+            for label, done in fits.items():
+                done = sorted(done, key=lambda fit: fit["fit_s"])
+                row[label] = {**done[len(done) // 2], "fits_s": [fit["fit_s"] for fit in fits[label]]}
         if args.before:
             git = ["git", "-C", args.before, "rev-parse", "--short", "HEAD"]
             sha = subprocess.run(git, capture_output=True, text=True, check=False).stdout.strip()
