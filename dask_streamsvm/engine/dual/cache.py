@@ -377,11 +377,16 @@ class RowCache:
 
     def piece_layout(self, X, rows):
         """The kernels' layout of the rows of :meth:`readable`'s ``(X, rows)``: the slotted layout
-        of their spans (:mod:`~...kernels.rows`) where ``rows`` is given."""
+        of their spans (:meth:`_span_layout`) where ``rows`` is given."""
         if rows is None:
             return kernel_rows(X, self.feature_map)
         indptr = X.indptr.astype(np.int64, copy=False)
-        layout = tuple(read_only(a) for a in (indptr[rows], indptr[rows + 1], X.indices, X.data))
+        return self._span_layout(X, indptr[rows], indptr[rows + 1])
+
+    def _span_layout(self, X, starts, ends):
+        """The CSR rows of ``X`` at ``indices/data[starts[r]:ends[r]]`` in the slotted layout of
+        :mod:`~...kernels.rows`, mapped where the cache has a feature map."""
+        layout = (read_only(starts), read_only(ends), read_only(X.indices), read_only(X.data))
         return layout if self.feature_map is None else (layout, self.feature_map)
 
     def _reserve_for(self, row_ids, block_cost, store, lengths):
@@ -414,8 +419,7 @@ class RowCache:
     def _span_sqnorms(self, X, starts, ends):
         """:meth:`_sqnorms` of the CSR rows of ``X`` at ``indices/data[starts[r]:ends[r]]``."""
         sq = np.empty(starts.shape[0])
-        layout = (read_only(starts), read_only(ends), read_only(X.indices), read_only(X.data))
-        row_sqnorms(layout if self.feature_map is None else (layout, self.feature_map), 0.0, sq)
+        row_sqnorms(self._span_layout(X, starts, ends), 0.0, sq)
         return sq
 
     def evict(self, slots, store):
