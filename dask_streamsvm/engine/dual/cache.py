@@ -321,8 +321,8 @@ class RowCache:
         partition in any order costs no copy of its values.
         """
         store.reserve(int(row_ids.max()) + 1 if row_ids.size else 0)
+        X, rows = self.readable(X, rows)  # dense rows copied at their positions (rows None after)
         if self.sparse:
-            X, rows = self.readable(X, rows)
             if self.feature_map is not None and not X.has_canonical_format:
                 X = X.copy()
                 X.sum_duplicates()  # the map reads each row's nonzeros once, in column order
@@ -347,10 +347,6 @@ class RowCache:
                 block, sq, row_ids, block_y, block_cost, loss, bias, cache, dual, rng_state, self._top
             )
         else:
-            if sp.issparse(X):
-                X = X.toarray() if rows is None else take_rows(X, rows).toarray()
-            elif rows is not None:
-                X = take_rows(X, rows)  # dense rows are copied whole: as cheap as the insertion's own copy
             X = np.ascontiguousarray(X, dtype=self.dtype)
             self._reserve_for(row_ids, block_cost, store, None)
             sq = self._sqnorms(X)
@@ -366,7 +362,8 @@ class RowCache:
         """``(X, rows)`` as :meth:`insert` and :meth:`piece_layout` read ``X``'s rows at ``rows``
         (None: every row): sparse rows where they lie, or the rows alone copied (``rows`` None)
         where their dtype is not the cache's or a feature map needs canonical rows ``X`` lacks;
-        dense rows copied (each row is one contiguous read either way)."""
+        dense rows copied (each row is one contiguous read either way: as cheap as the insertion's
+        own copy)."""
         if not self.sparse:
             X = X if rows is None else take_rows(X, rows)
             return (X.toarray() if sp.issparse(X) else X), None
@@ -496,7 +493,7 @@ class RowCache:
         at = offered if rows is None else rows[offered]  # their positions in X
         lengths = np.zeros(offered.size, np.int64)
         if self.sparse:
-            indptr = sp.csr_matrix(X).indptr
+            indptr = as_csr(X).indptr
             lengths = (indptr[at + 1] - indptr[at]).astype(np.int64, copy=False)
         if offered.size == 0 or self.fits(offered.size, int(lengths.sum())):
             self.make_room(int(lengths.sum()))  # fits() counts the garbage as free: no row is evicted
